@@ -1,0 +1,90 @@
+"""ConsoleRenderer: prints a run's events in a terminal with rich. Verbosity 0 is silent."""
+from __future__ import annotations
+
+from typing import Any
+
+from agents import events as ev
+
+QUIET, NORMAL, DEBUG = 0, 1, 2
+
+
+class ConsoleRenderer:
+    def __init__(self, verbosity: int = NORMAL, console: Any = None) -> None:
+        self.verbosity = verbosity
+        self._console = console
+
+    @property
+    def console(self):
+        if self._console is None:
+            from rich.console import Console
+            self._console = Console(highlight=False)
+        return self._console
+
+    def handle(self, event: ev.Event) -> None:
+        if self.verbosity <= QUIET:
+            return
+        method = getattr(self, f"_on_{event.kind}", None)
+        if method is not None:
+            method(event)
+
+    def _indent(self, event: ev.Event) -> str:
+        return "  " if event.parent_id else ""
+
+    def _on_run_started(self, event: ev.RunStarted) -> None:
+        from rich.panel import Panel
+        self.console.print(Panel(event.task, title=f"{event.agent_name} · {event.model_id}", border_style="cyan"))
+
+    def _on_step_started(self, event: ev.StepStarted) -> None:
+        if event.step_type == "action":
+            self.console.rule(f"{self._indent(event)}Step {event.step}", style="dim")
+
+    def _on_model_text_delta(self, event: ev.ModelTextDelta) -> None:
+        if self.verbosity >= DEBUG:
+            self.console.print(event.text, end="", style="dim")
+
+    def _on_plan_proposed(self, event: ev.PlanProposed) -> None:
+        from rich.markdown import Markdown
+        self.console.print(f"[bold]{'Updated plan' if event.is_update else 'Plan'}[/bold]")
+        self.console.print(Markdown(event.plan))
+
+    def _on_code_proposed(self, event: ev.CodeProposed) -> None:
+        from rich.syntax import Syntax
+        self.console.print(Syntax(event.code, "python", theme="monokai", line_numbers=False))
+
+    def _on_tool_call_proposed(self, event: ev.ToolCallProposed) -> None:
+        self.console.print(f"{self._indent(event)}[magenta]→ {event.tool_name}[/magenta]({event.arguments})")
+
+    def _on_tool_call_result(self, event: ev.ToolCallResult) -> None:
+        if self.verbosity >= DEBUG or event.is_error:
+            style = "red" if event.is_error else "dim"
+            self.console.print(f"{self._indent(event)}[{style}]← {event.output[:500]}[/{style}]")
+
+    def _on_execution_log(self, event: ev.ExecutionLog) -> None:
+        self.console.print(f"[dim]Execution logs:[/dim]\n{event.text.rstrip()}")
+
+    def _on_artifact_created(self, event: ev.ArtifactCreated) -> None:
+        self.console.print(f"[green]{event.artifact_kind}[/green]: {event.relative_path}")
+
+    def _on_step_error(self, event: ev.StepError) -> None:
+        self.console.print(f"[bold red]{event.error_type}[/bold red]: {event.message}")
+
+    def _on_decision_requested(self, event: ev.DecisionRequested) -> None:
+        self.console.print(f"[yellow]Waiting for your decision on the {event.request_kind}…[/yellow]")
+
+    def _on_injection_flagged(self, event: ev.InjectionFlagged) -> None:
+        self.console.print(f"[bold yellow]Possible prompt injection in {event.source}:[/bold yellow] {event.excerpt}")
+
+    def _on_step_finished(self, event: ev.StepFinished) -> None:
+        usage = event.token_usage
+        self.console.print(f"[dim]{event.step_type} step {event.step}: {event.duration_s:.2f}s · "
+                           f"{usage.input_tokens} in / {usage.output_tokens} out tokens[/dim]")
+
+    def _on_final_answer(self, event: ev.FinalAnswer) -> None:
+        if not event.parent_id:
+            self.console.print(f"[bold green]Final answer:[/bold green] {event.value}")
+
+    def _on_run_finished(self, event: ev.RunFinished) -> None:
+        if event.error:
+            self.console.print(f"[bold red]Run failed:[/bold red] {event.error}")
+        elif event.state != "success" and not event.parent_id:
+            self.console.print(f"[yellow]Run ended: {event.state}[/yellow]")

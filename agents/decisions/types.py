@@ -1,0 +1,71 @@
+"""Decision requests (a paused run asking a person) and decisions (the answer)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from agents.errors import ConfigurationError
+
+
+class DecisionKind(str, Enum):
+    PLAN = "plan"            # review or edit the plan just made
+    CODE = "code"            # approve, edit or reject code before it runs
+    TOOL_CALL = "tool_call"  # approve, edit the arguments of, or reject a tool call
+    QUESTION = "question"    # the model asked the user something (ask_user)
+
+
+class Outcome(str, Enum):
+    APPROVE = "approve"
+    EDIT = "edit"
+    REJECT = "reject"
+    ANSWER = "answer"
+
+
+@dataclass
+class DecisionRequest:
+    id: str
+    kind: DecisionKind
+    payload: dict[str, Any]  # plan: {"plan"}; code: {"code"}; tool_call: {"tool_name","arguments","call_id"}; question: {"question"}
+    run_id: str = ""
+    step: int = 0
+
+
+@dataclass
+class Decision:
+    outcome: Outcome
+    edited: Any = None   # the edited plan (str), code (str) or arguments (dict)
+    reason: str = ""     # why it was rejected
+    answer: str = ""     # the answer to a question
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def approve(cls) -> "Decision":
+        return cls(Outcome.APPROVE)
+
+    @classmethod
+    def edit(cls, edited: Any) -> "Decision":
+        return cls(Outcome.EDIT, edited=edited)
+
+    @classmethod
+    def reject(cls, reason: str = "") -> "Decision":
+        return cls(Outcome.REJECT, reason=reason)
+
+    @classmethod
+    def reply(cls, answer: str) -> "Decision":
+        return cls(Outcome.ANSWER, answer=answer)
+
+    def validate_for(self, request: DecisionRequest) -> None:
+        """Refuse decisions that do not fit the request, with the fix."""
+        if request.kind is DecisionKind.QUESTION:
+            if self.outcome not in (Outcome.ANSWER, Outcome.REJECT):
+                raise ConfigurationError("A question needs Decision.reply(answer) or Decision.reject(reason).")
+            return
+        if self.outcome is Outcome.ANSWER:
+            raise ConfigurationError(f"A {request.kind.value} request needs approve, edit or reject, not an answer.")
+        if self.outcome is Outcome.EDIT:
+            expected = dict if request.kind is DecisionKind.TOOL_CALL else str
+            if not isinstance(self.edited, expected):
+                raise ConfigurationError(
+                    f"An edit of a {request.kind.value} must be a {expected.__name__}, got {type(self.edited).__name__}."
+                )

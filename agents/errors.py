@@ -1,0 +1,69 @@
+"""Exception types of the agent framework.
+
+Every error a user can hit has its own type and a message that says what to do next.
+"""
+from __future__ import annotations
+
+
+class AgentDeckError(Exception):
+    """Base class of every error raised by AgentDeck."""
+
+
+class ConfigurationError(AgentDeckError):
+    """A setting, argument or file given by the user cannot be used."""
+
+
+class PromptTemplateError(ConfigurationError):
+    """A prompt template is missing or refers to an unknown variable."""
+
+
+class ToolError(AgentDeckError):
+    """A tool failed while running; the message is fed back to the model."""
+
+
+class ToolInputError(ToolError):
+    """A tool was called with arguments that do not match its declared inputs."""
+
+
+class ToolDefinitionError(ConfigurationError):
+    """A Tool subclass or @tool function is declared incorrectly."""
+
+
+class ModelError(AgentDeckError):
+    """A model call failed for good (after any retries)."""
+
+
+class ModelAuthenticationError(ModelError):
+    """The provider refused the credentials."""
+
+
+class ModelNotFoundError(ModelError):
+    """The model name is unknown to the provider, or its files cannot be found."""
+
+
+class ContextWindowExceededError(ModelError):
+    """The prompt is longer than the model accepts."""
+
+
+class ContentFilteredError(ModelError):
+    """The provider refused to answer because of its content policy."""
+
+
+class ModelRateLimitError(ModelError):
+    """The provider kept rate-limiting after all retries."""
+
+
+class ModelConnectionError(ModelError):
+    """The provider could not be reached, or the connection dropped, after all retries."""
+
+
+class ReplayExhaustedError(ModelError):
+    """A ReplayModel was asked for more replies than its script holds."""
+
+
+class AgentParsingError(AgentDeckError):
+    """The model's reply holds no action the agent can run."""
+
+
+class AgentInterrupted(AgentDeckError):
+    """The run was stopped by `interrupt()`."""

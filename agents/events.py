@@ -1,0 +1,167 @@
+"""Typed events emitted by the agent loop: the one stream the UI, the console and the tests consume.
+
+Every event carries the run id, the step number and the id of its parent: the tool call that started a
+managed agent's run (None at top level), so consumers can nest a sub-agent's events under that call.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.models.base import TokenUsage
+
+
+def new_id() -> str:
+    """A short unique id for runs, calls and decision requests."""
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass(kw_only=True)
+class Event:
+    run_id: str
+    step: int
+    parent_id: str | None = None
+    timestamp: float = field(default_factory=time.time)
+
+    @property
+    def kind(self) -> str:
+        """The event's type name in snake_case, handy for logs and JSON."""
+        name = type(self).__name__
+        return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+
+
+@dataclass(kw_only=True)
+class RunStarted(Event):
+    task: str
+    agent_name: str
+    model_id: str
+    max_steps: int
+
+
+@dataclass(kw_only=True)
+class StepStarted(Event):
+    step_type: str  # "action" | "planning" | "final"
+
+
+@dataclass(kw_only=True)
+class ModelTextDelta(Event):
+    text: str
+
+
+@dataclass(kw_only=True)
+class ModelOutput(Event):
+    """The model's whole reply for a step, once it has finished streaming."""
+    text: str
+    token_usage: TokenUsage
+    duration_s: float
+
+
+@dataclass(kw_only=True)
+class PlanProposed(Event):
+    plan: str
+    is_update: bool
+
+
+@dataclass(kw_only=True)
+class CodeProposed(Event):
+    code: str
+
+
+@dataclass(kw_only=True)
+class ToolCallProposed(Event):
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(kw_only=True)
+class ToolCallResult(Event):
+    call_id: str
+    tool_name: str
+    output: str
+    is_error: bool = False
+
+
+@dataclass(kw_only=True)
+class DecisionRequested(Event):
+    """The run is paused until someone answers the request (see agents.decisions)."""
+    request_id: str
+    request_kind: str  # "plan" | "code" | "tool_call" | "question"
+    payload: dict[str, Any]
+
+
+@dataclass(kw_only=True)
+class DecisionMade(Event):
+    request_id: str
+    request_kind: str
+    outcome: str  # "approve" | "edit" | "reject" | "answer"
+    detail: str = ""
+
+
+@dataclass(kw_only=True)
+class ExecutionLog(Event):
+    text: str
+
+
+@dataclass(kw_only=True)
+class ArtifactCreated(Event):
+    path: str          # absolute path on the server
+    relative_path: str  # path inside the workspace
+    artifact_kind: str  # "image" | "file"
+    size_bytes: int = 0
+
+
+@dataclass(kw_only=True)
+class Observation(Event):
+    text: str
+
+
+@dataclass(kw_only=True)
+class StepError(Event):
+    error_type: str
+    message: str
+
+
+@dataclass(kw_only=True)
+class InjectionFlagged(Event):
+    """Text from outside the agent tried to give it instructions."""
+    source: str
+    excerpt: str
+
+
+@dataclass(kw_only=True)
+class MemoryCompacted(Event):
+    tokens_before: int
+    tokens_after: int
+    steps_folded: int
+
+
+@dataclass(kw_only=True)
+class StepFinished(Event):
+    step_type: str
+    duration_s: float
+    token_usage: TokenUsage
+
+
+@dataclass(kw_only=True)
+class FinalAnswer(Event):
+    value: Any
+
+
+@dataclass(kw_only=True)
+class RunFinished(Event):
+    state: str  # RunState value
+    output: Any
+    duration_s: float
+    token_usage: TokenUsage
+    steps: int
+    error: str | None = None
+
+
+ALL_EVENT_TYPES: tuple[type[Event], ...] = (
+    RunStarted, StepStarted, ModelTextDelta, ModelOutput, PlanProposed, CodeProposed, ToolCallProposed,
+    ToolCallResult, DecisionRequested, DecisionMade, ExecutionLog, ArtifactCreated, Observation, StepError,
+    InjectionFlagged, MemoryCompacted, StepFinished, FinalAnswer, RunFinished,
+)

@@ -1,0 +1,295 @@
+"""MultiStepAgent: the run loop shared by the code and tool-calling agents.
+
+A run is a sequence of steps (optional planning, then acting) that emits typed events through a
+RunContext. `run(stream=True)` runs the loop in a background thread and yields its events from a queue,
+so nested sub-agents, tool calls from sandboxed code and paused decisions all stream the same way.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
+from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError, ModelError
+from agents.events import Event, FinalAnswer, RunFinished, RunStarted, new_id
+from agents.loop.callbacks import StepCallbacks
+from agents.loop.context import RunContext
+from agents.loop.result import RunResult, RunState
+from agents.loop.step_runner import StepRunner
+from agents.loop.tool_runner import ToolRunner
+from agents.memory import AgentMemory, FinalAnswerStep, HistoryStep, TaskStep
+from agents.models.base import Message, Model, TokenUsage
+from agents.prompts import load_prompt_templates, render
+from tools.base import Tool
+
+FinalAnswerCheck = Callable[[Any, AgentMemory], bool]
+_END = object()
+
+
+class _Failure:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+class MultiStepAgent(StepRunner):
+    """Base agent. Subclasses set `prompt_kind` and implement `_act(step, reply, context)`."""
+
+    prompt_kind = ""
+    stop_sequences: list[str] = []
+
+    def __init__(
+        self,
+        tools: list[Tool] | tuple[Tool, ...] = (),
+        model: Model | None = None,
+        max_steps: int = 20,
+        planning_interval: int | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        managed_agents: list["MultiStepAgent"] | tuple = (),
+        step_callbacks: Any = None,
+        final_answer_checks: list[FinalAnswerCheck] | tuple = (),
+        prompt_templates: dict[str, Any] | None = None,
+        instructions: str | None = None,
+        approval_policy: ApprovalPolicy | str | None = None,
+        decider: Decider | None = None,
+        verbosity: int = 1,
+    ) -> None:
+        if model is None:
+            raise ConfigurationError("An agent needs a model, e.g. model=load_model('embedded') or ReplayModel([...]).")
+        if max_steps < 1:
+            raise ConfigurationError("max_steps must be at least 1.")
+        if planning_interval is not None and planning_interval < 1:
+            raise ConfigurationError("planning_interval must be a positive number of steps, or None.")
+        if name is not None and not name.isidentifier():
+            raise ConfigurationError(f"Agent name {name!r} must be a Python identifier: it is called like a tool.")
+        self.model = model
+        self.max_steps = max_steps
+        self.planning_interval = planning_interval
+        self.name = name
+        self.description = description
+        self.instructions = instructions or ""
+        self.verbosity = verbosity
+        self.tools = self._index_tools(tools)
+        self.managed_agents = self._index_managed_agents(managed_agents)
+        if isinstance(approval_policy, str):
+            approval_policy = ApprovalPolicy.from_mode(approval_policy)
+        self.broker = DecisionBroker(approval_policy or ApprovalPolicy(), decider or ExternalDecider())
+        self.runner = ToolRunner(self._callable_tools(), self.broker)
+        self.step_callbacks = StepCallbacks(step_callbacks)
+        self.final_answer_checks = list(final_answer_checks)
+        self.prompt_templates = load_prompt_templates(self._prompt_kind(), prompt_templates)
+        self.memory = AgentMemory(self.system_prompt())
+        self._interrupt_flag = threading.Event()
+        self._step_number = 0
+        self._last_exception: BaseException | None = None
+
+    # -- set-up ----------------------------------------------------------------------------------
+    def _prompt_kind(self) -> str:
+        return self.prompt_kind
+
+    def _index_tools(self, tools: Any) -> dict[str, Tool]:
+        indexed: dict[str, Tool] = {}
+        for candidate in tools:
+            if not isinstance(candidate, Tool):
+                raise ConfigurationError(
+                    f"{candidate!r} is not a Tool: decorate functions with @tool or subclass Tool."
+                )
+            if candidate.name in indexed:
+                raise ConfigurationError(f"Two tools are named {candidate.name!r}; tool names must be unique.")
+            indexed[candidate.name] = candidate
+        return indexed
+
+    def _index_managed_agents(self, agents: Any) -> dict[str, "MultiStepAgent"]:
+        indexed: dict[str, MultiStepAgent] = {}
+        for agent in agents:
+            if not getattr(agent, "name", None) or not getattr(agent, "description", None):
+                raise ConfigurationError("A managed agent needs a `name` and a `description` so its manager can call it.")
+            if agent.name in indexed or agent.name in self.tools:
+                raise ConfigurationError(f"The name {agent.name!r} is used twice among tools and managed agents.")
+            indexed[agent.name] = agent
+        return indexed
+
+    def _callable_tools(self) -> dict[str, Tool]:
+        from agents.loop.managed import ManagedAgentTool
+
+        callables: dict[str, Tool] = dict(self.tools)
+        for name, agent in self.managed_agents.items():
+            callables[name] = ManagedAgentTool(agent)
+        return callables
+
+    def system_prompt(self) -> str:
+        return render(self.prompt_templates, "system_prompt", **self._prompt_variables())
+
+    def _prompt_variables(self) -> dict[str, Any]:
+        return {"tools": list(self.tools.values()), "managed_agents": list(self.managed_agents.values()),
+                "custom_instructions": self.instructions}
+
+    # -- public API ------------------------------------------------------------------------------
+    def run(self, task: str, stream: bool = False, reset: bool = True, return_result: bool = False,
+            history: list[Message] | None = None, additional_args: dict[str, Any] | None = None) -> Any:
+        """Run `task`. `reset=False` continues the same memory and state (a follow-up question).
+
+        With `stream=True`, returns an iterator of events. Otherwise returns the final answer, or a
+        RunResult with `return_result=True`. A run that fails (model unreachable, script exhausted)
+        raises its error unless `return_result=True`.
+        """
+        arguments = {"task": task, "reset": reset, "history": history, "additional_args": additional_args}
+        if stream:
+            return self._stream(arguments)
+        logger = self._console()
+        result = self._execute(emit=logger.handle if logger else _ignore, **arguments)
+        if return_result:
+            return result
+        if result.state is RunState.ERROR and self._last_exception is not None:
+            raise self._last_exception
+        return result.output
+
+    def interrupt(self) -> None:
+        """Stop the current run at the next safe point; running code and pending decisions stop at once."""
+        self._interrupt_flag.set()
+        decider = self.broker.decider
+        if isinstance(decider, ExternalDecider):
+            decider.cancel_all()
+        for agent in self.managed_agents.values():
+            agent.interrupt()
+
+    def resolve_decision(self, request_id: str, decision: Any) -> None:
+        """Answer a pending decision request (from the UI or any thread), here or in a managed agent."""
+        for agent in self._agents_tree():
+            decider = agent.broker.decider
+            if isinstance(decider, ExternalDecider) and any(r.id == request_id for r in decider.pending()):
+                decider.resolve(request_id, decision)
+                return
+        raise ConfigurationError(f"No pending decision with id {request_id!r}: it was answered or has expired.")
+
+    def pending_decisions(self) -> list[Any]:
+        pending: list[Any] = []
+        for agent in self._agents_tree():
+            if isinstance(agent.broker.decider, ExternalDecider):
+                pending.extend(agent.broker.decider.pending())
+        return pending
+
+    def _agents_tree(self) -> Iterator["MultiStepAgent"]:
+        yield self
+        for agent in self.managed_agents.values():
+            yield from agent._agents_tree()
+
+    def close(self) -> None:
+        """Free what the agent holds (its sandbox, its sub-agents')."""
+        for agent in self.managed_agents.values():
+            agent.close()
+
+    def __enter__(self) -> "MultiStepAgent":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -- running ---------------------------------------------------------------------------------
+    def _console(self):
+        if self.verbosity <= 0:
+            return None
+        from agents.console import ConsoleRenderer
+        return ConsoleRenderer(self.verbosity)
+
+    def _stream(self, arguments: dict[str, Any]) -> Iterator[Event]:
+        events: queue.SimpleQueue = queue.SimpleQueue()
+
+        def work() -> None:
+            try:
+                self._execute(emit=events.put, **arguments)
+            except BaseException as exc:  # a bug in the loop itself: surface it to the consumer
+                events.put(_Failure(exc))
+            finally:
+                events.put(_END)
+
+        thread = threading.Thread(target=work, name=f"agent-run-{self.name or type(self).__name__}", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = events.get()
+                if item is _END:
+                    return
+                if isinstance(item, _Failure):
+                    raise item.exc
+                yield item
+        finally:
+            if thread.is_alive():  # the consumer went away early: stop the run
+                self.interrupt()
+
+    def _reset(self) -> None:
+        self.memory.reset()
+        self._step_number = 0
+
+    def _execute(self, task: str, emit: Callable[[Event], None], reset: bool = True,
+                 history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
+                 parent_id: str | None = None) -> RunResult:
+        context = RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag,
+                             parent_id=parent_id, step=self._step_number)
+        self._interrupt_flag.clear()
+        self._last_exception = None
+        self.runner.context = context
+        started = time.perf_counter()
+        if reset:
+            self._reset()
+        first_step_index = len(self.memory.steps)
+        self.memory.set_system_prompt(self.system_prompt())
+        if history:
+            self._add_history(history)
+        if additional_args:
+            task = self._hand_over_arguments(task, additional_args)
+        self.memory.add_step(TaskStep(task=task, run_id=context.run_id,
+                                      messages=[{"role": "user", "content": render(self.prompt_templates, "task", task=task)}]))
+        emit(RunStarted(**context.event_fields(), task=task, agent_name=self.name or type(self).__name__,
+                        model_id=getattr(self.model, "model_id", "model"), max_steps=self.max_steps))
+        state, output, error = RunState.SUCCESS, None, None
+        try:
+            output, state = self._loop(task, context)
+        except AgentInterrupted:
+            state = RunState.INTERRUPTED
+        except (AgentDeckError, OSError) as exc:
+            state, error, self._last_exception = RunState.ERROR, f"{type(exc).__name__}: {exc}", exc
+        except Exception as exc:  # unexpected: keep the app alive and report it
+            state, error, self._last_exception = RunState.ERROR, f"Internal error: {type(exc).__name__}: {exc}", exc
+        steps = self.memory.steps[first_step_index:]
+        usage = sum((getattr(s, "token_usage", TokenUsage()) for s in steps), TokenUsage())
+        if state in (RunState.SUCCESS, RunState.MAX_STEPS):
+            self.memory.add_step(FinalAnswerStep(output=output, run_id=context.run_id))
+            emit(FinalAnswer(**context.event_fields(), value=output))
+        duration = time.perf_counter() - started
+        emit(RunFinished(**context.event_fields(), state=state.value, output=output, duration_s=duration,
+                         token_usage=usage, steps=sum(1 for s in steps if s.step_type == "action"), error=error))
+        return RunResult(output=output, state=state, run_id=context.run_id, steps=list(steps),
+                         token_usage=usage, duration_s=duration, error=error)
+
+    def _add_history(self, history: list[Message]) -> None:
+        checked: list[Message] = []
+        for message in history:
+            if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
+                raise ConfigurationError("history must be a list of {'role': 'user'|'assistant', 'content': ...} dicts.")
+            checked.append({"role": message["role"], "content": message.get("content", "")})
+        self.memory.add_step(HistoryStep(history=checked, messages=checked))
+
+    def _hand_over_arguments(self, task: str, additional_args: dict[str, Any]) -> str:
+        """Make `additional_args` available to the agent; the base agent describes them in the task."""
+        listing = "\n".join(f"- {key}: {value!r}"[:500] for key, value in additional_args.items())
+        return f"{task}\n\nYou have been given these additional arguments:\n{listing}"
+
+    def _loop(self, task: str, context: RunContext) -> tuple[Any, RunState]:
+        for steps_done in range(self.max_steps):
+            context.check_interrupt()
+            self._step_number += 1
+            context.step = self._step_number
+            if self.planning_interval and steps_done % self.planning_interval == 0:
+                self._planning_step(task, context, is_update=steps_done > 0,
+                                    remaining_steps=self.max_steps - steps_done)
+            finished, output = self._action_step(context)
+            if finished:
+                return output, RunState.SUCCESS
+        return self._answer_after_max_steps(task, context), RunState.MAX_STEPS
+
+
+def _ignore(event: Event) -> None:
+    """Emit target for non-streamed runs with the console off."""

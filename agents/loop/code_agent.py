@@ -1,0 +1,149 @@
+"""CodeAgent: the model writes Python; the sandbox runs it, keeping state between steps."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from agents.decisions import DecisionKind, Outcome
+from agents.errors import AgentInterrupted
+from agents.events import ArtifactCreated, CodeProposed, ExecutionLog, StepError
+from agents.loop.base import MultiStepAgent
+from agents.loop.context import RunContext
+from agents.loop.parsing import extract_code
+from agents.memory import ActionStep
+from agents.models.base import ModelReply
+from agents.prompts import render
+
+#: Standard-library modules code may always import (the sandbox adds its own safe defaults).
+BASE_IMPORTS = ("collections", "datetime", "itertools", "math", "queue", "random", "re", "stat",
+                "statistics", "time", "unicodedata", "json", "functools", "decimal", "fractions", "string")
+
+MAX_OBSERVATION_OUTPUT_CHARS = 10_000
+
+
+class CodeAgent(MultiStepAgent):
+    """Acts by writing Python code, run in a PythonSandbox worker process."""
+
+    prompt_kind = "code_agent"
+    stop_sequences = ["Observation:", "Calling tools:"]
+
+    def __init__(self, tools=(), model=None, authorized_imports: list[str] | tuple[str, ...] = (),
+                 workdir: str | os.PathLike | None = None, executor_timeout_s: float = 30.0,
+                 sandbox_options: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self.authorized_imports = sorted(set(BASE_IMPORTS) | set(authorized_imports))
+        self._owns_workdir = workdir is None
+        self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="agentdeck-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.executor_timeout_s = executor_timeout_s
+        self.sandbox_options = dict(sandbox_options or {})
+        self._sandbox = None
+        self._sandbox_lock = threading.Lock()
+        super().__init__(tools=tools, model=model, **kwargs)
+
+    def _prompt_kind(self) -> str:
+        return "code_agent_tiny" if getattr(self.model, "prompt_style", "default") == "tiny" else "code_agent"
+
+    def _prompt_variables(self) -> dict[str, Any]:
+        return {**super()._prompt_variables(), "authorized_imports": self.authorized_imports}
+
+    # -- sandbox ---------------------------------------------------------------------------------
+    @property
+    def sandbox(self):
+        """The agent's sandbox, started on first use."""
+        with self._sandbox_lock:
+            if self._sandbox is None:
+                from agents.executor import PythonSandbox
+
+                sandbox = PythonSandbox(workdir=str(self.workdir), authorized_imports=list(self.authorized_imports),
+                                        timeout_s=self.executor_timeout_s, **self.sandbox_options)
+                sandbox.register_tools(self.runner.as_callables())
+                self._sandbox = sandbox
+            return self._sandbox
+
+    def _reset(self) -> None:
+        super()._reset()
+        if self._sandbox is not None:
+            self._sandbox.reset()
+
+    def _hand_over_arguments(self, task: str, additional_args: dict[str, Any]) -> str:
+        self.sandbox.send_variables(additional_args)
+        names = ", ".join(additional_args)
+        return f"{task}\n\nThese variables are already defined in your Python session: {names}."
+
+    def interrupt(self) -> None:
+        super().interrupt()
+        if self._sandbox is not None:
+            self._sandbox.interrupt()
+
+    def close(self) -> None:
+        super().close()
+        with self._sandbox_lock:
+            if self._sandbox is not None:
+                self._sandbox.close()
+                self._sandbox = None
+        if self._owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- acting ----------------------------------------------------------------------------------
+    def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
+        fields = context.event_fields()
+        code = extract_code(reply.content)
+        if code is None:
+            step.error = render(self.prompt_templates, "parse_error")
+            context.emit(StepError(**fields, error_type="ParsingError", message="The reply held no code block."))
+            return
+        context.emit(CodeProposed(**fields, code=code))
+        decision = self.broker.ask(DecisionKind.CODE, {"code": code}, context)
+        if decision is not None and decision.outcome is Outcome.REJECT:
+            step.code = code
+            step.error = render(self.prompt_templates, "observations.rejected_by_user", reason=decision.reason)
+            context.emit(StepError(**fields, error_type="RejectedByUser", message=decision.reason or "Rejected."))
+            return
+        if decision is not None and decision.outcome is Outcome.EDIT:
+            code = decision.edited
+        step.code = code
+        context.check_interrupt()
+        sandbox = self.sandbox
+        started = time.perf_counter()
+        result = sandbox.run(code)
+        step.execution_duration_s = time.perf_counter() - started
+        step.logs = result.logs or ""
+        if step.logs:
+            context.emit(ExecutionLog(**fields, text=step.logs))
+        for artifact in result.artifacts:
+            self._emit_artifact(artifact, step, context)
+        if context.interrupt_flag.is_set():
+            step.error = "The run was stopped by the user while the code was running."
+            raise AgentInterrupted(step.error)
+        has_output = result.output is not None and not result.is_final_answer
+        output_text = _shorten(repr(result.output)) if has_output else ""
+        step.observations = render(self.prompt_templates, "execution_observation", logs=step.logs,
+                                   has_output=has_output, output=output_text)
+        if result.error:
+            step.error = result.error
+            context.emit(StepError(**fields, error_type="ExecutionError", message=result.error))
+            return
+        if result.is_final_answer:
+            step.is_final_answer = True
+            step.action_output = result.output
+
+    def _emit_artifact(self, artifact: Any, step: ActionStep, context: RunContext) -> None:
+        relative = str(getattr(artifact, "path", artifact))
+        absolute = Path(relative) if os.path.isabs(relative) else self.workdir / relative
+        if os.path.isabs(relative):
+            relative = os.path.relpath(relative, self.workdir)
+        kind = getattr(artifact, "kind", None) or ("image" if absolute.suffix.lower() in
+                                                    (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp") else "file")
+        size = getattr(artifact, "size", None)
+        step.artifacts.append(relative)
+        context.emit(ArtifactCreated(**context.event_fields(), path=str(absolute), relative_path=relative,
+                                     artifact_kind=kind, size_bytes=int(size or 0)))
+
+
+def _shorten(text: str, limit: int = MAX_OBSERVATION_OUTPUT_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters cut]"

@@ -1,0 +1,30 @@
+"""RunContext: what every part of a running step needs to emit events and honour interrupts."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from agents.errors import AgentInterrupted
+from agents.events import Event
+
+
+@dataclass
+class RunContext:
+    run_id: str
+    emit_function: Callable[[Event], None]
+    interrupt_flag: threading.Event
+    parent_id: str | None = None
+    step: int = 0
+    extra: dict = field(default_factory=dict)
+
+    def emit(self, event: Event) -> None:
+        self.emit_function(event)
+
+    def check_interrupt(self) -> None:
+        if self.interrupt_flag.is_set():
+            raise AgentInterrupted("The run was stopped.")
+
+    def event_fields(self) -> dict:
+        """The fields every event of this run carries."""
+        return {"run_id": self.run_id, "step": self.step, "parent_id": self.parent_id}

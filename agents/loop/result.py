@@ -1,0 +1,31 @@
+"""The result of a run, for callers that want more than the final answer."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from agents.memory.steps import MemoryStep
+from agents.models.base import TokenUsage
+
+
+class RunState(str, Enum):
+    SUCCESS = "success"
+    MAX_STEPS = "max_steps"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+
+
+@dataclass
+class RunResult:
+    output: Any
+    state: RunState
+    run_id: str
+    steps: list[MemoryStep] = field(default_factory=list)
+    token_usage: TokenUsage = field(default_factory=TokenUsage)
+    duration_s: float = 0.0
+    error: str | None = None
+
+    @property
+    def max_steps_reached(self) -> bool:
+        return self.state is RunState.MAX_STEPS

@@ -1,0 +1,82 @@
+"""ToolCallingAgent: the model acts with tool calls, native where the adapter supports them, else JSON in text."""
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from agents.decisions import Rejected
+from agents.errors import ToolError
+from agents.events import StepError
+from agents.loop.base import MultiStepAgent
+from agents.loop.context import RunContext
+from agents.loop.parsing import parse_tool_calls
+from agents.memory import ActionStep
+from agents.models.base import ModelReply, ToolCall
+from agents.prompts import render
+from tools.final_answer import FinalAnswerTool
+
+MAX_PARALLEL_CALLS = 4
+
+
+class ToolCallingAgent(MultiStepAgent):
+    prompt_kind = "tool_calling_agent"
+    stop_sequences = ["Observation:"]
+
+    def __init__(self, tools=(), model=None, max_parallel_calls: int = MAX_PARALLEL_CALLS, **kwargs: Any) -> None:
+        tools = list(tools)
+        if not any(t.name == "final_answer" for t in tools):
+            tools.append(FinalAnswerTool())
+        self.max_parallel_calls = max(1, max_parallel_calls)
+        super().__init__(tools=tools, model=model, **kwargs)
+
+    def _native_tool_schemas(self) -> list[dict] | None:
+        if not getattr(self.model, "supports_native_tools", False):
+            return None
+        return [tool.to_openai_schema() for tool in self.runner.tools.values()]
+
+    def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
+        calls = list(reply.tool_calls) or parse_tool_calls(reply.content)
+        if not calls:
+            step.error = render(self.prompt_templates, "parse_error")
+            context.emit(StepError(**context.event_fields(), error_type="ParsingError",
+                                   message="The reply held no tool call."))
+            return
+        for index, call in enumerate(calls):
+            call.id = call.id or f"call_{context.step}_{index}"
+        step.tool_calls = calls
+        if reply.tool_calls:  # keep native calls visible in the transcript the model sees next
+            step.model_output = (reply.content + "\n" if reply.content else "") + "Calling tools:\n" + json.dumps(
+                [{"name": c.name, "arguments": c.arguments} for c in calls], default=str)
+        results = self._run_calls(calls, context)
+        lines: list[str] = []
+        errors: list[str] = []
+        for call, (output, error) in zip(calls, results):
+            if error is not None:
+                errors.append(f"{call.name}: {error}")
+            elif call.name == "final_answer":
+                step.is_final_answer, step.action_output = True, output
+            else:
+                lines.append(f"{call.name} returned:\n{output}" if len(calls) > 1 else str(output))
+        step.observations = "\n\n".join(lines)
+        if errors:
+            step.is_final_answer = False
+            step.error = "\n".join(errors)
+
+    def _run_calls(self, calls: list[ToolCall], context: RunContext) -> list[tuple[Any, str | None]]:
+        """Run independent calls in parallel (final_answer alone, last); return (output, error) per call."""
+        def run_one(call: ToolCall) -> tuple[Any, str | None]:
+            try:
+                return self.runner.call(call.name, dict(call.arguments), context, call_id=call.id), None
+            except Rejected as exc:
+                return None, render(self.prompt_templates, "observations.rejected_by_user", reason=exc.reason)
+            except ToolError as exc:
+                return None, str(exc)
+
+        if len(calls) == 1 or self.max_parallel_calls == 1:
+            results = [run_one(call) for call in calls]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.max_parallel_calls, len(calls))) as pool:
+                results = list(pool.map(run_one, calls))
+        context.check_interrupt()
+        return results

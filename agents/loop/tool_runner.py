@@ -1,0 +1,90 @@
+"""ToolRunner: calls tools for an agent — events, approval pauses, argument checks and error wrapping.
+
+Both agents use it: the ToolCallingAgent for JSON/native calls, the CodeAgent for calls that arrive
+from sandboxed code over the worker channel. Managed agents and `ask_user` read the current call
+from a thread-local.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from agents.decisions import DecisionBroker, DecisionKind, Outcome, Rejected
+from agents.errors import ToolError
+from agents.events import ToolCallProposed, ToolCallResult, new_id
+from agents.loop.context import RunContext
+from tools.base import Tool
+
+MAX_EVENT_OUTPUT_CHARS = 4000
+
+_local = threading.local()
+
+
+@dataclass
+class ActiveCall:
+    call_id: str
+    context: RunContext
+
+
+def current_call() -> ActiveCall | None:
+    """The tool call running on this thread, if any."""
+    return getattr(_local, "call", None)
+
+
+class ToolRunner:
+    def __init__(self, tools: dict[str, Tool], broker: DecisionBroker) -> None:
+        self.tools = tools
+        self.broker = broker
+        self.context: RunContext | None = None  # set by the agent at each step
+
+    def call(self, name: str, arguments: dict[str, Any], context: RunContext | None = None,
+             call_id: str | None = None, positional: tuple[Any, ...] = ()) -> Any:
+        context = context or self.context
+        if context is None:
+            raise ToolError(f"Tool {name!r} was called outside of a run.")
+        tool = self.tools.get(name)
+        if tool is None:
+            raise ToolError(f"Unknown tool {name!r}. Available tools: {', '.join(sorted(self.tools)) or 'none'}.")
+        call_id = call_id or new_id()
+        shown_arguments = dict(arguments) if not positional else {"args": list(positional), **arguments}
+        fields = context.event_fields()
+        context.emit(ToolCallProposed(**fields, call_id=call_id, tool_name=name, arguments=shown_arguments))
+        decision = self.broker.ask(
+            DecisionKind.TOOL_CALL, {"tool_name": name, "arguments": shown_arguments, "call_id": call_id},
+            context, tool_name=name, tool_flagged=tool.requires_approval,
+        )
+        if decision is not None and decision.outcome is Outcome.REJECT:
+            context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name,
+                                        output=f"Rejected by the user: {decision.reason}", is_error=True))
+            raise Rejected(f"The user rejected the call to {name}: {decision.reason or 'no reason given'}")
+        if decision is not None and decision.outcome is Outcome.EDIT:
+            arguments, positional = dict(decision.edited), ()
+        previous = current_call()
+        _local.call = ActiveCall(call_id=call_id, context=context)
+        self.broker.bind_to_thread(context)
+        try:
+            output = tool(*positional, **arguments)
+        except (ToolError, Rejected) as exc:
+            context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=str(exc), is_error=True))
+            raise
+        except Exception as exc:
+            message = f"Tool {name!r} failed: {type(exc).__name__}: {exc}"
+            context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=message, is_error=True))
+            raise ToolError(message) from exc
+        finally:
+            _local.call = previous
+        text = str(output)
+        if len(text) > MAX_EVENT_OUTPUT_CHARS:
+            text = text[:MAX_EVENT_OUTPUT_CHARS] + f"... [{len(text) - MAX_EVENT_OUTPUT_CHARS} more characters]"
+        context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=text))
+        return output
+
+    def as_callables(self) -> dict[str, Any]:
+        """Plain callables for the sandbox: each forwards a call from code to `call`."""
+        def make(name: str):
+            def proxy(*args: Any, **kwargs: Any) -> Any:
+                return self.call(name, kwargs, positional=args)
+            proxy.__name__ = name
+            return proxy
+        return {name: make(name) for name in self.tools}

@@ -1,0 +1,83 @@
+"""AgentMemory: the steps of an agent's conversation and the prompt they add up to."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from agents.memory.steps import ActionStep, MemoryStep, PlanningStep, SystemPromptStep, TaskStep
+from agents.models.base import Message, TokenUsage
+
+
+class AgentMemory:
+    """Holds the steps and keeps the model's prompt as an append-only list of messages.
+
+    `messages` is maintained incrementally: recording a step appends that step's pre-rendered messages.
+    Compaction swaps in a shorter prompt (`replace_prompt`) while `steps` keeps every step.
+    """
+
+    def __init__(self, system_prompt: str = "") -> None:
+        self.system_prompt = SystemPromptStep(system_prompt=system_prompt,
+                                              messages=[{"role": "system", "content": system_prompt}])
+        self.steps: list[MemoryStep] = []
+        self._messages: list[Message] = list(self.system_prompt.messages)
+
+    # -- recording -------------------------------------------------------------------------------
+    def add_step(self, step: MemoryStep) -> None:
+        self.steps.append(step)
+        self._messages.extend(step.messages)
+
+    def set_system_prompt(self, system_prompt: str) -> None:
+        if system_prompt == self.system_prompt.system_prompt:
+            return
+        self.system_prompt = SystemPromptStep(system_prompt=system_prompt,
+                                              messages=[{"role": "system", "content": system_prompt}])
+        self._messages[0] = self.system_prompt.messages[0]
+
+    def reset(self) -> None:
+        self.steps.clear()
+        self._messages = list(self.system_prompt.messages)
+
+    def replace_prompt(self, messages: list[Message]) -> None:
+        """Install a new prompt (after compaction or loading); later steps append to it."""
+        self._messages = list(messages)
+
+    def rebuild_prompt(self) -> None:
+        """Rebuild the prompt from every step's cached messages (after loading a saved memory)."""
+        self._messages = list(self.system_prompt.messages)
+        for step in self.steps:
+            self._messages.extend(step.messages)
+
+    # -- reading ---------------------------------------------------------------------------------
+    @property
+    def messages(self) -> list[Message]:
+        """The prompt so far. Callers must not mutate it."""
+        return self._messages
+
+    def action_steps(self) -> Iterator[ActionStep]:
+        return (s for s in self.steps if isinstance(s, ActionStep))
+
+    def latest_plan(self) -> PlanningStep | None:
+        for step in reversed(self.steps):
+            if isinstance(step, PlanningStep):
+                return step
+        return None
+
+    def last_task(self) -> str:
+        for step in reversed(self.steps):
+            if isinstance(step, TaskStep):
+                return step.task
+        return ""
+
+    def total_token_usage(self) -> TokenUsage:
+        total = TokenUsage()
+        for step in self.steps:
+            usage = getattr(step, "token_usage", None)
+            if usage is not None:
+                total = total + usage
+        return total
+
+    def code_steps(self) -> list[str]:
+        """The code of every action step in order (used to rebuild sandbox state and export notebooks)."""
+        return [s.code for s in self.action_steps() if s.code]
+
+    def __len__(self) -> int:
+        return len(self.steps)

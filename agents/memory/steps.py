@@ -1,0 +1,117 @@
+"""Memory steps: what happened in a run, one dataclass per kind of step.
+
+Each step renders its messages for the model once (`messages`, filled when the step is recorded),
+so the prompt of step N is built by appending, never by re-rendering steps 1..N-1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.models.base import Message, TokenUsage, ToolCall
+
+
+@dataclass
+class MemoryStep:
+    step_type: str = field(init=False, default="step")
+    #: The messages this step contributes to the next prompts (rendered once, when recorded).
+    messages: list[Message] = field(default_factory=list, repr=False)
+
+
+@dataclass
+class SystemPromptStep(MemoryStep):
+    system_prompt: str = ""
+
+    def __post_init__(self) -> None:
+        self.step_type = "system_prompt"
+
+
+@dataclass
+class HistoryStep(MemoryStep):
+    """Earlier conversation handed in by the caller (`run(task, history=[...])`)."""
+    history: list[Message] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.step_type = "history"
+
+
+@dataclass
+class TaskStep(MemoryStep):
+    task: str = ""
+    run_id: str = ""
+
+    def __post_init__(self) -> None:
+        self.step_type = "task"
+
+
+@dataclass
+class Timing:
+    start_time: float = 0.0
+    end_time: float = 0.0
+
+    @property
+    def duration_s(self) -> float:
+        return max(0.0, self.end_time - self.start_time)
+
+
+@dataclass
+class PlanningStep(MemoryStep):
+    step_number: int = 0
+    plan: str = ""
+    model_output: str = ""
+    is_update: bool = False
+    edited_by_user: bool = False
+    token_usage: TokenUsage = field(default_factory=TokenUsage)
+    timing: Timing = field(default_factory=Timing)
+
+    def __post_init__(self) -> None:
+        self.step_type = "planning"
+
+
+@dataclass
+class ActionStep(MemoryStep):
+    step_number: int = 0
+    run_id: str = ""
+    model_input_messages: list[Message] = field(default_factory=list, repr=False)
+    model_output: str = ""
+    code: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    observations: str = ""
+    logs: str = ""
+    error: str | None = None
+    artifacts: list[str] = field(default_factory=list)  # workspace-relative paths
+    action_output: Any = None
+    is_final_answer: bool = False
+    token_usage: TokenUsage = field(default_factory=TokenUsage)
+    timing: Timing = field(default_factory=Timing)
+    model_duration_s: float = 0.0
+    execution_duration_s: float = 0.0
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.step_type = "action"
+
+
+@dataclass
+class FinalAnswerStep(MemoryStep):
+    output: Any = None
+    run_id: str = ""
+
+    def __post_init__(self) -> None:
+        self.step_type = "final_answer"
+
+
+@dataclass
+class SummaryStep(MemoryStep):
+    """Older steps folded into a summary by compaction; the folded steps stay in `AgentMemory.steps`."""
+    summary: str = ""
+    folded_steps: int = 0
+
+    def __post_init__(self) -> None:
+        self.step_type = "summary"
+
+
+STEP_TYPES: dict[str, type[MemoryStep]] = {
+    "system_prompt": SystemPromptStep, "history": HistoryStep, "task": TaskStep, "planning": PlanningStep,
+    "action": ActionStep, "final_answer": FinalAnswerStep, "summary": SummaryStep,
+}
