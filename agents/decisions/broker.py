@@ -50,6 +50,9 @@ class DecisionBroker:
         if not self.policy.needs_decision(kind, tool_name=tool_name, tool_flagged=tool_flagged):
             return None
         request = DecisionRequest(id=new_id(), kind=kind, payload=payload, run_id=context.run_id, step=context.step)
+        register = getattr(self.decider, "register", None)
+        if register is not None:
+            register(request)
         context.emit(DecisionRequested(run_id=context.run_id, step=context.step, parent_id=context.parent_id,
                                        request_id=request.id, request_kind=kind.value, payload=payload))
         decision = self.decider.decide(request, self.policy.timeout_s)

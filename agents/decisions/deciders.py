@@ -26,10 +26,15 @@ class ExternalDecider:
         self._pending: dict[str, tuple[DecisionRequest, threading.Event]] = {}
         self._answers: dict[str, Decision] = {}
 
-    def decide(self, request: DecisionRequest, timeout_s: float | None) -> Decision | None:
-        ready = threading.Event()
+    def register(self, request: DecisionRequest) -> None:
+        """Make the request answerable before its event goes out, so a quick answer is never lost."""
         with self._lock:
-            self._pending[request.id] = (request, ready)
+            self._pending.setdefault(request.id, (request, threading.Event()))
+
+    def decide(self, request: DecisionRequest, timeout_s: float | None) -> Decision | None:
+        self.register(request)
+        with self._lock:
+            ready = self._pending[request.id][1]
         try:
             if not ready.wait(timeout_s):
                 return None

@@ -12,6 +12,7 @@ from agents.errors import AgentInterrupted
 from agents.events import ModelOutput, ModelTextDelta, PlanProposed, StepError, StepFinished, StepStarted
 from agents.loop.context import RunContext
 from agents.memory import ActionStep, PlanningStep
+from agents.memory.steps import PromptSnapshot
 from agents.models.base import Message, ModelReply
 from agents.prompts import render
 
@@ -91,10 +92,10 @@ class StepRunner:
         step = ActionStep(step_number=context.step, run_id=context.run_id)
         step.timing.start_time = time.time()
         messages = self.memory.messages
-        step.model_input_messages = list(messages)
+        step.model_input_messages = PromptSnapshot(messages)
         try:
             reply, step.model_duration_s = self._call_model(
-                step.model_input_messages, context, stop_sequences=self.stop_sequences or None,
+                messages, context, stop_sequences=self.stop_sequences or None,
                 tools=self._native_tool_schemas(),
             )
             step.model_output, step.token_usage = reply.content, reply.token_usage

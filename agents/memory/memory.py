@@ -30,7 +30,8 @@ class AgentMemory:
             return
         self.system_prompt = SystemPromptStep(system_prompt=system_prompt,
                                               messages=[{"role": "system", "content": system_prompt}])
-        self._messages[0] = self.system_prompt.messages[0]
+        # A new list, not an in-place edit: earlier steps' prompt snapshots keep what was really sent.
+        self._messages = self.system_prompt.messages + self._messages[1:]
 
     def reset(self) -> None:
         self.steps.clear()

@@ -5,6 +5,7 @@ so the prompt of step N is built by appending, never by re-rendering steps 1..N-
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,11 +69,43 @@ class PlanningStep(MemoryStep):
         self.step_type = "planning"
 
 
+class PromptSnapshot(Sequence):
+    """The first `length` messages of an append-only prompt list: recorded in O(1) per step.
+
+    AgentMemory only ever appends to its prompt list, or swaps in a new list (reset, compaction), so a
+    reference and a length pin down exactly what the model was sent.
+    """
+
+    __slots__ = ("_source", "_length")
+
+    def __init__(self, source: list[Message], length: int | None = None) -> None:
+        self._source = source
+        self._length = len(source) if length is None else length
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._source[: self._length][index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("prompt snapshot index out of range")
+        return self._source[index]
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"PromptSnapshot({self._length} messages)"
+
+
 @dataclass
 class ActionStep(MemoryStep):
     step_number: int = 0
     run_id: str = ""
-    model_input_messages: list[Message] = field(default_factory=list, repr=False)
+    model_input_messages: Sequence[Message] = field(default_factory=list, repr=False)
     model_output: str = ""
     code: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)

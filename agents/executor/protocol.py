@@ -1,0 +1,162 @@
+"""The channel between the app and a sandbox worker: length-prefixed JSON frames.
+
+Why JSON and not pickle: the worker runs untrusted code, so whatever it sends
+must be plain data the parent can parse without running anything. Each frame is
+a 4-byte big-endian length followed by UTF-8 JSON. Bytes travel as
+``{"$bytes": "<base64>"}``.
+
+This module is imported by both sides. In the worker it must not rely on
+anything user code could monkey-patch later, so the encoder and scanner are
+built once from the C accelerators and kept private.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import json.decoder
+import json.encoder
+import json.scanner
+import os
+import select
+import struct
+import time
+
+MAX_FRAME_BYTES = 64 * 1024 * 1024  # a worker cannot make the parent allocate more
+_HEADER = struct.Struct(">I")
+
+
+class ProtocolError(Exception):
+    """The other side sent something that is not a valid frame."""
+
+
+class ChannelClosed(ProtocolError):
+    """The other side closed its end (the worker exited or crashed)."""
+
+
+def _default(obj):
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return {"$bytes": base64.b64encode(bytes(obj)).decode("ascii")}
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def _str_default(obj):
+    """Fallback used for tool arguments and results: anything unknown becomes str()."""
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return _default(obj)
+    try:
+        return str(obj)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not break the channel
+        return f"<unprintable {type(obj).__name__}>"
+
+
+def _make_encoder(default):
+    c_make_encoder = json.encoder.c_make_encoder
+    if c_make_encoder is None:  # pragma: no cover - CPython always has _json
+        enc = json.JSONEncoder(default=default, separators=(",", ":"), ensure_ascii=True)
+        return lambda obj: "".join(enc.iterencode(obj))
+    inner = c_make_encoder(
+        {}, default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+
+    def encode(obj) -> str:
+        return "".join(inner(obj, 0))
+
+    return encode
+
+
+def _make_decoder():
+    def object_hook(d):
+        if len(d) == 1 and "$bytes" in d:
+            return base64.b64decode(d["$bytes"])
+        return d
+
+    ctx = json.decoder.JSONDecoder(object_hook=object_hook)
+    scanner = json.scanner.c_make_scanner(ctx) if json.scanner.c_make_scanner else ctx.scan_once
+
+    def decode(text: str):
+        try:
+            obj, end = scanner(text, 0)
+        except StopIteration as exc:
+            raise ProtocolError("invalid JSON frame") from exc
+        if end != len(text):
+            raise ProtocolError("trailing data in JSON frame")
+        return obj
+
+    return decode
+
+
+encode_json = _make_encoder(_default)
+encode_json_lenient = _make_encoder(_str_default)
+decode_json = _make_decoder()
+_pack = _HEADER.pack
+_unpack = _HEADER.unpack
+_os_read = os.read
+_os_write = os.write
+
+
+def frame(msg: dict, lenient: bool = False) -> bytes:
+    data = (encode_json_lenient if lenient else encode_json)(msg).encode("utf-8")
+    return _pack(len(data)) + data
+
+
+def write_frame(fd: int, msg: dict, lenient: bool = False) -> None:
+    data = memoryview(frame(msg, lenient))
+    while data:
+        n = _os_write(fd, data)
+        data = data[n:]
+
+
+class FrameReader:
+    """Reads frames from a file descriptor, with an optional timeout.
+
+    The parent uses the timeout (and an extra wake-up fd) so it can enforce the
+    run timeout and react to interrupt() without a reader thread.
+    """
+
+    def __init__(self, fd: int, max_bytes: int = MAX_FRAME_BYTES):
+        self.fd = fd
+        self.max_bytes = max_bytes
+        self._buf = bytearray()
+
+    def _try_parse(self):
+        buf = self._buf
+        if len(buf) < 4:
+            return None
+        (size,) = _unpack(bytes(buf[:4]))
+        if size > self.max_bytes:
+            raise ProtocolError(f"frame of {size} bytes exceeds the limit")
+        if len(buf) < 4 + size:
+            return None
+        payload = bytes(buf[4 : 4 + size])
+        del buf[: 4 + size]
+        try:
+            msg = decode_json(payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ProtocolError(f"undecodable frame: {exc}") from exc
+        if not isinstance(msg, dict):
+            raise ProtocolError("frame is not a JSON object")
+        return msg
+
+    def read(self, timeout: float | None = None, wake_fd: int | None = None):
+        """Return the next message, or None on timeout or when wake_fd becomes readable."""
+        msg = self._try_parse()
+        if msg is not None:
+            return msg
+        deadline = None if timeout is None else time.monotonic() + timeout
+        fds = [self.fd] if wake_fd is None else [self.fd, wake_fd]
+        while True:
+            if deadline is not None or wake_fd is not None:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                ready, _, _ = select.select(fds, [], [], left)
+                if not ready:
+                    return None
+                if wake_fd is not None and wake_fd in ready and self.fd not in ready:
+                    return None
+            chunk = _os_read(self.fd, 1 << 20)
+            if not chunk:
+                raise ChannelClosed("channel closed")
+            self._buf += chunk
+            msg = self._try_parse()
+            if msg is not None:
+                return msg

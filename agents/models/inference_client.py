@@ -1,0 +1,73 @@
+"""InferenceClientModel: Hugging Face inference providers through huggingface_hub.InferenceClient.
+
+Why: with only HF_TOKEN set (the usual case inside a Space) this reaches strong open models with no
+other account. It shares streaming, stop, usage, retry and error handling with LiteLLMModel.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from agents.models.remote import RemoteChatModel
+from agents.models.retry import ErrorContext
+
+DEFAULT_HF_MODEL = "Qwen/Qwen2.5-Coder-32B-Instruct"
+
+#: Context windows of models commonly used through inference providers (tokens).
+KNOWN_CONTEXT_SIZES = {
+    "Qwen/Qwen2.5-Coder-32B-Instruct": 32768,
+    "Qwen/Qwen2.5-72B-Instruct": 32768,
+    "Qwen/Qwen3-Coder-480B-A35B-Instruct": 262144,
+    "meta-llama/Llama-3.3-70B-Instruct": 131072,
+    "meta-llama/Llama-3.1-8B-Instruct": 131072,
+    "deepseek-ai/DeepSeek-V3": 131072,
+    "deepseek-ai/DeepSeek-R1": 131072,
+    "mistralai/Mistral-7B-Instruct-v0.3": 32768,
+    "HuggingFaceTB/SmolLM3-3B": 65536,
+}
+
+
+class InferenceClientModel(RemoteChatModel):
+    """`hf:<repo id>` models. `provider` picks the inference provider ("auto" lets the Hub choose);
+    `base_url` targets a dedicated endpoint or any OpenAI-compatible server instead."""
+
+    def __init__(self, model_id: str = DEFAULT_HF_MODEL, provider: str | None = None, token: str | None = None,
+                 base_url: str | None = None, api_key: str | None = None, **kwargs: Any) -> None:
+        if model_id.startswith("hf:"):
+            model_id = model_id[3:]
+        super().__init__(model_id, **kwargs)
+        self.provider = provider or os.environ.get("HF_INFERENCE_PROVIDER") or "auto"
+        self.base_url = base_url
+        self.__token = token or api_key or os.environ.get("HF_TOKEN") or None
+        self.context_size = KNOWN_CONTEXT_SIZES.get(model_id)
+        self._client: Any = None
+
+    def _make_client(self) -> Any:
+        from huggingface_hub import InferenceClient  # noqa: PLC0415 - lazy
+
+        if self.base_url:
+            return InferenceClient(base_url=self.base_url, api_key=self.__token, timeout=self.timeout)
+        return InferenceClient(provider=self.provider, token=self.__token, timeout=self.timeout)
+
+    def _error_context(self) -> ErrorContext:
+        return ErrorContext(model_id=self.model_id, key_env="HF_TOKEN",
+                            endpoint=self.base_url or f"Hugging Face inference (provider {self.provider})",
+                            secrets=tuple(s for s in (self.__token,) if s))
+
+    def _send(self, messages, stop, tools, stream, **kwargs):
+        if self._client is None:
+            self._client = self._make_client()
+        params: dict[str, Any] = {"messages": messages, "stream": stream, **self.request_kwargs, **kwargs}
+        if not self.base_url:
+            params["model"] = self.model_id
+        if stop:
+            params["stop"] = stop
+        if tools:
+            params["tools"] = tools
+        if stream:
+            params["stream_options"] = {"include_usage": True}
+        if self.max_tokens is not None:
+            params.setdefault("max_tokens", self.max_tokens)
+        if self.temperature is not None:
+            params.setdefault("temperature", self.temperature)
+        return self._client.chat_completion(**params)

@@ -1,0 +1,121 @@
+"""LiteLLMModel: every provider litellm knows (OpenAI, Anthropic, Mistral, Groq, OpenRouter, Ollama, ...).
+
+Why lazy: importing litellm takes seconds and, unless told otherwise, fetches a price list from the
+network. It is imported on the first call only, with the local model map and telemetry off.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from agents.models.errors_mapping import PROVIDER_KEY_ENV, provider_of
+from agents.models.remote import RemoteChatModel
+from agents.models.retry import ErrorContext
+
+_LITELLM_LOCK = threading.Lock()
+_LITELLM: Any = None
+
+
+def import_litellm() -> Any:
+    """Import litellm once, offline-safe and quiet: local model map, no telemetry, no callbacks."""
+    global _LITELLM
+    if _LITELLM is not None:
+        return _LITELLM
+    with _LITELLM_LOCK:
+        if _LITELLM is None:
+            os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+            os.environ.setdefault("LITELLM_TELEMETRY", "False")
+            import litellm  # noqa: PLC0415 - deliberately lazy
+
+            litellm.telemetry = False
+            litellm.suppress_debug_info = True
+            litellm.success_callback = []
+            litellm.failure_callback = []
+            litellm.callbacks = []
+            litellm.num_retries = 0  # AgentDeck retries itself (agents/models/retry.py)
+            _LITELLM = litellm
+    return _LITELLM
+
+
+class LiteLLMModel(RemoteChatModel):
+    """A chat model reached through litellm, named `provider/model` (e.g. `anthropic/claude-sonnet-4-5`).
+
+    `api_base` points it at any OpenAI-compatible server; `api_key` overrides the provider's key
+    variable from the environment. Extra keyword arguments go to `litellm.completion` unchanged.
+    """
+
+    def __init__(self, model_id: str, api_base: str | None = None, api_key: str | None = None, **kwargs: Any) -> None:
+        super().__init__(model_id, **kwargs)
+        self.api_base = api_base
+        self.__api_key = api_key  # name-mangled and never printed
+        self._context_size: int | None = None
+        self._context_looked_up = False
+
+    @property
+    def litellm_model(self) -> str:
+        """The name passed to litellm: an explicit provider for bare names on a custom api_base,
+        and Ollama's chat endpoint (which supports tools) for `ollama/...`."""
+        name = self.model_id
+        if name.startswith("litellm:"):
+            name = name[len("litellm:"):]
+        if name.startswith("ollama/"):
+            return "ollama_chat/" + name[len("ollama/"):]
+        if self.api_base and "/" not in name:
+            return "openai/" + name
+        return name
+
+    @property
+    def context_size(self) -> int | None:  # type: ignore[override]
+        """From litellm's bundled model map, looked up on first use."""
+        if not self._context_looked_up:
+            self._context_looked_up = True
+            try:
+                info = import_litellm().get_model_info(self.litellm_model)
+                self._context_size = info.get("max_input_tokens") or info.get("max_tokens")
+            except Exception:  # noqa: BLE001 - unknown models simply have no known size
+                self._context_size = None
+        return self._context_size
+
+    @context_size.setter
+    def context_size(self, value: int | None) -> None:
+        self._context_size, self._context_looked_up = value, True
+
+    def _error_context(self) -> ErrorContext:
+        provider = provider_of(self.litellm_model)
+        return ErrorContext(
+            model_id=self.model_id,
+            key_env=PROVIDER_KEY_ENV.get(provider),
+            endpoint=self.api_base or (provider or "the provider"),
+            secrets=tuple(s for s in (self.__api_key,) if s),
+        )
+
+    def _send(self, messages, stop, tools, stream, **kwargs):
+        litellm = import_litellm()
+        params: dict[str, Any] = {
+            "model": self.litellm_model,
+            "messages": messages,
+            "stream": stream,
+            "num_retries": 0,
+            "max_retries": 0,
+            "drop_params": True,  # models that refuse e.g. `stop` get it dropped; it is trimmed locally
+            **self.request_kwargs,
+            **kwargs,
+        }
+        if stop:
+            params["stop"] = stop
+        if tools:
+            params["tools"] = tools
+        if stream:
+            params["stream_options"] = {"include_usage": True}
+        if self.api_base:
+            params["api_base"] = self.api_base
+        if self.__api_key:
+            params["api_key"] = self.__api_key
+        if self.timeout is not None:
+            params.setdefault("timeout", self.timeout)
+        if self.max_tokens is not None:
+            params.setdefault("max_tokens", self.max_tokens)
+        if self.temperature is not None:
+            params.setdefault("temperature", self.temperature)
+        return litellm.completion(**params)

@@ -1,0 +1,106 @@
+"""Shared behaviour of adapters that call an OpenAI-style chat API (litellm, huggingface_hub).
+
+Why: generation, streaming, stop-sequence trimming, usage, tool calls, retries and error mapping must
+behave the same for every hosted provider; subclasses only say how to send one request.
+"""
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, Iterator
+
+from agents.models.base import Message, Model, ModelDelta, ModelReply, apply_stop_sequences
+from agents.models.openai_format import (
+    StreamAssembler,
+    check_content_filter,
+    prepare_messages,
+    reply_from_completion,
+    usage_of,
+)
+from agents.models.retry import ErrorContext, RetryPolicy, call_with_retry, stream_with_retry
+from agents.models.streaming import StopFilter
+
+
+class RemoteChatModel(Model):
+    """A model behind a chat-completions API. Secrets live in private attributes and never in repr."""
+
+    supports_native_tools = True
+    #: Most APIs accept at most this many stop sequences; the rest are applied locally.
+    max_stop_sequences = 4
+
+    def __init__(self, model_id: str, *, retry: RetryPolicy | None = None, max_tokens: int | None = None,
+                 temperature: float | None = None, timeout: float | None = 120.0,
+                 images: bool = True, **request_kwargs: Any) -> None:
+        self.model_id = model_id
+        self.retry = retry or RetryPolicy.from_env()
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.timeout = timeout
+        self.images = images
+        self.request_kwargs = request_kwargs
+        self._stop_supported = True
+
+    # --- what subclasses provide -------------------------------------------------------------
+    @abstractmethod
+    def _send(self, messages: list[dict[str, Any]], stop: list[str] | None, tools: list[dict[str, Any]] | None,
+              stream: bool, **kwargs: Any) -> Any:
+        """Send one request; return the response, or an iterator of chunks when `stream`."""
+
+    def _error_context(self) -> ErrorContext:
+        return ErrorContext(model_id=self.model_id)
+
+    def _refuses_stop(self, exc: BaseException) -> bool:
+        """True when the provider rejected the request because of the stop parameter."""
+        text = str(exc).lower()
+        return "stop" in text and any(word in text for word in ("unsupported", "not supported", "does not support",
+                                                                 "unrecognized", "not allowed", "invalid"))
+
+    # --- shared behaviour ---------------------------------------------------------------------
+    def _stop_param(self, stop_sequences: list[str] | None) -> list[str] | None:
+        if not stop_sequences or not self._stop_supported:
+            return None
+        return list(stop_sequences[: self.max_stop_sequences])
+
+    def _request(self, messages, stop_sequences, tools, stream, kwargs) -> Any:
+        prepared = prepare_messages(messages, images=self.images)
+        stop = self._stop_param(stop_sequences)
+        try:
+            return self._send(prepared, stop, tools or None, stream, **kwargs)
+        except Exception as exc:
+            if stop and self._refuses_stop(exc):
+                self._stop_supported = False  # remember, and trim locally from now on
+                return self._send(prepared, None, tools or None, stream, **kwargs)
+            raise
+
+    def generate(self, messages: list[Message], stop_sequences: list[str] | None = None,
+                 tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> ModelReply:
+        response = call_with_retry(lambda: self._request(messages, stop_sequences, tools, False, kwargs),
+                                   self.retry, self._error_context())
+        reply, _ = reply_from_completion(response, messages, self.model_id)
+        trimmed = apply_stop_sequences(reply.content, stop_sequences)
+        if trimmed != reply.content:
+            reply.content = trimmed
+        return reply
+
+    def generate_stream(self, messages: list[Message], stop_sequences: list[str] | None = None,
+                        tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> Iterator[ModelDelta]:
+        assembler = StreamAssembler()
+        stop_filter = StopFilter(list(stop_sequences or []))
+
+        def start() -> Iterator[ModelDelta]:
+            nonlocal assembler, stop_filter
+            assembler, stop_filter = StreamAssembler(), StopFilter(list(stop_sequences or []))
+            for chunk in self._request(messages, stop_sequences, tools, True, kwargs):
+                piece = stop_filter.feed(assembler.add(chunk))
+                if piece:
+                    yield ModelDelta(content=piece)
+
+        yield from stream_with_retry(start, self.retry, self._error_context(), lambda delta: bool(delta.content))
+        tail = stop_filter.flush()
+        if tail:
+            yield ModelDelta(content=tail)
+        content = stop_filter.text
+        tool_calls = assembler.tool_calls()
+        check_content_filter(assembler.finish_reason, content, tool_calls, self.model_id)
+        reply = ModelReply(content=content, token_usage=usage_of(assembler.usage, messages, content),
+                           tool_calls=tool_calls)
+        yield ModelDelta(reply=reply)

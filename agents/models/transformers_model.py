@@ -1,0 +1,306 @@
+"""TransformersModel: a local chat model (hub id, local folder or GGUF file) run with transformers.
+
+Why the care: several sessions may generate at once from one loaded model, so every call builds its
+own streamer, stopping criteria and generation config; only the read-only weights are shared. Loading
+never waits on the network when HF_HUB_OFFLINE is set or the model is already cached locally.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from agents.errors import ContextWindowExceededError, ModelError, ModelNotFoundError
+from agents.models.base import Message, Model, ModelDelta, ModelReply, TokenUsage, apply_stop_sequences
+from agents.models.chat_messages import plain_prompt, to_text_turns
+from agents.models.streaming import StopFilter
+
+logger = logging.getLogger("agents.models")
+
+_LOADED: dict[tuple[str, str | None, str, str], "_Loaded"] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass
+class _Loaded:
+    """A loaded tokenizer and model, shared read-only by every TransformersModel on the same weights."""
+    tokenizer: Any
+    model: Any
+    tokenizer_lock: threading.Lock  # fast tokenizers must not encode from two threads at once
+
+
+def pick_device(requested: str | None = None) -> str:
+    """AGENTDECK_DEVICE or the argument, else CUDA, then Apple MPS, then CPU."""
+    import torch  # noqa: PLC0415
+
+    requested = requested or os.environ.get("AGENTDECK_DEVICE") or None
+    if requested:
+        return requested
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def pick_dtype(device: str, requested: Any = None) -> Any:
+    """float32 on CPU (fast and exact there), bfloat16/float16 on accelerators."""
+    import torch  # noqa: PLC0415
+
+    if requested is not None and requested != "auto":
+        return getattr(torch, requested) if isinstance(requested, str) else requested
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.startswith("mps"):
+        return torch.float16
+    return torch.float32
+
+
+def resolve_source(model_id: str, gguf_file: str | None = None) -> tuple[str, str | None, bool]:
+    """(folder or repo id, gguf file name, is_local) for a hub id, a local folder or a .gguf path."""
+    path = Path(model_id).expanduser()
+    if path.is_file() and path.name.endswith(".gguf"):
+        return str(path.parent), path.name, True
+    if path.is_dir():
+        return str(path), gguf_file, True
+    if model_id.endswith(".gguf") and model_id.count("/") >= 2 and not model_id.startswith((".", "/", "~")):
+        repo, name = model_id.rsplit("/", 1)  # "org/repo/file.gguf" on the hub
+        return repo, name, False
+    if model_id.startswith((".", "/", "~")) or os.sep in model_id.replace("/", "") or model_id.count("/") > 1:
+        raise ModelNotFoundError(f"No model folder or .gguf file at '{model_id}'. Give an existing local path "
+                                 f"or a Hugging Face repo id such as 'HuggingFaceTB/SmolLM2-1.7B-Instruct'.")
+    return model_id, gguf_file, False
+
+
+class _StopOnText:
+    """Stops generation once the new text contains a stop string (one instance per call)."""
+
+    def __init__(self, tokenizer: Any, prompt_length: int, stop_sequences: list[str]) -> None:
+        self.tokenizer, self.prompt_length = tokenizer, prompt_length
+        self.stop_sequences = [s for s in stop_sequences if s]
+        self.window = max(len(s) for s in self.stop_sequences) + 8
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch  # noqa: PLC0415
+
+        done = []
+        for row in input_ids:
+            tail = self.tokenizer.decode(row[self.prompt_length:][-self.window:], skip_special_tokens=False)
+            done.append(any(stop in tail for stop in self.stop_sequences))
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
+class TransformersModel(Model):
+    """A chat model run locally. `model_id` is a hub repo id, a local folder, or a .gguf file path
+    (GGUF files are converted once into a cached folder, see gguf_cache.py)."""
+
+    def __init__(self, model_id: str, *, gguf_file: str | None = None, device: str | None = None,
+                 dtype: Any = None, max_new_tokens: int = 1024, do_sample: bool = False,
+                 temperature: float | None = None, local_files_only: bool | None = None,
+                 trust_remote_code: bool = False, revision: str | None = None) -> None:
+        if model_id.startswith("transformers:"):
+            model_id = model_id[len("transformers:"):]
+        self.model_id = model_id
+        self.max_new_tokens = max_new_tokens
+        self.do_sample = do_sample
+        self.temperature = temperature
+        self.device = pick_device(device)
+        self.dtype = pick_dtype(self.device, dtype)
+        source, gguf_name, is_local = resolve_source(model_id, gguf_file)
+        self._loaded = self._load(source, gguf_name, is_local, local_files_only, trust_remote_code, revision)
+        config = self._loaded.model.config
+        text_config = getattr(config, "text_config", None) or config
+        self.context_size = getattr(text_config, "max_position_embeddings", None) or None
+
+    # --- loading -----------------------------------------------------------------------------
+    def _load(self, source: str, gguf_name: str | None, is_local: bool, local_files_only: bool | None,
+              trust_remote_code: bool, revision: str | None) -> _Loaded:
+        if gguf_name:
+            source = self._gguf_folder(source, gguf_name, is_local, local_files_only)
+            is_local = True
+        key = (source, revision, self.device, str(self.dtype))
+        with _LOAD_LOCK:
+            if key not in _LOADED:
+                _LOADED[key] = self._load_uncached(source, is_local, local_files_only, trust_remote_code, revision)
+            return _LOADED[key]
+
+    def _gguf_folder(self, source: str, gguf_name: str, is_local: bool, local_files_only: bool | None) -> str:
+        from agents.models.gguf_cache import convert_gguf  # noqa: PLC0415
+
+        if is_local:
+            return str(convert_gguf(Path(source) / gguf_name))
+        from huggingface_hub import hf_hub_download  # noqa: PLC0415
+
+        offline = hub_offline() if local_files_only is None else local_files_only
+        try:
+            path = hf_hub_download(source, gguf_name, local_files_only=True)
+        except Exception:  # noqa: BLE001 - not cached yet
+            if offline:
+                raise self._missing(source, gguf_name) from None
+            try:
+                path = hf_hub_download(source, gguf_name)
+            except Exception as exc:  # noqa: BLE001
+                raise self._missing(source, gguf_name, exc) from exc
+        return str(convert_gguf(path))
+
+    def _missing(self, repo: str, filename: str | None = None, exc: BaseException | None = None) -> ModelNotFoundError:
+        why = f" ({type(exc).__name__}: {str(exc)[:200]})" if exc else ""
+        command = f"hf download {repo}" + (f" {filename}" if filename else "")
+        return ModelNotFoundError(
+            f"Model '{repo}' is not in the local cache and could not be downloaded{why}. Offline "
+            f"(HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', '')!r}) only cached models load: run `{command}` "
+            f"on a connected machine, or give a local folder or .gguf path."
+        )
+
+    def _load_uncached(self, source: str, is_local: bool, local_files_only: bool | None,
+                       trust_remote_code: bool, revision: str | None) -> _Loaded:
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
+
+        common = {"trust_remote_code": trust_remote_code, "revision": revision}
+        offline = (is_local or hub_offline()) if local_files_only is None else local_files_only
+        attempts = [True] if offline else [True, False]  # the local cache first: no network if cached
+        last_error: BaseException | None = None
+        for only_local in attempts:
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=only_local, **common)
+                model = AutoModelForCausalLM.from_pretrained(source, dtype=self.dtype, local_files_only=only_local,
+                                                             **common)
+                break
+            except (OSError, ValueError) as exc:
+                last_error = exc
+                if is_local and not _has_weights(Path(source)):
+                    raise ModelNotFoundError(f"The folder '{source}' holds no model weights (*.safetensors or "
+                                             f"*.bin) or no config.json; point to a complete model folder.") from exc
+        else:
+            if is_local:
+                raise ModelError(f"Could not load the local model '{source}': {last_error}") from last_error
+            raise self._missing(source, exc=last_error) from last_error
+        model.to(self.device)
+        model.eval()
+        return _Loaded(tokenizer=tokenizer, model=model, tokenizer_lock=threading.Lock())
+
+    # --- prompting ---------------------------------------------------------------------------
+    def _encode(self, messages: list[Message]) -> Any:
+        tokenizer = self._loaded.tokenizer
+        turns = to_text_turns(messages)
+        with self._loaded.tokenizer_lock:
+            if not getattr(tokenizer, "chat_template", None):
+                return tokenizer(plain_prompt(turns), return_tensors="pt")
+            try:
+                return tokenizer.apply_chat_template(turns, add_generation_prompt=True, return_tensors="pt",
+                                                     return_dict=True)
+            except Exception:  # noqa: BLE001 - e.g. a template that rejects the system role
+                turns = to_text_turns(messages, merge_system=True)
+                return tokenizer.apply_chat_template(turns, add_generation_prompt=True, return_tensors="pt",
+                                                     return_dict=True)
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        return int(self._encode(messages)["input_ids"].shape[-1])
+
+    def _generation_kwargs(self, inputs: Any, stop_sequences: list[str] | None, kwargs: dict[str, Any]) -> dict:
+        from transformers import StoppingCriteriaList  # noqa: PLC0415
+
+        model, tokenizer = self._loaded.model, self._loaded.tokenizer
+        config = copy.deepcopy(model.generation_config)  # per call: nothing shared between sessions
+        config.max_new_tokens = int(kwargs.pop("max_new_tokens", kwargs.pop("max_tokens", self.max_new_tokens)))
+        config.do_sample = bool(kwargs.pop("do_sample", self.do_sample))
+        temperature = kwargs.pop("temperature", self.temperature)
+        if config.do_sample:
+            config.temperature = temperature if temperature is not None else config.temperature
+        else:
+            config.temperature, config.top_p, config.top_k = None, None, None
+        if config.pad_token_id is None:
+            config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        params = {key: value.to(model.device) for key, value in inputs.items()}
+        params["generation_config"] = config
+        if stop_sequences:
+            prompt_length = params["input_ids"].shape[-1]
+            params["stopping_criteria"] = StoppingCriteriaList([_StopOnText(tokenizer, prompt_length, stop_sequences)])
+        kwargs.pop("tools", None)
+        params.update(kwargs)
+        return params
+
+    def _run(self, params: dict[str, Any]) -> Any:
+        import torch  # noqa: PLC0415
+
+        with torch.inference_mode():
+            return self._loaded.model.generate(**params)
+
+    # --- generation --------------------------------------------------------------------------
+    def generate(self, messages: list[Message], stop_sequences: list[str] | None = None,
+                 tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> ModelReply:
+        inputs = self._encode(messages)
+        params = self._generation_kwargs(inputs, stop_sequences, dict(kwargs))
+        prompt_length = int(params["input_ids"].shape[-1])
+        self._check_context(prompt_length)
+        output = self._run(params)
+        new_tokens = output[0][prompt_length:]
+        text = self._loaded.tokenizer.decode(new_tokens, skip_special_tokens=True)
+        return ModelReply(content=apply_stop_sequences(text, stop_sequences),
+                          token_usage=TokenUsage(prompt_length, int(new_tokens.shape[-1])))
+
+    def generate_stream(self, messages: list[Message], stop_sequences: list[str] | None = None,
+                        tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> Iterator[ModelDelta]:
+        from transformers import TextIteratorStreamer  # noqa: PLC0415
+
+        inputs = self._encode(messages)
+        params = self._generation_kwargs(inputs, stop_sequences, dict(kwargs))
+        prompt_length = int(params["input_ids"].shape[-1])
+        self._check_context(prompt_length)
+        streamer = TextIteratorStreamer(self._loaded.tokenizer, skip_prompt=True, skip_special_tokens=True)
+        params["streamer"] = streamer
+        result: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                result["output"] = self._run(params)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+                result["error"] = exc
+                streamer.end()
+
+        worker = threading.Thread(target=work, name="agentdeck-generate", daemon=True)
+        worker.start()
+        stop_filter = StopFilter(list(stop_sequences or []))
+        for piece in streamer:
+            shown = stop_filter.feed(piece)
+            if shown:
+                yield ModelDelta(content=shown)
+        worker.join()
+        if "error" in result:
+            raise ModelError(f"Local generation with '{self.model_id}' failed: {result['error']}") from result["error"]
+        tail = stop_filter.flush()
+        if tail:
+            yield ModelDelta(content=tail)
+        output_tokens = int(result["output"][0].shape[-1]) - prompt_length
+        yield ModelDelta(reply=ModelReply(content=stop_filter.text,
+                                          token_usage=TokenUsage(prompt_length, output_tokens)))
+
+    def _check_context(self, prompt_length: int) -> None:
+        if self.context_size and prompt_length >= self.context_size:
+            raise ContextWindowExceededError(
+                f"The prompt has {prompt_length} tokens and '{self.model_id}' accepts {self.context_size}. "
+                "Lower max_steps, shorten the task or tool outputs, or pick a model with a larger context."
+            )
+
+
+def _has_weights(folder: Path) -> bool:
+    if not (folder / "config.json").is_file():
+        return False
+    return any(folder.glob("*.safetensors")) or any(folder.glob("*.bin")) or any(folder.glob("*.safetensors.index.json"))
+
+
+def clear_loaded_models() -> None:
+    """Forget the shared loaded models (tests, or to free memory)."""
+    with _LOAD_LOCK:
+        _LOADED.clear()
+
+
+__all__ = ["TransformersModel", "clear_loaded_models", "pick_device", "pick_dtype", "resolve_source"]

@@ -1,0 +1,146 @@
+"""CodeAgent through the real sandbox: the public API, observations, errors fed back, state between steps."""
+from __future__ import annotations
+
+from agents import ReplayModel, RunState, tool
+from agents import events as ev
+from agents.memory import ActionStep
+from tests.agents.conftest import code
+
+
+def test_public_api_example(make_code_agent):
+    agent, model = make_code_agent([
+        "Thought: add them.\n```python\nx = 1 + 1\nprint(x)\n```",
+        "Thought: done.\n```python\nfinal_answer(x * 21)\n```",
+    ], tools=[], max_steps=10)
+    assert agent.run("What is (1+1)*21?") == 42
+    assert len(model.calls) == 2
+    assert all(isinstance(m, dict) and "role" in m for m in model.calls[0])
+    observation = model.calls[1][-1]["content"]
+    assert observation.startswith("Observation:") and "2" in observation
+
+
+def test_code_tags_and_last_expression_value(make_code_agent):
+    agent, model = make_code_agent(["<code>\nvalue = 6 * 7\nvalue\n</code>", code("final_answer(value)")])
+    assert agent.run("t") == 42
+    assert "Last output from code snippet:\n42" in model.calls[1][-1]["content"]
+
+
+def test_errors_become_observations_not_crashes(make_code_agent):
+    agent, model = make_code_agent([
+        "no code here at all",
+        code("def broken(:\n    pass"),
+        code("undefined_name + 1"),
+        code("raise ValueError('custom problem')"),
+        code("final_answer('recovered')"),
+    ], max_steps=6)
+    result = agent.run("t", return_result=True)
+    assert result.state is RunState.SUCCESS and result.output == "recovered"
+    observations = [call[-1]["content"] for call in model.calls[1:]]
+    assert "no code block" in observations[0]
+    assert "SyntaxError" in observations[1]
+    assert "NameError" in observations[2] and "undefined_name" in observations[2]
+    assert "custom problem" in observations[3]
+    errors = [s.error for s in agent.memory.action_steps()]
+    assert all(errors[:4]) and errors[4] is None
+
+
+def test_tool_failure_is_fed_back(make_code_agent):
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: The key.
+        """
+        if key == "bad":
+            raise RuntimeError("the lookup service is down")
+        return f"value-of-{key}"
+
+    agent, model = make_code_agent([
+        code("print(lookup('bad'))"),
+        code("print(lookup(key='good'))"),
+        code("final_answer(lookup('good'))"),
+    ], tools=[lookup])
+    assert agent.run("t") == "value-of-good"
+    assert "the lookup service is down" in model.calls[1][-1]["content"]
+    assert "value-of-good" in model.calls[2][-1]["content"]
+
+
+def test_timeout_is_an_observation(make_code_agent):
+    agent, model = make_code_agent([code("while True:\n    pass"), code("final_answer('after timeout')")],
+                                   executor_timeout_s=1.5)
+    assert agent.run("t") == "after timeout"
+    assert "time" in model.calls[1][-1]["content"].lower()
+
+
+def test_state_persists_and_follow_up_continues(make_code_agent):
+    agent, model = make_code_agent([
+        code("data = [1, 2, 3]\nfinal_answer(sum(data))"),
+        code("data.append(4)\nfinal_answer(sum(data))"),
+    ])
+    assert agent.run("sum it") == 6
+    assert agent.run("now add 4", reset=False) == 10
+    second_prompt = model.calls[1]
+    assert any("sum it" in m["content"] for m in second_prompt if isinstance(m["content"], str))
+    assert second_prompt[-1]["content"].endswith("now add 4")
+
+
+def test_reset_clears_memory_and_state(make_code_agent):
+    agent, model = make_code_agent([code("kept = 1\nfinal_answer(kept)"), code("final_answer('kept' in dir())")])
+    assert agent.run("a") == 1
+    assert agent.run("b") is False
+    assert len(model.calls[1]) == 2  # system prompt and the new task only
+
+
+def test_stream_event_sequence(make_code_agent):
+    agent, _ = make_code_agent([code("print('hi')"), code("final_answer(3)")])
+    events = list(agent.run("t", stream=True))
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished" and kinds[-2] == "final_answer"
+    assert kinds.count("step_started") == 2 and kinds.count("code_proposed") == 2
+    assert "model_text_delta" in kinds and "execution_log" in kinds
+    run_ids = {e.run_id for e in events}
+    assert len(run_ids) == 1 and all(e.parent_id is None for e in events)
+    log = next(e for e in events if isinstance(e, ev.ExecutionLog))
+    assert log.text == "hi\n" and log.step == 1
+    finished = events[-1]
+    assert finished.state == "success" and finished.steps == 2 and finished.token_usage.input_tokens > 0
+
+
+def test_memory_records_each_step(make_code_agent):
+    agent, _ = make_code_agent([code("print(1)"), code("final_answer(2)")])
+    result = agent.run("t", return_result=True)
+    steps = [s for s in result.steps if isinstance(s, ActionStep)]
+    assert [s.step_number for s in steps] == [1, 2]
+    first = steps[0]
+    assert first.code == "print(1)" and first.logs == "1\n" and first.model_output.startswith("Thought:")
+    assert first.model_input_messages[0]["role"] == "system"
+    assert first.token_usage.output_tokens > 0 and first.timing.duration_s >= 0
+    assert steps[1].is_final_answer and steps[1].action_output == 2
+    assert result.token_usage.input_tokens == sum(s.token_usage.input_tokens for s in steps)
+
+
+def test_artifacts_are_reported(make_code_agent):
+    agent, _ = make_code_agent([
+        code("open('report.txt', 'w').write('hello')\n"
+             "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3])"),
+        code("final_answer('ok')"),
+    ], authorized_imports=["matplotlib"])
+    events = list(agent.run("t", stream=True))
+    artifacts = {e.relative_path: e for e in events if isinstance(e, ev.ArtifactCreated)}
+    assert "report.txt" in artifacts and artifacts["report.txt"].artifact_kind == "file"
+    images = [e for e in artifacts.values() if e.artifact_kind == "image"]
+    assert images and images[0].path.endswith(".png")
+    with open(images[0].path, "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_replay_running_out_is_a_clear_error(make_code_agent):
+    agent, _ = make_code_agent([code("x = 1")], max_steps=5)
+    result = agent.run("t", return_result=True)
+    assert result.state is RunState.ERROR and "ReplayExhaustedError" in result.error
+    import pytest
+    from agents.errors import ReplayExhaustedError
+    agent2, _ = make_code_agent(ReplayModel([code("x = 1")]), max_steps=5)
+    with pytest.raises(ReplayExhaustedError):
+        agent2.run("t")

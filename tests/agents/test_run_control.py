@@ -1,0 +1,108 @@
+"""Planning, final-answer checks, max steps, interrupt, step callbacks."""
+from __future__ import annotations
+
+import threading
+import time
+
+from agents import RunState
+from agents import events as ev
+from agents.memory import ActionStep, PlanningStep
+from tests.agents.conftest import call, code
+
+
+def test_planning_at_step_one_and_every_interval(make_tool_agent):
+    replies = [
+        "1. look\n2. answer\n<end_plan>",      # plan at step 1
+        call("unknown_tool"),
+        call("unknown_tool"),
+        "Updated: 1. answer now<end_plan>",     # plan update at step 3
+        call("final_answer", answer="done"),
+    ]
+    agent, model = make_tool_agent(replies, planning_interval=2, max_steps=5)
+    result = agent.run("task", return_result=True)
+    assert result.output == "done"
+    plans = [s for s in agent.memory.steps if isinstance(s, PlanningStep)]
+    assert [p.plan for p in plans] == ["1. look\n2. answer", "Updated: 1. answer now"]
+    assert [p.is_update for p in plans] == [False, True]
+    # The initial plan is asked with the planning template; the update sees the history.
+    assert "Facts survey" in model.calls[0][0]["content"]
+    assert any("Unknown tool" in m["content"] for m in model.calls[3] if isinstance(m["content"], str))
+    # The plan is in the prompt of the next action step.
+    assert any("1. look" in m["content"] for m in model.calls[1])
+
+
+def test_plan_events(make_tool_agent):
+    agent, _ = make_tool_agent(["the plan<end_plan>", call("final_answer", answer=1)], planning_interval=5)
+    events = list(agent.run("t", stream=True))
+    plan_events = [e for e in events if isinstance(e, ev.PlanProposed)]
+    assert len(plan_events) == 1 and plan_events[0].plan == "the plan" and plan_events[0].step == 1
+    assert [e.step_type for e in events if isinstance(e, ev.StepStarted)] == ["planning", "action"]
+
+
+def test_failing_final_answer_check_is_fed_back(make_tool_agent):
+    def must_be_positive(answer, memory):
+        return answer > 0
+
+    agent, model = make_tool_agent([call("final_answer", answer=-1), call("final_answer", answer=5)],
+                                   final_answer_checks=[must_be_positive])
+    assert agent.run("t") == 5
+    feedback = model.calls[1][-1]["content"]
+    assert "not accepted" in feedback and "must_be_positive" in feedback
+
+
+def test_check_that_raises_gives_its_message(make_tool_agent):
+    def needs_units(answer, memory):
+        if "kg" not in str(answer):
+            raise ValueError("the answer must include units (kg)")
+        return True
+
+    agent, model = make_tool_agent([call("final_answer", answer="5"), call("final_answer", answer="5 kg")],
+                                   final_answer_checks=[needs_units])
+    assert agent.run("t") == "5 kg"
+    assert "must include units" in model.calls[1][-1]["content"]
+
+
+def test_max_steps_asks_for_best_answer(make_tool_agent):
+    agent, model = make_tool_agent([call("nothing"), call("nothing"), "My best guess is 7."], max_steps=2)
+    result = agent.run("t", return_result=True)
+    assert result.state is RunState.MAX_STEPS and result.max_steps_reached
+    assert result.output == "My best guess is 7."
+    assert len(model.calls) == 3 and "ran out of steps" in model.calls[2][0]["content"]
+
+
+def test_interrupt_from_another_thread_stops_running_code(make_code_agent):
+    agent, model = make_code_agent([code("import time\ntime.sleep(30)"), code("final_answer(1)")],
+                                   executor_timeout_s=60)
+    timer = threading.Timer(1.0, agent.interrupt)
+    started = time.monotonic()
+    timer.start()
+    result = agent.run("t", return_result=True)
+    elapsed = time.monotonic() - started
+    assert result.state is RunState.INTERRUPTED
+    assert elapsed < 15, f"interrupt took {elapsed:.1f}s"
+    assert len(model.calls) == 1
+    # The agent is still usable afterwards.
+    agent.model = type(model)([code("final_answer('alive')")])
+    assert agent.run("again") == "alive"
+
+
+def test_interrupt_during_streaming_model(make_tool_agent):
+    agent, _ = make_tool_agent([call("x") * 50, call("final_answer", answer=1)])
+    seen = []
+    for event in agent.run("t", stream=True):
+        seen.append(event)
+        if isinstance(event, ev.ModelTextDelta):
+            agent.interrupt()
+    assert seen[-1].kind == "run_finished" and seen[-1].state == "interrupted"
+
+
+def test_step_callbacks_by_type(make_tool_agent):
+    calls = {"action": [], "planning": [], "all": []}
+    agent, _ = make_tool_agent(
+        ["plan<end_plan>", call("final_answer", answer=1)], planning_interval=3,
+        step_callbacks={ActionStep: lambda s, a: calls["action"].append(s.step_number),
+                         "planning": [lambda s, a: calls["planning"].append(s.plan)]},
+    )
+    agent.step_callbacks.add(lambda s, a: calls["all"].append(s.step_type))
+    agent.run("t")
+    assert calls == {"action": [1], "planning": ["plan"], "all": ["planning", "action"]}
