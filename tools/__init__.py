@@ -1,5 +1,44 @@
-"""Tools agents can call: the Tool base, the @tool decorator, and the built-in tools."""
+"""Tools agents can call: the Tool base, the @tool decorator, and the built-in tools.
+
+The built-in tools, the MCP loader and the registry are exported lazily, so `import tools` stays
+cheap and never imports heavy libraries (transformers, torch, mcp, ddgs).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from tools.base import TOOL_TYPES, Tool
 from tools.decorator import tool
 
-__all__ = ["TOOL_TYPES", "Tool", "tool"]
+_LAZY: dict[str, str] = {
+    "WebSearchTool": "tools.web_search",
+    "VisitWebpageTool": "tools.visit_webpage",
+    "WikipediaSearchTool": "tools.wikipedia_search",
+    "SpeechToTextTool": "tools.speech_to_text",
+    "FinalAnswerTool": "tools.final_answer",
+    "AskUserTool": "tools.ask_user",
+    "MCPToolset": "tools.mcp_client",
+    "MCPServerSpec": "tools.mcp_client",
+    "parse_mcp_servers": "tools.mcp_client",
+    "load_user_tools": "tools.user_tools",
+    "ToolSettings": "tools.registry",
+    "ToolCatalog": "tools.registry",
+    "builtin_tools": "tools.registry",
+    "load_tool_catalog": "tools.registry",
+}
+
+__all__ = ["TOOL_TYPES", "Tool", "tool", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'tools' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -41,7 +41,7 @@ SAFE_DUNDER_ATTRS = (
     - {"__getattr__", "__del__", "__get__", "__set__", "__delete__", "__set_name__"}
 ) | frozenset(
     """__module__ __mro__ __bases__ __base__ __annotations__ __dataclass_fields__
-    __wrapped__ __dict__ __cause__ __context__ __suppress_context__ __notes__""".split()
+    __wrapped__ __cause__ __context__ __suppress_context__ __notes__""".split()
 )
 # Dunder attributes code may assign (``f.__doc__ = ...``).
 SAFE_DUNDER_STORES = frozenset({"__doc__", "__name__", "__qualname__", "__wrapped__"})
@@ -145,11 +145,13 @@ class _Guard:
         if t is ast.Name:
             self.check_name(node)
         elif t is ast.Attribute:
+            if node.attr == "__dict__":
+                if not isinstance(node.ctx, ast.Load):
+                    self.fail("assigning or deleting '__dict__' is not allowed", node)
+                return  # read through the runtime's filtered vars()
             why = check_attr_name(node.attr, store=not isinstance(node.ctx, ast.Load))
             if why:
                 self.fail(why, node)
-            if node.attr == "__dict__" and not isinstance(node.ctx, ast.Load):
-                self.fail("assigning or deleting '__dict__' is not allowed", node)
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
             self.bind(node.name, node, "def")
             self.check_args(node.args, node)

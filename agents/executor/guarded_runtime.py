@@ -35,9 +35,13 @@ _join = "".join
 class SecurityError(Exception):
     """Raised inside the sandbox when code tries something the sandbox refuses."""
 
+    __module__ = "builtins"  # tracebacks show plain "SecurityError"
+
 
 class ToolCallError(Exception):
     """Raised inside the sandbox when a tool failed in the app; the message says why."""
+
+    __module__ = "builtins"
 
 
 def _exact_str(name) -> str:
@@ -59,6 +63,10 @@ def check_format_string(template: str) -> None:
                 raise SecurityError(f"format field '{field}' reaches a private attribute")
         if spec:
             check_format_string(spec)
+
+
+def _filtered(namespace) -> dict:
+    return {k: v for k, v in namespace.items() if isinstance(k, str) and not check_attr_name(k)}
 
 
 def _unbound_format(method):
@@ -130,6 +138,8 @@ class Runtime:
 
         def getattr(obj, name, *default):
             name = _exact_str(name)
+            if name == "__dict__":
+                return vars(obj)
             why = check_attr_name(name)
             if why:
                 raise SecurityError(why)
@@ -161,7 +171,9 @@ class Runtime:
                 raise SecurityError("vars() needs exactly one argument in the sandbox")
             obj = args[0]
             if isinstance(obj, _ModuleType):
-                return views.view(obj).__dict__
+                return _filtered(views.view(obj).__dict__)
+            if isinstance(obj, type):
+                return _filtered(obj.__dict__)  # no route to type.__dict__['__subclasses__']
             return obj.__dict__
 
         def ga(obj, name):

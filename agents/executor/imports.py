@@ -34,6 +34,7 @@ DENIED_ORIGINS = frozenset(
     importlib _imp marshal pickle _pickle gc inspect signal _signal pty fcntl
     resource mmap shutil multiprocessing _thread threading runpy code codeop""".split()
 )
+WORKER_PACKAGE = "_agentdeck_sandbox"
 _KEEP_PRIVATE = frozenset({"__name__", "__doc__", "__all__", "__version__"})
 
 
@@ -58,6 +59,8 @@ class ImportPolicy:
         return hit
 
     def _decide(self, name: str) -> bool:
+        if name.partition(".")[0] == WORKER_PACKAGE:
+            return False  # the worker's own modules, even with "*"
         if self.allow_all or name in self.explicit:
             return True
         if name in DENIED_MODULES or any(name.startswith(d + ".") for d in DENIED_MODULES):
@@ -91,6 +94,8 @@ class ModuleViews:
         self._import_cache: dict[tuple, SandboxModule] = {}
 
     def refuse(self, name: str) -> ImportError:
+        if self.policy.is_allowed(name.partition(".")[0]):
+            return ImportError(f"Module '{name}' is blocked in the sandbox (it gives access to the system).")
         return ImportError(
             f"Import of '{name}' is not allowed in the sandbox. Allowed: {self.policy.describe()}. "
             f"(The app can allow it with authorized_imports=[..., '{name.partition('.')[0]}'].)"
@@ -105,20 +110,18 @@ class ModuleViews:
             return rep
         return value
 
-    def view(self, module: types.ModuleType) -> SandboxModule:
+    def view(self, module: types.ModuleType, partial_ok: bool = False) -> SandboxModule:
         if type(module) is SandboxModule:
             return module
         name = getattr(module, "__name__", None)
         if not isinstance(name, str):
             raise AttributeError("this module is not available in the sandbox")
-        view = self._views.get(name)
-        if view is not None:
-            return view
         full = self.policy.is_allowed(name)
-        if not full and not self.policy.has_allowed_descendant(name):
+        if not full and not (partial_ok and self.policy.has_allowed_descendant(name)):
             raise self.refuse(name)
-        view = self._build(module, name, full)
-        self._views[name] = view
+        view = self._views.get(name)
+        if view is None:
+            view = self._views[name] = self._build(module, name, full)
         return view
 
     def _build(self, real: types.ModuleType, name: str, full: bool) -> SandboxModule:
@@ -184,7 +187,7 @@ class ModuleViews:
                 raise self.refuse(name)
         module = importlib.import_module(name)
         if fromlist:
-            result = self.view(module)
+            result = self.view(module, partial_ok=True)
             for item in fromlist:
                 if item == "*":
                     exported = getattr(module, "__all__", None) or [k for k in vars(result) if not k.startswith("_")]
@@ -200,11 +203,13 @@ class ModuleViews:
                         importlib.import_module(sub)
                     except ImportError:
                         pass
-                elif isinstance(getattr(module, item), types.ModuleType) and not self.policy.is_allowed(sub):
-                    raise self.refuse(sub)
+                else:
+                    value = getattr(module, item)
+                    if isinstance(value, types.ModuleType) and not self.policy.is_allowed(value.__name__):
+                        raise self.refuse(value.__name__)
         else:
             top = name.partition(".")[0]
-            result = self.view(sys.modules[top])
+            result = self.view(sys.modules[top], partial_ok=True)
         if not (fromlist and "*" in fromlist):
             self._import_cache[key] = result
         return result

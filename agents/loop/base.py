@@ -20,6 +20,7 @@ from agents.loop.result import RunResult, RunState
 from agents.loop.step_runner import StepRunner
 from agents.loop.tool_runner import ToolRunner
 from agents.memory import AgentMemory, FinalAnswerStep, HistoryStep, TaskStep
+from agents.memory.compaction import make_compactor
 from agents.models.base import Message, Model, TokenUsage
 from agents.prompts import load_prompt_templates, render
 from tools.base import Tool
@@ -55,6 +56,8 @@ class MultiStepAgent(StepRunner):
         approval_policy: ApprovalPolicy | str | None = None,
         decider: Decider | None = None,
         verbosity: int = 1,
+        context_budget: int | None = None,
+        compaction: Any = None,
     ) -> None:
         if model is None:
             raise ConfigurationError("An agent needs a model, e.g. model=load_model('embedded') or ReplayModel([...]).")
@@ -81,6 +84,8 @@ class MultiStepAgent(StepRunner):
         self.final_answer_checks = list(final_answer_checks)
         self.prompt_templates = load_prompt_templates(self._prompt_kind(), prompt_templates)
         self.memory = AgentMemory(self.system_prompt())
+        # Keeps prompts under `context_budget` tokens (default: from the model); compaction=False turns it off.
+        self.compactor = make_compactor(context_budget, compaction)
         self._interrupt_flag = threading.Event()
         self._step_number = 0
         self._last_exception: BaseException | None = None

@@ -14,7 +14,9 @@ from agents.errors import AgentInterrupted
 from agents.events import ArtifactCreated, CodeProposed, ExecutionLog, StepError
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
+from agents.guard import fence, warning_line
 from agents.loop.parsing import extract_code
+from agents.loop.tool_runner import UNSCREENED_TOOLS
 from agents.memory import ActionStep
 from agents.models.base import ModelReply
 from agents.prompts import render
@@ -110,6 +112,7 @@ class CodeAgent(MultiStepAgent):
         context.check_interrupt()
         sandbox = self.sandbox
         started = time.perf_counter()
+        self.runner.begin_step()
         result = sandbox.run(code)
         step.execution_duration_s = time.perf_counter() - started
         step.logs = result.logs or ""
@@ -122,7 +125,8 @@ class CodeAgent(MultiStepAgent):
             raise AgentInterrupted(step.error)
         has_output = result.output is not None and not result.is_final_answer
         output_text = _shorten(repr(result.output)) if has_output else ""
-        step.observations = render(self.prompt_templates, "execution_observation", logs=step.logs,
+        logs_shown, output_text = self._screen_execution(step, output_text)
+        step.observations = render(self.prompt_templates, "execution_observation", logs=logs_shown,
                                    has_output=has_output, output=output_text)
         if result.error:
             step.error = result.error
@@ -131,6 +135,18 @@ class CodeAgent(MultiStepAgent):
         if result.is_final_answer:
             step.is_final_answer = True
             step.action_output = result.output
+
+    def _screen_execution(self, step: ActionStep, output_text: str) -> tuple[str, str]:
+        """Record the tools the code called; if any, their output may be in the logs: fence logs and output
+        as data, with a warning line for each call whose output looked like instructions (agents/guard.py)."""
+        step.tool_calls = list(self.runner.step_calls)
+        if all(call.name in UNSCREENED_TOOLS for call in step.tool_calls):
+            return step.logs, output_text
+        source = "execution logs (contains tool output)"
+        logs = fence(step.logs, source) if step.logs else ""
+        output_text = fence(output_text, source) if output_text else output_text
+        warnings = dict.fromkeys(warning_line(f"tool:{c.name}") for c in step.tool_calls if c.id in self.runner.step_findings)
+        return "\n".join([*warnings, logs]).strip(), output_text
 
     def _emit_artifact(self, artifact: Any, step: ActionStep, context: RunContext) -> None:
         relative = str(getattr(artifact, "path", artifact))

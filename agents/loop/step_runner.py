@@ -56,6 +56,7 @@ class StepRunner:
         templates = self.prompt_templates
         variables = self._prompt_variables()
         if is_update:
+            self.compactor.maybe_compact(self, context)
             messages = ([{"role": "system", "content": render(templates, "planning.update_plan_pre", task=task)}]
                         + self.memory.messages[1:]
                         + [{"role": "user", "content": render(templates, "planning.update_plan_post",
@@ -91,6 +92,7 @@ class StepRunner:
         context.emit(StepStarted(**fields, step_type="action"))
         step = ActionStep(step_number=context.step, run_id=context.run_id)
         step.timing.start_time = time.time()
+        self.compactor.maybe_compact(self, context)  # before reading the prompt: compaction swaps it
         messages = self.memory.messages
         step.model_input_messages = PromptSnapshot(messages)
         try:
@@ -152,6 +154,7 @@ class StepRunner:
     def _answer_after_max_steps(self: "MultiStepAgent", task: str, context: RunContext) -> Any:
         """One last model call asking for the best answer from what the memory holds."""
         templates = self.prompt_templates
+        self.compactor.maybe_compact(self, context)
         messages = ([{"role": "system", "content": render(templates, "final_answer.pre_messages")}]
                     + self.memory.messages[1:]
                     + [{"role": "user", "content": render(templates, "final_answer.post_messages", task=task)}])

@@ -48,6 +48,7 @@ class ToolCallingAgent(MultiStepAgent):
         if reply.tool_calls:  # keep native calls visible in the transcript the model sees next
             step.model_output = (reply.content + "\n" if reply.content else "") + "Calling tools:\n" + json.dumps(
                 [{"name": c.name, "arguments": c.arguments} for c in calls], default=str)
+        self.runner.begin_step()
         results = self._run_calls(calls, context)
         lines: list[str] = []
         errors: list[str] = []
@@ -57,7 +58,8 @@ class ToolCallingAgent(MultiStepAgent):
             elif call.name == "final_answer":
                 step.is_final_answer, step.action_output = True, output
             else:
-                lines.append(f"{call.name} returned:\n{output}" if len(calls) > 1 else str(output))
+                shown = self.runner.fenced_output(call.name, call.id, output)  # outside data, fenced
+                lines.append(f"{call.name} returned:\n{shown}" if len(calls) > 1 else shown)
         step.observations = "\n\n".join(lines)
         if errors:
             step.is_final_answer = False

@@ -12,11 +12,15 @@ from typing import Any
 
 from agents.decisions import DecisionBroker, DecisionKind, Outcome, Rejected
 from agents.errors import ToolError
-from agents.events import ToolCallProposed, ToolCallResult, new_id
+from agents.events import InjectionFlagged, ToolCallProposed, ToolCallResult, new_id
+from agents.guard import detect_injection, fence, warning_line
 from agents.loop.context import RunContext
+from agents.models.base import ToolCall
 from tools.base import Tool
 
 MAX_EVENT_OUTPUT_CHARS = 4000
+#: Tools whose output is not outside data: the answer itself, and the user's own reply.
+UNSCREENED_TOOLS = frozenset({"final_answer", "ask_user"})
 
 _local = threading.local()
 
@@ -37,6 +41,7 @@ class ToolRunner:
         self.tools = tools
         self.broker = broker
         self.context: RunContext | None = None  # set by the agent at each step
+        self.begin_step()
 
     def call(self, name: str, arguments: dict[str, Any], context: RunContext | None = None,
              call_id: str | None = None, positional: tuple[Any, ...] = ()) -> Any:
@@ -75,10 +80,34 @@ class ToolRunner:
         finally:
             _local.call = previous
         text = str(output)
+        self._record(name, call_id, {"args": list(positional), **arguments} if positional else arguments, text, context)
         if len(text) > MAX_EVENT_OUTPUT_CHARS:
             text = text[:MAX_EVENT_OUTPUT_CHARS] + f"... [{len(text) - MAX_EVENT_OUTPUT_CHARS} more characters]"
         context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=text))
         return output
+
+    # -- what the calls of a step brought in (guard against prompt injection, agents/guard.py) --------
+    def begin_step(self) -> None:
+        """Forget the previous step's calls; agents call this before acting."""
+        self.step_calls: list[ToolCall] = []
+        self.step_findings: dict[str, list] = {}
+
+    def _record(self, name: str, call_id: str, arguments: dict[str, Any], text: str, context: RunContext) -> None:
+        """Remember a successful call and screen its output; flagged output emits InjectionFlagged."""
+        self.step_calls.append(ToolCall(name=name, arguments=dict(arguments), id=call_id))
+        if name in UNSCREENED_TOOLS:
+            return
+        findings = detect_injection(text)
+        if findings:
+            self.step_findings[call_id] = findings
+            context.emit(InjectionFlagged(**context.event_fields(), source=f"tool:{name}", excerpt=findings[0].excerpt))
+
+    def fenced_output(self, name: str, call_id: str, output: Any) -> str:
+        """A call's output as the model sees it: fenced as data from `tool:<name>`, a warning line first if flagged."""
+        if name in UNSCREENED_TOOLS:
+            return str(output)
+        text = fence(output, f"tool:{name}")
+        return warning_line(f"tool:{name}") + "\n" + text if call_id in self.step_findings else text
 
     def as_callables(self) -> dict[str, Any]:
         """Plain callables for the sandbox: each forwards a call from code to `call`."""

@@ -42,10 +42,12 @@ class AgentMemory:
         self._messages = list(messages)
 
     def rebuild_prompt(self) -> None:
-        """Rebuild the prompt from every step's cached messages (after loading a saved memory)."""
-        self._messages = list(self.system_prompt.messages)
-        for step in self.steps:
-            self._messages.extend(step.messages)
+        """Rebuild the prompt from every step's cached messages (after loading a saved memory or compacting).
+
+        The latest SummaryStep, if any, stands in for the earlier steps it folded (see compaction.py)."""
+        from agents.memory.compaction import prompt_from_steps
+
+        self._messages = prompt_from_steps(self.system_prompt.messages, self.steps)
 
     # -- reading ---------------------------------------------------------------------------------
     @property
@@ -82,3 +84,25 @@ class AgentMemory:
 
     def __len__(self) -> int:
         return len(self.steps)
+
+    # -- saving and loading (agents/memory/serialize.py) -------------------------------------------
+    def to_dict(self) -> dict:
+        """A JSON-safe, versioned document of every step (see serialize.memory_to_dict)."""
+        from agents.memory.serialize import memory_to_dict
+        return memory_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "AgentMemory":
+        from agents.memory.serialize import memory_from_dict
+        return memory_from_dict(data)
+
+    def save(self, path, secret: bytes | str | None = None) -> None:
+        """Write the memory as signed JSON (secret: given, else AGENTDECK_SECRET / the secret file)."""
+        from agents.memory.serialize import save_memory
+        save_memory(self, path, secret)
+
+    @classmethod
+    def load(cls, path, secret: bytes | str | None = None, **limits) -> "AgentMemory":
+        """Read a signed memory document; refuses tampered, foreign, oversize or unknown-version files."""
+        from agents.memory.serialize import load_memory
+        return load_memory(path, secret, **limits)

@@ -139,6 +139,12 @@ class SummaryStep(MemoryStep):
     """Older steps folded into a summary by compaction; the folded steps stay in `AgentMemory.steps`."""
     summary: str = ""
     folded_steps: int = 0
+    #: Indices in `AgentMemory.steps` of the earlier steps kept verbatim in the prompt (see compaction.py).
+    kept_steps: list[int] = field(default_factory=list)
+    source: str = "model"  # "model" | "fallback"
+    tokens_before: int = 0
+    tokens_after: int = 0
+    token_usage: TokenUsage = field(default_factory=TokenUsage)  # the summary call's usage (not an action step)
 
     def __post_init__(self) -> None:
         self.step_type = "summary"

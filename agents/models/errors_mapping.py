@@ -30,6 +30,7 @@ NOT_FOUND = "not_found"
 CONTEXT = "context"
 CONTENT = "content"
 BAD_REQUEST = "bad_request"
+OFFLINE = "offline"  # the library refuses to use the network (HF_HUB_OFFLINE): retrying cannot help
 OTHER = "other"
 
 RETRYABLE = frozenset({RATE_LIMIT, SERVER, TIMEOUT, CONNECTION})
@@ -54,6 +55,7 @@ PROVIDER_KEY_ENV = {
 }
 
 _NAME_CATEGORIES: list[tuple[str, str]] = [
+    ("offlinemodeisenabled", OFFLINE),
     ("midstreamfallback", CONNECTION),  # litellm: the stream broke after it started
     ("contextwindowexceeded", CONTEXT),
     ("contentpolicyviolation", CONTENT),
@@ -224,6 +226,11 @@ def to_model_error(
         return ModelRateLimitError(
             f"Model '{model_id}' is still rate-limited{tries}{status}. Wait a minute, lower the request rate, "
             f"or raise AGENTDECK_MODEL_MAX_RETRIES. Details: {detail}"
+        )
+    if info.category == OFFLINE:
+        return ModelConnectionError(
+            f"Model '{model_id}' needs the network but offline mode is on (HF_HUB_OFFLINE). Unset HF_HUB_OFFLINE, "
+            f"or choose a local model such as 'embedded' or 'transformers:<folder>'. Details: {detail}"
         )
     if info.category in (CONNECTION, TIMEOUT):
         what = "timed out" if info.category == TIMEOUT else "could not be reached or dropped the connection"

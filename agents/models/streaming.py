@@ -5,6 +5,7 @@ several pieces. The filter holds back just enough text to be sure no stop sequen
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -63,3 +64,33 @@ class StopFilter:
     def text(self) -> str:
         """Everything passed on so far."""
         return "".join(self._emitted)
+
+
+@dataclass
+class EndCutter:
+    """Ends a reply right after the first match of an end pattern (e.g. a closed code block).
+
+    Why: a tiny model rarely stops by itself once it has written its action; ending the reply at the
+    pattern keeps the action and drops the made-up continuation.
+    """
+    patterns: list["re.Pattern[str]"] = field(default_factory=list)
+    done: bool = False
+    _text: str = ""
+
+    def feed(self, piece: str) -> str:
+        if self.done or not piece:
+            return ""
+        start = len(self._text)
+        self._text += piece
+        for pattern in self.patterns:
+            match = pattern.search(self._text)
+            if match:
+                self.done = True
+                self._text = self._text[: max(match.end(), start)]
+                return self._text[start:]
+        return piece
+
+    def cut(self, text: str) -> str:
+        """The whole-text version of `feed`: `text` up to the end of the first match."""
+        ends = [m.end() for m in (p.search(text) for p in self.patterns) if m]
+        return text[: min(ends)] if ends else text

@@ -7,8 +7,10 @@ never waits on the network when HF_HUB_OFFLINE is set or the model is already ca
 from __future__ import annotations
 
 import copy
+import itertools
 import logging
 import os
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import Any, Iterator
 from agents.errors import ContextWindowExceededError, ModelError, ModelNotFoundError
 from agents.models.base import Message, Model, ModelDelta, ModelReply, TokenUsage, apply_stop_sequences
 from agents.models.chat_messages import plain_prompt, to_text_turns
-from agents.models.streaming import StopFilter
+from agents.models.streaming import EndCutter, StopFilter
 
 logger = logging.getLogger("agents.models")
 
@@ -81,37 +83,51 @@ def resolve_source(model_id: str, gguf_file: str | None = None) -> tuple[str, st
 
 
 class _StopOnText:
-    """Stops generation once the new text contains a stop string (one instance per call)."""
+    """Stops generation once the new text holds a stop string or matches an end pattern (one per call)."""
 
-    def __init__(self, tokenizer: Any, prompt_length: int, stop_sequences: list[str]) -> None:
-        self.tokenizer, self.prompt_length = tokenizer, prompt_length
+    def __init__(self, tokenizer: Any, prompt_length: int, stop_sequences: list[str],
+                 end_patterns: list[re.Pattern[str]], prefix: str = "") -> None:
+        self.tokenizer, self.prompt_length, self.prefix = tokenizer, prompt_length, prefix
         self.stop_sequences = [s for s in stop_sequences if s]
-        self.window = max(len(s) for s in self.stop_sequences) + 8
+        self.end_patterns = end_patterns
+        self.window = max((len(s) for s in self.stop_sequences), default=0) + 8
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch  # noqa: PLC0415
 
         done = []
         for row in input_ids:
-            tail = self.tokenizer.decode(row[self.prompt_length:][-self.window:], skip_special_tokens=False)
-            done.append(any(stop in tail for stop in self.stop_sequences))
+            new = row[self.prompt_length:]
+            tail = self.tokenizer.decode(new[-self.window:], skip_special_tokens=False) if self.stop_sequences else ""
+            hit = any(stop in tail for stop in self.stop_sequences)
+            if not hit and self.end_patterns:
+                text = self.prefix + self.tokenizer.decode(new, skip_special_tokens=True)
+                hit = any(pattern.search(text) for pattern in self.end_patterns)
+            done.append(hit)
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 class TransformersModel(Model):
     """A chat model run locally. `model_id` is a hub repo id, a local folder, or a .gguf file path
-    (GGUF files are converted once into a cached folder, see gguf_cache.py)."""
+    (GGUF files are converted once into a cached folder, see gguf_cache.py).
+
+    `response_prefix` is written at the start of every reply (the model continues from it), and
+    `end_patterns` end a reply right after their first match; both help very small models.
+    """
 
     def __init__(self, model_id: str, *, gguf_file: str | None = None, device: str | None = None,
                  dtype: Any = None, max_new_tokens: int = 1024, do_sample: bool = False,
                  temperature: float | None = None, local_files_only: bool | None = None,
-                 trust_remote_code: bool = False, revision: str | None = None) -> None:
+                 trust_remote_code: bool = False, revision: str | None = None, response_prefix: str = "",
+                 end_patterns: list[str | re.Pattern[str]] | None = None) -> None:
         if model_id.startswith("transformers:"):
             model_id = model_id[len("transformers:"):]
         self.model_id = model_id
         self.max_new_tokens = max_new_tokens
         self.do_sample = do_sample
         self.temperature = temperature
+        self.response_prefix = response_prefix
+        self.end_patterns = [re.compile(p, re.DOTALL) if isinstance(p, str) else p for p in end_patterns or []]
         self.device = pick_device(device)
         self.dtype = pick_dtype(self.device, dtype)
         source, gguf_name, is_local = resolve_source(model_id, gguf_file)
@@ -193,14 +209,14 @@ class TransformersModel(Model):
         turns = to_text_turns(messages)
         with self._loaded.tokenizer_lock:
             if not getattr(tokenizer, "chat_template", None):
-                return tokenizer(plain_prompt(turns), return_tensors="pt")
+                return tokenizer(plain_prompt(turns) + self.response_prefix, return_tensors="pt")
             try:
-                return tokenizer.apply_chat_template(turns, add_generation_prompt=True, return_tensors="pt",
-                                                     return_dict=True)
+                prompt = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
             except Exception:  # noqa: BLE001 - e.g. a template that rejects the system role
                 turns = to_text_turns(messages, merge_system=True)
-                return tokenizer.apply_chat_template(turns, add_generation_prompt=True, return_tensors="pt",
-                                                     return_dict=True)
+                prompt = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
+            # The template already holds any special tokens it wants.
+            return tokenizer(prompt + self.response_prefix, return_tensors="pt", add_special_tokens=False)
 
     def count_tokens(self, messages: list[Message]) -> int:
         return int(self._encode(messages)["input_ids"].shape[-1])
@@ -221,9 +237,10 @@ class TransformersModel(Model):
             config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         params = {key: value.to(model.device) for key, value in inputs.items()}
         params["generation_config"] = config
-        if stop_sequences:
-            prompt_length = params["input_ids"].shape[-1]
-            params["stopping_criteria"] = StoppingCriteriaList([_StopOnText(tokenizer, prompt_length, stop_sequences)])
+        if stop_sequences or self.end_patterns:
+            criterion = _StopOnText(tokenizer, params["input_ids"].shape[-1], list(stop_sequences or []),
+                                    self.end_patterns, self.response_prefix)
+            params["stopping_criteria"] = StoppingCriteriaList([criterion])
         kwargs.pop("tools", None)
         params.update(kwargs)
         return params
@@ -243,8 +260,9 @@ class TransformersModel(Model):
         self._check_context(prompt_length)
         output = self._run(params)
         new_tokens = output[0][prompt_length:]
-        text = self._loaded.tokenizer.decode(new_tokens, skip_special_tokens=True)
-        return ModelReply(content=apply_stop_sequences(text, stop_sequences),
+        text = self.response_prefix + self._loaded.tokenizer.decode(new_tokens, skip_special_tokens=True)
+        text = EndCutter(self.end_patterns).cut(apply_stop_sequences(text, stop_sequences))
+        return ModelReply(content=text,
                           token_usage=TokenUsage(prompt_length, int(new_tokens.shape[-1])))
 
     def generate_stream(self, messages: list[Message], stop_sequences: list[str] | None = None,
@@ -268,19 +286,22 @@ class TransformersModel(Model):
 
         worker = threading.Thread(target=work, name="agentdeck-generate", daemon=True)
         worker.start()
-        stop_filter = StopFilter(list(stop_sequences or []))
-        for piece in streamer:
-            shown = stop_filter.feed(piece)
+        stop_filter, cutter = StopFilter(list(stop_sequences or [])), EndCutter(self.end_patterns)
+        shown_parts: list[str] = []
+        for piece in itertools.chain([self.response_prefix], streamer):
+            shown = cutter.feed(stop_filter.feed(piece))
             if shown:
+                shown_parts.append(shown)
                 yield ModelDelta(content=shown)
         worker.join()
         if "error" in result:
             raise ModelError(f"Local generation with '{self.model_id}' failed: {result['error']}") from result["error"]
-        tail = stop_filter.flush()
+        tail = cutter.feed(stop_filter.flush())
         if tail:
+            shown_parts.append(tail)
             yield ModelDelta(content=tail)
         output_tokens = int(result["output"][0].shape[-1]) - prompt_length
-        yield ModelDelta(reply=ModelReply(content=stop_filter.text,
+        yield ModelDelta(reply=ModelReply(content="".join(shown_parts),
                                           token_usage=TokenUsage(prompt_length, output_tokens)))
 
     def _check_context(self, prompt_length: int) -> None:

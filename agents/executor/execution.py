@@ -1,0 +1,305 @@
+"""Worker side of one run: capture output, call tools, run the code, shape the result.
+
+Everything here runs inside the worker process. The code itself is executed
+with ``exec`` of a code object CPython compiled from the checked tree, in one
+persistent namespace, so the language behaves exactly as Python.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import linecache
+import os
+import sys
+import time
+import traceback
+from typing import Callable
+
+from .ast_guard import FINAL_ANSWER, GuardError, format_syntax_error, guard_source
+from .guarded_runtime import SecurityError, ToolCallError
+from .confinement import set_cpu_limit
+from .protocol import MAX_FRAME_BYTES, encode_json, frame
+
+_monotonic = time.monotonic
+_os_write = os.write
+
+
+class FinalAnswerSignal(BaseException):
+    """Stops the code after final_answer(); BaseException so ``except Exception`` lets it through."""
+
+
+class OutputCapture(io.TextIOBase):
+    """sys.stdout/sys.stderr during a run: bounded, optionally streamed to the app."""
+
+    def __init__(self, limit: int, send: Callable[[str], None] | None):
+        super().__init__()
+        self.limit = limit
+        self.send = send
+        self.parts: list[str] = []
+        self.size = 0
+        self.dropped = 0
+        self.sent = 0
+        self.last = _monotonic()
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        n = len(s)
+        room = self.limit - self.size
+        if n <= room:
+            self.parts.append(s)
+            self.size += n
+        else:
+            if room > 0:
+                self.parts.append(s[:room])
+                self.size = self.limit
+            self.dropped += n - max(room, 0)
+        if self.send is not None and _monotonic() - self.last > 0.1:
+            self.stream()
+        return n
+
+    def stream(self) -> None:
+        if self.sent < len(self.parts):
+            text = "".join(self.parts[self.sent:])
+            self.sent = len(self.parts)
+            self.send(text)
+        self.last = _monotonic()
+
+    def tail(self) -> str:
+        text = "".join(self.parts[self.sent:])
+        if self.dropped:
+            text += (f"\n[output truncated: {self.dropped} more characters not shown; "
+                     f"raise max_output_chars (now {self.limit}) to see more]\n")
+        return text
+
+
+def _filter_tb(te: traceback.TracebackException, seen: set) -> None:
+    if id(te) in seen:
+        return
+    seen.add(id(te))
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if f.filename.startswith("<step ")])
+    for sub in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())):
+        if sub is not None:
+            _filter_tb(sub, seen)
+
+
+def format_user_exception(exc: BaseException, hints: dict[type, str]) -> str:
+    """Traceback trimmed to the code's own frames, plus a hint for limit errors."""
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__, lookup_lines=False,
+                                      compact=True, max_group_width=15, max_group_depth=5)
+    _filter_tb(te, set())
+    text = "".join(te.format()).rstrip()
+    for kind, hint in hints.items():
+        if isinstance(kind, type) and isinstance(exc, kind):
+            text += f"\n{hint}"
+            break
+    if isinstance(exc, OSError) and exc.errno == 27:
+        text += f"\n{hints.get('EFBIG', '')}"
+    elif isinstance(exc, PermissionError) and exc.errno == 13:
+        text += ("\nThe sandbox can read only its workspace and library folders and write only in "
+                 "the workspace (use relative paths).")
+    return text
+
+
+class Executor:
+    """Runs steps in one persistent namespace and turns outcomes into result messages."""
+
+    def __init__(self, runtime, audit, settings: dict, write: Callable[[dict], None], read: Callable[[], dict]):
+        self.runtime = runtime
+        self.audit = audit
+        self.settings = settings
+        self.write = write
+        self.read = read
+        self.run_id: str | None = None
+        self.calls = itertools.count(1)
+        self.tool_names: list[str] = []
+        main = type(sys)("__main__")
+        sys.modules["__main__"] = main  # typing/dataclasses resolve user classes here
+        self.ns = main.__dict__
+        self.ns["__builtins__"] = runtime.builtins
+        self.final: tuple | None = None
+        mem = settings["memory_limit_mb"]
+        self.hints = {
+            MemoryError: f"The sandbox memory limit is {mem} MB; the app can raise it with memory_limit_mb=....",
+            RecursionError: "Hint: the recursion is too deep; use a loop or a smaller input.",
+            "EFBIG": (f"The sandbox limits each file to {settings['max_file_size_mb']} MB; the app can "
+                      "raise it with max_file_size_mb=...."),
+        }
+
+    # --- tools and final_answer -------------------------------------------
+    def set_tools(self, names: list[str]) -> None:
+        self.tool_names = list(names)
+        self._install_callables()
+
+    def _install_callables(self) -> None:
+        tools = {name: self._make_tool(name) for name in self.tool_names}
+        tools[FINAL_ANSWER] = self._make_final_answer()
+        self.runtime.set_tools(tools)
+
+    def _make_tool(self, name: str):
+        def tool(*args, **kwargs):
+            return self._call_tool(name, args, kwargs)
+
+        tool.__name__ = tool.__qualname__ = name
+        return tool
+
+    def _make_final_answer(self):
+        token = object()
+        self._token = token
+
+        def final_answer(answer=None):
+            """Give the final answer and stop the code."""
+            if self._token is not token:
+                raise SecurityError("this final_answer belongs to an earlier step")
+            self.final = (answer,)
+            raise FinalAnswerSignal()
+
+        return final_answer
+
+    def _call_tool(self, name, args, kwargs):
+        capture = sys.stdout
+        if isinstance(capture, OutputCapture) and capture.send is not None:
+            capture.stream()
+        call_id = next(self.calls)
+        msg = {"op": "tool", "id": self.run_id, "call_id": call_id, "name": name,
+               "args": list(args), "kwargs": kwargs}
+        data = frame(msg, lenient=True)
+        if len(data) > MAX_FRAME_BYTES:
+            raise ToolCallError(f"tool '{name}': arguments are too large to send")
+        view = memoryview(data)
+        while view:
+            view = view[_os_write(self.settings["fd_out"], view):]
+        while True:
+            reply = self.read()
+            if reply.get("op") == "tool_result" and reply.get("call_id") == call_id:
+                break
+        if reply.get("ok"):
+            return reply.get("value")
+        raise ToolCallError(f"tool '{name}' failed: {reply.get('error')}")
+
+    # --- running a step -----------------------------------------------------
+    def run(self, msg: dict) -> dict:
+        self.run_id = msg["id"]
+        step = msg.get("step", 0)
+        filename = f"<step {step}>"
+        code = msg["code"]
+        result = {"op": "result", "id": self.run_id, "output": None, "output_type": "NoneType",
+                  "is_final": False, "error": None, "error_type": None, "logs": ""}
+        try:
+            guarded = guard_source(code, self.runtime.protected, filename)
+            body = compile(guarded.body, filename, "exec")
+            expr = compile(guarded.last_expr, filename, "eval") if guarded.last_expr else None
+        except SyntaxError as exc:
+            result.update(error=format_syntax_error(exc), error_type=type(exc).__name__)
+            return result
+        except GuardError as exc:
+            result.update(error=f"SecurityError: {exc}", error_type="SecurityError")
+            return result
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        send = None
+        if msg.get("stream"):
+            send = lambda text: self.write({"op": "log", "id": self.run_id, "text": text})  # noqa: E731
+        capture = OutputCapture(self.settings["max_output_chars"], send)
+        self.final = None
+        self._install_callables()
+        set_cpu_limit(msg.get("timeout_s", 30))
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = capture
+        self.audit.start_run()
+        value = None
+        try:
+            self.audit.active = True
+            try:
+                exec(body, self.ns)
+                if expr is not None:
+                    value = eval(expr, self.ns)
+            except FinalAnswerSignal:
+                pass
+            except BaseException as exc:  # noqa: BLE001 - nothing may escape into the worker loop
+                result["error"] = format_user_exception(exc, self.hints)
+                result["error_type"] = type(exc).__name__
+            if self.final is not None:
+                value = self.final[0]
+                result["is_final"] = True
+            self._save_figures(step, capture)
+            result["output"], result["output_type"] = self._to_wire(value, step)
+        finally:
+            self.audit.active = False
+            sys.stdout, sys.stderr = saved
+            for name in self.runtime.protected:
+                self.ns.pop(name, None)
+        result["logs"] = capture.tail()
+        return result
+
+    def _save_figures(self, step: int, capture) -> None:
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return
+        try:
+            for num in plt.get_fignums():
+                path = self._free_name(f"figure_step{step}_{num}.png")
+                plt.figure(num).savefig(path)
+            plt.close("all")
+        except Exception as exc:  # noqa: BLE001 - report in the logs, keep the result
+            capture.write(f"\n[could not save open matplotlib figures: {type(exc).__name__}: {exc}]\n")
+
+    def _free_name(self, name: str) -> str:
+        base, ext = os.path.splitext(name)
+        path, n = os.path.join(self.settings["workdir"], name), 1
+        while os.path.exists(path):
+            path = os.path.join(self.settings["workdir"], f"{base}_{n}{ext}")
+            n += 1
+        return path
+
+    def _to_wire(self, value, step: int):
+        """The output as JSON-able data when it is plain data, else its (bounded) repr."""
+        limit = self.settings["max_result_chars"]
+        kind = type(value).__name__
+        if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+            value = value.item()
+        if type(value).__name__ == "Figure" and hasattr(value, "savefig"):
+            path = self._free_name(f"final_answer_step{step}.png")
+            value.savefig(path)
+            return os.path.relpath(path, self.settings["workdir"]), "image"
+        if value is None or type(value) in (bool, float):
+            return value, kind
+        if type(value) is int:
+            return (value, kind) if value.bit_length() < 3000 else (f"<int with {value.bit_length()} bits>", kind)
+        if type(value) is str:
+            return (value if len(value) <= limit else value[:limit] + f"\n[truncated {len(value) - limit} characters]"), kind
+        if type(value) in (list, tuple, dict) and _plain(value, 0, [0]) and len(encode_json(value)) <= limit:
+            return value, kind
+        try:
+            text = repr(value)
+        except Exception as exc:  # noqa: BLE001
+            text = f"<{kind} (repr failed: {type(exc).__name__})>"
+        if len(text) > limit:
+            text = text[:limit] + f"\n[truncated {len(text) - limit} characters]"
+        return text, kind
+
+
+def _plain(value, depth: int, count: list) -> bool:
+    """True for small nested lists/tuples/dicts of JSON scalars."""
+    count[0] += 1
+    if count[0] > 10000 or depth > 20:
+        return False
+    t = type(value)
+    if value is None or t in (bool, float, str) or (t is int and value.bit_length() < 3000):
+        return True
+    if t in (list, tuple):
+        return all(_plain(v, depth + 1, count) for v in value)
+    if t is dict:
+        return all(type(k) is str and _plain(v, depth + 1, count) for k, v in value.items())
+    return False

@@ -1,0 +1,156 @@
+"""Layer 3: the worker process, started from a minimal environment.
+
+The worker is started as ``python -I -B -c BOOT``: isolated mode ignores
+PYTHON* variables and the user site, the bootstrap loads this folder as a
+private package (the app's ``agents`` package is never imported), and the
+environment holds only a few harmless variables plus what the app explicitly
+passes. Commands and results travel over two pipes on fds other than 0/1/2,
+so nothing the code prints at the C level can corrupt the channel.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+from .errors import SandboxStartError
+from .protocol import FrameReader, write_frame
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+APP_ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))
+BOOT = (
+    "import sys,types;p=types.ModuleType('_agentdeck_sandbox');p.__path__=[sys.argv[1]];"
+    "sys.modules['_agentdeck_sandbox']=p;from _agentdeck_sandbox.worker import main;main(sys.argv)"
+)
+
+
+def shared_mpl_cache() -> str:
+    """A per-user matplotlib cache (font list), filled by workers before confinement."""
+    path = os.path.join(tempfile.gettempdir(), f"agentdeck-mplcache-{os.getuid()}")
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+def minimal_env(tmpdir: str, extra: dict[str, str] | None) -> dict[str, str]:
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "HOME": tmpdir,
+        "TMPDIR": tmpdir,
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": shared_mpl_cache(),
+        "OMP_NUM_THREADS": str(min(os.cpu_count() or 1, 4)),
+        "OPENBLAS_NUM_THREADS": str(min(os.cpu_count() or 1, 4)),
+    }
+    for key, value in (extra or {}).items():
+        env[str(key)] = str(value)
+    return env
+
+
+class WorkerProcess:
+    """One running worker: its process, its two pipes and its ready report."""
+
+    def __init__(self, init: dict, env: dict[str, str], workdir: str, log_path: str,
+                 python: str | None = None):
+        cmd_r, cmd_w = os.pipe()
+        res_r, res_w = os.pipe()
+        self.log_path = log_path
+        try:
+            with open(log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    [python or sys.executable, "-I", "-B", "-c", BOOT, PACKAGE_DIR, str(cmd_r), str(res_w)],
+                    pass_fds=(cmd_r, res_w), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                    env=env, cwd=workdir, start_new_session=True, close_fds=True,
+                )
+        except OSError as exc:
+            for fd in (cmd_r, cmd_w, res_r, res_w):
+                os.close(fd)
+            raise SandboxStartError(f"could not start the sandbox worker: {exc}") from exc
+        os.close(cmd_r)
+        os.close(res_w)
+        self.cmd_fd = cmd_w
+        self.reader = FrameReader(res_r)
+        self.ready: dict | None = None
+        self.dead = False
+        self.send(init)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def send(self, msg: dict) -> None:
+        write_frame(self.cmd_fd, msg)
+
+    def wait_ready(self, timeout: float) -> dict:
+        if self.ready is None:
+            try:
+                msg = self.reader.read(timeout=timeout)
+            except Exception as exc:  # noqa: BLE001
+                raise SandboxStartError(f"the sandbox worker failed to start: {exc}. {self.log_tail()}") from exc
+            if msg is None or msg.get("op") != "ready":
+                self.kill()
+                raise SandboxStartError(f"the sandbox worker did not become ready. {self.log_tail()}")
+            self.ready = msg
+        return self.ready
+
+    def interrupt(self) -> None:
+        if not self.dead:
+            try:
+                os.kill(self.proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+
+    def exit_description(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            why = {"SIGKILL": " (possibly out of memory)", "SIGXCPU": " (CPU time limit)",
+                   "SIGSEGV": " (crash, e.g. a C-level stack overflow)"}.get(name, "")
+            return f"killed by {name}{why}"
+        return f"exited with code {code}"
+
+    def log_tail(self, chars: int = 400) -> str:
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - chars))
+                text = fh.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+        return f"Worker log: {text}" if text else ""
+
+    def kill(self) -> None:
+        """Stop the process and release its pipes (idempotent)."""
+        if not self.dead:
+            self.dead = True
+            try:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            for fd in (self.cmd_fd, self.reader.fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def shutdown(self) -> None:
+        if not self.dead:
+            try:
+                self.send({"op": "exit"})
+                self.proc.wait(timeout=0.5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()

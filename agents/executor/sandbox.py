@@ -1,0 +1,359 @@
+"""PythonSandbox: the app-side handle on one sandboxed worker.
+
+The app calls ``run(code)``; the sandbox checks the code (layer 1, trusted
+copy), sends it to the worker, serves tool calls in this process while the
+worker waits, enforces the timeout on the worker's compute time (time spent
+inside tools does not count) and reports files the run left in the workspace.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import artifacts as _artifacts
+from .artifacts import Artifact
+from .ast_guard import FINAL_ANSWER, GuardError, format_syntax_error, guard_source
+from .errors import InvalidToolError, InvalidVariableError, SandboxClosedError
+from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache
+from .protocol import ChannelClosed, ProtocolError, encode_json, frame
+
+log = logging.getLogger("agents.executor")
+GRACE_S = 1.0  # how long SIGINT may take before the worker is killed
+
+
+@dataclass
+class RunResult:
+    """Outcome of one run. ``output`` is plain JSON-able data, or the repr of other objects."""
+
+    logs: str = ""
+    output: Any = None
+    is_final_answer: bool = False
+    error: str | None = None
+    artifacts: list[Artifact] = field(default_factory=list)
+    error_type: str | None = None
+    output_type: str = "NoneType"
+    state_lost: bool = False
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class PythonSandbox:
+    """Runs model-written Python in a confined worker process; state persists between runs.
+
+    Artifacts are reported with ``path`` relative to ``workdir`` and ``abs_path``.
+    """
+
+    def __init__(self, workdir: str, authorized_imports=(), timeout_s: float = 30,
+                 memory_limit_mb: int = 2048, max_output_chars: int = 20000,
+                 max_file_size_mb: int = 100, max_files_written: int = 200,
+                 env: dict[str, str] | None = None, on_log: Callable[[str], None] | None = None,
+                 max_result_chars: int = 100_000, max_open_files: int = 256,
+                 extra_read_paths=(), use_landlock: bool = True, use_seccomp: bool = True,
+                 startup_timeout_s: float = 120):
+        os.makedirs(workdir, exist_ok=True)
+        self.workdir = os.path.realpath(workdir)
+        self.authorized_imports = list(authorized_imports)
+        self.timeout_s = timeout_s
+        self.on_log = on_log
+        self.startup_timeout_s = startup_timeout_s
+        self._env = dict(env or {})
+        self._tmpdir = tempfile.mkdtemp(prefix="agentdeck-sbx-")
+        self._settings = {
+            "workdir": self.workdir, "tmpdir": self._tmpdir, "app_root": APP_ROOT,
+            "authorized_imports": self.authorized_imports, "memory_limit_mb": int(memory_limit_mb),
+            "max_output_chars": int(max_output_chars), "max_result_chars": int(max_result_chars),
+            "max_file_size_mb": int(max_file_size_mb), "max_files_written": int(max_files_written),
+            "max_open_files": int(max_open_files), "use_landlock": use_landlock, "use_seccomp": use_seccomp,
+            "extra_read_paths": [os.path.realpath(p) for p in extra_read_paths] + [shared_mpl_cache()],
+        }
+        self._tools: dict[str, Callable] = {}
+        self._run_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        os.set_blocking(self._wake_r, False)
+        self._interrupt = False
+        self._running = False
+        self._closed = False
+        self._step = 0
+        self._warned = False
+        self._worker: WorkerProcess | None = None
+        self._worker = self._spawn()
+
+    # --- lifecycle ------------------------------------------------------------
+    def _spawn(self) -> WorkerProcess:
+        init = dict(self._settings, op="init", tools=sorted(self._tools))
+        return WorkerProcess(init, minimal_env(self._tmpdir, self._env), self.workdir,
+                             os.path.join(self._tmpdir, "worker.log"))
+
+    def _ready_worker(self) -> WorkerProcess:
+        with self._state_lock:
+            if self._closed:
+                raise SandboxClosedError("the sandbox is closed")
+            if self._worker is None or self._worker.dead:
+                self._worker = self._spawn()
+            worker = self._worker
+        ready = worker.wait_ready(self.startup_timeout_s)
+        if not self._warned:
+            self._warned = True
+            for warning in ready.get("warnings", []):
+                log.warning("sandbox: %s", warning)
+            for layer in ready.get("layers", []):
+                if not layer["active"]:
+                    log.warning("sandbox isolation layer '%s' is NOT active: %s", layer["name"], layer["detail"])
+        return worker
+
+    def _restart(self) -> None:
+        with self._state_lock:
+            if self._worker is not None:
+                self._worker.kill()
+            self._worker = None if self._closed else self._spawn()
+
+    def reset(self) -> None:
+        """Forget all state (variables, imports, functions) by starting a fresh worker."""
+        with self._run_lock:
+            self._restart()
+
+    def close(self) -> None:
+        """Stop the worker and delete the private temp folder (idempotent; the workspace stays)."""
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown()
+        shutil.rmtree(self._tmpdir, ignore_errors=True)
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "PythonSandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # --- security report -------------------------------------------------------
+    def security_report(self) -> dict[str, dict]:
+        """Every isolation layer with whether it is active here and what it does."""
+        ready = self._ready_worker().ready or {}
+        report = {
+            "ast_guard": {"active": True, "detail": "code checked and rewritten before compiling"},
+            "import_policy": {"active": True, "detail": "module views; authorized: "
+                              + (", ".join(self.authorized_imports) or "safe defaults only")},
+            "process": {"active": True, "detail": "separate worker process with a minimal environment"},
+        }
+        for layer in ready.get("layers", []):
+            report[layer["name"]] = {"active": layer["active"], "detail": layer["detail"]}
+        return report
+
+    @property
+    def active_layers(self) -> list[str]:
+        return [name for name, info in self.security_report().items() if info["active"]]
+
+    # --- tools and variables -----------------------------------------------------
+    def register_tools(self, tools: dict[str, Callable]) -> None:
+        """Make callables available to the code by name; they run in this (the app's) process."""
+        for name, fn in tools.items():
+            if not (isinstance(name, str) and name.isidentifier()) or name.startswith("_"):
+                raise InvalidToolError(f"invalid tool name {name!r}")
+            if name == FINAL_ANSWER or hasattr(builtins, name):
+                raise InvalidToolError(f"tool name {name!r} clashes with a builtin")
+            if not callable(fn):
+                raise InvalidToolError(f"tool {name!r} is not callable")
+        with self._run_lock:
+            self._tools.update(tools)
+            worker = self._ready_worker()
+            worker.send({"op": "tools", "names": sorted(self._tools)})
+
+    def send_variables(self, variables: dict[str, Any]) -> None:
+        """Bind JSON-able values as variables of the code's namespace."""
+        for name in variables:
+            if not (isinstance(name, str) and name.isidentifier()) or name.startswith("_") or name in self._tools:
+                raise InvalidVariableError(f"cannot bind variable {name!r}")
+        try:
+            encode_json(variables)
+        except (TypeError, ValueError) as exc:
+            raise InvalidVariableError(f"variables must be JSON-serialisable: {exc}") from exc
+        with self._run_lock:
+            worker = self._ready_worker()
+            worker.send({"op": "vars", "values": variables})
+            while True:
+                msg = worker.reader.read(timeout=self.startup_timeout_s)
+                if msg is None or msg.get("op") == "vars_done":
+                    break
+            if msg is None or not msg.get("ok"):
+                raise InvalidVariableError((msg or {}).get("error", "the worker did not answer"))
+
+    # --- running code ----------------------------------------------------------------
+    def interrupt(self) -> None:
+        """Stop the running code soon (KeyboardInterrupt first, then a worker restart)."""
+        if self._running:
+            self._interrupt = True
+            try:
+                os.write(self._wake_w, b"!")
+            except OSError:
+                pass
+
+    def run(self, code: str, on_log: Callable[[str], None] | None = None) -> RunResult:
+        """Run ``code`` in the sandbox; never raises for problems of the code itself."""
+        on_log = on_log or self.on_log
+        with self._run_lock:
+            started = time.monotonic()
+            try:
+                guard_source(code, frozenset(self._tools), rewrite=False)
+            except SyntaxError as exc:
+                return RunResult(error=format_syntax_error(exc), error_type=type(exc).__name__)
+            except GuardError as exc:
+                return RunResult(error=f"SecurityError: {exc}", error_type="SecurityError")
+            worker = self._ready_worker()
+            before = _artifacts.snapshot(self.workdir)
+            self._step += 1
+            run_id = secrets.token_hex(8)
+            self._interrupt = False
+            self._running = True
+            try:
+                worker.send({"op": "run", "id": run_id, "code": code, "step": self._step,
+                             "timeout_s": self.timeout_s, "stream": on_log is not None})
+                result = self._wait(worker, run_id, on_log)
+            except (OSError, ChannelClosed):
+                result = self._crashed(worker, [])
+            finally:
+                self._running = False
+                self._interrupt = False
+            result.artifacts = _artifacts.diff(self.workdir, before, _artifacts.snapshot(self.workdir))
+            result.duration_s = time.monotonic() - started
+            return result
+
+    def _wait(self, worker: WorkerProcess, run_id: str, on_log) -> RunResult:
+        logs: list[str] = []
+        start = time.monotonic()
+        tool_time = 0.0
+        stopping: str | None = None
+        grace_end = 0.0
+        while True:
+            now = time.monotonic()
+            if stopping is None:
+                reason = "interrupt" if self._interrupt else None
+                if reason is None and now - start - tool_time >= self.timeout_s:
+                    reason = "timeout"
+                if reason:
+                    stopping, grace_end = reason, now + GRACE_S
+                    worker.interrupt()
+            if stopping:
+                wait = grace_end - now
+                if wait <= 0:
+                    self._restart()
+                    return self._stopped(stopping, logs, lost=True)
+            else:
+                wait = self.timeout_s - (now - start - tool_time)
+            try:
+                msg = worker.reader.read(timeout=max(wait, 0.0), wake_fd=self._wake_r)
+            except (ChannelClosed, ProtocolError):
+                return self._crashed(worker, logs)
+            if msg is None:
+                self._drain_wake()
+                continue
+            if msg.get("id") != run_id:
+                continue
+            op = msg.get("op")
+            if op == "log":
+                text = str(msg.get("text", ""))
+                logs.append(text)
+                if on_log is not None:
+                    try:
+                        on_log(text)
+                    except Exception:  # noqa: BLE001 - a UI callback must not break the run
+                        log.exception("on_log callback failed")
+            elif op == "tool":
+                t0 = time.monotonic()
+                reply = self._call_tool(msg)
+                tool_time += time.monotonic() - t0
+                worker.send(reply)
+            elif op == "result":
+                if stopping and msg.get("error_type") == "KeyboardInterrupt":
+                    return self._stopped(stopping, logs + [str(msg.get("logs", ""))], lost=False)
+                return self._result(msg, logs)
+
+    def _drain_wake(self) -> None:
+        try:
+            os.read(self._wake_r, 1024)
+        except OSError:
+            pass
+
+    def _call_tool(self, msg: dict) -> dict:
+        name, call_id = msg.get("name"), msg.get("call_id")
+        fn = self._tools.get(name) if isinstance(name, str) else None
+        args, kwargs = msg.get("args") or [], msg.get("kwargs") or {}
+        if fn is None or not isinstance(args, list) or not isinstance(kwargs, dict):
+            return {"op": "tool_result", "call_id": call_id, "ok": False, "error": f"unknown tool {name!r}"}
+        try:
+            value = fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - becomes ToolCallError inside the sandbox
+            return {"op": "tool_result", "call_id": call_id, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        reply = {"op": "tool_result", "call_id": call_id, "ok": True, "value": value}
+        try:
+            frame(reply)
+        except (TypeError, ValueError):
+            reply["value"] = str(value)
+        return reply
+
+    def _result(self, msg: dict, logs: list[str]) -> RunResult:
+        limit = self._settings["max_output_chars"] + 500  # the worker truncates; this bounds a liar
+        text = "".join(logs) + str(msg.get("logs") or "")
+        if len(text) > limit:
+            text = text[:limit] + "\n[output truncated]\n"
+        error = msg.get("error")
+        return RunResult(logs=text, output=msg.get("output"), is_final_answer=bool(msg.get("is_final")),
+                         error=str(error) if error is not None else None, error_type=msg.get("error_type"),
+                         output_type=str(msg.get("output_type") or "NoneType"))
+
+    def _stopped(self, reason: str, logs: list[str], lost: bool) -> RunResult:
+        if reason == "timeout":
+            what = (f"TimeoutError: the code ran longer than the limit of {self.timeout_s} s "
+                    f"(timeout_s={self.timeout_s}; the app can raise it) and was stopped.")
+        else:
+            what = "InterruptedError: the run was interrupted."
+        if lost:
+            what += (" It did not stop in time, so the worker was restarted: all variables, imports and "
+                     "functions from earlier steps were lost.")
+        else:
+            what += " Variables from earlier steps are kept."
+        return RunResult(logs="".join(logs), error=what,
+                         error_type="TimeoutError" if reason == "timeout" else "InterruptedError",
+                         state_lost=lost)
+
+    def _crashed(self, worker: WorkerProcess, logs: list[str]) -> RunResult:
+        try:
+            worker.proc.wait(timeout=1)
+        except Exception:  # noqa: BLE001 - still running: it broke the protocol
+            pass
+        how = worker.exit_description()
+        worker.kill()
+        self._restart()
+        return RunResult(logs="".join(logs), error_type="WorkerCrashed", state_lost=True,
+                         error=(f"WorkerCrashed: the sandbox worker stopped unexpectedly ({how}). "
+                                f"A fresh worker was started; all state from earlier steps was lost. "
+                                f"If the code used a lot of memory, the limit is memory_limit_mb="
+                                f"{self._settings['memory_limit_mb']}."))

@@ -1,0 +1,148 @@
+"""A seccomp-BPF filter built by hand and installed with ctypes.
+
+Why: RLIMIT_NPROC does not bind root, so "no new processes" needs the kernel
+to refuse fork/vfork/clone (without CLONE_THREAD)/clone3/execve. The filter
+also refuses new sockets (socketpair stays, asyncio needs it), signals to other
+processes, changing other processes' limits, and a list of kernel-admin calls.
+It is applied to all threads at once (TSYNC), so BLAS threads started while
+preloading libraries are covered too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import struct
+
+PR_SET_NO_NEW_PRIVS = 38
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_FILTER_FLAG_TSYNC = 1
+RET_ALLOW = 0x7FFF0000
+RET_ERRNO = 0x00050000
+CLONE_THREAD = 0x00010000
+
+_LD_W_ABS = 0x20
+_JEQ = 0x15
+_JGE = 0x35
+_JSET = 0x45
+_RET = 0x06
+_OFF_NR, _OFF_ARCH, _OFF_ARG0 = 0, 4, 16
+
+# name: (x86_64, aarch64); None where the call does not exist.
+_SYSCALLS = {
+    "fork": (57, None), "vfork": (58, None), "clone": (56, 220), "clone3": (435, 435),
+    "execve": (59, 221), "execveat": (322, 281), "socket": (41, 198),
+    "kill": (62, 129), "tkill": (200, 130), "tgkill": (234, 131),
+    "rt_sigqueueinfo": (129, 138), "rt_tgsigqueueinfo": (297, 240),
+    "pidfd_send_signal": (424, 424), "pidfd_getfd": (438, 438), "prlimit64": (302, 261),
+    "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
+    "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41), "chroot": (161, 51),
+    "unshare": (272, 97), "setns": (308, 268), "bpf": (321, 280),
+    "perf_event_open": (298, 241), "kexec_load": (246, 104), "kexec_file_load": (320, 294),
+    "init_module": (175, 105), "finit_module": (313, 273), "delete_module": (176, 106),
+    "keyctl": (250, 219), "add_key": (248, 217), "request_key": (249, 218),
+    "userfaultfd": (323, 282), "io_uring_setup": (425, 425), "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427), "personality": (135, 92),
+    "open_by_handle_at": (304, 265), "name_to_handle_at": (303, 264), "acct": (163, 89),
+    "swapon": (167, 224), "swapoff": (168, 225), "reboot": (169, 142),
+    "sethostname": (170, 161), "setdomainname": (171, 162), "syslog": (103, 116),
+    "open_tree": (428, 428), "move_mount": (429, 429), "fsopen": (430, 430),
+    "fsconfig": (431, 431), "fsmount": (432, 432), "fspick": (433, 433),
+    "mount_setattr": (442, 442), "seccomp": (317, 277),
+}
+_ARCHES = {"x86_64": (0, 0xC000003E), "amd64": (0, 0xC000003E),
+           "aarch64": (1, 0xC00000B7), "arm64": (1, 0xC00000B7)}
+DENY_EPERM = """fork vfork ptrace process_vm_readv process_vm_writev mount umount2 pivot_root
+chroot unshare setns bpf perf_event_open kexec_load kexec_file_load init_module finit_module
+delete_module keyctl add_key request_key userfaultfd io_uring_setup io_uring_enter
+io_uring_register personality open_by_handle_at name_to_handle_at acct swapon swapoff
+reboot sethostname setdomainname syslog open_tree move_mount fsopen fsconfig fsmount
+fspick mount_setattr pidfd_send_signal pidfd_getfd""".split()
+DENY_EACCES = ["execve", "execveat", "socket"]
+SELF_PID_ONLY = ["kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"]
+
+
+class SeccompError(OSError):
+    """seccomp is unavailable on this platform or could not be installed."""
+
+
+class _Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _nr(name: str, arch_index: int):
+    return _SYSCALLS[name][arch_index]
+
+
+def build_filter(arch_index: int, audit_arch: int, pid: int) -> bytes:
+    """Assemble the BPF program (labels resolved to relative jumps)."""
+    prog: list[list] = []
+    labels: dict[str, int] = {}
+
+    def ins(code, k=0, jt=0, jf=0):
+        prog.append([code, jt, jf, k])
+
+    def label(name):
+        labels[name] = len(prog)
+
+    ins(_LD_W_ABS, _OFF_ARCH)
+    ins(_JEQ, audit_arch, 0, "eperm")
+    ins(_LD_W_ABS, _OFF_NR)
+    if arch_index == 0:
+        ins(_JGE, 0x40000000, "eperm", 0)  # x32 ABI calls
+    for names, target in ((DENY_EPERM, "eperm"), (DENY_EACCES, "eacces"), (["clone3"], "enosys"),
+                          (["clone"], "clone"), (SELF_PID_ONLY, "selfpid"), (["prlimit64"], "prlimit")):
+        for name in names:
+            nr = _nr(name, arch_index)
+            if nr is not None:
+                ins(_JEQ, nr, target, 0)
+    ins(_RET, RET_ALLOW)
+    label("clone")
+    ins(_LD_W_ABS, _OFF_ARG0)
+    ins(_JSET, CLONE_THREAD, "allow", "eperm")
+    label("prlimit")
+    ins(_LD_W_ABS, _OFF_ARG0)
+    ins(_JEQ, 0, "allow", "pidcheck")
+    label("selfpid")
+    ins(_LD_W_ABS, _OFF_ARG0)
+    label("pidcheck")
+    ins(_JEQ, pid, "allow", "eperm")
+    label("allow")
+    ins(_RET, RET_ALLOW)
+    label("eperm")
+    ins(_RET, RET_ERRNO | errno.EPERM)
+    label("eacces")
+    ins(_RET, RET_ERRNO | errno.EACCES)
+    label("enosys")
+    ins(_RET, RET_ERRNO | errno.ENOSYS)  # glibc falls back from clone3 to clone
+
+    out = bytearray()
+    for i, (code, jt, jf, k) in enumerate(prog):
+        jt = labels[jt] - i - 1 if isinstance(jt, str) else jt
+        jf = labels[jf] - i - 1 if isinstance(jf, str) else jf
+        if not (0 <= jt < 256 and 0 <= jf < 256):
+            raise SeccompError("BPF jump out of range")
+        out += struct.pack("=HBBI", code, jt, jf, k)
+    return bytes(out)
+
+
+def install() -> str:
+    """Install the filter on every thread of this process; returns the arch name."""
+    machine = platform.machine().lower()
+    if machine not in _ARCHES:
+        raise SeccompError(f"no seccomp syscall table for {machine}")
+    arch_index, audit_arch = _ARCHES[machine]
+    code = build_filter(arch_index, audit_arch, os.getpid())
+    buf = ctypes.create_string_buffer(code, len(code))
+    prog = _Prog(len(code) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise SeccompError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
+    res = libc.syscall(ctypes.c_long(_nr("seccomp", arch_index)), ctypes.c_uint(SECCOMP_SET_MODE_FILTER),
+                       ctypes.c_uint(SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(prog))
+    if res != 0:
+        raise SeccompError(ctypes.get_errno() or errno.EINVAL, f"seccomp() failed (result {res})")
+    return machine

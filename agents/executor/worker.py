@@ -1,0 +1,140 @@
+"""Entry point of the sandbox worker process.
+
+Started by the app as ``python -I -B -c BOOT <package dir> <fd in> <fd out>``:
+the bootstrap registers this folder as a private package so the worker never
+imports the app's ``agents`` package. Sequence: read the init message, preload
+and patch the authorized heavy libraries, confine the process, report which
+layers are active, then serve run/tools/vars messages until told to exit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import sys
+
+from . import confinement
+from .audit import AuditPolicy
+from .execution import Executor
+from .guarded_runtime import Runtime, patch_loaded_libraries
+from .imports import ImportPolicy, ModuleViews
+from .protocol import ChannelClosed, FrameReader, write_frame
+
+HEAVY_LIBRARIES = ("numpy", "pandas", "matplotlib", "scipy", "sklearn", "seaborn", "PIL")
+WORKER_PACKAGE = __name__.rpartition(".")[0]
+
+
+def _preload(authorized: list[str], warnings: list[str]) -> None:
+    """Import heavy authorized libraries while reading files is still unrestricted."""
+    allow_all = "*" in authorized
+    tops = {a.partition(".")[0] for a in authorized}
+    for name in HEAVY_LIBRARIES:
+        if not (allow_all or name in tops):
+            continue
+        try:
+            if name == "matplotlib":
+                import matplotlib
+
+                matplotlib.use("Agg")
+                importlib.import_module("matplotlib.pyplot")
+            else:
+                importlib.import_module(name)
+        except ImportError:
+            if not allow_all:
+                warnings.append(f"authorized library '{name}' is not installed")
+        except Exception as exc:  # noqa: BLE001
+            warnings.append(f"preloading '{name}' failed: {type(exc).__name__}: {exc}")
+    # Modules the worker and common code need later, loaded before the file system closes.
+    for name in ("typing", "dataclasses", "asyncio", "decimal", "zoneinfo", "json", "re",
+                 "traceback", "linecache", "collections", "statistics", "random", "datetime", "uuid"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    patch_loaded_libraries()
+
+
+def _setup(init: dict, fd_out: int):
+    warnings: list[str] = []
+    sys.dont_write_bytecode = True
+    workdir = os.path.realpath(init["workdir"])
+    os.chdir(workdir)
+    _preload(init.get("authorized_imports", []), warnings)
+    cfg = confinement.ConfinementConfig(
+        workdir=workdir, tmpdir=init["tmpdir"], app_root=init["app_root"],
+        memory_limit_mb=init["memory_limit_mb"], max_file_size_mb=init["max_file_size_mb"],
+        max_open_files=init["max_open_files"], extra_read_paths=init.get("extra_read_paths", []),
+        use_landlock=init.get("use_landlock", True), use_seccomp=init.get("use_seccomp", True),
+    )
+    roots = confinement.read_roots(cfg)
+    layers = confinement.apply(cfg)
+    landlock_on = any(layer.name == "landlock" and layer.active for layer in layers)
+    audit = AuditPolicy(workdir, init["tmpdir"], roots, init["max_files_written"],
+                        filesystem_fallback=not landlock_on)
+    audit.install()
+    detail = "active while code runs" + ("" if landlock_on else "; also guards file paths (Landlock missing)")
+    layers.append(confinement.LayerStatus("audit_hook", True, detail))
+    policy = ImportPolicy(init.get("authorized_imports", []))
+    runtime = Runtime(ModuleViews, policy)
+    settings = dict(init, workdir=workdir, fd_out=fd_out)
+    return runtime, audit, settings, layers, warnings
+
+
+def main(argv: list[str]) -> None:
+    fd_in, fd_out = int(argv[2]), int(argv[3])
+    reader = FrameReader(fd_in)
+
+    def write(msg: dict) -> None:
+        write_frame(fd_out, msg)
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    init = reader.read()
+    runtime, audit, settings, layers, warnings = _setup(init, fd_out)
+    executor = Executor(runtime, audit, settings, write, reader.read)
+    executor.set_tools(init.get("tools", []))
+
+    def on_sigint(signum, frame):
+        if audit.active:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    write({"op": "ready", "pid": os.getpid(), "warnings": warnings,
+           "layers": [{"name": x.name, "active": x.active, "detail": x.detail} for x in layers]})
+    while True:
+        try:
+            msg = reader.read()
+        except ChannelClosed:
+            return
+        except KeyboardInterrupt:
+            continue
+        op = msg.get("op")
+        try:
+            if op == "run":
+                write(executor.run(msg))
+            elif op == "tools":
+                executor.set_tools(msg.get("names", []))
+            elif op == "vars":
+                write(_set_vars(executor, msg))
+            elif op == "exit":
+                return
+        except (BrokenPipeError, ChannelClosed):
+            return
+        except BaseException as exc:  # noqa: BLE001 - report and keep serving
+            if op == "run":
+                try:
+                    write({"op": "result", "id": msg.get("id"), "output": None, "output_type": "NoneType",
+                           "is_final": False, "error": f"{type(exc).__name__}: {exc}",
+                           "error_type": type(exc).__name__, "logs": ""})
+                except BaseException:  # noqa: BLE001
+                    return
+
+
+def _set_vars(executor: Executor, msg: dict) -> dict:
+    values = msg.get("values") or {}
+    protected = executor.runtime.protected
+    for name in values:
+        if not name.isidentifier() or name.startswith("_") or name in protected:
+            return {"op": "vars_done", "ok": False, "error": f"cannot bind variable '{name}'"}
+    executor.ns.update(values)
+    return {"op": "vars_done", "ok": True}

@@ -1,0 +1,51 @@
+"""Which model to use when the user has not said: the strongest one their keys reach, else the embedded one.
+
+Why: the app must do its job on a fresh machine with no key and no network, and pick a good hosted
+model as soon as a key is present, all without the user learning adapter names.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+MODEL_ENV = "AGENTDECK_MODEL"
+EMBEDDED = "embedded:smollm2"
+
+#: (key variable, model string) in order of preference when several keys are set.
+KEYED_DEFAULTS: tuple[tuple[str, str], ...] = (
+    ("HF_TOKEN", "hf:Qwen/Qwen2.5-Coder-32B-Instruct"),
+    ("OPENAI_API_KEY", "openai/gpt-4.1"),
+    ("ANTHROPIC_API_KEY", "anthropic/claude-sonnet-4-5"),
+)
+
+
+def default_model_string(env: Mapping[str, str] | None = None) -> str:
+    """AGENTDECK_MODEL if set; else a strong model for the first key found; else the embedded model."""
+    env = os.environ if env is None else env
+    chosen = (env.get(MODEL_ENV) or "").strip()
+    if chosen:
+        return chosen
+    for variable, model_string in KEYED_DEFAULTS:
+        if (env.get(variable) or "").strip():
+            return model_string
+    return EMBEDDED
+
+
+def is_embedded(model_string: str) -> bool:
+    return model_string.strip().lower().split(":", 1)[0] == "embedded"
+
+
+def describe_model_choice(model_string: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """A one- or two-sentence note for the UI about the model in use (never includes a key)."""
+    env = os.environ if env is None else env
+    explicit = model_string is not None or bool((env.get(MODEL_ENV) or "").strip())
+    model_string = model_string or default_model_string(env)
+    if is_embedded(model_string):
+        return ("Using the small embedded demo model (SmolLM2-135M on CPU): fine for simple tasks only. "
+                "For real work set HF_TOKEN, OPENAI_API_KEY or ANTHROPIC_API_KEY, or choose a model with "
+                f"{MODEL_ENV} / --model (e.g. 'openai/gpt-4.1-mini', 'ollama/qwen2.5-coder:7b').")
+    if explicit:
+        return f"Using {model_string} (chosen with {MODEL_ENV}, --model or the model picker)."
+    variable = next((name for name, string in KEYED_DEFAULTS if string == model_string), None)
+    source = f" because {variable} is set" if variable else ""
+    return f"Using {model_string}{source}. Set {MODEL_ENV} or use --model to choose another model."

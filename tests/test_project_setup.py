@@ -1,0 +1,42 @@
+"""The project's set-up: Space settings agree with the README, pins agree, the CI entry runs the tests."""
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from tests.conftest import PROJECT_ROOT
+
+SPACE_FIELDS = ("title", "emoji", "sdk", "sdk_version", "app_file", "python_version", "short_description",
+                "suggested_hardware")
+
+
+def _front_matter() -> dict:
+    text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.match(r"^---\n(.*?)\n---\n", text, re.DOTALL)
+    assert match, "README.md must start with the Space's YAML front matter"
+    return yaml.safe_load(match.group(1))
+
+
+def test_readme_front_matter_agrees_with_spaces_yaml():
+    spaces = yaml.safe_load((PROJECT_ROOT / "spaces.yaml").read_text(encoding="utf-8"))
+    front = _front_matter()
+    for field in SPACE_FIELDS:
+        assert field in spaces, f"spaces.yaml lacks {field}"
+    assert front == spaces
+    assert spaces["sdk"] == "gradio" and (PROJECT_ROOT / spaces["app_file"]).is_file()
+
+
+def test_gradio_version_matches_requirements():
+    spaces = yaml.safe_load((PROJECT_ROOT / "spaces.yaml").read_text(encoding="utf-8"))
+    requirements = (PROJECT_ROOT / "requirements.txt").read_text(encoding="utf-8")
+    assert f"gradio=={spaces['sdk_version']}" in requirements
+
+
+def test_quick_start_has_two_commands_and_ci_runs_the_test_one():
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"^\s*(make \w[\w-]*)\s*$", quick_start, re.MULTILINE)
+    assert commands == ["make run", "make test"]
+    ci = (PROJECT_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "make test" in ci.split("\n", 3)[-1]

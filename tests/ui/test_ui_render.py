@@ -1,0 +1,179 @@
+"""The event -> chat message mapping, on hand-made events."""
+from __future__ import annotations
+
+from agents import events as ev
+from agents.models.base import TokenUsage
+from ui.render import Transcript, fence, thought_without_code
+from ui.uploads import UploadResult
+
+RUN = "run1"
+
+
+def base(step: int, parent: str | None = None, run: str = RUN, t: float = 100.0) -> dict:
+    return {"run_id": run, "step": step, "parent_id": parent, "timestamp": t}
+
+
+def by_title(messages: list[dict], start: str) -> dict:
+    found = [m for m in messages if m.get("metadata", {}).get("title", "").startswith(start)]
+    assert found, f"no message titled {start!r} in {[m.get('metadata', {}).get('title') for m in messages]}"
+    return found[0]
+
+
+def code_step(t: Transcript, step: int = 1, parent: str | None = None, run: str = RUN) -> None:
+    t.apply(ev.StepStarted(**base(step, parent, run), step_type="action"))
+    reply = "Thought: I will count.\nCode:\n```python\nprint(len(df))\n```"
+    for i in range(0, len(reply), 10):
+        t.apply(ev.ModelTextDelta(**base(step, parent, run), text=reply[i:i + 10]))
+    t.apply(ev.ModelOutput(**base(step, parent, run), text=reply, token_usage=TokenUsage(120, 30), duration_s=0.4))
+    t.apply(ev.CodeProposed(**base(step, parent, run), code="print(len(df))"))
+
+
+def test_step_streams_then_finishes_with_duration_and_tokens() -> None:
+    t = Transcript()
+    t.add_user("How many rows?")
+    t.apply(ev.RunStarted(**base(0), task="How many rows?", agent_name="CodeAgent", model_id="replay", max_steps=5))
+    t.apply(ev.StepStarted(**base(1), step_type="action"))
+    t.apply(ev.ModelTextDelta(**base(1), text="Thought: I will "))
+    messages = t.messages()
+    assert messages[0] == {"role": "user", "content": "How many rows?"}
+    step = by_title(messages, "Step 1")
+    assert step["metadata"]["status"] == "pending" and "duration" not in step["metadata"]
+    assert step["content"] == "Thought: I will "
+    assert "running · step 1/5" in t.status_text(now=101.0)
+
+    t.apply(ev.ModelTextDelta(**base(1), text="count.\n```python\nprint(len(df))\n```"))
+    t.apply(ev.ModelOutput(**base(1), text="Thought: I will count.\n```python\nprint(len(df))\n```",
+                           token_usage=TokenUsage(120, 30), duration_s=0.4))
+    t.apply(ev.CodeProposed(**base(1), code="print(len(df))"))
+    t.apply(ev.ExecutionLog(**base(1), text="344\n"))
+    t.apply(ev.Observation(**base(1), text="344"))
+    t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=1.234, token_usage=TokenUsage(120, 30)))
+    messages = t.messages()
+    step = by_title(messages, "Step 1")
+    assert step["metadata"]["status"] == "done"
+    assert step["metadata"]["duration"] == 1.23
+    assert step["metadata"]["log"] == "150 tokens (120 in · 30 out)"
+    assert step["content"] == "Thought: I will count.\n\n```python\nprint(len(df))\n```"
+    logs = by_title(messages, "📜 Execution logs")
+    assert logs["metadata"]["parent_id"] == step["metadata"]["id"]
+    assert "344" in logs["content"]
+    # The observation only repeated the logs: no separate message.
+    assert not [m for m in messages if m.get("metadata", {}).get("title", "").startswith("👁️")]
+
+
+def test_final_answer_is_a_plain_message_and_run_summary() -> None:
+    t = Transcript()
+    code_step(t)
+    t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=0.5, token_usage=TokenUsage(10, 5)))
+    t.apply(ev.FinalAnswer(**base(1), value=344))
+    t.apply(ev.RunFinished(**base(1), state="success", output=344, duration_s=0.7, token_usage=TokenUsage(10, 5), steps=1))
+    messages = t.messages()
+    assert messages[-1] == {"role": "assistant", "content": "344"}
+    assert t.status_text().startswith("success · 1 steps · 0.7 s · 15 tokens")
+
+
+def test_managed_agent_steps_nest_under_the_call() -> None:
+    t = Transcript()
+    t.apply(ev.StepStarted(**base(1), step_type="action"))
+    t.apply(ev.ToolCallProposed(**base(1), call_id="c1", tool_name="researcher", arguments={"task": "find it"}))
+    t.apply(ev.RunStarted(**base(0, "c1", "sub"), task="find it", agent_name="researcher", model_id="m", max_steps=3))
+    code_step(t, step=1, parent="c1", run="sub")
+    t.apply(ev.ExecutionLog(**base(1, "c1", "sub"), text="found\n"))
+    t.apply(ev.StepFinished(**base(1, "c1", "sub"), step_type="action", duration_s=0.2, token_usage=TokenUsage(1, 1)))
+    t.apply(ev.FinalAnswer(**base(1, "c1", "sub"), value="the answer"))
+    t.apply(ev.RunFinished(**base(1, "c1", "sub"), state="success", output="the answer", duration_s=0.3,
+                           token_usage=TokenUsage(1, 1), steps=1))
+    t.apply(ev.ToolCallResult(**{**base(1), "timestamp": 102.5}, call_id="c1", tool_name="researcher", output="the answer"))
+    messages = t.messages()
+    top = by_title(messages, "Step 1")
+    call = by_title(messages, "🛠️ researcher")
+    sub = by_title(messages, "↳ Step 1")
+    sub_logs = [m for m in messages if m.get("metadata", {}).get("parent_id") == sub["metadata"]["id"]]
+    assert call["metadata"]["parent_id"] == top["metadata"]["id"]
+    assert sub["metadata"]["parent_id"] == call["metadata"]["id"]
+    assert sub_logs and "found" in sub_logs[0]["content"]
+    assert call["metadata"]["status"] == "done" and call["metadata"]["duration"] == 2.5
+    assert "Managed agent **researcher**" in call["content"] and "the answer" in call["content"]
+    # Parents come before their children in the flat list (the Chatbot needs that to nest).
+    ids = [m.get("metadata", {}).get("id") for m in messages]
+    assert ids.index(top["metadata"]["id"]) < ids.index(call["metadata"]["id"]) < ids.index(sub["metadata"]["id"])
+    # The sub-agent's final answer is not a top-level chat answer.
+    assert not [m for m in messages if m["content"] == "the answer" and "metadata" not in m]
+
+
+def test_errors_are_styled_and_mark_the_step() -> None:
+    t = Transcript()
+    code_step(t)
+    t.apply(ev.StepError(**base(1), error_type="KeyError", message="KeyError: 'region'"))
+    t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=0.1, token_usage=TokenUsage()))
+    messages = t.messages()
+    error = by_title(messages, "💥 Error: KeyError")
+    assert 'class="ad-error"' in error["content"] and "'region'" in error["content"]
+    assert by_title(messages, "Step 1")["metadata"]["title"] == "Step 1 ⚠️"
+
+
+def test_plans_and_tool_calls() -> None:
+    t = Transcript()
+    t.apply(ev.StepStarted(**base(1), step_type="planning"))
+    t.apply(ev.ModelTextDelta(**base(1), text="1. load\n2. plot"))
+    t.apply(ev.PlanProposed(**base(1), plan="1. load the data\n2. plot it", is_update=False))
+    t.apply(ev.StepFinished(**base(1), step_type="planning", duration_s=0.3, token_usage=TokenUsage(5, 5)))
+    t.apply(ev.StepStarted(**base(2), step_type="action"))
+    t.apply(ev.ToolCallProposed(**base(2), call_id="t1", tool_name="web_search", arguments={"query": "penguins"}))
+    t.apply(ev.ToolCallResult(**base(2), call_id="t1", tool_name="web_search", output="boom", is_error=True))
+    messages = t.messages()
+    plan = by_title(messages, "🧭 Plan")
+    assert plan["content"] == "1. load the data\n2. plot it" and plan["metadata"]["status"] == "done"
+    failed = by_title(messages, "💥 web_search failed")
+    assert '"query": "penguins"' in failed["content"] and "boom" in failed["content"]
+
+
+def test_artifacts_images_inline_files_listed() -> None:
+    t = Transcript()
+    code_step(t)
+    t.apply(ev.ArtifactCreated(**base(1), path="/ws/chart.png", relative_path="chart.png", artifact_kind="image"))
+    t.apply(ev.ArtifactCreated(**base(1), path="/ws/out.csv", relative_path="out.csv", artifact_kind="file",
+                               size_bytes=10))
+    t.apply(ev.ArtifactCreated(**base(1), path="/ws/chart.png", relative_path="chart.png", artifact_kind="image"))
+    messages = t.messages()
+    images = [m for m in messages if isinstance(m["content"], dict)]
+    assert images == [{"role": "assistant", "content": {"path": "/ws/chart.png", "alt_text": "chart.png"}}]
+    assert t.files == [{"path": "/ws/out.csv", "relative_path": "out.csv", "size_bytes": 10}]
+    assert "📄 Saved: `out.csv`" in by_title(messages, "Step 1")["content"]
+
+
+def test_interrupted_run_closes_pending_steps() -> None:
+    t = Transcript()
+    code_step(t)
+    t.apply(ev.RunFinished(**{**base(1), "timestamp": 103.0}, state="interrupted", output=None, duration_s=3.0,
+                           token_usage=TokenUsage(), steps=1))
+    messages = t.messages()
+    step = by_title(messages, "Step 1")
+    assert step["metadata"]["status"] == "done" and step["metadata"]["duration"] == 3.0
+    assert "Stopped" in messages[-1]["content"]
+    failed = Transcript()
+    failed.apply(ev.RunFinished(**base(0), state="error", output=None, duration_s=0.1, token_usage=TokenUsage(),
+                                steps=0, error="ModelConnectionError: unreachable"))
+    assert "unreachable" in failed.messages()[-1]["content"]
+
+
+def test_decisions_and_uploads_and_user_files() -> None:
+    t = Transcript()
+    t.add_user("Look", files=["/ws/data.csv"])
+    t.add_uploads([UploadResult("data.csv", 10, safe_name="data.csv", preview="Shape: 1 rows"),
+                   UploadResult("bad.csv", 0, error="`bad.csv` is empty (0 bytes).")])
+    t.apply(ev.DecisionRequested(**base(1), request_id="r1", request_kind="code", payload={"code": "rm()"}))
+    messages = t.messages()
+    assert messages[0] == {"role": "user", "content": {"path": "/ws/data.csv", "alt_text": "data.csv"}}
+    assert messages[1] == {"role": "user", "content": "Look"}
+    assert "Shape: 1 rows" in by_title(messages, "📎 Added to the workspace: data.csv")["content"]
+    assert any("bad.csv` is empty" in m["content"] for m in messages if isinstance(m["content"], str))
+    assert by_title(messages, "✋ Waiting")["metadata"]["status"] == "pending"
+    t.apply(ev.DecisionMade(**base(1), request_id="r1", request_kind="code", outcome="approve"))
+    assert by_title(t.messages(), "✋ Decision: approve")["metadata"]["status"] == "done"
+
+
+def test_helpers() -> None:
+    assert fence("a ``` b", "python").startswith("````python\n")
+    assert thought_without_code("Thought: x\nCode:\n```py\n1\n```") == "Thought: x"
+    assert thought_without_code("no code") == "no code"

@@ -1,0 +1,207 @@
+"""Uploads: safe names, limits, previews for each format, and clear messages for bad files."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ui.uploads import (
+    UploadResult,
+    agent_task_text,
+    ingest_upload,
+    preview_file,
+    safe_filename,
+    unique_name,
+)
+
+PENGUINS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "penguins.csv"
+ASSET = Path(__file__).resolve().parents[2] / "ui" / "assets" / "penguins.csv"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    return ws
+
+
+def write(tmp_path: Path, name: str, data: bytes | str) -> Path:
+    path = tmp_path / "incoming" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("../../etc/passwd.csv", "passwd.csv"),
+    ("..\\..\\windows\\system.ini.csv", "system.ini.csv"),
+    ("my data (1).CSV", "my_data_1.csv"),
+    ("/abs/path/report.xlsx", "report.xlsx"),
+    ("café ünïcode.txt", "cafe_unicode.txt"),
+    (".hidden", "hidden"),
+    ("...", "upload"),
+    ("", "upload"),
+    ("con.txt", "upload_con.txt"),
+    ("a" * 300 + ".csv", "a" * 96 + ".csv"),
+])
+def test_safe_filename(raw: str, expected: str) -> None:
+    assert safe_filename(raw) == expected
+
+
+def test_unique_name_does_not_overwrite(workspace: Path) -> None:
+    (workspace / "data.csv").write_text("a\n1\n")
+    (workspace / "data_2.csv").write_text("a\n1\n")
+    assert unique_name(workspace, "data.csv") == "data_3.csv"
+    assert unique_name(workspace, "other.csv") == "other.csv"
+
+
+def test_path_traversal_name_lands_inside_workspace(tmp_path: Path, workspace: Path) -> None:
+    src = write(tmp_path, "x.csv", "a,b\n1,2\n")
+    result = ingest_upload(src, workspace, original_name="../../etc/passwd.csv")
+    assert result.ok, result.error
+    assert result.path == workspace / "passwd.csv"
+    assert result.path.resolve().parent == workspace.resolve()
+    assert not (tmp_path / "etc").exists()
+
+
+def test_csv_preview_penguins(workspace: Path) -> None:
+    source = PENGUINS if PENGUINS.exists() else ASSET
+    result = ingest_upload(source, workspace)
+    assert result.ok and result.kind == "csv"
+    assert "344 rows × 8 columns" in result.preview
+    assert "species: object" in result.preview or "species: str" in result.preview
+    assert "bill_length_mm: float64, 2 missing" in result.preview
+    assert "sex:" in result.preview and "11 missing" in result.preview
+    assert "First 5 rows:" in result.preview and "Adelie" in result.preview
+    assert (workspace / "penguins.csv").read_bytes() == source.read_bytes()
+
+
+def test_empty_csv_is_refused_with_a_clear_message(tmp_path: Path, workspace: Path) -> None:
+    result = ingest_upload(write(tmp_path, "empty.csv", b""), workspace)
+    assert not result.ok and "empty" in result.error and "`empty.csv`" in result.error
+    assert list(workspace.iterdir()) == []
+    blank = ingest_upload(write(tmp_path, "blank.csv", "\n\n  \n"), workspace)
+    assert not blank.ok and "empty" in blank.error
+
+
+def test_binary_file_named_csv(tmp_path: Path, workspace: Path) -> None:
+    data = bytes(range(256)) * 40
+    result = ingest_upload(write(tmp_path, "fake.csv", data), workspace)
+    assert not result.ok
+    assert "binary" in result.error
+    assert not (workspace / "fake.csv").exists()
+
+
+def test_file_over_the_size_limit(tmp_path: Path, workspace: Path) -> None:
+    src = write(tmp_path, "big.csv", "a,b\n" + "1,2\n" * 5000)
+    result = ingest_upload(src, workspace, max_bytes=1024)
+    assert not result.ok
+    assert "too large" in result.error and "limit is 1.0 KB" in result.error
+
+
+def test_unsupported_extension(tmp_path: Path, workspace: Path) -> None:
+    result = ingest_upload(write(tmp_path, "tool.exe", b"MZ\x90\x00"), workspace)
+    assert not result.ok and "unsupported type .exe" in result.error and ".csv" in result.error
+    no_ext = ingest_upload(write(tmp_path, "README", "hello"), workspace)
+    assert not no_ext.ok and "no extension" in no_ext.error
+
+
+def test_xlsx_made_with_openpyxl(tmp_path: Path, workspace: Path) -> None:
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "sales"
+    ws.append(["region", "units", "price"])
+    for row in [("north", 3, 2.5), ("south", None, 4.0), ("east", 7, 1.25)]:
+        ws.append(row)
+    wb.create_sheet("notes").append(["text"])
+    path = tmp_path / "sales.xlsx"
+    wb.save(path)
+    result = ingest_upload(path, workspace)
+    assert result.ok, result.error
+    assert result.kind == "excel"
+    assert "2 sheet(s): sales, notes" in result.preview
+    assert "3 rows × 3 columns" in result.preview
+    assert "units: float64, 1 missing" in result.preview
+    assert "north" in result.preview
+
+
+def test_corrupt_xlsx(tmp_path: Path, workspace: Path) -> None:
+    result = ingest_upload(write(tmp_path, "broken.xlsx", "this is not a zip file"), workspace)
+    assert not result.ok and "Excel workbook" in result.error
+
+
+def test_parquet(tmp_path: Path, workspace: Path) -> None:
+    df = pd.DataFrame({"city": ["Oslo", "Lima", None], "temp": [3.5, 19.0, 11.2], "n": [1, 2, 3]})
+    path = tmp_path / "weather.parquet"
+    df.to_parquet(path)
+    result = ingest_upload(path, workspace)
+    assert result.ok, result.error
+    assert "Parquet table" in result.preview and "3 rows × 3 columns" in result.preview
+    assert "city:" in result.preview and "1 missing" in result.preview and "Lima" in result.preview
+
+
+def test_corrupt_parquet(tmp_path: Path, workspace: Path) -> None:
+    result = ingest_upload(write(tmp_path, "bad.parquet", b"PAR1 nonsense"), workspace)
+    assert not result.ok and "Parquet" in result.error
+
+
+def test_latin1_text(tmp_path: Path, workspace: Path) -> None:
+    text = "Café crème à la française — prix: 3€\nZeile zwei: Grüße\n"
+    src = write(tmp_path, "menu.txt", text.encode("cp1252"))
+    result = ingest_upload(src, workspace)
+    assert result.ok, result.error
+    assert "Café crème" in result.preview and "Grüße" in result.preview
+    assert "encoding cp1252" in result.preview
+
+
+def test_latin1_csv_tells_the_encoding(tmp_path: Path, workspace: Path) -> None:
+    src = write(tmp_path, "cities.csv", "name,pop\nZürich,400000\nSão Paulo,12000000\n".encode("latin-1"))
+    result = ingest_upload(src, workspace)
+    assert result.ok, result.error
+    assert "encoding=" in result.preview and "Zürich" in result.preview
+
+
+def test_tsv_and_markdown_and_html(tmp_path: Path, workspace: Path) -> None:
+    tsv = ingest_upload(write(tmp_path, "t.tsv", "a\tb\n1\t2\n3\t\n"), workspace)
+    assert tsv.ok and "2 rows × 2 columns" in tsv.preview and "b: float64, 1 missing" in tsv.preview
+    md = ingest_upload(write(tmp_path, "notes.md", "# Title\n\nSome *notes*.\n"), workspace)
+    assert md.ok and md.preview.startswith("Markdown file: 3 lines")
+    html = ingest_upload(write(tmp_path, "page.html", "<html><body><p>Hi</p></body></html>"), workspace)
+    assert html.ok and html.preview.startswith("HTML file")
+
+
+def test_long_text_is_cut(tmp_path: Path, workspace: Path) -> None:
+    result = ingest_upload(write(tmp_path, "long.txt", "word " * 5000), workspace)
+    assert result.ok and len(result.preview) < 2600 and "preview cut" in result.preview
+
+
+def test_json_records_and_objects(tmp_path: Path, workspace: Path) -> None:
+    records = [{"name": "a", "score": 1}, {"name": "b", "score": None}]
+    rec = ingest_upload(write(tmp_path, "r.json", json.dumps(records)), workspace)
+    assert rec.ok and "JSON records" in rec.preview and "2 rows × 2 columns" in rec.preview
+    obj = ingest_upload(write(tmp_path, "o.json", json.dumps({"version": 2, "items": [1, 2]})), workspace)
+    assert obj.ok and "JSON object with 2 keys: version (int), items (list)" in obj.preview
+    bad = ingest_upload(write(tmp_path, "bad.json", "{not json"), workspace)
+    assert not bad.ok and "not valid JSON" in bad.error and "line 1" in bad.error
+    lines = ingest_upload(write(tmp_path, "l.jsonl", '{"a": 1}\n{"a": 2}\n'), workspace)
+    assert lines.ok and "2 rows × 1 columns" in lines.preview
+
+
+def test_preview_file_unknown_kind_raises() -> None:
+    from ui.uploads import UploadError
+
+    with pytest.raises(UploadError):
+        preview_file("/nonexistent/file.zip")
+
+
+def test_agent_task_text_lists_paths_and_problems(tmp_path: Path, workspace: Path) -> None:
+    good = ingest_upload(write(tmp_path, "a.csv", "x,y\n1,2\n"), workspace)
+    bad = UploadResult("b.csv", 0, error="`b.csv` is empty (0 bytes).")
+    text = agent_task_text("Summarise it", [good, bad])
+    assert text.startswith("Summarise it")
+    assert "`a.csv`" in text and str(workspace / "a.csv") in text and "1 rows × 2 columns" in text
+    assert "could not be used" in text and "b.csv" in text

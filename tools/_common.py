@@ -1,0 +1,35 @@
+"""Small helpers shared by the built-in tools: settings from the environment and text truncation.
+
+Kept free of third-party imports so every tool module stays cheap to import.
+"""
+from __future__ import annotations
+
+import os
+
+#: Sent by the HTTP tools. Wikimedia asks clients to identify themselves with a way to reach the operator;
+#: deployments should set AGENTDECK_USER_AGENT to something with their contact URL or e-mail.
+DEFAULT_USER_AGENT = "AgentDeck/0.1 (LLM agent workbench; set AGENTDECK_USER_AGENT to add a contact) python-requests"
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def env_flag(name: str, default: bool = False) -> bool:
+    """Read a boolean environment variable (`1`, `true`, `yes`, `on` mean true)."""
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    return value.strip().lower() in _TRUE
+
+
+def user_agent() -> str:
+    """The User-Agent for outgoing requests: AGENTDECK_USER_AGENT if set, else the default."""
+    return os.environ.get("AGENTDECK_USER_AGENT", "").strip() or DEFAULT_USER_AGENT
+
+
+def truncate(text: str, max_chars: int, hint: str = "") -> str:
+    """Cut `text` to `max_chars` and say how much was cut, so the model knows the page went on."""
+    if max_chars <= 0 or len(text) <= max_chars:
+        return text
+    cut = len(text) - max_chars
+    note = f"\n\n[... truncated: showing the first {max_chars:,} of {len(text):,} characters ({cut:,} cut).{' ' + hint if hint else ''}]"
+    return text[:max_chars] + note

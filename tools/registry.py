@@ -1,0 +1,197 @@
+"""The tool registry: every tool the app can offer — built-in, user files, MCP servers — by name.
+
+Why: the UI lists all tools with their descriptions and lets users switch them on and off, and the
+agents get the enabled ones. Constructing the built-in tools touches neither the network nor any
+model (they load lazily on first call). User tool files are imported, and configured MCP servers
+are started/connected, because that is the only way to learn their tools; failures there are
+collected in `ToolCatalog.errors` instead of stopping the app.
+
+Settings come from a `ToolSettings`, a mapping, or any object with the same attribute names (the
+app's settings object); missing values fall back to the environment variables below.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+from tools.base import Tool
+
+logger = logging.getLogger(__name__)
+
+#: The built-in tools, in the order the UI lists them.
+BUILTIN_TOOL_NAMES = ("web_search", "visit_webpage", "wikipedia_search", "speech_to_text")
+
+
+@dataclass
+class ToolSettings:
+    """What the registry needs to build the tools; `from_env()` reads the AGENTDECK_* variables."""
+
+    allow_private_urls: bool = False            # AGENTDECK_ALLOW_PRIVATE_URLS=1
+    wikipedia_url: str | None = None            # AGENTDECK_WIKIPEDIA_URL (may contain {lang})
+    stt_model: str | None = None                # AGENTDECK_STT_MODEL (hub id or local folder)
+    tools_path: str | None = None               # AGENTDECK_TOOLS_PATH (os.pathsep-separated files/folders)
+    mcp_servers: str | None = None              # AGENTDECK_MCP_SERVERS (JSON or ';'-separated, see mcp_client)
+    disabled_tools: frozenset[str] = frozenset()  # AGENTDECK_DISABLED_TOOLS (comma-separated names)
+    search_region: str = "wt-wt"
+    page_max_chars: int = 40_000
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ToolSettings":
+        env = os.environ if environ is None else environ
+        flag = env.get("AGENTDECK_ALLOW_PRIVATE_URLS", "").strip().lower() in {"1", "true", "yes", "on"}
+        disabled = frozenset(n.strip() for n in env.get("AGENTDECK_DISABLED_TOOLS", "").split(",") if n.strip())
+        return cls(
+            allow_private_urls=flag,
+            wikipedia_url=env.get("AGENTDECK_WIKIPEDIA_URL") or None,
+            stt_model=env.get("AGENTDECK_STT_MODEL") or None,
+            tools_path=env.get("AGENTDECK_TOOLS_PATH") or None,
+            mcp_servers=env.get("AGENTDECK_MCP_SERVERS") or None,
+            disabled_tools=disabled,
+        )
+
+    @classmethod
+    def coerce(cls, settings: Any = None) -> "ToolSettings":
+        """Accept None (environment), a ToolSettings, a mapping, or an object with matching attributes."""
+        if settings is None:
+            return cls.from_env()
+        if isinstance(settings, ToolSettings):
+            return settings
+        base = cls.from_env()
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if isinstance(settings, Mapping):
+                present, value = f.name in settings, settings.get(f.name)
+            else:
+                present, value = hasattr(settings, f.name), getattr(settings, f.name, None)
+            if present and value is not None:
+                values[f.name] = frozenset(value) if f.name == "disabled_tools" else value
+        return cls(**{**{f.name: getattr(base, f.name) for f in fields(cls)}, **values})
+
+
+@dataclass
+class ToolEntry:
+    """One tool as the UI shows it."""
+
+    tool: Tool
+    source: str          # "builtin", "user:<file>" or "mcp:<server>"
+    enabled: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def description(self) -> str:
+        return self.tool.description
+
+
+@dataclass
+class ToolCatalog:
+    """All known tools, the problems met while loading them, and the MCP connections to close."""
+
+    entries: dict[str, ToolEntry] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    toolsets: list[Any] = field(default_factory=list)
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        return {name: entry.tool for name, entry in self.entries.items()}
+
+    def enabled_tools(self) -> dict[str, Tool]:
+        return {name: entry.tool for name, entry in self.entries.items() if entry.enabled}
+
+    def set_enabled(self, name: str, enabled: bool) -> None:
+        self.entries[name].enabled = enabled
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Rows for the UI: name, description, source, enabled, signature."""
+        return [{"name": e.name, "description": e.description, "source": e.source, "enabled": e.enabled,
+                 "signature": e.tool.signature_text()} for e in self.entries.values()]
+
+    def close(self) -> None:
+        for toolset in self.toolsets:
+            try:
+                toolset.close()
+            except Exception:  # pragma: no cover - closing is best effort
+                logger.exception("Closing MCP toolset failed")
+        self.toolsets.clear()
+
+    def __enter__(self) -> "ToolCatalog":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def _add(self, tool: Tool, source: str, disabled: frozenset[str]) -> None:
+        if tool.name in self.entries:
+            self.errors.append(f"Tool {tool.name!r} from {source} replaces the one from "
+                               f"{self.entries[tool.name].source}.")
+        self.entries[tool.name] = ToolEntry(tool, source, enabled=tool.name not in disabled)
+
+
+def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
+    """Only the built-in tools, freshly constructed (no network, no model loading)."""
+    from tools.speech_to_text import SpeechToTextTool
+    from tools.visit_webpage import VisitWebpageTool
+    from tools.web_search import WebSearchTool
+    from tools.wikipedia_search import WikipediaSearchTool
+
+    s = ToolSettings.coerce(settings)
+    built: list[Tool] = [
+        WebSearchTool(region=s.search_region),
+        VisitWebpageTool(allow_private=s.allow_private_urls, max_chars=s.page_max_chars),
+        WikipediaSearchTool(base_url=s.wikipedia_url, max_chars=s.page_max_chars),
+        SpeechToTextTool(model_id=s.stt_model),
+    ]
+    return {tool.name: tool for tool in built}
+
+
+def load_tool_catalog(settings: Any = None, *, include_mcp: bool = True) -> ToolCatalog:
+    """Built-in tools, then user tools (AGENTDECK_TOOLS_PATH), then MCP tools (AGENTDECK_MCP_SERVERS)."""
+    from tools.user_tools import load_user_tools
+
+    s = ToolSettings.coerce(settings)
+    catalog = ToolCatalog()
+    for tool in make_builtin_tools(s).values():
+        catalog._add(tool, "builtin", s.disabled_tools)
+    if s.tools_path:
+        loaded = load_user_tools(s.tools_path)
+        catalog.errors.extend(loaded.errors)
+        for name, tool in loaded.tools.items():
+            catalog._add(tool, f"user:{loaded.sources[name]}", s.disabled_tools)
+    if include_mcp and s.mcp_servers:
+        from tools.mcp_client import load_mcp_toolsets
+
+        toolsets, errors = load_mcp_toolsets(s.mcp_servers)
+        catalog.errors.extend(errors)
+        catalog.toolsets.extend(toolsets)
+        for toolset in toolsets:
+            _OPEN_TOOLSETS.append(toolset)
+            for tool in toolset.tools:
+                catalog._add(tool, f"mcp:{toolset.spec.label}", s.disabled_tools)
+    for error in catalog.errors:
+        logger.warning("Tool loading: %s", error)
+    return catalog
+
+
+def builtin_tools(settings: Any = None) -> dict[str, Tool]:
+    """Every available tool by name: built-in, user and MCP tools (MCP sessions close at exit).
+
+    Use `load_tool_catalog` instead when you also need the loading errors, sources and on/off state.
+    """
+    return load_tool_catalog(settings).tools
+
+
+_OPEN_TOOLSETS: list[Any] = []
+
+
+@atexit.register
+def _close_open_toolsets() -> None:  # pragma: no cover - runs at interpreter exit
+    while _OPEN_TOOLSETS:
+        try:
+            _OPEN_TOOLSETS.pop().close()
+        except Exception:
+            pass

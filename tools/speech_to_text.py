@@ -1,0 +1,205 @@
+"""speech_to_text: transcribe a WAV file with a transformers automatic-speech-recognition pipeline.
+
+Why: users upload voice notes or recordings and the agent needs the words. The model (a Whisper
+checkpoint by default, `openai/whisper-tiny`; AGENTDECK_STT_MODEL or `model_id` to change it) is
+loaded lazily on first use, so constructing the tool is free and the app starts fast. WAV files are
+decoded here with the stdlib `wave` module and numpy (plus a small RIFF reader for float and
+WAVE_FORMAT_EXTENSIBLE files that `wave` rejects), so ffmpeg is not needed; other formats are refused
+with a message saying how to convert them.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import wave
+from pathlib import Path
+from typing import Any
+
+from agents.errors import ToolError
+from tools.base import Tool
+
+STT_MODEL_ENV = "AGENTDECK_STT_MODEL"
+DEFAULT_STT_MODEL = "openai/whisper-tiny"
+_CHUNK_SECONDS = 30
+
+
+class SpeechToTextTool(Tool):
+    """Transcribe an audio file (WAV) to text with a speech-recognition model (Whisper by default)."""
+
+    name = "speech_to_text"
+    description = (
+        "Transcribes speech in an audio file to text. Give the path of a WAV file (for example an uploaded file); "
+        "returns the transcript."
+    )
+    inputs = {"audio": {"type": "audio", "description": "Path to the WAV audio file to transcribe."}}
+    output_type = "string"
+
+    def __init__(self, model_id: str | None = None, device: str | int | None = None,
+                 max_seconds: float = 1800.0) -> None:
+        super().__init__()
+        self.model_id = model_id or os.environ.get(STT_MODEL_ENV, "").strip() or DEFAULT_STT_MODEL
+        self.device = device
+        self.max_seconds = max_seconds
+        self._pipeline: Any = None
+        self._lock = threading.Lock()
+
+    def forward(self, audio: Any) -> str:
+        samples, rate = load_audio(audio)
+        if samples.size == 0:
+            raise ToolError("The audio file holds no samples; nothing to transcribe.")
+        duration = samples.size / rate
+        if duration > self.max_seconds:
+            raise ToolError(f"The audio is {duration:.0f}s long; speech_to_text handles at most "
+                            f"{self.max_seconds:.0f}s. Split it into shorter files.")
+        pipe = self.load_pipeline()
+        target_rate = int(getattr(getattr(pipe, "feature_extractor", None), "sampling_rate", 16000) or 16000)
+        samples = resample(samples, rate, target_rate)
+        kwargs: dict[str, Any] = {}
+        if duration > _CHUNK_SECONDS:
+            kwargs["chunk_length_s"] = _CHUNK_SECONDS
+        try:
+            result = pipe({"raw": samples, "sampling_rate": target_rate}, **kwargs)
+        except Exception as exc:  # the model failing on this input is a tool failure the model can report
+            raise ToolError(f"Transcription failed: {type(exc).__name__}: {exc}") from exc
+        text = (result.get("text", "") if isinstance(result, dict) else str(result)).strip()
+        return text or "(no speech recognized)"
+
+    def load_pipeline(self) -> Any:
+        """Build the ASR pipeline on first use (thread-safe); later calls reuse it."""
+        with self._lock:
+            if self._pipeline is None:
+                self._pipeline = self._build_pipeline()
+            return self._pipeline
+
+    def _build_pipeline(self) -> Any:
+        try:
+            import torch
+            from transformers import pipeline
+        except ImportError as exc:
+            raise ToolError("speech_to_text needs the `transformers` and `torch` packages: "
+                            "pip install transformers torch") from exc
+        local = Path(self.model_id).expanduser()
+        if (local.is_absolute() or self.model_id.startswith((".", "~"))) and not local.is_dir():
+            raise ToolError(f"No speech-to-text model folder at {str(local)!r}. Set {STT_MODEL_ENV} to a folder holding "
+                            f"a Whisper checkpoint saved with save_pretrained(), or to a Hugging Face model id such as "
+                            f"{DEFAULT_STT_MODEL!r} (downloaded once while online with `hf download {DEFAULT_STT_MODEL}`).")
+        device = self.device
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        try:
+            return pipeline("automatic-speech-recognition", model=self.model_id, device=device)
+        except Exception as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ToolError(
+                f"Could not load the speech-to-text model {self.model_id!r} ({type(exc).__name__}: {reason}). "
+                f"If this machine is offline, download the model once while online, e.g. `hf download {self.model_id}` "
+                f"(it is cached under ~/.cache/huggingface), or set {STT_MODEL_ENV} to a local folder holding a "
+                "Whisper checkpoint saved with save_pretrained()."
+            ) from exc
+
+
+# ---------------------------------------------------------------------- audio decoding
+def load_audio(audio: Any) -> tuple[Any, int]:
+    """Return (mono float32 samples in [-1, 1], sampling rate) from a WAV path or a (rate, array) pair."""
+    import numpy as np
+
+    if isinstance(audio, tuple) and len(audio) == 2 and isinstance(audio[0], int):  # gradio's (rate, data)
+        rate, data = audio
+        return _to_mono_float(np.asarray(data)), rate
+    if isinstance(audio, dict) and "raw" in audio and "sampling_rate" in audio:
+        return _to_mono_float(np.asarray(audio["raw"])), int(audio["sampling_rate"])
+    if not isinstance(audio, (str, os.PathLike)):
+        raise ToolError(f"speech_to_text expects the path of a WAV file, got {type(audio).__name__}.")
+    path = Path(audio).expanduser()
+    if not path.is_file():
+        raise ToolError(f"No audio file at {str(path)!r}; pass the path of an existing WAV file.")
+    with path.open("rb") as handle:
+        header = handle.read(12)
+    if not (header[:4] == b"RIFF" and header[8:12] == b"WAVE"):
+        kind = path.suffix.lower().lstrip(".") or "unknown"
+        raise ToolError(
+            f"{path.name} is not a WAV file (format: {kind}); speech_to_text reads WAV only. Convert it first, e.g. "
+            f"`ffmpeg -i {path.name} -ar 16000 -ac 1 {path.stem}.wav`."
+        )
+    try:
+        with wave.open(str(path), "rb") as reader:
+            channels, width, rate = reader.getnchannels(), reader.getsampwidth(), reader.getframerate()
+            frames = reader.readframes(reader.getnframes())
+        return _pcm_to_float(frames, width, channels), rate
+    except (wave.Error, EOFError):
+        return _read_riff(path)  # float or WAVE_FORMAT_EXTENSIBLE files, which `wave` refuses
+
+
+def _pcm_to_float(frames: bytes, width: int, channels: int) -> Any:
+    import numpy as np
+
+    if width == 1:
+        data = (np.frombuffer(frames, dtype=np.uint8).astype(np.float32) - 128.0) / 128.0
+    elif width == 2:
+        data = np.frombuffer(frames, dtype="<i2").astype(np.float32) / 32768.0
+    elif width == 3:
+        raw = np.frombuffer(frames[: len(frames) // 3 * 3], dtype=np.uint8).reshape(-1, 3).astype(np.int32)
+        ints = raw[:, 0] | (raw[:, 1] << 8) | (raw[:, 2] << 16)
+        ints = np.where(ints >= 1 << 23, ints - (1 << 24), ints)
+        data = ints.astype(np.float32) / float(1 << 23)
+    elif width == 4:
+        data = np.frombuffer(frames, dtype="<i4").astype(np.float32) / float(1 << 31)
+    else:
+        raise ToolError(f"Unsupported WAV sample width of {width} bytes; save the file as 16-bit PCM WAV.")
+    return _to_mono_float(data.reshape(-1, channels) if channels > 1 else data)
+
+
+def _read_riff(path: Path) -> tuple[Any, int]:
+    """Minimal RIFF/WAVE reader for IEEE-float and WAVE_FORMAT_EXTENSIBLE files."""
+    import numpy as np
+
+    data = path.read_bytes()
+    pos, fmt, samples = 12, None, None
+    while pos + 8 <= len(data):
+        chunk_id, size = data[pos:pos + 4], struct.unpack("<I", data[pos + 4:pos + 8])[0]
+        body = data[pos + 8:pos + 8 + size]
+        if chunk_id == b"fmt " and len(body) >= 16:
+            fmt = struct.unpack("<HHIIHH", body[:16])
+            if fmt[0] == 0xFFFE and len(body) >= 26:  # extensible: the real format is in the sub-format GUID
+                fmt = (struct.unpack("<H", body[24:26])[0],) + fmt[1:]
+        elif chunk_id == b"data":
+            samples = body
+        pos += 8 + size + (size & 1)
+    if fmt is None or samples is None:
+        raise ToolError(f"{path.name} is not a readable WAV file (missing fmt or data chunk).")
+    tag, channels, rate, _, _, bits = fmt
+    if tag == 1:
+        return _pcm_to_float(samples, bits // 8, channels), rate
+    if tag == 3 and bits in (32, 64):
+        array = np.frombuffer(samples[: len(samples) // (bits // 8) * (bits // 8)],
+                              dtype="<f4" if bits == 32 else "<f8").astype(np.float32)
+        return _to_mono_float(array.reshape(-1, channels) if channels > 1 else array), rate
+    raise ToolError(f"{path.name} uses WAV encoding {tag} ({bits}-bit), which is not supported; save it as "
+                    "16-bit PCM WAV (e.g. `ffmpeg -i in.wav -acodec pcm_s16le out.wav`).")
+
+
+def _to_mono_float(data: Any) -> Any:
+    import numpy as np
+
+    array = np.asarray(data)
+    if array.dtype.kind in "iu":
+        info = np.iinfo(array.dtype)
+        array = (array.astype(np.float32) - (info.min + info.max + 1) / 2) / ((info.max - info.min + 1) / 2)
+    array = array.astype(np.float32)
+    if array.ndim == 2:
+        # (frames, channels) as decoded here; gradio also uses (frames, channels)
+        array = array.mean(axis=1)
+    return np.clip(array, -1.0, 1.0)
+
+
+def resample(samples: Any, rate: int, target: int) -> Any:
+    """Linear-interpolation resampling: good enough for speech recognition, and needs only numpy."""
+    import numpy as np
+
+    if rate == target or samples.size == 0:
+        return samples.astype(np.float32)
+    duration = samples.size / rate
+    count = max(1, int(round(duration * target)))
+    positions = np.linspace(0.0, samples.size - 1, count)
+    return np.interp(positions, np.arange(samples.size), samples).astype(np.float32)

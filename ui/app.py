@@ -1,0 +1,158 @@
+"""The AgentDeck web app: event handlers (one controller per server) and `create_app` / `launch`.
+
+Handlers only touch the session registry; a session owns its agent and consumes the agent's events.
+The streaming handler drains the session's run and returns when the run finishes or asks for a decision.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import gradio as gr
+
+from ui.sessions import Session, SessionRegistry
+from ui.settings import AppConfig, RunSettings, build_agent, model_note
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+
+EXAMPLES: list[dict[str, Any]] = [
+    {
+        "display_text": "📊 Explore the penguins data set (CSV attached)",
+        "text": "Explore penguins.csv: how many penguins of each species are there, and what is their average body "
+                "mass? Plot flipper length against body mass, one colour per species, and save the per-species "
+                "summary as species_summary.csv.",
+        "files": [str(ASSETS / "penguins.csv")],
+    },
+    {
+        "display_text": "📈 Plot sin and cos",
+        "text": "Plot sin(x) and cos(x) for x from 0 to 2π on one chart with a legend, and save it as trig.png.",
+    },
+    {
+        "display_text": "🔢 Fibonacci with code",
+        "text": "What is the 30th Fibonacci number? Compute it with code.",
+    },
+]
+
+
+class AgentDeckApp:
+    def __init__(self, config: AppConfig) -> None:
+        self.config = config
+        self.registry = SessionRegistry(
+            config.data_dir, agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
+            idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
+        )
+
+    # ----- helpers -------------------------------------------------------------------------------------
+    def session_for(self, request: gr.Request | None) -> Session:
+        key = getattr(request, "session_hash", None) or "anonymous"
+        return self.registry.get(key)
+
+    def _outputs(self, session: Session, seen_files: list[int], input_update: Any = None) -> tuple:
+        with session.lock:
+            messages = session.transcript.messages()
+            status = session.transcript.status_text()
+            clock = {"sent_at": time.time(), "events": session.take_clock()}
+            files_changed = seen_files[0] != session.files_version
+            seen_files[0] = session.files_version
+            files = (session.file_paths() or None) if files_changed else gr.skip()
+        return (messages, input_update if input_update is not None else gr.skip(), files,
+                f"<small>{status}</small>" if status else "", clock)
+
+    def _stream(self, session: Session, text: str, files: list[tuple[str, str]], settings: RunSettings) -> Iterator[tuple]:
+        seen = [-1]
+        started = session.start_run(text, files, settings)
+        yield self._outputs(session, seen, gr.MultimodalTextbox(value=None, interactive=not started))
+        if started:
+            for _ in session.drain():
+                yield self._outputs(session, seen)
+        yield self._outputs(session, seen, gr.MultimodalTextbox(interactive=True))
+
+    # ----- handlers ------------------------------------------------------------------------------------
+    def run(self, message: dict | str | None, model: str, agent_type: str, max_steps: float, planning_interval: float,
+            tools: list[str], imports: str, request: gr.Request) -> Iterator[tuple]:
+        """Send a message (text + files) and stream the agent's run."""
+        session = self.session_for(request)
+        if isinstance(message, str):
+            message = {"text": message, "files": []}
+        message = message or {}
+        text = str(message.get("text") or "")
+        files = []
+        for item in message.get("files") or []:
+            path = item.get("path") if isinstance(item, dict) else str(item)
+            name = (item.get("orig_name") if isinstance(item, dict) else None) or os.path.basename(path)
+            files.append((path, name))
+        settings = RunSettings.from_form(self.config, model, agent_type, max_steps, planning_interval, tools, imports)
+        yield from self._stream(session, text, files, settings)
+
+    def run_example(self, model: str, agent_type: str, max_steps: float, planning_interval: float, tools: list[str],
+                    imports: str, evt: gr.SelectData, request: gr.Request) -> Iterator[tuple]:
+        """A click on one of the chat's examples: run it with its bundled files."""
+        session = self.session_for(request)
+        index = evt.index if isinstance(evt.index, int) else 0
+        example = EXAMPLES[index] if 0 <= index < len(EXAMPLES) else EXAMPLES[0]
+        files = [(path, os.path.basename(path)) for path in example.get("files", [])]
+        settings = RunSettings.from_form(self.config, model, agent_type, max_steps, planning_interval, tools, imports)
+        yield from self._stream(session, example["text"], files, settings)
+
+    def stop(self, request: gr.Request) -> str:
+        """Stop the session's run at once (the agent interrupts its running code)."""
+        session = self.registry.peek(getattr(request, "session_hash", None) or "anonymous")
+        if session is not None and session.interrupt():
+            return "<small>stopping…</small>"
+        return gr.skip()
+
+    def new_chat(self, request: gr.Request) -> tuple:
+        """Start fresh: new memory, new sandbox, empty workspace."""
+        session = self.session_for(request)
+        session.reset()
+        return [], gr.MultimodalTextbox(value=None, interactive=True), None, "", {"sent_at": time.time(), "events": []}
+
+    def on_unload(self, request: gr.Request) -> None:
+        key = getattr(request, "session_hash", None)
+        if key:
+            self.registry.close(key)
+
+    @staticmethod
+    def describe_model(model: str) -> str:
+        return model_note(str(model or ""))
+
+
+def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp]:
+    from ui.layout import build_blocks
+
+    config = config or AppConfig.from_env()
+    controller = AgentDeckApp(config)
+    demo = build_blocks(controller)
+    return demo, controller
+
+
+def launch_kwargs(config: AppConfig) -> dict[str, Any]:
+    """Arguments for demo.launch(): theme/css (Gradio 6 takes them here), auth, file access, threads."""
+    from ui.layout import CSS
+
+    kwargs: dict[str, Any] = {
+        "css": CSS,
+        "theme": gr.themes.Soft(primary_hue="indigo"),
+        # Workspaces hold uploads and the agent's outputs; they are served only through the app's cache
+        # copies, but the data dir must be allowed when it is outside the current directory.
+        "allowed_paths": [str(config.data_dir), str(ASSETS)],
+        "max_threads": max(40, 2 * config.max_runs + 8),
+        "footer_links": ["api", "settings"],
+    }
+    if config.auth:
+        kwargs["auth"] = config.auth
+        kwargs["auth_message"] = "AgentDeck: sign in with the username and password the server was started with."
+    return kwargs
+
+
+def launch(config: AppConfig | None = None, **overrides: Any) -> tuple[gr.Blocks, AgentDeckApp]:
+    config = config or AppConfig.from_env()
+    demo, controller = create_app(config)
+    controller.registry.start_reaper()
+    demo.queue(default_concurrency_limit=1)
+    kwargs = launch_kwargs(config)
+    kwargs.update(overrides)
+    demo.launch(**kwargs)
+    return demo, controller

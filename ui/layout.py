@@ -1,0 +1,99 @@
+"""The Blocks layout: chat and input on the left, files, settings (and, next, approvals) on the right.
+
+Stable element ids used by tests and outside checks: chat, task-input, stop-btn, new-chat-btn,
+files-panel, model-picker (plus run-status, run-clock, approval-panel, settings-*).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import gradio as gr
+
+from ui.settings import AGENT_TYPES, available_tools, model_choices
+
+if TYPE_CHECKING:
+    from ui.app import AgentDeckApp
+
+CSS = """
+#chat .ad-error { color: #b42318; background: #fef3f2; border: 1px solid #fecdca; border-radius: 4px;
+                  padding: 0 6px; font-weight: 600; }
+#run-status { color: var(--body-text-color-subdued); min-height: 1.5em; }
+#run-status small { font-size: 0.8em; }
+#model-note { font-size: 0.85em; color: var(--body-text-color-subdued); }
+#files-panel { min-height: 120px; }
+.ad-header h1 { margin-bottom: 0; }
+.ad-header p { margin-top: 2px; color: var(--body-text-color-subdued); }
+"""
+
+PLACEHOLDER = (
+    "**Ask the agent to analyse data, write code or make charts.**  \n"
+    "Attach CSV, TSV, Excel, JSON, Parquet, text, Markdown or HTML files with 📎. "
+    "Follow-up messages continue the same run."
+)
+
+
+def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
+    from ui.app import EXAMPLES
+
+    config = app.config
+    tools = available_tools()
+    with gr.Blocks(title="AgentDeck", fill_height=True) as demo:
+        with gr.Row(elem_classes="ad-header"):
+            gr.Markdown("# AgentDeck\nA workbench for code-writing agents: watch each step, code, log and chart as it happens.")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3, min_width=420):
+                chat = gr.Chatbot(
+                    elem_id="chat", label="Agent", height="68vh", show_label=False, layout="panel",
+                    placeholder=PLACEHOLDER, examples=[{k: v for k, v in e.items() if k != "_"} for e in EXAMPLES],
+                    buttons=["copy_all"], feedback_options=None, autoscroll=True,
+                    group_consecutive_messages=False,
+                )
+                status = gr.Markdown("", elem_id="run-status")
+                task_input = gr.MultimodalTextbox(
+                    elem_id="task-input", file_count="multiple", sources=["upload"], show_label=False,
+                    placeholder="Type a task, attach data files, press Enter…", autofocus=True, max_lines=12,
+                )
+                with gr.Row():
+                    stop_btn = gr.Button("⏹ Stop", elem_id="stop-btn", variant="stop", size="sm")
+                    new_btn = gr.Button("🗒 New chat", elem_id="new-chat-btn", variant="secondary", size="sm")
+            with gr.Column(scale=1, min_width=280):
+                model = gr.Dropdown(model_choices(config), value=config.model, label="Model", allow_custom_value=True,
+                                    elem_id="model-picker")
+                note = gr.Markdown(app.describe_model(config.model), elem_id="model-note")
+                files_panel = gr.File(label="Files (uploads and outputs)", elem_id="files-panel",
+                                      file_count="multiple", interactive=False)
+                # Room for the human-in-the-loop issue: approval of plans / code / tool calls goes here.
+                with gr.Group(visible=False, elem_id="approval-panel"):
+                    gr.Markdown("### Waiting for your decision")
+                with gr.Accordion("⚙️ Agent settings", open=False, elem_id="settings"):
+                    agent_type = gr.Radio(list(AGENT_TYPES), value="code", label="Agent type",
+                                          elem_id="settings-agent-type")
+                    max_steps = gr.Slider(1, 50, value=config.max_steps, step=1, label="Max steps",
+                                          elem_id="settings-max-steps")
+                    planning = gr.Number(0, label="Planning interval (0 = no planning)", precision=0, minimum=0,
+                                         elem_id="settings-planning")
+                    tool_names = gr.CheckboxGroup(
+                        [(f"{name}: {desc[:90]}" if desc else name, name) for name, desc in tools],
+                        value=[], label="Tools", elem_id="settings-tools",
+                        info=None if tools else "No extra tools are available.",
+                    )
+                    imports = gr.Textbox(", ".join(config.authorized_imports), label="Code agent may import",
+                                         info="Besides the safe standard modules. Comma-separated.",
+                                         elem_id="settings-imports")
+                    gr.Markdown("A changed model or setting starts a new agent with your next message "
+                                "(the files stay).")
+        clock = gr.JSON(visible=False, elem_id="run-clock")
+
+        settings = [model, agent_type, max_steps, planning, tool_names, imports]
+        outputs = [chat, task_input, files_panel, status, clock]
+        run_options = dict(outputs=outputs, concurrency_limit=config.max_runs, concurrency_id="runs",
+                           show_progress="hidden")
+        task_input.submit(app.run, inputs=[task_input, *settings], api_name="run", **run_options)
+        chat.example_select(app.run_example, inputs=settings, api_name="run_example", **run_options)
+        stop_btn.click(app.stop, outputs=[status], api_name="stop", concurrency_limit=None, show_progress="hidden")
+        new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,
+                      show_progress="hidden")
+        model.change(app.describe_model, inputs=[model], outputs=[note], api_visibility="private",
+                     concurrency_limit=None, show_progress="hidden")
+        demo.unload(app.on_unload)
+    return demo

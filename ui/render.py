@@ -1,0 +1,422 @@
+"""Agent events -> Chatbot messages (Gradio's "messages" format: dicts with role, content, metadata).
+
+`Transcript` keeps the conversation as a small tree of nodes and rebuilds the flat message list on
+demand. Each agent step is a collapsible "thought" (metadata title/id/status/duration/log); its code,
+logs, errors and tool calls are children (metadata parent_id), and a managed agent's steps hang under
+the tool call that started them (event.parent_id == that call's call_id). Final answers are plain
+assistant messages, images are inline file messages. Nothing here imports Gradio: it is unit-tested on
+hand-made events.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents import events as ev
+
+IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp"}
+MAX_BLOCK_CHARS = 6000
+
+
+@dataclass
+class Node:
+    id: str
+    role: str = "assistant"
+    title: str | None = None
+    status: str | None = None
+    duration: float | None = None
+    log: str | None = None
+    parts: dict[str, str] = field(default_factory=dict)  # ordered named sections of the content
+    file: dict[str, Any] | None = None  # a file message (image) instead of text
+    children: list["Node"] = field(default_factory=list)
+    started: float = field(default_factory=time.time)
+
+    def content(self) -> str:
+        return "\n\n".join(p for p in self.parts.values() if p)
+
+
+def fence(text: str, lang: str = "") -> str:
+    """A fenced code block that survives backticks inside `text`."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{clip(text)}\n{ticks}"
+
+
+def clip(text: str, limit: int = MAX_BLOCK_CHARS) -> str:
+    text = str(text).rstrip()
+    if len(text) <= limit:
+        return text
+    return text[: limit // 2] + f"\n… ({len(text) - limit} characters cut) …\n" + text[-limit // 2:]
+
+
+def format_tokens(usage: Any) -> str:
+    if usage is None:
+        return ""
+    total = getattr(usage, "total_tokens", 0) or 0
+    if not total:
+        return ""
+    return f"{total:,} tokens ({usage.input_tokens:,} in · {usage.output_tokens:,} out)"
+
+
+def thought_without_code(text: str) -> str:
+    """The model's reply up to its first code block, without a dangling 'Code:' label."""
+    cut = len(text)
+    for marker in ("```", "<code>"):
+        index = text.find(marker)
+        if index != -1:
+            cut = min(cut, index)
+    thought = text[:cut].rstrip()
+    return re.sub(r"(?:\n|^)\s*Code:\s*$", "", thought).strip()
+
+
+def format_value(value: Any) -> str:
+    if value is None:
+        return "(no answer)"
+    if isinstance(value, str):
+        return value
+    if hasattr(value, "to_markdown"):
+        try:
+            return value.to_markdown()
+        except Exception:  # tabulate missing, odd index...
+            pass
+    if hasattr(value, "to_string"):
+        return fence(value.to_string())
+    if isinstance(value, (dict, list)):
+        try:
+            return fence(json.dumps(value, indent=2, default=str), "json")
+        except (TypeError, ValueError):
+            pass
+    return str(value)
+
+
+def _file_digest(path: str, limit: int = 20 * 1024 * 1024) -> str | None:
+    try:
+        if os.path.getsize(path) > limit:
+            return None
+        with open(path, "rb") as handle:
+            return hashlib.sha1(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def image_message(path: str, alt: str) -> dict[str, Any]:
+    return {"path": path, "alt_text": alt}
+
+
+class Transcript:
+    """The chat of one session, fed with agent events and person-side notes."""
+
+    def __init__(self, workdir: str | None = None) -> None:
+        self.workdir = workdir
+        self.roots: list[Node] = []
+        self.by_id: dict[str, Node] = {}
+        self.step_nodes: dict[tuple[str, str | None, int], Node] = {}
+        self.call_nodes: dict[str, Node] = {}
+        self.decision_nodes: dict[str, Node] = {}
+        self.files: list[dict[str, Any]] = []  # non-image artifacts: {"path", "relative_path", "size_bytes"}
+        self.images: list[str] = []
+        self._raw_logs: dict[str, str] = {}
+        self._image_digests: set[str] = set()
+        self.top_run_id: str | None = None
+        self.current_step = 0
+        self.max_steps = 0
+        self.run_started = 0.0
+        self.run_tokens: Any = None
+        self.last_status = ""
+        self.finished: ev.RunFinished | None = None
+        self._counter = 0
+
+    # ----- building blocks -------------------------------------------------------------------------
+    def _new_id(self, prefix: str) -> str:
+        self._counter += 1
+        return f"{prefix}-{self._counter}"
+
+    def _add(self, node: Node, parent: Node | None = None) -> Node:
+        (parent.children if parent is not None else self.roots).append(node)
+        self.by_id[node.id] = node
+        return node
+
+    def add_user(self, text: str, files: list[str] | None = None) -> None:
+        for path in files or []:
+            self._add(Node(self._new_id("user-file"), role="user", file={"path": path, "alt_text": os.path.basename(path)}))
+        if text.strip():
+            self._add(Node(self._new_id("user"), role="user", parts={"text": text}))
+
+    def add_note(self, text: str, title: str | None = None, status: str | None = None) -> Node:
+        return self._add(Node(self._new_id("note"), title=title, status=status, parts={"text": text}))
+
+    def add_uploads(self, results: list[Any]) -> None:
+        """One collapsed thought with the previews of good files, one visible warning per bad file."""
+        good = [r for r in results if r.ok]
+        if good:
+            text = "\n\n".join(f"**{r.safe_name}**\n{fence(r.preview)}" for r in good)
+            names = ", ".join(r.safe_name for r in good)
+            self.add_note(text, title=f"📎 Added to the workspace: {names}", status="done")
+        for r in results:
+            if not r.ok:
+                self.add_note(f"⚠️ {r.error} The run continues without it.")
+
+    # ----- events ----------------------------------------------------------------------------------
+    def _step_node(self, event: ev.Event) -> Node | None:
+        return self.step_nodes.get((event.run_id, event.parent_id, event.step))
+
+    def _step_parent(self, event: ev.Event) -> Node | None:
+        return self.call_nodes.get(event.parent_id) if event.parent_id else None
+
+    def _child(self, step: Node | None, key: str, title: str, event: ev.Event) -> Node:
+        """The child of `step` called `key`, created on first use (top level when there is no step)."""
+        node_id = f"{step.id}/{key}" if step else self._new_id(key)
+        node = self.by_id.get(node_id)
+        if node is None:
+            node = self._add(Node(node_id, title=title, status="done"), parent=step or self._step_parent(event))
+        return node
+
+    def apply(self, event: ev.Event) -> None:
+        handler = getattr(self, "_on_" + event.kind, None)
+        if handler is not None:
+            handler(event)
+
+    def _on_run_started(self, e: ev.RunStarted) -> None:
+        if e.parent_id is None:
+            self.top_run_id = e.run_id
+            self.max_steps = e.max_steps
+            self.run_started = e.timestamp
+            self.current_step = 0
+            self.finished = None
+        elif e.parent_id in self.call_nodes:
+            node = self.call_nodes[e.parent_id]
+            node.parts["agent"] = f"Managed agent **{e.agent_name}** is working on: {clip(e.task, 500)}"
+
+    def _on_step_started(self, e: ev.StepStarted) -> None:
+        kind = e.step_type
+        title = {"planning": "🧭 Planning", "final": "🏁 Final answer"}.get(kind, f"Step {e.step}")
+        if e.parent_id:
+            title = "↳ " + title
+        node = Node(f"step:{e.run_id}:{e.parent_id or ''}:{e.step}:{kind}", title=title, status="pending",
+                    started=e.timestamp)
+        self.step_nodes[(e.run_id, e.parent_id, e.step)] = node
+        self._add(node, parent=self._step_parent(e))
+        if e.parent_id is None:
+            self.current_step = e.step
+
+    def _on_model_text_delta(self, e: ev.ModelTextDelta) -> None:
+        node = self._step_node(e)
+        if node is not None and "code" not in node.parts:
+            node.parts["thought"] = node.parts.get("thought", "") + e.text
+
+    def _on_model_output(self, e: ev.ModelOutput) -> None:
+        node = self._step_node(e)
+        if node is None:
+            return
+        if "code" in node.parts:
+            node.parts["thought"] = thought_without_code(e.text)
+        elif "plan" not in node.parts:
+            node.parts["thought"] = e.text
+        tokens = format_tokens(e.token_usage)
+        if tokens:
+            node.log = tokens
+
+    def _on_plan_proposed(self, e: ev.PlanProposed) -> None:
+        node = self._step_node(e)
+        title = "🧭 Updated plan" if e.is_update else "🧭 Plan"
+        if node is not None and node.id.endswith(":planning"):
+            node.title = title if not e.parent_id else "↳ " + title
+            node.parts.pop("thought", None)
+            node.parts["plan"] = e.plan
+        else:
+            self._add(Node(self._new_id("plan"), title=title, status="done", parts={"plan": e.plan}),
+                      parent=self._step_parent(e))
+
+    def _on_code_proposed(self, e: ev.CodeProposed) -> None:
+        node = self._step_node(e)
+        if node is None:
+            node = self.add_note("", title="💻 Code", status="done")
+        node.parts["thought"] = thought_without_code(node.parts.get("thought", ""))
+        node.parts["code"] = fence(e.code, "python")
+
+    def _on_tool_call_proposed(self, e: ev.ToolCallProposed) -> None:
+        step = self._step_node(e)
+        args = fence(json.dumps(e.arguments, indent=2, default=str, ensure_ascii=False), "json")
+        node = Node(f"call:{e.call_id}", title=f"🛠️ {e.tool_name}", status="pending", parts={"args": args},
+                    started=e.timestamp)
+        self.call_nodes[e.call_id] = node
+        self._add(node, parent=step or self._step_parent(e))
+
+    def _on_tool_call_result(self, e: ev.ToolCallResult) -> None:
+        node = self.call_nodes.get(e.call_id)
+        if node is None:
+            node = self._child(self._step_node(e), f"result-{e.call_id}", f"🛠️ {e.tool_name}", e)
+        node.status = "done"
+        node.duration = round(max(0.0, e.timestamp - node.started), 2)
+        if e.is_error:
+            node.title = f"💥 {e.tool_name} failed"
+            node.parts["result"] = "**Error:**\n" + fence(e.output)
+        else:
+            node.parts["result"] = "**Result:**\n" + fence(e.output)
+
+    def _on_execution_log(self, e: ev.ExecutionLog) -> None:
+        if not e.text:
+            return
+        node = self._child(self._step_node(e), "logs", "📜 Execution logs", e)
+        raw = self._raw_logs.get(node.id, "") + e.text
+        self._raw_logs[node.id] = raw
+        node.parts["text"] = fence(raw)
+
+    def _on_observation(self, e: ev.Observation) -> None:
+        step = self._step_node(e)
+        raw = self._raw_logs.get(f"{step.id}/logs", "").strip() if step else ""
+        text = e.text or ""
+        if raw and raw in text:  # the observation repeats the logs already shown: keep what is new
+            text = text.replace(raw, "", 1).strip()
+        if not text.strip():
+            return
+        node = self._child(step, "observation", "👁️ Observation", e)
+        node.parts["text"] = fence(text)
+
+    def _on_artifact_created(self, e: ev.ArtifactCreated) -> None:
+        is_image = e.artifact_kind == "image" or os.path.splitext(e.path)[1].lower() in IMAGE_EXTENSIONS
+        if is_image:
+            digest = _file_digest(e.path)  # the sandbox may save the same figure twice (explicit + auto-capture)
+            if e.path not in self.images and (digest is None or digest not in self._image_digests):
+                self.images.append(e.path)
+                if digest is not None:
+                    self._image_digests.add(digest)
+                self._add(Node(self._new_id("image"), file=image_message(e.path, e.relative_path)))
+        else:
+            if all(f["path"] != e.path for f in self.files):
+                self.files.append({"path": e.path, "relative_path": e.relative_path, "size_bytes": e.size_bytes})
+            step = self._step_node(e)
+            if step is not None:
+                saved = step.parts.get("files", "📄 Saved:")
+                if f"`{e.relative_path}`" not in saved:
+                    step.parts["files"] = saved + f" `{e.relative_path}`"
+
+    def _on_step_error(self, e: ev.StepError) -> None:
+        step = self._step_node(e)
+        node = self._child(step, f"error-{self._counter}", f"💥 Error: {e.error_type}", e)
+        node.parts["text"] = f'<span class="ad-error">{e.error_type}</span>\n\n' + fence(e.message)
+        if step is not None and "⚠️" not in (step.title or ""):
+            step.title = f"{step.title} ⚠️"
+
+    def _on_injection_flagged(self, e: ev.InjectionFlagged) -> None:
+        node = self._child(self._step_node(e), f"injection-{self._counter}", f"🛡️ Suspicious instructions in {e.source}", e)
+        node.parts["text"] = "The agent was told to ignore these instructions:\n" + fence(e.excerpt)
+
+    def _on_memory_compacted(self, e: ev.MemoryCompacted) -> None:
+        self.add_note(f"Older steps were summarised: {e.tokens_before:,} → {e.tokens_after:,} tokens "
+                      f"({e.steps_folded} steps folded).", title="🗜️ Memory compacted", status="done")
+
+    def _on_decision_requested(self, e: ev.DecisionRequested) -> None:
+        payload = fence(json.dumps(e.payload, indent=2, default=str, ensure_ascii=False), "json")
+        node = Node(f"decision:{e.request_id}", title=f"✋ Waiting for your decision ({e.request_kind})",
+                    status="pending", parts={"payload": payload}, started=e.timestamp)
+        self.decision_nodes[e.request_id] = node
+        self._add(node, parent=self._step_parent(e))
+
+    def _on_decision_made(self, e: ev.DecisionMade) -> None:
+        node = self.decision_nodes.get(e.request_id)
+        if node is None:
+            return
+        node.status = "done"
+        node.title = f"✋ Decision: {e.outcome}"
+        node.duration = round(max(0.0, e.timestamp - node.started), 2)
+        if e.detail:
+            node.parts["detail"] = e.detail
+
+    def _on_step_finished(self, e: ev.StepFinished) -> None:
+        node = self._step_node(e)
+        if node is None:
+            return
+        node.status = "done"
+        node.duration = round(e.duration_s, 2)
+        tokens = format_tokens(e.token_usage)
+        if tokens:
+            node.log = tokens
+        self._close_children(node)
+
+    def _close_children(self, node: Node) -> None:
+        for child in node.children:
+            if child.status == "pending" and not child.id.startswith("call:"):
+                child.status = "done"
+
+    def _on_final_answer(self, e: ev.FinalAnswer) -> None:
+        if e.parent_id:
+            call = self.call_nodes.get(e.parent_id)
+            if call is not None:
+                call.parts["answer"] = "**Managed agent's answer:**\n\n" + format_value(e.value)
+            return
+        self._add(Node(self._new_id("answer"), parts={"text": format_value(e.value)}))
+        value = e.value
+        if isinstance(value, str) and os.path.splitext(value)[1].lower() in IMAGE_EXTENSIONS:
+            path = value if os.path.isabs(value) or not self.workdir else os.path.join(self.workdir, value)
+            if os.path.isfile(path) and path not in self.images:
+                self.images.append(path)
+                self._add(Node(self._new_id("image"), file=image_message(path, os.path.basename(path))))
+
+    def _on_run_finished(self, e: ev.RunFinished) -> None:
+        if e.parent_id is not None:
+            return
+        self.finished = e
+        self.run_tokens = e.token_usage
+        for node in self.by_id.values():
+            if node.status == "pending":
+                node.status = "done"
+                if node.duration is None and node.title and not node.title.startswith("✋"):
+                    node.duration = round(max(0.0, e.timestamp - node.started), 2)
+        state = str(getattr(e.state, "value", e.state))
+        if state == "interrupted":
+            self.add_note("⏹️ Stopped. You can send a new message to continue.")
+        elif state == "max_steps":
+            self.add_note(f"⏱️ The agent used all {e.steps} steps without a final answer. "
+                          "Ask it to continue, or raise *Max steps* in the settings.")
+        elif state == "error":
+            self.add_note(f'<span class="ad-error">Run failed</span> {e.error or "an unknown error"}')
+
+    # ----- output ----------------------------------------------------------------------------------
+    def status_text(self, now: float | None = None) -> str:
+        """A quiet one-line summary: step, elapsed time and tokens."""
+        if self.finished is not None:
+            e = self.finished
+            state = str(getattr(e.state, "value", e.state))
+            tokens = format_tokens(e.token_usage) or "0 tokens"
+            return f"{state} · {e.steps} steps · {e.duration_s:.1f} s · {tokens}"
+        if not self.run_started:
+            return ""
+        elapsed = (now or time.time()) - self.run_started
+        return f"running · step {self.current_step}/{self.max_steps} · {elapsed:.1f} s"
+
+    def messages(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+
+        def emit(node: Node, parent: Node | None) -> None:
+            message: dict[str, Any] = {"role": node.role, "content": node.file if node.file else node.content()}
+            metadata: dict[str, Any] = {}
+            if node.title:
+                metadata["title"] = node.title
+                metadata["id"] = node.id
+                if node.status:
+                    metadata["status"] = node.status
+                if node.duration is not None:
+                    metadata["duration"] = node.duration
+                if node.log:
+                    metadata["log"] = node.log
+            if parent is not None:
+                metadata["parent_id"] = parent.id
+            if metadata:
+                message["metadata"] = metadata
+            if not node.file and not message["content"] and not node.title:
+                return
+            if not node.file and not message["content"]:
+                message["content"] = " "  # an empty thought still shows its title
+            out.append(message)
+            for child in node.children:
+                emit(child, node if node.title else parent)
+
+        for root in self.roots:
+            emit(root, None)
+        return out

@@ -1,0 +1,226 @@
+"""App configuration (environment) and per-session run settings (the settings panel), and the agent factory.
+
+Environment variables:
+  AGENTDECK_MODEL              default model string (e.g. "embedded", "openai/gpt-4.1-mini", "replay:path.yaml")
+  AGENTDECK_DATA_DIR           where session workspaces live (default ./data beside app.py)
+  AGENTDECK_AUTHORIZED_IMPORTS comma-separated extra imports for the code agent (default: data-analysis set)
+  AGENTDECK_MAX_STEPS          default max steps (10)
+  AGENTDECK_MAX_UPLOAD_MB      upload size limit per file (50)
+  AGENTDECK_SESSION_IDLE_S     close a session after this long without activity (3600)
+  AGENTDECK_SESSION_GRACE_S    delete a closed session's workspace after this long (300)
+  AGENTDECK_MAX_RUNS           runs that may stream at the same time (32)
+  AGENTDECK_EXEC_TIMEOUT_S     time limit of one code execution in the sandbox (120)
+  AGENTDECK_USERNAME / AGENTDECK_PASSWORD   turn on password protection
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ui.uploads import max_upload_bytes_from_env
+
+DEFAULT_AUTHORIZED_IMPORTS = ("pandas", "numpy", "matplotlib", "seaborn", "openpyxl", "scipy")
+FALLBACK_MODEL = "embedded"
+KNOWN_MODEL_STRINGS = ("embedded", "openai/gpt-4.1-mini", "anthropic/claude-sonnet-4-5", "ollama/qwen2.5-coder:7b")
+DEFAULT_TOOLS = ("web_search", "visit_webpage")
+AGENT_TYPES = ("code", "tool-calling")
+
+
+def _int_env(name: str, default: int) -> int:
+    try:
+        return int(float(os.environ.get(name, "") or default))
+    except ValueError:
+        return default
+
+
+def parse_imports(text: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    if text is None:
+        return ()
+    items = text.replace("\n", ",").split(",") if isinstance(text, str) else list(text)
+    seen: dict[str, None] = {}
+    for item in items:
+        name = str(item).strip()
+        if name and all(part.isidentifier() or part == "*" for part in name.split(".")):
+            seen.setdefault(name, None)
+    return tuple(seen)
+
+
+@dataclass
+class AppConfig:
+    model: str
+    data_dir: Path
+    authorized_imports: tuple[str, ...] = DEFAULT_AUTHORIZED_IMPORTS
+    max_steps: int = 10
+    max_upload_bytes: int = 50 * 1024 * 1024
+    idle_timeout_s: float = 3600.0
+    grace_s: float = 300.0
+    max_runs: int = 32
+    exec_timeout_s: float = 120.0
+    auth: tuple[str, str] | None = None
+
+    @classmethod
+    def from_env(cls, base_dir: str | Path | None = None) -> "AppConfig":
+        base = Path(base_dir) if base_dir else Path(__file__).resolve().parent.parent
+        data_dir = Path(os.environ.get("AGENTDECK_DATA_DIR") or base / "data").resolve()
+        imports_env = os.environ.get("AGENTDECK_AUTHORIZED_IMPORTS")
+        user, password = os.environ.get("AGENTDECK_USERNAME", ""), os.environ.get("AGENTDECK_PASSWORD", "")
+        return cls(
+            model=os.environ.get("AGENTDECK_MODEL", "").strip() or default_model(),
+            data_dir=data_dir,
+            authorized_imports=parse_imports(imports_env) if imports_env is not None else DEFAULT_AUTHORIZED_IMPORTS,
+            max_steps=max(1, _int_env("AGENTDECK_MAX_STEPS", 10)),
+            max_upload_bytes=max_upload_bytes_from_env(),
+            idle_timeout_s=float(_int_env("AGENTDECK_SESSION_IDLE_S", 3600)),
+            grace_s=float(_int_env("AGENTDECK_SESSION_GRACE_S", 300)),
+            max_runs=max(1, _int_env("AGENTDECK_MAX_RUNS", 32)),
+            exec_timeout_s=float(_int_env("AGENTDECK_EXEC_TIMEOUT_S", 120)),
+            auth=(user, password) if user and password else None,
+        )
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the settings panel chose for a session's agent. A change rebuilds the agent."""
+    model: str
+    agent_type: str = "code"
+    max_steps: int = 10
+    planning_interval: int | None = None
+    tools: tuple[str, ...] = ()
+    authorized_imports: tuple[str, ...] = DEFAULT_AUTHORIZED_IMPORTS
+
+    @classmethod
+    def from_form(cls, config: AppConfig, model: Any, agent_type: Any, max_steps: Any, planning_interval: Any,
+                  tools: Any, imports: Any) -> "RunSettings":
+        def as_int(value: Any, default: int) -> int:
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                return default
+
+        interval = as_int(planning_interval, 0)
+        return cls(
+            model=str(model or config.model).strip() or config.model,
+            agent_type=agent_type if agent_type in AGENT_TYPES else "code",
+            max_steps=min(100, max(1, as_int(max_steps, config.max_steps))),
+            planning_interval=interval if interval > 0 else None,
+            tools=tuple(tools or ()),
+            authorized_imports=parse_imports(imports) if imports is not None else config.authorized_imports,
+        )
+
+
+# ----- models ----------------------------------------------------------------------------------------
+def default_model() -> str:
+    try:
+        from agents.models.selection import default_model_string
+        return str(default_model_string())
+    except Exception:  # the selection module is optional: fall back to the embedded model
+        return FALLBACK_MODEL
+
+
+def model_note(model: str) -> str:
+    """A short note about a model choice (e.g. that the embedded model is small)."""
+    try:
+        from agents.models.selection import describe_model_choice
+        note = describe_model_choice(model)
+        if note:
+            return str(note)
+    except Exception:
+        pass
+    if model == "embedded":
+        return "ℹ️ This is the small embedded model that runs on this machine: fine for trying things, " \
+               "weak at real analysis. Set an API key and pick a hosted model for better results."
+    if model.startswith("replay:"):
+        return "ℹ️ Replay model: plays back a scripted transcript (offline demos and tests)."
+    return ""
+
+
+def model_choices(config: AppConfig) -> list[str]:
+    choices = [config.model]
+    try:
+        from agents.models import selection
+        listed = getattr(selection, "MODEL_CHOICES", None) or getattr(selection, "KNOWN_MODELS", None) or ()
+        choices += [str(getattr(m, "model_string", m)) for m in listed]
+    except Exception:
+        pass
+    choices += list(KNOWN_MODEL_STRINGS)
+    return list(dict.fromkeys(choices))
+
+
+# ----- tools -----------------------------------------------------------------------------------------
+def _builtin_tools() -> list[Any]:
+    try:
+        from tools.registry import builtin_tools
+    except Exception:
+        return []
+    for kwargs in ({}, {"names": None}):
+        try:
+            return list(builtin_tools(**kwargs))
+        except TypeError:
+            continue
+        except Exception:
+            return []
+    return []
+
+
+def available_tools() -> list[tuple[str, str]]:
+    """(name, description) of the tools a person may enable, final_answer excluded (always there)."""
+    found = []
+    for tool in _builtin_tools():
+        name = getattr(tool, "name", "")
+        if name and name != "final_answer":
+            found.append((name, " ".join(str(getattr(tool, "description", "")).split())))
+    return found
+
+
+def select_tools(names: tuple[str, ...]) -> list[Any]:
+    wanted = set(names)
+    return [tool for tool in _builtin_tools() if getattr(tool, "name", "") in wanted]
+
+
+# ----- agents ----------------------------------------------------------------------------------------
+def load_model(model_string: str) -> Any:
+    """A new model instance for `model_string` (each session gets its own: replay models keep a cursor)."""
+    try:
+        from agents.models import load_model as load
+    except ImportError:  # older agents package: only replay transcripts can be loaded here
+        if model_string.startswith("replay:"):
+            from agents import ReplayModel
+            return ReplayModel.from_file(model_string[len("replay:"):])
+        raise
+    return load(model_string)
+
+
+def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -> Any:
+    """A fresh agent (with its own model instance and sandbox) for one session."""
+    from agents import CodeAgent, ToolCallingAgent
+
+    model = load_model(settings.model)
+    common: dict[str, Any] = dict(tools=select_tools(settings.tools), model=model, max_steps=settings.max_steps,
+                                  planning_interval=settings.planning_interval, verbosity=0)
+    if settings.agent_type == "tool-calling":
+        return _construct(ToolCallingAgent, common, workdir=str(workdir))
+    return _construct(CodeAgent, common, workdir=str(workdir), authorized_imports=list(settings.authorized_imports),
+                      executor_timeout_s=config.exec_timeout_s)
+
+
+def _construct(cls: Any, common: dict[str, Any], **extra: Any) -> Any:
+    """Pass the optional keyword arguments the agent class accepts, and drop the ones it does not."""
+    import inspect
+
+    kwargs = {**common, **extra}
+    try:
+        parameters = inspect.signature(cls.__init__).parameters
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+            kwargs = {k: v for k, v in kwargs.items() if k in parameters}
+    except (TypeError, ValueError):
+        pass
+    while True:
+        try:
+            return cls(**kwargs)
+        except TypeError as exc:
+            optional = [k for k in ("verbosity", "executor_timeout_s", "workdir") if k in kwargs and k in str(exc)]
+            if not optional:
+                raise
+            kwargs.pop(optional[0])
