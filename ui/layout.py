@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from ui.settings import AGENT_TYPES, available_tools, model_choices
+from ui.settings import AGENT_TYPES, available_tools, default_tool_names, model_choices
 
 if TYPE_CHECKING:
     from ui.app import AgentDeckApp
@@ -74,7 +74,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                                          elem_id="settings-planning")
                     tool_names = gr.CheckboxGroup(
                         [(f"{name}: {desc[:90]}" if desc else name, name) for name, desc in tools],
-                        value=[], label="Tools", elem_id="settings-tools",
+                        value=default_tool_names(), label="Tools", elem_id="settings-tools",
                         info=None if tools else "No extra tools are available.",
                     )
                     imports = gr.Textbox(", ".join(config.authorized_imports), label="Code agent may import",

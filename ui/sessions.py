@@ -125,7 +125,8 @@ class Session:
             self.agent_settings = settings
         return self.agent
 
-    def drain(self, min_interval: float = 0.05, heartbeat: float = 1.0, stop_grace: float = 5.0) -> Iterator[str]:
+    def drain(self, min_interval: float = 0.05, gather: float = 0.02, heartbeat: float = 1.0,
+              stop_grace: float = 5.0) -> Iterator[str]:
         """Apply the run's events to the transcript, yielding after each batch (and every `heartbeat` seconds).
 
         Ends when the run has finished, or after a DecisionRequested (the run waits for a person; call
@@ -145,9 +146,9 @@ class Session:
                     self._abandon_run(run)
                 yield "heartbeat"
                 continue
-            wait = min_interval - (time.time() - last_yield)
-            if wait > 0:  # let a burst of small events (streamed text) arrive, then show them at once
-                time.sleep(wait)
+            # Let the rest of a burst arrive (a step's end, the next step's start, streamed text), then show it
+            # in one update: at least `gather` seconds, and never more than one update per `min_interval`.
+            time.sleep(max(gather, min_interval - (time.time() - last_yield)))
             batch = [item]
             while True:
                 try:

@@ -14,7 +14,9 @@ Environment variables:
 """
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +24,10 @@ from typing import Any
 from ui.uploads import max_upload_bytes_from_env
 
 DEFAULT_AUTHORIZED_IMPORTS = ("pandas", "numpy", "matplotlib", "seaborn", "openpyxl", "scipy")
-FALLBACK_MODEL = "embedded"
-KNOWN_MODEL_STRINGS = ("embedded", "openai/gpt-4.1-mini", "anthropic/claude-sonnet-4-5", "ollama/qwen2.5-coder:7b")
-DEFAULT_TOOLS = ("web_search", "visit_webpage")
+FALLBACK_MODEL = "embedded:smollm2"
+KNOWN_MODEL_STRINGS = ("embedded:smollm2", "openai/gpt-4.1-mini", "openai/gpt-4.1", "anthropic/claude-sonnet-4-5",
+                       "hf:Qwen/Qwen2.5-Coder-32B-Instruct", "ollama/qwen2.5-coder:7b")
+DEFAULT_TOOLS = ("web_search", "visit_webpage", "wikipedia_search")
 AGENT_TYPES = ("code", "tool-calling")
 
 
@@ -128,7 +131,7 @@ def model_note(model: str) -> str:
             return str(note)
     except Exception:
         pass
-    if model == "embedded":
+    if model.split(":", 1)[0] == "embedded":
         return "ℹ️ This is the small embedded model that runs on this machine: fine for trying things, " \
                "weak at real analysis. Set an API key and pick a hosted model for better results."
     if model.startswith("replay:"):
@@ -137,11 +140,13 @@ def model_note(model: str) -> str:
 
 
 def model_choices(config: AppConfig) -> list[str]:
+    """The configured model first, then the embedded one and the keyed defaults of agents.models.selection."""
     choices = [config.model]
     try:
         from agents.models import selection
-        listed = getattr(selection, "MODEL_CHOICES", None) or getattr(selection, "KNOWN_MODELS", None) or ()
-        choices += [str(getattr(m, "model_string", m)) for m in listed]
+
+        choices.append(selection.EMBEDDED)
+        choices += [model for _, model in getattr(selection, "KEYED_DEFAULTS", ())]
     except Exception:
         pass
     choices += list(KNOWN_MODEL_STRINGS)
@@ -149,19 +154,29 @@ def model_choices(config: AppConfig) -> list[str]:
 
 
 # ----- tools -----------------------------------------------------------------------------------------
+_TOOL_CACHE: list[Any] | None = None
+_TOOL_LOCK = threading.Lock()
+
+
 def _builtin_tools() -> list[Any]:
-    try:
-        from tools.registry import builtin_tools
-    except Exception:
-        return []
-    for kwargs in ({}, {"names": None}):
-        try:
-            return list(builtin_tools(**kwargs))
-        except TypeError:
-            continue
-        except Exception:
-            return []
-    return []
+    """The registry's tools, built once per process (MCP servers are started once, not per session)."""
+    global _TOOL_CACHE
+    with _TOOL_LOCK:
+        if _TOOL_CACHE is None:
+            try:
+                from tools.registry import builtin_tools
+
+                found = builtin_tools()
+                _TOOL_CACHE = list(found.values()) if isinstance(found, dict) else list(found)
+            except Exception as exc:  # the app still works without extra tools
+                logging.getLogger(__name__).warning("Could not load the tool registry: %s", exc)
+                _TOOL_CACHE = []
+        return list(_TOOL_CACHE)
+
+
+def default_tool_names() -> list[str]:
+    names = [name for name, _ in available_tools()]
+    return [name for name in DEFAULT_TOOLS if name in names]
 
 
 def available_tools() -> list[tuple[str, str]]:

@@ -216,26 +216,37 @@ class _Guard:
 
     def walk(self, root: ast.AST, rewrite: bool):
         stack = [root]
-        iter_fields = ast.iter_fields
+        pop, push = stack.pop, stack.append
         AST = ast.AST
+        checked = _CHECKED_TYPES
+        check, rw = self.check, self.rewrite
         while stack:
-            node = stack.pop()
-            self.check(node)
-            for field, value in iter_fields(node):
-                if isinstance(value, list):
+            node = pop()
+            if type(node) in checked:
+                check(node)
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if type(value) is list:
                     for i, item in enumerate(value):
                         if isinstance(item, AST):
-                            if rewrite:
-                                new = self.rewrite(item)
+                            if rewrite and type(item) is ast.Attribute:
+                                new = rw(item)
                                 if new is not item:
                                     value[i] = new
-                            stack.append(item)
+                            push(item)
                 elif isinstance(value, AST):
-                    if rewrite:
-                        new = self.rewrite(value)
+                    if rewrite and type(value) is ast.Attribute:
+                        new = rw(value)
                         if new is not value:
                             setattr(node, field, new)
-                    stack.append(value)
+                    push(value)
+
+
+_CHECKED_TYPES = frozenset({
+    ast.Name, ast.Attribute, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+    ast.Import, ast.ImportFrom, ast.ExceptHandler, ast.Global, ast.Nonlocal, ast.MatchAs,
+    ast.MatchStar, ast.MatchMapping, ast.MatchClass, ast.Assign,
+})
 
 
 def guard_source(source: str, protected=frozenset(), filename: str = "<code>", rewrite: bool = True) -> GuardedCode:

@@ -279,8 +279,13 @@ class Executor:
             return (value, kind) if value.bit_length() < 3000 else (f"<int with {value.bit_length()} bits>", kind)
         if type(value) is str:
             return (value if len(value) <= limit else value[:limit] + f"\n[truncated {len(value) - limit} characters]"), kind
-        if type(value) in (list, tuple, dict) and _plain(value, 0, [0]) and len(encode_json(value)) <= limit:
-            return value, kind
+        if type(value) in (list, tuple, dict):
+            try:
+                plain = _plain(value)
+                if len(encode_json(plain)) <= limit:
+                    return plain, kind
+            except _NotPlain:
+                pass
         try:
             text = repr(value)
         except Exception as exc:  # noqa: BLE001
@@ -290,16 +295,32 @@ class Executor:
         return text, kind
 
 
-def _plain(value, depth: int, count: list) -> bool:
-    """True for small nested lists/tuples/dicts of JSON scalars."""
+class _NotPlain(Exception):
+    pass
+
+
+def _plain(value, depth: int = 0, count: list | None = None):
+    """A JSON-able copy of small nested lists/tuples/dicts of scalars (numpy scalars
+    become Python ones); raises _NotPlain for anything else."""
+    count = count if count is not None else [0]
     count[0] += 1
     if count[0] > 10000 or depth > 20:
-        return False
+        raise _NotPlain
     t = type(value)
     if value is None or t in (bool, float, str) or (t is int and value.bit_length() < 3000):
-        return True
+        return value
+    if t.__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        return _plain(value.item(), depth + 1, count)
     if t in (list, tuple):
-        return all(_plain(v, depth + 1, count) for v in value)
+        return [_plain(v, depth + 1, count) for v in value]
     if t is dict:
-        return all(type(k) is str and _plain(v, depth + 1, count) for k, v in value.items())
-    return False
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                if type(k) in (int, float, bool) or k is None:
+                    k = encode_json(k)
+                else:
+                    raise _NotPlain
+            out[k] = _plain(v, depth + 1, count)
+        return out
+    raise _NotPlain

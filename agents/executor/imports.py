@@ -21,7 +21,7 @@ SAFE_MODULES = frozenset(
     unicodedata json decimal fractions functools operator string textwrap heapq bisect
     copy dataclasses enum typing abc numbers cmath calendar zoneinfo csv uuid hashlib
     base64 struct io asyncio os.path posixpath pathlib glob pprint contextlib difflib
-    array hmac zlib secrets""".split()
+    array hmac zlib secrets warnings""".split()
 )
 # Submodules refused even when their package is authorized (unless "*").
 DENIED_MODULES = frozenset(
@@ -130,8 +130,13 @@ class ModuleViews:
         ns.pop("__loader__", None)
         ns.pop("__spec__", None)
         ns.pop("__package__", None)
+        open_all = self.policy.allow_all
         if full:
             for key, value in list(vars(real).items()):
+                if open_all and key not in ("__loader__", "__spec__", "__builtins__"):
+                    if not isinstance(value, types.ModuleType):
+                        ns[key] = self.replacements.get(id(value), value)
+                    continue
                 if key.startswith("_") and key not in _KEEP_PRIVATE:
                     continue
                 if isinstance(value, types.ModuleType):
@@ -146,7 +151,7 @@ class ModuleViews:
         views = self
 
         def __getattr__(attr: str):
-            if attr.startswith("_") and attr not in _KEEP_PRIVATE:
+            if attr.startswith("_") and attr not in _KEEP_PRIVATE and not open_all:
                 raise AttributeError(f"module '{name}' has no public attribute '{attr}'")
             sub = sys.modules.get(f"{name}.{attr}")
             if not full:
@@ -158,7 +163,7 @@ class ModuleViews:
                     value = views.view(value)
                 except ImportError as exc:
                     raise AttributeError(f"module '{name}' attribute '{attr}': {exc}") from None
-            elif _denied_origin(value):
+            elif _denied_origin(value) and not open_all:
                 raise AttributeError(f"module '{name}' attribute '{attr}' is not available in the sandbox")
             else:
                 value = views.replacements.get(id(value), value)
@@ -169,7 +174,14 @@ class ModuleViews:
         return view
 
     def import_module(self, name, globals=None, locals=None, fromlist=(), level=0):
-        """The ``__import__`` hook installed in the sandbox's builtins."""
+        """The ``__import__`` hook installed in the sandbox's builtins.
+
+        C code importing its own helpers (``PyImport_Import`` while a sandbox frame
+        is current) passes a *list* fromlist; import statements always pass a tuple
+        or None. Those internal imports get the real module, as C code needs.
+        """
+        if type(fromlist) is list:
+            return _real_import(name, globals, locals, fromlist, level)
         key = (name, fromlist)
         hit = self._import_cache.get(key)
         if hit is not None:
@@ -215,9 +227,12 @@ class ModuleViews:
         return result
 
 
+_real_import = __import__
+
+
 def _denied_origin(value) -> bool:
     try:
         mod = getattr(value, "__module__", None) if callable(value) else None
     except Exception:  # noqa: BLE001 - odd objects: hide rather than fail the import
         return True
-    return isinstance(mod, str) and mod.partition(".")[0] in DENIED_ORIGINS
+    return isinstance(mod, str) and (mod.partition(".")[0] in DENIED_ORIGINS or mod in DENIED_MODULES)

@@ -55,11 +55,11 @@ def _make_encoder(default):
     if c_make_encoder is None:  # pragma: no cover - CPython always has _json
         enc = json.JSONEncoder(default=default, separators=(",", ":"), ensure_ascii=True)
         return lambda obj: "".join(enc.iterencode(obj))
-    inner = c_make_encoder(
-        {}, default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
-    )
+    basestring = json.encoder.encode_basestring_ascii
 
     def encode(obj) -> str:
+        # A fresh markers dict per call: a failed encode leaves entries behind.
+        inner = c_make_encoder({}, default, basestring, None, ":", ",", False, False, True)
         return "".join(inner(obj, 0))
 
     return encode

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
+
+# litellm would otherwise fetch its model price list from the network when it is first imported.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from agents.models.base import Message, Model, ModelDelta, ModelReply, TokenUsage, ToolCall
 from agents.models.loader import load_model, parse_model_string

@@ -7,6 +7,7 @@ once to a cached folder, and run greedily on CPU with the few-shot "tiny" prompt
 from __future__ import annotations
 
 import importlib.metadata
+import os
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,23 @@ class EmbeddedModel(TransformersModel):
                  **kwargs: Any) -> None:
         name = name or DEFAULT_EMBEDDED
         gguf = find_embedded_gguf(name)
+        _limit_torch_threads()
         kwargs.setdefault("response_prefix", "Thought:")  # the model continues in the few-shot format
         kwargs.setdefault("end_patterns", list(CODE_BLOCK_END))
         super().__init__(str(gguf), max_new_tokens=max_new_tokens, device=device, do_sample=False,
                          local_files_only=True, **kwargs)
         self.model_id = f"embedded:{name}"
+
+
+def _limit_torch_threads() -> None:
+    """Run torch single-threaded unless AGENTDECK_TORCH_THREADS says otherwise.
+
+    Why: the model's matrices are tiny, so extra threads gain little, and on a busy small machine
+    (sandbox workers, the UI, other sessions) multi-threaded torch measured ~5x slower than one thread.
+    This is process-wide: set AGENTDECK_TORCH_THREADS=0 to keep torch's own default.
+    """
+    import torch  # noqa: PLC0415
+
+    wanted = int(os.environ.get("AGENTDECK_TORCH_THREADS", "1") or 0)
+    if wanted > 0 and torch.get_num_threads() != wanted:
+        torch.set_num_threads(wanted)

@@ -72,9 +72,22 @@ def _litellm_knows(provider: str) -> bool:
         return False
 
 
-def load_model(spec: str | None = None, **kwargs: Any) -> Model:
+def load_model(spec: str | None = None, *, record_to: str | None = None, **kwargs: Any) -> Model:
     """The model named by `spec` (default: `default_model_string()`). Keyword arguments go to the adapter
-    (e.g. api_base, api_key, provider, device, max_new_tokens, retry)."""
+    (e.g. api_base, api_key, provider, device, max_new_tokens, retry). With `record_to` (or the
+    AGENTDECK_RECORD variable) every exchange is saved to that transcript for `replay:` later."""
+    import os  # noqa: PLC0415
+
+    record_to = record_to or os.environ.get("AGENTDECK_RECORD") or None
+    model = _build(spec, **kwargs)
+    if record_to:
+        from agents.models.recorder import RecordingModel  # noqa: PLC0415
+
+        return RecordingModel(model, path=record_to)
+    return model
+
+
+def _build(spec: str | None, **kwargs: Any) -> Model:
     if spec is None:
         from agents.models.selection import default_model_string  # noqa: PLC0415
 

@@ -35,17 +35,33 @@ def is_embedded(model_string: str) -> bool:
     return model_string.strip().lower().split(":", 1)[0] == "embedded"
 
 
+def _key_needed(model_string: str) -> str | None:
+    """The environment variable holding the key a model string needs, when known."""
+    from agents.models.errors_mapping import PROVIDER_KEY_ENV  # noqa: PLC0415 - light module
+
+    if model_string.startswith("hf:"):
+        return "HF_TOKEN"
+    body = model_string[len("litellm:"):] if model_string.startswith("litellm:") else model_string
+    return PROVIDER_KEY_ENV.get(body.split("/", 1)[0].lower()) if "/" in body else None
+
+
 def describe_model_choice(model_string: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """A one- or two-sentence note for the UI about the model in use (never includes a key)."""
     env = os.environ if env is None else env
-    explicit = model_string is not None or bool((env.get(MODEL_ENV) or "").strip())
-    model_string = model_string or default_model_string(env)
+    model_string = (model_string or default_model_string(env)).strip()
     if is_embedded(model_string):
         return ("Using the small embedded demo model (SmolLM2-135M on CPU): fine for simple tasks only. "
                 "For real work set HF_TOKEN, OPENAI_API_KEY or ANTHROPIC_API_KEY, or choose a model with "
                 f"{MODEL_ENV} / --model (e.g. 'openai/gpt-4.1-mini', 'ollama/qwen2.5-coder:7b').")
-    if explicit:
-        return f"Using {model_string} (chosen with {MODEL_ENV}, --model or the model picker)."
-    variable = next((name for name, string in KEYED_DEFAULTS if string == model_string), None)
-    source = f" because {variable} is set" if variable else ""
-    return f"Using {model_string}{source}. Set {MODEL_ENV} or use --model to choose another model."
+    if (env.get(MODEL_ENV) or "").strip() == model_string:
+        note = f"Using {model_string} (set by {MODEL_ENV})."
+    elif model_string == default_model_string(env):
+        variable = next((name for name, string in KEYED_DEFAULTS if string == model_string), None)
+        note = f"Using {model_string}" + (f" because {variable} is set." if variable else ".")
+        note += f" Set {MODEL_ENV} or use --model to choose another model."
+    else:
+        note = f"Using {model_string}."
+    key = _key_needed(model_string)
+    if key and not (env.get(key) or "").strip():
+        note += f" {key} is not set: calls will fail until it is set in the environment."
+    return note

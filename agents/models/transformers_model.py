@@ -86,8 +86,9 @@ class _StopOnText:
     """Stops generation once the new text holds a stop string or matches an end pattern (one per call)."""
 
     def __init__(self, tokenizer: Any, prompt_length: int, stop_sequences: list[str],
-                 end_patterns: list[re.Pattern[str]], prefix: str = "") -> None:
-        self.tokenizer, self.prompt_length, self.prefix = tokenizer, prompt_length, prefix
+                 end_patterns: list[re.Pattern[str]], prefix: str = "",
+                 cancel: threading.Event | None = None) -> None:
+        self.tokenizer, self.prompt_length, self.prefix, self.cancel = tokenizer, prompt_length, prefix, cancel
         self.stop_sequences = [s for s in stop_sequences if s]
         self.end_patterns = end_patterns
         self.window = max((len(s) for s in self.stop_sequences), default=0) + 8
@@ -95,6 +96,8 @@ class _StopOnText:
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch  # noqa: PLC0415
 
+        if self.cancel is not None and self.cancel.is_set():  # the caller stopped reading the stream
+            return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         done = []
         for row in input_ids:
             new = row[self.prompt_length:]
@@ -221,7 +224,8 @@ class TransformersModel(Model):
     def count_tokens(self, messages: list[Message]) -> int:
         return int(self._encode(messages)["input_ids"].shape[-1])
 
-    def _generation_kwargs(self, inputs: Any, stop_sequences: list[str] | None, kwargs: dict[str, Any]) -> dict:
+    def _generation_kwargs(self, inputs: Any, stop_sequences: list[str] | None, kwargs: dict[str, Any],
+                           cancel: threading.Event | None = None) -> dict:
         from transformers import StoppingCriteriaList  # noqa: PLC0415
 
         model, tokenizer = self._loaded.model, self._loaded.tokenizer
@@ -237,9 +241,9 @@ class TransformersModel(Model):
             config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         params = {key: value.to(model.device) for key, value in inputs.items()}
         params["generation_config"] = config
-        if stop_sequences or self.end_patterns:
+        if stop_sequences or self.end_patterns or cancel is not None:
             criterion = _StopOnText(tokenizer, params["input_ids"].shape[-1], list(stop_sequences or []),
-                                    self.end_patterns, self.response_prefix)
+                                    self.end_patterns, self.response_prefix, cancel)
             params["stopping_criteria"] = StoppingCriteriaList([criterion])
         kwargs.pop("tools", None)
         params.update(kwargs)
@@ -270,7 +274,8 @@ class TransformersModel(Model):
         from transformers import TextIteratorStreamer  # noqa: PLC0415
 
         inputs = self._encode(messages)
-        params = self._generation_kwargs(inputs, stop_sequences, dict(kwargs))
+        cancel = threading.Event()
+        params = self._generation_kwargs(inputs, stop_sequences, dict(kwargs), cancel)
         prompt_length = int(params["input_ids"].shape[-1])
         self._check_context(prompt_length)
         streamer = TextIteratorStreamer(self._loaded.tokenizer, skip_prompt=True, skip_special_tokens=True)
@@ -288,12 +293,15 @@ class TransformersModel(Model):
         worker.start()
         stop_filter, cutter = StopFilter(list(stop_sequences or [])), EndCutter(self.end_patterns)
         shown_parts: list[str] = []
-        for piece in itertools.chain([self.response_prefix], streamer):
-            shown = cutter.feed(stop_filter.feed(piece))
-            if shown:
-                shown_parts.append(shown)
-                yield ModelDelta(content=shown)
-        worker.join()
+        try:
+            for piece in itertools.chain([self.response_prefix], streamer):
+                shown = cutter.feed(stop_filter.feed(piece))
+                if shown:
+                    shown_parts.append(shown)
+                    yield ModelDelta(content=shown)
+        finally:
+            cancel.set()  # ends generation soon if the caller stopped early (e.g. the run was interrupted)
+            worker.join()
         if "error" in result:
             raise ModelError(f"Local generation with '{self.model_id}' failed: {result['error']}") from result["error"]
         tail = cutter.feed(stop_filter.flush())

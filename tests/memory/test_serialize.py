@@ -95,11 +95,28 @@ def test_round_trip_code_agent_with_non_json_answer(make_code_agent, tmp_path, s
     agent.memory.save(tmp_path / "m.json", secret=secret)
     loaded = AgentMemory.load(tmp_path / "m.json", secret=secret)
     assert _steps(loaded) == _steps(agent.memory)
-    answer = loaded.steps[-1].output
-    assert isinstance(answer, StoredValue) and answer.type_name == "pandas.core.frame.DataFrame"
-    assert "x" in repr(answer) and repr(answer) == repr(result.output)
+    assert loaded.steps[-1].output == result.output
     first = next(loaded.action_steps())
     assert first.code.startswith("import pandas") and first.logs == "6\n"
+
+
+def test_non_json_values_are_stored_as_tagged_repr(tmp_path, secret):
+    import pandas as pd
+
+    from agents.memory import ActionStep, FinalAnswerStep, TaskStep
+
+    memory = AgentMemory("system")
+    frame = pd.DataFrame({"x": [1, 2, 3]})
+    memory.add_step(TaskStep(task="t", messages=[{"role": "user", "content": "t"}]))
+    memory.add_step(ActionStep(step_number=1, action_output={1, 2}, decisions=[{"outcome": "approve"}]))
+    memory.add_step(FinalAnswerStep(output=frame))
+    memory.save(tmp_path / "m.json", secret=secret)
+    loaded = AgentMemory.load(tmp_path / "m.json", secret=secret)
+    answer = loaded.steps[-1].output
+    assert isinstance(answer, StoredValue) and answer.type_name.startswith("pandas.") and answer.type_name.endswith("DataFrame")
+    assert repr(answer) == repr(frame)
+    assert loaded.steps[1].action_output.type_name == "builtins.set" and loaded.steps[1].decisions == [{"outcome": "approve"}]
+    assert _steps(loaded) == _steps(memory)
 
 
 def _v0_document() -> dict:

@@ -28,23 +28,29 @@ def _is_local(address: Any) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any attempt to reach a non-loopback address fails the test loudly."""
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Any attempt to reach a non-loopback address fails, and fails the test even if a library swallowed it."""
+    attempts: list[Any] = []
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
 
-    def guarded_connect(self: socket.socket, address: Any) -> Any:
+    def check(address: Any) -> None:
         if not _is_local(address):
+            attempts.append(address)
             raise AssertionError(f"test tried to reach the network: {address!r}")
+
+    def guarded_connect(self: socket.socket, address: Any) -> Any:
+        check(address)
         return real_connect(self, address)
 
     def guarded_connect_ex(self: socket.socket, address: Any) -> Any:
-        if not _is_local(address):
-            raise AssertionError(f"test tried to reach the network: {address!r}")
+        check(address)
         return real_connect_ex(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+    yield
+    assert not attempts, f"network access attempted: {attempts}"
 
 
 @pytest.fixture(scope="session")

@@ -88,6 +88,9 @@ def test_describe_model_choice_never_shows_keys():
     assert "demo" in note and "AGENTDECK_MODEL" in note
     keyed = describe_model_choice(env={"OPENAI_API_KEY": "sk-abcdef123456"})
     assert "openai/gpt-4.1" in keyed and "OPENAI_API_KEY" in keyed and "sk-abcdef" not in keyed
+    assert "ANTHROPIC_API_KEY is not set" in describe_model_choice("anthropic/claude-sonnet-4-5", env={})
+    assert "set by AGENTDECK_MODEL" in describe_model_choice("ollama/qwen2.5-coder:7b",
+                                                             env={"AGENTDECK_MODEL": "ollama/qwen2.5-coder:7b"})
 
 
 def test_import_is_light_and_offline():

@@ -67,3 +67,14 @@ def test_recorder_forwards_model_attributes():
     assert recorder.prompt_style == "tiny" and recorder.context_size is None
     assert recorder.count_tokens([{"role": "user", "content": "abcd" * 10}]) == inner.count_tokens(
         [{"role": "user", "content": "abcd" * 10}])
+
+
+def test_load_model_can_record(tmp_path, monkeypatch):
+    script = tmp_path / "script.yaml"
+    script.write_text("replies:\n  - recorded answer\n")
+    out = tmp_path / "out.json"
+    monkeypatch.setenv("AGENTDECK_RECORD", str(out))
+    model = load_model(f"replay:{script}")
+    assert isinstance(model, RecordingModel)
+    model.generate([{"role": "user", "content": "q"}])
+    assert ReplayModel.from_file(out).generate([]).content == "recorded answer"

@@ -94,3 +94,14 @@ def test_missing_models_fail_fast_with_clear_errors(tmp_path):
         TransformersModel(str(empty))
     with pytest.raises(ModelNotFoundError, match="No model folder"):
         TransformersModel(str(tmp_path / "missing" / "folder"))
+
+
+def test_abandoned_stream_stops_generation(model):
+    import time
+
+    stream = model.generate_stream(ask(ADD_TASK))
+    next(stream)
+    started = time.perf_counter()
+    stream.close()  # the consumer goes away: the worker thread must end, not run to max_new_tokens
+    assert time.perf_counter() - started < 5
+    assert not [t for t in threading.enumerate() if t.name == "agentdeck-generate" and t.is_alive()]

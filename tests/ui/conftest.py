@@ -45,6 +45,8 @@ ANALYSIS_SCRIPT = [
     code_reply("Done.", "final_answer(f'By island: {by_island}')"),
 ]
 
+WARM_UP = code_reply("Check the sandbox first.", "print('ready')")
+
 SLOW_SCRIPT = [
     code_reply("This takes a while.", "import time\nprint('sleeping', flush=True)\ntime.sleep(30)\nprint('woke up')"),
     code_reply("Still here after the stop.", "final_answer('still usable')"),
@@ -108,7 +110,8 @@ def analysis_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def slow_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     base = tmp_path_factory.mktemp("slow")
-    transcript = write_transcript(base / "slow.json", SLOW_SCRIPT)
+    # A first quick step starts the sandbox, so Stop hits code that is really running.
+    transcript = write_transcript(base / "slow.json", [WARM_UP] + SLOW_SCRIPT)
     (base / "data").mkdir()
     with run_app(transcript, base / "data") as url:
         yield url

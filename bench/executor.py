@@ -1,0 +1,107 @@
+"""Benchmark: the sandbox against plain CPython ``exec`` of the same code, in the same run.
+
+Usage: python bench/executor.py [--repeat N]
+Prints, for each workload, the median wall time of plain exec (compile included)
+and of ``PythonSandbox.run`` (full round trip), their ratio, and the round trip
+of one tiny step. Targets: ratio <= 1.5 on compute workloads, tiny step <= 1 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from agents.executor import PythonSandbox  # noqa: E402
+
+SETUP = "import numpy as np\nimport pandas as pd\nimport re\n"
+WORKLOADS = {
+    "for-loop sum of 200k ints": "total = 0\nfor i in range(200_000):\n    total += i\n",
+    "recursive fib(20)": "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(20)\n",
+    "comprehensions over 100k": (
+        "xs = [i * 2 for i in range(100_000)]\nd = {i: i % 7 for i in range(100_000)}\n"
+        "s = {x % 1000 for x in xs}\ng = sum(x for x in xs if x % 3 == 0)\n"
+    ),
+    "strings + regex, 50k lines": (
+        "lines = [f'user{i},item{i % 97},{i * 3}' for i in range(50_000)]\ntext = '\\n'.join(lines)\n"
+        "pat = re.compile(r'user(\\d+),item(\\d+),(\\d+)')\n"
+        "found = [m.group(2) for m in pat.finditer(text)]\nout = ''.join(found[:1000]).upper()\n"
+    ),
+    "pandas groupby 200k rows": (
+        "df = pd.DataFrame({'k': np.arange(200_000) % 100, 'v': np.arange(200_000, dtype=float)})\n"
+        "res = df.groupby('k')['v'].mean().sort_values()\n"
+    ),
+    "class, 50k method calls": (
+        "class Acc:\n    def __init__(self):\n        self.total = 0\n    def add(self, x):\n"
+        "        self.total += x\n        return self\nacc = Acc()\nfor i in range(50_000):\n    acc.add(i)\n"
+    ),
+    "import numpy, pandas (loaded)": "import numpy\nimport pandas\n",
+}
+COMPUTE = set(list(WORKLOADS)[:6])
+
+
+def time_exec(code: str, ns: dict) -> float:
+    sink = io.StringIO()
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(sink):
+        exec(compile(code, "<bench>", "exec"), ns)
+    return time.perf_counter() - t0
+
+
+def time_sandbox(sb: PythonSandbox, code: str) -> float:
+    t0 = time.perf_counter()
+    r = sb.run(code)
+    elapsed = time.perf_counter() - t0
+    if r.error:
+        raise RuntimeError(r.error)
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as work, PythonSandbox(
+        workdir=work, authorized_imports=["numpy", "pandas"], timeout_s=120
+    ) as sb:
+        ns: dict = {}
+        exec(SETUP, ns)
+        sb.run(SETUP)
+        print(f"{'workload':34} {'CPython exec':>13} {'sandbox':>11} {'ratio':>7}")
+        worst = 0.0
+        for name, code in WORKLOADS.items():
+            time_exec(code, ns), time_sandbox(sb, code)  # warm-up
+            base, sand = [], []
+            for _ in range(args.repeat):  # interleaved so machine noise hits both
+                base.append(time_exec(code, ns))
+                sand.append(time_sandbox(sb, code))
+            b, s = statistics.median(base), statistics.median(sand)
+            ratio = s / b
+            if name in COMPUTE:
+                worst = max(worst, ratio)
+            print(f"{name:34} {b * 1e3:10.2f} ms {s * 1e3:8.2f} ms {ratio:6.2f}x")
+        sb.run("x = 0")
+        exec("x = 0", ns)
+        step = "x = x + 1; print(x)"
+        rounds = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            for _ in range(200):
+                sb.run(step)
+            rounds.append((time.perf_counter() - t0) / 200)
+        base = statistics.median(
+            [min(time_exec(step, ns) for _ in range(200)) for _ in range(args.repeat)])
+        print(f"{'tiny step x = x + 1; print(x)':34} {base * 1e6:10.1f} us {statistics.median(rounds) * 1e3:8.3f} ms"
+              f"  (full round trip, median of {args.repeat} x 200 steps)")
+        print(f"worst compute ratio: {worst:.2f}x (target <= 1.5x); tiny step target <= 1 ms")
+
+
+if __name__ == "__main__":
+    main()

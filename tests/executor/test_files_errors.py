@@ -1,0 +1,60 @@
+"""Artifacts in the workspace, saved figures, and errors people can act on."""
+
+from __future__ import annotations
+
+import os
+
+
+def test_artifacts_reported(sandbox):
+    r = sandbox.run("open('report.txt', 'w').write('hello')\nopen('pic.svg', 'w').write('<svg/>')")
+    arts = {a.path: a for a in r.artifacts}
+    assert arts["report.txt"].kind == "file" and arts["report.txt"].size == 5 and arts["report.txt"].created
+    assert arts["pic.svg"].kind == "image"
+    assert os.path.isabs(arts["report.txt"].abs_path)
+    again = sandbox.run("1")
+    assert again.artifacts == []
+    changed = sandbox.run("open('report.txt', 'a').write('!')")
+    assert [a.path for a in changed.artifacts] == ["report.txt"] and not changed.artifacts[0].created
+
+
+def test_open_figures_saved(sandbox):
+    r = sandbox.run("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.title('t')\nplt.show()\n"
+                    "fig2 = plt.figure()\nplt.bar(['a'], [1])")
+    images = [a for a in r.artifacts if a.kind == "image"]
+    assert len(images) == 2 and all(a.path.endswith(".png") and a.size > 1000 for a in images)
+    assert sandbox.run("import matplotlib.pyplot as plt\nplt.get_fignums()").output == []
+
+
+def test_figure_as_final_answer(sandbox):
+    r = sandbox.run("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2])\n"
+                    "plt.close(fig)\nfinal_answer(fig)")
+    assert r.is_final_answer and r.output_type == "image"
+    assert os.path.exists(os.path.join(sandbox.workdir, r.output))
+
+
+def test_syntax_error_message(sandbox):
+    r = sandbox.run("x = 1\ny = (2 +\nprint(y)")
+    assert r.error_type == "SyntaxError"
+    assert "line 2" in r.error
+    r = sandbox.run("x = 1\nif x\n    pass")
+    assert "line 2" in r.error and "column" in r.error and "if x" in r.error and "^" in r.error
+
+
+def test_traceback_trimmed_to_user_code(sandbox):
+    r = sandbox.run("def inner(d):\n    return d['missing']\ndef outer():\n    return inner({})\nouter()")
+    assert r.error_type == "KeyError"
+    assert "line 5" in r.error and "line 2" in r.error and "return d['missing']" in r.error
+    for internal in ("execution.py", "_agentdeck_sandbox", "worker.py", "exec(body"):
+        assert internal not in r.error
+
+
+def test_traceback_through_library(sandbox):
+    r = sandbox.run("import pandas as pd\ndf = pd.DataFrame({'a': [1]})\ndf['nope']")
+    assert r.error_type == "KeyError" and "nope" in r.error
+    assert "pandas/core" not in r.error
+
+
+def test_earlier_step_frames_have_source(sandbox):
+    sandbox.run("def boom():\n    raise ValueError('bad value')")
+    r = sandbox.run("boom()")
+    assert "raise ValueError('bad value')" in r.error and "<step" in r.error

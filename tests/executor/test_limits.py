@@ -1,0 +1,129 @@
+"""Limits that hold: timeouts (even in C code), memory, output, files, crashes, interrupts."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def tight(tmp_path_factory):
+    from agents.executor import PythonSandbox
+
+    sb = PythonSandbox(workdir=str(tmp_path_factory.mktemp("tight")), timeout_s=2, memory_limit_mb=300,
+                       max_output_chars=1000, max_file_size_mb=5, max_files_written=20)
+    yield sb
+    sb.close()
+
+
+def test_infinite_loop_times_out_and_keeps_state(tight):
+    tight.run("kept = 123")
+    t0 = time.monotonic()
+    r = tight.run("while True:\n    pass")
+    assert time.monotonic() - t0 < 6
+    assert r.error_type == "TimeoutError" and "timeout_s=2" in r.error
+    assert tight.run("kept").output == 123
+
+
+def test_c_level_loop_is_killed_and_state_lost(tight):
+    tight.run("kept = 1")
+    t0 = time.monotonic()
+    r = tight.run("sum(range(10**13))")
+    assert time.monotonic() - t0 < 8
+    assert r.error_type == "TimeoutError" and r.state_lost
+    assert "lost" in r.error
+    after = tight.run("kept")
+    assert after.error_type == "NameError"
+    assert tight.run("1 + 1").output == 2
+
+
+def test_huge_int_is_stopped(tight):
+    r = tight.run("x = 7 ** (10 ** 9)")
+    assert r.error is not None
+
+
+def test_sleep_times_out(tight):
+    r = tight.run("import time\ntime.sleep(30)")
+    assert r.error_type == "TimeoutError"
+
+
+def test_memory_bomb(tight):
+    r = tight.run("blocks = []\nwhile True:\n    blocks.append(bytearray(50 * 1024 * 1024))")
+    assert r.error is not None
+    assert "MemoryError" in r.error or r.error_type in ("WorkerCrashed", "TimeoutError")
+    if r.error_type == "MemoryError":
+        assert "memory_limit_mb" in r.error
+    assert tight.run("del blocks\n2 * 2").output == 4 or tight.run("2 * 2").output == 4
+
+
+def test_single_huge_allocation(tight):
+    r = tight.run("x = ' ' * (10 ** 10)")
+    assert r.error_type == "MemoryError" and "memory_limit_mb" in r.error
+
+
+def test_giant_output_truncated(tight):
+    r = tight.run("for i in range(100000):\n    print('line', i)")
+    assert len(r.logs) < 2000
+    assert "max_output_chars" in r.logs
+
+
+def test_giant_result_truncated(tight):
+    r = tight.run("'x' * 10_000_000")
+    assert len(r.output) < 200_000
+
+
+def test_giant_file(tight):
+    r = tight.run("with open('big.bin', 'wb') as f:\n    for _ in range(100):\n        f.write(b'0' * 1024 * 1024)")
+    assert r.error is not None and "max_file_size_mb" in r.error
+    assert os.path.getsize(os.path.join(tight.workdir, "big.bin")) <= 5 * 1024 * 1024
+
+
+def test_too_many_files(tight):
+    r = tight.run("for i in range(100):\n    open(f'many_{i}.txt', 'w').write('x')")
+    assert r.error is not None and "max_files_written" in r.error
+    written = [n for n in os.listdir(tight.workdir) if n.startswith("many_")]
+    assert len(written) <= 20
+
+
+def test_fork_bomb(open_sandbox):
+    r = open_sandbox.run("import os\nwhile True:\n    os.fork()")
+    assert r.error is not None
+    assert "Operation not permitted" in r.error or "blocked by the sandbox" in r.error
+
+
+def test_system_exit_and_keyboard_interrupt_stay_inside(tight):
+    for code in ("raise SystemExit(3)", "exit()", "quit()", "raise KeyboardInterrupt"):
+        r = tight.run(code)
+        assert r.error is not None
+    assert tight.run("'alive'").output == "alive"
+
+
+def test_worker_crash_is_reported(open_sandbox):
+    r = open_sandbox.run("import ctypes\nctypes.string_at(0)")
+    assert r.error is not None
+    r = open_sandbox.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    assert r.error_type == "WorkerCrashed" and r.state_lost
+    assert open_sandbox.run("40 + 2").output == 42
+
+
+def test_interrupt_from_another_thread(tight):
+    tight.run("kept = 'yes'")
+    timer = threading.Timer(0.3, tight.interrupt)
+    timer.start()
+    t0 = time.monotonic()
+    r = tight.run("import time\nwhile True:\n    time.sleep(0.01)")
+    assert time.monotonic() - t0 < 1.9
+    assert r.error_type == "InterruptedError" and "interrupted" in r.error
+    assert tight.run("kept").output == "yes"
+
+
+def test_interrupt_of_c_code_restarts(tight):
+    timer = threading.Timer(0.3, tight.interrupt)
+    timer.start()
+    t0 = time.monotonic()
+    r = tight.run("sum(range(10**13))")
+    assert time.monotonic() - t0 < 1.9
+    assert r.error_type == "InterruptedError" and r.state_lost

@@ -1,0 +1,112 @@
+"""Export to Markdown and Jupyter, and rebuilding the sandbox from a loaded memory."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from agents import AgentMemory, tool
+from agents.memory import ActionStep, FinalAnswerStep, TaskStep
+from agents.memory.export import save_notebook, to_markdown, to_notebook
+from agents.memory.serialize import rebuild_sandbox_state
+from tests.agents.conftest import code
+from tests.memory.conftest import needs_sandbox
+
+CSV = "city,temp\nLisbon,21\nOslo,4\nCairo,30\n"
+
+
+@tool
+def double(x: int) -> int:
+    """Double a number.
+
+    Args:
+        x: The number.
+    """
+    return 2 * x
+
+
+def _analysis_run(make_code_agent, tmp_path):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "temps.csv").write_text(CSV)
+    agent, _ = make_code_agent([
+        code("import pandas as pd\ndf = pd.read_csv('temps.csv')\nprint(df.temp.mean())"),
+        code("undefined_thing + 1", thought="Oops."),
+        code("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+             "plt.bar(df.city, df.temp)\nplt.savefig('temps.png')\nprint('saved')"),
+        code("hottest = df.loc[df.temp.idxmax(), 'city']\nprint(hottest)\nfinal_answer(hottest)"),
+    ], authorized_imports=["pandas", "matplotlib"], workdir=workspace)
+    assert agent.run("Which city is hottest in temps.csv? Plot the temperatures.") == "Cairo"
+    return agent, workspace
+
+
+@needs_sandbox
+def test_notebook_validates_and_reexecutes(make_code_agent, tmp_path):
+    from nbclient import NotebookClient
+
+    agent, workspace = _analysis_run(make_code_agent, tmp_path)
+    path = save_notebook(agent.memory, tmp_path / "analysis.ipynb", workspace=workspace)
+    notebook = nbformat.read(str(path), as_version=4)
+    nbformat.validate(notebook)
+    code_cells = [c for c in notebook.cells if c.cell_type == "code"]
+    assert [c.source.splitlines()[0] for c in code_cells[1:]] == [
+        "import pandas as pd", "import matplotlib", "hottest = df.loc[df.temp.idxmax(), 'city']"]
+    assert code_cells[1].outputs[0]["text"] == "18.333333333333332\n"
+    assert any("image/png" in o.get("data", {}) for o in code_cells[2].outputs)
+    markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    assert "Which city is hottest" in markdown and "## Final answer\n\nCairo" in markdown
+    assert "undefined_thing" in markdown and "failed" in markdown  # the failed step is shown, not run
+    NotebookClient(notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(workspace)}}).execute()
+    rerun = [c for c in notebook.cells if c.cell_type == "code"]
+    assert rerun[1].outputs[0]["text"].strip() == "18.333333333333332"
+    assert any(o.get("output_type") == "error" for c in rerun for o in c.get("outputs", [])) is False
+    assert "Cairo" in str(rerun[-1].outputs)
+
+
+@needs_sandbox
+def test_markdown_export(make_code_agent, tmp_path):
+    agent, _ = _analysis_run(make_code_agent, tmp_path)
+    text = to_markdown(agent.memory)
+    assert "## Task\n\nWhich city is hottest in temps.csv?" in text
+    assert "```python\nimport pandas as pd\ndf = pd.read_csv('temps.csv')" in text
+    assert "NameError" in text and "![temps.png](temps.png)" in text
+    assert text.rstrip().endswith("## Final answer\n\nCairo")
+
+
+def test_exports_from_a_constructed_memory(tmp_path):
+    memory = AgentMemory("system")
+    memory.add_step(TaskStep(task="Add numbers", messages=[{"role": "user", "content": "Add numbers"}]))
+    memory.add_step(ActionStep(step_number=1, code="x = 1 + 1\nprint(x)", logs="2\n", model_output="Thought: add."))
+    memory.add_step(ActionStep(step_number=2, code="y = double(x)\nprint(y)", logs="4\n",
+                               tool_calls=[__import__("agents.models.base", fromlist=["ToolCall"]).ToolCall("double", {"x": 2})]))
+    memory.add_step(FinalAnswerStep(output={"answer": 4}))
+    notebook = to_notebook(memory)
+    nbformat.validate(notebook)
+    cells = notebook.cells
+    assert "def double(" in cells[1].source and "def final_answer(" in cells[1].source
+    tool_cell = next(c for c in cells if c.cell_type == "code" and "double(x)" in c.source)
+    assert tool_cell.metadata["tags"] == ["raises-exception"]
+    text = to_markdown(memory)
+    assert "```python\nx = 1 + 1\nprint(x)\n```" in text and "{'answer': 4}" in text
+
+
+@needs_sandbox
+def test_rebuild_sandbox_state_reports_mismatches(make_code_agent, tmp_path):
+    agent, model = make_code_agent([
+        code("import random\ntotal = 40 + 2\nprint(total)"),
+        code("print(double(total))"),
+        code("broken(", thought="Typo."),
+        code("print(random.random())"),
+        code("final_answer(total)"),
+    ], tools=[double])
+    assert agent.run("t") == 42
+    fresh, _ = make_code_agent([code("final_answer(total + 1)")], tools=[double])
+    report = rebuild_sandbox_state(agent.memory, fresh)
+    assert report.rerun == [1, 4, 5]
+    assert report.skipped == [(2, "called tools: double"), (3, "errored originally")]
+    assert [m.step_number for m in report.mismatches] == [4]  # a new random number
+    assert "step 4" in report.summary()
+    # The rebuilt state is usable by a follow-up run on the loaded memory.
+    fresh.memory = agent.memory
+    assert fresh.run("and plus one?", reset=False) == 43
+    with_tools = rebuild_sandbox_state(agent.memory, make_code_agent([], tools=[double])[0], rerun_tools=True)
+    assert 2 in with_tools.rerun and not any(m.step_number == 2 for m in with_tools.mismatches)
