@@ -42,6 +42,7 @@ test-browser: install chromium
 bench: install
 	$(BIN)/python bench/agent_loop.py
 	$(BIN)/python bench/executor.py
+	$(BIN)/python bench/memory_compaction.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -74,6 +74,10 @@ class ConsoleRenderer:
     def _on_injection_flagged(self, event: ev.InjectionFlagged) -> None:
         self.console.print(f"[bold yellow]Possible prompt injection in {event.source}:[/bold yellow] {event.excerpt}")
 
+    def _on_memory_compacted(self, event: ev.MemoryCompacted) -> None:
+        self.console.print(f"[dim]Memory compacted: {event.steps_folded} older steps summarised, prompt "
+                           f"{event.tokens_before} → {event.tokens_after} tokens (budget {event.budget}).[/dim]")
+
     def _on_step_finished(self, event: ev.StepFinished) -> None:
         usage = event.token_usage
         self.console.print(f"[dim]{event.step_type} step {event.step}: {event.duration_s:.2f}s · "

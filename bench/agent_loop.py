@@ -12,43 +12,13 @@ from __future__ import annotations
 import statistics
 import sys
 import tempfile
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agents import CodeAgent, ReplayModel  # noqa: E402
 from agents.memory import ActionStep  # noqa: E402
-
-
-@dataclass
-class _InstantResult:
-    logs: str
-    output: object = None
-    is_final_answer: bool = False
-    error: str | None = None
-    artifacts: list = field(default_factory=list)
-
-
-class _InstantSandbox:
-    """Stands in for the executor: the loop's cost is measured, not the worker's."""
-
-    def __init__(self) -> None:
-        self.x = 0
-
-    def run(self, code: str) -> _InstantResult:
-        if "final_answer" in code:
-            return _InstantResult(logs="", output=self.x, is_final_answer=True)
-        self.x += 1
-        return _InstantResult(logs=f"{self.x}\n")
-
-    def reset(self) -> None:
-        self.x = 0
-
-    def interrupt(self) -> None: ...
-
-    def close(self) -> None: ...
+from bench.instant_sandbox import InstantSandbox  # noqa: E402
 
 
 def run_once(steps: int) -> dict:
@@ -57,7 +27,7 @@ def run_once(steps: int) -> dict:
     model = ReplayModel(replies, chunk_size=64)
     with tempfile.TemporaryDirectory() as workdir:
         agent = CodeAgent(tools=[], model=model, max_steps=steps, workdir=workdir, verbosity=0)
-        agent._sandbox = _InstantSandbox()
+        agent._sandbox = InstantSandbox()
         result = agent.run("Count up.", return_result=True)
     action_steps = [s for s in result.steps if isinstance(s, ActionStep)]
     overhead = [s.timing.duration_s - s.model_duration_s - s.execution_duration_s for s in action_steps]

@@ -25,33 +25,9 @@ from agents import CodeAgent, ReplayModel  # noqa: E402
 from agents.events import MemoryCompacted  # noqa: E402
 from agents.memory.compaction import is_summary_request  # noqa: E402
 from agents.models.base import ModelReply, message_text  # noqa: E402
+from bench.instant_sandbox import InstantSandbox  # noqa: E402
 STEPS = 200
 BUDGET = 2_000
-
-
-class _InstantResult:
-    def __init__(self, logs: str, output: object = None, is_final_answer: bool = False) -> None:
-        self.logs, self.output, self.is_final_answer, self.error, self.artifacts = logs, output, is_final_answer, None, []
-
-
-class _InstantSandbox:
-    """Stands in for the executor (as in bench/agent_loop.py): only the prompts matter here."""
-
-    def __init__(self) -> None:
-        self.x = 0
-
-    def run(self, code: str) -> _InstantResult:
-        if "final_answer" in code:
-            return _InstantResult(logs="", output=self.x, is_final_answer=True)
-        self.x += 1
-        return _InstantResult(logs=f"{self.x}\n")
-
-    def reset(self) -> None:
-        self.x = 0
-
-    def interrupt(self) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class SummarizingReplay(ReplayModel):
@@ -87,7 +63,7 @@ def run(compaction: bool) -> dict:
     with tempfile.TemporaryDirectory() as workdir:
         agent = CodeAgent(tools=[], model=model, max_steps=STEPS, workdir=workdir, verbosity=0,
                           context_budget=BUDGET if compaction else None, compaction=None if compaction else False)
-        agent._sandbox = _InstantSandbox()
+        agent._sandbox = InstantSandbox()
         started = time.perf_counter()
         events = list(agent.run("Count up.", stream=True))
         elapsed = time.perf_counter() - started

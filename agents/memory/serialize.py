@@ -21,27 +21,20 @@ yields an AgentMemory, so nothing is ever loaded half-way.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import hmac
 import json
-import math
 import os
-import re
 import secrets as _secrets
 import threading
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
 from agents.memory.memory import AgentMemory
-from agents.memory.steps import STEP_TYPES, ActionStep, MemoryStep, Timing
-from agents.models.base import TokenUsage, ToolCall
-
-if TYPE_CHECKING:
-    from agents.loop.base import MultiStepAgent
+from agents.memory.codec import VALUE_FIELDS, field_error, is_json, json_safe, step_from_dict, step_to_dict
+from agents.memory.steps import ActionStep
 
 FORMAT = "agentdeck-memory"
 SCHEMA_VERSION = 1
@@ -51,197 +44,8 @@ SECRET_FILE_ENV = "AGENTDECK_SECRET_FILE"
 DEFAULT_SECRET_FILE = Path.home() / ".agentdeck" / "secret"
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 MAX_STEPS = 20_000
-MAX_REPR_CHARS = 100_000
 MIN_SECRET_BYTES = 16
-
 #: Fields holding arbitrary Python values: stored tagged (`{"json": ...}` or `{"type", "repr"}`).
-_VALUE_FIELDS = {"action_output", "output"}
-_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-
-
-# -- values that may not be JSON ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class StoredValue:
-    """A value that was not JSON when saved (a DataFrame, a figure, ...): its type and repr."""
-    type_name: str
-    text: str
-
-    def __repr__(self) -> str:
-        return self.text
-
-    __str__ = __repr__
-
-
-def _is_json(value: Any, depth: int = 0) -> bool:
-    if depth > 64:
-        return False
-    if value is None or isinstance(value, (bool, str)):
-        return True
-    if isinstance(value, int):
-        return type(value) is int
-    if isinstance(value, float):
-        return type(value) is float and math.isfinite(value)
-    if type(value) is list:
-        return all(_is_json(v, depth + 1) for v in value)
-    if type(value) is dict:
-        return all(isinstance(k, str) and _is_json(v, depth + 1) for k, v in value.items())
-    return False
-
-
-def _safe_repr(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception as exc:  # a broken __repr__ must not stop a save
-        text = f"<{type(value).__name__}: repr failed: {exc}>"
-    if len(text) > MAX_REPR_CHARS:
-        text = text[:MAX_REPR_CHARS] + f"... [{len(text) - MAX_REPR_CHARS} more characters]"
-    return text
-
-
-def encode_value(value: Any) -> dict[str, Any]:
-    """`{"json": value}` for plain JSON values, else `{"type": "<module.Class>", "repr": "..."}`."""
-    if isinstance(value, StoredValue):
-        return {"type": value.type_name, "repr": value.text}
-    if _is_json(value):
-        return {"json": value}
-    kind = type(value)
-    return {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": _safe_repr(value)}
-
-
-def decode_value(data: Any) -> Any:
-    if isinstance(data, dict) and set(data) == {"json"}:
-        return data["json"]
-    if isinstance(data, dict) and set(data) == {"type", "repr"} and all(isinstance(v, str) for v in data.values()):
-        return StoredValue(data["type"], data["repr"])
-    raise MemoryFileError(f"A stored value has an unknown shape: {str(data)[:80]!r}.")
-
-
-def _json_safe(value: Any, depth: int = 0) -> Any:
-    """Messages and similar: keep JSON as is, turn any odd leaf into its repr."""
-    if _is_json(value, depth):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v, depth + 1) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v, depth + 1) for k, v in value.items()}
-    return _safe_repr(value)
-
-
-# -- steps -------------------------------------------------------------------------------------------
-def step_to_dict(step: MemoryStep) -> dict[str, Any]:
-    """One step as a JSON-safe dict (extra attributes set on the step are kept, tagged as values)."""
-    field_names = {f.name for f in dataclasses.fields(step)}
-    data: dict[str, Any] = {"step_type": step.step_type}
-    extras: dict[str, Any] = {}
-    for key, value in vars(step).items():
-        if key == "step_type" or key.startswith("_"):
-            continue
-        if key not in field_names:
-            extras[key] = encode_value(value)
-        elif key == "model_input_messages":
-            data["model_input_length"] = len(value) if value else getattr(step, "_model_input_length", 0)
-        elif key in ("messages", "history"):
-            data[key] = _json_safe(list(value))
-        elif isinstance(value, TokenUsage):
-            data[key] = {"input_tokens": value.input_tokens, "output_tokens": value.output_tokens}
-        elif isinstance(value, Timing):
-            data[key] = {"start_time": value.start_time, "end_time": value.end_time}
-        elif key == "tool_calls":
-            data[key] = [{"id": c.id, "name": c.name, "arguments": {str(k): encode_value(v) for k, v in c.arguments.items()}}
-                         for c in value]
-        elif key == "decisions":
-            data[key] = [encode_value(d) for d in value]
-        elif key in _VALUE_FIELDS:
-            data[key] = encode_value(value)
-        else:
-            data[key] = _json_safe(value)
-    if extras:
-        data["extra"] = extras
-    return data
-
-
-def _fail(index: int, message: str) -> MemoryFileError:
-    return MemoryFileError(f"Step {index + 1} of the memory document is invalid: {message}.")
-
-
-def _check_messages(value: Any, index: int, key: str) -> list[dict[str, Any]]:
-    if not isinstance(value, list):
-        raise _fail(index, f"{key} must be a list")
-    for message in value:
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str) \
-                or not isinstance(message.get("content", ""), (str, list, type(None))):
-            raise _fail(index, f"{key} holds something that is not a chat message")
-    return value
-
-
-def _number(value: Any, index: int, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _fail(index, f"{key} must be a number")
-    return value
-
-
-def step_from_dict(data: Any, index: int = 0) -> MemoryStep:
-    if not isinstance(data, dict):
-        raise _fail(index, "not an object")
-    step_type = data.get("step_type")
-    cls = STEP_TYPES.get(step_type) if isinstance(step_type, str) else None
-    if cls is None:
-        raise _fail(index, f"unknown step type {step_type!r}")
-    step = cls()
-    fields_by_name = {f.name: f for f in dataclasses.fields(cls)}
-    for key, value in data.items():
-        if key == "model_input_length":
-            step._model_input_length = int(_number(value, index, key))  # type: ignore[attr-defined]
-            continue
-        if key == "step_type":
-            continue
-        if key == "extra":
-            if not isinstance(value, dict):
-                raise _fail(index, "extra must be an object")
-            for name, stored in value.items():
-                if not _IDENTIFIER.match(name) or name in fields_by_name or hasattr(type(step), name):
-                    raise _fail(index, f"extra attribute {name!r} is not allowed")
-                setattr(step, name, decode_value(stored))
-            continue
-        if key not in fields_by_name:
-            raise _fail(index, f"unknown field {key!r} for a {step_type} step")
-        default = getattr(step, key)
-        if key in ("messages", "history"):
-            value = _check_messages(value, index, key)
-        elif isinstance(default, TokenUsage):
-            if not isinstance(value, dict):
-                raise _fail(index, f"{key} must be an object")
-            value = TokenUsage(int(_number(value.get("input_tokens", 0), index, key)),
-                               int(_number(value.get("output_tokens", 0), index, key)))
-        elif isinstance(default, Timing):
-            if not isinstance(value, dict):
-                raise _fail(index, f"{key} must be an object")
-            value = Timing(_number(value.get("start_time", 0.0), index, key), _number(value.get("end_time", 0.0), index, key))
-        elif key == "tool_calls":
-            if not isinstance(value, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str)
-                                                      and isinstance(c.get("arguments", {}), dict) for c in value):
-                raise _fail(index, "tool_calls must be a list of {id, name, arguments}")
-            value = [ToolCall(name=c["name"], id=str(c.get("id", "")),
-                              arguments={k: decode_value(v) for k, v in c.get("arguments", {}).items()}) for c in value]
-        elif key == "decisions":
-            if not isinstance(value, list):
-                raise _fail(index, "decisions must be a list")
-            value = [decode_value(d) for d in value]
-        elif key in _VALUE_FIELDS:
-            value = decode_value(value)
-        elif isinstance(default, bool):
-            if not isinstance(value, bool):
-                raise _fail(index, f"{key} must be true or false")
-        elif isinstance(default, (int, float)):
-            value = _number(value, index, key)
-        elif isinstance(default, str) or key in ("code", "error"):
-            if not (isinstance(value, str) or (value is None and key in ("code", "error"))):
-                raise _fail(index, f"{key} must be a string")
-        elif isinstance(default, list):
-            if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
-                raise _fail(index, f"{key} must be a list of strings or numbers")
-        setattr(step, key, value)
-    return step
 
 
 # -- documents ---------------------------------------------------------------------------------------
@@ -251,7 +55,7 @@ def memory_to_dict(memory: AgentMemory, metadata: dict[str, Any] | None = None) 
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
         "saved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "metadata": _json_safe(dict(metadata or {})),
+        "metadata": json_safe(dict(metadata or {})),
         "system_prompt": memory.system_prompt.system_prompt,
         "steps": [step_to_dict(step) for step in memory.steps],
     }
@@ -272,9 +76,9 @@ def _migrate_v0(document: dict[str, Any]) -> dict[str, Any]:
             duration = step.pop("duration_s", 0.0)
             step.setdefault("timing", {"start_time": 0.0, "end_time": float(duration or 0.0)})
             step.setdefault("token_usage", {"input_tokens": 0, "output_tokens": 0})
-        for key in _VALUE_FIELDS:
+        for key in VALUE_FIELDS:
             if key in step:
-                step[key] = {"json": step[key]} if _is_json(step[key]) else {"type": "unknown", "repr": repr(step[key])}
+                step[key] = {"json": step[key]} if is_json(step[key]) else {"type": "unknown", "repr": repr(step[key])}
         steps.append(step)
     return {**document, "format": FORMAT, "schema_version": 1, "metadata": document.get("metadata", {}), "steps": steps}
 
@@ -321,7 +125,7 @@ def memory_from_dict(document: Any, max_steps: int = MAX_STEPS) -> AgentMemory:
     for index, step in enumerate(steps):
         for kept in getattr(step, "kept_steps", []) if step.step_type == "summary" else []:
             if not isinstance(kept, int) or not 0 <= kept < index:
-                raise _fail(index, "a summary keeps a step that does not come before it")
+                raise field_error(index, "a summary keeps a step that does not come before it")
     memory = AgentMemory(system_prompt)
     memory.steps.extend(steps)
     memory.rebuild_prompt()
@@ -455,128 +259,3 @@ def load_memory(path: str | os.PathLike, secret: bytes | str | None = None, max_
     with open(source, "rb") as handle:
         data = handle.read(max_bytes + 1)  # the file may have grown since stat()
     return loads_memory(data, secret, max_bytes=max_bytes, max_steps=max_steps)
-
-
-# -- putting a loaded memory to work ------------------------------------------------------------------
-@dataclass
-class RestoreReport:
-    steps: int
-    step_number: int
-    #: (source, finding) for loaded observations that look like injected instructions.
-    findings: list[tuple[str, Any]] = field(default_factory=list)
-
-
-def flag_loaded_observations(memory: AgentMemory) -> list[tuple[str, Any]]:
-    """Screen the observations of a loaded memory; flagged steps get the warning line in their prompt message."""
-    from agents.guard import detect_injection, unfence, warning_line
-
-    flagged: list[tuple[str, Any]] = []
-    for step in memory.action_steps():
-        text = "\n".join(part for part in (step.observations, step.error or "") if part)
-        findings = detect_injection(unfence(text)) if text else []
-        if not findings:
-            continue
-        source = f"memory:step {step.step_number}"
-        flagged.extend((source, finding) for finding in findings)
-        note = warning_line(source)
-        for message in reversed(step.messages):
-            if message.get("role") == "user" and isinstance(message.get("content"), str):
-                if note not in message["content"]:
-                    message["content"] = note + "\n" + message["content"]
-                break
-    if flagged:
-        memory.rebuild_prompt()
-    return flagged
-
-
-def restore_agent_memory(agent: "MultiStepAgent", source: AgentMemory | str | os.PathLike,
-                         secret: bytes | str | None = None, emit: Callable[[Any], None] | None = None) -> RestoreReport:
-    """Install a saved memory (a path, or an AgentMemory already loaded) in `agent`, ready for `run(..., reset=False)`.
-
-    Loaded observations are screened for injected instructions: each finding is returned in the report,
-    emitted as `InjectionFlagged` through `emit` when given, and the flagged step's observation gets a
-    warning line. Sandbox state is not restored here: see `rebuild_sandbox_state`.
-    """
-    from agents.events import InjectionFlagged
-
-    memory = source if isinstance(source, AgentMemory) else load_memory(source, secret)
-    findings = flag_loaded_observations(memory)
-    numbers = [getattr(s, "step_number", 0) for s in memory.steps]
-    step_number = max(numbers, default=0)
-    agent.memory = memory
-    agent._step_number = step_number
-    if emit is not None:
-        for source_label, finding in findings:
-            number = int(source_label.rsplit(" ", 1)[-1])
-            emit(InjectionFlagged(run_id="restore", step=number, source=source_label, excerpt=finding.excerpt))
-    return RestoreReport(steps=len(memory.steps), step_number=step_number, findings=findings)
-
-
-@dataclass
-class Mismatch:
-    step_number: int
-    expected: str
-    actual: str
-    error: str | None = None
-
-
-@dataclass
-class SandboxRebuildReport:
-    """What `rebuild_sandbox_state` did: steps re-run, skipped (with why), and mismatching output."""
-    rerun: list[int] = field(default_factory=list)
-    skipped: list[tuple[int, str]] = field(default_factory=list)
-    mismatches: list[Mismatch] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.mismatches
-
-    def summary(self) -> str:
-        text = f"Re-ran {len(self.rerun)} code steps, skipped {len(self.skipped)}, {len(self.mismatches)} mismatches."
-        for mismatch in self.mismatches:
-            text += f"\n- step {mismatch.step_number}: " + (
-                f"error {mismatch.error}" if mismatch.error else f"output {mismatch.actual[:80]!r} != {mismatch.expected[:80]!r}")
-        return text
-
-
-def _calls_tools(step: ActionStep, tool_names: set[str]) -> list[str]:
-    names = {call.name for call in step.tool_calls}
-    code = step.code or ""
-    names.update(name for name in tool_names if re.search(rf"\b{re.escape(name)}\s*\(", code))
-    return sorted(names)
-
-
-def rebuild_sandbox_state(memory: AgentMemory, agent: Any, rerun_tools: bool = False) -> SandboxRebuildReport:
-    """Re-run the recorded code steps, in order, in `agent`'s sandbox (a fresh CodeAgent) to rebuild its state.
-
-    - Steps that errored originally are skipped (their partial effects are not replayed).
-    - Steps that called tools (recorded tool calls, or a tool's name called in the code) are skipped by
-      default, because re-running them would call the tools again (web requests, questions to the user...);
-      with `rerun_tools=True` they run and call the tools for real.
-    - Each re-run step's printed output is compared with the recorded logs; a difference, or an error now,
-      is reported as a Mismatch with the step number. `final_answer` in re-run code only records a value.
-    """
-    from agents.loop.context import RunContext
-
-    report = SandboxRebuildReport()
-    runner = getattr(agent, "runner", None)
-    tool_names = set(getattr(runner, "tools", {}) or {})
-    if rerun_tools and runner is not None and runner.context is None:
-        runner.context = RunContext(run_id="rebuild", emit_function=lambda event: None, interrupt_flag=threading.Event())
-    sandbox = agent.sandbox
-    for step in memory.action_steps():
-        if not step.code:
-            continue
-        if step.error:
-            report.skipped.append((step.step_number, "errored originally"))
-            continue
-        tools_called = _calls_tools(step, tool_names)
-        if tools_called and not rerun_tools:
-            report.skipped.append((step.step_number, "called tools: " + ", ".join(tools_called)))
-            continue
-        result = sandbox.run(step.code)
-        report.rerun.append(step.step_number)
-        actual = result.logs or ""
-        if result.error or actual != (step.logs or ""):
-            report.mismatches.append(Mismatch(step.step_number, step.logs or "", actual, result.error or None))
-    return report

@@ -5,7 +5,8 @@ from agents import AgentMemory, tool
 from agents import events as ev
 from agents.memory import ActionStep, PlanningStep, SummaryStep, TaskStep
 from agents.memory.compaction import Compactor, choose_kept_steps, default_budget, fallback_summary
-from agents.memory.serialize import restore_agent_memory, step_to_dict
+from agents.memory.codec import step_to_dict
+from agents.memory.restore import restore_agent_memory
 from agents.models.base import message_text
 from agents.models.replay import ReplayModel
 from tests.agents.conftest import call

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import nbformat
-import pytest
 
 from agents import AgentMemory, tool
 from agents.memory import ActionStep, FinalAnswerStep, TaskStep
 from agents.memory.export import save_notebook, to_markdown, to_notebook
-from agents.memory.serialize import rebuild_sandbox_state
+from agents.memory.restore import rebuild_sandbox_state
 from tests.agents.conftest import code
 from tests.memory.conftest import needs_sandbox
 

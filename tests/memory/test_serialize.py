@@ -9,10 +9,9 @@ from agents import AgentMemory, tool
 from agents import events as ev
 from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
 from agents.memory import serialize
-from agents.memory.serialize import (
-    SCHEMA_VERSION, StoredValue, load_memory, load_or_create_secret, memory_from_dict, restore_agent_memory,
-    save_memory, step_to_dict,
-)
+from agents.memory.codec import StoredValue, step_to_dict
+from agents.memory.restore import restore_agent_memory
+from agents.memory.serialize import SCHEMA_VERSION, load_memory, load_or_create_secret, memory_from_dict, save_memory
 from tests.agents.conftest import call, code
 from tests.memory.conftest import needs_sandbox
 

@@ -1,0 +1,141 @@
+"""Putting a loaded memory to work: install it in an agent (screening it for injected instructions) and
+rebuild the sandbox's variables by re-running the recorded code steps.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from agents.memory.memory import AgentMemory
+from agents.memory.serialize import load_memory
+from agents.memory.steps import ActionStep
+
+if TYPE_CHECKING:
+    from agents.loop.base import MultiStepAgent
+
+# -- putting a loaded memory to work ------------------------------------------------------------------
+@dataclass
+class RestoreReport:
+    steps: int
+    step_number: int
+    #: (source, finding) for loaded observations that look like injected instructions.
+    findings: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def flag_loaded_observations(memory: AgentMemory) -> list[tuple[str, Any]]:
+    """Screen the observations of a loaded memory; flagged steps get the warning line in their prompt message."""
+    from agents.guard import detect_injection, unfence, warning_line
+
+    flagged: list[tuple[str, Any]] = []
+    for step in memory.action_steps():
+        text = "\n".join(part for part in (step.observations, step.error or "") if part)
+        findings = detect_injection(unfence(text)) if text else []
+        if not findings:
+            continue
+        source = f"memory:step {step.step_number}"
+        flagged.extend((source, finding) for finding in findings)
+        note = warning_line(source)
+        for message in reversed(step.messages):
+            if message.get("role") == "user" and isinstance(message.get("content"), str):
+                if note not in message["content"]:
+                    message["content"] = note + "\n" + message["content"]
+                break
+    if flagged:
+        memory.rebuild_prompt()
+    return flagged
+
+
+def restore_agent_memory(agent: "MultiStepAgent", source: AgentMemory | str | os.PathLike,
+                         secret: bytes | str | None = None, emit: Callable[[Any], None] | None = None) -> RestoreReport:
+    """Install a saved memory (a path, or an AgentMemory already loaded) in `agent`, ready for `run(..., reset=False)`.
+
+    Loaded observations are screened for injected instructions: each finding is returned in the report,
+    emitted as `InjectionFlagged` through `emit` when given, and the flagged step's observation gets a
+    warning line. Sandbox state is not restored here: see `rebuild_sandbox_state`.
+    """
+    from agents.events import InjectionFlagged
+
+    memory = source if isinstance(source, AgentMemory) else load_memory(source, secret)
+    findings = flag_loaded_observations(memory)
+    numbers = [getattr(s, "step_number", 0) for s in memory.steps]
+    step_number = max(numbers, default=0)
+    agent.memory = memory
+    agent._step_number = step_number
+    if emit is not None:
+        for source_label, finding in findings:
+            number = int(source_label.rsplit(" ", 1)[-1])
+            emit(InjectionFlagged(run_id="restore", step=number, source=source_label, excerpt=finding.excerpt))
+    return RestoreReport(steps=len(memory.steps), step_number=step_number, findings=findings)
+
+
+@dataclass
+class Mismatch:
+    step_number: int
+    expected: str
+    actual: str
+    error: str | None = None
+
+
+@dataclass
+class SandboxRebuildReport:
+    """What `rebuild_sandbox_state` did: steps re-run, skipped (with why), and mismatching output."""
+    rerun: list[int] = field(default_factory=list)
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def summary(self) -> str:
+        text = f"Re-ran {len(self.rerun)} code steps, skipped {len(self.skipped)}, {len(self.mismatches)} mismatches."
+        for mismatch in self.mismatches:
+            text += f"\n- step {mismatch.step_number}: " + (
+                f"error {mismatch.error}" if mismatch.error else f"output {mismatch.actual[:80]!r} != {mismatch.expected[:80]!r}")
+        return text
+
+
+def _calls_tools(step: ActionStep, tool_names: set[str]) -> list[str]:
+    names = {call.name for call in step.tool_calls}
+    code = step.code or ""
+    names.update(name for name in tool_names if re.search(rf"\b{re.escape(name)}\s*\(", code))
+    return sorted(names)
+
+
+def rebuild_sandbox_state(memory: AgentMemory, agent: Any, rerun_tools: bool = False) -> SandboxRebuildReport:
+    """Re-run the recorded code steps, in order, in `agent`'s sandbox (a fresh CodeAgent) to rebuild its state.
+
+    - Steps that errored originally are skipped (their partial effects are not replayed).
+    - Steps that called tools (recorded tool calls, or a tool's name called in the code) are skipped by
+      default, because re-running them would call the tools again (web requests, questions to the user...);
+      with `rerun_tools=True` they run and call the tools for real.
+    - Each re-run step's printed output is compared with the recorded logs; a difference, or an error now,
+      is reported as a Mismatch with the step number. `final_answer` in re-run code only records a value.
+    """
+    from agents.loop.context import RunContext
+
+    report = SandboxRebuildReport()
+    runner = getattr(agent, "runner", None)
+    tool_names = set(getattr(runner, "tools", {}) or {})
+    if rerun_tools and runner is not None and runner.context is None:
+        runner.context = RunContext(run_id="rebuild", emit_function=lambda event: None, interrupt_flag=threading.Event())
+    sandbox = agent.sandbox
+    for step in memory.action_steps():
+        if not step.code:
+            continue
+        if step.error:
+            report.skipped.append((step.step_number, "errored originally"))
+            continue
+        tools_called = _calls_tools(step, tool_names)
+        if tools_called and not rerun_tools:
+            report.skipped.append((step.step_number, "called tools: " + ", ".join(tools_called)))
+            continue
+        result = sandbox.run(step.code)
+        report.rerun.append(step.step_number)
+        actual = result.logs or ""
+        if result.error or actual != (step.logs or ""):
+            report.mismatches.append(Mismatch(step.step_number, step.logs or "", actual, result.error or None))
+    return report

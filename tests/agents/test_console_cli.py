@@ -1,0 +1,57 @@
+"""The console renderer's verbosity levels and `python -m agents`."""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+from rich.console import Console
+
+from agents import ToolCallingAgent, ReplayModel
+from agents.console import ConsoleRenderer
+from tests.agents.conftest import call
+from tests.conftest import PROJECT_ROOT
+
+
+def _render(verbosity: int) -> str:
+    buffer = io.StringIO()
+    renderer = ConsoleRenderer(verbosity, console=Console(file=buffer, width=100, color_system=None))
+    agent = ToolCallingAgent(tools=[], model=ReplayModel([call("final_answer", answer="forty-two")]), verbosity=0)
+    for event in agent.run("What is the answer?", stream=True):
+        renderer.handle(event)
+    return buffer.getvalue()
+
+
+def test_quiet_is_silent_normal_shows_steps_debug_shows_stream():
+    assert _render(0) == ""
+    normal = _render(1)
+    assert "What is the answer?" in normal and "Step 1" in normal and "Final answer: forty-two" in normal
+    assert '"final_answer"' not in normal  # the raw streamed text is for debug only
+    debug = _render(2)
+    assert '"final_answer"' in debug
+
+
+def test_non_streamed_run_prints_only_when_verbose(capsys):
+    ToolCallingAgent(tools=[], model=ReplayModel([call("final_answer", answer=1)]), verbosity=0).run("t")
+    assert capsys.readouterr().out == ""
+    ToolCallingAgent(tools=[], model=ReplayModel([call("final_answer", answer=1)]), verbosity=1).run("t")
+    assert "Final answer" in capsys.readouterr().out
+
+
+def test_cli_runs_a_replay_transcript(tmp_path):
+    transcript = tmp_path / "script.yaml"
+    transcript.write_text(
+        "- |-\n  Thought: compute.\n  ```python\n  final_answer(17 * 23)\n  ```\n", encoding="utf-8")
+    completed = subprocess.run(
+        [sys.executable, "-m", "agents", "What is 17 * 23?", "--model", f"replay:{transcript}", "-v", "0"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "391"
+
+
+def test_cli_reports_bad_model_string_clearly(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-m", "agents", "hi", "--model", f"replay:{tmp_path / 'missing.yaml'}"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 2
+    assert "error:" in completed.stderr and "not found" in completed.stderr
