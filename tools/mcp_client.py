@@ -4,209 +4,27 @@ Why it is built this way: the agent loop is synchronous but the official `mcp` S
 MCP client session must be entered and left in the same task. So each `MCPToolset` owns one
 background thread running its own event loop, with one long-lived task that holds the session open;
 tool calls are submitted to that loop with `asyncio.run_coroutine_threadsafe` and waited for with a
-timeout. Each server tool becomes a `Tool` whose inputs are mapped from its JSON schema (required
-properties are not nullable, the others are).
-
-Configuration (AGENTDECK_MCP_SERVERS), parsed by `parse_mcp_servers`, is either
-- JSON: a list of server objects, a single object, or a Claude-Desktop-style
-  `{"mcpServers": {"name": {...}}}` map; a server object is `{"command": "...", "args": [...],
-  "env": {...}, "cwd": "..."}` for a stdio server or `{"url": "https://.../mcp", "headers": {...}}`
-  for a Streamable HTTP server, optionally with `"name"` (used as a tool-name prefix, see
-  `prefix`) and `"timeout"` (seconds per call); or
-- plain text: entries separated by `;`, each an http(s) URL or a shell-style command line,
-  e.g. `uvx mcp-server-time; https://example.com/mcp`.
+timeout. Server configuration lives in `tools/mcp_config.py`, schema mapping in `tools/mcp_schema.py`.
 """
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import json
-import keyword
 import logging
-import re
-import shlex
 import tempfile
 import threading
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
 from agents.errors import ConfigurationError, ToolError
 from tools.base import Tool
+from tools.mcp_config import MCPServerSpec, parse_mcp_servers
+from tools.mcp_schema import identifier, schema_to_inputs
 
 logger = logging.getLogger(__name__)
 
-MCP_SERVERS_ENV = "AGENTDECK_MCP_SERVERS"
-_JSON_TO_TOOL_TYPE = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean",
-                      "array": "array", "object": "object", "null": "null"}
 
-
-@dataclass
-class MCPServerSpec:
-    """How to reach one MCP server: a stdio `command` (+ args, env, cwd) or a Streamable HTTP `url`."""
-
-    command: str | None = None
-    args: list[str] = field(default_factory=list)
-    env: dict[str, str] | None = None
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] | None = None
-    name: str | None = None
-    prefix: str | None = None
-    timeout: float = 60.0
-
-    def __post_init__(self) -> None:
-        if bool(self.command) == bool(self.url):
-            raise ConfigurationError("An MCP server needs either a `command` (stdio) or a `url` (HTTP), not both.")
-        if self.url and not self.url.startswith(("http://", "https://")):
-            raise ConfigurationError(f"MCP server URL {self.url!r} must start with http:// or https://.")
-
-    @property
-    def label(self) -> str:
-        if self.name:
-            return self.name
-        return self.url or " ".join([self.command or "", *self.args]).strip()
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], name: str | None = None) -> "MCPServerSpec":
-        known = {"command", "args", "env", "cwd", "url", "headers", "name", "prefix", "timeout"}
-        unknown = sorted(set(data) - known - {"type", "transport"})
-        if unknown:
-            raise ConfigurationError(f"MCP server entry has unknown key(s) {unknown}; known keys: {sorted(known)}.")
-        values = {k: v for k, v in data.items() if k in known}
-        if name and not values.get("name"):
-            values["name"] = name
-        if isinstance(values.get("args"), str):
-            values["args"] = shlex.split(values["args"])
-        return cls(**values)
-
-
-def parse_mcp_servers(config: str | None) -> list[MCPServerSpec]:
-    """Parse the AGENTDECK_MCP_SERVERS format (see the module docstring) into server specs."""
-    text = (config or "").strip()
-    if not text:
-        return []
-    if text[0] in "[{":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigurationError(f"{MCP_SERVERS_ENV} looks like JSON but does not parse: {exc}.") from exc
-        if isinstance(data, dict) and isinstance(data.get("mcpServers"), dict):
-            return [MCPServerSpec.from_dict(v, name=k) for k, v in data["mcpServers"].items()]
-        if isinstance(data, dict):
-            data = [data]
-        if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
-            raise ConfigurationError(f"{MCP_SERVERS_ENV} JSON must be a list of server objects.")
-        return [MCPServerSpec.from_dict(item) for item in data]
-    specs = []
-    for entry in (part.strip() for part in _split_outside_quotes(text, ";")):
-        if not entry:
-            continue
-        if entry.startswith(("http://", "https://")):
-            specs.append(MCPServerSpec(url=entry))
-            continue
-        try:
-            words = shlex.split(entry)
-        except ValueError as exc:
-            raise ConfigurationError(f"{MCP_SERVERS_ENV}: cannot parse command {entry!r} ({exc}).") from exc
-        specs.append(MCPServerSpec(command=words[0], args=words[1:]))
-    return specs
-
-
-def _split_outside_quotes(text: str, separator: str) -> list[str]:
-    """Split on `separator` except inside single or double quotes (so `python -c 'a; b'` stays whole)."""
-    parts, current, quote = [], [], ""
-    for char in text:
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == separator:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-    parts.append("".join(current))
-    return parts
-
-
-# ---------------------------------------------------------------------- schema mapping
-def schema_to_inputs(schema: dict[str, Any] | None) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Map a tool's JSON input schema to Tool `inputs`; also return {python name: schema property name}."""
-    schema = schema or {}
-    properties = schema.get("properties") or {}
-    required = set(schema.get("required") or [])
-    inputs: dict[str, dict[str, Any]] = {}
-    names: dict[str, str] = {}
-    for prop_name, prop in properties.items():
-        prop = prop if isinstance(prop, dict) else {}
-        types, allows_null = _json_schema_types(prop)
-        description = prop.get("description") or prop.get("title") or prop_name
-        if "default" in prop and prop["default"] is not None:
-            description += f" (default: {json.dumps(prop['default'])})"
-        spec: dict[str, Any] = {"type": types[0] if len(types) == 1 else types, "description": description}
-        if prop_name not in required or allows_null:
-            spec["nullable"] = True
-        if isinstance(prop.get("enum"), list):
-            spec["enum"] = [v for v in prop["enum"] if v is not None]
-        if isinstance(prop.get("items"), dict):
-            spec["items"] = prop["items"]
-        python_name = _identifier(prop_name, taken=set(inputs))
-        inputs[python_name] = spec
-        names[python_name] = prop_name
-    return inputs, names
-
-
-def _json_schema_types(prop: dict[str, Any]) -> tuple[list[str], bool]:
-    """The tool types a JSON-schema property allows (["any"] when unknown), and whether it allows null."""
-    raw = _raw_json_types(prop)
-    types: list[str] = []
-    for item in raw:
-        mapped = _JSON_TO_TOOL_TYPE.get(item, "any") if isinstance(item, str) else "any"
-        if mapped != "null" and mapped not in types:
-            types.append(mapped)
-    if not types or "any" in types:
-        types = ["any"]
-    return types, "null" in raw
-
-
-def _raw_json_types(prop: dict[str, Any]) -> list[Any]:
-    """JSON type names of a property, following anyOf/oneOf; "any" for a member with no type."""
-    raw: list[Any] = []
-    if "type" in prop:
-        raw.extend(prop["type"] if isinstance(prop["type"], list) else [prop["type"]])
-    for key in ("anyOf", "oneOf"):
-        for member in prop.get(key) or []:
-            if isinstance(member, dict):
-                raw.extend(_raw_json_types(member) or ["any"])
-    if not raw and isinstance(prop.get("enum"), list):
-        raw = sorted({_python_json_type(v) for v in prop["enum"]})
-    return raw
-
-
-def _python_json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "null" if value is None else "string"
-
-
-def _identifier(text: str, taken: set[str] = frozenset()) -> str:  # type: ignore[assignment]
-    name = re.sub(r"\W", "_", text) or "arg"
-    if name[0].isdigit():
-        name = "_" + name
-    if keyword.iskeyword(name):
-        name += "_"
-    base, n = name, 2
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    return name
-
-
-# ---------------------------------------------------------------------- tools
 class MCPTool(Tool):
     """A tool served by an MCP server; calls go through the owning MCPToolset's session."""
 
@@ -409,7 +227,7 @@ class MCPToolset:
         inputs, arg_names = schema_to_inputs(schema)
         nullable_props = {arg_names[k] for k, spec in inputs.items()
                           if spec.get("nullable") and arg_names[k] in set(schema.get("required") or [])}
-        name = _identifier((self.spec.prefix + "_" if self.spec.prefix else "") + remote.name)
+        name = identifier((self.spec.prefix + "_" if self.spec.prefix else "") + remote.name)
         description = (getattr(remote, "description", None) or getattr(remote, "title", None)
                        or f"Tool {remote.name} of MCP server {self.spec.label}.")
         tool_class = type(f"MCPTool_{name}", (MCPTool,), {

@@ -26,26 +26,6 @@ AgentFactory = Callable[[RunSettings, Path], Any]
 _END = object()
 
 
-class _ActiveDrains:
-    """How many sessions are streaming right now: under load each one updates its chat less often."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> "_ActiveDrains":
-        with self._lock:
-            self.count += 1
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        with self._lock:
-            self.count -= 1
-
-
-ACTIVE_DRAINS = _ActiveDrains()
-
-
 @dataclass
 class _Failure:
     error: BaseException
@@ -156,8 +136,7 @@ class Session:
         if run is None:
             return
         run.waiting_decision = None
-        with ACTIVE_DRAINS:
-            yield from self._drain(run, min_interval, gather, heartbeat, stop_grace)
+        yield from self._drain(run, min_interval, gather, heartbeat, stop_grace)
 
     def _drain(self, run: RunHandle, min_interval: float, gather: float, heartbeat: float,
                stop_grace: float) -> Iterator[str]:
@@ -173,8 +152,7 @@ class Session:
                 continue
             # Let the rest of a burst arrive (a step's end, the next step's start, streamed text), then show it
             # in one update: at least `gather` seconds, and never more than one update per `min_interval`.
-            interval = min_interval * max(1.0, ACTIVE_DRAINS.count / 4)  # 16 streams: one update per 0.2 s each
-            time.sleep(max(gather, interval - (time.time() - last_yield)))
+            time.sleep(max(gather, min_interval - (time.time() - last_yield)))
             batch = [item]
             while True:
                 try:

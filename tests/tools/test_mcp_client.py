@@ -9,7 +9,9 @@ from typing import Iterator
 import pytest
 
 from agents.errors import ConfigurationError, ToolError, ToolInputError
-from tools.mcp_client import MCPServerSpec, MCPToolset, load_mcp_toolsets, parse_mcp_servers, schema_to_inputs
+from tools.mcp_client import MCPToolset, load_mcp_toolsets
+from tools.mcp_config import MCPServerSpec, parse_mcp_servers
+from tools.mcp_schema import schema_to_inputs
 
 SERVER = str(Path(__file__).with_name("mcp_demo_server.py"))
 
