@@ -72,7 +72,8 @@ def test_scripted_analysis_run_streams_in_order_and_follow_up(analysis_app: str,
             if key[0].startswith("Step") and key not in seen:
                 seen.append(key)
     assert seen.index(("Step 1", "pending")) < seen.index(("Step 1", "done")) < seen.index(("Step 2", "pending"))
-    assert seen.index(("Step 2", "done")) < seen.index(("Step 3", "pending")) < seen.index(("Step 3", "done"))
+    # Step 3 only calls final_answer: its start and end may arrive in the same update.
+    assert seen.index(("Step 2", "done")) < seen.index(("Step 3", "done"))
     clock = [e for update in updates for e in update[4]["events"]]
     assert [e[0] for e in clock if e[0] == "step_started"] == ["step_started"] * 3
     assert [e[1] for e in clock if e[0] == "step_finished"] == [1, 2, 3]

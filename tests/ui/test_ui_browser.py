@@ -134,6 +134,10 @@ def test_stop_during_a_long_step_then_new_chat(page) -> None:
     wait_for_text(page, "Stopped", timeout=15)
     assert time.time() - started < 10
     assert "woke up\n```" not in chat_text(page)  # the code's last print never ran
+    page.locator("#chat").evaluate(
+        "chat => chat.querySelectorAll('*').forEach(el => { if (el.scrollHeight > el.clientHeight + 5) "
+        "el.scrollTop = el.scrollHeight; })")
+    time.sleep(0.3)
     shot(page, "stopped")
     # The session is still usable after a stop.
     send(page, "Still there?")
