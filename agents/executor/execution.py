@@ -217,6 +217,7 @@ class Executor:
         set_cpu_limit(msg.get("timeout_s", 30))
         saved = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = capture
+        _track_explicit_figure_saves()
         self.audit.start_run()
         value = None
         try:
@@ -249,8 +250,10 @@ class Executor:
             return
         try:
             for num in plt.get_fignums():
-                path = self._free_name(f"figure_step{step}_{num}.png")
-                plt.figure(num).savefig(path)
+                figure = plt.figure(num)
+                if getattr(figure, _SAVED_MARK, False):
+                    continue  # the code saved it itself: a second copy would show the chart twice
+                figure.savefig(self._free_name(f"figure_step{step}_{num}.png"))
             plt.close("all")
         except Exception as exc:  # noqa: BLE001 - report in the logs, keep the result
             capture.write(f"\n[could not save open matplotlib figures: {type(exc).__name__}: {exc}]\n")
@@ -324,3 +327,24 @@ def _plain(value, depth: int = 0, count: list | None = None):
             out[k] = _plain(v, depth + 1, count)
         return out
     raise _NotPlain
+
+
+_SAVED_MARK = "_agentdeck_saved_explicitly"
+
+
+def _track_explicit_figure_saves() -> None:
+    """Wrap Figure.savefig (once, before user code runs) so figures the code saved are not saved again."""
+    figure_module = sys.modules.get("matplotlib.figure")
+    if figure_module is None or getattr(figure_module.Figure.savefig, "_agentdeck_wrapped", False):
+        return
+    original = figure_module.Figure.savefig
+
+    def savefig(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        object.__setattr__(self, _SAVED_MARK, True)
+        return result
+
+    savefig._agentdeck_wrapped = True
+    savefig.__doc__ = original.__doc__
+    figure_module.Figure.savefig = savefig
+

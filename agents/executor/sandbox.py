@@ -216,8 +216,14 @@ class PythonSandbox:
             except OSError:
                 pass
 
-    def run(self, code: str, on_log: Callable[[str], None] | None = None) -> RunResult:
-        """Run ``code`` in the sandbox; never raises for problems of the code itself."""
+    def run(self, code: str, on_log: Callable[[str], None] | None = None,
+            cancel: threading.Event | None = None) -> RunResult:
+        """Run ``code`` in the sandbox; never raises for problems of the code itself.
+
+        ``cancel`` is the caller's stop flag: when it is set (even before the worker is up, or before this
+        call started), the code is interrupted as by ``interrupt()``. ``interrupt()`` alone only acts on a
+        run already in progress, so callers that can be stopped at any moment should pass ``cancel``.
+        """
         on_log = on_log or self.on_log
         with self._run_lock:
             started = time.monotonic()
@@ -236,7 +242,7 @@ class PythonSandbox:
             try:
                 worker.send({"op": "run", "id": run_id, "code": code, "step": self._step,
                              "timeout_s": self.timeout_s, "stream": on_log is not None})
-                result = self._wait(worker, run_id, on_log)
+                result = self._wait(worker, run_id, on_log, cancel)
             except (OSError, ChannelClosed):
                 result = self._crashed(worker, [])
             finally:
@@ -246,7 +252,8 @@ class PythonSandbox:
             result.duration_s = time.monotonic() - started
             return result
 
-    def _wait(self, worker: WorkerProcess, run_id: str, on_log) -> RunResult:
+    def _wait(self, worker: WorkerProcess, run_id: str, on_log,
+              cancel: threading.Event | None = None) -> RunResult:
         logs: list[str] = []
         start = time.monotonic()
         tool_time = 0.0
@@ -255,7 +262,8 @@ class PythonSandbox:
         while True:
             now = time.monotonic()
             if stopping is None:
-                reason = "interrupt" if self._interrupt else None
+                cancelled = self._interrupt or (cancel is not None and cancel.is_set())
+                reason = "interrupt" if cancelled else None
                 if reason is None and now - start - tool_time >= self.timeout_s:
                     reason = "timeout"
                 if reason:

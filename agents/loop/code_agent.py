@@ -110,14 +110,7 @@ class CodeAgent(MultiStepAgent):
             code = decision.edited
         step.code = code
         context.check_interrupt()
-        sandbox = self.sandbox
-        started = time.perf_counter()
-        self.runner.begin_step()
-        result = sandbox.run(code)
-        step.execution_duration_s = time.perf_counter() - started
-        step.logs = result.logs or ""
-        if step.logs:
-            context.emit(ExecutionLog(**fields, text=step.logs))
+        result = self._execute_code(code, step, context)
         for artifact in result.artifacts:
             self._emit_artifact(artifact, step, context)
         if context.interrupt_flag.is_set():
@@ -135,6 +128,30 @@ class CodeAgent(MultiStepAgent):
         if result.is_final_answer:
             step.is_final_answer = True
             step.action_output = result.output
+
+    def _execute_code(self, code: str, step: ActionStep, context: RunContext):
+        """Run the code, streaming its output as ExecutionLog events while it runs.
+
+        The run's stop flag goes to the sandbox as `cancel`, so a Stop pressed while the worker is still
+        starting is not lost."""
+        fields = context.event_fields()
+        sandbox = self.sandbox
+        streamed: list[str] = []
+
+        def stream_log(text: str) -> None:
+            streamed.append(text)
+            context.emit(ExecutionLog(**fields, text=text))
+
+        self.runner.begin_step()
+        started = time.perf_counter()
+        result = sandbox.run(code, on_log=stream_log, cancel=context.interrupt_flag)
+        step.execution_duration_s = time.perf_counter() - started
+        step.logs = result.logs or ""
+        already_sent = "".join(streamed)
+        rest = step.logs[len(already_sent):] if step.logs.startswith(already_sent) else step.logs
+        if rest:
+            context.emit(ExecutionLog(**fields, text=rest))
+        return result
 
     def _screen_execution(self, step: ActionStep, output_text: str) -> tuple[str, str]:
         """Record the tools the code called; if any, their output may be in the logs: fence logs and output

@@ -144,3 +144,15 @@ def test_replay_running_out_is_a_clear_error(make_code_agent):
     agent2, _ = make_code_agent(ReplayModel([code("x = 1")]), max_steps=5)
     with pytest.raises(ReplayExhaustedError):
         agent2.run("t")
+
+
+def test_a_chart_saved_by_the_code_is_not_saved_twice(make_code_agent):
+    agent, _ = make_code_agent([
+        code("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.savefig('mine.png', dpi=50)"),
+        code("plt.figure()\nplt.plot([3, 1])"),  # left open: saved automatically
+        code("final_answer('ok')"),
+    ], authorized_imports=["matplotlib"])
+    events = list(agent.run("t", stream=True))
+    images = [e.relative_path for e in events if isinstance(e, ev.ArtifactCreated) and e.artifact_kind == "image"]
+    assert images[0] == "mine.png" and len(images) == 2, images
+    assert images[1].startswith("figure_step2")

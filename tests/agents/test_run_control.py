@@ -106,3 +106,29 @@ def test_step_callbacks_by_type(make_tool_agent):
     agent.step_callbacks.add(lambda s, a: calls["all"].append(s.step_type))
     agent.run("t")
     assert calls == {"action": [1], "planning": ["plan"], "all": ["planning", "action"]}
+
+
+def test_interrupt_while_the_sandbox_is_starting_is_not_lost(make_code_agent):
+    """A Stop that arrives before the worker is up must still stop the code (it used to be dropped)."""
+    agent, model = make_code_agent([code("import time\ntime.sleep(30)"), code("final_answer(1)")],
+                                   executor_timeout_s=60)
+    assert agent._sandbox is None  # the first step starts the worker
+    started = time.monotonic()
+    seen = []
+    for event in agent.run("t", stream=True):
+        seen.append(event)
+        if isinstance(event, ev.CodeProposed):
+            agent.interrupt()  # the sandbox does not exist yet or is still starting
+    elapsed = time.monotonic() - started
+    assert seen[-1].state == "interrupted"
+    assert elapsed < 15, f"the stop took {elapsed:.1f}s"
+
+
+def test_logs_stream_while_code_runs(make_code_agent):
+    agent, _ = make_code_agent([code("import time\nfor i in range(3):\n    print('tick', i)\n    time.sleep(0.3)"),
+                                code("final_answer(1)")])
+    events = list(agent.run("t", stream=True))
+    logs = [e for e in events if isinstance(e, ev.ExecutionLog)]
+    assert len(logs) >= 2, "long-running code should stream its output in pieces"
+    assert "".join(e.text for e in logs) == "tick 0\ntick 1\ntick 2\n"
+    assert logs[0].timestamp < logs[-1].timestamp - 0.2
