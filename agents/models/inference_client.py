@@ -32,12 +32,13 @@ class InferenceClientModel(RemoteChatModel):
     `base_url` targets a dedicated endpoint or any OpenAI-compatible server instead."""
 
     def __init__(self, model_id: str = DEFAULT_HF_MODEL, provider: str | None = None, token: str | None = None,
-                 base_url: str | None = None, api_key: str | None = None, **kwargs: Any) -> None:
+                 base_url: str | None = None, api_key: str | None = None, api_base: str | None = None,
+                 **kwargs: Any) -> None:
         if model_id.startswith("hf:"):
             model_id = model_id[3:]
         super().__init__(model_id, **kwargs)
         self.provider = provider or os.environ.get("HF_INFERENCE_PROVIDER") or "auto"
-        self.base_url = base_url
+        self.base_url = base_url or api_base  # `api_base` as for LiteLLMModel
         self.__token = token or api_key or os.environ.get("HF_TOKEN") or None
         self.context_size = KNOWN_CONTEXT_SIZES.get(model_id)
         self._client: Any = None

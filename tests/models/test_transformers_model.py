@@ -8,7 +8,7 @@ import pytest
 
 from agents.errors import ModelNotFoundError
 from agents.models import TransformersModel, load_model
-from conftest import TINY_SCRIPTS
+from tiny_llm import TINY_SCRIPTS
 
 (ADD_TASK, ADD_REPLY), (HELLO_TASK, HELLO_REPLY) = TINY_SCRIPTS
 
