@@ -195,16 +195,23 @@ def select_tools(names: tuple[str, ...]) -> list[Any]:
 
 
 # ----- agents ----------------------------------------------------------------------------------------
+_shared_models: dict[str, Any] = {}
+_shared_models_lock = threading.Lock()
+
+
 def load_model(model_string: str) -> Any:
-    """A new model instance for `model_string` (each session gets its own: replay models keep a cursor)."""
-    try:
-        from agents.models import load_model as load
-    except ImportError:  # older agents package: only replay transcripts can be loaded here
-        if model_string.startswith("replay:"):
-            from agents import ReplayModel
-            return ReplayModel.from_file(model_string[len("replay:"):])
-        raise
-    return load(model_string)
+    """The model for `model_string`. Replay models keep a cursor, so each session gets its own; every other
+    adapter is stateless between calls and thread-safe, so sessions share one instance (the embedded model's
+    weights are loaded once per process, not once per browser tab)."""
+    from agents.models import load_model as load
+
+    if model_string.startswith("replay:"):
+        return load(model_string)
+    with _shared_models_lock:
+        model = _shared_models.get(model_string)
+        if model is None:
+            model = _shared_models[model_string] = load(model_string)
+        return model
 
 
 def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -> Any:
