@@ -21,6 +21,7 @@ from agents import events as ev
 
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp"}
 MAX_BLOCK_CHARS = 6000
+WAITING_MARK = " · ✋ waiting for you"
 
 
 @dataclass
@@ -129,6 +130,7 @@ class Transcript:
         self.run_tokens: Any = None
         self.last_status = ""
         self.finished: ev.RunFinished | None = None
+        self.waiting: str | None = None  # the kind of decision the run waits for
         self._counter = 0
 
     # ----- building blocks -------------------------------------------------------------------------
@@ -312,21 +314,52 @@ class Transcript:
                       f"({e.steps_folded} steps folded).", title="🗜️ Memory compacted", status="done")
 
     def _on_decision_requested(self, e: ev.DecisionRequested) -> None:
-        payload = fence(json.dumps(e.payload, indent=2, default=str, ensure_ascii=False), "json")
-        node = Node(f"decision:{e.request_id}", title=f"✋ Waiting for your decision ({e.request_kind})",
-                    status="pending", parts={"payload": payload}, started=e.timestamp)
+        """The run pauses for a person: say what is waiting, and mark the step as waiting for them."""
+        payload = e.payload or {}
+        self.waiting = e.request_kind
+        if e.request_kind == "question":  # a plain assistant message, not a collapsed thought
+            node = Node(f"decision:{e.request_id}", started=e.timestamp, parts={
+                "question": f"❓ **The agent asks:** {payload.get('question', '')}",
+                "hint": "*Type your answer in the message box below.*"})
+        else:
+            if e.request_kind == "plan":
+                title, body = "review the plan", "Edit the plan below the chat if you like, then press **Continue**."
+            elif e.request_kind == "code":
+                title, body = "run this code?", ("Approve, edit or reject this code below the chat before it runs:\n\n"
+                                                 + fence(str(payload.get("code", "")), "python"))
+            elif e.request_kind == "tool_call":
+                args = json.dumps(payload.get("arguments", {}), indent=2, default=str, ensure_ascii=False)
+                title = f"call {payload.get('tool_name', 'a tool')}?"
+                body = f"The agent wants to call **{payload.get('tool_name', '')}** with:\n\n" + fence(args, "json")
+            else:
+                title = e.request_kind
+                body = fence(json.dumps(payload, indent=2, default=str, ensure_ascii=False), "json")
+            node = Node(f"decision:{e.request_id}", title=f"✋ Waiting for your decision: {title}",
+                        status="pending", parts={"payload": body}, started=e.timestamp)
         self.decision_nodes[e.request_id] = node
         self._add(node, parent=self._step_parent(e))
+        step = self._step_node(e)
+        if step is not None and step.title and WAITING_MARK not in step.title:
+            step.title += WAITING_MARK
 
     def _on_decision_made(self, e: ev.DecisionMade) -> None:
+        self.waiting = None
+        step = self._step_node(e)
+        if step is not None and step.title:
+            step.title = step.title.replace(WAITING_MARK, "")
         node = self.decision_nodes.get(e.request_id)
         if node is None:
+            return
+        if e.request_kind == "question":
+            node.parts.pop("hint", None)
+            if e.outcome != "answer":
+                node.parts["hint"] = f"*Not answered{': ' + e.detail if e.detail else '.'}*"
             return
         node.status = "done"
         node.title = f"✋ Decision: {e.outcome}"
         node.duration = round(max(0.0, e.timestamp - node.started), 2)
-        if e.detail:
-            node.parts["detail"] = e.detail
+        if e.detail and e.detail != "edited":
+            node.parts["detail"] = f"**Reason:** {e.detail}" if e.outcome == "reject" else e.detail
 
     def _on_step_finished(self, e: ev.StepFinished) -> None:
         node = self._step_node(e)
@@ -362,6 +395,7 @@ class Transcript:
         if e.parent_id is not None:
             return
         self.finished = e
+        self.waiting = None
         self.run_tokens = e.token_usage
         for node in self.by_id.values():
             if node.status == "pending":
@@ -388,6 +422,8 @@ class Transcript:
         if not self.run_started:
             return ""
         elapsed = (now or time.time()) - self.run_started
+        if self.waiting:
+            return f"✋ waiting for your decision ({self.waiting.replace('_', ' ')}) · step {self.current_step}/{self.max_steps}"
         return f"running · step {self.current_step}/{self.max_steps} · {elapsed:.1f} s"
 
     def messages(self) -> list[dict[str, Any]]:

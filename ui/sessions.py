@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from agents import events as ev
+from agents.guard import detect_injection
 from ui.render import Transcript
 from ui.settings import RunSettings
 from ui.uploads import UploadResult, agent_task_text, ingest_upload
@@ -70,6 +71,8 @@ class Session:
         self.closed_at: float | None = None
         self.files_version = 0
         self.clock: list[list[Any]] = []  # (kind, step, event timestamp) of step-level events not yet sent
+        self.saved: Any = None  # ui.persistence.SavedChat when this chat is kept on disk (see ui/history_panel.py)
+        self.turns: list[dict[str, Any]] = []  # what the person sent (text, uploads), to rebuild a saved chat
 
     # ----- state ---------------------------------------------------------------------------------------
     @property
@@ -102,6 +105,10 @@ class Session:
                 self.files_version += 1
             self.transcript.add_user(text, [str(r.path) for r in good])
             self.transcript.add_uploads(results)
+            for r in good:  # the agent is warned too (ui/uploads.agent_task_text); show the person
+                for finding in detect_injection(r.preview):
+                    self.transcript.apply(ev.InjectionFlagged(run_id="upload", step=0, source=f"upload:{r.safe_name}",
+                                                              excerpt=finding.excerpt))
             if not text.strip() and not good:
                 return False
             try:
@@ -111,6 +118,10 @@ class Session:
                                          f"{type(exc).__name__}: {exc}")
                 return False
             task = agent_task_text(text, results)
+            self.turns.append({"task": task, "text": text, "uploads": [
+                {"name": r.safe_name, "original": r.original_name, "size": r.size_bytes, "kind": r.kind,
+                 "preview": r.preview} for r in good]})
+            self._save("start")
             self.transcript.finished = None
             self.run = RunHandle(agent.run(task, stream=True, reset=False))
             return True
@@ -164,6 +175,8 @@ class Session:
                     self._apply(run, item)
                     if run.finished or run.waiting_decision is not None:
                         break
+                if run.finished or run.waiting_decision is not None:
+                    self._save("run")
             self.touch()
             last_yield = time.time()
             yield "events"
@@ -191,6 +204,22 @@ class Session:
             run.finished = True
         elif isinstance(item, ev.DecisionRequested):
             run.waiting_decision = item
+
+    def _save(self, reason: str) -> None:
+        """Keep a saved chat on disk: meta at the first message ("start"), memory after a run or at a pause."""
+        if self.saved is None:
+            return
+        try:
+            self.saved.save(self, reason)
+        except Exception as exc:  # the chat goes on; the person learns it was not saved
+            self.transcript.add_note(f'<span class="ad-error">Could not save this chat</span> '
+                                     f"{type(exc).__name__}: {exc}")
+
+    def remove_files(self) -> None:
+        """Delete the session's folder, unless it is a saved chat (only the person's Delete removes those)."""
+        if self.saved is not None and self.saved.kept:
+            return
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def take_clock(self) -> list[list[Any]]:
         clock, self.clock = self.clock, []
@@ -234,6 +263,10 @@ class Session:
                 self.run.finished = True
             self.run = None
             self._close_agent()
+            if self.saved is not None and self.saved.kept:  # a saved chat's files stay: continue in a new chat
+                self.saved = self.saved.store.create(self.saved.owner)
+                self.root, self.workspace = self.saved.folder, self.saved.workspace
+            self.turns = []
             shutil.rmtree(self.workspace, ignore_errors=True)
             self.workspace.mkdir(parents=True, exist_ok=True)
             self.transcript = Transcript(str(self.workspace))
@@ -283,6 +316,18 @@ class SessionRegistry:
             session.touch()
             return session
 
+    def install(self, key: str, root: Path) -> Session:
+        """A new session rooted at `root` (a saved chat's folder) for `key`; the key's previous one is closed."""
+        session = Session(key, root, self.agent_factory, self.max_upload_bytes)
+        with self._lock:
+            old = self._sessions.get(key)
+            self._sessions[key] = session
+            if old is not None:
+                self._closed.append(old)
+        if old is not None:
+            old.close()
+        return session
+
     def peek(self, key: str) -> Session | None:
         with self._lock:
             return self._sessions.get(key)
@@ -311,7 +356,7 @@ class SessionRegistry:
             due = [s for s in self._closed if s.closed_at is not None and now - s.closed_at >= self.grace_s]
             self._closed = [s for s in self._closed if s not in due]
         for session in due:
-            shutil.rmtree(session.root, ignore_errors=True)
+            session.remove_files()
 
     def start_reaper(self, interval_s: float = 30.0) -> None:
         if self._reaper is not None:
@@ -337,4 +382,4 @@ class SessionRegistry:
         with self._lock:
             closed, self._closed = self._closed, []
         for session in closed:
-            shutil.rmtree(session.root, ignore_errors=True)
+            session.remove_files()

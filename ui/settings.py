@@ -10,6 +10,7 @@ Environment variables:
   AGENTDECK_SESSION_GRACE_S    delete a closed session's workspace after this long (300)
   AGENTDECK_MAX_RUNS           runs that may stream at the same time (32)
   AGENTDECK_EXEC_TIMEOUT_S     time limit of one code execution in the sandbox (120)
+  AGENTDECK_APPROVAL_MODE      the approval mode a new tab starts with (autonomous; see ui/approvals.py)
   AGENTDECK_USERNAME / AGENTDECK_PASSWORD   turn on password protection
 """
 from __future__ import annotations
@@ -38,6 +39,13 @@ def _int_env(name: str, default: int) -> int:
         return default
 
 
+def _approval_mode_env() -> str:
+    from agents.decisions import APPROVAL_MODES
+
+    mode = os.environ.get("AGENTDECK_APPROVAL_MODE", "").strip().lower()
+    return mode if mode in APPROVAL_MODES else "autonomous"
+
+
 def parse_imports(text: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
     if text is None:
         return ()
@@ -62,6 +70,7 @@ class AppConfig:
     max_runs: int = 32
     exec_timeout_s: float = 120.0
     auth: tuple[str, str] | None = None
+    approval_mode: str = "autonomous"  # the mode a new tab starts with (ui/approvals.py)
 
     @classmethod
     def from_env(cls, base_dir: str | Path | None = None) -> "AppConfig":
@@ -80,6 +89,7 @@ class AppConfig:
             max_runs=max(1, _int_env("AGENTDECK_MAX_RUNS", 32)),
             exec_timeout_s=float(_int_env("AGENTDECK_EXEC_TIMEOUT_S", 120)),
             auth=(user, password) if user and password else None,
+            approval_mode=_approval_mode_env(),
         )
 
 
@@ -219,7 +229,11 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
     from agents import CodeAgent, ToolCallingAgent
 
     model = load_model(settings.model)
-    common: dict[str, Any] = dict(tools=select_tools(settings.tools), model=model, max_steps=settings.max_steps,
+    tools = select_tools(settings.tools)
+    if not any(getattr(t, "name", "") == "ask_user" for t in tools):  # always there: the model may ask the person
+        from tools.ask_user import AskUserTool
+        tools.append(AskUserTool())
+    common: dict[str, Any] = dict(tools=tools, model=model, max_steps=settings.max_steps,
                                   planning_interval=settings.planning_interval, verbosity=0)
     if settings.agent_type == "tool-calling":
         return _construct(ToolCallingAgent, common, workdir=str(workdir))

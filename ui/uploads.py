@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.guard import screen
+
 DEFAULT_MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 MAX_PREVIEW_CHARS = 2500
 TEXT_PREVIEW_CHARS = 1500
@@ -308,8 +310,9 @@ def agent_task_text(user_text: str, results: list[UploadResult]) -> str:
             "The following files were uploaded to your working directory (the current directory of your code); "
             "open them by these relative paths:"
         )
-        for r in good:
-            parts.append(f"--- File `{r.safe_name}` ({human_size(r.size_bytes)}, full path {r.path}) ---\n{r.preview}")
+        for r in good:  # the preview is the file's content: it reaches the model fenced as data, screened
+            preview, _ = screen(r.preview, f"upload:{r.safe_name}")
+            parts.append(f"--- File `{r.safe_name}` ({human_size(r.size_bytes)}, full path {r.path}) ---\n{preview}")
     if bad:
         parts.append("These attachments could not be used and are not in the working directory: "
                      + "; ".join(r.original_name for r in bad) + ".")

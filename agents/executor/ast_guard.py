@@ -205,14 +205,17 @@ class _Guard:
         if type(node) is not ast.Attribute or not isinstance(node.ctx, ast.Load):
             return node
         attr = node.attr
+        # New nodes get the location of the node they replace, so the tree never needs a
+        # fix_missing_locations() pass (which would walk the whole tree on every run).
+        here = lambda new: ast.copy_location(new, node)  # noqa: E731
         if attr == "__dict__":
-            call = ast.Call(ast.Name(HELPER_DICT, ast.Load()), [node.value], [])
+            call = ast.Call(here(ast.Name(HELPER_DICT, ast.Load())), [node.value], [])
         elif attr in PIVOT_ATTRS:
-            call = ast.Call(ast.Name(HELPER_GETATTR, ast.Load()), [node.value, ast.Constant(attr)], [])
+            call = ast.Call(here(ast.Name(HELPER_GETATTR, ast.Load())), [node.value, here(ast.Constant(attr))], [])
         else:
             return node
         self.needs_helpers = True
-        return ast.copy_location(call, node)
+        return here(call)
 
     def walk(self, root: ast.AST, rewrite: bool):
         stack = [root]
@@ -260,10 +263,6 @@ def guard_source(source: str, protected=frozenset(), filename: str = "<code>", r
     last = None
     if rewrite and tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    if rewrite:
-        ast.fix_missing_locations(tree)
-        if last is not None:
-            ast.fix_missing_locations(last)
     return GuardedCode(tree, last)
 
 

@@ -1,0 +1,509 @@
+"""Saved chats in the UI: the side list (open, rename, delete), resume after a reload or a restart, exports.
+
+Who owns a chat: the browser's random token, kept in `gr.BrowserState` (the browser's localStorage, so it
+survives reloads and app restarts), hashed into the owner key (ui/persistence.py); with login on, the
+signed-in user. Each tab's server-side session is bound to its owner when the page loads.
+
+Reopening a chat: its signed memory is loaded (refused as a whole when tampered with or foreign), the
+conversation is rebuilt in the chat by feeding ui/render.py's Transcript the events the memory's steps
+stand for (`replay_memory`), a fresh agent gets the memory (`restore_agent_memory`, so follow-ups use
+it with reset=False), and the sandbox's variables are rebuilt by re-running the recorded code steps
+(`rebuild_sandbox_state`); a note in the chat says so and lists steps that no longer run the same.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import gradio as gr
+
+from agents import events as ev
+from agents.guard import unfence
+from agents.memory import (
+    ActionStep, AgentMemory, FinalAnswerStep, HistoryStep, PlanningStep, SummaryStep, TaskStep,
+)
+from agents.models.base import TokenUsage, message_text
+from ui.persistence import ChatStore, ChatStoreError, SavedChat, clean_title, new_token, valid_token
+from ui.render import IMAGE_EXTENSIONS, Transcript, clip
+from ui.settings import RunSettings, available_tools
+from ui.uploads import UploadResult
+
+if TYPE_CHECKING:
+    from ui.app import AgentDeckApp
+    from ui.sessions import Session
+
+RESTORED_RUN = "restored"
+
+
+# ----- steps -> chat ---------------------------------------------------------------------------------
+def _take_turn(turns: list[dict[str, Any]], task: str) -> dict[str, Any] | None:
+    for index, turn in enumerate(turns):
+        if turn.get("task") == task:
+            return turns.pop(index)
+    return None
+
+
+def _uploads_of(turn: dict[str, Any] | None, workspace: Path) -> list[UploadResult]:
+    results = []
+    for item in (turn or {}).get("uploads") or []:
+        name = str(item.get("name") or "")
+        path = workspace / name
+        if not name or "/" in name or "\\" in name or not path.is_file():
+            continue
+        results.append(UploadResult(original_name=str(item.get("original") or name), size_bytes=int(item.get("size") or 0),
+                                    safe_name=name, path=path, kind=item.get("kind"), preview=str(item.get("preview") or "")))
+    return results
+
+
+def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[str, Any]], workspace: Path) -> list[UploadResult]:
+    """Rebuild a chat from a memory: each step becomes the events a live run emitted for it, applied to
+    `transcript` (so the chat looks as it did, rendered by the same code). Returns the uploads found."""
+    turns = [dict(t) for t in turns if isinstance(t, dict)]
+    uploads: list[UploadResult] = []
+    run_id, run_steps, run_tokens, run_seconds = RESTORED_RUN, 0, TokenUsage(), 0.0
+
+    def emit(event: ev.Event) -> None:
+        transcript.apply(event)
+
+    for index, step in enumerate(memory.steps):
+        if isinstance(step, HistoryStep):
+            lines = [f"**{m.get('role', 'user')}:** {clip(message_text(m), 500)}" for m in step.history]
+            transcript.add_note("\n\n".join(lines), title="🕘 Earlier conversation", status="done")
+        elif isinstance(step, TaskStep):
+            run_id = step.run_id or f"{RESTORED_RUN}-{index}"
+            run_steps, run_tokens, run_seconds = 0, TokenUsage(), 0.0
+            turn = _take_turn(turns, step.task)
+            files = _uploads_of(turn, workspace)
+            uploads += files
+            transcript.add_user(turn.get("text", "") if turn else step.task, [str(r.path) for r in files])
+            transcript.add_uploads(files)
+            emit(ev.RunStarted(run_id=run_id, step=0, task=step.task, agent_name="restored", model_id="", max_steps=0))
+        elif isinstance(step, PlanningStep):
+            fields = dict(run_id=step_run(step, run_id), step=step.step_number)
+            emit(ev.StepStarted(**fields, step_type="planning"))
+            emit(ev.PlanProposed(**fields, plan=step.plan, is_update=step.is_update))
+            emit(ev.StepFinished(**fields, step_type="planning", duration_s=step.timing.duration_s,
+                                 token_usage=step.token_usage))
+        elif isinstance(step, ActionStep):
+            fields = dict(run_id=step_run(step, run_id), step=step.step_number)
+            run_steps += 1
+            run_tokens = run_tokens + step.token_usage
+            run_seconds += step.timing.duration_s
+            emit(ev.StepStarted(**fields, step_type="action"))
+            emit(ev.ModelOutput(**fields, text=step.model_output, token_usage=step.token_usage,
+                                duration_s=step.model_duration_s))
+            if step.code:
+                emit(ev.CodeProposed(**fields, code=step.code))
+            else:
+                for number, call in enumerate(step.tool_calls):
+                    call_id = call.id or f"{fields['run_id']}-{step.step_number}-{number}"
+                    emit(ev.ToolCallProposed(**fields, call_id=call_id, tool_name=call.name,
+                                             arguments=dict(call.arguments or {})))
+                    if len(step.tool_calls) == 1:
+                        emit(ev.ToolCallResult(**fields, call_id=call_id, tool_name=call.name,
+                                               output=unfence(step.observations or "")))
+                if len(step.tool_calls) != 1 and step.observations:
+                    emit(ev.Observation(**fields, text=unfence(step.observations)))
+            if step.logs:
+                emit(ev.ExecutionLog(**fields, text=step.logs))
+            for relative in step.artifacts:
+                path = (workspace / relative)
+                if not path.is_file():
+                    continue
+                kind = "image" if path.suffix.lower() in IMAGE_EXTENSIONS else "file"
+                emit(ev.ArtifactCreated(**fields, path=str(path), relative_path=relative, artifact_kind=kind,
+                                        size_bytes=path.stat().st_size))
+            if step.error:
+                first = step.error.strip().splitlines()[0] if step.error.strip() else ""
+                match = re.match(r"^(\w+(?:Error|Exception|Interrupt))\b", first)
+                emit(ev.StepError(**fields, error_type=match.group(1) if match else "Error", message=step.error))
+            emit(ev.StepFinished(**fields, step_type="action", duration_s=step.timing.duration_s,
+                                 token_usage=step.token_usage))
+        elif isinstance(step, FinalAnswerStep):
+            rid = step.run_id or run_id
+            emit(ev.FinalAnswer(run_id=rid, step=run_steps, value=step.output))
+            emit(ev.RunFinished(run_id=rid, step=run_steps, state="success", output=step.output,
+                                duration_s=run_seconds, token_usage=run_tokens, steps=run_steps))
+        elif isinstance(step, SummaryStep):
+            emit(ev.MemoryCompacted(run_id=run_id, step=0, tokens_before=step.tokens_before,
+                                    tokens_after=step.tokens_after, steps_folded=step.folded_steps,
+                                    summary_source=step.source))
+    return uploads
+
+
+def step_run(step: Any, fallback: str) -> str:
+    return getattr(step, "run_id", "") or fallback
+
+
+def rebuild_note(report: Any, restored_steps: int) -> str:
+    """The chat note after re-running the recorded code: how many steps, and what no longer runs the same."""
+    rerun = len(report.rerun)
+    lines = [f"♻️ **Chat restored.** Re-ran {rerun} recorded code step{'s' if rerun != 1 else ''} in a fresh "
+             f"sandbox to rebuild its variables" + (" — all gave the same output." if rerun and report.ok else ".")]
+    if not rerun and not report.skipped:
+        lines = [f"♻️ **Chat restored** ({restored_steps} steps). There was no code to re-run."]
+    for mismatch in report.mismatches:
+        if mismatch.error:
+            lines.append(f"- ⚠️ Step {mismatch.step_number} now fails: `{clip(mismatch.error.strip(), 300)}`")
+        else:
+            lines.append(f"- ⚠️ Step {mismatch.step_number} printed different output: now "
+                         f"`{clip(mismatch.actual.strip(), 160) or '(nothing)'}`, was "
+                         f"`{clip(mismatch.expected.strip(), 160) or '(nothing)'}`")
+    for number, why in report.skipped:
+        lines.append(f"- Step {number} was not re-run ({why}); variables it made are missing.")
+    return "\n".join(lines)
+
+
+# ----- the controller --------------------------------------------------------------------------------
+@dataclass
+class HistoryPanel:
+    """The components of the side list (built inside the Blocks by `build_history_panel`)."""
+    browser_state: Any
+    chat_list: Any
+    title_box: Any
+    rename_btn: Any
+    delete_btn: Any
+    export_md_btn: Any
+    export_nb_btn: Any
+    export_file: Any
+    list_note: Any
+
+
+class HistoryController:
+    """Handlers of the side list; one per server, next to AgentDeckApp."""
+
+    def __init__(self, app: "AgentDeckApp") -> None:
+        self.app = app
+        self.store = ChatStore(app.config.data_dir)
+        self.store.sweep_unused()
+        self.tabs: dict[str, str] = {}  # tab (session hash) -> owner key
+        self._lock = threading.Lock()
+
+    # ----- identity -----------------------------------------------------------------------------
+    def identify(self, state: Any, request: gr.Request | None) -> tuple[str, dict[str, Any]]:
+        """(owner key, browser state to store): a new random token when the browser has none."""
+        state = dict(state) if isinstance(state, dict) else {}
+        if not valid_token(state.get("token")):
+            state = {"token": new_token()}
+        username = getattr(request, "username", None)
+        owner = self.store.owner_for_user(username) if username else self.store.owner_for_token(state["token"])
+        return owner, state
+
+    @staticmethod
+    def tab_key(request: gr.Request | None) -> str:
+        return getattr(request, "session_hash", None) or "anonymous"
+
+    def bind(self, key: str, owner: str) -> None:
+        with self._lock:
+            self.tabs[key] = owner
+
+    def forget(self, request: gr.Request) -> None:
+        with self._lock:
+            self.tabs.pop(self.tab_key(request), None)
+
+    def adopt(self, key: str, session: "Session") -> "Session":
+        """A tab bound to an owner whose session is not a saved chat yet (new after an idle close): make it one."""
+        owner = self.tabs.get(key)
+        if owner is None or session.saved is not None:
+            return session
+        with session.lock:
+            if session.saved is not None or session.agent is not None or session.uploads or session.running:
+                return session
+            chat = self.store.create(owner)
+            old_root = session.root
+            session.saved, session.root, session.workspace = chat, chat.folder, chat.workspace
+            session.transcript.workdir = str(chat.workspace)
+        import shutil
+        shutil.rmtree(old_root, ignore_errors=True)
+        return session
+
+    # ----- views --------------------------------------------------------------------------------
+    def list_update(self, owner: str, selected: str | None = None) -> Any:
+        chats = self.store.list(owner)
+        ids = {m.id for m in chats}
+        return gr.Radio(choices=[(m.label(), m.id) for m in chats], value=selected if selected in ids else None)
+
+    def _view(self, session: "Session", state: Any, owner: str, settings: tuple | None = None,
+              input_update: Any = None, gr_warning: str | None = None) -> tuple:
+        base = self.app._outputs(session, [-1], input_update)
+        selected = session.saved.id if session.saved is not None and session.saved.kept else None
+        form = settings if settings is not None else (gr.skip(),) * 6
+        if gr_warning:
+            gr.Warning(gr_warning)
+        return (state, *base, self.list_update(owner, selected), *form)
+
+    def _fresh(self, key: str, owner: str, note: str | None = None) -> "Session":
+        chat = self.store.create(owner)
+        session = self.app.registry.install(key, chat.folder)
+        session.saved = chat
+        if note:
+            session.transcript.add_note(note)
+        return session
+
+    def _busy(self, key: str) -> bool:
+        current = self.app.registry.peek(key)
+        return current is not None and current.running
+
+    # ----- handlers -----------------------------------------------------------------------------
+    def on_load(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
+                imports: Any, request: gr.Request) -> Iterator[tuple]:
+        """Page load: give the browser its identity, list its chats and reopen the one it had open."""
+        owner, state = self.identify(state, request)
+        key = self.tab_key(request)
+        self.bind(key, owner)
+        current = self.store.current(owner)
+        if current and self.store.get(owner, current) is not None:
+            yield from self._open(key, owner, state, current, (model, agent_type, max_steps, planning, tools, imports))
+            return
+        session = self.app.registry.peek(key)
+        if session is None or session.saved is None:
+            session = self._fresh(key, owner)
+        yield self._view(session, state, owner)
+
+    def open_chat(self, state: Any, chat_id: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any,
+                  tools: Any, imports: Any, request: gr.Request) -> Iterator[tuple]:
+        """A click on a chat in the side list."""
+        owner, state = self.identify(state, request)
+        key = self.tab_key(request)
+        self.bind(key, owner)
+        yield from self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports))
+
+    def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: tuple) -> Iterator[tuple]:
+        current = self.app.registry.peek(key)
+        if self._busy(key):
+            yield self._view(current, state, owner, gr_warning="A run is still going: wait for it or press Stop "
+                                                               "before opening another chat.")
+            return
+        chat = self.store.get(owner, chat_id)
+        if chat is None or not chat.kept:
+            session = current if current is not None and current.saved is not None else self._fresh(key, owner)
+            yield self._view(session, state, owner, gr_warning="That chat does not exist (it may have been deleted).")
+            return
+        try:
+            memory, metadata = self.store.load_memory(chat)
+        except ChatStoreError as exc:
+            # Refused as a whole: nothing of it is loaded; the person gets a new chat with the reason.
+            self.store.set_current(owner, None)
+            session = self._fresh(key, owner, note=f'<span class="ad-error">Could not open the saved chat '
+                                                   f'“{(chat.meta().title if chat.meta() else chat.id)}”</span> {exc}')
+            yield self._view(session, state, owner, gr_warning=str(exc))
+            return
+        self.store.set_current(owner, chat.id)
+        session = self.app.registry.install(key, chat.folder)
+        session.saved = chat
+        turns = [t for t in metadata.get("turns") or [] if isinstance(t, dict)]
+        session.turns = turns
+        if memory is None:
+            for turn in turns:
+                session.transcript.add_user(str(turn.get("text") or ""))
+            session.transcript.add_note("This chat has no saved steps (its first run did not finish).")
+            yield self._view(session, state, owner)
+            return
+        with session.lock:
+            session.uploads = replay_memory(session.transcript, memory, turns, chat.workspace)
+            session.files_version += 1
+            pending = session.transcript.add_note("♻️ Restoring the agent: rebuilding the sandbox's variables…",
+                                                  title=None)
+        yield self._view(session, state, owner, input_update=gr.MultimodalTextbox(interactive=False))
+
+        values = self._form_values(metadata.get("settings"), form)
+        settings = RunSettings.from_form(self.app.config, *values)
+        with session.lock:
+            session.transcript.roots.remove(pending)
+            try:
+                agent = self.app.registry.agent_factory(settings, chat.workspace)
+            except Exception as exc:
+                session.transcript.add_note(f'<span class="ad-error">Could not start the agent</span> '
+                                            f"{type(exc).__name__}: {exc}. The conversation is shown, but the next "
+                                            "message starts with an empty memory.")
+            else:
+                self._restore_agent(session, agent, memory)
+                session.agent, session.agent_settings = agent, settings
+        form_update = (values[0], values[1], values[2], values[3], values[4], values[5])
+        yield self._view(session, state, owner, settings=form_update,
+                         input_update=gr.MultimodalTextbox(interactive=True))
+
+    def _restore_agent(self, session: "Session", agent: Any, memory: AgentMemory) -> None:
+        from agents.memory.restore import rebuild_sandbox_state, restore_agent_memory
+
+        flagged: list[ev.Event] = []
+        restore_agent_memory(agent, memory, emit=flagged.append)
+        for event in flagged:
+            session.transcript.apply(event)
+        if hasattr(agent, "sandbox") and any(s.code for s in memory.action_steps()):
+            try:
+                report = rebuild_sandbox_state(memory, agent)
+            except Exception as exc:
+                session.transcript.add_note(f"♻️ **Chat restored**, but its code could not be re-run "
+                                            f"({type(exc).__name__}: {exc}): earlier variables are missing.")
+            else:
+                session.transcript.add_note(rebuild_note(report, len(memory.steps)))
+        else:
+            session.transcript.add_note(f"♻️ **Chat restored** ({len(memory.steps)} steps).")
+
+    def _form_values(self, saved: Any, form: tuple) -> tuple:
+        """The settings form for a reopened chat: its saved settings where usable, else the current form."""
+        model, agent_type, max_steps, planning, tools, imports = form
+        if isinstance(saved, dict):
+            known = {name for name, _ in available_tools()}
+            model = saved.get("model") if isinstance(saved.get("model"), str) and saved.get("model") else model
+            agent_type = saved.get("agent_type") if saved.get("agent_type") in ("code", "tool-calling") else agent_type
+            if isinstance(saved.get("max_steps"), int):
+                max_steps = saved["max_steps"]
+            interval = saved.get("planning_interval")
+            planning = interval if isinstance(interval, int) else 0
+            if isinstance(saved.get("tools"), list):
+                tools = [t for t in saved["tools"] if isinstance(t, str) and t in known]
+            if isinstance(saved.get("authorized_imports"), list):
+                imports = ", ".join(str(i) for i in saved["authorized_imports"])
+        return (model, agent_type, max_steps, planning if planning else 0, list(tools or []), imports)
+
+    def after_new_chat(self, state: Any, request: gr.Request) -> tuple:
+        """After New chat: this browser's open chat is the new (empty) one; refresh the list."""
+        owner, state = self.identify(state, request)
+        key = self.tab_key(request)
+        self.bind(key, owner)
+        session = self.app.registry.peek(key)
+        if session is not None:
+            self.adopt(key, session)
+        self.store.set_current(owner, None)
+        return state, self.list_update(owner)
+
+    def refresh(self, state: Any, request: gr.Request) -> tuple:
+        """The side list after a run (a new chat appears once its first message is sent)."""
+        owner, state = self.identify(state, request)
+        session = self.app.registry.peek(self.tab_key(request))
+        selected = session.saved.id if session is not None and session.saved is not None else None
+        return state, self.list_update(owner, selected)
+
+    def rename_chat(self, state: Any, chat_id: Any, title: str, request: gr.Request) -> tuple:
+        owner, state = self.identify(state, request)
+        if not clean_title(title):
+            gr.Warning("Type a new title first.")
+            return self.list_update(owner, chat_id), gr.skip()
+        try:
+            self.store.rename(owner, chat_id, title)
+        except ChatStoreError as exc:
+            gr.Warning(str(exc))
+        return self.list_update(owner, chat_id), ""
+
+    def delete_chat(self, state: Any, chat_id: Any, request: gr.Request) -> tuple:
+        owner, state = self.identify(state, request)
+        key = self.tab_key(request)
+        current = self.app.registry.peek(key)
+        is_open = current is not None and current.saved is not None and current.saved.id == chat_id
+        if is_open and current.running:
+            return self._view(current, state, owner, gr_warning="This chat is running: press Stop first.")
+        if not self.store.delete(owner, chat_id):
+            session = current or self._fresh(key, owner)
+            return self._view(session, state, owner, gr_warning="That chat does not exist.")
+        if is_open or current is None:
+            current.saved = None if current is not None else None
+            session = self._fresh(key, owner)
+            return self._view(session, state, owner)
+        return self._view(current, state, owner)
+
+    # ----- exports ------------------------------------------------------------------------------
+    def _export_source(self, request: gr.Request) -> tuple[AgentMemory, Path, Path, str]:
+        session = self.app.registry.peek(self.tab_key(request))
+        if session is None:
+            raise ChatStoreError("Nothing to export yet.")
+        with session.lock:
+            if session.running:
+                raise ChatStoreError("Wait for the run to finish before exporting.")
+            memory = getattr(session.agent, "memory", None)
+            chat = session.saved
+            if (memory is None or not memory.steps) and chat is not None:
+                memory, _ = self.store.load_memory(chat)
+            if memory is None or not memory.steps:
+                raise ChatStoreError("Nothing to export yet: send a message first.")
+            meta = chat.meta() if chat is not None else None
+            title = meta.title if meta else "AgentDeck conversation"
+            folder = (chat.exports if chat is not None else session.root / "exports")
+            folder.mkdir(parents=True, exist_ok=True)
+            return memory, session.workspace, folder, title
+
+    @staticmethod
+    def _file_stem(title: str) -> str:
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", title).strip("._-")[:60]
+        return stem or "agentdeck-chat"
+
+    def export_markdown(self, request: gr.Request) -> Any:
+        from agents.memory.export import to_markdown
+
+        try:
+            memory, _, folder, title = self._export_source(request)
+        except ChatStoreError as exc:
+            gr.Warning(str(exc))
+            return gr.skip()
+        path = folder / f"{self._file_stem(title)}.md"
+        path.write_text(to_markdown(memory, title=title), encoding="utf-8")
+        return str(path)
+
+    def export_notebook(self, request: gr.Request) -> Any:
+        from agents.memory.export import save_notebook
+
+        try:
+            memory, workspace, folder, title = self._export_source(request)
+        except ChatStoreError as exc:
+            gr.Warning(str(exc))
+            return gr.skip()
+        path = folder / f"{self._file_stem(title)}.ipynb"
+        save_notebook(memory, path, workspace=workspace, title=title)
+        return str(path)
+
+
+# ----- layout ----------------------------------------------------------------------------------------
+def build_history_panel(app: "AgentDeckApp") -> HistoryPanel:
+    """The side list of saved chats and the export buttons (call inside the Blocks)."""
+    history: HistoryController = app.history
+    browser_state = gr.BrowserState(None, storage_key="agentdeck-browser", secret=history.store.browser_state_secret())
+    with gr.Sidebar(label="Chats", open=True, elem_id="history-sidebar", width=300):
+        gr.Markdown("### 💬 Your chats")
+        list_note = gr.Markdown("Chats are saved on this server for this browser. Click one to reopen it.",
+                                elem_id="chat-list-note")
+        chat_list = gr.Radio(choices=[], value=None, show_label=False, elem_id="chat-list", container=False)
+        with gr.Row():
+            title_box = gr.Textbox(placeholder="New title for the selected chat", show_label=False, max_lines=1,
+                                   elem_id="chat-title", container=False, scale=3)
+            rename_btn = gr.Button("✏️ Rename", size="sm", elem_id="rename-chat-btn", scale=1, min_width=60)
+        delete_btn = gr.Button("🗑 Delete selected chat", size="sm", variant="stop", elem_id="delete-chat-btn")
+        gr.Markdown("### ⬇️ Export this chat")
+        with gr.Row():
+            export_md_btn = gr.Button("Markdown", size="sm", elem_id="export-md-btn")
+            export_nb_btn = gr.Button("Notebook", size="sm", elem_id="export-nb-btn")
+        export_file = gr.File(label="Export", elem_id="export-file", interactive=False, height=80)
+    return HistoryPanel(browser_state, chat_list, title_box, rename_btn, delete_btn, export_md_btn, export_nb_btn,
+                        export_file, list_note)
+
+
+def wire_history_panel(app: "AgentDeckApp", panel: HistoryPanel, demo: gr.Blocks, chat: Any, task_input: Any,
+                       files_panel: Any, status: Any, clock: Any, settings: list[Any],
+                       after_runs: list[Any], new_chat_event: Any) -> None:
+    """The side list's events; `after_runs` are the run events (the list refreshes when they end)."""
+    history: HistoryController = app.history
+    view = [panel.browser_state, chat, task_input, files_panel, status, clock, panel.chat_list, *settings]
+    heavy = dict(concurrency_limit=app.config.max_runs, concurrency_id="runs", show_progress="hidden")
+    light = dict(concurrency_limit=None, show_progress="hidden")
+    demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="restore", **heavy)
+    panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list, *settings], outputs=view,
+                           api_name="open_chat", **heavy)
+    panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
+                           outputs=[panel.chat_list, panel.title_box], api_name="rename_chat", **light)
+    panel.title_box.submit(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
+                           outputs=[panel.chat_list, panel.title_box], api_visibility="private", **light)
+    panel.delete_btn.click(history.delete_chat, inputs=[panel.browser_state, panel.chat_list], outputs=view,
+                           api_name="delete_chat", **light)
+    panel.export_md_btn.click(history.export_markdown, outputs=[panel.export_file], api_name="export_markdown", **light)
+    panel.export_nb_btn.click(history.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
+    for event in after_runs:
+        event.then(history.refresh, inputs=[panel.browser_state], outputs=[panel.browser_state, panel.chat_list],
+                   api_visibility="private", **light)
+    if new_chat_event is not None:
+        new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
+                            outputs=[panel.browser_state, panel.chat_list], api_visibility="private", **light)
+    demo.unload(history.forget)
