@@ -26,6 +26,7 @@ import hmac
 import json
 import os
 import secrets as _secrets
+import tempfile
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -163,19 +164,29 @@ def load_or_create_secret(path: str | os.PathLike) -> bytes:
     secret_path = Path(path)
     with _secret_lock:
         if not secret_path.exists():
-            secret_path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                fd = os.open(secret_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except FileExistsError:
-                pass  # another process created it just now: read theirs
-            else:
-                with os.fdopen(fd, "w", encoding="ascii") as handle:
-                    handle.write(_secrets.token_hex(32) + "\n")
+            _publish_new_secret(secret_path)
         secret = secret_path.read_bytes().strip()
     if len(secret) < MIN_SECRET_BYTES:
         raise MemoryIntegrityError(f"The secret in {secret_path} is too short (at least {MIN_SECRET_BYTES} bytes); "
                                    "delete the file to have a new one generated.")
     return secret
+
+
+def _publish_new_secret(secret_path: Path) -> None:
+    """Write a new secret to a private temp file, then link it into place: another process sees either no
+    file or the complete one (never an empty file), and if two race, both end up reading the winner's."""
+    secret_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(prefix=".secret-", dir=secret_path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(_secrets.token_hex(32) + "\n")
+        os.chmod(temp_name, 0o600)
+        try:
+            os.link(temp_name, secret_path)
+        except FileExistsError:
+            pass  # another process published its secret first: use theirs
+    finally:
+        os.unlink(temp_name)
 
 
 def resolve_secret(secret: bytes | str | None = None) -> bytes:

@@ -226,3 +226,23 @@ def test_loaded_observations_are_screened(make_tool_agent, tmp_path, secret):
     assert report.findings and report.findings[0][0] == f"memory:step {step.step_number}"
     assert seen and isinstance(seen[0], ev.InjectionFlagged) and "Ignore all previous" in seen[0].excerpt
     assert any("looks like it tries to give instructions" in str(m["content"]) for m in fresh.memory.messages)
+
+
+def test_secret_file_created_by_racing_processes_is_never_read_half_written(tmp_path):
+    """Several processes starting at once must all end up with the same, complete secret."""
+    import subprocess
+    import sys
+
+    from tests.conftest import PROJECT_ROOT
+
+    path = tmp_path / "secret"
+    script = ("import sys; from agents.memory.serialize import load_or_create_secret; "
+              f"print(load_or_create_secret({str(path)!r}).decode())")
+    processes = [subprocess.Popen([sys.executable, "-c", script], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    outputs = [p.communicate(timeout=60) for p in processes]
+    assert all(p.returncode == 0 for p in processes), [err for _, err in outputs]
+    secrets = {out.strip() for out, _ in outputs}
+    assert len(secrets) == 1 and len(secrets.pop()) == 64
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in tmp_path.iterdir()] == ["secret"]  # no temp files left behind
