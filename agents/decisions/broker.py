@@ -63,6 +63,10 @@ class DecisionBroker:
             detail = "time limit reached; default applied. "
         decision.validate_for(request)
         detail += decision.reason or decision.answer or ("edited" if decision.outcome is Outcome.EDIT else "")
+        record = getattr(context, "decisions", None)
+        if record is not None:
+            record.append({"request_id": request.id, "kind": kind.value, "outcome": decision.outcome.value,
+                           "detail": detail, "edited": decision.edited if decision.outcome is Outcome.EDIT else None})
         context.emit(DecisionMade(run_id=context.run_id, step=context.step, parent_id=context.parent_id,
                                   request_id=request.id, request_kind=kind.value, outcome=decision.outcome.value,
                                   detail=detail))

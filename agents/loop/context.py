@@ -17,6 +17,8 @@ class RunContext:
     parent_id: str | None = None
     step: int = 0
     extra: dict = field(default_factory=dict)
+    #: Decisions made during the current step; the step runner moves them into the step's record.
+    decisions: list[dict] = field(default_factory=list)
 
     def emit(self, event: Event) -> None:
         self.emit_function(event)
@@ -24,6 +26,10 @@ class RunContext:
     def check_interrupt(self) -> None:
         if self.interrupt_flag.is_set():
             raise AgentInterrupted("The run was stopped.")
+
+    def take_decisions(self) -> list[dict]:
+        taken, self.decisions = self.decisions, []
+        return taken
 
     def event_fields(self) -> dict:
         """The fields every event of this run carries."""

@@ -69,8 +69,8 @@ class StepRunner:
         context.emit(PlanProposed(**fields, plan=plan, is_update=is_update))
         decision = self.broker.ask(DecisionKind.PLAN, {"plan": plan}, context)
         plan_text = render(templates, "planning.plan_message", plan=plan)
+        step.decisions = context.take_decisions()
         if decision is not None:
-            step.decisions_outcome = decision.outcome.value  # type: ignore[attr-defined]
             if decision.outcome is Outcome.EDIT:
                 plan, step.edited_by_user = decision.edited, True
                 plan_text = render(templates, "planning.plan_message", plan=plan)
@@ -112,6 +112,7 @@ class StepRunner:
             raise
         finally:
             step.timing.end_time = time.time()
+            step.decisions = context.take_decisions()
             step.messages = self._step_messages(step)
             self.memory.add_step(step)
             self.step_callbacks.fire(step, self)

@@ -62,6 +62,7 @@ class PlanningStep(MemoryStep):
     model_output: str = ""
     is_update: bool = False
     edited_by_user: bool = False
+    decisions: list[dict[str, Any]] = field(default_factory=list)
     token_usage: TokenUsage = field(default_factory=TokenUsage)
     timing: Timing = field(default_factory=Timing)
 

@@ -42,7 +42,10 @@ def test_edited_plan_replaces_the_plan_and_reaches_the_model(make_tool_agent):
     assert decider.requests[0].kind.value == "plan" and decider.requests[0].payload["plan"] == "1. original plan"
     prompt = "\n".join(m["content"] for m in model.calls[1])
     assert "EDITED approach" in prompt and "original plan" not in prompt
-    assert agent.memory.latest_plan().plan == "1. Use the EDITED approach" and agent.memory.latest_plan().edited_by_user
+    plan_step = agent.memory.latest_plan()
+    assert plan_step.plan == "1. Use the EDITED approach" and plan_step.edited_by_user
+    assert [(d["kind"], d["outcome"], d["edited"]) for d in plan_step.decisions] == [
+        ("plan", "edit", "1. Use the EDITED approach")]
     kinds = [e.kind for e in events]
     assert kinds.index("plan_proposed") < kinds.index("decision_requested") < kinds.index("decision_made")
 
@@ -72,6 +75,8 @@ def test_code_approve_edit_reject(make_code_agent):
     assert steps[1].code.startswith("result = 'edited'") and steps[1].logs == "edited\n"
     assert "do not delete files" in model.calls[3][-1]["content"]
     assert steps[2].logs == ""
+    assert [[d["outcome"] for d in s.decisions] for s in steps] == [["approve"], ["edit"], ["reject"], ["approve"]]
+    assert steps[2].decisions[0]["detail"] == "do not delete files"
 
 
 # -- tool-call approval --------------------------------------------------------------------------
