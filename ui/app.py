@@ -12,6 +12,8 @@ from typing import Any, Iterator
 
 import gradio as gr
 
+from ui.persistence import secret_file
+from ui.approvals import set_approval_mode
 from ui.sessions import Session, SessionRegistry
 from ui.settings import AppConfig, RunSettings, build_agent, model_note
 
@@ -43,11 +45,14 @@ class AgentDeckApp:
             config.data_dir, agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
             idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
         )
+        from ui.history_panel import HistoryController
+
+        self.history = HistoryController(self)  # saved chats: the side list, resume, exports
 
     # ----- helpers -------------------------------------------------------------------------------------
     def session_for(self, request: gr.Request | None) -> Session:
         key = getattr(request, "session_hash", None) or "anonymous"
-        return self.registry.get(key)
+        return self.history.adopt(key, self.registry.get(key))
 
     def _outputs(self, session: Session, seen_files: list[int], input_update: Any = None) -> tuple:
         with session.lock:
@@ -71,7 +76,7 @@ class AgentDeckApp:
 
     # ----- handlers ------------------------------------------------------------------------------------
     def run(self, message: dict | str | None, model: str, agent_type: str, max_steps: float, planning_interval: float,
-            tools: list[str], imports: str, request: gr.Request) -> Iterator[tuple]:
+            tools: list[str], imports: str, request: gr.Request, approval_mode: str | None = None) -> Iterator[tuple]:
         """Send a message (text + files) and stream the agent's run."""
         session = self.session_for(request)
         if isinstance(message, str):
@@ -84,16 +89,19 @@ class AgentDeckApp:
             name = (item.get("orig_name") if isinstance(item, dict) else None) or os.path.basename(path)
             files.append((path, name))
         settings = RunSettings.from_form(self.config, model, agent_type, max_steps, planning_interval, tools, imports)
+        set_approval_mode(session, approval_mode)
         yield from self._stream(session, text, files, settings)
 
     def run_example(self, model: str, agent_type: str, max_steps: float, planning_interval: float, tools: list[str],
-                    imports: str, evt: gr.SelectData, request: gr.Request) -> Iterator[tuple]:
+                    imports: str, evt: gr.SelectData, request: gr.Request,
+                    approval_mode: str | None = None) -> Iterator[tuple]:
         """A click on one of the chat's examples: run it with its bundled files."""
         session = self.session_for(request)
         index = evt.index if isinstance(evt.index, int) else 0
         example = EXAMPLES[index] if 0 <= index < len(EXAMPLES) else EXAMPLES[0]
         files = [(path, os.path.basename(path)) for path in example.get("files", [])]
         settings = RunSettings.from_form(self.config, model, agent_type, max_steps, planning_interval, tools, imports)
+        set_approval_mode(session, approval_mode)
         yield from self._stream(session, example["text"], files, settings)
 
     def stop(self, request: gr.Request) -> str:
@@ -112,6 +120,11 @@ class AgentDeckApp:
     def on_unload(self, request: gr.Request) -> None:
         key = getattr(request, "session_hash", None)
         if key:
+            from ui.approvals import has_pending
+
+            session = self.registry.peek(key)
+            if session is not None and has_pending(session):
+                return  # a reloaded tab takes it back (ui/approvals.py); else the idle reaper closes it
             self.registry.close(key)
 
     @staticmethod
@@ -140,6 +153,8 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         "allowed_paths": [str(config.data_dir), str(ASSETS)],
         "max_threads": max(40, 2 * config.max_runs + 8),
         "footer_links": ["api", "settings"],
+        # The data dir is allowed (above) but its signing secret must never be served.
+        "blocked_paths": [str(secret_file(config.data_dir))],
     }
     if config.auth:
         kwargs["auth"] = config.auth

@@ -13,6 +13,8 @@ edit-tool-name, edit-args, approve-btn, reject-btn, reject-reason, approval-mess
 from __future__ import annotations
 
 import json
+import secrets
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -20,6 +22,7 @@ import gradio as gr
 
 from agents import events as ev
 from agents.decisions import APPROVAL_MODES, ApprovalPolicy, Decision
+from agents.errors import ConfigurationError
 from ui.render import fence
 
 if TYPE_CHECKING:
@@ -42,9 +45,10 @@ TOKEN_KEY = "agentdeck-session"
 CSS = """
 #approval-panel { border: 2px solid var(--color-accent); border-radius: 10px; padding: 10px 12px; }
 #approval-panel .ad-approval-title h3, #approval-panel .ad-approval-title p { margin: 0 0 4px 0; }
-#approval-message { color: #b42318; font-weight: 600; }
-#approval-message:empty { display: none; }
+#approval-message, #approval-message * { color: #b42318 !important; font-weight: 600; }
 #edit-tool-name code { font-size: 1.05em; }
+/* While a plan or an action waits, the chat makes room so the step and the panel fit on one screen. */
+.gradio-container:has(#approval-card) #chat, .gradio-container:has(#plan-review) #chat { height: 44vh !important; }
 """
 
 
@@ -60,6 +64,16 @@ def apply_approval_mode(agent: Any, mode: str) -> None:
         broker = getattr(each, "broker", None)
         if broker is not None:
             broker.policy = ApprovalPolicy.from_mode(normalise_mode(mode))
+
+
+def set_approval_mode(session: "Session", mode: Any) -> None:
+    """The tab's approval mode for its session's next runs (None leaves it as it is)."""
+    if mode is None:
+        return
+    with session.lock:
+        session.approval_mode = normalise_mode(mode)
+        if session.agent is not None and not session.running:
+            apply_approval_mode(session.agent, session.approval_mode)
 
 
 def pending_request(session: "Session") -> ev.DecisionRequested | None:
@@ -85,6 +99,8 @@ def has_pending(session: "Session") -> bool:
 def resolve(session: "Session", request: ev.DecisionRequested, decision: Decision, shown: str = "") -> None:
     """Answer `request` and note the person's version in the chat. Raises ConfigurationError if it expired."""
     with session.lock:
+        if session.run is None or session.agent is None or session.run.answered == request.request_id:
+            raise ConfigurationError("This decision was already made.")  # e.g. two quick clicks
         session.agent.resolve_decision(request.request_id, decision)
         session.run.answered = request.request_id
         node = session.transcript.decision_nodes.get(request.request_id)
@@ -169,6 +185,7 @@ def build_approval_panel() -> ApprovalPanel:
     """The panel under the chat: hidden until the agent waits for a decision."""
     request_id = gr.State(None)
     with gr.Column(visible=False, elem_id="approval-panel") as panel:
+        message = gr.Markdown("", elem_id="approval-message", visible=False)  # why a click did nothing
         with gr.Column(visible=False, elem_id="plan-review") as plan_box:
             gr.Markdown("### 🧭 Review the plan\nEdit it if you like; the agent follows the plan you continue with.",
                         elem_classes="ad-approval-title")
@@ -187,7 +204,6 @@ def build_approval_panel() -> ApprovalPanel:
             with gr.Row():
                 approve_btn = gr.Button("✅ Approve", elem_id="approve-btn", variant="primary")
                 reject_btn = gr.Button("✖ Reject", elem_id="reject-btn", variant="stop")
-        message = gr.Markdown("", elem_id="approval-message")
         with gr.Column(visible=False, elem_id="question-card") as question_box:
             question_text = gr.Markdown("")
     return ApprovalPanel(panel, request_id, plan_box, plan_editor, continue_btn, card, card_title, edit_code,
@@ -195,23 +211,28 @@ def build_approval_panel() -> ApprovalPanel:
                          question_text)
 
 
-def view(session: "Session", shown_id: str | None = None, message: str = "") -> dict[str, Any]:
+def view_hidden(message: str = "") -> dict[str, Any]:
+    """Updates that hide the panel (nothing is pending)."""
+    keep, hidden = gr.skip(), gr.update(visible=False)
+    return {"request_id": None, "panel": hidden, "plan_box": hidden, "plan_editor": keep, "card": hidden,
+            "card_title": keep, "edit_code": keep, "tool_name": keep, "edit_args": keep, "reject_reason": keep,
+            "message": gr.update(value=message, visible=bool(message)), "question_box": hidden, "question_text": keep,
+            "task_input": gr.update(placeholder=TASK_PLACEHOLDER)}
+
+
+def view(session: "Session", shown_id: str | None = None, message: str | None = None) -> dict[str, Any]:
     """Updates for the panel showing the session's pending decision (or hiding it).
 
-    When the request is the one already shown (`shown_id`), the editable boxes are left alone so a person's
-    edits are never overwritten.
+    When the request is the one already shown (`shown_id`), the editable boxes and the message (None) are
+    left alone, so a person's edits and the last complaint are never overwritten.
     """
     request = pending_request(session)
-    keep = gr.skip()
-    hidden = gr.update(visible=False)
-    out: dict[str, Any] = {"request_id": None, "panel": hidden, "plan_box": hidden, "plan_editor": keep,
-                           "card": hidden, "card_title": keep, "edit_code": keep, "tool_name": keep,
-                           "edit_args": keep, "reject_reason": keep, "message": gr.update(value=message),
-                           "question_box": hidden, "question_text": keep,
-                           "task_input": gr.update(placeholder=TASK_PLACEHOLDER)}
+    out = view_hidden(message or "")
     if request is None:
         return out
     same = request.request_id == shown_id
+    if same and message is None:
+        out["message"] = gr.skip()
     payload = request.payload or {}
     kind = request.request_kind
     out["request_id"] = request.request_id
@@ -256,6 +277,8 @@ class ApprovalHandlers:
 
     def __init__(self, app: "AgentDeckApp") -> None:
         self.app = app
+        self._tabs: dict[str, str] = {}  # a tab's token (kept in its sessionStorage) -> its current session key
+        self._tabs_lock = threading.Lock()
 
     def _session(self, request: Any) -> "Session":
         return self.app.session_for(request)
@@ -263,12 +286,8 @@ class ApprovalHandlers:
     # mode -------------------------------------------------------------------------------------------
     def set_mode(self, mode: str, planning: Any, max_steps: Any, request: gr.Request) -> tuple:
         """The approval mode for this tab's next runs; plan review turns planning on when it was off."""
-        session = self._session(request)
         mode = normalise_mode(mode)
-        with session.lock:
-            session.approval_mode = mode
-            if session.agent is not None and not session.running:
-                apply_approval_mode(session.agent, mode)
+        set_approval_mode(self._session(request), mode)
         try:
             planning_off = int(planning or 0) <= 0
         except (TypeError, ValueError):
@@ -277,7 +296,7 @@ class ApprovalHandlers:
             steps = max(1, int(max_steps or 10))
             return steps, (f"Planning was off: the agent now plans once at the start of each run "
                            f"(planning interval {steps}, in Agent settings).")
-        return gr.skip(), f"Mode: {dict((v, k) for k, v in MODE_CHOICES)[mode]}. {MODE_INFO.split('.')[0]}."
+        return gr.skip(), ""
 
     # show -------------------------------------------------------------------------------------------
     def refresh(self, shown_id: str | None, request: gr.Request) -> tuple:
@@ -363,24 +382,27 @@ class ApprovalHandlers:
 
     # reload -----------------------------------------------------------------------------------------
     def restore(self, token: str, mode: str, request: gr.Request) -> tuple:
-        """On page load: take back this tab's session if it waits for a decision; hand out the tab's token."""
+        """On page load: a reloaded tab takes back its session if it waits for a decision (with the chat and
+        the panel); every tab gets a token to keep in its sessionStorage for that."""
         key = getattr(request, "session_hash", None) or "anonymous"
-        session = None
-        if token:
-            session = self.app.registry.reattach(str(token), key, when=has_pending)
+        registry = self.app.registry
+        with self._tabs_lock:
+            old_key = self._tabs.get(str(token or "")) if token else None
+            if old_key is None:
+                token = secrets.token_urlsafe(24)  # only tokens this server handed out are honoured
+            self._tabs[token] = key
+            if len(self._tabs) > 2 * len(registry) + 100:  # forget tabs whose sessions are gone
+                self._tabs = {t: k for t, k in self._tabs.items() if k == key or registry.peek(k) is not None}
+        session = registry.rekey(old_key, key, when=has_pending) if old_key else None
+        skip = gr.skip()
         if session is None:
-            session = self._session(request)
-            with session.lock:
-                if session.agent is None:
-                    session.approval_mode = normalise_mode(mode)
-            skip = gr.skip()
-            return (session.token, skip, skip, skip, skip, *_as_tuple(view(session)))
+            return (token, skip, skip, skip, skip, *_as_tuple({**view_hidden(), "task_input": skip}))
         with session.lock:
             messages = session.transcript.messages()
             status = session.transcript.status_text()
             files = session.file_paths() or None
             session_mode = session.approval_mode
-        return (session.token, messages, files, f"<small>{status}</small>" if status else "", session_mode,
+        return (token, messages, files, f"<small>{status}</small>" if status else "", session_mode,
                 *_as_tuple(view(session)))
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -27,7 +26,7 @@ from agents.memory import (
     ActionStep, AgentMemory, FinalAnswerStep, HistoryStep, PlanningStep, SummaryStep, TaskStep,
 )
 from agents.models.base import TokenUsage, message_text
-from ui.persistence import ChatStore, ChatStoreError, SavedChat, clean_title, new_token, valid_token
+from ui.persistence import ChatStore, ChatStoreError, clean_title, new_token, valid_token
 from ui.render import IMAGE_EXTENSIONS, Transcript, clip
 from ui.settings import RunSettings, available_tools
 from ui.uploads import UploadResult
@@ -244,6 +243,18 @@ class HistoryController:
             session.transcript.add_note(note)
         return session
 
+    def _paused_elsewhere(self, owner: str, chat_id: str) -> bool:
+        """Is this chat live in the registry (another tab key), paused for a decision?"""
+        try:
+            from ui.approvals import has_pending
+        except ImportError:
+            return False
+        registry = self.app.registry
+        with registry._lock:
+            sessions = list(registry._sessions.values())
+        return any(s.saved is not None and s.saved.owner == owner and s.saved.id == chat_id and has_pending(s)
+                   for s in sessions)
+
     def _busy(self, key: str) -> bool:
         current = self.app.registry.peek(key)
         return current is not None and current.running
@@ -256,12 +267,23 @@ class HistoryController:
         key = self.tab_key(request)
         self.bind(key, owner)
         current = self.store.current(owner)
+        live = self.app.registry.peek(key)
+        if current and live is not None and live.saved is not None and live.saved.id == current \
+                and live.saved.owner == owner:  # this tab already holds the chat (e.g. taken back by ui/approvals.py)
+            yield self._view(live, state, owner)
+            return
+        if current and self._paused_elsewhere(owner, current):
+            # A reloaded tab whose run waits for a decision: ui/approvals.py hands the live session back.
+            yield (state, *(gr.skip(),) * 5, self.list_update(owner, current), *(gr.skip(),) * 6)
+            return
         if current and self.store.get(owner, current) is not None:
             yield from self._open(key, owner, state, current, (model, agent_type, max_steps, planning, tools, imports))
             return
         session = self.app.registry.peek(key)
-        if session is None or session.saved is None:
+        if session is None:
             session = self._fresh(key, owner)
+        elif session.saved is None:  # made by another handler of this tab (never replace it: it may be running)
+            session = self.adopt(key, session)
         yield self._view(session, state, owner)
 
     def open_chat(self, state: Any, chat_id: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any,
@@ -402,7 +424,8 @@ class HistoryController:
             session = current or self._fresh(key, owner)
             return self._view(session, state, owner, gr_warning="That chat does not exist.")
         if is_open or current is None:
-            current.saved = None if current is not None else None
+            if current is not None:
+                current.saved = None  # its folder is gone
             session = self._fresh(key, owner)
             return self._view(session, state, owner)
         return self._view(current, state, owner)
@@ -489,7 +512,7 @@ def wire_history_panel(app: "AgentDeckApp", panel: HistoryPanel, demo: gr.Blocks
     view = [panel.browser_state, chat, task_input, files_panel, status, clock, panel.chat_list, *settings]
     heavy = dict(concurrency_limit=app.config.max_runs, concurrency_id="runs", show_progress="hidden")
     light = dict(concurrency_limit=None, show_progress="hidden")
-    demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="restore", **heavy)
+    demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="browser_session", **heavy)
     panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list, *settings], outputs=view,
                            api_name="open_chat", **heavy)
     panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],

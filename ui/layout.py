@@ -1,7 +1,8 @@
-"""The Blocks layout: chat and input on the left, files, settings (and, next, approvals) on the right.
+"""The Blocks layout: chat, approvals (ui/approvals.py) and input on the left; files and settings on the right.
 
 Stable element ids used by tests and outside checks: chat, task-input, stop-btn, new-chat-btn,
-files-panel, model-picker (plus run-status, run-clock, approval-panel, settings-*).
+files-panel, model-picker (plus run-status, run-clock, approval-mode, approval-panel and the ids in
+ui/approvals.py, settings-*).
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from ui import approvals, history_panel
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names, model_choices
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ CSS = """
 .ad-header h1 { margin-bottom: 0; }
 .ad-header p { margin-top: 2px; color: var(--body-text-color-subdued); }
 """
+CSS += approvals.CSS
 
 PLACEHOLDER = (
     "**Ask the agent to analyse data, write code or make charts.**  \n"
@@ -38,6 +41,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
     config = app.config
     tools = available_tools()
     with gr.Blocks(title="AgentDeck", fill_height=True) as demo:
+        history = history_panel.build_history_panel(app)  # the side list of saved chats, exports
         with gr.Row(elem_classes="ad-header"):
             gr.Markdown("# AgentDeck\nA workbench for code-writing agents: watch each step, code, log and chart as it happens.")
         with gr.Row(equal_height=False):
@@ -49,6 +53,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                     group_consecutive_messages=False,
                 )
                 status = gr.Markdown("", elem_id="run-status")
+                approval = approvals.build_approval_panel()  # hidden until the agent waits for a decision
                 task_input = gr.MultimodalTextbox(
                     elem_id="task-input", file_count="multiple", sources=["upload"], show_label=False,
                     placeholder="Type a task, attach data files, press Enter…", autofocus=True, max_lines=12,
@@ -62,9 +67,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                 note = gr.Markdown(app.describe_model(config.model), elem_id="model-note")
                 files_panel = gr.File(label="Files (uploads and outputs)", elem_id="files-panel",
                                       file_count="multiple", interactive=False)
-                # Room for the human-in-the-loop issue: approval of plans / code / tool calls goes here.
-                with gr.Group(visible=False, elem_id="approval-panel"):
-                    gr.Markdown("### Waiting for your decision")
+                approval_mode, approval_note = approvals.build_mode_selector(config.approval_mode)
                 with gr.Accordion("⚙️ Agent settings", open=False, elem_id="settings"):
                     agent_type = gr.Radio(list(AGENT_TYPES), value="code", label="Agent type",
                                           elem_id="settings-agent-type")
@@ -88,12 +91,19 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
         outputs = [chat, task_input, files_panel, status, clock]
         run_options = dict(outputs=outputs, concurrency_limit=config.max_runs, concurrency_id="runs",
                            show_progress="hidden")
-        task_input.submit(app.run, inputs=[task_input, *settings], api_name="run", **run_options)
-        chat.example_select(app.run_example, inputs=settings, api_name="run_example", **run_options)
-        stop_btn.click(app.stop, outputs=[status], api_name="stop", concurrency_limit=None, show_progress="hidden")
-        new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,
+        submitted = task_input.submit(app.run, inputs=[task_input, *settings, approval_mode], api_name="run",
+                                      **run_options)
+        example = chat.example_select(app.run_example, inputs=[*settings, approval_mode], api_name="run_example",
+                                      **run_options)
+        stopped = stop_btn.click(app.stop, outputs=[status], api_name="stop", concurrency_limit=None,
+                                 show_progress="hidden")
+        cleared = new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,
                       show_progress="hidden")
         model.change(app.describe_model, inputs=[model], outputs=[note], api_visibility="private",
                      concurrency_limit=None, show_progress="hidden")
+        approvals.wire(demo, app, approval, approval_mode, approval_note, planning, max_steps, outputs, task_input,
+                       chat, files_panel, status, after=[submitted, example, stopped, cleared])
+        history_panel.wire_history_panel(app, history, demo, chat, task_input, files_panel, status, clock, settings,
+                                         after_runs=[submitted, example], new_chat_event=cleared)
         demo.unload(app.on_unload)
     return demo

@@ -325,8 +325,7 @@ class Transcript:
             if e.request_kind == "plan":
                 title, body = "review the plan", "Edit the plan below the chat if you like, then press **Continue**."
             elif e.request_kind == "code":
-                title, body = "run this code?", ("Approve, edit or reject this code below the chat before it runs:\n\n"
-                                                 + fence(str(payload.get("code", "")), "python"))
+                title, body = "run this code?", "Approve, edit or reject the code above (in the panel below the chat)."
             elif e.request_kind == "tool_call":
                 args = json.dumps(payload.get("arguments", {}), indent=2, default=str, ensure_ascii=False)
                 title = f"call {payload.get('tool_name', 'a tool')}?"
@@ -423,7 +422,8 @@ class Transcript:
             return ""
         elapsed = (now or time.time()) - self.run_started
         if self.waiting:
-            return f"✋ waiting for your decision ({self.waiting.replace('_', ' ')}) · step {self.current_step}/{self.max_steps}"
+            what = "your answer" if self.waiting == "question" else f"your decision ({self.waiting.replace('_', ' ')})"
+            return f"✋ waiting for {what} · step {self.current_step}/{self.max_steps}"
         return f"running · step {self.current_step}/{self.max_steps} · {elapsed:.1f} s"
 
     def messages(self) -> list[dict[str, Any]]:

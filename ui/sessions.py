@@ -40,6 +40,7 @@ class RunHandle:
         self.finished = False  # RunFinished (or the end of the stream) has been applied
         self.waiting_decision: ev.DecisionRequested | None = None
         self.stop_requested_at: float | None = None
+        self.answered: str | None = None  # the id of the decision a person answered (ui/approvals.py)
         self._thread = threading.Thread(target=self._pump, args=(stream,), name="agentdeck-pump", daemon=True)
         self._thread.start()
 
@@ -71,6 +72,7 @@ class Session:
         self.closed_at: float | None = None
         self.files_version = 0
         self.clock: list[list[Any]] = []  # (kind, step, event timestamp) of step-level events not yet sent
+        self.approval_mode = "autonomous"  # which pauses the next run makes (ui/approvals.py)
         self.saved: Any = None  # ui.persistence.SavedChat when this chat is kept on disk (see ui/history_panel.py)
         self.turns: list[dict[str, Any]] = []  # what the person sent (text, uploads), to rebuild a saved chat
 
@@ -96,7 +98,12 @@ class Session:
             if self.closed_at is not None:
                 raise RuntimeError("This session was closed.")
             if self.running:
-                self.transcript.add_note("⏳ A run is still going: wait for it, or press Stop.")
+                from ui import approvals
+
+                if approvals.answer_question(self, text):  # the run waits for an answer: this is it
+                    return True
+                self.transcript.add_note(approvals.waiting_note(self)
+                                         or "⏳ A run is still going: wait for it, or press Stop.")
                 return False
             results = [ingest_upload(path, self.workspace, name, self.max_upload_bytes) for path, name in files]
             good = [r for r in results if r.ok]
@@ -113,6 +120,9 @@ class Session:
                 return False
             try:
                 agent = self._agent_for(settings)
+                from ui.approvals import apply_approval_mode
+
+                apply_approval_mode(agent, self.approval_mode)
             except Exception as exc:
                 self.transcript.add_note(f'<span class="ad-error">Could not start the agent</span> '
                                          f"{type(exc).__name__}: {exc}")
@@ -326,6 +336,25 @@ class SessionRegistry:
                 self._closed.append(old)
         if old is not None:
             old.close()
+        return session
+
+    def rekey(self, old_key: str, key: str, when: Callable[[Session], bool] = lambda s: True) -> Session | None:
+        """Move the live session of `old_key` (a reloaded tab's) to the tab's new `key`, if `when(session)`."""
+        session = self.peek(old_key)
+        if session is None or old_key == key or not when(session):
+            return None
+        with self._lock:
+            if self._sessions.get(old_key) is not session:
+                return None
+            del self._sessions[old_key]
+            replaced = self._sessions.get(key)
+            self._sessions[key] = session
+            session.key = key
+            if replaced is not None:
+                self._closed.append(replaced)
+        if replaced is not None:
+            replaced.close()
+        session.touch()
         return session
 
     def peek(self, key: str) -> Session | None:

@@ -2,7 +2,9 @@
 
 Environment variables:
   AGENTDECK_MODEL              default model string (e.g. "embedded", "openai/gpt-4.1-mini", "replay:path.yaml")
-  AGENTDECK_DATA_DIR           where session workspaces live (default ./data beside app.py)
+  AGENTDECK_DATA_DIR           saved chats and workspaces (default ./data beside app.py; on a Space with
+                               persistent storage /data/agentdeck)
+  AGENTDECK_SECRET             signs saved chats (default: a random secret kept in <data dir>/secret)
   AGENTDECK_AUTHORIZED_IMPORTS comma-separated extra imports for the code agent (default: data-analysis set)
   AGENTDECK_MAX_STEPS          default max steps (10)
   AGENTDECK_MAX_UPLOAD_MB      upload size limit per file (50)
@@ -75,7 +77,9 @@ class AppConfig:
     @classmethod
     def from_env(cls, base_dir: str | Path | None = None) -> "AppConfig":
         base = Path(base_dir) if base_dir else Path(__file__).resolve().parent.parent
-        data_dir = Path(os.environ.get("AGENTDECK_DATA_DIR") or base / "data").resolve()
+        from ui.persistence import default_data_dir  # AGENTDECK_DATA_DIR, a Space's /data, else <base>/data
+
+        data_dir = default_data_dir(base)
         imports_env = os.environ.get("AGENTDECK_AUTHORIZED_IMPORTS")
         user, password = os.environ.get("AGENTDECK_USERNAME", ""), os.environ.get("AGENTDECK_PASSWORD", "")
         return cls(

@@ -1,0 +1,311 @@
+"""Human in the loop in the app: plan review, code and tool-call approval, ask_user, reload, Stop.
+
+Most tests call the app's handlers in-process (a replay model, the real sandbox) so they can look at what the
+model was sent (`session.agent.model.calls`); one drives a running app over HTTP with gradio_client.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import code_reply, run_app, write_transcript
+from ui import approvals, settings as ui_settings
+from ui.app import AgentDeckApp
+from ui.approvals import VIEW_KEYS, ApprovalHandlers
+from ui.settings import AppConfig
+
+SEND_EMAIL_TOOLS = '''
+from pathlib import Path
+from tools import tool
+
+OUTBOX = Path(__file__).with_name("outbox.txt")
+
+
+@tool(requires_approval=True)
+def send_email(to: str, body: str) -> str:
+    """Send an email.
+
+    Args:
+        to: Recipient address.
+        body: Message text.
+    """
+    with OUTBOX.open("a") as handle:
+        handle.write(f"{to}: {body}\\n")
+    return f"sent to {to}"
+'''
+
+
+class Req:
+    """What the handlers read from a gr.Request: the tab's session hash."""
+
+    def __init__(self, key: str) -> None:
+        self.session_hash = key
+
+
+class Harness:
+    def __init__(self, tmp_path: Path, replies: list[str], planning: int = 0, tools: tuple[str, ...] = ()) -> None:
+        transcript = write_transcript(tmp_path / "script.json", replies)
+        self.config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", authorized_imports=(),
+                                max_steps=6)
+        self.app = AgentDeckApp(self.config)
+        self.handlers = ApprovalHandlers(self.app)
+        self.req = Req("tab-1")
+        self.planning = planning
+        self.tools = list(tools)
+
+    @property
+    def session(self):
+        return self.app.session_for(self.req)
+
+    def set_mode(self, mode: str) -> tuple:
+        return self.handlers.set_mode(mode, self.planning, 6, self.req)
+
+    def send(self, text: str, mode: str | None = None) -> list[tuple]:
+        return list(self.app.run({"text": text, "files": []}, self.config.model, "code", 6, self.planning,
+                                 self.tools, "", self.req, mode))
+
+    def view(self, shown: str | None = None) -> dict[str, Any]:
+        return dict(zip(VIEW_KEYS, self.handlers.refresh(shown, self.req)))
+
+    def decide(self, name: str, *args: Any) -> dict[str, Any]:
+        """Press a panel button (approve / reject / continue_plan) as the page would, then stream the rest."""
+        shown = self.view()["request_id"]
+        result = dict(zip(VIEW_KEYS, getattr(self.handlers, name)(shown, *args, self.req)))
+        if not _visible(result["panel"]):
+            list(self.handlers.resume(self.req))
+        return result
+
+    def chat(self) -> str:
+        messages = self.session.transcript.messages()
+        return "\n".join(f"{(m.get('metadata') or {}).get('title', '')}\n{m['content']}" for m in messages)
+
+    def model_calls(self) -> list[list[dict]]:
+        return self.session.agent.model.calls
+
+    def last_input(self) -> str:
+        return "\n".join(str(m["content"]) for m in self.model_calls()[-1])
+
+    def close(self) -> None:
+        self.app.registry.shutdown()
+
+
+def _visible(update: Any) -> bool:
+    return isinstance(update, dict) and update.get("visible") is True
+
+
+def _value(update: Any) -> Any:
+    return update.get("value") if isinstance(update, dict) else None
+
+
+@pytest.fixture
+def harness(tmp_path: Path):
+    made: list[Harness] = []
+
+    def make(replies: list[str], **kwargs: Any) -> Harness:
+        made.append(Harness(tmp_path, replies, **kwargs))
+        return made[-1]
+
+    yield make
+    for h in made:
+        h.close()
+
+
+def test_edited_plan_reaches_the_model(harness) -> None:
+    h = harness(["1. Look at the data.\n2. Answer.<end_plan>", code_reply("Go.", "final_answer('planned')")])
+    planning, note = h.set_mode("review_plans")
+    assert planning == 6 and "now plans once" in note  # plan review turned planning on
+    h.planning = planning
+    h.send("Make a plan first")
+    view = h.view()
+    assert _visible(view["panel"]) and _visible(view["plan_box"]) and not _visible(view["card"])
+    assert _value(view["plan_editor"]) == "1. Look at the data.\n2. Answer."
+    assert "🧭 Plan · ✋ waiting for you" in h.chat() and "waiting for your decision (plan)" in \
+        h.session.transcript.status_text()
+    after = h.decide("continue_plan", "1. Use the EDITED approach.\n2. Answer.")
+    assert not _visible(after["panel"])
+    assert h.session.transcript.finished.state == "success"
+    prompt = "\n".join(str(m["content"]) for m in h.model_calls()[1])
+    assert "EDITED approach" in prompt and "Look at the data" not in prompt
+    assert h.session.agent.memory.latest_plan().plan.startswith("1. Use the EDITED approach")
+    chat = h.chat()
+    assert "✋ Decision: edit" in chat and "Your edited plan" in chat and "planned" in chat
+    assert "waiting for you" not in chat
+
+
+def test_code_approved_then_edited_code_runs(harness) -> None:
+    h = harness([code_reply("First.", "print('first step ran')"),
+                 code_reply("Second.", "print('original code ran')"),
+                 code_reply("Done.", "final_answer('all done')")])
+    h.set_mode("approve_code")
+    h.send("Run two steps")
+    view = h.view()
+    assert _visible(view["card"]) and _visible(view["edit_code"]) and not _visible(view["edit_args"])
+    assert _value(view["edit_code"]) == "print('first step ran')"
+    assert "Step 1 · ✋ waiting for you" in h.chat()
+    assert "first step ran\n" not in h.chat()  # nothing ran before the approval
+
+    # A new message while the code waits is not a new task.
+    calls_before = len(h.model_calls())
+    h.send("hello?")
+    assert "waiting for your decision in the panel" in h.chat() and len(h.model_calls()) == calls_before
+    assert _visible(h.view()["card"])
+
+    h.decide("approve", "print('first step ran')\n", "")  # unchanged (a trailing newline is not an edit)
+    assert "✋ Decision: approve" in h.chat() and "first step ran" in h.chat()
+    assert _value(h.view()["edit_code"]) == "print('original code ran')"
+    h.decide("approve", "print('edited code ran')", "")
+    h.decide("approve", "final_answer('all done')", "")
+    chat = h.chat()
+    assert "✋ Decision: edit" in chat and "Your edited code" in chat
+    assert "edited code ran" in chat and "original code ran\n" not in chat.split("Your edited code")[1]
+    steps = list(h.session.agent.memory.action_steps())
+    assert steps[1].code == "print('edited code ran')" and steps[1].logs == "edited code ran\n"
+    assert h.session.transcript.finished.output == "all done"
+    assert not _visible(h.view()["panel"])
+
+
+def test_tool_call_bad_json_then_rejected_with_reason(harness, tmp_path: Path, monkeypatch) -> None:
+    tools_file = tmp_path / "mail_tools.py"
+    tools_file.write_text(SEND_EMAIL_TOOLS)
+    monkeypatch.setenv("AGENTDECK_TOOLS_PATH", str(tools_file))
+    monkeypatch.setattr(ui_settings, "_TOOL_CACHE", None)  # load the registry again, with the user's tool
+    outbox = tmp_path / "outbox.txt"
+    h = harness([code_reply("Send it.", "print(send_email(to='eve@example.com', body='hi'))"),
+                 code_reply("Try again.", "print(send_email(to='eve@example.com', body='hi again'))"),
+                 code_reply("Done.", "final_answer('mail handled')")], tools=("send_email",))
+    h.set_mode("approve_tools")
+    h.send("Email Eve")
+    view = h.view()
+    assert _visible(view["card"]) and _visible(view["edit_args"]) and not _visible(view["edit_code"])
+    assert "send_email" in _value(view["tool_name"])
+    assert json.loads(_value(view["edit_args"])) == {"to": "eve@example.com", "body": "hi"}
+    assert "✋ Waiting for your decision: call send_email?" in h.chat()
+
+    # Invalid JSON: a clear message, the decision stays pending, the boxes are left as they are.
+    bad = h.decide("approve", "", '{"to": "bob@example.com", body: }')
+    assert "not valid JSON" in _value(bad["message"]) and _visible(bad["panel"])
+    assert bad["edit_args"] == {"__type__": "update"}  # skipped: the person's text stays
+    assert "not sent" not in h.chat() and len(h.model_calls()) == 1
+    not_object = h.decide("approve", "", '["bob@example.com"]')
+    assert "must be a JSON object" in _value(not_object["message"])
+    assert [r.kind.value for r in h.session.agent.pending_decisions()] == ["tool_call"]
+
+    h.decide("reject", "wrong recipient: use bob@example.com")
+    assert "wrong recipient" in h.last_input()  # the next step's input carries the reason
+    assert "Rejected by the user: wrong recipient" in h.chat() and "**Reason:** wrong recipient" in h.chat()
+    assert not outbox.exists()
+
+    # The second call is approved with edited arguments: the tool runs with them.
+    h.decide("approve", "", json.dumps({"to": "bob@example.com", "body": "hi again"}))
+    assert outbox.read_text() == "bob@example.com: hi again\n"
+    assert "sent to bob@example.com" in h.chat() and "Your edited arguments" in h.chat()
+    assert h.session.transcript.finished.output == "mail handled"
+
+
+def test_ask_user_question_is_answered_by_the_next_message(harness) -> None:
+    h = harness([code_reply("Ask.", "colour = ask_user('Which colour should the chart be?')\n"
+                                    "print('colour is', colour)"),
+                 code_reply("Done.", "final_answer(f'a {colour} chart')")])
+    h.send("Make me a chart")  # autonomous: questions still wait for the person
+    view = h.view()
+    assert _visible(view["question_box"]) and not _visible(view["card"])
+    assert "Which colour" in _value(view["question_text"])
+    assert view["task_input"]["placeholder"].startswith("Answer the agent's question")
+    assert "❓ **The agent asks:** Which colour should the chart be?" in h.chat()
+    h.send("blue")
+    assert "blue" in "\n".join(str(m["content"]) for m in h.model_calls()[1])
+    assert "colour is blue" in h.chat() and h.session.transcript.finished.output == "a blue chart"
+    assert [m["content"] for m in h.session.transcript.messages() if m["role"] == "user"] == \
+        ["Make me a chart", "blue"]
+    assert h.view()["task_input"]["placeholder"].startswith("Type a task")
+
+
+def test_reload_keeps_the_pending_decision(harness) -> None:
+    h = harness([code_reply("Run.", "print('after reload')"), code_reply("Done.", "final_answer('resumed')")])
+    token = h.handlers.restore("", "autonomous", h.req)[0]  # the page load hands the tab its token
+    h.send("Run something", mode="approve_code")  # the mode comes with the message (the dropdown's value)
+    old = h.session
+    h.app.on_unload(h.req)  # the tab reloads: the session waits for it instead of closing
+    assert h.app.registry.peek("tab-1") is old and old.closed_at is None
+
+    # The reloaded tab (a new session hash) brings its token and gets the session, chat and panel back.
+    h.req = Req("tab-1-reloaded")
+    restored = h.handlers.restore(token, "autonomous", h.req)
+    assert restored[0] == token and h.app.registry.peek("tab-1") is None and h.session is old
+    assert "Step 1 · ✋ waiting for you" in json.dumps(restored[1], ensure_ascii=False)
+    assert restored[4] == "approve_code"
+    view = dict(zip(VIEW_KEYS, restored[5:]))
+    assert _visible(view["card"]) and _value(view["edit_code"]) == "print('after reload')"
+    h.decide("approve", "print('after reload')", "")
+    h.decide("approve", "final_answer('resumed')", "")
+    assert "after reload" in h.chat() and old.transcript.finished.output == "resumed"
+
+    # A made-up token gets a new one and nothing else; an idle session is closed on unload as before.
+    other = h.handlers.restore("made-up-token", "autonomous", Req("tab-2"))
+    assert other[0] not in (token, "made-up-token") and not _visible(dict(zip(VIEW_KEYS, other[5:]))["panel"])
+    h.app.on_unload(h.req)
+    assert h.app.registry.peek("tab-1-reloaded") is None and old.closed_at is not None
+    again = h.handlers.restore(token, "autonomous", Req("tab-1-reloaded-twice"))
+    assert again[1] == {"__type__": "update"} and h.app.registry.peek("tab-1-reloaded-twice") is None
+
+
+def test_stop_while_waiting_ends_the_run(harness) -> None:
+    h = harness([code_reply("Risky.", "print('should not run')"), code_reply("Next.", "final_answer('still usable')")])
+    h.set_mode("approve_code")
+    h.send("Do something risky")
+    assert _visible(h.view()["card"])
+    h.app.stop(h.req)
+    list(h.handlers.resume(h.req))  # the page chains this after Stop
+    assert h.session.transcript.finished.state == "interrupted" and "Stopped" in h.chat()
+    assert "should not run\n" not in h.chat() and not _visible(h.view()["panel"])
+    h.set_mode("autonomous")  # applies to the same agent (same memory), no new agent
+    agent = h.session.agent
+    h.send("carry on")
+    assert h.session.agent is agent and h.session.transcript.finished.output == "still usable"
+
+
+def test_mode_changes_apply_to_the_next_run_of_the_same_agent(harness) -> None:
+    h = harness([code_reply("One.", "final_answer('first')"), code_reply("Two.", "final_answer('second')")])
+    h.send("first task")
+    agent = h.session.agent
+    assert h.session.transcript.finished.output == "first" and not agent.broker.policy.approve_code
+    h.set_mode("approve_code")
+    assert agent.broker.policy.approve_code  # switched between runs, memory kept
+    h.send("second task")
+    assert h.session.agent is agent and _visible(h.view()["card"])
+    stale = h.handlers.approve("some-old-id", "final_answer('second')", "", h.req)
+    assert "already made or has expired" in _value(dict(zip(VIEW_KEYS, stale))["message"])
+    h.handlers.approve(None, "final_answer('second')", "", h.req)
+    twice = dict(zip(VIEW_KEYS, h.handlers.approve(None, "final_answer('second')", "", h.req)))  # a double click
+    assert "already made" in _value(twice["message"]) and not _visible(twice["panel"])
+    list(h.handlers.resume(h.req))
+    assert h.session.transcript.finished.output == "second"
+    assert approvals.pending_request(h.session) is None
+
+
+@pytest.mark.slow
+def test_code_approval_over_the_http_api(tmp_path: Path) -> None:
+    """The endpoints a page (or a script) uses: /set_approval_mode, /run, /approve, /resume."""
+    from gradio_client import Client
+
+    transcript = write_transcript(tmp_path / "api.json", [code_reply("Run.", "print('original')"),
+                                                          code_reply("Done.", "final_answer('api done')")])
+    (tmp_path / "data").mkdir()
+    with run_app(transcript, tmp_path / "data") as url:
+        client = Client(url, verbose=False, download_files=False)
+        planning, note = client.predict("review_plans", 0, 6, api_name="/set_approval_mode")
+        assert planning == 6 and "plans once" in note
+        # The mode travels with each message (the dropdown's value); a script passes it by name.
+        chat = client.predict({"text": "go", "files": []}, approval_mode="approve_code", api_name="/run")[0]
+        assert "waiting for you" in json.dumps(chat, ensure_ascii=False)
+        view = client.predict("print('edited over http')", "", api_name="/approve")
+        assert view[6] == {"__type__": "update", "value": "", "visible": False}  # no complaint
+        chat = client.predict(api_name="/resume")[0]
+        text = json.dumps(chat, ensure_ascii=False)
+        assert "edited over http" in text and "✋ Decision: edit" in text
+        client.predict("final_answer('api done')", "", api_name="/approve")
+        chat = client.predict(api_name="/resume")[0]
+        assert "api done" in json.dumps(chat)

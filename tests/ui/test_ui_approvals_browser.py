@@ -1,0 +1,271 @@
+"""Human in the loop in a real browser (Debian's Chromium + Playwright): plan review, code approval and
+editing, a rejected tool call, an ask_user question, and a reload while a decision waits.
+
+One app process and one tab for the whole module: the tests run in order and share the session, so the
+replay script below is read from start to end. Planning is on (the plan-review mode turns it on), so every
+run starts with a plan. docs/screenshot-approval.png shows a pending code approval.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import PENGUINS, PROJECT_ROOT, code_reply, run_app, write_transcript
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DOCS = PROJECT_ROOT / "docs"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                       reason="Debian's Chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)"),
+]
+
+MAIL_TOOLS = '''
+from pathlib import Path
+from tools import tool
+
+
+@tool(requires_approval=True)
+def send_email(to: str, body: str) -> str:
+    """Send an email (a demo: it is written to outbox.txt beside this file).
+
+    Args:
+        to: Recipient address.
+        body: Message text.
+    """
+    with Path(__file__).with_name("outbox.txt").open("a") as handle:
+        handle.write(f"{to}: {body}\\n")
+    return f"sent to {to}"
+'''
+
+
+def plan(text: str) -> str:
+    return f"{text}<end_plan>"
+
+
+SCRIPT = [
+    # 1. plan review (edited)
+    plan("1. Say hello.\n2. Finish."),
+    code_reply("Follow the plan.", "print('following the plan')\nfinal_answer('planned and done')"),
+    # 2. code approved as it is
+    plan("1. Compute."),
+    code_reply("Count the penguins by species.",
+               "import pandas as pd\ndf = pd.read_csv('penguins.csv')\ncounts = df['species'].value_counts()\n"
+               "print('approved code ran:', counts.to_dict())\nfinal_answer(int(counts.sum()))"),
+    # 3. code edited
+    plan("1. Compute again."),
+    code_reply("Print something.", "print('original code ran')\nfinal_answer('original')"),
+    # 4. tool call rejected with a reason
+    plan("1. Send the mail."),
+    code_reply("Send the email.", "send_email(to='eve@example.com', body='hello')"),
+    code_reply("The user refused; do not send it.", "final_answer('no email sent')"),
+    # 5. ask_user
+    plan("1. Ask which colour."),
+    code_reply("Ask the user.", "colour = ask_user('Which colour should the chart use?')\nprint('colour is', colour)"),
+    code_reply("Done.", "final_answer(f'{colour} it is')"),
+    # 6. reload while a decision waits
+    plan("1. Print after the reload."),
+    code_reply("Print.", "print('approved after the reload')\nfinal_answer('reloaded and done')"),
+]
+
+
+@pytest.fixture(scope="module")
+def hitl_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    base = tmp_path_factory.mktemp("approvals")
+    transcript = write_transcript(base / "script.json", SCRIPT)
+    (base / "tools").mkdir()
+    (base / "tools" / "mail_tools.py").write_text(MAIL_TOOLS)
+    (base / "data").mkdir()
+    env = {"AGENTDECK_TOOLS_PATH": str(base / "tools" / "mail_tools.py"), "AGENTDECK_MAX_STEPS": "6"}
+    with run_app(transcript, base / "data", extra_env=env) as url:
+        yield url, base / "tools" / "outbox.txt"
+
+
+@pytest.fixture(scope="module")
+def page(hitl_app):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    url, _ = hitl_app
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.goto(url)
+        page.wait_for_selector("#chat")
+        yield page
+        context.close()
+        browser.close()
+
+
+def chat_text(page) -> str:
+    return page.locator("#chat").inner_text()
+
+
+def wait_for_text(page, needle: str, timeout: float = 30.0) -> None:
+    deadline = time.time() + timeout
+    while needle not in chat_text(page):
+        if time.time() > deadline:
+            raise AssertionError(f"{needle!r} never appeared in the chat:\n{chat_text(page)[-2000:]}")
+        time.sleep(0.1)
+
+
+def send(page, text: str, files: list[Path] = ()) -> None:
+    box = page.locator("#task-input textarea")
+    box.wait_for(state="visible")
+    page.wait_for_function("!document.querySelector('#task-input textarea').disabled")
+    box.fill(text)
+    if files:
+        page.locator("#task-input input[type=file]").set_input_files([str(f) for f in files])
+        page.wait_for_function(
+            "n => document.querySelectorAll('#task-input .thumbnail-item, #task-input .thumbnail-image, "
+            "#task-input [class*=thumbnail]').length >= n", arg=len(files), timeout=15_000)
+    box.press("Enter")
+
+
+def choose_mode(page, label: str) -> None:
+    page.locator("#approval-mode input").click()
+    page.get_by_role("option", name=label).click()
+    page.wait_for_function("l => document.querySelector('#approval-mode input').value === l", arg=label)
+    time.sleep(0.3)  # the choice reaches the server before the next message
+
+
+def edit_code(page, code: str) -> None:
+    editor = page.locator("#edit-code .cm-content")
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(code)  # inserted as is: no auto-closed brackets or auto-indent
+
+
+def open_last_step(page) -> None:
+    """Open the last step of the chat and its logs (finished steps fold up)."""
+    page.locator("#chat").get_by_text(re.compile(r"^Step \d+$")).last.click()
+    page.locator("#chat").get_by_text("📜 Execution logs").last.click()
+    time.sleep(0.3)
+
+
+def panel_hidden(page, timeout: float = 30.0) -> None:
+    page.locator("#approval-panel").wait_for(state="detached", timeout=timeout * 1000)
+
+
+def test_settings_show_the_approval_mode_and_no_panel(page) -> None:
+    assert page.locator("#approval-mode").count() == 1
+    assert page.locator("#approval-panel").count() == 0  # hidden while nothing waits
+    # The demo tool that needs approval is enabled for this session (before the first message: a settings
+    # change starts a new agent).
+    page.locator("#settings").get_by_text("Agent settings").click()
+    page.locator("#settings-tools").get_by_text("send_email", exact=False).click()
+    page.locator("#settings").get_by_text("Agent settings").click()
+
+
+def test_edit_a_plan_and_continue(page) -> None:
+    choose_mode(page, "Review plans")
+    assert page.locator("#settings-planning input").input_value() == "6"  # plan review turned planning on
+    send(page, "Say hello, with a plan first.")
+    editor = page.locator("#plan-editor textarea")
+    editor.wait_for(state="visible")
+    assert editor.input_value() == "1. Say hello.\n2. Finish."
+    wait_for_text(page, "waiting for you")
+    editor.fill("1. Say hello LOUDLY.\n2. Finish.")
+    page.locator("#plan-continue-btn").click()
+    wait_for_text(page, "planned and done")
+    panel_hidden(page)
+    text = chat_text(page)
+    assert "Your edited plan" in text and "Say hello LOUDLY" in text and "following the plan" in text
+    assert "waiting for you" not in text
+
+
+def test_approve_a_code_step(page) -> None:
+    choose_mode(page, "Approve each code step")
+    send(page, "Count the penguins by species.", [PENGUINS])
+    code = page.locator("#edit-code")
+    code.wait_for(state="visible")
+    assert "value_counts" in code.inner_text()
+    wait_for_text(page, " · ✋ waiting for you")
+    assert "approved code ran: {" not in chat_text(page)  # shown, not run yet
+    assert "waiting for your decision" in page.locator("#run-status").inner_text()
+    time.sleep(0.5)
+    DOCS.mkdir(exist_ok=True)
+    page.screenshot(path=str(DOCS / "screenshot-approval.png"))
+    page.locator("#approve-btn").click()
+    panel_hidden(page)
+    wait_for_text(page, "✋ Decision: approve")
+    wait_for_text(page, "344")  # the final answer the approved code computed
+    open_last_step(page)
+    wait_for_text(page, "approved code ran: {'Adelie': 152")
+
+
+def test_edit_a_code_step_and_the_edited_code_runs(page) -> None:
+    send(page, "Print something.")
+    page.locator("#edit-code").wait_for(state="visible")
+    wait_for_text(page, "original code ran')")  # the proposed code is shown, not run
+    edit_code(page, "print('edited code ran'); final_answer('answer from the edited code')")
+    page.locator("#approve-btn").click()
+    panel_hidden(page)
+    wait_for_text(page, "answer from the edited code")
+    assert "Your edited code" in chat_text(page) and "✋ Decision: edit" in chat_text(page)
+    open_last_step(page)
+    wait_for_text(page, "edited code ran\n")
+    assert "original code ran\n" not in chat_text(page)
+
+
+def test_reject_a_tool_call_with_a_reason(page, hitl_app) -> None:
+    _, outbox = hitl_app
+    choose_mode(page, "Approve sensitive tool calls")
+    send(page, "Email Eve.")
+    args = page.locator("#edit-args textarea")
+    args.wait_for(state="visible")
+    assert "eve@example.com" in args.input_value()
+    assert "send_email" in page.locator("#edit-tool-name").inner_text()
+    # Broken JSON is refused with a message; the decision stays.
+    args.fill('{"to": "bob@example.com", body: }')
+    page.locator("#approve-btn").click()
+    page.locator("#approval-message").get_by_text("not valid JSON").wait_for()
+    time.sleep(1)  # the panel refresh after the click keeps the message and the text
+    assert page.locator("#approval-message").is_visible()
+    assert args.input_value() == '{"to": "bob@example.com", body: }'
+    page.locator("#reject-reason textarea").fill("wrong recipient, never email Eve")
+    page.locator("#reject-btn").click()
+    wait_for_text(page, "no email sent")
+    text = chat_text(page)
+    assert "Rejected by the user: wrong recipient, never email Eve" in text
+    assert not outbox.exists()
+
+
+def test_answer_an_ask_user_question(page) -> None:
+    choose_mode(page, "Autonomous: never pause")
+    send(page, "Make a chart in a colour I like.")
+    wait_for_text(page, "The agent asks: Which colour should the chart use?")
+    page.locator("#question-card").wait_for(state="visible")
+    placeholder = page.locator("#task-input textarea").get_attribute("placeholder")
+    assert placeholder.startswith("Answer the agent's question")
+    send(page, "teal")
+    wait_for_text(page, "teal it is")
+    assert chat_text(page).index("Which colour should") < chat_text(page).index("teal\n")  # question, then answer
+    panel_hidden(page)
+
+
+def test_reload_keeps_the_pending_decision(page) -> None:
+    choose_mode(page, "Approve each code step")
+    send(page, "Print after a reload.")
+    page.locator("#edit-code").wait_for(state="visible")
+    page.reload()
+    page.wait_for_selector("#chat")
+    code = page.locator("#edit-code")
+    code.wait_for(state="visible")
+    assert "approved after the reload" in code.inner_text()
+    wait_for_text(page, " · ✋ waiting for you")
+    assert "teal it is" in chat_text(page)  # the earlier chat came back too
+    assert page.locator("#approval-mode input").input_value() == "Approve each code step"
+    page.locator("#approve-btn").click()
+    wait_for_text(page, "reloaded and done")
+    assert "approved after the reload" in chat_text(page)
+    panel_hidden(page)
