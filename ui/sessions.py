@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 
 from agents import events as ev
 from agents.guard import detect_injection
+from ui.chat_restore import carry_memory_into
 from ui.render import Transcript
 from ui.settings import RunSettings
 from ui.uploads import UploadResult, agent_task_text, ingest_upload
@@ -138,9 +139,15 @@ class Session:
 
     def _agent_for(self, settings: RunSettings) -> Any:
         if self.agent is not None and settings != self.agent_settings:
+            # Changed settings need a new agent, but the conversation goes on: the new agent gets the memory
+            # and its sandbox re-runs the recorded code, so follow-ups still see earlier variables.
+            memory = self.agent.memory
             self._close_agent()
-            self.transcript.add_note("⚙️ Settings changed: a new agent starts (its memory is empty; "
-                                     "the files in the workspace are kept).")
+            self.agent = self.agent_factory(settings, self.workspace)
+            self.agent_settings = settings
+            if memory.steps:
+                carry_memory_into(self.agent, memory, self.transcript,
+                                  "⚙️ **Settings changed**: the new agent continues this conversation.")
         if self.agent is None:
             self.agent = self.agent_factory(settings, self.workspace)
             self.agent_settings = settings

@@ -122,7 +122,7 @@ def _decode(data: bytes, what: str) -> tuple[str, str]:
             return data.decode(encoding), ("utf-8" if encoding == "utf-8-sig" else encoding)
         except UnicodeDecodeError:
             continue
-    raise UploadError(f"could not be decoded as text.")  # unreachable: latin-1 decodes everything
+    raise UploadError("could not be decoded as text.")  # unreachable: latin-1 decodes everything
 
 
 def table_preview(df: Any, rows: int = PREVIEW_ROWS) -> str:

@@ -17,7 +17,7 @@ from conftest import code_reply, run_app, write_transcript
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
 from agents.memory.restore import Mismatch, SandboxRebuildReport
 from ui.app import AgentDeckApp
-from ui.history_panel import rebuild_note, replay_memory
+from ui.chat_restore import rebuild_note, replay_memory
 from ui.persistence import ChatStore, ChatStoreError, default_data_dir, new_token, server_secret
 from ui.render import Transcript
 from ui.settings import AppConfig
