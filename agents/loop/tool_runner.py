@@ -45,6 +45,7 @@ class ToolRunner:
 
     def call(self, name: str, arguments: dict[str, Any], context: RunContext | None = None,
              call_id: str | None = None, positional: tuple[Any, ...] = ()) -> Any:
+        """Run tool `name` with `positional` and keyword `arguments`, pausing for approval when the policy says so."""
         context = context or self.context
         if context is None:
             raise ToolError(f"Tool {name!r} was called outside of a run.")
@@ -52,8 +53,17 @@ class ToolRunner:
         if tool is None:
             raise ToolError(f"Unknown tool {name!r}. Available tools: {', '.join(sorted(self.tools)) or 'none'}.")
         call_id = call_id or new_id()
-        shown_arguments = dict(arguments) if not positional else {"args": list(positional), **arguments}
         fields = context.event_fields()
+        try:
+            # Name positional arguments (`lookup('a')` from code) so that what a person sees, edits and
+            # approves is always `{input_name: value}`; bad arguments fail here, before anyone is asked.
+            shown_arguments = tool.bind_arguments(positional, arguments)
+        except ToolError as exc:
+            raw = {"args": list(positional), **arguments} if positional else dict(arguments)
+            context.emit(ToolCallProposed(**fields, call_id=call_id, tool_name=name, arguments=raw))
+            context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=str(exc), is_error=True))
+            raise
+        arguments, positional = shown_arguments, ()
         context.emit(ToolCallProposed(**fields, call_id=call_id, tool_name=name, arguments=shown_arguments))
         decision = self.broker.ask(
             DecisionKind.TOOL_CALL, {"tool_name": name, "arguments": shown_arguments, "call_id": call_id},
@@ -64,12 +74,12 @@ class ToolRunner:
                                         output=f"Rejected by the user: {decision.reason}", is_error=True))
             raise Rejected(f"The user rejected the call to {name}: {decision.reason or 'no reason given'}")
         if decision is not None and decision.outcome is Outcome.EDIT:
-            arguments, positional = dict(decision.edited), ()
+            arguments = dict(decision.edited)
         previous = current_call()
         _local.call = ActiveCall(call_id=call_id, context=context)
         self.broker.bind_to_thread(context)
         try:
-            output = tool(*positional, **arguments)
+            output = tool(**arguments)
         except (ToolError, Rejected) as exc:
             context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=str(exc), is_error=True))
             raise

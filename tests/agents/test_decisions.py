@@ -101,6 +101,8 @@ def test_tool_called_from_code_is_paused(make_code_agent):
     assert agent.run("t") == "sent to ok@x"
     assert "not now" in model.calls[1][-1]["content"]
     assert SENT == [("ok@x", "edited")]
+    # A call with positional arguments is shown to the person with the inputs' names.
+    assert decider.requests[0].payload["arguments"] == {"to": "a@x", "body": "hello"}
 
 
 def test_unflagged_tools_run_without_pause_under_approve_tools(make_tool_agent):
