@@ -55,3 +55,18 @@ def test_cli_reports_bad_model_string_clearly(tmp_path):
         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert completed.returncode == 2
     assert "error:" in completed.stderr and "not found" in completed.stderr
+
+
+def test_cli_asks_for_approval_at_the_terminal(tmp_path):
+    transcript = tmp_path / "script.yaml"
+    transcript.write_text(
+        "- |-\n  Thought: risky.\n  ```python\n  final_answer('original')\n  ```\n"
+        "- |-\n  Thought: again.\n  ```python\n  final_answer(17 * 23)\n  ```\n", encoding="utf-8")
+    completed = subprocess.run(
+        [sys.executable, "-m", "agents", "What is 17 * 23?", "--model", f"replay:{transcript}", "-v", "0",
+         "--approval", "approve_code"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
+        input="r\nplease compute it\na\n")  # reject the first step with a reason, approve the second
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip().endswith("? 391")  # piped stdin: no echoed Enter after the prompt
+    assert "final_answer('original')" in completed.stdout  # the code was shown before deciding
