@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agents.models.remote import RemoteChatModel
+from agents.models.remote import RemoteChatModel, openai_request_options
 from agents.models.retry import ErrorContext
 
 DEFAULT_HF_MODEL = "Qwen/Qwen2.5-Coder-32B-Instruct"
@@ -61,12 +61,7 @@ class InferenceClientModel(RemoteChatModel):
         params: dict[str, Any] = {"messages": messages, "stream": stream, **self.request_kwargs, **kwargs}
         if not self.base_url:
             params["model"] = self.model_id
-        if stop:
-            params["stop"] = stop
-        if tools:
-            params["tools"] = tools
-        if stream:
-            params["stream_options"] = {"include_usage": True}
+        params.update(openai_request_options(stop, tools, stream))
         if self.max_tokens is not None:
             params.setdefault("max_tokens", self.max_tokens)
         if self.temperature is not None:

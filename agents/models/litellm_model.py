@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 from agents.models.errors_mapping import PROVIDER_KEY_ENV, provider_of
-from agents.models.remote import RemoteChatModel
+from agents.models.remote import RemoteChatModel, openai_request_options
 from agents.models.retry import ErrorContext
 
 _LITELLM_LOCK = threading.Lock()
@@ -102,12 +102,7 @@ class LiteLLMModel(RemoteChatModel):
             **self.request_kwargs,
             **kwargs,
         }
-        if stop:
-            params["stop"] = stop
-        if tools:
-            params["tools"] = tools
-        if stream:
-            params["stream_options"] = {"include_usage": True}
+        params.update(openai_request_options(stop, tools, stream))
         if self.api_base:
             params["api_base"] = self.api_base
         if self.__api_key:

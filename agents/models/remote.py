@@ -104,3 +104,16 @@ class RemoteChatModel(Model):
         reply = ModelReply(content=content, token_usage=usage_of(assembler.usage, messages, content),
                            tool_calls=tool_calls)
         yield ModelDelta(reply=reply)
+
+
+def openai_request_options(stop: list[str] | None, tools: list[dict] | None, stream: bool) -> dict[str, Any]:
+    """The OpenAI-style request fields both hosted adapters send: stop sequences, tools, usage in streams."""
+    options: dict[str, Any] = {}
+    if stop:
+        options["stop"] = stop
+    if tools:
+        options["tools"] = tools
+    if stream:
+        options["stream_options"] = {"include_usage": True}
+    return options
+
