@@ -2,39 +2,52 @@
 
     .venv/bin/python bench/ui_load.py [--sessions 1,16] [--steps 10]
 
-It starts `python app.py` on a free loopback port with the replay model (offline, deterministic) and
-drives it through its real HTTP interface with gradio_client, one Client (= one browser session) per
-thread. Every session uploads nothing and runs the same 10-step code task (each step runs a line of code
-in that session's sandbox; the last calls final_answer).
+It starts `python app.py` on a free loopback port with the replay model (offline, deterministic) and drives
+it through its real HTTP interface: each session is one process speaking Gradio's queue protocol (sse_v3)
+as the web page does (POST /gradio_api/queue/join, then the server-sent events of /gradio_api/queue/data,
+full outputs first and diffs after, applied with gradio_client's apply_diff). Every session runs the same
+10-step code task (each step's code sleeps 0.3 s in that session's sandbox and prints a running total; the
+last calls final_answer), twice: cold (the sandbox starts) and warm (a follow-up in the same session). All
+sessions start each phase together (a barrier), so with equal steps they finish their steps at the same
+moments: the worst case for bursts, not a spread-out crowd.
 
-What is measured (honestly, on one machine, one clock):
-  * event-to-client latency: the app streams, with every update, the `timestamp` of the step-level events
-    (StepStarted / StepFinished / FinalAnswer / RunFinished) it contains, taken when the agent created the
-    event. The client notes time.time() when the update carrying that event arrives in its loop. The
-    difference covers the agent's event queue, the app's drain (which deliberately batches streamed text for
-    up to 50 ms), Gradio's postprocessing and queue, the SSE stream and gradio_client's decoding. Server and
-    client share the machine's clock, so no clock skew enters. With 16 sessions the client threads compete
-    for the same 2 cores as the server, so the figure includes that contention (pessimistic).
-  * throughput: completed runs and steps per second of wall time for the whole batch.
+What is measured, on one machine with one clock:
+  * event-to-client latency of the step-level events: with every update the app sends (in its hidden
+    run-clock output) the `timestamp` the agent gave each StepStarted / StepFinished / FinalAnswer /
+    RunFinished event it contains when it created it; the client notes time.time() when the server-sent
+    event carrying that update has been read off the socket and parsed. Latency = arrival - timestamp, over
+    the StepStarted and StepFinished events (2 per step). It covers the agent's event queue, the app's
+    drain (which gathers a burst for at least 20 ms before showing it, so ~20 ms is the floor), the app's
+    rendering, Gradio's queue, diff and SSE, and the client's parsing. "in-app" is the part up to the
+    moment the app built the update (its `sent_at`), before Gradio handles it.
+  * throughput: completed runs and steps per second of wall time for the whole phase; "client cpu s" is
+    the CPU time all client processes used (they share the machine's cores with the server and sandboxes).
+Why not gradio_client for the session: it hands each update from its reader thread to the caller through a
+loop that polls every 50 ms (adding up to 50 ms to every figure) and busy-waits at 1 ms while iterating
+(burning CPU the server needs); a browser does neither.
 Target: p95 latency with 16 sessions within 2x of one session, and no errors.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
+import secrets
 import statistics
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "ui"))
 
+import httpx  # noqa: E402
 from conftest import code_reply, run_app, write_transcript  # noqa: E402
-from gradio_client import Client  # noqa: E402
+from gradio_client.utils import apply_diff  # noqa: E402
 
 
 PACE_S = 0.3  # each step's code sleeps this long: a stand-in for model and execution time
@@ -57,52 +70,111 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def one_session(url: str, steps: int, phases: list[dict], ready: list[threading.Barrier], lock: threading.Lock) -> None:
-    try:
-        client = Client(url, verbose=False, download_files=False)
-    except Exception as exc:  # noqa: BLE001
-        phases[0]["errors"].append(f"connect: {exc}")
-        for barrier in ready:
-            barrier.abort()
-        return
-    for phase, barrier in zip(phases, ready):
+class BrowserSession:
+    """One browser tab, speaking Gradio's own queue protocol (sse_v3) the way the web page does.
+
+    POST <api>/queue/join starts the event; GET <api>/queue/data (server-sent events) streams its updates:
+    the first `process_generating` message carries every output in full, later ones carry diffs, which are
+    applied as the page applies them. Each message's arrival is noted when it has been read off the socket
+    and parsed, with no polling in between (gradio_client hands updates over through a 50 ms polling loop,
+    which would add up to 50 ms to every figure and burn CPU busy-waiting).
+    """
+
+    def __init__(self, url: str, endpoint: dict) -> None:
+        self.url = url.rstrip("/")
+        self.endpoint = endpoint  # {"fn_index", "defaults", "api"}
+        self.session_hash = secrets.token_hex(6)
+        self.http = httpx.Client(timeout=httpx.Timeout(None, connect=30.0))
+
+    def submit(self, message: dict) -> Iterator[tuple[float, list]]:
+        """Run the endpoint with `message` in the first input; yield (arrival time, all outputs) per update."""
+        api = self.endpoint["api"]
+        data = [message, *self.endpoint["defaults"][1:]]
+        joined = self.http.post(f"{self.url}{api}/queue/join", json={
+            "data": data, "fn_index": self.endpoint["fn_index"], "session_hash": self.session_hash,
+            "event_data": None, "trigger_id": None})
+        joined.raise_for_status()
+        event_id = joined.json()["event_id"]
+        outputs: list | None = None
+        with self.http.stream("GET", f"{self.url}{api}/queue/data", params={"session_hash": self.session_hash}) as stream:
+            buffer = b""
+            for chunk in stream.iter_raw():
+                buffer += chunk
+                while b"\n\n" in buffer:
+                    raw, buffer = buffer.split(b"\n\n", 1)
+                    if not raw.startswith(b"data:"):
+                        continue
+                    message_in = json.loads(raw[5:])
+                    arrived = time.time()
+                    if message_in.get("event_id") != event_id:
+                        continue
+                    kind = message_in.get("msg")
+                    if kind == "process_generating":
+                        data_in = message_in["output"]["data"]
+                        if outputs is None:
+                            outputs = list(data_in)
+                        else:
+                            outputs = [apply_diff(old, diff) for old, diff in zip(outputs, data_in)]
+                        yield arrived, outputs
+                    elif kind == "process_completed":
+                        if not message_in.get("success", True):
+                            raise RuntimeError(f"the run failed: {message_in.get('output')}")
+                        return
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def endpoint_of(url: str, api_name: str) -> dict:
+    """The fn_index of `api_name` and its inputs' default values, from the app's config (as the page reads it)."""
+    config = httpx.get(url + "config", timeout=30).json()
+    dependency = next(d for d in config["dependencies"] if d.get("api_name") == api_name)
+    components = {c["id"]: c for c in config["components"]}
+    defaults = [components[i]["props"].get("value") for i in dependency["inputs"]]
+    return {"fn_index": dependency["id"], "defaults": defaults, "api": config.get("api_prefix", "/gradio_api")}
+
+
+def one_session(url: str, endpoint: dict, steps: int, ready: list, done: list, results: "mp.Queue") -> None:
+    """One browser session, in its own process: run the task once per phase, in the same session."""
+    session = BrowserSession(url, endpoint)
+    for index, (barrier, finished) in enumerate(zip(ready, done)):
         try:
             barrier.wait(300)
         except threading.BrokenBarrierError:
             return
-        run_task(client, steps, phase["latencies"], phase["errors"], lock, phase["server"])
+        cpu = time.process_time()
+        outcome = run_task(session, steps)
+        outcome["cpu_s"] = time.process_time() - cpu
+        results.put((index, outcome))
         try:
-            phase["done"].wait(300)
+            finished.wait(300)
         except threading.BrokenBarrierError:
             return
+    session.close()
 
 
-def run_task(client: Client, steps: int, latencies: list[float], errors: list[str], lock: threading.Lock,
-             server_part: list[float]) -> None:
+def run_task(session: BrowserSession, steps: int) -> dict:
+    """Submit the task, read every streamed update; latencies of the step events it carried, and errors."""
+    latencies: list[float] = []
+    server: list[float] = []
+    errors: list[str] = []
     try:
-        job = client.submit({"text": "Add up the numbers step by step.", "files": []}, api_name="/run")
-        mine: list[float] = []
-        server: list[float] = []
         finished_steps = 0
         last = None
-        for update in job:
-            arrived = time.time()
+        for arrived, update in session.submit({"text": "Add up the numbers step by step.", "files": []}):
             last = update
             for kind, step, parent, stamp in update[4]["events"]:
                 if kind in ("step_started", "step_finished"):
-                    mine.append(arrived - stamp)
+                    latencies.append(arrived - stamp)
                     server.append(update[4]["sent_at"] - stamp)
                 finished_steps += kind == "step_finished"
-        job.result(timeout=120)
         final_text = json.dumps(last[0][-1]) if last else ""
         expected = str(sum(range(1, steps)))
         if finished_steps != steps or expected not in final_text:
             errors.append(f"run incomplete: {finished_steps} steps, last message {final_text[:200]}")
-        with lock:
-            latencies.extend(mine)
-            server_part.extend(server)
     except Exception as exc:  # noqa: BLE001
         errors.append(f"{type(exc).__name__}: {exc}")
+    return {"latencies": latencies, "server": server, "errors": errors}
 
 
 def summarise(phase: dict, sessions: int, steps: int) -> dict:
@@ -114,37 +186,45 @@ def summarise(phase: dict, sessions: int, steps: int) -> dict:
         "server_median_ms": statistics.median(server_part) * 1000 if server_part else float("nan"),
         "server_p95_ms": percentile(server_part, 95) * 1000,
         "runs_per_s": (sessions - len(errors)) / wall, "steps_per_s": (sessions - len(errors)) * steps / wall,
+        "client_cpu_s": phase["cpu_s"],
     }
 
 
 def batch(url: str, sessions: int, steps: int) -> tuple[dict, dict]:
     """Every session runs the task twice: cold (its sandbox starts) and warm (a follow-up). Returns both."""
-    lock = threading.Lock()
-    phases = [{"latencies": [], "server": [], "errors": [], "wall": 0.0,
-               "done": threading.Barrier(sessions + 1)} for _ in range(2)]
-    ready = [threading.Barrier(sessions + 1) for _ in range(2)]
-    threads = [threading.Thread(target=one_session, args=(url, steps, phases, ready, lock), daemon=True)
+    context = mp.get_context("fork")  # no threads in this process yet; quick to start 16
+    ready = [context.Barrier(sessions + 1) for _ in range(2)]
+    done = [context.Barrier(sessions + 1) for _ in range(2)]
+    results = context.Queue()
+    endpoint = endpoint_of(url, "run")
+    workers = [context.Process(target=one_session, args=(url, endpoint, steps, ready, done, results), daemon=True)
                for _ in range(sessions)]
-    for t in threads:
-        t.start()
-    for phase, barrier in zip(phases, ready):
+    for worker in workers:
+        worker.start()
+    phases = [{"latencies": [], "server": [], "errors": [], "wall": 0.0, "cpu_s": 0.0} for _ in range(2)]
+    for phase, barrier, finished in zip(phases, ready, done):
         barrier.wait(300)
         started = time.time()
-        phase["done"].wait(600)
+        finished.wait(600)
         phase["wall"] = time.time() - started
-    for t in threads:
-        t.join(60)
+    for _ in range(2 * sessions):
+        index, outcome = results.get(timeout=60)
+        for key in ("latencies", "server", "errors"):
+            phases[index][key].extend(outcome[key])
+        phases[index]["cpu_s"] += outcome.get("cpu_s", 0.0)
+    for worker in workers:
+        worker.join(60)
     return summarise(phases[0], sessions, steps), summarise(phases[1], sessions, steps)
 
 
 def report(title: str, results: list[dict]) -> bool:
     print(f"\n{title}")
     print(f"{'sessions':>8} {'median ms':>10} {'p95 ms':>8} {'max ms':>8} {'samples':>8} {'runs/s':>7} "
-          f"{'steps/s':>8} {'wall s':>7} {'in-app med/p95 ms':>18} errors")
+          f"{'steps/s':>8} {'wall s':>7} {'in-app med/p95 ms':>18} {'client cpu s':>12} errors")
     for r in results:
         print(f"{r['sessions']:>8} {r['median_ms']:>10.1f} {r['p95_ms']:>8.1f} {r['max_ms']:>8.1f} {r['samples']:>8} "
               f"{r['runs_per_s']:>7.2f} {r['steps_per_s']:>8.1f} {r['wall_s']:>7.2f} "
-              f"{r['server_median_ms']:>8.1f}/{r['server_p95_ms']:<9.1f} {len(r['errors'])}")
+              f"{r['server_median_ms']:>8.1f}/{r['server_p95_ms']:<9.1f} {r['client_cpu_s']:>12.2f} {len(r['errors'])}")
         for error in r["errors"][:5]:
             print("   error:", error)
     if len(results) >= 2:

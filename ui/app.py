@@ -6,6 +6,7 @@ The streaming handler drains the session's run and returns when the run finishes
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -13,9 +14,11 @@ from typing import Any, Iterator
 import gradio as gr
 
 from ui.persistence import secret_file
-from ui.approvals import set_approval_mode
-from ui.sessions import Session, SessionRegistry
+from ui.pending_decisions import has_pending, set_approval_mode
+from ui.session_registry import SessionRegistry
+from ui.sessions import Session
 from ui.settings import AppConfig, RunSettings, build_agent, model_note
+from ui.stream_outputs import Shown, StreamOutputs, session_outputs
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -45,6 +48,7 @@ class AgentDeckApp:
             config.data_dir, agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
             idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
         )
+        self.stream_outputs: StreamOutputs | None = None  # set with the layout, which wires postprocess=False
         from ui.history_panel import HistoryController
 
         self.history = HistoryController(self)  # saved chats: the side list, resume, exports
@@ -54,25 +58,30 @@ class AgentDeckApp:
         key = getattr(request, "session_hash", None) or "anonymous"
         return self.history.adopt(key, self.registry.get(key))
 
-    def _outputs(self, session: Session, seen_files: list[int], input_update: Any = None) -> tuple:
-        with session.lock:
-            messages = session.transcript.messages()
-            status = session.transcript.status_text()
-            clock = {"sent_at": time.time(), "events": session.take_clock()}
-            files_changed = seen_files[0] != session.files_version
-            seen_files[0] = session.files_version
-            files = (session.file_paths() or None) if files_changed else gr.skip()
-        return (messages, input_update if input_update is not None else gr.skip(), files,
-                f"<small>{status}</small>" if status else "", clock)
+    def stream_update(self, session: Session, shown: Shown, input_update: Any = None) -> tuple:
+        """One update of a streaming handler (a run, a resumed run); see ui/stream_outputs.py."""
+        values = session_outputs(session, shown, input_update)
+        return self.stream_outputs.render(values) if self.stream_outputs is not None else values
 
     def _stream(self, session: Session, text: str, files: list[tuple[str, str]], settings: RunSettings) -> Iterator[tuple]:
-        seen = [-1]
+        shown = Shown()
         started = session.start_run(text, files, settings)
-        yield self._outputs(session, seen, gr.MultimodalTextbox(value=None, interactive=not started))
+        yield self.stream_update(session, shown, gr.update(value=None, interactive=not started))
         if started:
-            for _ in session.drain():
-                yield self._outputs(session, seen)
-        yield self._outputs(session, seen, gr.MultimodalTextbox(interactive=True))
+            shown.cleared_for = session.run
+            yield from self.stream_run(session, shown)
+        else:
+            yield self.stream_update(session, shown, gr.update(interactive=True))
+
+    def stream_run(self, session: Session, shown: Shown) -> Iterator[tuple]:
+        """The updates of the session's run until it ends or pauses, then one that gives back the message box.
+
+        That last update is separate, not folded into the run's last events: a property update costs Gradio
+        several ms, and when many runs end at once their last events would queue behind each other's.
+        """
+        for _ in session.drain():
+            yield self.stream_update(session, shown)
+        yield self.stream_update(session, shown, gr.update(interactive=True))
 
     # ----- handlers ------------------------------------------------------------------------------------
     def run(self, message: dict | str | None, model: str, agent_type: str, max_steps: float, planning_interval: float,
@@ -120,8 +129,6 @@ class AgentDeckApp:
     def on_unload(self, request: gr.Request) -> None:
         key = getattr(request, "session_hash", None)
         if key:
-            from ui.approvals import has_pending
-
             session = self.registry.peek(key)
             if session is not None and has_pending(session):
                 return  # a reloaded tab takes it back (ui/approvals.py); else the idle reaper closes it
@@ -166,6 +173,10 @@ def launch(config: AppConfig | None = None, **overrides: Any) -> tuple[gr.Blocks
     config = config or AppConfig.from_env()
     demo, controller = create_app(config)
     controller.registry.start_reaper()
+    # Many threads share this process's GIL: an agent loop and an event drain per run, Gradio's event loop and
+    # its workers. Handing the GIL over every 1 ms instead of 5 ms lets a drain or the event loop get in
+    # sooner when many runs finish a step at once (bench/ui_load.py: the p95 with 16 sessions).
+    sys.setswitchinterval(0.001)
     demo.queue(default_concurrency_limit=1)
     kwargs = launch_kwargs(config)
     kwargs.update(overrides)

@@ -16,7 +16,8 @@ from agents.memory import (
     ActionStep, AgentMemory, FinalAnswerStep, HistoryStep, PlanningStep, SummaryStep, TaskStep,
 )
 from agents.models.base import TokenUsage, message_text
-from ui.render import IMAGE_EXTENSIONS, Transcript, clip
+from ui.formatting import IMAGE_EXTENSIONS, clip
+from ui.render import Transcript
 from ui.uploads import UploadResult
 
 RESTORED_RUN = "restored"

@@ -22,8 +22,10 @@ import gradio as gr
 
 from agents.memory import AgentMemory
 from ui.chat_restore import carry_memory_into, replay_memory
+from ui.pending_decisions import has_pending
 from ui.persistence import ChatStore, ChatStoreError, clean_title, new_token, valid_token
 from ui.settings import RunSettings, available_tools
+from ui.stream_outputs import Shown, session_outputs
 
 if TYPE_CHECKING:
     from ui.app import AgentDeckApp
@@ -101,7 +103,7 @@ class HistoryController:
 
     def _view(self, session: "Session", state: Any, owner: str, settings: tuple | None = None,
               input_update: Any = None, gr_warning: str | None = None) -> tuple:
-        base = self.app._outputs(session, [-1], input_update)
+        base = session_outputs(session, Shown(), input_update)
         selected = session.saved.id if session.saved is not None and session.saved.kept else None
         form = settings if settings is not None else (gr.skip(),) * 6
         if gr_warning:
@@ -118,10 +120,6 @@ class HistoryController:
 
     def _paused_elsewhere(self, owner: str, chat_id: str) -> bool:
         """Is this chat live in the registry (another tab key), paused for a decision?"""
-        try:
-            from ui.approvals import has_pending
-        except ImportError:
-            return False
         registry = self.app.registry
         with registry._lock:
             sessions = list(registry._sessions.values())

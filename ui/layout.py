@@ -1,8 +1,8 @@
-"""The Blocks layout: chat, approvals (ui/approvals.py) and input on the left; files and settings on the right.
+"""The Blocks layout: chat, approvals (ui/approval_panel.py) and input on the left; files and settings on the right.
 
 Stable element ids used by tests and outside checks: chat, task-input, stop-btn, new-chat-btn,
 files-panel, model-picker (plus run-status, run-clock, approval-mode, approval-panel and the ids in
-ui/approvals.py, settings-*).
+ui/approval_panel.py, settings-*).
 """
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from ui import approvals, history_panel
+from ui import approval_panel, approvals, history_panel
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names, model_choices
+from ui.stream_outputs import StreamOutputs
 
 if TYPE_CHECKING:
     from ui.app import AgentDeckApp
@@ -26,7 +27,7 @@ CSS = """
 .ad-header h1 { margin-bottom: 0; }
 .ad-header p { margin-top: 2px; color: var(--body-text-color-subdued); }
 """
-CSS += approvals.CSS
+CSS += approval_panel.CSS
 
 PLACEHOLDER = (
     "**Ask the agent to analyse data, write code or make charts.**  \n"
@@ -53,7 +54,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                     group_consecutive_messages=False,
                 )
                 status = gr.Markdown("", elem_id="run-status")
-                approval = approvals.build_approval_panel()  # hidden until the agent waits for a decision
+                approval = approval_panel.build_approval_panel()  # hidden until the agent waits for a decision
                 task_input = gr.MultimodalTextbox(
                     elem_id="task-input", file_count="multiple", sources=["upload"], show_label=False,
                     placeholder="Type a task, attach data files, press Enter…", autofocus=True, max_lines=12,
@@ -67,7 +68,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                 note = gr.Markdown(app.describe_model(config.model), elem_id="model-note")
                 files_panel = gr.File(label="Files (uploads and outputs)", elem_id="files-panel",
                                       file_count="multiple", interactive=False)
-                approval_mode, approval_note = approvals.build_mode_selector(config.approval_mode)
+                approval_mode, approval_note = approval_panel.build_mode_selector(config.approval_mode)
                 with gr.Accordion("⚙️ Agent settings", open=False, elem_id="settings"):
                     agent_type = gr.Radio(list(AGENT_TYPES), value="code", label="Agent type",
                                           elem_id="settings-agent-type")
@@ -86,11 +87,12 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                     gr.Markdown("A changed model or setting starts a new agent with your next message "
                                 "(the files stay).")
         clock = gr.JSON(visible=False, elem_id="run-clock")
+        app.stream_outputs = StreamOutputs(chat, task_input, files_panel, status, clock)
 
         settings = [model, agent_type, max_steps, planning, tool_names, imports]
         outputs = [chat, task_input, files_panel, status, clock]
         run_options = dict(outputs=outputs, concurrency_limit=config.max_runs, concurrency_id="runs",
-                           show_progress="hidden")
+                           show_progress="hidden", postprocess=False)  # app.stream_update renders (ui/stream_outputs.py)
         submitted = task_input.submit(app.run, inputs=[task_input, *settings, approval_mode], api_name="run",
                                       **run_options)
         example = chat.example_select(app.run_example, inputs=[*settings, approval_mode], api_name="run_example",

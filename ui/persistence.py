@@ -118,7 +118,7 @@ class SavedChat:
         return self.store._read_meta(self.meta_path, self.id)
 
     def save(self, session: Any, reason: str) -> None:
-        """The session hook (ui.sessions.Session._save): meta at the first message, memory after runs/pauses."""
+        """The session hook (ui.sessions.Session.save_chat): meta at the first message, memory after runs/pauses."""
         self.store.save_session(self, session, reason)
 
     def __repr__(self) -> str:

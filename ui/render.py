@@ -1,121 +1,34 @@
-"""Agent events -> Chatbot messages (Gradio's "messages" format: dicts with role, content, metadata).
+"""Agent events -> chat nodes: how each event of a run shows in the chat, and the run's status line.
 
-`Transcript` keeps the conversation as a small tree of nodes and rebuilds the flat message list on
-demand. Each agent step is a collapsible "thought" (metadata title/id/status/duration/log); its code,
-logs, errors and tool calls are children (metadata parent_id), and a managed agent's steps hang under
+`Transcript` is the chat tree (ui/chat_tree.py) fed with agent events. Each agent step is a collapsible
+"thought"; its code, logs, errors and tool calls are its children, and a managed agent's steps hang under
 the tool call that started them (event.parent_id == that call's call_id). Final answers are plain
-assistant messages, images are inline file messages. Nothing here imports Gradio: it is unit-tested on
-hand-made events.
+assistant messages, images are inline file messages. It also keeps the run's progress (step, elapsed
+time, tokens, what a paused run waits for) for the status line. Nothing here imports Gradio: it is
+unit-tested on hand-made events.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from agents import events as ev
+from ui.chat_tree import ChatTree, Node
+from ui.formatting import (
+    IMAGE_EXTENSIONS, clip, fence, file_digest, format_tokens, format_value, image_message, thought_without_code,
+)
 
-IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp"}
-MAX_BLOCK_CHARS = 6000
 WAITING_MARK = " · ✋ waiting for you"
 
 
-@dataclass
-class Node:
-    id: str
-    role: str = "assistant"
-    title: str | None = None
-    status: str | None = None
-    duration: float | None = None
-    log: str | None = None
-    parts: dict[str, str] = field(default_factory=dict)  # ordered named sections of the content
-    file: dict[str, Any] | None = None  # a file message (image) instead of text
-    children: list["Node"] = field(default_factory=list)
-    started: float = field(default_factory=time.time)
-
-    def content(self) -> str:
-        return "\n\n".join(p for p in self.parts.values() if p)
-
-
-def fence(text: str, lang: str = "") -> str:
-    """A fenced code block that survives backticks inside `text`."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    return f"{ticks}{lang}\n{clip(text)}\n{ticks}"
-
-
-def clip(text: str, limit: int = MAX_BLOCK_CHARS) -> str:
-    text = str(text).rstrip()
-    if len(text) <= limit:
-        return text
-    return text[: limit // 2] + f"\n… ({len(text) - limit} characters cut) …\n" + text[-limit // 2:]
-
-
-def format_tokens(usage: Any) -> str:
-    if usage is None:
-        return ""
-    total = getattr(usage, "total_tokens", 0) or 0
-    if not total:
-        return ""
-    return f"{total:,} tokens ({usage.input_tokens:,} in · {usage.output_tokens:,} out)"
-
-
-def thought_without_code(text: str) -> str:
-    """The model's reply up to its first code block, without a dangling 'Code:' label."""
-    cut = len(text)
-    for marker in ("```", "<code>"):
-        index = text.find(marker)
-        if index != -1:
-            cut = min(cut, index)
-    thought = text[:cut].rstrip()
-    return re.sub(r"(?:\n|^)\s*Code:\s*$", "", thought).strip()
-
-
-def format_value(value: Any) -> str:
-    if value is None:
-        return "(no answer)"
-    if isinstance(value, str):
-        return value
-    if hasattr(value, "to_markdown"):
-        try:
-            return value.to_markdown()
-        except Exception:  # tabulate missing, odd index...
-            pass
-    if hasattr(value, "to_string"):
-        return fence(value.to_string())
-    if isinstance(value, (dict, list)):
-        try:
-            return fence(json.dumps(value, indent=2, default=str), "json")
-        except (TypeError, ValueError):
-            pass
-    return str(value)
-
-
-def _file_digest(path: str, limit: int = 20 * 1024 * 1024) -> str | None:
-    try:
-        if os.path.getsize(path) > limit:
-            return None
-        with open(path, "rb") as handle:
-            return hashlib.sha1(handle.read()).hexdigest()
-    except OSError:
-        return None
-
-
-def image_message(path: str, alt: str) -> dict[str, Any]:
-    return {"path": path, "alt_text": alt}
-
-
-class Transcript:
+class Transcript(ChatTree):
     """The chat of one session, fed with agent events and person-side notes."""
 
     def __init__(self, workdir: str | None = None) -> None:
+        super().__init__()
         self.workdir = workdir
-        self.roots: list[Node] = []
-        self.by_id: dict[str, Node] = {}
         self.step_nodes: dict[tuple[str, str | None, int], Node] = {}
         self.call_nodes: dict[str, Node] = {}
         self.decision_nodes: dict[str, Node] = {}
@@ -131,37 +44,6 @@ class Transcript:
         self.last_status = ""
         self.finished: ev.RunFinished | None = None
         self.waiting: str | None = None  # the kind of decision the run waits for
-        self._counter = 0
-
-    # ----- building blocks -------------------------------------------------------------------------
-    def _new_id(self, prefix: str) -> str:
-        self._counter += 1
-        return f"{prefix}-{self._counter}"
-
-    def _add(self, node: Node, parent: Node | None = None) -> Node:
-        (parent.children if parent is not None else self.roots).append(node)
-        self.by_id[node.id] = node
-        return node
-
-    def add_user(self, text: str, files: list[str] | None = None) -> None:
-        for path in files or []:
-            self._add(Node(self._new_id("user-file"), role="user", file={"path": path, "alt_text": os.path.basename(path)}))
-        if text.strip():
-            self._add(Node(self._new_id("user"), role="user", parts={"text": text}))
-
-    def add_note(self, text: str, title: str | None = None, status: str | None = None) -> Node:
-        return self._add(Node(self._new_id("note"), title=title, status=status, parts={"text": text}))
-
-    def add_uploads(self, results: list[Any]) -> None:
-        """One collapsed thought with the previews of good files, one visible warning per bad file."""
-        good = [r for r in results if r.ok]
-        if good:
-            text = "\n\n".join(f"**{r.safe_name}**\n{fence(r.preview)}" for r in good)
-            names = ", ".join(r.safe_name for r in good)
-            self.add_note(text, title=f"📎 Added to the workspace: {names}", status="done")
-        for r in results:
-            if not r.ok:
-                self.add_note(f"⚠️ {r.error} The run continues without it.")
 
     # ----- events ----------------------------------------------------------------------------------
     def _step_node(self, event: ev.Event) -> Node | None:
@@ -283,7 +165,7 @@ class Transcript:
     def _on_artifact_created(self, e: ev.ArtifactCreated) -> None:
         is_image = e.artifact_kind == "image" or os.path.splitext(e.path)[1].lower() in IMAGE_EXTENSIONS
         if is_image:
-            digest = _file_digest(e.path)  # the sandbox may save the same figure twice (explicit + auto-capture)
+            digest = file_digest(e.path)  # the sandbox may save the same figure twice (explicit + auto-capture)
             if e.path not in self.images and (digest is None or digest not in self._image_digests):
                 self.images.append(e.path)
                 if digest is not None:
@@ -410,7 +292,7 @@ class Transcript:
         elif state == "error":
             self.add_note(f'<span class="ad-error">Run failed</span> {e.error or "an unknown error"}')
 
-    # ----- output ----------------------------------------------------------------------------------
+    # ----- status line -----------------------------------------------------------------------------
     def status_text(self, now: float | None = None) -> str:
         """A quiet one-line summary: step, elapsed time and tokens."""
         if self.finished is not None:
@@ -425,34 +307,3 @@ class Transcript:
             what = "your answer" if self.waiting == "question" else f"your decision ({self.waiting.replace('_', ' ')})"
             return f"✋ waiting for {what} · step {self.current_step}/{self.max_steps}"
         return f"running · step {self.current_step}/{self.max_steps} · {elapsed:.1f} s"
-
-    def messages(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-
-        def emit(node: Node, parent: Node | None) -> None:
-            message: dict[str, Any] = {"role": node.role, "content": node.file if node.file else node.content()}
-            metadata: dict[str, Any] = {}
-            if node.title:
-                metadata["title"] = node.title
-                metadata["id"] = node.id
-                if node.status:
-                    metadata["status"] = node.status
-                if node.duration is not None:
-                    metadata["duration"] = node.duration
-                if node.log:
-                    metadata["log"] = node.log
-            if parent is not None:
-                metadata["parent_id"] = parent.id
-            if metadata:
-                message["metadata"] = metadata
-            if not node.file and not message["content"] and not node.title:
-                return
-            if not node.file and not message["content"]:
-                message["content"] = " "  # an empty thought still shows its title
-            out.append(message)
-            for child in node.children:
-                emit(child, node if node.title else parent)
-
-        for root in self.roots:
-            emit(root, None)
-        return out

@@ -1,58 +1,29 @@
-"""Per-browser-tab sessions: each has its own agent (memory + sandbox), workspace, transcript and run.
+"""One browser tab's session: its agent (memory + sandbox), workspace, transcript, uploads and current run.
 
-The run lives here, not in a web worker: `Session.start_run` starts the agent's event stream and a pump
-thread that moves its events into a queue; `Session.drain` applies queued events to the transcript and
-yields whenever there is something new to show, until the run finishes or asks for a decision
-(DecisionRequested). Then the handler returns; after the decision is resolved a new drain picks up the
-same queue. The registry closes idle and closed sessions (sandbox first, workspace after a grace period).
+A session starts runs (`start_run`: the person's message and files into the chat, then the agent's event
+stream), streams them into its transcript (`drain`, see ui/run_stream.py), stops them, and resets or closes
+itself. The run lives here, not in a web worker, so the streaming handler can return while a run waits
+for a person's decision. All live sessions are kept by ui/session_registry.py.
 """
 from __future__ import annotations
 
-import queue
-import secrets
 import shutil
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from agents import events as ev
 from agents.guard import detect_injection
+from ui import run_stream
 from ui.chat_restore import carry_memory_into
+from ui.pending_decisions import answer_question, apply_approval_mode, waiting_note
 from ui.render import Transcript
+from ui.run_stream import RunHandle
 from ui.settings import RunSettings
 from ui.uploads import UploadResult, agent_task_text, ingest_upload
 
 AgentFactory = Callable[[RunSettings, Path], Any]
-_END = object()
-
-
-@dataclass
-class _Failure:
-    error: BaseException
-
-
-class RunHandle:
-    """One run's event stream, read by a pump thread into a queue so a drain can wait with a timeout."""
-
-    def __init__(self, stream: Iterator[ev.Event]) -> None:
-        self.queue: queue.Queue = queue.Queue()
-        self.finished = False  # RunFinished (or the end of the stream) has been applied
-        self.waiting_decision: ev.DecisionRequested | None = None
-        self.stop_requested_at: float | None = None
-        self.answered: str | None = None  # the id of the decision a person answered (ui/approvals.py)
-        self._thread = threading.Thread(target=self._pump, args=(stream,), name="agentdeck-pump", daemon=True)
-        self._thread.start()
-
-    def _pump(self, stream: Iterator[ev.Event]) -> None:
-        try:
-            for event in stream:
-                self.queue.put(event)
-        except BaseException as exc:  # the loop itself failed: show it rather than hang
-            self.queue.put(_Failure(exc))
-        finally:
-            self.queue.put(_END)
 
 
 class Session:
@@ -73,7 +44,7 @@ class Session:
         self.closed_at: float | None = None
         self.files_version = 0
         self.clock: list[list[Any]] = []  # (kind, step, event timestamp) of step-level events not yet sent
-        self.approval_mode = "autonomous"  # which pauses the next run makes (ui/approvals.py)
+        self.approval_mode = "autonomous"  # which pauses the next run makes (ui/pending_decisions.py)
         self.saved: Any = None  # ui.persistence.SavedChat when this chat is kept on disk (see ui/history_panel.py)
         self.turns: list[dict[str, Any]] = []  # what the person sent (text, uploads), to rebuild a saved chat
 
@@ -99,11 +70,9 @@ class Session:
             if self.closed_at is not None:
                 raise RuntimeError("This session was closed.")
             if self.running:
-                from ui import approvals
-
-                if approvals.answer_question(self, text):  # the run waits for an answer: this is it
+                if answer_question(self, text):  # the run waits for an answer: this is it
                     return True
-                self.transcript.add_note(approvals.waiting_note(self)
+                self.transcript.add_note(waiting_note(self)
                                          or "⏳ A run is still going: wait for it, or press Stop.")
                 return False
             results = [ingest_upload(path, self.workspace, name, self.max_upload_bytes) for path, name in files]
@@ -121,8 +90,6 @@ class Session:
                 return False
             try:
                 agent = self._agent_for(settings)
-                from ui.approvals import apply_approval_mode
-
                 apply_approval_mode(agent, self.approval_mode)
             except Exception as exc:
                 self.transcript.add_note(f'<span class="ad-error">Could not start the agent</span> '
@@ -132,7 +99,7 @@ class Session:
             self.turns.append({"task": task, "text": text, "uploads": [
                 {"name": r.safe_name, "original": r.original_name, "size": r.size_bytes, "kind": r.kind,
                  "preview": r.preview} for r in good]})
-            self._save("start")
+            self.save_chat("start")
             self.transcript.finished = None
             self.run = RunHandle(agent.run(task, stream=True, reset=False))
             return True
@@ -164,65 +131,9 @@ class Session:
         if run is None:
             return
         run.waiting_decision = None
-        yield from self._drain(run, min_interval, gather, heartbeat, stop_grace)
+        yield from run_stream.drain(self, run, min_interval, gather, heartbeat, stop_grace)
 
-    def _drain(self, run: RunHandle, min_interval: float, gather: float, heartbeat: float,
-               stop_grace: float) -> Iterator[str]:
-        last_yield = 0.0
-        while not run.finished:
-            try:
-                item = run.queue.get(timeout=heartbeat)
-            except queue.Empty:
-                self.touch()
-                if run.stop_requested_at and time.time() - run.stop_requested_at > stop_grace:
-                    self._abandon_run(run)
-                yield "heartbeat"
-                continue
-            # Let the rest of a burst arrive (a step's end, the next step's start, streamed text), then show it
-            # in one update: at least `gather` seconds, and never more than one update per `min_interval`.
-            time.sleep(max(gather, min_interval - (time.time() - last_yield)))
-            batch = [item]
-            while True:
-                try:
-                    batch.append(run.queue.get_nowait())
-                except queue.Empty:
-                    break
-            with self.lock:
-                for item in batch:
-                    self._apply(run, item)
-                    if run.finished or run.waiting_decision is not None:
-                        break
-                if run.finished or run.waiting_decision is not None:
-                    self._save("run")
-            self.touch()
-            last_yield = time.time()
-            yield "events"
-            if run.waiting_decision is not None:
-                return
-
-    def _apply(self, run: RunHandle, item: Any) -> None:
-        if item is _END:
-            if not run.finished:
-                run.finished = True
-                if self.transcript.finished is None:
-                    self.transcript.add_note("⏹️ The run ended without a result.")
-            return
-        if isinstance(item, _Failure):
-            self.transcript.add_note(f'<span class="ad-error">The agent crashed</span> '
-                                     f"{type(item.error).__name__}: {item.error}")
-            return
-        before = len(self.transcript.files)
-        self.transcript.apply(item)
-        if len(self.transcript.files) != before:
-            self.files_version += 1
-        if isinstance(item, (ev.StepStarted, ev.StepFinished, ev.FinalAnswer, ev.RunFinished)):
-            self.clock.append([item.kind, item.step, item.parent_id, item.timestamp])
-        if isinstance(item, ev.RunFinished) and item.parent_id is None:
-            run.finished = True
-        elif isinstance(item, ev.DecisionRequested):
-            run.waiting_decision = item
-
-    def _save(self, reason: str) -> None:
+    def save_chat(self, reason: str) -> None:
         """Keep a saved chat on disk: meta at the first message ("start"), memory after a run or at a pause."""
         if self.saved is None:
             return
@@ -253,7 +164,7 @@ class Session:
         agent.interrupt()
         return True
 
-    def _abandon_run(self, run: RunHandle) -> None:
+    def abandon_run(self, run: RunHandle) -> None:
         """The agent did not confirm the stop in time: drop it (a new one starts with the next message)."""
         with self.lock:
             run.finished = True
@@ -299,123 +210,3 @@ class Session:
             if self.run is not None:
                 self.run.finished = True
             self._close_agent()
-
-
-class SessionRegistry:
-    """All live sessions, keyed by the browser tab's session hash."""
-
-    def __init__(self, data_dir: str | Path, agent_factory: AgentFactory, idle_timeout_s: float = 3600.0,
-                 grace_s: float = 300.0, max_upload_bytes: int = 50 * 1024 * 1024) -> None:
-        self.root = Path(data_dir) / "sessions"
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.agent_factory = agent_factory
-        self.idle_timeout_s = idle_timeout_s
-        self.grace_s = grace_s
-        self.max_upload_bytes = max_upload_bytes
-        self._sessions: dict[str, Session] = {}
-        self._closed: list[Session] = []
-        self._expired_keys: set[str] = set()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._reaper: threading.Thread | None = None
-
-    def get(self, key: str) -> Session:
-        with self._lock:
-            session = self._sessions.get(key)
-            if session is None:
-                folder = self.root / secrets.token_hex(16)  # unguessable: files are served from here
-                session = Session(key, folder, self.agent_factory, self.max_upload_bytes)
-                if key in self._expired_keys:
-                    self._expired_keys.discard(key)
-                    session.transcript.add_note("🕰️ The previous session was closed after being idle; this is a "
-                                                "fresh one (new memory, empty workspace).")
-                self._sessions[key] = session
-            session.touch()
-            return session
-
-    def install(self, key: str, root: Path) -> Session:
-        """A new session rooted at `root` (a saved chat's folder) for `key`; the key's previous one is closed."""
-        session = Session(key, root, self.agent_factory, self.max_upload_bytes)
-        with self._lock:
-            old = self._sessions.get(key)
-            self._sessions[key] = session
-            if old is not None:
-                self._closed.append(old)
-        if old is not None:
-            old.close()
-        return session
-
-    def rekey(self, old_key: str, key: str, when: Callable[[Session], bool] = lambda s: True) -> Session | None:
-        """Move the live session of `old_key` (a reloaded tab's) to the tab's new `key`, if `when(session)`."""
-        session = self.peek(old_key)
-        if session is None or old_key == key or not when(session):
-            return None
-        with self._lock:
-            if self._sessions.get(old_key) is not session:
-                return None
-            del self._sessions[old_key]
-            replaced = self._sessions.get(key)
-            self._sessions[key] = session
-            session.key = key
-            if replaced is not None:
-                self._closed.append(replaced)
-        if replaced is not None:
-            replaced.close()
-        session.touch()
-        return session
-
-    def peek(self, key: str) -> Session | None:
-        with self._lock:
-            return self._sessions.get(key)
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-    def close(self, key: str, expired: bool = False) -> None:
-        with self._lock:
-            session = self._sessions.pop(key, None)
-            if session is None:
-                return
-            self._closed.append(session)
-            if expired:
-                self._expired_keys.add(key)
-        session.close()
-
-    def reap(self, now: float | None = None) -> None:
-        """Close sessions idle for longer than the timeout; delete workspaces whose grace period is over."""
-        now = now or time.time()
-        with self._lock:
-            idle = [k for k, s in self._sessions.items() if now - s.last_active > self.idle_timeout_s]
-        for key in idle:
-            self.close(key, expired=True)
-        with self._lock:
-            due = [s for s in self._closed if s.closed_at is not None and now - s.closed_at >= self.grace_s]
-            self._closed = [s for s in self._closed if s not in due]
-        for session in due:
-            session.remove_files()
-
-    def start_reaper(self, interval_s: float = 30.0) -> None:
-        if self._reaper is not None:
-            return
-
-        def loop() -> None:
-            while not self._stop.wait(interval_s):
-                try:
-                    self.reap()
-                except Exception:  # never let the reaper die
-                    pass
-
-        self._reaper = threading.Thread(target=loop, name="agentdeck-reaper", daemon=True)
-        self._reaper.start()
-
-    def shutdown(self) -> None:
-        """Close every session and delete every workspace (server shutdown)."""
-        self._stop.set()
-        with self._lock:
-            keys = list(self._sessions)
-        for key in keys:
-            self.close(key)
-        with self._lock:
-            closed, self._closed = self._closed, []
-        for session in closed:
-            session.remove_files()

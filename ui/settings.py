@@ -12,7 +12,7 @@ Environment variables:
   AGENTDECK_SESSION_GRACE_S    delete a closed session's workspace after this long (300)
   AGENTDECK_MAX_RUNS           runs that may stream at the same time (32)
   AGENTDECK_EXEC_TIMEOUT_S     time limit of one code execution in the sandbox (120)
-  AGENTDECK_APPROVAL_MODE      the approval mode a new tab starts with (autonomous; see ui/approvals.py)
+  AGENTDECK_APPROVAL_MODE      the approval mode a new tab starts with (autonomous; see ui/approval_panel.py)
   AGENTDECK_USERNAME / AGENTDECK_PASSWORD   turn on password protection
 """
 from __future__ import annotations
@@ -72,7 +72,7 @@ class AppConfig:
     max_runs: int = 32
     exec_timeout_s: float = 120.0
     auth: tuple[str, str] | None = None
-    approval_mode: str = "autonomous"  # the mode a new tab starts with (ui/approvals.py)
+    approval_mode: str = "autonomous"  # the mode a new tab starts with (ui/approval_panel.py)
 
     @classmethod
     def from_env(cls, base_dir: str | Path | None = None) -> "AppConfig":

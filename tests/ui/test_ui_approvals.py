@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from conftest import code_reply, run_app, write_transcript
-from ui import approvals, settings as ui_settings
+from ui import settings as ui_settings
 from ui.app import AgentDeckApp
-from ui.approvals import VIEW_KEYS, ApprovalHandlers
+from ui.approval_panel import VIEW_KEYS
+from ui.approvals import ApprovalHandlers
+from ui.pending_decisions import pending_request
 from ui.settings import AppConfig
 
 SEND_EMAIL_TOOLS = '''
@@ -283,7 +285,7 @@ def test_mode_changes_apply_to_the_next_run_of_the_same_agent(harness) -> None:
     assert "already made" in _value(twice["message"]) and not _visible(twice["panel"])
     list(h.handlers.resume(h.req))
     assert h.session.transcript.finished.output == "second"
-    assert approvals.pending_request(h.session) is None
+    assert pending_request(h.session) is None
 
 
 @pytest.mark.slow

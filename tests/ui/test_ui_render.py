@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from agents import events as ev
 from agents.models.base import TokenUsage
-from ui.render import Transcript, fence, thought_without_code
+from ui.formatting import fence, thought_without_code
+from ui.render import Transcript
 from ui.uploads import UploadResult
 
 RUN = "run1"

@@ -1,0 +1,135 @@
+"""All live sessions of the server, keyed by the browser tab's session hash, and the reaper that closes idle
+ones (sandbox first) and deletes closed sessions' workspaces after a grace period.
+
+Kept apart from the session itself: this is the server-wide bookkeeping (lookups, handing a session to a
+reloaded tab, installing a reopened saved chat, cleaning up), not what one tab's session does.
+"""
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from ui.sessions import AgentFactory, Session
+
+
+class SessionRegistry:
+    """All live sessions, keyed by the browser tab's session hash."""
+
+    def __init__(self, data_dir: str | Path, agent_factory: AgentFactory, idle_timeout_s: float = 3600.0,
+                 grace_s: float = 300.0, max_upload_bytes: int = 50 * 1024 * 1024) -> None:
+        self.root = Path(data_dir) / "sessions"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.agent_factory = agent_factory
+        self.idle_timeout_s = idle_timeout_s
+        self.grace_s = grace_s
+        self.max_upload_bytes = max_upload_bytes
+        self._sessions: dict[str, Session] = {}
+        self._closed: list[Session] = []
+        self._expired_keys: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._reaper: threading.Thread | None = None
+
+    def get(self, key: str) -> Session:
+        with self._lock:
+            session = self._sessions.get(key)
+            if session is None:
+                folder = self.root / secrets.token_hex(16)  # unguessable: files are served from here
+                session = Session(key, folder, self.agent_factory, self.max_upload_bytes)
+                if key in self._expired_keys:
+                    self._expired_keys.discard(key)
+                    session.transcript.add_note("🕰️ The previous session was closed after being idle; this is a "
+                                                "fresh one (new memory, empty workspace).")
+                self._sessions[key] = session
+            session.touch()
+            return session
+
+    def install(self, key: str, root: Path) -> Session:
+        """A new session rooted at `root` (a saved chat's folder) for `key`; the key's previous one is closed."""
+        session = Session(key, root, self.agent_factory, self.max_upload_bytes)
+        with self._lock:
+            old = self._sessions.get(key)
+            self._sessions[key] = session
+            if old is not None:
+                self._closed.append(old)
+        if old is not None:
+            old.close()
+        return session
+
+    def rekey(self, old_key: str, key: str, when: Callable[[Session], bool] = lambda s: True) -> Session | None:
+        """Move the live session of `old_key` (a reloaded tab's) to the tab's new `key`, if `when(session)`."""
+        session = self.peek(old_key)
+        if session is None or old_key == key or not when(session):
+            return None
+        with self._lock:
+            if self._sessions.get(old_key) is not session:
+                return None
+            del self._sessions[old_key]
+            replaced = self._sessions.get(key)
+            self._sessions[key] = session
+            session.key = key
+            if replaced is not None:
+                self._closed.append(replaced)
+        if replaced is not None:
+            replaced.close()
+        session.touch()
+        return session
+
+    def peek(self, key: str) -> Session | None:
+        with self._lock:
+            return self._sessions.get(key)
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def close(self, key: str, expired: bool = False) -> None:
+        with self._lock:
+            session = self._sessions.pop(key, None)
+            if session is None:
+                return
+            self._closed.append(session)
+            if expired:
+                self._expired_keys.add(key)
+        session.close()
+
+    def reap(self, now: float | None = None) -> None:
+        """Close sessions idle for longer than the timeout; delete workspaces whose grace period is over."""
+        now = now or time.time()
+        with self._lock:
+            idle = [k for k, s in self._sessions.items() if now - s.last_active > self.idle_timeout_s]
+        for key in idle:
+            self.close(key, expired=True)
+        with self._lock:
+            due = [s for s in self._closed if s.closed_at is not None and now - s.closed_at >= self.grace_s]
+            self._closed = [s for s in self._closed if s not in due]
+        for session in due:
+            session.remove_files()
+
+    def start_reaper(self, interval_s: float = 30.0) -> None:
+        if self._reaper is not None:
+            return
+
+        def loop() -> None:
+            while not self._stop.wait(interval_s):
+                try:
+                    self.reap()
+                except Exception:  # never let the reaper die
+                    pass
+
+        self._reaper = threading.Thread(target=loop, name="agentdeck-reaper", daemon=True)
+        self._reaper.start()
+
+    def shutdown(self) -> None:
+        """Close every session and delete every workspace (server shutdown)."""
+        self._stop.set()
+        with self._lock:
+            keys = list(self._sessions)
+        for key in keys:
+            self.close(key)
+        with self._lock:
+            closed, self._closed = self._closed, []
+        for session in closed:
+            session.remove_files()

@@ -1,0 +1,75 @@
+"""What the streaming handlers (a run, a resumed run) send with each update: chat, message box, files, status, clock.
+
+Two Gradio costs shape this module; with many runs streaming they decided the latency (bench/ui_load.py):
+  * Gradio handles every update dict, gr.skip() included, by building a new component and its config
+    (JSON schemas; milliseconds each). So an output that did not change is sent as a plain value where the
+    browser's value is known (`Shown`: the message box this run cleared, an empty files panel) and as
+    gr.skip() only where it is not.
+  * Gradio postprocesses each output in its own hop from its one event loop to a worker thread, so every
+    update costs five thread hand-offs, and with many runs streaming these queue up behind each other. So
+    the streaming events are wired with postprocess=False, and `StreamOutputs.render` runs the components'
+    own postprocess here, in the handler's thread: the browser gets exactly what Gradio would have sent.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import gradio as gr
+from gradio.data_classes import GradioModel, GradioRootModel
+
+if TYPE_CHECKING:
+    from ui.sessions import Session
+
+
+@dataclass
+class Shown:
+    """What one handler's updates have put in the browser so far, so that its next update sends only what changed."""
+    files_version: int = -1
+    files_empty: bool = False  # the files panel was last sent None
+    cleared_for: Any = None  # the run (RunHandle) whose start cleared and disabled the message box
+
+
+def session_outputs(session: "Session", shown: Shown, input_update: Any = None) -> tuple:
+    """(chat, message box, files, status, clock): the chat and status in full, the rest only if changed."""
+    with session.lock:
+        messages = session.transcript.messages()
+        status = session.transcript.status_text()
+        clock = {"sent_at": time.time(), "events": session.take_clock()}
+        if shown.files_version != session.files_version:
+            shown.files_version = session.files_version
+            files = session.file_paths() or None
+            shown.files_empty = files is None
+        else:
+            files = None if shown.files_empty else gr.skip()
+        if input_update is None:  # unchanged: still cleared while it is this run's (New chat re-enables it)
+            cleared = shown.cleared_for is not None and session.run is shown.cleared_for
+            input_update = None if cleared else gr.skip()
+    return (messages, input_update, files, f"<small>{status}</small>" if status else "", clock)
+
+
+class StreamOutputs:
+    """The five output components of the streaming events, to postprocess their values before Gradio sees them.
+
+    Events whose handler yields `render(...)` must be wired with postprocess=False (ui/layout.py, ui/approvals.py).
+    """
+
+    def __init__(self, chat: Any, task_input: Any, files: Any, status: Any, clock: Any) -> None:
+        self.components = (chat, task_input, files, status, clock)
+
+    def render(self, values: tuple) -> tuple:
+        return tuple(_render(component, value) for component, value in zip(self.components, values))
+
+
+def _render(component: Any, value: Any) -> Any:
+    """A value as the browser receives it; in an update dict, only its value (gr.skip() passes as it is)."""
+    if isinstance(value, dict) and "update" in value.get("__type__", ""):
+        if "value" in value:
+            value = {**value, "value": _dump(component.postprocess(value["value"]))}
+        return value
+    return _dump(component.postprocess(value))
+
+
+def _dump(value: Any) -> Any:
+    return value.model_dump() if isinstance(value, (GradioModel, GradioRootModel)) else value
