@@ -29,6 +29,8 @@ def run_once(steps: int) -> dict:
         agent = CodeAgent(tools=[], model=model, max_steps=steps, workdir=workdir, verbosity=0)
         agent._sandbox = InstantSandbox()
         result = agent.run("Count up.", return_result=True)
+    if result.state.value != "success" or result.output != steps - 1:
+        raise SystemExit(f"benchmark run failed ({result.state.value}: {result.error}); no figures printed")
     action_steps = [s for s in result.steps if isinstance(s, ActionStep)]
     overhead = [s.timing.duration_s - s.model_duration_s - s.execution_duration_s for s in action_steps]
     return {
