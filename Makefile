@@ -6,7 +6,7 @@ REQS   := requirements.txt requirements-test.txt constraints.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) 2>/dev/null | cksum | cut -d' ' -f1)
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: run test test-fast test-browser bench install chromium clean
+.PHONY: run test test-fast test-browser screenshots bench install chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ test-fast: install
 
 test-browser: install chromium
 	$(PYTEST) -q -m browser
+
+# Refresh the README's screenshots (docs/screenshot-*.png) from the browser tests.
+screenshots: install chromium
+	AGENTDECK_SCREENSHOT_DIR=$(CURDIR)/docs $(PYTEST) -q -m browser tests/ui/test_ui_browser.py tests/ui/test_ui_approvals_browser.py
 
 bench: install
 	$(BIN)/python bench/agent_loop.py

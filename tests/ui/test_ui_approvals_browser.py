@@ -15,12 +15,11 @@ from typing import Iterator
 
 import pytest
 
-from conftest import PENGUINS, PROJECT_ROOT, code_reply, run_app, write_transcript
+from conftest import PENGUINS, SCREENSHOT_DIR, code_reply, run_app, write_transcript
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-DOCS = PROJECT_ROOT / "docs"
 
 pytestmark = [
     pytest.mark.browser,
@@ -193,8 +192,8 @@ def test_approve_a_code_step(page) -> None:
     assert "approved code ran: {" not in chat_text(page)  # shown, not run yet
     assert "waiting for your decision" in page.locator("#run-status").inner_text()
     time.sleep(0.5)
-    DOCS.mkdir(exist_ok=True)
-    page.screenshot(path=str(DOCS / "screenshot-approval.png"))
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT_DIR / "screenshot-approval.png"))
     page.locator("#approve-btn").click()
     panel_hidden(page)
     wait_for_text(page, "✋ Decision: approve")

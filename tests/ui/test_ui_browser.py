@@ -1,6 +1,6 @@
 """The app in a real browser (Debian's Chromium, driven by Playwright): stream, upload, chart, stop, new chat.
 
-Screenshots of the data-analysis run are written to docs/screenshot-*.png.
+Screenshots of the data-analysis run are written to SCREENSHOT_DIR (docs/ with `make screenshots`).
 """
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from typing import Iterator
 
 import pytest
 
-from conftest import ANALYSIS_SCRIPT, PENGUINS, PROJECT_ROOT, SLOW_SCRIPT, run_app, write_transcript
+from conftest import ANALYSIS_SCRIPT, PENGUINS, SCREENSHOT_DIR, SLOW_SCRIPT, run_app, write_transcript
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-DOCS = PROJECT_ROOT / "docs"
 
 pytestmark = [
     pytest.mark.browser,
@@ -52,8 +51,8 @@ def page(browser_app: str):
 
 
 def shot(page, name: str) -> None:
-    DOCS.mkdir(exist_ok=True)
-    page.screenshot(path=str(DOCS / f"screenshot-{name}.png"))
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT_DIR / f"screenshot-{name}.png"))
 
 
 def chat_text(page) -> str:
