@@ -66,21 +66,28 @@ class AgentDeckApp:
     def _stream(self, session: Session, text: str, files: list[tuple[str, str]], settings: RunSettings) -> Iterator[tuple]:
         shown = Shown()
         started = session.start_run(text, files, settings)
-        yield self.stream_update(session, shown, gr.update(value=None, interactive=not started))
         if started:
-            shown.cleared_for = session.run
-            yield from self.stream_run(session, shown)
+            # Clearing and locking the message box travels with the run's first events, not ahead of them:
+            # a separate first update would hold the first step back by a whole trip through Gradio's queue.
+            yield from self.stream_run(session, shown, first_input_update=gr.update(value=None, interactive=False))
         else:
+            yield self.stream_update(session, shown, gr.update(value=None, interactive=False))
             yield self.stream_update(session, shown, gr.update(interactive=True))
 
-    def stream_run(self, session: Session, shown: Shown) -> Iterator[tuple]:
+    def stream_run(self, session: Session, shown: Shown, first_input_update: Any = None) -> Iterator[tuple]:
         """The updates of the session's run until it ends or pauses, then one that gives back the message box.
 
-        That last update is separate, not folded into the run's last events: a property update costs Gradio
+        `first_input_update` (clearing the box a new run was sent from) goes with the first batch of events.
+        The last update is separate, not folded into the run's last events: a property update costs Gradio
         several ms, and when many runs end at once their last events would queue behind each other's.
         """
+        pending_input = first_input_update
         for _ in session.drain():
-            yield self.stream_update(session, shown)
+            yield self.stream_update(session, shown, pending_input)
+            if pending_input is not None:
+                pending_input, shown.cleared_for = None, session.run
+        if pending_input is not None:  # the run ended before any batch was shown
+            yield self.stream_update(session, shown, pending_input)
         yield self.stream_update(session, shown, gr.update(interactive=True))
 
     # ----- handlers ------------------------------------------------------------------------------------
