@@ -71,13 +71,15 @@ def free_port() -> int:
 
 @contextmanager
 def run_app(transcript: Path, data_dir: Path, extra_env: dict[str, str] | None = None,
-            timeout: float = 90.0) -> Iterator[str]:
-    """Start `python app.py` on a free loopback port and yield its URL; stop it afterwards."""
-    port = free_port()
+            timeout: float = 90.0, port: int | None = None) -> Iterator[str]:
+    """Start `python app.py` on a loopback port (a free one unless given: a restarted app must keep the
+    browser's origin) and yield its URL; stop it afterwards."""
+    port = port or free_port()
     env = {**os.environ, "AGENTDECK_MODEL": f"replay:{transcript}", "AGENTDECK_DATA_DIR": str(data_dir),
            "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "MPLBACKEND": "Agg",
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(extra_env or {})}
-    log = open(data_dir / "server.log", "w")
+    log_path = data_dir / f"server-{port}-{time.time():.0f}.log"
+    log = open(log_path, "w")
     proc = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "app.py")], cwd=PROJECT_ROOT, env=env,
                             stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
@@ -85,13 +87,13 @@ def run_app(transcript: Path, data_dir: Path, extra_env: dict[str, str] | None =
         deadline = time.time() + timeout
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"app.py exited early:\n{(data_dir / 'server.log').read_text()[-3000:]}")
+                raise RuntimeError(f"app.py exited early:\n{log_path.read_text()[-3000:]}")
             try:
                 with urllib.request.urlopen(url + "config", timeout=2):
                     break
             except OSError:
                 if time.time() > deadline:
-                    raise RuntimeError(f"app.py did not start:\n{(data_dir / 'server.log').read_text()[-3000:]}")
+                    raise RuntimeError(f"app.py did not start:\n{log_path.read_text()[-3000:]}")
                 time.sleep(0.3)
         yield url
     finally:

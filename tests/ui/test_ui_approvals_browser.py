@@ -7,7 +7,6 @@ run starts with a plan. docs/screenshot-approval.png shows a pending code approv
 """
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
@@ -15,18 +14,11 @@ from typing import Iterator
 
 import pytest
 
+from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
 from conftest import PENGUINS, SCREENSHOT_DIR, code_reply, run_app, write_transcript
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                       reason="Debian's Chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)"),
-]
+pytestmark = BROWSER_MARKS
 
 MAIL_TOOLS = '''
 from pathlib import Path
@@ -91,43 +83,9 @@ def hitl_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
 
 @pytest.fixture(scope="module")
 def page(hitl_app):
-    sync_api = pytest.importorskip("playwright.sync_api")
     url, _ = hitl_app
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        page.goto(url)
-        page.wait_for_selector("#chat")
+    with open_page(url) as page:
         yield page
-        context.close()
-        browser.close()
-
-
-def chat_text(page) -> str:
-    return page.locator("#chat").inner_text()
-
-
-def wait_for_text(page, needle: str, timeout: float = 30.0) -> None:
-    deadline = time.time() + timeout
-    while needle not in chat_text(page):
-        if time.time() > deadline:
-            raise AssertionError(f"{needle!r} never appeared in the chat:\n{chat_text(page)[-2000:]}")
-        time.sleep(0.1)
-
-
-def send(page, text: str, files: list[Path] = ()) -> None:
-    box = page.locator("#task-input textarea")
-    box.wait_for(state="visible")
-    page.wait_for_function("!document.querySelector('#task-input textarea').disabled")
-    box.fill(text)
-    if files:
-        page.locator("#task-input input[type=file]").set_input_files([str(f) for f in files])
-        page.wait_for_function(
-            "n => document.querySelectorAll('#task-input .thumbnail-item, #task-input .thumbnail-image, "
-            "#task-input [class*=thumbnail]').length >= n", arg=len(files), timeout=15_000)
-    box.press("Enter")
 
 
 def choose_mode(page, label: str) -> None:

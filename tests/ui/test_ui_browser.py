@@ -4,26 +4,17 @@ Screenshots of the data-analysis run are written to SCREENSHOT_DIR (docs/ with `
 """
 from __future__ import annotations
 
-import os
 import re
 import time
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from browser_driver import BROWSER_MARKS, chat_text, open_page, panel_links, send, wait_for_text
 from conftest import ANALYSIS_SCRIPT, PENGUINS, SCREENSHOT_DIR, SLOW_SCRIPT, run_app, write_transcript
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                       reason="Debian's Chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)"),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")
@@ -37,57 +28,13 @@ def browser_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def page(browser_app: str):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        page.goto(browser_app)
-        page.wait_for_selector("#chat")
+    with open_page(browser_app) as page:
         yield page
-        context.close()
-        browser.close()
 
 
 def shot(page, name: str) -> None:
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOT_DIR / f"screenshot-{name}.png"))
-
-
-def chat_text(page) -> str:
-    return page.locator("#chat").inner_text()
-
-
-def wait_for_text(page, needle: str, timeout: float = 30.0) -> None:
-    deadline = time.time() + timeout
-    while needle not in chat_text(page):
-        if time.time() > deadline:
-            raise AssertionError(f"{needle!r} never appeared in the chat:\n{chat_text(page)[-2000:]}")
-        time.sleep(0.1)
-
-
-def panel_links(page, wait_for: str | None = "species_summary.csv", timeout: float = 15.0) -> list[str]:
-    """The download links of the files panel (names are shortened on screen, hrefs are whole)."""
-    deadline = time.time() + timeout
-    while True:
-        links = [a.get_attribute("href") or "" for a in page.locator("#files-panel a").all()]
-        if wait_for is None or any(wait_for in href for href in links) or time.time() > deadline:
-            return links
-        time.sleep(0.2)
-
-
-def send(page, text: str, files: list[Path] = ()) -> None:
-    box = page.locator("#task-input textarea")
-    box.wait_for(state="visible")
-    page.wait_for_function("!document.querySelector('#task-input textarea').disabled")
-    box.fill(text)
-    if files:
-        page.locator("#task-input input[type=file]").set_input_files([str(f) for f in files])
-        page.wait_for_function(
-            "n => document.querySelectorAll('#task-input .thumbnail-item, #task-input .thumbnail-image, "
-            "#task-input [class*=thumbnail]').length >= n", arg=len(files), timeout=15_000)
-    box.press("Enter")
 
 
 def test_first_visit_shows_examples_and_settings(page) -> None:
@@ -112,7 +59,7 @@ def test_data_analysis_run_in_the_browser(page) -> None:
     chart.first.wait_for(state="visible")
     assert chart.first.evaluate("img => img.naturalWidth") > 100
     # The files panel lists the upload and the summary the code wrote, as download links.
-    links = panel_links(page)
+    links = panel_links(page, "species_summary.csv")
     assert any(href.endswith("species_summary.csv") for href in links), links
     assert any(href.endswith("penguins.csv") for href in links), links
     # Open Step 2 to show its code and logs, then take the showcase screenshots.
