@@ -109,9 +109,9 @@ class Session:
             # Changed settings need a new agent, but the conversation goes on: the new agent gets the memory
             # and its sandbox re-runs the recorded code, so follow-ups still see earlier variables.
             memory = self.agent.memory
+            replacement = self.agent_factory(settings, self.workspace)  # if this fails, the old agent stays
             self._close_agent()
-            self.agent = self.agent_factory(settings, self.workspace)
-            self.agent_settings = settings
+            self.agent, self.agent_settings = replacement, settings
             if memory.steps:
                 carry_memory_into(self.agent, memory, self.transcript,
                                   "⚙️ **Settings changed**: the new agent continues this conversation.")
