@@ -160,10 +160,3 @@ class RunFinished(Event):
     token_usage: TokenUsage
     steps: int
     error: str | None = None
-
-
-ALL_EVENT_TYPES: tuple[type[Event], ...] = (
-    RunStarted, StepStarted, ModelTextDelta, ModelOutput, PlanProposed, CodeProposed, ToolCallProposed,
-    ToolCallResult, DecisionRequested, DecisionMade, ExecutionLog, ArtifactCreated, Observation, StepError,
-    InjectionFlagged, MemoryCompacted, StepFinished, FinalAnswer, RunFinished,
-)

@@ -152,15 +152,11 @@ class Transcript(ChatTree):
         node.parts["text"] = fence(raw)
 
     def _on_observation(self, e: ev.Observation) -> None:
-        step = self._step_node(e)
-        raw = self._raw_logs.get(f"{step.id}/logs", "").strip() if step else ""
-        text = e.text or ""
-        if raw and raw in text:  # the observation repeats the logs already shown: keep what is new
-            text = text.replace(raw, "", 1).strip()
-        if not text.strip():
+        """What the model is sent after the step (logs, last value, errors, fenced tool output), as it is."""
+        if not (e.text or "").strip():
             return
-        node = self._child(step, "observation", "👁️ Observation", e)
-        node.parts["text"] = fence(text)
+        node = self._child(self._step_node(e), "observation", "👁️ What the model sees next", e)
+        node.parts["text"] = fence(e.text)
 
     def _on_artifact_created(self, e: ev.ArtifactCreated) -> None:
         is_image = e.artifact_kind == "image" or os.path.splitext(e.path)[1].lower() in IMAGE_EXTENSIONS

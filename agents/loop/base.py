@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
-from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError, ModelError
+from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError
 from agents.events import Event, FinalAnswer, RunFinished, RunStarted, new_id
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext

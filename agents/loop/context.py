@@ -16,7 +16,6 @@ class RunContext:
     interrupt_flag: threading.Event
     parent_id: str | None = None
     step: int = 0
-    extra: dict = field(default_factory=dict)
     #: Decisions made during the current step; the step runner moves them into the step's record.
     decisions: list[dict] = field(default_factory=list)
 

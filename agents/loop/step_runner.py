@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentInterrupted
-from agents.events import ModelOutput, ModelTextDelta, PlanProposed, StepError, StepFinished, StepStarted
+from agents.events import (
+    ModelOutput, ModelTextDelta, Observation, PlanProposed, StepError, StepFinished, StepStarted,
+)
 from agents.loop.context import RunContext
 from agents.memory import ActionStep, PlanningStep
 from agents.memory.steps import PromptSnapshot
@@ -114,6 +116,7 @@ class StepRunner:
             step.timing.end_time = time.time()
             step.decisions = context.take_decisions()
             step.messages = self._step_messages(step)
+            context.emit(Observation(**fields, text=step.messages[-1]["content"]))
             self.memory.add_step(step)
             self.step_callbacks.fire(step, self)
             context.emit(StepFinished(**fields, step_type="action", duration_s=step.timing.duration_s,

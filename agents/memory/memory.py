@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from agents.memory.steps import ActionStep, MemoryStep, PlanningStep, SystemPromptStep, TaskStep
-from agents.models.base import Message, TokenUsage
+from agents.models.base import Message
 
 
 class AgentMemory:
@@ -69,18 +69,6 @@ class AgentMemory:
             if isinstance(step, TaskStep):
                 return step.task
         return ""
-
-    def total_token_usage(self) -> TokenUsage:
-        total = TokenUsage()
-        for step in self.steps:
-            usage = getattr(step, "token_usage", None)
-            if usage is not None:
-                total = total + usage
-        return total
-
-    def code_steps(self) -> list[str]:
-        """The code of every action step in order (used to rebuild sandbox state and export notebooks)."""
-        return [s.code for s in self.action_steps() if s.code]
 
     def __len__(self) -> int:
         return len(self.steps)

@@ -5,7 +5,6 @@ Messages are plain dicts `{"role": ..., "content": ...}` whose content is a stri
 """
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -117,8 +116,3 @@ class Model(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_id!r})"
-
-
-def messages_fingerprint(messages: list[Message]) -> str:
-    """A stable JSON form of messages, used by recorders and tests."""
-    return json.dumps(messages, sort_keys=True, default=str)

@@ -156,3 +156,13 @@ def test_a_chart_saved_by_the_code_is_not_saved_twice(make_code_agent):
     images = [e.relative_path for e in events if isinstance(e, ev.ArtifactCreated) and e.artifact_kind == "image"]
     assert images[0] == "mine.png" and len(images) == 2, images
     assert images[1].startswith("figure_step2")
+
+
+def test_each_step_emits_the_observation_the_model_sees_next(make_code_agent):
+    agent, model = make_code_agent([code("print('hello')\n6 * 7"), code("undefined_name"), code("final_answer(1)")])
+    events = list(agent.run("t", stream=True))
+    observations = [e for e in events if isinstance(e, ev.Observation)]
+    assert [o.step for o in observations] == [1, 2, 3]
+    assert observations[0].text == model.calls[1][-1]["content"]  # exactly the next prompt's last message
+    assert "hello" in observations[0].text and "42" in observations[0].text
+    assert observations[1].text == model.calls[2][-1]["content"] and "NameError" in observations[1].text

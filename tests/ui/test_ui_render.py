@@ -47,7 +47,7 @@ def test_step_streams_then_finishes_with_duration_and_tokens() -> None:
                            token_usage=TokenUsage(120, 30), duration_s=0.4))
     t.apply(ev.CodeProposed(**base(1), code="print(len(df))"))
     t.apply(ev.ExecutionLog(**base(1), text="344\n"))
-    t.apply(ev.Observation(**base(1), text="344"))
+    t.apply(ev.Observation(**base(1), text="Observation:\nExecution logs:\n344\nLast output from code snippet:\n7"))
     t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=1.234, token_usage=TokenUsage(120, 30)))
     messages = t.messages()
     step = by_title(messages, "Step 1")
@@ -58,8 +58,10 @@ def test_step_streams_then_finishes_with_duration_and_tokens() -> None:
     logs = by_title(messages, "📜 Execution logs")
     assert logs["metadata"]["parent_id"] == step["metadata"]["id"]
     assert "344" in logs["content"]
-    # The observation only repeated the logs: no separate message.
-    assert not [m for m in messages if m.get("metadata", {}).get("title", "").startswith("👁️")]
+    # What the model is sent next is shown whole, nested under its step (it carries the last value, 7).
+    seen = by_title(messages, "👁️ What the model sees next")
+    assert seen["metadata"]["parent_id"] == step["metadata"]["id"]
+    assert "Last output from code snippet:\n7" in seen["content"]
 
 
 def test_final_answer_is_a_plain_message_and_run_summary() -> None:
