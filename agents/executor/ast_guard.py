@@ -3,8 +3,8 @@
 The code then runs as ordinary compiled Python (full language, native speed);
 this pass only refuses the spellings that lead out of the sandbox and rewrites
 the few attribute reads that need a runtime look (module pivots, ``str.format``,
-``__dict__``). It runs in the app (check only, trusted) and in the worker
-(check and rewrite).
+``__dict__``). It runs in the worker before compiling; code that needs neither
+check nor rewrite takes the faster ``plain_compile`` path.
 """
 
 from __future__ import annotations

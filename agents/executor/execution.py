@@ -18,6 +18,7 @@ from typing import Callable
 
 from .ast_guard import FINAL_ANSWER, GuardError, format_syntax_error, guard_source
 from .guarded_runtime import SecurityError, ToolCallError
+from .plain_compile import compile_plain
 from .confinement import set_cpu_limit
 from .protocol import MAX_FRAME_BYTES, encode_json, frame
 
@@ -198,9 +199,14 @@ class Executor:
         result = {"op": "result", "id": self.run_id, "output": None, "output_type": "NoneType",
                   "is_final": False, "error": None, "error_type": None, "logs": ""}
         try:
-            guarded = guard_source(code, self.runtime.protected, filename)
-            body = compile(guarded.body, filename, "exec")
-            expr = compile(guarded.last_expr, filename, "eval") if guarded.last_expr else None
+            compiled = compile_plain(code, self.runtime.protected, filename)
+            if compiled is not None:
+                body, expr = compiled
+            else:
+                guarded = guard_source(code, self.runtime.protected, filename)
+                body = compile(guarded.body, filename, "exec", dont_inherit=True)
+                expr = (compile(guarded.last_expr, filename, "eval", dont_inherit=True)
+                        if guarded.last_expr else None)
         except SyntaxError as exc:
             result.update(error=format_syntax_error(exc), error_type=type(exc).__name__)
             return result

@@ -1,0 +1,230 @@
+"""The guard's fast path must never accept what the full guard would refuse or rewrite.
+
+Differential test: every snippet of a large corpus (the escape attempts and programs of this test suite,
+windows of real Python files, hand-made edge cases) goes through both paths; wherever the fast path
+compiles code, the full guard must accept the same source unchanged and give equal code objects.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from agents.executor.ast_guard import FINAL_ANSWER, GuardError, guard_source
+from agents.executor.plain_compile import compile_plain
+
+PROTECTED = frozenset({FINAL_ANSWER, "lookup", "web_search"})
+TESTS_DIR = Path(__file__).parent
+PROJECT = TESTS_DIR.parent.parent
+
+EDGE_CASES = [
+    "x = 1; x",
+    "x = 1\ny = 2; y",
+    "f(\n1,\n2)",
+    "foo(\n)\n",
+    "[1,\n2]\n",
+    "x = (1,\n2)\n",
+    "if x:\n    y\n",
+    "if x:\n    y\nelse:\n    z\n",
+    "@dec\ndef f():\n    pass\n",
+    "s = '''\nabc\n'''\n",
+    "print('''\nhello''')\n",
+    "x = 1 + \\\n  2\nx\n",
+    "x = 1 \\\n  ; x\n",
+    "# comment only\n",
+    "\n\n",
+    "",
+    "x\n# trailing comment\n\n",
+    "'just a string'",
+    "lambda: 1",
+    "async def f():\n    return 1\n",
+    "y = [i for i in range(3)]\ny",
+    "final_answer(3)",
+    "final_answer = 3",
+    "lookup = 1\n",
+    "def f(final_answer):\n    return 1\n",
+    "x.__class__",
+    "x.gi_frame",
+    "x.os",
+    "os = 1",
+    "'{0.__class__}'.format(1)",
+    "d.__dict__",
+    "__sbx_ga__(1, 'a')",
+    "class A:\n    pass\n",
+    "class A:\n    def f(self):\n        return super().f()\n",
+    "match p:\n    case P(__class__=c):\n        pass\n",
+    "match p:\n    case P(x=c):\n        c\n",
+    "match p:\n    case {**rest}:\n        rest\n",
+    "try:\n    pass\nexcept* ValueError as e:\n    e\n",
+    "global final_answer\n",
+    "x: int = 1\nx",
+    "if False:\n    x.__class__\ny = 2\n",
+    "while False:\n    (1).__class__\n",
+    "f(**{'__class__': 1})",
+    "f(_x=1)",
+    "f(__x=1)",
+    "x = 1\n\fx\n",
+    "x = 1\r\nx\r\n",
+    "x = 1\rx",
+    "del final_answer",
+    "for final_answer in []:\n    pass\n",
+    "with open('f') as lookup:\n    pass\n",
+    "(final_answer := 2)",
+    "x = [final_answer for final_answer in range(2)]",
+    "print(x)\n    ",
+    "  x = 1\n",
+    "x = 1\n  y = 2\n",
+    "yield 1",
+    "await x",
+    "return 1",
+    "x = \"a\\0b\"",
+    "a\x00b",
+    "def f():\n    final_answer: int\n",
+    "def f():\n    x.__class__: int\n",
+    "def f():\n    x.gi_frame : 'T'\n    return 1\n",
+    "x.__class__: int\n",
+    "final_answer: int\n",
+    "class A:\n    final_answer: int\n",
+    "def f():\n    global lookup\n",
+    "def f():\n    def g():\n        nonlocal __sbx_x\n",
+    "if False:\n    x.__class__\n",
+    "if 0:\n    x.gi_frame\n",
+    "assert x.__class__\n",
+    "try:\n    x = 1\nexcept ValueError:\n    pass\nelse:\n    x\nfinally:\n    y = 2\n",
+    "d = {\n  a: 1,\n  b: 2\n}\n",
+    "total = 0\nfor i in range(5):\n    total += i\n",
+]
+
+
+def _strings_in_test_files() -> list[str]:
+    """Every string literal of this test suite that is Python code (escape attempts, programs)."""
+    found = []
+    for path in sorted(TESTS_DIR.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip():
+                try:
+                    compile(node.value, "<s>", "exec", dont_inherit=True)
+                except (SyntaxError, ValueError):
+                    continue
+                found.append(node.value)
+    return found
+
+
+def _windows_of_real_files(limit_files: int = 60, seed: int = 7) -> list[str]:
+    """Runs of 1-6 consecutive top-level statements cut from real modules, and their tails."""
+    rng = random.Random(seed)
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(stdlib.glob("*.py"))[:limit_files] + sorted((PROJECT / "agents").rglob("*.py"))
+    snippets = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+            tree = ast.parse(text)
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        lines = text.split("\n")
+        starts = [node.lineno - 1 for node in tree.body]
+        ends = [node.end_lineno for node in tree.body]
+        for _ in range(min(12, len(starts))):
+            i = rng.randrange(len(starts))
+            j = min(len(starts) - 1, i + rng.randrange(6))
+            snippets.append("\n".join(lines[starts[i]:ends[j]]) + "\n")
+        # Function bodies dedented: the kind of code agents write (loops, calls, final expressions).
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and len(snippets) % 3 == 0:
+                body = node.body
+                first, last = body[0].lineno - 1, body[-1].end_lineno
+                indent = len(lines[first]) - len(lines[first].lstrip())
+                chunk = "\n".join(line[indent:] for line in lines[first:last])
+                snippets.append(chunk.replace("return ", "", 1) + "\n")
+    return snippets
+
+
+def _guarded_code(source: str):
+    guarded = guard_source(source, PROTECTED, "<t>")
+    body = compile(guarded.body, "<t>", "exec", dont_inherit=True)
+    expr = compile(guarded.last_expr, "<t>", "eval", dont_inherit=True) if guarded.last_expr else None
+    return body, expr
+
+
+def _check(source: str) -> bool:
+    """True when the fast path took the code (and agreed with the full guard)."""
+    fast = compile_plain(source, PROTECTED, "<t>")
+    if fast is None:
+        return False
+    try:
+        body, expr = _guarded_code(source)
+    except GuardError as exc:
+        pytest.fail(f"fast path accepted code the guard refuses ({exc}):\n{source}")
+    except SyntaxError as exc:
+        pytest.fail(f"fast path accepted code that does not compile ({exc}):\n{source}")
+    assert fast[0] == body, f"statements differ from the guard's for:\n{source}"
+    assert fast[1] == expr, f"final expression differs from the guard's for:\n{source}"
+    return True
+
+
+def test_edge_cases_agree_with_the_guard():
+    taken = [source for source in EDGE_CASES if _check(source)]
+    # The common shapes really take the fast path; the risky ones are left to the guard.
+    for source in ("f(\n1,\n2)", "x = 1; x", "x.__class__", "final_answer = 3", "class A:\n    pass\n",
+                   "x = 1\r\nx\r\n", "x = 1\n\fx\n", "f(__x=1)", "def f():\n    x.__class__: int\n", "match p:\n    case P(__class__=c):\n        pass\n"):
+        assert source not in taken, source
+    for source in ("y = [i for i in range(3)]\ny", "final_answer(3)", "'just a string'", "x\n# trailing comment\n\n",
+                   "if x:\n    y\nelse:\n    z\n", "x = 1 + \\\n  2\nx\n",
+                   "@dec\ndef f():\n    pass\n", "total = 0\nfor i in range(5):\n    total += i\n"):
+        assert source in taken, source
+
+
+def test_the_suites_programs_and_escape_attempts_agree_with_the_guard():
+    snippets = _strings_in_test_files()
+    assert len(snippets) > 300  # the corpus really is the suite's code
+    taken = sum(_check(source) for source in snippets)
+    assert 0 < taken < len(snippets)
+
+
+def test_windows_of_real_python_files_agree_with_the_guard():
+    snippets = _windows_of_real_files()
+    assert len(snippets) > 500
+    taken = sum(_check(source) for source in snippets)
+    assert taken > len(snippets) // 20  # the fast path is exercised, not skipped
+
+
+def test_fast_path_code_runs_with_the_right_final_value(sandbox):
+    result = sandbox.run("def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(15)\n")
+    assert result.output == 610
+    result = sandbox.run("total = 0\nfor i in range(5):\n    total += i\n")
+    assert result.output is None and sandbox.run("total").output == 10
+    result = sandbox.run("values = [1,\n  2]\nsum(\n  values\n)")
+    assert result.output == 3
+
+
+def test_annotations_are_evaluated_as_in_plain_python(sandbox):
+    """The worker's own ``from __future__ import annotations`` must not leak into the code it compiles."""
+    for code in ("class A:\n    x: int\nA.__annotations__['x'] is int",  # full guard (dunder)
+                 "def f(y: int) -> str:\n    return str(y)\nimport typing\ntyping.get_type_hints(f)['y'] is int"):
+        result = sandbox.run(code)
+        assert result.error is None, result.error
+        assert result.output is True
+
+
+@pytest.mark.parametrize("source", [
+    "final_answer = 1", "del final_answer", "for final_answer in []:\n    pass\n", "(final_answer := 2)",
+    "final_answer += 1", "lookup, x = 1, 2", "[*lookup] = [1]", "with f() as final_answer:\n    pass\n",
+    "try:\n    pass\nexcept E as lookup:\n    pass\n", "def final_answer():\n    pass\n",
+    "class lookup:\n    pass\n", "def f():\n    final_answer = 1\n", "lambda final_answer: 1",
+    "match x:\n    case final_answer:\n        pass\n", "x = [final_answer for final_answer in y]",
+    "x = 1\n" * 300 + "final_answer = 2",  # past 256 names: EXTENDED_ARG
+])
+def test_binding_a_protected_name_never_takes_the_fast_path(source):
+    assert compile_plain(source, PROTECTED, "<t>") is None
+    with pytest.raises(GuardError):
+        guard_source(source, PROTECTED, "<t>")
+
+
+def test_calling_and_reading_tools_takes_the_fast_path():
+    for source in ("final_answer(3)", "x = lookup('a')\nfinal_answer(x)", "f = final_answer\n"):
+        assert _check(source), source
