@@ -13,12 +13,13 @@ from typing import Any, Iterator
 
 import gradio as gr
 
+from ui.heap import freeze_long_lived_objects
 from ui.persistence import secret_file
 from ui.pending_decisions import has_pending, set_approval_mode
 from ui.session_registry import SessionRegistry
 from ui.sessions import Session
 from ui.settings import AppConfig, RunSettings, build_agent, model_note
-from ui.stream_outputs import Shown, StreamOutputs, session_outputs
+from ui.stream_outputs import EMPTY_MESSAGE, Shown, StreamOutputs, session_outputs
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -61,25 +62,25 @@ class AgentDeckApp:
     def stream_update(self, session: Session, shown: Shown, input_update: Any = None) -> tuple:
         """One update of a streaming handler (a run, a resumed run); see ui/stream_outputs.py."""
         values = session_outputs(session, shown, input_update)
-        return self.stream_outputs.render(values) if self.stream_outputs is not None else values
+        return self.stream_outputs.render(values, shown) if self.stream_outputs is not None else values
 
     def _stream(self, session: Session, text: str, files: list[tuple[str, str]], settings: RunSettings) -> Iterator[tuple]:
         shown = Shown()
         started = session.start_run(text, files, settings)
         if started:
-            # Clearing and locking the message box travels with the run's first events, not ahead of them:
-            # a separate first update would hold the first step back by a whole trip through Gradio's queue.
-            yield from self.stream_run(session, shown, first_input_update=gr.update(value=None, interactive=False))
-        else:
-            yield self.stream_update(session, shown, gr.update(value=None, interactive=False))
-            yield self.stream_update(session, shown, gr.update(interactive=True))
+            # Clearing the message box travels with the run's first events, not ahead of them: a separate first
+            # update would hold the first step back by a whole trip through Gradio's queue. (The page locks the
+            # box while the event runs: ui/input_lock.py.)
+            yield from self.stream_run(session, shown, first_input_update=EMPTY_MESSAGE)
+        else:  # nothing started (a run is going, or nothing was sent): the person's text stays in the box
+            yield self.stream_update(session, shown, gr.skip())
 
     def stream_run(self, session: Session, shown: Shown, first_input_update: Any = None) -> Iterator[tuple]:
-        """The updates of the session's run until it ends or pauses, then one that gives back the message box.
+        """The updates of the session's run until it ends or pauses.
 
         `first_input_update` (clearing the box a new run was sent from) goes with the first batch of events.
-        The last update is separate, not folded into the run's last events: a property update costs Gradio
-        several ms, and when many runs end at once their last events would queue behind each other's.
+        No update here changes a property (such as the box's `interactive`): each costs Gradio milliseconds on
+        its event loop, in front of every other session's updates (ui/input_lock.py locks the box instead).
         """
         pending_input = first_input_update
         for _ in session.drain():
@@ -88,7 +89,6 @@ class AgentDeckApp:
                 pending_input, shown.cleared_for = None, session.run
         if pending_input is not None:  # the run ended before any batch was shown
             yield self.stream_update(session, shown, pending_input)
-        yield self.stream_update(session, shown, gr.update(interactive=True))
 
     # ----- handlers ------------------------------------------------------------------------------------
     def run(self, message: dict | str | None, model: str, agent_type: str, max_steps: float, planning_interval: float,
@@ -180,6 +180,7 @@ def launch(config: AppConfig | None = None, **overrides: Any) -> tuple[gr.Blocks
     config = config or AppConfig.from_env()
     demo, controller = create_app(config)
     controller.registry.start_reaper()
+    freeze_long_lived_objects()  # after every import and the app itself: see ui/heap.py
     # Many threads share this process's GIL: an agent loop and an event drain per run, Gradio's event loop and
     # its workers. Handing the GIL over every 1 ms instead of 5 ms lets a drain or the event loop get in
     # sooner when many runs finish a step at once (bench/ui_load.py: the p95 with 16 sessions).

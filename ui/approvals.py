@@ -18,6 +18,7 @@ from agents import events as ev
 from agents.decisions import Decision
 from ui.approval_panel import ApprovalPanel, arguments_json, as_tuple, view, view_hidden
 from ui.formatting import fence
+from ui.input_lock import lock_on, unlock_after
 from ui.pending_decisions import has_pending, normalise_mode, pending_request, resolve, resumable, set_approval_mode
 from ui.stream_outputs import Shown
 
@@ -133,7 +134,6 @@ class ApprovalHandlers:
         if not resumable(session):
             yield (gr.skip(),) * 5
             return
-        yield self.app.stream_update(session, shown, gr.update(interactive=False))
         yield from self.app.stream_run(session, shown)
 
     # reload -----------------------------------------------------------------------------------------
@@ -177,17 +177,21 @@ def wire(demo: gr.Blocks, app: "AgentDeckApp", panel: ApprovalPanel, mode: Any, 
     mode.input(handlers.set_mode, inputs=[mode, planning, max_steps], outputs=[planning, mode_note],
                api_name="set_approval_mode", **quick)
 
-    def chain(event: Any, resume_name: str | None = None) -> None:
+    def chain(event: Any, resume_name: str | None = None, unlock: bool = False) -> None:
         resume_api = dict(api_name=resume_name) if resume_name else private
-        (event.then(handlers.resume, **resume_api, **stream)
-              .then(handlers.refresh, inputs=[panel.request_id], outputs=view_outputs, **private, **quick))
+        resumed = event.then(handlers.resume, **resume_api, **stream)
+        resumed.then(handlers.refresh, inputs=[panel.request_id], outputs=view_outputs, **private, **quick)
+        if unlock:
+            unlock_after(resumed)
 
-    chain(panel.approve_btn.click(handlers.approve, inputs=[panel.request_id, panel.edit_code, panel.edit_args],
-                                  outputs=view_outputs, api_name="approve", **quick), resume_name="resume")
-    chain(panel.reject_btn.click(handlers.reject, inputs=[panel.request_id, panel.reject_reason],
-                                 outputs=view_outputs, api_name="reject", **quick))
-    chain(panel.continue_btn.click(handlers.continue_plan, inputs=[panel.request_id, panel.plan_editor],
-                                   outputs=view_outputs, api_name="continue_plan", **quick))
+    for button, handler, inputs, name, resume_name in (
+            (panel.approve_btn, handlers.approve, [panel.request_id, panel.edit_code, panel.edit_args], "approve",
+             "resume"),
+            (panel.reject_btn, handlers.reject, [panel.request_id, panel.reject_reason], "reject", None),
+            (panel.continue_btn, handlers.continue_plan, [panel.request_id, panel.plan_editor], "continue_plan", None)):
+        lock_on(button.click)  # a decision resumes the run: the message box is locked while it streams
+        chain(button.click(handler, inputs=inputs, outputs=view_outputs, api_name=name, **quick),
+              resume_name=resume_name, unlock=True)
     for event in after:
         chain(event)
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from ui import approval_panel, approvals, history_panel
+from ui.input_lock import lock_on, unlock_after
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names, model_choices
 from ui.stream_outputs import StreamOutputs
 
@@ -93,10 +94,14 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
         outputs = [chat, task_input, files_panel, status, clock]
         run_options = dict(outputs=outputs, concurrency_limit=config.max_runs, concurrency_id="runs",
                            show_progress="hidden", postprocess=False)  # app.stream_update renders (ui/stream_outputs.py)
+        lock_on(task_input.submit)  # before the run's listener: see ui/input_lock.py
+        lock_on(chat.example_select)
         submitted = task_input.submit(app.run, inputs=[task_input, *settings, approval_mode], api_name="run",
                                       **run_options)
         example = chat.example_select(app.run_example, inputs=[*settings, approval_mode], api_name="run_example",
                                       **run_options)
+        unlock_after(submitted)
+        unlock_after(example)
         stopped = stop_btn.click(app.stop, outputs=[status], api_name="stop", concurrency_limit=None,
                                  show_progress="hidden")
         cleared = new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,

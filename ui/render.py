@@ -152,10 +152,16 @@ class Transcript(ChatTree):
         node.parts["text"] = fence(raw)
 
     def _on_observation(self, e: ev.Observation) -> None:
-        """What the model is sent after the step (logs, last value, errors, fenced tool output), as it is."""
-        if not (e.text or "").strip():
+        """What the model is sent after the step (logs, last value, errors, fenced tool output), as it is;
+        left out when it only repeats the step's execution logs shown just above it."""
+        text = (e.text or "").strip()
+        if not text:
             return
-        node = self._child(self._step_node(e), "observation", "👁️ What the model sees next", e)
+        step = self._step_node(e)
+        logs = self._raw_logs.get(f"{step.id}/logs", "") if step is not None else ""
+        if logs.strip() and text.removeprefix("Observation:").strip() == f"Execution logs:\n{logs.strip()}":
+            return
+        node = self._child(step, "observation", "👁️ What the model sees next", e)
         node.parts["text"] = fence(e.text)
 
     def _on_artifact_created(self, e: ev.ArtifactCreated) -> None:

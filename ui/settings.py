@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ui.heap import freeze_long_lived_objects
 from ui.uploads import max_upload_bytes_from_env
 
 DEFAULT_AUTHORIZED_IMPORTS = ("pandas", "numpy", "matplotlib", "seaborn", "openpyxl", "scipy")
@@ -225,6 +226,8 @@ def load_model(model_string: str) -> Any:
         model = _shared_models.get(model_string)
         if model is None:
             model = _shared_models[model_string] = load(model_string)
+            # Its weights and libraries live as long as the process: keep them out of every full collection.
+            freeze_long_lived_objects()
         return model
 
 

@@ -13,7 +13,7 @@ Two Gradio costs shape this module; with many runs streaming they decided the la
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
@@ -23,12 +23,16 @@ if TYPE_CHECKING:
     from ui.sessions import Session
 
 
+EMPTY_MESSAGE = {"text": "", "files": []}  # the message box's value once a run has taken the message
+
+
 @dataclass
 class Shown:
     """What one handler's updates have put in the browser so far, so that its next update sends only what changed."""
     files_version: int = -1
     files_empty: bool = False  # the files panel was last sent None
-    cleared_for: Any = None  # the run (RunHandle) whose start cleared and disabled the message box
+    cleared_for: Any = None  # the run (RunHandle) whose start cleared the message box
+    rendered: dict = field(default_factory=dict)  # chat message key -> its postprocessed form (see render_chat)
 
 
 def session_outputs(session: "Session", shown: Shown, input_update: Any = None) -> tuple:
@@ -58,8 +62,50 @@ class StreamOutputs:
     def __init__(self, chat: Any, task_input: Any, files: Any, status: Any, clock: Any) -> None:
         self.components = (chat, task_input, files, status, clock)
 
-    def render(self, values: tuple) -> tuple:
-        return tuple(_render(component, value) for component, value in zip(self.components, values))
+    def render(self, values: tuple, shown: Shown | None = None) -> tuple:
+        chat, *rest = zip(self.components, values)
+        first = render_chat(chat[0], chat[1], shown.rendered) if shown is not None else _render(*chat)
+        return (first, *(_render(component, value) for component, value in rest))
+
+
+def render_chat(chat: Any, messages: Any, cache: dict) -> Any:
+    """The chat as the browser receives it, postprocessing only the messages that changed since the last update.
+
+    Every update re-sends the whole chat, and near the end of a long run nearly all of it is unchanged: the
+    postprocessed form of a text message is kept by (role, text, metadata) and reused. `cache` ends up holding
+    the current messages only.
+    """
+    if not isinstance(messages, list):
+        return _render(chat, messages)
+    out: list = []
+    used: dict = {}
+    for message in messages:
+        key = _message_key(message)
+        done = used.get(key) if key is not None else None
+        if done is None:
+            done = cache.get(key) if key is not None else None
+        if done is None:
+            done = [_dump(m) for m in chat.postprocess([message]).root]
+        if key is not None:
+            used[key] = done
+        out.extend(done)
+    cache.clear()
+    cache.update(used)
+    return out
+
+
+def _message_key(message: Any) -> tuple | None:
+    """A hashable identity for a plain text message dict; None for anything else (files, components)."""
+    if type(message) is not dict or type(message.get("content")) is not str:
+        return None
+    metadata = message.get("metadata")
+    if metadata is not None and (type(metadata) is not dict
+                                 or any(type(v) not in (str, int, float, bool) for v in metadata.values())):
+        return None
+    extra = [k for k in message if k not in ("role", "content", "metadata")]
+    if extra:
+        return None
+    return message.get("role"), message["content"], tuple(sorted(metadata.items())) if metadata else ()
 
 
 def _render(component: Any, value: Any) -> Any:

@@ -30,8 +30,29 @@ log = logging.getLogger("agents.executor")
 GRACE_S = 1.0  # how long SIGINT may take before the worker is killed
 # How long the app polls for the worker's reply before sleeping: short runs (most agent steps) come back
 # within this window, and skipping the sleep saves a virtual CPU's wake-up (about a third of a tiny step).
-# The cost is at most this much CPU per message, while yielding to every other runnable thread.
+# The cost is at most this much CPU per message, yielding to every other runnable thread; and only while no
+# other sandbox of this process is running code (on a server with many sessions the CPU is better spent there).
 REPLY_SPIN_S = 0.002
+
+
+class _RunCounter:
+    """How many sandboxes of this process are running code right now."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.active = 0
+
+    def __enter__(self) -> "_RunCounter":
+        with self._lock:
+            self.active += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self.active -= 1
+
+
+_running_sandboxes = _RunCounter()
 
 
 @dataclass
@@ -240,9 +261,10 @@ class PythonSandbox:
             self._interrupt = False
             self._running = True
             try:
-                worker.send({"op": "run", "id": run_id, "code": code, "step": self._step,
-                             "timeout_s": self.timeout_s, "stream": on_log is not None})
-                result = self._wait(worker, run_id, on_log, cancel)
+                with _running_sandboxes:
+                    worker.send({"op": "run", "id": run_id, "code": code, "step": self._step,
+                                 "timeout_s": self.timeout_s, "stream": on_log is not None})
+                    result = self._wait(worker, run_id, on_log, cancel)
             except (OSError, ChannelClosed):
                 result = self._crashed(worker, [])
             finally:
@@ -277,7 +299,8 @@ class PythonSandbox:
             else:
                 wait = self.timeout_s - (now - start - tool_time)
             try:
-                msg = worker.reader.read(timeout=max(wait, 0.0), wake_fd=self._wake_r, spin_s=REPLY_SPIN_S)
+                spin = REPLY_SPIN_S if _running_sandboxes.active == 1 else 0.0
+                msg = worker.reader.read(timeout=max(wait, 0.0), wake_fd=self._wake_r, spin_s=spin)
             except (ChannelClosed, ProtocolError):
                 return self._crashed(worker, logs)
             if msg is None:

@@ -64,6 +64,21 @@ def test_step_streams_then_finishes_with_duration_and_tokens() -> None:
     assert "Last output from code snippet:\n7" in seen["content"]
 
 
+def test_an_observation_that_only_repeats_the_logs_is_not_shown_twice() -> None:
+    t = Transcript()
+    code_step(t)
+    t.apply(ev.ExecutionLog(**base(1), text="344\n"))
+    t.apply(ev.Observation(**base(1), text="Observation:\nExecution logs:\n344"))
+    t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=0.5, token_usage=TokenUsage(10, 5)))
+    titles = [m.get("metadata", {}).get("title") for m in t.messages()]
+    assert "📜 Execution logs" in titles and "👁️ What the model sees next" not in titles
+    # Anything beyond the logs (an error, a truncation note, a value) is what the model sees: shown.
+    t.apply(ev.StepStarted(**base(2), step_type="action"))
+    t.apply(ev.ExecutionLog(**base(2), text="345\n"))
+    t.apply(ev.Observation(**base(2), text="Observation:\nExecution logs:\n345\nNameError: name 'x' is not defined"))
+    assert sum(m.get("metadata", {}).get("title") == "👁️ What the model sees next" for m in t.messages()) == 1
+
+
 def test_final_answer_is_a_plain_message_and_run_summary() -> None:
     t = Transcript()
     code_step(t)

@@ -1,0 +1,50 @@
+"""The message box is locked in the browser while a run streams, not by property updates from the server.
+
+Why: Gradio turns every property update (``gr.update(interactive=...)``) into a new component instance and
+its config, JSON schemas included: ~3 ms on its single event loop. With many sessions whose runs start or
+end together, those milliseconds queue up in front of every other session's updates (bench/ui_load.py).
+Locking with a few lines of JavaScript on the page costs the server nothing. Gradio's own bookkeeping agrees:
+a submit is ignored while its event is pending (trigger_mode "once"), the lock only makes that visible.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+# The page re-renders the box's textarea when its value is updated (each run clears it), which re-enables it;
+# so the lock is a flag on the box's container, and an observer puts `disabled` back while the flag is set.
+LOCK_JS = """() => {
+  const wrap = document.querySelector('#task-input');
+  if (!wrap) return [];
+  wrap.dataset.adLocked = '1';
+  const hold = () => {
+    const box = wrap.querySelector('textarea');
+    if (box && wrap.dataset.adLocked && !box.disabled) { box.disabled = true; box.blur(); }
+  };
+  if (!wrap.adLockObserver) {
+    wrap.adLockObserver = new MutationObserver(hold);
+    wrap.adLockObserver.observe(wrap, {subtree: true, childList: true, attributes: true, attributeFilter: ['disabled']});
+  }
+  hold();
+  return [];
+}"""
+UNLOCK_JS = """() => {
+  const wrap = document.querySelector('#task-input');
+  if (!wrap) return [];
+  delete wrap.dataset.adLocked;
+  const box = wrap.querySelector('textarea');
+  if (box) box.disabled = false;
+  return [];
+}"""
+
+
+def lock_on(trigger: Callable[..., Any]) -> None:
+    """Lock the message box when `trigger` fires (e.g. ``task_input.submit``). Register it before the
+    trigger's streaming listener: the page runs a trigger's listeners in the order they were added, and a
+    JavaScript-only listener added after a streaming one runs only when that one has finished."""
+    trigger(None, inputs=None, outputs=None, js=LOCK_JS, queue=False, api_visibility="private")
+
+
+def unlock_after(event: Any) -> None:
+    """Unlock the message box when `event` (a streaming event, or the last step of its chain) has finished,
+    whatever its outcome."""
+    event.then(None, inputs=None, outputs=None, js=UNLOCK_JS, queue=False, api_visibility="private")
