@@ -3,7 +3,7 @@ updates that show a session's pending decision in them (or hide the panel).
 
 Kept apart from the handlers (ui/approvals.py) so the layout can build the components and every handler
 renders the panel the same way. Stable element ids: approval-mode, approval-panel, plan-editor,
-plan-continue-btn, approval-card, edit-code, edit-tool-name, edit-args, approve-btn, reject-btn,
+plan-continue-btn, plan-reject-reason, plan-reject-btn, approval-card, edit-code, edit-tool-name, edit-args, approve-btn, reject-btn,
 reject-reason, approval-message, question-card.
 """
 from __future__ import annotations
@@ -48,6 +48,8 @@ class ApprovalPanel:
     plan_box: Any
     plan_editor: Any
     continue_btn: Any
+    plan_reject_reason: Any
+    plan_reject_btn: Any
     card: Any
     card_title: Any
     edit_code: Any
@@ -62,12 +64,13 @@ class ApprovalPanel:
 
     def view_outputs(self, task_input: Any) -> list[Any]:
         """The components `view` updates, in order."""
-        return [self.request_id, self.panel, self.plan_box, self.plan_editor, self.card, self.card_title,
+        return [self.request_id, self.panel, self.plan_box, self.plan_editor, self.plan_reject_reason, self.card,
+                self.card_title,
                 self.edit_code, self.tool_name, self.edit_args, self.reject_reason, self.message,
                 self.question_box, self.question_text, task_input]
 
 
-VIEW_KEYS = ("request_id", "panel", "plan_box", "plan_editor", "card", "card_title", "edit_code", "tool_name",
+VIEW_KEYS = ("request_id", "panel", "plan_box", "plan_editor", "plan_reject_reason", "card", "card_title", "edit_code", "tool_name",
              "edit_args", "reject_reason", "message", "question_box", "question_text", "task_input")
 
 
@@ -85,10 +88,16 @@ def build_approval_panel() -> ApprovalPanel:
     with gr.Column(visible=False, elem_id="approval-panel") as panel:
         message = gr.Markdown("", elem_id="approval-message", visible=False)  # why a click did nothing
         with gr.Column(visible=False, elem_id="plan-review") as plan_box:
-            gr.Markdown("### 🧭 Review the plan\nEdit it if you like; the agent follows the plan you continue with.",
+            gr.Markdown("### 🧭 Review the plan\nEdit it if you like; the agent follows the plan you continue with. "
+                        "Or reject it and say why: the agent is told and plans its next step with that.",
                         elem_classes="ad-approval-title")
             plan_editor = gr.Textbox(label="Plan", lines=6, max_lines=24, elem_id="plan-editor", interactive=True)
-            continue_btn = gr.Button("▶ Continue", elem_id="plan-continue-btn", variant="primary")
+            plan_reject_reason = gr.Textbox(label="Reason (sent to the agent if you reject the plan)", lines=1,
+                                            max_lines=4, elem_id="plan-reject-reason", interactive=True,
+                                            placeholder="e.g. do not delete anything; summarise first")
+            with gr.Row():
+                continue_btn = gr.Button("▶ Continue", elem_id="plan-continue-btn", variant="primary")
+                plan_reject_btn = gr.Button("✖ Reject plan", elem_id="plan-reject-btn", variant="stop")
         with gr.Column(visible=False, elem_id="approval-card") as card:
             card_title = gr.Markdown("", elem_classes="ad-approval-title", elem_id="approval-title")
             edit_code = gr.Code(language="python", label="Code (you can edit it before approving)",
@@ -104,15 +113,16 @@ def build_approval_panel() -> ApprovalPanel:
                 reject_btn = gr.Button("✖ Reject", elem_id="reject-btn", variant="stop")
         with gr.Column(visible=False, elem_id="question-card") as question_box:
             question_text = gr.Markdown("")
-    return ApprovalPanel(panel, request_id, plan_box, plan_editor, continue_btn, card, card_title, edit_code,
-                         tool_name, edit_args, reject_reason, approve_btn, reject_btn, message, question_box,
-                         question_text)
+    return ApprovalPanel(panel, request_id, plan_box, plan_editor, continue_btn, plan_reject_reason, plan_reject_btn,
+                         card, card_title, edit_code, tool_name, edit_args, reject_reason, approve_btn, reject_btn,
+                         message, question_box, question_text)
 
 
 def view_hidden(message: str = "") -> dict[str, Any]:
     """Updates that hide the panel (nothing is pending)."""
     keep, hidden = gr.skip(), gr.update(visible=False)
-    return {"request_id": None, "panel": hidden, "plan_box": hidden, "plan_editor": keep, "card": hidden,
+    return {"request_id": None, "panel": hidden, "plan_box": hidden, "plan_editor": keep, "plan_reject_reason": keep,
+            "card": hidden,
             "card_title": keep, "edit_code": keep, "tool_name": keep, "edit_args": keep, "reject_reason": keep,
             "message": gr.update(value=message, visible=bool(message)), "question_box": hidden, "question_text": keep,
             "task_input": gr.update(placeholder=TASK_PLACEHOLDER)}
@@ -139,6 +149,7 @@ def view(session: "Session", shown_id: str | None = None, message: str | None = 
         out["plan_box"] = gr.update(visible=True)
         if not same:
             out["plan_editor"] = gr.update(value=str(payload.get("plan", "")))
+            out["plan_reject_reason"] = gr.update(value="")
     elif kind in ("code", "tool_call"):
         out["card"] = gr.update(visible=True)
         if not same:

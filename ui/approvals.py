@@ -119,7 +119,7 @@ class ApprovalHandlers:
         return self._decide(shown_id, request, decide)
 
     def reject(self, shown_id: str | None, reason: str, request: gr.Request) -> tuple:
-        """Reject the code or tool call; the reason goes to the agent."""
+        """Reject the plan, code or tool call; the reason goes to the agent."""
         def decide(pending: ev.DecisionRequested):
             if pending.request_kind not in ("code", "tool_call", "plan"):
                 raise ValueError("Answer the question in the message box instead.")
@@ -188,7 +188,8 @@ def wire(demo: gr.Blocks, app: "AgentDeckApp", panel: ApprovalPanel, mode: Any, 
             (panel.approve_btn, handlers.approve, [panel.request_id, panel.edit_code, panel.edit_args], "approve",
              "resume"),
             (panel.reject_btn, handlers.reject, [panel.request_id, panel.reject_reason], "reject", None),
-            (panel.continue_btn, handlers.continue_plan, [panel.request_id, panel.plan_editor], "continue_plan", None)):
+            (panel.continue_btn, handlers.continue_plan, [panel.request_id, panel.plan_editor], "continue_plan", None),
+            (panel.plan_reject_btn, handlers.reject, [panel.request_id, panel.plan_reject_reason], "reject_plan", None)):
         lock_on(button.click)  # a decision resumes the run: the message box is locked while it streams
         chain(button.click(handler, inputs=inputs, outputs=view_outputs, api_name=name, **quick),
               resume_name=resume_name, unlock=True)

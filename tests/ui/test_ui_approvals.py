@@ -137,6 +137,23 @@ def test_edited_plan_reaches_the_model(harness) -> None:
     assert "waiting for you" not in chat
 
 
+def test_rejected_plan_tells_the_model_why(harness) -> None:
+    h = harness(["1. Delete the old files.\n2. Answer.<end_plan>",
+                 code_reply("The person said no; keep the files.", "final_answer('kept everything')")])
+    h.planning, _ = h.set_mode("review_plans")
+    h.send("Tidy up the workspace")
+    view = h.view()
+    assert _visible(view["plan_box"]) and _value(view["plan_reject_reason"]) == ""  # a fresh reason box
+    after = h.decide("reject", "Never delete files; list them instead.")
+    assert not _visible(after["panel"])
+    assert h.session.transcript.finished.state == "success"
+    prompt = "\n".join(str(m["content"]) for m in h.model_calls()[1])
+    assert "Never delete files; list them instead." in prompt  # the reason reached the model
+    chat = h.chat()
+    assert "✋ Decision: reject" in chat and "**Reason:** Never delete files; list them instead." in chat
+    assert "kept everything" in chat
+
+
 def test_code_approved_then_edited_code_runs(harness) -> None:
     h = harness([code_reply("First.", "print('first step ran')"),
                  code_reply("Second.", "print('original code ran')"),
@@ -304,7 +321,10 @@ def test_code_approval_over_the_http_api(tmp_path: Path) -> None:
         chat = client.predict({"text": "go", "files": []}, approval_mode="approve_code", api_name="/run")[0]
         assert "waiting for you" in json.dumps(chat, ensure_ascii=False)
         view = client.predict("print('edited over http')", "", api_name="/approve")
-        assert view[6] == {"__type__": "update", "value": "", "visible": False}  # no complaint
+        # The API leaves out the request id (state) and the panel's layout columns.
+        api_outputs = [k for k in VIEW_KEYS if k not in ("request_id", "panel", "plan_box", "card", "question_box")]
+        message = api_outputs.index("message")
+        assert view[message] == {"__type__": "update", "value": "", "visible": False}  # no complaint
         chat = client.predict(api_name="/resume")[0]
         text = json.dumps(chat, ensure_ascii=False)
         assert "edited over http" in text and "✋ Decision: edit" in text

@@ -1,5 +1,5 @@
 """Human in the loop in a real browser (Debian's Chromium + Playwright): plan review, code approval and
-editing, a rejected tool call, an ask_user question, and a reload while a decision waits.
+editing, a rejected tool call, an ask_user question, a rejected plan, and a reload while a decision waits.
 
 One app process and one tab for the whole module: the tests run in order and share the session, so the
 replay script below is read from start to end. Planning is on (the plan-review mode turns it on), so every
@@ -63,7 +63,10 @@ SCRIPT = [
     plan("1. Ask which colour."),
     code_reply("Ask the user.", "colour = ask_user('Which colour should the chart use?')\nprint('colour is', colour)"),
     code_reply("Done.", "final_answer(f'{colour} it is')"),
-    # 6. reload while a decision waits
+    # 6. plan rejected with a reason
+    plan("1. Delete every file in the workspace."),
+    code_reply("The person rejected that plan; nothing is deleted.", "final_answer('nothing deleted')"),
+    # 7. reload while a decision waits
     plan("1. Print after the reload."),
     code_reply("Print.", "print('approved after the reload')\nfinal_answer('reloaded and done')"),
 ]
@@ -210,6 +213,24 @@ def test_answer_an_ask_user_question(page) -> None:
     panel_hidden(page)
 
 
+def test_reject_a_plan_with_a_reason(page) -> None:
+    choose_mode(page, "Review plans")
+    send(page, "Clean up the workspace.")
+    editor = page.locator("#plan-editor textarea")
+    editor.wait_for(state="visible")
+    page.wait_for_function("() => document.querySelector('#plan-editor textarea').value.includes('Delete every file')",
+                           timeout=15_000)
+    wait_for_text(page, "waiting for you")
+    page.locator("#plan-reject-reason textarea").fill("Never delete files here.")
+    page.locator("#plan-reject-btn").click()
+    wait_for_text(page, "nothing deleted")
+    panel_hidden(page)
+    text = chat_text(page)
+    assert "Decision: reject" in text and "Never delete files here." in text
+    # The message box was locked while the resumed run streamed, and is given back at its end.
+    page.wait_for_function("!document.querySelector('#task-input textarea').disabled", timeout=15_000)
+
+
 def test_reload_keeps_the_pending_decision(page) -> None:
     choose_mode(page, "Approve each code step")
     send(page, "Print after a reload.")
@@ -226,3 +247,4 @@ def test_reload_keeps_the_pending_decision(page) -> None:
     wait_for_text(page, "reloaded and done")
     assert "approved after the reload" in chat_text(page)
     panel_hidden(page)
+
