@@ -3,8 +3,8 @@ updates that show a session's pending decision in them (or hide the panel).
 
 Kept apart from the handlers (ui/approvals.py) so the layout can build the components and every handler
 renders the panel the same way. Stable element ids: approval-mode, approval-panel, plan-editor,
-plan-continue-btn, plan-reject-reason, plan-reject-btn, approval-card, edit-code, edit-tool-name, edit-args, approve-btn, reject-btn,
-reject-reason, approval-message, question-card.
+plan-continue-btn, plan-reject-reason, plan-reject-btn, approval-card, edit-code, edit-tool-name, edit-args,
+approve-btn, reject-btn, reject-reason, approval-message, question-card.
 """
 from __future__ import annotations
 
@@ -70,8 +70,9 @@ class ApprovalPanel:
                 self.question_box, self.question_text, task_input]
 
 
-VIEW_KEYS = ("request_id", "panel", "plan_box", "plan_editor", "plan_reject_reason", "card", "card_title", "edit_code", "tool_name",
-             "edit_args", "reject_reason", "message", "question_box", "question_text", "task_input")
+VIEW_KEYS = ("request_id", "panel", "plan_box", "plan_editor", "plan_reject_reason", "card", "card_title",
+             "edit_code", "tool_name", "edit_args", "reject_reason", "message", "question_box", "question_text",
+             "task_input")
 
 
 def build_mode_selector(default: str) -> tuple[Any, Any]:

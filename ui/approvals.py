@@ -184,14 +184,15 @@ def wire(demo: gr.Blocks, app: "AgentDeckApp", panel: ApprovalPanel, mode: Any, 
         if unlock:
             unlock_after(resumed)
 
-    for button, handler, inputs, name, resume_name in (
-            (panel.approve_btn, handlers.approve, [panel.request_id, panel.edit_code, panel.edit_args], "approve",
-             "resume"),
-            (panel.reject_btn, handlers.reject, [panel.request_id, panel.reject_reason], "reject", None),
-            (panel.continue_btn, handlers.continue_plan, [panel.request_id, panel.plan_editor], "continue_plan", None),
-            (panel.plan_reject_btn, handlers.reject, [panel.request_id, panel.plan_reject_reason], "reject_plan", None)):
+    decision_buttons = (  # (button, handler, its inputs besides the request id, API name, resume API name)
+        (panel.approve_btn, handlers.approve, [panel.edit_code, panel.edit_args], "approve", "resume"),
+        (panel.reject_btn, handlers.reject, [panel.reject_reason], "reject", None),
+        (panel.continue_btn, handlers.continue_plan, [panel.plan_editor], "continue_plan", None),
+        (panel.plan_reject_btn, handlers.reject, [panel.plan_reject_reason], "reject_plan", None),
+    )
+    for button, handler, inputs, name, resume_name in decision_buttons:
         lock_on(button.click)  # a decision resumes the run: the message box is locked while it streams
-        chain(button.click(handler, inputs=inputs, outputs=view_outputs, api_name=name, **quick),
+        chain(button.click(handler, inputs=[panel.request_id, *inputs], outputs=view_outputs, api_name=name, **quick),
               resume_name=resume_name, unlock=True)
     for event in after:
         chain(event)

@@ -22,7 +22,8 @@ LOCK_JS = """() => {
   };
   if (!wrap.adLockObserver) {
     wrap.adLockObserver = new MutationObserver(hold);
-    wrap.adLockObserver.observe(wrap, {subtree: true, childList: true, attributes: true, attributeFilter: ['disabled']});
+    wrap.adLockObserver.observe(wrap, {subtree: true, childList: true, attributes: true,
+                                       attributeFilter: ['disabled']});
   }
   hold();
   return [];
