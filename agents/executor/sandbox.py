@@ -29,7 +29,7 @@ from .protocol import ChannelClosed, ProtocolError, encode_json, frame
 log = logging.getLogger("agents.executor")
 GRACE_S = 1.0  # how long SIGINT may take before the worker is killed
 # How long the app polls for the worker's reply before sleeping: short runs (most agent steps) come back
-# within this window, and skipping the sleep saves a virtual CPU's wake-up (about a third of a tiny step).
+# within this window, and skipping the sleep saves a wake-up (a tiny step took 0.18 ms instead of 0.22-0.26).
 # The cost is at most this much CPU per message, yielding to every other runnable thread; and only while no
 # other sandbox of this process is running code (on a server with many sessions the CPU is better spent there).
 REPLY_SPIN_S = 0.002
