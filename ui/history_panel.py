@@ -23,7 +23,7 @@ import gradio as gr
 from agents.memory import AgentMemory
 from ui.chat_restore import carry_memory_into, replay_memory
 from ui.pending_decisions import has_pending
-from ui.persistence import ChatStore, ChatStoreError, clean_title, new_token, valid_token
+from ui.persistence import ChatStore, ChatStoreError, clean_title, new_token, settings_dict, valid_token
 from ui.settings import RunSettings, available_tools
 from ui.stream_outputs import Shown, session_outputs
 
@@ -118,13 +118,13 @@ class HistoryController:
             session.transcript.add_note(note)
         return session
 
-    def _paused_elsewhere(self, owner: str, chat_id: str) -> bool:
-        """Is this chat live in the registry (another tab key), paused for a decision?"""
+    def _paused_elsewhere(self, owner: str, chat_id: str) -> "Session | None":
+        """The live session (under another tab key) holding this chat, if it is paused for a decision."""
         registry = self.app.registry
         with registry._lock:
             sessions = list(registry._sessions.values())
-        return any(s.saved is not None and s.saved.owner == owner and s.saved.id == chat_id and has_pending(s)
-                   for s in sessions)
+        return next((s for s in sessions if s.saved is not None and s.saved.owner == owner
+                     and s.saved.id == chat_id and has_pending(s)), None)
 
     def _busy(self, key: str) -> bool:
         current = self.app.registry.peek(key)
@@ -139,16 +139,19 @@ class HistoryController:
         self.bind(key, owner)
         current = self.store.current(owner)
         live = self.app.registry.peek(key)
+        form = (model, agent_type, max_steps, planning, tools, imports)
+        # A live session shown again keeps its settings in the form, or the next message would start a new agent.
         if current and live is not None and live.saved is not None and live.saved.id == current \
                 and live.saved.owner == owner:  # this tab already holds the chat (e.g. taken back by ui/approvals.py)
-            yield self._view(live, state, owner)
+            yield self._view(live, state, owner, settings=self._form_values(settings_dict(live.agent_settings), form))
             return
-        if current and self._paused_elsewhere(owner, current):
-            # A reloaded tab whose run waits for a decision: ui/approvals.py hands the live session back.
-            yield (state, *(gr.skip(),) * 5, self.list_update(owner, current), *(gr.skip(),) * 6)
+        paused = self._paused_elsewhere(owner, current) if current else None
+        if paused is not None:  # a reloaded tab whose run waits for a decision: ui/approvals.py hands it back
+            yield (state, *(gr.skip(),) * 5, self.list_update(owner, current),
+                   *self._form_values(settings_dict(paused.agent_settings), form))
             return
         if current and self.store.get(owner, current) is not None:
-            yield from self._open(key, owner, state, current, (model, agent_type, max_steps, planning, tools, imports))
+            yield from self._open(key, owner, state, current, form)
             return
         session = self.app.registry.peek(key)
         if session is None:

@@ -308,14 +308,15 @@ class ChatStore:
             settings = getattr(session, "agent_settings", None)
             metadata = {
                 "turns": [t for t in turns if t.get("task") in tasks],
-                "settings": _settings_dict(settings),
+                "settings": settings_dict(settings),
             }
             self.save_memory(chat, memory, metadata)
         self.touch(chat, title=title, steps=steps)
         self.set_current(chat.owner, chat.id)
 
 
-def _settings_dict(settings: Any) -> dict[str, Any] | None:
+def settings_dict(settings: Any) -> dict[str, Any] | None:
+    """A session's RunSettings as plain JSON data (tuples as lists), as saved and as the settings form reads it."""
     if settings is None:
         return None
     from dataclasses import asdict, is_dataclass

@@ -243,6 +243,12 @@ def test_reload_keeps_the_pending_decision(page) -> None:
     wait_for_text(page, " · ✋ waiting for you")
     assert "teal it is" in chat_text(page)  # the earlier chat came back too
     assert page.locator("#approval-mode input").input_value() == "Approve each code step"
+    # The settings form shows the session's settings again (planning on, the mail tool chosen), so a next
+    # message keeps the agent instead of starting a new one.
+    page.locator("#settings").get_by_text("Agent settings").click()
+    assert page.locator("#settings-planning input").first.input_value() == "6"
+    assert page.locator("#settings-tools label", has_text="send_email").locator("input").is_checked()
+    page.locator("#settings").get_by_text("Agent settings").click()
     page.locator("#approve-btn").click()
     wait_for_text(page, "reloaded and done")
     assert "approved after the reload" in chat_text(page)
