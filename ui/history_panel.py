@@ -16,7 +16,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import gradio as gr
 
@@ -314,25 +314,24 @@ class HistoryController:
     def export_markdown(self, request: gr.Request) -> Any:
         from agents.memory.export import to_markdown
 
-        try:
-            memory, _, folder, title = self._export_source(request)
-        except ChatStoreError as exc:
-            gr.Warning(str(exc))
-            return gr.skip()
-        path = folder / f"{self._file_stem(title)}.md"
-        path.write_text(to_markdown(memory, title=title), encoding="utf-8")
-        return str(path)
+        return self._export(request, ".md", lambda memory, workspace, path, title: path.write_text(
+            to_markdown(memory, title=title), encoding="utf-8"))
 
     def export_notebook(self, request: gr.Request) -> Any:
         from agents.memory.export import save_notebook
 
+        return self._export(request, ".ipynb", lambda memory, workspace, path, title: save_notebook(
+            memory, path, workspace=workspace, title=title))
+
+    def _export(self, request: gr.Request, extension: str, write: Callable[..., Any]) -> Any:
+        """Write the open chat's export next to it with `write(memory, workspace, path, title)`; its path."""
         try:
             memory, workspace, folder, title = self._export_source(request)
         except ChatStoreError as exc:
             gr.Warning(str(exc))
             return gr.skip()
-        path = folder / f"{self._file_stem(title)}.ipynb"
-        save_notebook(memory, path, workspace=workspace, title=title)
+        path = folder / f"{self._file_stem(title)}{extension}"
+        write(memory, workspace, path, title)
         return str(path)
 
 

@@ -32,8 +32,8 @@ _ALWAYS_CHECKED = BLOCKED_ATTRS | PIVOT_ATTRS | {FINAL_ANSWER, ""}
 _GUARD_ONLY_WORDS = ("import", "global", "nonlocal", "\r", "\f", "\v")
 # A line holding only "target: annotation" (no value): the target's name is never used by the bytecode.
 _BARE_ANNOTATION = re.compile(r"^[ \t]*([A-Za-z_][\w.]*)[ \t]*:(?!=)[^=\n]*$", re.MULTILINE)
-_BLOCK_KEYWORDS = frozenset({"else", "try", "finally"})
-_CLAUSE_KEYWORDS = frozenset({"else", "elif", "except", "finally"})
+_CLAUSE_KEYWORDS = frozenset({"else", "elif", "except", "finally"})  # continue a compound statement
+_BLOCK_HEADERS = _CLAUSE_KEYWORDS | {"try"}  # "else:", "try:", ...: look like a bare annotation, are not
 _FIRST_WORD = re.compile(r"[A-Za-z_]\w*")
 _NAME_BINDING_OPS = frozenset(
     opcode.opmap[name] for name in ("STORE_NAME", "DELETE_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"))
@@ -80,7 +80,7 @@ def _needs_guard(source: str) -> bool:
             return True
     match = _BARE_ANNOTATION.search(source)
     while match is not None:
-        if match.group(1) not in _BLOCK_KEYWORDS:
+        if match.group(1) not in _BLOCK_HEADERS:
             return True
         match = _BARE_ANNOTATION.search(source, match.end())
     return False
