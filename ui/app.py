@@ -16,6 +16,7 @@ import gradio as gr
 from ui.heap import freeze_long_lived_objects
 from ui.persistence import secret_file
 from ui.pending_decisions import has_pending, set_approval_mode
+from ui.published_files import root_url_of
 from ui.session_registry import SessionRegistry
 from ui.sessions import Session
 from ui.settings import AppConfig, RunSettings, build_agent, model_note
@@ -64,31 +65,28 @@ class AgentDeckApp:
         values = session_outputs(session, shown, input_update)
         return self.stream_outputs.render(values, shown) if self.stream_outputs is not None else values
 
-    def _stream(self, session: Session, text: str, files: list[tuple[str, str]], settings: RunSettings) -> Iterator[tuple]:
-        shown = Shown()
+    def _stream(self, session: Session, text: str, files: list[tuple[str, str]], settings: RunSettings,
+                request: gr.Request | None) -> Iterator[tuple]:
+        shown = Shown(root_url=root_url_of(request))
         started = session.start_run(text, files, settings)
         if started:
-            # Clearing the message box travels with the run's first events, not ahead of them: a separate first
-            # update would hold the first step back by a whole trip through Gradio's queue. (The page locks the
-            # box while the event runs: ui/input_lock.py.)
-            yield from self.stream_run(session, shown, first_input_update=EMPTY_MESSAGE)
+            # At once: the person's message in the chat and an empty message box (the page locks the box while
+            # the run streams: ui/input_lock.py). This first update of an event carries the whole chat (Gradio
+            # sends diffs only after it), so it goes out while the run's first events gather, not with them.
+            yield self.stream_update(session, shown, EMPTY_MESSAGE)
+            shown.cleared_for = session.run
+            yield from self.stream_run(session, shown)
         else:  # nothing started (a run is going, or nothing was sent): the person's text stays in the box
             yield self.stream_update(session, shown, gr.skip())
 
-    def stream_run(self, session: Session, shown: Shown, first_input_update: Any = None) -> Iterator[tuple]:
+    def stream_run(self, session: Session, shown: Shown) -> Iterator[tuple]:
         """The updates of the session's run until it ends or pauses.
 
-        `first_input_update` (clearing the box a new run was sent from) goes with the first batch of events.
         No update here changes a property (such as the box's `interactive`): each costs Gradio milliseconds on
         its event loop, in front of every other session's updates (ui/input_lock.py locks the box instead).
         """
-        pending_input = first_input_update
         for _ in session.drain():
-            yield self.stream_update(session, shown, pending_input)
-            if pending_input is not None:
-                pending_input, shown.cleared_for = None, session.run
-        if pending_input is not None:  # the run ended before any batch was shown
-            yield self.stream_update(session, shown, pending_input)
+            yield self.stream_update(session, shown)
 
     # ----- handlers ------------------------------------------------------------------------------------
     def run(self, message: dict | str | None, model: str, agent_type: str, max_steps: float, planning_interval: float,
@@ -106,7 +104,7 @@ class AgentDeckApp:
             files.append((path, name))
         settings = RunSettings.from_form(self.config, model, agent_type, max_steps, planning_interval, tools, imports)
         set_approval_mode(session, approval_mode)
-        yield from self._stream(session, text, files, settings)
+        yield from self._stream(session, text, files, settings, request)
 
     def run_example(self, model: str, agent_type: str, max_steps: float, planning_interval: float, tools: list[str],
                     imports: str, evt: gr.SelectData, request: gr.Request,
@@ -118,7 +116,7 @@ class AgentDeckApp:
         files = [(path, os.path.basename(path)) for path in example.get("files", [])]
         settings = RunSettings.from_form(self.config, model, agent_type, max_steps, planning_interval, tools, imports)
         set_approval_mode(session, approval_mode)
-        yield from self._stream(session, example["text"], files, settings)
+        yield from self._stream(session, example["text"], files, settings, request)
 
     def stop(self, request: gr.Request) -> str:
         """Stop the session's run at once (the agent interrupts its running code)."""
@@ -162,9 +160,9 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "css": CSS,
         "theme": gr.themes.Soft(primary_hue="indigo"),
-        # Workspaces hold uploads and the agent's outputs; they are served only through the app's cache
-        # copies, but the data dir must be allowed when it is outside the current directory.
-        "allowed_paths": [str(config.data_dir), str(ASSETS)],
+        # Only the bundled example files are served from where they lie. The data dir (workspaces, saved chats)
+        # is not served at all: the browser gets published copies of the files it shows (ui/published_files.py).
+        "allowed_paths": [str(ASSETS)],
         "max_threads": max(40, 2 * config.max_runs + 8),
         "footer_links": ["api", "settings"],
         # The data dir is allowed (above) but its signing secret must never be served.

@@ -20,6 +20,7 @@ from ui.approval_panel import ApprovalPanel, arguments_json, as_tuple, view, vie
 from ui.formatting import fence
 from ui.input_lock import lock_on, unlock_after
 from ui.pending_decisions import has_pending, normalise_mode, pending_request, resolve, resumable, set_approval_mode
+from ui.published_files import root_url_of
 from ui.stream_outputs import Shown
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class ApprovalHandlers:
     def resume(self, request: gr.Request) -> Iterator[tuple]:
         """Stream the rest of a paused run once its decision is answered (or it was stopped)."""
         session = self._session(request)
-        shown = Shown()  # the message box keeps what the person may have typed during the pause
+        shown = Shown(root_url=root_url_of(request))  # the message box keeps what was typed during the pause
         if not resumable(session):
             yield (gr.skip(),) * 5
             return

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from ui.formatting import fence
+from ui.formatting import fence, file_digest
 
 
 @dataclass
@@ -36,7 +36,8 @@ class Node:
 class ChatTree:
     """Nodes by id, in order; the person-side messages; the flat message list."""
 
-    def __init__(self) -> None:
+    def __init__(self, publish: Callable[[str], str] | None = None) -> None:
+        self.publish = publish  # a file -> its published copy (ui/published_files.py); None: shown as is
         self.roots: list[Node] = []
         self.by_id: dict[str, Node] = {}
         self._counter = 0
@@ -51,9 +52,24 @@ class ChatTree:
         self.by_id[node.id] = node
         return node
 
+    def shown_file(self, path: str) -> tuple[str, str | None] | None:
+        """(the path a file message shows, the digest of its content): its published copy, a snapshot
+        (ui/published_files.py), or the file itself without a publisher; None if it cannot be shown."""
+        if self.publish is None:
+            return path, file_digest(path)
+        try:
+            published = self.publish(path)
+        except ValueError as exc:  # not publishable: say so instead of showing a broken file
+            self.add_note(f"⚠️ {exc}: not shown.")
+            return None
+        return published.path, published.digest
+
     def add_user(self, text: str, files: list[str] | None = None) -> None:
         for path in files or []:
-            self._add(Node(self._new_id("user-file"), role="user", file={"path": path, "alt_text": os.path.basename(path)}))
+            shown = self.shown_file(path)
+            if shown is not None:
+                self._add(Node(self._new_id("user-file"), role="user",
+                               file={"path": shown[0], "alt_text": os.path.basename(path)}))
         if text.strip():
             self._add(Node(self._new_id("user"), role="user", parts={"text": text}))
 

@@ -287,7 +287,7 @@ class HistoryController:
         return self._view(current, state, owner)
 
     # ----- exports ------------------------------------------------------------------------------
-    def _export_source(self, request: gr.Request) -> tuple[AgentMemory, Path, Path, str]:
+    def _export_source(self, request: gr.Request) -> tuple["Session", AgentMemory, Path, str]:
         session = self.app.registry.peek(self.tab_key(request))
         if session is None:
             raise ChatStoreError("Nothing to export yet.")
@@ -304,7 +304,7 @@ class HistoryController:
             title = meta.title if meta else "AgentDeck conversation"
             folder = (chat.exports if chat is not None else session.root / "exports")
             folder.mkdir(parents=True, exist_ok=True)
-            return memory, session.workspace, folder, title
+            return session, memory, folder, title
 
     @staticmethod
     def _file_stem(title: str) -> str:
@@ -324,15 +324,16 @@ class HistoryController:
             memory, path, workspace=workspace, title=title))
 
     def _export(self, request: gr.Request, extension: str, write: Callable[..., Any]) -> Any:
-        """Write the open chat's export next to it with `write(memory, workspace, path, title)`; its path."""
+        """Write the open chat's export next to it with `write(memory, workspace, path, title)`; its published
+        copy (the browser downloads published files only: ui/published_files.py)."""
         try:
-            memory, workspace, folder, title = self._export_source(request)
+            session, memory, folder, title = self._export_source(request)
         except ChatStoreError as exc:
             gr.Warning(str(exc))
             return gr.skip()
         path = folder / f"{self._file_stem(title)}{extension}"
-        write(memory, workspace, path, title)
-        return str(path)
+        write(memory, session.workspace, path, title)
+        return session.publish(path).path
 
 
 # ----- layout ----------------------------------------------------------------------------------------

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 from agents import events as ev
 from ui.chat_tree import ChatTree, Node
 from ui.formatting import (
-    IMAGE_EXTENSIONS, clip, fence, file_digest, format_tokens, format_value, image_message, thought_without_code,
+    IMAGE_EXTENSIONS, clip, fence, format_tokens, format_value, image_message, thought_without_code,
 )
 
 WAITING_MARK = " · ✋ waiting for you"
@@ -26,16 +26,16 @@ WAITING_MARK = " · ✋ waiting for you"
 class Transcript(ChatTree):
     """The chat of one session, fed with agent events and person-side notes."""
 
-    def __init__(self, workdir: str | None = None) -> None:
-        super().__init__()
+    def __init__(self, workdir: str | None = None, publish: Callable[[str], str] | None = None) -> None:
+        super().__init__(publish)
         self.workdir = workdir
         self.step_nodes: dict[tuple[str, str | None, int], Node] = {}
         self.call_nodes: dict[str, Node] = {}
         self.decision_nodes: dict[str, Node] = {}
         self.files: list[dict[str, Any]] = []  # non-image artifacts: {"path", "relative_path", "size_bytes"}
-        self.images: list[str] = []
+        self.files_revision = 0  # counts new or changed non-image files (the files panel shows their latest)
         self._raw_logs: dict[str, str] = {}
-        self._image_digests: set[str] = set()
+        self._images_shown: set[tuple] = set()  # (scope, content digest or path) of the images in the chat
         self.top_run_id: str | None = None
         self.current_step = 0
         self.max_steps = 0
@@ -167,15 +167,16 @@ class Transcript(ChatTree):
     def _on_artifact_created(self, e: ev.ArtifactCreated) -> None:
         is_image = e.artifact_kind == "image" or os.path.splitext(e.path)[1].lower() in IMAGE_EXTENSIONS
         if is_image:
-            digest = file_digest(e.path)  # the sandbox may save the same figure twice (explicit + auto-capture)
-            if e.path not in self.images and (digest is None or digest not in self._image_digests):
-                self.images.append(e.path)
-                if digest is not None:
-                    self._image_digests.add(digest)
-                self._add(Node(self._new_id("image"), file=image_message(e.path, e.relative_path)))
+            # A step may save the same figure twice (explicit + auto-capture): one message per content and step.
+            # A figure saved again in a later step is a new message; the earlier one keeps showing what it
+            # showed then (its published copy).
+            shown = self.shown_file(e.path)
+            if shown is not None and ("step", e.run_id, e.parent_id, e.step, shown[1] or e.path) not in self._images_shown:
+                self._add_image(shown, e.relative_path, e)
         else:
             if all(f["path"] != e.path for f in self.files):
                 self.files.append({"path": e.path, "relative_path": e.relative_path, "size_bytes": e.size_bytes})
+            self.files_revision += 1
             step = self._step_node(e)
             if step is not None:
                 saved = step.parts.get("files", "📄 Saved:")
@@ -270,9 +271,16 @@ class Transcript(ChatTree):
         value = e.value
         if isinstance(value, str) and os.path.splitext(value)[1].lower() in IMAGE_EXTENSIONS:
             path = value if os.path.isabs(value) or not self.workdir else os.path.join(self.workdir, value)
-            if os.path.isfile(path) and path not in self.images:
-                self.images.append(path)
-                self._add(Node(self._new_id("image"), file=image_message(path, os.path.basename(path))))
+            shown = self.shown_file(path) if os.path.isfile(path) else None  # not shown again if this run did
+            if shown is not None and ("run", e.run_id, shown[1] or path) not in self._images_shown:
+                self._add_image(shown, os.path.basename(path), e)
+
+    def _add_image(self, shown: tuple[str, str | None], alt: str, e: ev.Event) -> None:
+        path, digest = shown
+        identity = digest or path
+        self._images_shown.add(("step", e.run_id, e.parent_id, e.step, identity))
+        self._images_shown.add(("run", e.run_id, identity))
+        self._add(Node(self._new_id("image"), file=image_message(path, alt)))
 
     def _on_run_finished(self, e: ev.RunFinished) -> None:
         if e.parent_id is not None:

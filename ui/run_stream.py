@@ -1,20 +1,19 @@
-"""A run's events on their way to the chat: a pump thread reads the agent's event stream into a queue, and
-`drain` applies what is queued to the session's transcript, yielding whenever there is something new to show.
+"""A run's events on their way to the chat: `drain` reads the agent's event stream (with a timeout, for the
+heartbeat) and applies what came to the session's transcript, yielding whenever there is something new to show.
 
 Kept apart from the session because this is the streaming policy (how long to gather a burst, how often to
 update, the heartbeat, giving up on a stop the agent does not confirm), while ui/sessions.py is what a
 session holds. A drain ends when the run finishes or asks for a decision (DecisionRequested); after the
-decision is resolved a new drain picks up the same queue.
+decision is resolved a new drain picks up the same stream.
 """
 from __future__ import annotations
 
-import queue
-import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
 from agents import events as ev
+from agents.loop.event_stream import EventStream
 
 if TYPE_CHECKING:
     from ui.sessions import Session
@@ -29,25 +28,32 @@ class Failure:
 
 
 class RunHandle:
-    """One run's event stream, read by a pump thread into a queue so a drain can wait with a timeout."""
+    """One run's event stream and what the UI knows of it (finished, waiting for a decision, stop asked)."""
 
-    def __init__(self, stream: Iterator[ev.Event]) -> None:
-        self.queue: queue.Queue = queue.Queue()
+    def __init__(self, stream: EventStream) -> None:
+        self.stream = stream
         self.finished = False  # RunFinished (or the end of the stream) has been applied
         self.waiting_decision: ev.DecisionRequested | None = None
         self.stop_requested_at: float | None = None
         self.answered: str | None = None  # the id of the decision a person answered (ui/pending_decisions.py)
-        self._thread = threading.Thread(target=self._pump, args=(stream,), name="agentdeck-pump", daemon=True)
-        self._thread.start()
 
-    def _pump(self, stream: Iterator[ev.Event]) -> None:
+    def next_item(self, timeout: float | None) -> Any:
+        """The next event, END, a Failure, or None if nothing came within `timeout` (0: do not wait)."""
         try:
-            for event in stream:
-                self.queue.put(event)
+            if timeout == 0:
+                return self.stream.get_nowait()
+            return self.stream.get(timeout=timeout)
+        except StopIteration:
+            return END
         except BaseException as exc:  # the loop itself failed: show it rather than hang
-            self.queue.put(Failure(exc))
-        finally:
-            self.queue.put(END)
+            return Failure(exc)
+
+
+def burst_deadline(made: float | None, now: float, last_yield: float, gather: float, min_interval: float) -> float:
+    """When to show a burst whose first event was made at `made` (None: now): `gather` seconds after it, and
+    not within `min_interval` of the last update; never later than `gather` from now."""
+    start = now if made is None else min(made, now)
+    return min(max(start + gather, last_yield + min_interval), now + gather)
 
 
 def drain(session: "Session", run: RunHandle, min_interval: float, gather: float, heartbeat: float,
@@ -55,28 +61,27 @@ def drain(session: "Session", run: RunHandle, min_interval: float, gather: float
     """Apply `run`'s events to `session`, yielding after each batch (and every `heartbeat` seconds)."""
     last_yield = 0.0
     while not run.finished:
-        try:
-            item = run.queue.get(timeout=heartbeat)
-        except queue.Empty:
+        item = run.next_item(timeout=heartbeat)
+        if item is None:
             session.touch()
             if run.stop_requested_at and time.time() - run.stop_requested_at > stop_grace:
                 session.abandon_run(run)
             yield "heartbeat"
             continue
-        # Let the rest of a burst arrive (a step's end, the next step's start, streamed text), then show it
-        # in one update: at least `gather` seconds, and never more than one update per `min_interval`.
-        time.sleep(max(gather, min_interval - (time.time() - last_yield)))
-        batch = [item]
+        # Show a burst (a step's end, the next step's start, streamed text) in one update: gather until `gather`
+        # seconds after its first event was made, and never more than one update per `min_interval`. Counting
+        # from the event's own time, not from when the drain got to it: time it waited while the previous
+        # update went out is part of the window, not added to it. Each event is applied as it arrives, so
+        # the work (publishing a chart, say) is done within the window, not after it.
+        deadline = burst_deadline(getattr(item, "timestamp", None), time.time(), last_yield, gather, min_interval)
         while True:
-            try:
-                batch.append(run.queue.get_nowait())
-            except queue.Empty:
-                break
-        with session.lock:
-            for item in batch:
+            with session.lock:
                 apply(session, run, item)
-                if run.finished or run.waiting_decision is not None:
-                    break
+            if run.finished or run.waiting_decision is not None:
+                break
+            item = run.next_item(timeout=max(0.0, deadline - time.time()))
+            if item is None:
+                break
         session.touch()
         last_yield = time.time()
         if not run.finished and run.waiting_decision is None:
@@ -104,10 +109,10 @@ def apply(session: "Session", run: RunHandle, item: Any) -> None:
         session.transcript.add_note(f'<span class="ad-error">The agent crashed</span> '
                                     f"{type(item.error).__name__}: {item.error}")
         return
-    before = len(session.transcript.files)
+    before = session.transcript.files_revision
     session.transcript.apply(item)
-    if len(session.transcript.files) != before:
-        session.files_version += 1
+    if session.transcript.files_revision != before:
+        session.files_version += 1  # a new or changed file: the files panel publishes its current version
     if isinstance(item, (ev.StepStarted, ev.StepFinished, ev.FinalAnswer, ev.RunFinished)):
         session.clock.append([item.kind, item.step, item.parent_id, item.timestamp])
     if isinstance(item, ev.RunFinished) and item.parent_id is None:

@@ -18,6 +18,7 @@ from agents.guard import detect_injection
 from ui import run_stream
 from ui.chat_restore import carry_memory_into
 from ui.pending_decisions import answer_question, apply_approval_mode, waiting_note
+from ui.published_files import FilePublisher, NotPublishable, Published
 from ui.render import Transcript
 from ui.run_stream import RunHandle
 from ui.settings import RunSettings
@@ -37,7 +38,8 @@ class Session:
         self.lock = threading.RLock()
         self.agent: Any = None
         self.agent_settings: RunSettings | None = None
-        self.transcript = Transcript(str(self.workspace))
+        self.publisher = FilePublisher()  # copies of the files the browser shows (ui/published_files.py)
+        self.transcript = Transcript(str(self.workspace), publish=self.publish)
         self.uploads: list[UploadResult] = []
         self.run: RunHandle | None = None
         self.last_active = time.time()
@@ -56,11 +58,22 @@ class Session:
     def touch(self) -> None:
         self.last_active = time.time()
 
+    def publish(self, path: str | Path) -> Published:
+        """The published copy of a file of this session's folder, as it is now (NotPublishable if it cannot be)."""
+        return self.publisher.publish(path, inside=self.root)
+
     def file_paths(self) -> list[str]:
-        """Uploads first, then files the agent wrote (images are shown in the chat instead)."""
-        paths = [str(r.path) for r in self.uploads if r.ok and r.path is not None and r.path.exists()]
-        paths += [f["path"] for f in self.transcript.files if Path(f["path"]).exists()]
-        return list(dict.fromkeys(paths))
+        """The files panel: uploads first, then files the agent wrote (images are shown in the chat instead),
+        as their published copies of the current version; files gone or unpublishable are left out."""
+        paths = [str(r.path) for r in self.uploads if r.ok and r.path is not None]
+        paths += [f["path"] for f in self.transcript.files]
+        shown = []
+        for path in dict.fromkeys(paths):
+            try:
+                shown.append(self.publish(path).path)
+            except NotPublishable:
+                continue
+        return shown
 
     # ----- runs ----------------------------------------------------------------------------------------
     def start_run(self, text: str, files: list[tuple[str, str]], settings: RunSettings) -> bool:
@@ -145,6 +158,7 @@ class Session:
 
     def remove_files(self) -> None:
         """Delete the session's folder, unless it is a saved chat (only the person's Delete removes those)."""
+        self.publisher.remove()
         if self.saved is not None and self.saved.kept:
             return
         shutil.rmtree(self.root, ignore_errors=True)
@@ -197,7 +211,8 @@ class Session:
             self.turns = []
             shutil.rmtree(self.workspace, ignore_errors=True)
             self.workspace.mkdir(parents=True, exist_ok=True)
-            self.transcript = Transcript(str(self.workspace))
+            self.publisher.remove()
+            self.transcript = Transcript(str(self.workspace), publish=self.publish)
             self.uploads = []
             self.clock = []
             self.files_version += 1

@@ -1,12 +1,12 @@
 """MultiStepAgent: the run loop shared by the code and tool-calling agents.
 
 A run is a sequence of steps (optional planning, then acting) that emits typed events through a
-RunContext. `run(stream=True)` runs the loop in a background thread and yields its events from a queue,
-so nested sub-agents, tool calls from sandboxed code and paused decisions all stream the same way.
+RunContext. `run(stream=True)` runs the loop in a background thread and returns its EventStream
+(agents/loop/event_stream.py), so nested sub-agents, tool calls from sandboxed code and paused decisions all
+stream the same way.
 """
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -16,6 +16,7 @@ from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError
 from agents.events import Event, FinalAnswer, RunFinished, RunStarted, new_id
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
+from agents.loop.event_stream import EventStream
 from agents.loop.result import RunResult, RunState
 from agents.loop.step_runner import StepRunner
 from agents.loop.tool_runner import ToolRunner
@@ -26,12 +27,6 @@ from agents.prompts import load_prompt_templates, render
 from tools.base import Tool
 
 FinalAnswerCheck = Callable[[Any, AgentMemory], bool]
-_END = object()
-
-
-class _Failure:
-    def __init__(self, exc: BaseException) -> None:
-        self.exc = exc
 
 
 class MultiStepAgent(StepRunner):
@@ -136,7 +131,7 @@ class MultiStepAgent(StepRunner):
             history: list[Message] | None = None, additional_args: dict[str, Any] | None = None) -> Any:
         """Run `task`. `reset=False` continues the same memory and state (a follow-up question).
 
-        With `stream=True`, returns an iterator of events. Otherwise returns the final answer, or a
+        With `stream=True`, returns an EventStream: an iterator of events that can also be read with a timeout. Otherwise returns the final answer, or a
         RunResult with `return_result=True`. A run that fails (model unreachable, script exhausted)
         raises its error unless `return_result=True`.
         """
@@ -199,30 +194,9 @@ class MultiStepAgent(StepRunner):
         from agents.console import ConsoleRenderer
         return ConsoleRenderer(self.verbosity)
 
-    def _stream(self, arguments: dict[str, Any]) -> Iterator[Event]:
-        events: queue.SimpleQueue = queue.SimpleQueue()
-
-        def work() -> None:
-            try:
-                self._execute(emit=events.put, **arguments)
-            except BaseException as exc:  # a bug in the loop itself: surface it to the consumer
-                events.put(_Failure(exc))
-            finally:
-                events.put(_END)
-
-        thread = threading.Thread(target=work, name=f"agent-run-{self.name or type(self).__name__}", daemon=True)
-        thread.start()
-        try:
-            while True:
-                item = events.get()
-                if item is _END:
-                    return
-                if isinstance(item, _Failure):
-                    raise item.exc
-                yield item
-        finally:
-            if thread.is_alive():  # the consumer went away early: stop the run
-                self.interrupt()
+    def _stream(self, arguments: dict[str, Any]) -> EventStream:
+        return EventStream(lambda emit: self._execute(emit=emit, **arguments), on_abandon=self.interrupt,
+                           thread_name=f"agent-run-{self.name or type(self).__name__}")
 
     def _reset(self) -> None:
         self.memory.reset()

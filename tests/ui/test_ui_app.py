@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from gradio_client import Client, handle_file
 
-from conftest import PENGUINS
+from conftest import PENGUINS, code_reply, run_app, write_transcript
 
 pytestmark = pytest.mark.slow
 
@@ -146,10 +147,40 @@ def test_two_clients_never_see_each_other(analysis_app: str, tmp_path: Path) -> 
         assert "344 penguins" in text_of(final_chat[-1])
     a_files = {f["path"] for f in latest_files(results["A"][0])}
     b_files = {f["path"] for f in latest_files(results["B"][0])}
-    # Gradio's file cache is content-addressed: the same penguins.csv bytes get the same URL in both sessions.
-    # What matters is that B's own file never shows up for A.
+    # Each session's files are published under its own unguessable folder: B's own file never shows up for A,
+    # and not even the same penguins.csv bytes share a URL.
     assert any(p.endswith("only_for_b.txt") for p in b_files) and not any("only_for_b" in p for p in a_files)
     assert len(a_files) == len(b_files) - 1 == 2  # penguins.csv + species_summary.csv (+ B's notes)
+
+
+def test_files_reach_the_browser_only_as_published_copies(tmp_path: Path) -> None:
+    """The browser gets published copies of a session's files; the workspaces themselves are not served, and a
+    page the agent wrote is downloaded, not shown on the app's origin (where its script would run)."""
+    script = [code_reply("Write a report and a chart.",
+                         "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2, 3])\n"
+                         "fig.savefig('line.png')\nplt.close(fig)\n"
+                         "open('report.html', 'w').write('<script>alert(1)</script>')\nprint('written')"),
+              code_reply("Done.", "final_answer('done')")]
+    data = tmp_path / "data"
+    data.mkdir()
+    with run_app(write_transcript(tmp_path / "files.json", script), data) as url:
+        client = Client(url, verbose=False, download_files=False)
+        updates, _ = run(client, "write files")
+        chat, files = updates[-1][0], latest_files(updates)
+        image = next(f for m in chat for f in files_of(m) if f["path"].endswith("line.png"))
+        report = next(f for f in files if f["path"].endswith("report.html"))
+        with urllib.request.urlopen(image["url"], timeout=10) as response:
+            assert response.headers["Content-Type"] == "image/png" and response.read(4) == b"\x89PNG"
+        with urllib.request.urlopen(report["url"], timeout=10) as response:
+            assert response.headers["Content-Disposition"].startswith("attachment")
+        assert "/agentdeck/" in image["url"] and "/agentdeck/" in report["url"]
+        # The same files where they really are, in the session's workspace: refused.
+        written = [p for p in data.rglob("*") if p.name in ("line.png", "report.html") and "workspace" in p.parts]
+        assert len(written) == 2
+        for path in written:
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"{url}gradio_api/file={path}", timeout=10)
+            assert refused.value.code == 403
 
 
 def test_stop_interrupts_running_code_and_session_stays_usable(slow_app: str) -> None:

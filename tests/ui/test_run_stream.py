@@ -1,0 +1,55 @@
+"""How a run's events become updates (ui/run_stream.py): bursts, their window, pauses."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from agents import events as ev
+from agents.loop.event_stream import EventStream
+from agents.models.base import TokenUsage
+from ui.run_stream import RunHandle, burst_deadline
+from ui.sessions import Session
+
+
+def test_the_window_counts_from_when_the_first_event_was_made() -> None:
+    # An event made 15 ms ago (it waited while the previous update went out): 5 ms are left, not 20.
+    assert burst_deadline(made=100.0, now=100.015, last_yield=0.0, gather=0.02, min_interval=0.05) == 100.02
+    # Old news: shown at once.
+    assert burst_deadline(made=99.0, now=100.0, last_yield=0.0, gather=0.02, min_interval=0.05) == 99.02
+    # Never more than one update per min_interval, and never waiting longer than gather from now.
+    assert burst_deadline(made=100.0, now=100.0, last_yield=99.99, gather=0.02, min_interval=0.05) == 100.02
+    assert burst_deadline(made=100.0, now=100.0, last_yield=99.98, gather=0.02, min_interval=0.05) == 100.02
+    assert burst_deadline(made=100.0, now=100.0, last_yield=99.995, gather=0.01, min_interval=0.05) == 100.01
+    assert burst_deadline(made=None, now=100.0, last_yield=0.0, gather=0.02, min_interval=0.05) == 100.02
+
+
+def session_with_run(tmp_path: Path, events: list[ev.Event]) -> Session:
+    session = Session("k", tmp_path / "s", agent_factory=None, max_upload_bytes=1000)
+
+    def body(emit):
+        for event in events:
+            emit(event)
+
+    session.run = RunHandle(EventStream(body, on_abandon=lambda: None, thread_name="test-run"))
+    return session
+
+
+def fields(step: int) -> dict:
+    return {"run_id": "r", "step": step}
+
+
+def test_a_burst_is_one_update_and_a_pause_ends_the_drain(tmp_path: Path) -> None:
+    burst = [ev.RunStarted(**fields(0), task="t", agent_name="a", model_id="m", max_steps=3),
+             ev.StepStarted(**fields(1), step_type="action"),
+             ev.CodeProposed(**fields(1), code="print(1)"),
+             ev.DecisionRequested(**fields(1), request_id="d1", request_kind="code", payload={"code": "print(1)"}),
+             ev.StepFinished(**fields(1), step_type="action", duration_s=0.1, token_usage=TokenUsage())]  # after the pause: next drain
+    session = session_with_run(tmp_path, burst)
+    updates = list(session.drain())
+    assert updates == ["events"]
+    assert session.run.waiting_decision is not None and not session.run.finished
+    step = next(m for m in session.transcript.messages() if (m.get("metadata") or {}).get("title", "").startswith("Step 1"))
+    assert step["metadata"]["status"] == "pending"  # StepFinished was not read yet
+    assert list(session.drain()) == ["events"]  # the rest: StepFinished, then the end of the stream
+    assert session.run.finished
+    step = next(m for m in session.transcript.messages() if (m.get("metadata") or {}).get("title", "").startswith("Step 1"))
+    assert step["metadata"]["status"] == "done"

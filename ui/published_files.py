@@ -1,0 +1,169 @@
+"""Files the browser shows or downloads (uploads, charts, the agent's outputs, exports): published once into
+the folder Gradio serves, and handed to the browser with their URL.
+
+Why not hand Gradio the workspace paths: Gradio checks and re-hashes every file of an output on every update
+of a streaming event, on the one event loop all sessions share: 0.4 ms per file per update here, so a chat
+with ten charts cost each of its updates 4 ms, and 16 analysts' sessions queued behind each other. A file
+whose URL is already absolute is passed through untouched. So each version of a file is copied once, by the
+session's own thread, into Gradio's upload folder under a per-session random folder and the content's hash
+(the URL changes when the content does, and cannot be guessed), and the streamed updates carry its URL.
+
+It is also the one way files leave a session: only regular files inside the session's own folder are
+published (no symbolic links: code in the sandbox could point one at /etc), the workspaces themselves are
+not served, and Gradio serves published files inline only for types that cannot run script (others download).
+"""
+from __future__ import annotations
+
+import errno
+import functools
+import hashlib
+import os
+import secrets
+import shutil
+import stat
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gradio.route_utils import API_PREFIX, get_api_call_path, get_root_url
+from gradio.utils import get_upload_folder
+from gradio_client.utils import encode_file_path
+
+CHUNK = 1 << 20
+
+
+class NotPublishable(ValueError):
+    """The file cannot be shown: missing, not a regular file, or outside the session's folder."""
+
+
+@functools.cache
+def publish_root() -> Path:
+    """Where every session's published files live: a folder of Gradio's upload folder (which it serves).
+    Worked out once: finding it takes system calls, and a thread that makes one on the streaming path gives
+    up the interpreter lock and may wait for it behind every other session's thread."""
+    return Path(get_upload_folder()) / "agentdeck"
+
+
+@dataclass(frozen=True)
+class Published:
+    """A published copy: its path (what the browser is given) and the SHA-256 of its content."""
+    path: str
+    digest: str
+
+
+class FilePublisher:
+    """One session's published files: a copy per (file, size, mtime) under <publish root>/<random>/<sha256>/name.
+
+    Few system calls per file, because each one on the streaming path gives up the interpreter lock: the
+    file is opened once without following a final symbolic link, checked through its descriptor (regular
+    file; where it really is, read back from /proc), and copied while hashing.
+    """
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.folder = (root or publish_root()) / secrets.token_hex(16)
+        self._copies: dict[tuple[str, int, int], Published] = {}
+        self._real_folders: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def publish(self, source: str | Path, inside: str | Path) -> Published:
+        """The published copy of `source` as it is now; it must be a regular file under the folder `inside`."""
+        name = os.path.basename(source)
+        try:
+            fd = os.open(source, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            why = "is a symbolic link" if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror}"
+            raise NotPublishable(f"{name} {why}") from exc
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise NotPublishable(f"{name} is not a regular file")
+            real = _real_path_of(fd, source)
+            real_inside = self._real_folder(str(inside))
+            if os.path.commonpath([real, real_inside]) != real_inside:
+                raise NotPublishable(f"{name} is outside this session's folder")
+            key = (real, info.st_size, info.st_mtime_ns)
+            with self._lock:
+                known = self._copies.get(key)
+                if known is None:
+                    known = self._copies[key] = self._copy(fd, name)
+                return known
+        finally:
+            os.close(fd)
+
+    def _real_folder(self, folder: str) -> str:
+        real = self._real_folders.get(folder)
+        if real is None:
+            real = self._real_folders[folder] = os.path.realpath(folder)
+        return real
+
+    def _copy(self, fd: int, name: str) -> Published:
+        """Copy the open file into the content-addressed folder (hashing while copying)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        staging = self.folder / f".incoming-{secrets.token_hex(8)}"
+        digest = hashlib.sha256()
+        try:
+            with open(staging, "wb") as writer:
+                while chunk := os.read(fd, CHUNK):
+                    digest.update(chunk)
+                    writer.write(chunk)
+            target_dir = self.folder / digest.hexdigest()[:32]
+            target_dir.mkdir(exist_ok=True)
+            target = target_dir / name
+            os.replace(staging, target)
+        except OSError as exc:
+            staging.unlink(missing_ok=True)
+            raise NotPublishable(f"{name} could not be published: {exc.strerror}") from exc
+        return Published(str(target), digest.hexdigest())
+
+    def remove(self) -> None:
+        """Delete every published copy (the session was reset or closed); later publishes start afresh."""
+        with self._lock:
+            self._copies.clear()
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _real_path_of(fd: int, fallback: str | Path) -> str:
+    """Where an open file really is: read from its descriptor (no race with a path swapped meanwhile)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # no /proc (not Linux): resolve the path instead
+        return os.path.realpath(fallback)
+
+
+def root_url_of(request: Any) -> str | None:
+    """The app's public URL as the browser sees it (behind proxies too), computed as Gradio does for its own
+    file URLs; None without an HTTP request (a direct call), and then Gradio fills the URLs in itself."""
+    http_request = getattr(request, "request", None)
+    if http_request is None or not hasattr(http_request, "url"):
+        return None
+    try:
+        app = http_request.scope.get("app")
+        return get_root_url(request=http_request, route_path=get_api_call_path(request=http_request),
+                            root_path=getattr(app, "root_path", None))
+    except Exception:  # an unusual request: let Gradio work the URLs out
+        return None
+
+
+def file_url(published_path: str, root_url: str) -> str:
+    return f"{root_url}{API_PREFIX}/file={encode_file_path(published_path)}"
+
+
+def add_urls(value: Any, root_url: str | None) -> Any:
+    """Set the absolute URL of every published file in a postprocessed value (in place), so Gradio passes
+    them through untouched; files that were not published keep no URL and Gradio handles them as usual."""
+    if root_url is None:
+        return value
+    prefix = str(publish_root()) + os.sep
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            path = item.get("path")
+            if isinstance(path, str) and isinstance(item.get("meta"), dict) and path.startswith(prefix):
+                item["url"] = file_url(path, root_url)
+            else:
+                stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, (dict, list)))
+    return value
