@@ -7,12 +7,10 @@ persistent namespace, so the language behaves exactly as Python.
 
 from __future__ import annotations
 
-import io
 import itertools
 import linecache
 import os
 import sys
-import time
 import traceback
 from typing import Callable
 
@@ -20,69 +18,14 @@ from .ast_guard import FINAL_ANSWER, GuardError, format_syntax_error, guard_sour
 from .guarded_runtime import SecurityError, ToolCallError
 from .plain_compile import compile_plain
 from .confinement import set_cpu_limit
+from .output import FrameWriter, LogFlusher, OutputCapture
 from .protocol import MAX_FRAME_BYTES, encode_json, frame
 
-_monotonic = time.monotonic
 _os_write = os.write
 
 
 class FinalAnswerSignal(BaseException):
     """Stops the code after final_answer(); BaseException so ``except Exception`` lets it through."""
-
-
-class OutputCapture(io.TextIOBase):
-    """sys.stdout/sys.stderr during a run: bounded, optionally streamed to the app."""
-
-    def __init__(self, limit: int, send: Callable[[str], None] | None):
-        super().__init__()
-        self.limit = limit
-        self.send = send
-        self.parts: list[str] = []
-        self.size = 0
-        self.dropped = 0
-        self.sent = 0
-        self.last = _monotonic()
-
-    @property
-    def encoding(self):
-        return "utf-8"
-
-    def writable(self):
-        return True
-
-    def isatty(self):
-        return False
-
-    def write(self, s):
-        if not isinstance(s, str):
-            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
-        n = len(s)
-        room = self.limit - self.size
-        if n <= room:
-            self.parts.append(s)
-            self.size += n
-        else:
-            if room > 0:
-                self.parts.append(s[:room])
-                self.size = self.limit
-            self.dropped += n - max(room, 0)
-        if self.send is not None and _monotonic() - self.last > 0.1:
-            self.stream()
-        return n
-
-    def stream(self) -> None:
-        if self.sent < len(self.parts):
-            text = "".join(self.parts[self.sent:])
-            self.sent = len(self.parts)
-            self.send(text)
-        self.last = _monotonic()
-
-    def tail(self) -> str:
-        text = "".join(self.parts[self.sent:])
-        if self.dropped:
-            text += (f"\n[output truncated: {self.dropped} more characters not shown; "
-                     f"raise max_output_chars (now {self.limit}) to see more]\n")
-        return text
 
 
 def _filter_tb(te: traceback.TracebackException, seen: set) -> None:
@@ -121,8 +64,9 @@ class Executor:
         self.runtime = runtime
         self.audit = audit
         self.settings = settings
-        self.write = write
+        self.write = FrameWriter(write)  # logs from the flusher thread and results never interleave
         self.read = read
+        self.flusher = LogFlusher()
         self.run_id: str | None = None
         self.calls = itertools.count(1)
         self.tool_names: list[str] = []
@@ -180,8 +124,9 @@ class Executor:
         if len(data) > MAX_FRAME_BYTES:
             raise ToolCallError(f"tool '{name}': arguments are too large to send")
         view = memoryview(data)
-        while view:
-            view = view[_os_write(self.settings["fd_out"], view):]
+        with self.write.lock:
+            while view:
+                view = view[_os_write(self.settings["fd_out"], view):]
         while True:
             reply = self.read()
             if reply.get("op") == "tool_result" and reply.get("call_id") == call_id:
@@ -218,6 +163,8 @@ class Executor:
         if msg.get("stream"):
             send = lambda text: self.write({"op": "log", "id": self.run_id, "text": text})  # noqa: E731
         capture = OutputCapture(self.settings["max_output_chars"], send)
+        if send is not None:
+            self.flusher.watch(capture)
         self.final = None
         self._install_callables()
         set_cpu_limit(msg.get("timeout_s", 30))
@@ -244,6 +191,7 @@ class Executor:
             result["output"], result["output_type"] = self._to_wire(value, step)
         finally:
             self.audit.active = False
+            self.flusher.stop()
             sys.stdout, sys.stderr = saved
             for name in self.runtime.protected:
                 self.ns.pop(name, None)

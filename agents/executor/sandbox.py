@@ -86,7 +86,7 @@ class PythonSandbox:
                  env: dict[str, str] | None = None, on_log: Callable[[str], None] | None = None,
                  max_result_chars: int = 100_000, max_open_files: int = 256,
                  extra_read_paths=(), use_landlock: bool = True, use_seccomp: bool = True,
-                 startup_timeout_s: float = 120):
+                 startup_timeout_s: float = 120, nice: int = 5):
         os.makedirs(workdir, exist_ok=True)
         self.workdir = os.path.realpath(workdir)
         self.authorized_imports = list(authorized_imports)
@@ -101,6 +101,9 @@ class PythonSandbox:
             "max_output_chars": int(max_output_chars), "max_result_chars": int(max_result_chars),
             "max_file_size_mb": int(max_file_size_mb), "max_files_written": int(max_files_written),
             "max_open_files": int(max_open_files), "use_landlock": use_landlock, "use_seccomp": use_seccomp,
+            # Model-written code runs below the app's priority, so one session's heavy computation (or 16
+            # sandboxes importing pandas at once) cannot starve the server that streams every session's steps.
+            "nice": max(0, min(19, int(nice))),
             "extra_read_paths": [os.path.realpath(p) for p in extra_read_paths] + [shared_mpl_cache()],
         }
         self._tools: dict[str, Callable] = {}

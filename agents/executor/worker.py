@@ -90,6 +90,8 @@ def main(argv: list[str]) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     init = reader.read()
+    if init.get("nice"):  # before the preloading: starting 16 sandboxes at once is CPU-heavy
+        os.nice(int(init["nice"]))
     runtime, audit, settings, layers, warnings = _setup(init, fd_out)
     executor = Executor(runtime, audit, settings, write, reader.read)
     executor.set_tools(init.get("tools", []))

@@ -132,3 +132,17 @@ def test_logs_stream_while_code_runs(make_code_agent):
     assert len(logs) >= 2, "long-running code should stream its output in pieces"
     assert "".join(e.text for e in logs) == "tick 0\ntick 1\ntick 2\n"
     assert logs[0].timestamp < logs[-1].timestamp - 0.2
+
+
+def test_output_before_a_long_computation_is_shown_while_it_runs(make_code_agent):
+    """A line printed just before slow work, and a partial line, reach the app while the code still runs
+    (they used to wait for the end of the step)."""
+    agent, _ = make_code_agent([code("import time\nprint('loading the data')\ntime.sleep(1.5)\n"
+                                     "print('50%', end='')\ntime.sleep(1.5)"), code("final_answer(1)")])
+    events = list(agent.run("t", stream=True))
+    logs = [e for e in events if isinstance(e, ev.ExecutionLog)]
+    step_end = next(e for e in events if isinstance(e, ev.StepFinished)).timestamp
+    assert "".join(e.text for e in logs) == "loading the data\n50%"
+    loading = next(e for e in logs if "loading" in e.text)
+    percent = next(e for e in logs if "50%" in e.text)
+    assert loading.timestamp < step_end - 2.5 and percent.timestamp < step_end - 1.0

@@ -168,3 +168,37 @@ def test_reset_and_close(tmp_path):
         os.kill(pid, 0)
     with pytest.raises(SandboxClosedError):
         sb.run("1")
+
+
+def test_streamed_logs_never_garble_tool_calls(tmp_path):
+    """The log flusher thread and the code's tool calls write to one channel at the same time: frames must
+    not interleave (a garbled frame would kill the worker or lose a result). Frames are larger than a pipe's
+    atomic write, so only the worker's lock keeps them whole."""
+    logs: list[str] = []
+    sb = PythonSandbox(workdir=str(tmp_path), timeout_s=20, on_log=logs.append, max_output_chars=10**7)
+    sb.register_tools({"echo": lambda x, pad: x})
+    try:
+        code = ("import time\ntotal = 0\n"
+                "for i in range(400):\n    print('x' * 5000, end='')\n    total += echo(i, 'y' * 20000)\n"
+                "    if i % 20 == 0:\n        time.sleep(0.02)\n"
+                "total")
+        result = sb.run(code)
+        assert result.error is None, result.error
+        assert result.output == sum(range(400))
+        streamed = "".join(logs)
+        assert len(logs) > 1 and result.logs == "x" * 400 * 5000 and result.logs.startswith(streamed)
+        assert sb.run("1 + 1").output == 2  # the worker is still sound
+    finally:
+        sb.close()
+
+
+def test_sandbox_code_runs_below_the_app_priority(tmp_path):
+    import os
+
+    sb = PythonSandbox(workdir=str(tmp_path), timeout_s=10)
+    try:
+        assert sb.run("1").error is None
+        worker_nice = os.getpriority(os.PRIO_PROCESS, sb._worker.pid)
+        assert worker_nice == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)
+    finally:
+        sb.close()
