@@ -4,6 +4,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import PROJECT_ROOT
 
 
@@ -19,3 +21,55 @@ def test_memory_compaction_benchmark_prints_its_figures():
                                capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert "every prompt under the budget: yes" in completed.stdout
+
+
+def test_ui_load_client_applies_the_servers_diffs_as_the_page_does():
+    """The load benchmark's client applies Gradio's diffs in place; it must end with what gradio_client's own
+    (copying) apply_diff makes of them, which is the server's value (bar a corner of Gradio's list diffs)."""
+    import copy
+    import random
+
+    from gradio.utils import diff
+    from gradio_client.utils import apply_diff
+
+    from bench.ui_load import apply_edits
+
+    rng = random.Random(5)
+
+    def value(depth: int = 0):
+        kind = rng.random()
+        if depth > 3 or kind < 0.3:
+            return rng.choice(["a", "ab", "abc", 1, 2.5, None, True])
+        if kind < 0.65:
+            return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+        return {rng.choice("pqrs"): value(depth + 1) for _ in range(rng.randint(0, 4))}
+
+    same = 0
+    for _ in range(500):
+        old, new = value(), value()
+        if rng.random() < 0.5 and isinstance(old, (list, dict)):  # an edited copy: appends, adds, deletes
+            new = copy.deepcopy(old)
+            if isinstance(new, list):
+                if rng.random() < 0.5:
+                    new.append(value(2))
+                else:
+                    del new[1:]
+                if new and isinstance(new[0], str):
+                    new[0] += "zz"
+            else:
+                if new:
+                    new.pop(next(iter(new)))
+                new["t"] = value(2)
+        edits = diff(old, new)
+        reference = apply_diff(old, edits)
+        assert apply_edits(copy.deepcopy(old), edits) == reference
+        same += reference == new
+    assert same > 490
+
+
+@pytest.mark.slow
+def test_ui_load_benchmark_run_completes():
+    completed = subprocess.run([sys.executable, "bench/ui_load.py", "--sessions", "1,2", "--rounds", "1",
+                                "--steps", "4"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    assert completed.stdout.count("p95 with 2 sessions / p95 with 1") == 2 and "no errors" in completed.stdout
