@@ -171,9 +171,9 @@ def test_reset_and_close(tmp_path):
 
 
 def test_streamed_logs_never_garble_tool_calls(tmp_path):
-    """The log flusher thread and the code's tool calls write to one channel at the same time: frames must
-    not interleave (a garbled frame would kill the worker or lose a result). Frames are larger than a pipe's
-    atomic write, so only the worker's lock keeps them whole."""
+    """Streamed logs and tool calls with frames larger than a pipe's atomic write share the channel: every
+    result and every printed character arrives, in order. (That the frames are written one at a time is
+    checked directly in test_output_stream.py, which fails without the worker's lock.)"""
     logs: list[str] = []
     sb = PythonSandbox(workdir=str(tmp_path), timeout_s=20, on_log=logs.append, max_output_chars=10**7)
     sb.register_tools({"echo": lambda x, pad: x})
