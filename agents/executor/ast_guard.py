@@ -290,17 +290,21 @@ _TYPE_EXPR_NODES = (
 def check_type_expression(text: str) -> None:
     """Refuse a string annotation that is more than a type expression.
 
-    typing evaluates forward references with eval(); only names, dotted names,
-    subscripts, constants and ``|`` may appear in them.
+    typing evaluates forward references with eval(), outside the guard's reach; only names, dotted
+    names, subscripts, constants and ``|`` may appear, and every attribute passes the same rule as
+    attributes in code (no dunders, no frame, code or globals attributes such as ``tb_frame``).
+    Private *names* stay allowed: libraries annotate with their own module-level ``_Name`` types.
     """
     tree = ast.parse(text, "<annotation>", "eval")
     for node in ast.walk(tree):
         if not isinstance(node, _TYPE_EXPR_NODES):
             raise GuardError(f"string annotation {text!r} is not a plain type expression")
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
-            raise GuardError(f"string annotation {text!r} uses a private attribute")
-        if isinstance(node, ast.Name) and node.id.startswith("_"):
-            raise GuardError(f"string annotation {text!r} uses a private name")
+        if isinstance(node, ast.Attribute):
+            why = check_attr_name(node.attr)
+            if why or node.attr.startswith("_"):
+                raise GuardError(f"string annotation {text!r} uses the attribute '{node.attr}'")
+        if isinstance(node, ast.Name) and (_is_dunder(node.id) or node.id.startswith(INTERNAL_PREFIX)):
+            raise GuardError(f"string annotation {text!r} uses the name '{node.id}'")
 
 
 _PANDAS_BAD = re.compile(r"__|\.\s*_|\b(?:%s)\b" % "|".join(sorted(BLOCKED_ATTRS)))

@@ -3,8 +3,10 @@
 Why a hook besides Landlock and seccomp: it names the refused action in a
 clear Python exception, it counts files written (max_files_written), and where
 Landlock is missing it still refuses file access outside the workspace for
-anything that goes through Python's own open/os functions. It is active only
-while sandboxed code runs; the worker's own bookkeeping is not checked.
+anything that goes through Python's own open/os functions. Once installed it is
+never switched off: there is no flag user code could clear (the worker's own
+bookkeeping passes its rules), and audit hooks cannot be removed. It gives
+early, clear errors; the kernel layers are what make the sandbox safe.
 """
 
 from __future__ import annotations
@@ -42,8 +44,6 @@ class AuditPolicy:
 
     def __init__(self, workdir: str, tmpdir: str, read_roots: list[str], max_files_written: int,
                  filesystem_fallback: bool):
-        self.active = False
-        self._busy = False
         self.workdir = os.path.realpath(workdir)
         self.write_roots = (self.workdir + os.sep, os.path.realpath(tmpdir) + os.sep)
         self.read_roots = tuple(os.path.realpath(p).rstrip(os.sep) + os.sep for p in read_roots)
@@ -71,7 +71,7 @@ class AuditPolicy:
             return
         if self.fallback and not self._under(real, self.write_roots):
             self._deny(f"{event} outside the workspace ({real})")
-        if self._under(real, (self.workdir + os.sep,)) and real not in self.files_written:
+        if self._under(real, self.write_roots) and real not in self.files_written:
             if not os.path.exists(real):
                 if len(self.files_written) >= self.max_files_written:
                     raise PermissionError(
@@ -100,15 +100,6 @@ class AuditPolicy:
         else:
             self._check_read(path, "reading")
 
-    def hook(self, event: str, args) -> None:
-        """The audit hook; must be cheap when inactive (it sees every audited event)."""
-        if not self.active or self._busy:
-            return
-        self._busy = True  # the checks below may raise audited events themselves
-        try:
-            self._dispatch(event, args)
-        finally:
-            self._busy = False
 
     def _dispatch(self, event: str, args) -> None:
         if event == "open":
@@ -139,4 +130,17 @@ class AuditPolicy:
                     self._check_read(args[i], event)
 
     def install(self) -> None:
-        sys.addaudithook(self.hook)
+        """Install the hook for the rest of the process's life (it cannot be removed or paused)."""
+        dispatch = self._dispatch
+        busy = [False]  # a closure cell, not an attribute: the checks may raise audited events themselves
+
+        def hook(event: str, args) -> None:
+            if busy[0]:
+                return
+            busy[0] = True
+            try:
+                dispatch(event, args)
+            finally:
+                busy[0] = False
+
+        sys.addaudithook(hook)

@@ -1,29 +1,40 @@
 """Layer 4: operating-system confinement applied inside the worker before any code runs.
 
-Order matters: libraries are preloaded first (so their files are read while
-everything is still allowed), then capabilities are dropped (root stays uid 0
-but loses the power to raise limits or bypass file permissions), resource
-limits are set, Landlock restricts the file system, network and signals, and
-last the seccomp filter refuses new processes and sockets. Each step reports
-whether it worked; nothing fails silently.
+The kernel is the boundary: everything here holds even for code that gets past the Python-level
+guard and holds the real ``os`` and ``ctypes``. Order matters:
+
+1. libraries are preloaded first (their files are read while everything is still visible), with
+   every thread pool limited to the calling thread, and the worker proves it is single-threaded:
+   Landlock applies per thread, so a thread that predates it would be unconfined;
+2. a private file system view (mount namespace, tmpfs root, read-only library binds);
+3. resource limits;
+4. identity: every capability dropped and, when the app runs as root, a user id of its own;
+5. Landlock (file access, TCP, signals and abstract sockets);
+6. seccomp (no processes, sockets, tracing, signals to others, kernel admin; metadata changes
+   refused where neither the view nor a separate user id covers them).
+
+Layers 1, 4, 5 and 6 are required: if one cannot be applied the worker refuses to start, unless
+the app explicitly disabled it (``use_landlock=False`` / ``use_seccomp=False``).
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
+import platform
 import resource
 import signal
 import sys
 from dataclasses import dataclass, field
 
-from . import landlock, seccomp
+from . import filesystem_view, identity, landlock, seccomp
 
-_CAP_VERSION_3 = 0x20080522
-PR_CAPBSET_DROP = 24
-PR_CAP_AMBIENT = 47
-PR_CAP_AMBIENT_CLEAR_ALL = 4
 MB = 1024 * 1024
+DEVICE_FILES = ["/dev/null", "/dev/urandom", "/dev/zero"]
+MAX_THREADS = 64  # tasks of the sandbox's own user id (RLIMIT_NPROC counts threads)
+
+
+class ConfinementError(RuntimeError):
+    """A required confinement layer could not be applied; the worker must not run code."""
 
 
 @dataclass
@@ -37,6 +48,8 @@ class ConfinementConfig:
     extra_read_paths: list[str] = field(default_factory=list)
     use_landlock: bool = True
     use_seccomp: bool = True
+    uid: int | None = None
+    new_root: str | None = None
 
 
 @dataclass
@@ -57,43 +70,36 @@ def _vm_size_bytes() -> int:
     return 0
 
 
-def drop_capabilities() -> str:
-    """Drop every capability (a no-op for an ordinary user)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if os.geteuid() == 0:
-        for cap in range(64):
-            if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-                break
-    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
-    data = (ctypes.c_uint32 * 6)()
-    if libc.capset(header, data) != 0:
-        raise OSError(ctypes.get_errno(), "capset failed")
-    return "all capabilities dropped" + (" (uid 0 without privileges)" if os.geteuid() == 0 else "")
+def thread_count() -> int:
+    """Kernel tasks of this process (Python threads and native ones, e.g. BLAS pools)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return -1
 
 
-def set_limits(cfg: ConfinementConfig) -> str:
-    """Memory (address space above what the preloaded libraries use), file size, files, cores."""
-    baseline = _vm_size_bytes()
+def check_single_threaded() -> str:
+    count = thread_count()
+    if count != 1:
+        raise ConfinementError(
+            f"the worker has {count} threads before confinement (a library started a thread pool while "
+            "preloading); Landlock would not cover them, so the sandbox refuses to start")
+    return "1 thread when confined (every thread pool limited before preloading)"
+
+
+def set_limits(cfg: ConfinementConfig, baseline: int) -> str:
+    """Memory (address space above what the preloaded libraries use), file size, files, threads, cores."""
     mem = baseline + cfg.memory_limit_mb * MB
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     fsize = cfg.max_file_size_mb * MB
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_NOFILE, (cfg.max_open_files, cfg.max_open_files))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if cfg.uid is not None:  # the id is this worker's alone, so this bounds its threads
+        resource.setrlimit(resource.RLIMIT_NPROC, (MAX_THREADS, MAX_THREADS))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed
     return (f"address space {mem // MB} MB ({cfg.memory_limit_mb} MB above the {baseline // MB} MB "
             f"baseline), file size {cfg.max_file_size_mb} MB, {cfg.max_open_files} open files")
-
-
-def set_cpu_limit(seconds: float) -> None:
-    """Per-run CPU-time backstop (the app's watchdog is the primary timeout)."""
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    total = int(used.ru_utime + used.ru_stime + seconds) + 2
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (total, resource.RLIM_INFINITY))
-    except (ValueError, OSError):
-        pass
 
 
 def read_roots(cfg: ConfinementConfig) -> list[str]:
@@ -118,36 +124,56 @@ def read_roots(cfg: ConfinementConfig) -> list[str]:
 
 
 def apply(cfg: ConfinementConfig) -> list[LayerStatus]:
-    """Apply every OS layer that this machine offers; return what is active."""
+    """Apply every layer in order; raise ConfinementError when a required one cannot be applied."""
     layers: list[LayerStatus] = []
 
-    def attempt(name, fn):
+    def attempt(name, fn, required: bool) -> bool:
         try:
             layers.append(LayerStatus(name, True, fn()))
+            return True
         except Exception as exc:  # noqa: BLE001 - report, never hide
             layers.append(LayerStatus(name, False, f"{type(exc).__name__}: {exc}"))
+            if required:
+                raise ConfinementError(f"required sandbox layer '{name}' failed: {exc}") from exc
+            return False
 
-    attempt("capabilities", drop_capabilities)
-    attempt("rlimits", lambda: set_limits(cfg))
+    attempt("single_thread", check_single_threaded, required=True)
+    baseline = _vm_size_bytes()  # read while /proc is still visible
     roots = read_roots(cfg)
+    arch = platform.machine().lower()
+
+    def do_view():
+        if not cfg.new_root:
+            raise RuntimeError("disabled by configuration")
+        how = filesystem_view.enter_namespace()
+        return how + "; " + filesystem_view.build(cfg.new_root, roots, [cfg.workdir, cfg.tmpdir],
+                                                  DEVICE_FILES, arch)
+
+    view = attempt("filesystem_view", do_view, required=False)
+    os.chdir(cfg.workdir)
+    attempt("rlimits", lambda: set_limits(cfg, baseline), required=True)
+    attempt("identity", lambda: identity.become(cfg.uid), required=True)
 
     def do_landlock():
         if not cfg.use_landlock:
             raise RuntimeError("disabled by configuration")
-        res = landlock.restrict(roots, [cfg.workdir, cfg.tmpdir],
-                                read_write_files=["/dev/null", "/dev/urandom", "/dev/zero"])
+        res = landlock.restrict(roots, [cfg.workdir, cfg.tmpdir], read_write_files=DEVICE_FILES)
         parts = [f"ABI {res.abi}", "file system: read-only libraries, read-write workspace and temp"]
         parts.append("TCP bind/connect denied" if res.network else "no network rules (ABI < 4)")
         parts.append("signals and abstract sockets scoped" if res.scoped else "no scoping (ABI < 6)")
         return "; ".join(parts)
 
-    attempt("landlock", do_landlock)
+    attempt("landlock", do_landlock, required=cfg.use_landlock)
+    # Without the private view and without an id of its own, the worker owns what the app owns:
+    # Landlock does not cover mode, owner, time and attribute changes, so seccomp refuses them.
+    guard_metadata = not view and cfg.uid is None
 
     def do_seccomp():
         if not cfg.use_seccomp:
             raise RuntimeError("disabled by configuration")
-        arch = seccomp.install()
-        return f"{arch}: no fork/exec/clone3, no new sockets, signals only to itself"
+        arch_name = seccomp.install(deny_metadata=guard_metadata)
+        extra = "; mode/owner/time/xattr changes refused" if guard_metadata else ""
+        return f"{arch_name}: no fork/exec/clone3, no new sockets, signals only to itself{extra}"
 
-    attempt("seccomp", do_seccomp)
+    attempt("seccomp", do_seccomp, required=cfg.use_seccomp)
     return layers

@@ -10,14 +10,16 @@ from __future__ import annotations
 import itertools
 import linecache
 import os
+import signal
 import sys
+import threading
+import time
 import traceback
 from typing import Callable
 
 from .ast_guard import FINAL_ANSWER, GuardError, format_syntax_error, guard_source
 from .guarded_runtime import SecurityError, ToolCallError
 from .plain_compile import compile_plain
-from .confinement import set_cpu_limit
 from .output import FrameWriter, LogFlusher, OutputCapture
 from .protocol import MAX_FRAME_BYTES, encode_json, frame
 
@@ -51,6 +53,9 @@ def format_user_exception(exc: BaseException, hints: dict[type, str]) -> str:
             break
     if isinstance(exc, OSError) and exc.errno == 27:
         text += f"\n{hints.get('EFBIG', '')}"
+    elif isinstance(exc, FileNotFoundError) and str(exc.filename or "").startswith("/"):
+        text += ("\nInside the sandbox only the workspace and the library folders exist; "
+                 "use paths relative to the workspace.")
     elif isinstance(exc, PermissionError) and exc.errno == 13:
         text += ("\nThe sandbox can read only its workspace and library folders and write only in "
                  "the workspace (use relative paths).")
@@ -70,11 +75,15 @@ class Executor:
         self.run_id: str | None = None
         self.calls = itertools.count(1)
         self.tool_names: list[str] = []
+        self.running = False  # read by the SIGINT handler: an interrupt outside a run is ignored
+        self.signal_defaults: dict[int, object] = {}  # restored after every run (set by the worker)
+        self.workdir_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # cwd is the workspace
+        self._final_live: list[bool] = [False]
+        self._final_box: list = []
         main = type(sys)("__main__")
         sys.modules["__main__"] = main  # typing/dataclasses resolve user classes here
         self.ns = main.__dict__
         self.ns["__builtins__"] = runtime.builtins
-        self.final: tuple | None = None
         mem = settings["memory_limit_mb"]
         self.hints = {
             MemoryError: f"The sandbox memory limit is {mem} MB; the app can raise it with memory_limit_mb=....",
@@ -101,14 +110,17 @@ class Executor:
         return tool
 
     def _make_final_answer(self):
-        token = object()
-        self._token = token
+        # The function closes over two lists only, never over the executor: nothing reachable from it
+        # leads to the worker's channel or its hooks. One kept from an earlier step is inert.
+        self._final_live[0] = False
+        live, box = [True], []
+        self._final_live, self._final_box = live, box
 
         def final_answer(answer=None):
             """Give the final answer and stop the code."""
-            if self._token is not token:
+            if not live[0]:
                 raise SecurityError("this final_answer belongs to an earlier step")
-            self.final = (answer,)
+            box.append(answer)
             raise FinalAnswerSignal()
 
         return final_answer
@@ -144,7 +156,8 @@ class Executor:
         result = {"op": "result", "id": self.run_id, "output": None, "output_type": "NoneType",
                   "is_final": False, "error": None, "error_type": None, "logs": ""}
         try:
-            compiled = compile_plain(code, self.runtime.protected, filename)
+            compiled = (compile_plain(code, self.runtime.protected, filename)
+                        if self.settings.get("python_layers", True) else _compile_unguarded(code, filename, self.ns))
             if compiled is not None:
                 body, expr = compiled
             else:
@@ -165,16 +178,16 @@ class Executor:
         capture = OutputCapture(self.settings["max_output_chars"], send)
         if send is not None:
             self.flusher.watch(capture)
-        self.final = None
         self._install_callables()
-        set_cpu_limit(msg.get("timeout_s", 30))
+        box = self._final_box
+        os.fchdir(self.workdir_fd)
         saved = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = capture
         _track_explicit_figure_saves()
         self.audit.start_run()
         value = None
         try:
-            self.audit.active = True
+            self.running = True
             try:
                 exec(body, self.ns)
                 if expr is not None:
@@ -184,19 +197,40 @@ class Executor:
             except BaseException as exc:  # noqa: BLE001 - nothing may escape into the worker loop
                 result["error"] = format_user_exception(exc, self.hints)
                 result["error_type"] = type(exc).__name__
-            if self.final is not None:
-                value = self.final[0]
+            self.running = False
+            if box:
+                value = box[0]
                 result["is_final"] = True
+            os.fchdir(self.workdir_fd)
             self._save_figures(step, capture)
             result["output"], result["output_type"] = self._to_wire(value, step)
         finally:
-            self.audit.active = False
+            self.running = False
+            self._final_live[0] = False
             self.flusher.stop()
             sys.stdout, sys.stderr = saved
             for name in self.runtime.protected:
                 self.ns.pop(name, None)
+            self._restore_signals()
         result["logs"] = capture.tail()
+        left = _wait_for_threads(THREAD_GRACE_S)
+        if left:
+            result["threads_left"] = left
         return result
+
+    def _restore_signals(self) -> None:
+        """Handlers the code installed (asyncio's, for one) must not outlive its step."""
+        getsignal = signal.getsignal
+        for sig, handler in self.signal_defaults.items():
+            if getsignal(sig) is not handler:
+                try:
+                    signal.signal(sig, handler)
+                except (OSError, ValueError, TypeError):
+                    pass
+        try:
+            signal.set_wakeup_fd(-1)
+        except (ValueError, OSError):
+            pass
 
     def _save_figures(self, step: int, capture) -> None:
         plt = sys.modules.get("matplotlib.pyplot")
@@ -213,10 +247,11 @@ class Executor:
             capture.write(f"\n[could not save open matplotlib figures: {type(exc).__name__}: {exc}]\n")
 
     def _free_name(self, name: str) -> str:
+        """A file name not yet taken in the workspace (the current folder), relative to it."""
         base, ext = os.path.splitext(name)
-        path, n = os.path.join(self.settings["workdir"], name), 1
-        while os.path.exists(path):
-            path = os.path.join(self.settings["workdir"], f"{base}_{n}{ext}")
+        path, n = name, 1
+        while os.path.lexists(path):
+            path = f"{base}_{n}{ext}"
             n += 1
         return path
 
@@ -229,7 +264,7 @@ class Executor:
         if type(value).__name__ == "Figure" and hasattr(value, "savefig"):
             path = self._free_name(f"final_answer_step{step}.png")
             value.savefig(path)
-            return os.path.relpath(path, self.settings["workdir"]), "image"
+            return path, "image"
         if value is None or type(value) in (bool, float):
             return value, kind
         if type(value) is int:
@@ -250,6 +285,41 @@ class Executor:
         if len(text) > limit:
             text = text[:limit] + f"\n[truncated {len(text) - limit} characters]"
         return text, kind
+
+
+THREAD_GRACE_S = 0.5
+
+
+def _compile_unguarded(code: str, filename: str, ns: dict):
+    """No guard and the real builtins: what code that bypassed every Python-level layer would have.
+
+    Used only when the app starts a sandbox with ``python_layers=False`` (the attack test suite), to
+    show that the kernel layers hold on their own.
+    """
+    import ast
+    import builtins
+
+    ns["__builtins__"] = builtins
+    tree = ast.parse(code, filename)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, filename, "exec", dont_inherit=True)
+    return body, (compile(last, filename, "eval", dont_inherit=True) if last is not None else None)
+
+
+def _wait_for_threads(grace_s: float) -> int:
+    """Give threads the code started a moment to finish; return how many are still running.
+
+    Python cannot stop a thread, so the app restarts a worker that reports (or shows, in its own
+    view of the process) a thread left running after the step.
+    """
+    main = threading.main_thread()
+    deadline = time.monotonic() + grace_s
+    left = [t for t in threading.enumerate() if t is not main]
+    for thread in left:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return sum(1 for t in left if t.is_alive())
 
 
 class _NotPlain(Exception):

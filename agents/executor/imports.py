@@ -21,7 +21,7 @@ SAFE_MODULES = frozenset(
     unicodedata json decimal fractions functools operator string textwrap heapq bisect
     copy dataclasses enum typing abc numbers cmath calendar zoneinfo csv uuid hashlib
     base64 struct io asyncio os.path posixpath pathlib glob pprint contextlib difflib
-    array hmac zlib secrets warnings""".split()
+    array hmac zlib secrets warnings shutil""".split()
 )
 # Submodules refused even when their package is authorized (unless "*").
 DENIED_MODULES = frozenset(
@@ -32,7 +32,7 @@ DENIED_MODULES = frozenset(
 DENIED_ORIGINS = frozenset(
     """os posix nt sys subprocess _posixsubprocess ctypes _ctypes socket _socket
     importlib _imp marshal pickle _pickle gc inspect signal _signal pty fcntl
-    resource mmap shutil multiprocessing _thread threading runpy code codeop""".split()
+    resource mmap multiprocessing _thread threading runpy code codeop""".split()
 )
 WORKER_PACKAGE = "_agentdeck_sandbox"
 _KEEP_PRIVATE = frozenset({"__name__", "__doc__", "__all__", "__version__"})

@@ -105,33 +105,38 @@ class FrameWriter:
 
 
 class LogFlusher:
-    """A daemon thread that streams the live capture's waiting output while a run goes on."""
+    """A thread that streams the live capture's waiting output while one run goes on.
+
+    It lives only as long as its run: the worker must be single-threaded between steps (a thread
+    left running would be the place for code to outlive its step), so ``stop`` joins it.
+    """
 
     def __init__(self) -> None:
         self.capture: OutputCapture | None = None
-        self._running = threading.Event()
+        self._stop: threading.Event | None = None
         self._thread: threading.Thread | None = None
 
     def watch(self, capture: OutputCapture) -> None:
         self.capture = capture
-        if self._thread is None:  # started after confinement: the thread is confined like the worker
-            self._thread = threading.Thread(target=self._loop, name="log-flusher", daemon=True)
-            self._thread.start()
-        self._running.set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, args=(capture, self._stop),
+                                        name="log-flusher", daemon=True)
+        self._thread.start()
 
     def stop(self) -> None:
-        self._running.clear()
+        thread, stop = self._thread, self._stop
+        self._thread = self._stop = None
+        if thread is not None and stop is not None:
+            stop.set()
+            thread.join()
         capture, self.capture = self.capture, None
         if capture is not None:
             capture.close_stream()
 
-    def _loop(self) -> None:
-        while True:
-            self._running.wait()
-            time.sleep(STREAM_INTERVAL_S)
-            capture = self.capture
-            if capture is not None:
-                try:
-                    capture.stream_if_waiting()
-                except Exception:  # noqa: BLE001 - a broken channel ends the worker elsewhere
-                    pass
+    @staticmethod
+    def _loop(capture: OutputCapture, stop: threading.Event) -> None:
+        while not stop.wait(STREAM_INTERVAL_S):
+            try:
+                capture.stream_if_waiting()
+            except Exception:  # noqa: BLE001 - a broken channel ends the worker elsewhere
+                pass

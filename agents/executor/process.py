@@ -1,10 +1,13 @@
 """Layer 3: the worker process, started from a minimal environment.
 
-The worker is started as ``python -I -B -c BOOT``: isolated mode ignores
-PYTHON* variables and the user site, the bootstrap loads this folder as a
-private package (the app's ``agents`` package is never imported), and the
-environment holds only a few harmless variables plus what the app explicitly
-passes. Commands and results travel over two pipes on fds other than 0/1/2,
+The worker is started as ``python -I -S -B -c BOOT``: isolated mode ignores
+PYTHON* variables and the user site, ``-S`` skips the ``site`` module so no
+``.pth`` file or ``sitecustomize`` is ever executed (the app passes its own,
+already computed ``sys.path`` instead, without the app's folder), the bootstrap
+loads this folder as a private package (the app's ``agents`` package is never
+imported), and the environment holds only a few harmless variables plus what the
+app explicitly passes. Every thread pool (BLAS, OpenMP, numexpr) is limited to
+the calling thread: the worker must be single-threaded when it confines itself. Commands and results travel over two pipes on fds other than 0/1/2,
 so nothing the code prints at the C level can corrupt the channel.
 """
 
@@ -43,12 +46,34 @@ def minimal_env(tmpdir: str, extra: dict[str, str] | None) -> dict[str, str]:
         "TMPDIR": tmpdir,
         "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": shared_mpl_cache(),
-        "OMP_NUM_THREADS": str(min(os.cpu_count() or 1, 4)),
-        "OPENBLAS_NUM_THREADS": str(min(os.cpu_count() or 1, 4)),
     }
     for key, value in (extra or {}).items():
         env[str(key)] = str(value)
+    env.update(SINGLE_THREAD_ENV)  # after the extras: a pool started before confinement escapes Landlock
     return env
+
+
+SINGLE_THREAD_ENV = {name: "1" for name in (
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+    "NUMEXPR_MAX_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS", "GOTO_NUM_THREADS")}
+SINGLE_THREAD_ENV["JE_ARROW_MALLOC_CONF"] = "background_thread:false"  # pyarrow's allocator, loaded by pandas
+
+
+def worker_sys_path() -> list[str]:
+    """The app's import path for the worker, without the app's own folder (or anything that contains it)."""
+    app = os.path.realpath(APP_ROOT)
+    out: list[str] = []
+    for entry in sys.path:
+        if not entry:
+            continue
+        real = os.path.realpath(entry)
+        if real == app or app.startswith(real.rstrip("/") + "/") or not os.path.isdir(real):
+            continue
+        if real.startswith(app + "/") and "site-packages" not in real and "dist-packages" not in real:
+            continue  # the app's own source folders; a virtual environment inside it stays
+        if real not in out:
+            out.append(real)
+    return out
 
 
 class WorkerProcess:
@@ -62,7 +87,7 @@ class WorkerProcess:
         try:
             with open(log_path, "ab") as log:
                 self.proc = subprocess.Popen(
-                    [python or sys.executable, "-I", "-B", "-c", BOOT, PACKAGE_DIR, str(cmd_r), str(res_w)],
+                    [python or sys.executable, "-I", "-S", "-B", "-c", BOOT, PACKAGE_DIR, str(cmd_r), str(res_w)],
                     pass_fds=(cmd_r, res_w), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                     env=env, cwd=workdir, start_new_session=True, close_fds=True,
                 )
@@ -76,6 +101,7 @@ class WorkerProcess:
         self.reader = FrameReader(res_r)
         self.ready: dict | None = None
         self.dead = False
+        self.idle_cpu: float | None = None  # CPU time when its last run ended (the app's reading)
         self.send(init)
 
     @property
@@ -91,6 +117,9 @@ class WorkerProcess:
                 msg = self.reader.read(timeout=timeout)
             except Exception as exc:  # noqa: BLE001
                 raise SandboxStartError(f"the sandbox worker failed to start: {exc}. {self.log_tail()}") from exc
+            if msg is not None and msg.get("op") == "refused":
+                self.kill()
+                raise SandboxStartError(f"the sandbox refused to start: {str(msg.get('error'))[:1000]}")
             if msg is None or msg.get("op") != "ready":
                 self.kill()
                 raise SandboxStartError(f"the sandbox worker did not become ready. {self.log_tail()}")

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import artifacts as _artifacts
+from . import identity, worker_watch
 from .artifacts import Artifact
 from .ast_guard import FINAL_ANSWER
 from .errors import InvalidToolError, InvalidVariableError, SandboxClosedError
-from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache
+from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache, worker_sys_path
 from .protocol import ChannelClosed, ProtocolError, encode_json, frame
 
 log = logging.getLogger("agents.executor")
@@ -33,6 +34,17 @@ GRACE_S = 1.0  # how long SIGINT may take before the worker is killed
 # The cost is at most this much CPU per message, yielding to every other runnable thread; and only while no
 # other sandbox of this process is running code (on a server with many sessions the CPU is better spent there).
 REPLY_SPIN_S = 0.002
+CPU_CHECK_S = 1.0  # how often a long run's CPU time is read from the kernel
+THREAD_SAMPLE_S = 0.03  # how long threads left after a step are watched for activity
+IDLE_CPU_S = 0.25  # CPU a worker may use between two runs (bookkeeping only) before it counts as busy
+
+
+def _short_name(value: Any) -> str | None:
+    """A type or error name from the worker, kept short and printable."""
+    if value is None:
+        return None
+    text = "".join(ch for ch in str(value)[:100] if ch.isalnum() or ch in "._")
+    return text or None
 
 
 class _RunCounter:
@@ -68,6 +80,8 @@ class RunResult:
     output_type: str = "NoneType"
     state_lost: bool = False
     duration_s: float = 0.0
+    untrusted: bool = False  # the worker broke the protocol during this run; its output may be forged
+    threads_left: int = 0  # Python threads of the code still alive after the step (the worker's report)
 
     @property
     def ok(self) -> bool:
@@ -81,20 +95,29 @@ class PythonSandbox:
     """
 
     def __init__(self, workdir: str, authorized_imports=(), timeout_s: float = 30,
-                 memory_limit_mb: int = 2048, max_output_chars: int = 20000,
+                 memory_limit_mb: int = 1024, max_output_chars: int = 20000,
                  max_file_size_mb: int = 100, max_files_written: int = 200,
                  env: dict[str, str] | None = None, on_log: Callable[[str], None] | None = None,
                  max_result_chars: int = 100_000, max_open_files: int = 256,
                  extra_read_paths=(), use_landlock: bool = True, use_seccomp: bool = True,
-                 startup_timeout_s: float = 120, nice: int = 5):
+                 startup_timeout_s: float = 120, nice: int = 5, max_disk_mb: int = 1024,
+                 private_root: bool = True, python_layers: bool = True):
         os.makedirs(workdir, exist_ok=True)
         self.workdir = os.path.realpath(workdir)
+        self.max_disk_mb = int(max_disk_mb)
+        self._uid = identity.allocate()  # a user id of its own when the app runs as root
+        # App-private: the worker's log and the mount point of its private root (never the worker's to write).
+        self._private = tempfile.mkdtemp(prefix="agentdeck-sbx-app-")
+        new_root = os.path.join(self._private, "root")
+        os.mkdir(new_root, 0o755)
         self.authorized_imports = list(authorized_imports)
         self.timeout_s = timeout_s
         self.on_log = on_log
         self.startup_timeout_s = startup_timeout_s
         self._env = dict(env or {})
         self._tmpdir = tempfile.mkdtemp(prefix="agentdeck-sbx-")
+        if self._uid is not None:
+            os.chown(self._tmpdir, self._uid, self._uid)
         self._settings = {
             "workdir": self.workdir, "tmpdir": self._tmpdir, "app_root": APP_ROOT,
             "authorized_imports": self.authorized_imports, "memory_limit_mb": int(memory_limit_mb),
@@ -105,6 +128,9 @@ class PythonSandbox:
             # sandboxes importing pandas at once) cannot starve the server that streams every session's steps.
             "nice": max(0, min(19, int(nice))),
             "extra_read_paths": [os.path.realpath(p) for p in extra_read_paths] + [shared_mpl_cache()],
+            "uid": self._uid, "new_root": new_root if private_root else None, "sys_path": worker_sys_path(),
+            # False only for the attack test suite: no guard, real builtins, no audit hook (a full bypass).
+            "python_layers": bool(python_layers),
         }
         self._tools: dict[str, Callable] = {}
         self._run_lock = threading.Lock()
@@ -123,8 +149,14 @@ class PythonSandbox:
     # --- lifecycle ------------------------------------------------------------
     def _spawn(self) -> WorkerProcess:
         init = dict(self._settings, op="init", tools=sorted(self._tools))
+        self._adopt_workspace()
         return WorkerProcess(init, minimal_env(self._tmpdir, self._env), self.workdir,
-                             os.path.join(self._tmpdir, "worker.log"))
+                             os.path.join(self._private, "worker.log"))
+
+    def _adopt_workspace(self) -> None:
+        """Files the app put in the workspace (uploads) become the worker's, so its code can change them."""
+        if self._uid is not None:
+            identity.give_tree(self.workdir, self._uid)
 
     def _ready_worker(self) -> WorkerProcess:
         with self._state_lock:
@@ -164,6 +196,8 @@ class PythonSandbox:
         if worker is not None:
             worker.shutdown()
         shutil.rmtree(self._tmpdir, ignore_errors=True)
+        shutil.rmtree(self._private, ignore_errors=True)
+        identity.release(self._uid)
         for fd in (self._wake_r, self._wake_w):
             try:
                 os.close(fd)
@@ -255,9 +289,21 @@ class PythonSandbox:
         on_log = on_log or self.on_log
         with self._run_lock:
             started = time.monotonic()
-            # The code is checked (and rewritten) in the worker, which is authoritative; checking it here too
-            # would add nothing to security and a third of a tiny step's round trip.
+            # The code is checked (and rewritten) in the worker; that check gives clear errors, the kernel
+            # layers make it safe. Checking here too would add nothing but a third of a tiny step's time.
             worker = self._ready_worker()
+            notes: list[str] = []
+            if worker.ready is not None:
+                # Between runs a worker has nothing to say and nothing to compute: either comes from code
+                # the previous step left behind.
+                if worker_watch.has_pending(worker.reader.fd):
+                    notes.append("the previous step's code kept writing to the sandbox's channel after it ended")
+                elif worker.idle_cpu is not None and worker_watch.cpu_seconds(worker.pid) - worker.idle_cpu > IDLE_CPU_S:
+                    notes.append("the previous step's code kept using the CPU after it ended")
+                if notes:
+                    self._restart()
+                    worker = self._ready_worker()
+            self._adopt_workspace()
             before = _artifacts.snapshot(self.workdir)
             self._step += 1
             run_id = secrets.token_hex(8)
@@ -273,17 +319,70 @@ class PythonSandbox:
             finally:
                 self._running = False
                 self._interrupt = False
-            result.artifacts = _artifacts.diff(self.workdir, before, _artifacts.snapshot(self.workdir))
+            if not result.state_lost and (result.threads_left or self._threads_busy(worker)):
+                self._restart()
+                self._lose_state(result, "a thread it started was still running when the step ended, so the "
+                                         "sandbox was restarted to stop it")
+            if not worker.dead:
+                worker.idle_cpu = worker_watch.cpu_seconds(worker.pid)
+            for note in notes:
+                self._lose_state(result, note + "; the sandbox was restarted")
+            after = _artifacts.snapshot(self.workdir)
+            result.artifacts = _artifacts.diff(self.workdir, before, after)
+            self._check_disk(result, after)
             result.duration_s = time.monotonic() - started
             return result
+
+    @staticmethod
+    def _threads_busy(worker: WorkerProcess) -> bool:
+        """Whether a thread besides the main one still runs, as the kernel sees it (pool threads park)."""
+        if worker.dead or worker_watch.task_count(worker.pid) <= 1:
+            return False
+        deadline = time.monotonic() + THREAD_SAMPLE_S
+        while True:  # a thread that is just ending gets a moment
+            unparked = worker_watch.unparked_threads(worker.pid)
+            if unparked is None:
+                return worker_watch.busy_threads(worker.pid, THREAD_SAMPLE_S) > 0
+            if unparked == 0:
+                return False
+            if time.monotonic() > deadline:
+                return True
+            time.sleep(0.002)
+
+    @staticmethod
+    def _lose_state(result: RunResult, why: str) -> None:
+        result.state_lost = True
+        result.logs += (f"\n[sandbox] {why}: all variables, imports and functions from earlier steps are "
+                        "gone; define what you need again.\n")
+
+    def _check_disk(self, result: RunResult, after: _artifacts.Snapshot) -> None:
+        """The workspace and the private temp folder together stay under ``max_disk_mb``."""
+        tmp_files, tmp_bytes = worker_watch.usage(self._tmpdir)
+        used = sum(size for size, _mtime in after.values()) + tmp_bytes
+        if used <= self.max_disk_mb * 1024 * 1024:
+            return
+        if tmp_bytes:
+            self._restart()
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            os.makedirs(self._tmpdir, mode=0o700, exist_ok=True)
+            if self._uid is not None:
+                os.chown(self._tmpdir, self._uid, self._uid)
+            self._lose_state(result, f"the private temp folder ({tmp_files} files) was emptied")
+        message = (f"DiskLimitError: the sandbox's files take {used // (1024 * 1024)} MB, over the limit of "
+                   f"{self.max_disk_mb} MB (max_disk_mb; the app can raise it). Delete files you no longer need.")
+        result.error = message if result.error is None else f"{result.error}\n{message}"
+        result.error_type = result.error_type or "DiskLimitError"
 
     def _wait(self, worker: WorkerProcess, run_id: str, on_log,
               cancel: threading.Event | None = None) -> RunResult:
         logs: list[str] = []
+        logged = 0
+        log_limit = self._settings["max_output_chars"] + 500
         start = time.monotonic()
         tool_time = 0.0
         stopping: str | None = None
         grace_end = 0.0
+        cpu_start = worker_watch.cpu_seconds(worker.pid)
         while True:
             now = time.monotonic()
             if stopping is None:
@@ -291,6 +390,10 @@ class PythonSandbox:
                 reason = "interrupt" if cancelled else None
                 if reason is None and now - start - tool_time >= self.timeout_s:
                     reason = "timeout"
+                if reason is None and tool_time and now - start > CPU_CHECK_S:
+                    # Time in tools does not count, but a thread burning CPU meanwhile does: the kernel's figure.
+                    if worker_watch.cpu_seconds(worker.pid) - cpu_start > self.timeout_s:
+                        reason = "timeout"
                 if reason:
                     stopping, grace_end = reason, now + GRACE_S
                     worker.interrupt()
@@ -300,7 +403,7 @@ class PythonSandbox:
                     self._restart()
                     return self._stopped(stopping, logs, lost=True)
             else:
-                wait = self.timeout_s - (now - start - tool_time)
+                wait = min(self.timeout_s - (now - start - tool_time), CPU_CHECK_S)
             try:
                 spin = REPLY_SPIN_S if _running_sandboxes.active == 1 else 0.0
                 msg = worker.reader.read(timeout=max(wait, 0.0), wake_fd=self._wake_r, spin_s=spin)
@@ -309,11 +412,17 @@ class PythonSandbox:
             if msg is None:
                 self._drain_wake()
                 continue
-            if msg.get("id") != run_id:
-                continue
             op = msg.get("op")
+            if msg.get("id") != run_id or op not in ("log", "tool", "result"):
+                return self._misbehaved(worker, logs, "sent a message that belongs to no current run")
             if op == "log":
-                text = str(msg.get("text", ""))
+                text = msg.get("text")
+                if not isinstance(text, str):
+                    return self._misbehaved(worker, logs, "sent a malformed log message")
+                if logged >= log_limit:
+                    continue  # beyond the limit the worker should have stopped sending; drop, do not store
+                text = text[: log_limit - logged]
+                logged += len(text)
                 logs.append(text)
                 if on_log is not None:
                     try:
@@ -325,10 +434,19 @@ class PythonSandbox:
                 reply = self._call_tool(msg)
                 tool_time += time.monotonic() - t0
                 worker.send(reply)
-            elif op == "result":
+            else:
                 if stopping and msg.get("error_type") == "KeyboardInterrupt":
-                    return self._stopped(stopping, logs + [str(msg.get("logs", ""))], lost=False)
+                    return self._stopped(stopping, logs + [str(msg.get("logs", ""))[:log_limit]], lost=False)
                 return self._result(msg, logs)
+
+    def _misbehaved(self, worker: WorkerProcess, logs: list[str], what: str) -> RunResult:
+        """The worker broke the protocol: its state and this run's output cannot be trusted."""
+        worker.kill()
+        self._restart()
+        return RunResult(logs="".join(logs), error_type="SandboxProtocolError", state_lost=True, untrusted=True,
+                         error=(f"SandboxProtocolError: the sandbox worker {what}. The code may have tampered "
+                                "with the sandbox, so its output was discarded and a fresh sandbox was started: "
+                                "all variables, imports and functions from earlier steps are gone."))
 
     def _drain_wake(self) -> None:
         try:
@@ -354,14 +472,28 @@ class PythonSandbox:
         return reply
 
     def _result(self, msg: dict, logs: list[str]) -> RunResult:
-        limit = self._settings["max_output_chars"] + 500  # the worker truncates; this bounds a liar
-        text = "".join(logs) + str(msg.get("logs") or "")
+        """The worker's result, with every limit enforced again here: the worker may be lying."""
+        limit = self._settings["max_output_chars"] + 500  # room for the worker's own truncation note
+        text = "".join(logs) + str(msg.get("logs") or "")[:limit + 1]
         if len(text) > limit:
-            text = text[:limit] + "\n[output truncated]\n"
+            text = text[:limit] + f"\n[output truncated at max_output_chars={limit - 500}]\n"
         error = msg.get("error")
-        return RunResult(logs=text, output=msg.get("output"), is_final_answer=bool(msg.get("is_final")),
-                         error=str(error) if error is not None else None, error_type=msg.get("error_type"),
-                         output_type=str(msg.get("output_type") or "NoneType"))
+        return RunResult(logs=text, output=self._bounded_output(msg.get("output")),
+                         is_final_answer=msg.get("is_final") is True,
+                         error=str(error)[:limit] if error is not None else None,
+                         error_type=_short_name(msg.get("error_type")),
+                         output_type=_short_name(msg.get("output_type")) or "NoneType",
+                         threads_left=1 if msg.get("threads_left") else 0)
+
+    def _bounded_output(self, value: Any) -> Any:
+        limit = self._settings["max_result_chars"]
+        if isinstance(value, str):
+            return value if len(value) <= limit else value[:limit] + f"\n[truncated {len(value) - limit} characters]"
+        if isinstance(value, (list, dict)):
+            encoded = encode_json(value)
+            if len(encoded) > limit:
+                return encoded[:limit] + f"\n[truncated {len(encoded) - limit} characters]"
+        return value
 
     def _stopped(self, reason: str, logs: list[str], lost: bool) -> RunResult:
         if reason == "timeout":

@@ -51,6 +51,12 @@ _SYSCALLS = {
     "open_tree": (428, 428), "move_mount": (429, 429), "fsopen": (430, 430),
     "fsconfig": (431, 431), "fsmount": (432, 432), "fspick": (433, 433),
     "mount_setattr": (442, 442), "seccomp": (317, 277),
+    "chmod": (90, None), "fchmod": (91, 52), "fchmodat": (268, 53), "fchmodat2": (452, 452),
+    "utime": (132, None), "utimes": (235, None), "futimesat": (261, None), "utimensat": (280, 88),
+    "chown": (92, None), "fchown": (93, 55), "lchown": (94, None), "fchownat": (260, 54),
+    "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7), "setxattrat": (463, 463),
+    "removexattr": (197, 14), "lremovexattr": (198, 15), "fremovexattr": (199, 16),
+    "removexattrat": (466, 466),
 }
 _ARCHES = {"x86_64": (0, 0xC000003E), "amd64": (0, 0xC000003E),
            "aarch64": (1, 0xC00000B7), "arm64": (1, 0xC00000B7)}
@@ -62,6 +68,12 @@ reboot sethostname setdomainname syslog open_tree move_mount fsopen fsconfig fsm
 fspick mount_setattr pidfd_send_signal pidfd_getfd""".split()
 DENY_EACCES = ["execve", "execveat", "socket"]
 SELF_PID_ONLY = ["kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"]
+# Metadata changes, refused only where the worker shares the app's user and sees its files (no private
+# view, no id of its own). Mode and time changes succeed without effect, so ``shutil.copy``/``copy2``
+# keep working; owner and extended-attribute changes fail with EPERM (copy2 tolerates that).
+METADATA_NOOP = "chmod fchmod fchmodat fchmodat2 utime utimes futimesat utimensat".split()
+METADATA_EPERM = """chown fchown lchown fchownat setxattr lsetxattr fsetxattr setxattrat removexattr
+lremovexattr fremovexattr removexattrat""".split()
 
 
 class SeccompError(OSError):
@@ -76,7 +88,7 @@ def _nr(name: str, arch_index: int):
     return _SYSCALLS[name][arch_index]
 
 
-def build_filter(arch_index: int, audit_arch: int, pid: int) -> bytes:
+def build_filter(arch_index: int, audit_arch: int, pid: int, deny_metadata: bool = False) -> bytes:
     """Assemble the BPF program (labels resolved to relative jumps)."""
     prog: list[list] = []
     labels: dict[str, int] = {}
@@ -92,8 +104,11 @@ def build_filter(arch_index: int, audit_arch: int, pid: int) -> bytes:
     ins(_LD_W_ABS, _OFF_NR)
     if arch_index == 0:
         ins(_JGE, 0x40000000, "eperm", 0)  # x32 ABI calls
-    for names, target in ((DENY_EPERM, "eperm"), (DENY_EACCES, "eacces"), (["clone3"], "enosys"),
-                          (["clone"], "clone"), (SELF_PID_ONLY, "selfpid"), (["prlimit64"], "prlimit")):
+    groups = [(DENY_EPERM, "eperm"), (DENY_EACCES, "eacces"), (["clone3"], "enosys"),
+              (["clone"], "clone"), (SELF_PID_ONLY, "selfpid"), (["prlimit64"], "prlimit")]
+    if deny_metadata:
+        groups += [(METADATA_EPERM, "eperm"), (METADATA_NOOP, "noop")]
+    for names, target in groups:
         for name in names:
             nr = _nr(name, arch_index)
             if nr is not None:
@@ -117,6 +132,8 @@ def build_filter(arch_index: int, audit_arch: int, pid: int) -> bytes:
     ins(_RET, RET_ERRNO | errno.EACCES)
     label("enosys")
     ins(_RET, RET_ERRNO | errno.ENOSYS)  # glibc falls back from clone3 to clone
+    label("noop")
+    ins(_RET, RET_ERRNO | 0)  # the call returns 0 without running
 
     out = bytearray()
     for i, (code, jt, jf, k) in enumerate(prog):
@@ -128,13 +145,13 @@ def build_filter(arch_index: int, audit_arch: int, pid: int) -> bytes:
     return bytes(out)
 
 
-def install() -> str:
+def install(deny_metadata: bool = False) -> str:
     """Install the filter on every thread of this process; returns the arch name."""
     machine = platform.machine().lower()
     if machine not in _ARCHES:
         raise SeccompError(f"no seccomp syscall table for {machine}")
     arch_index, audit_arch = _ARCHES[machine]
-    code = build_filter(arch_index, audit_arch, os.getpid())
+    code = build_filter(arch_index, audit_arch, os.getpid(), deny_metadata)
     buf = ctypes.create_string_buffer(code, len(code))
     prog = _Prog(len(code) // 8, ctypes.cast(buf, ctypes.c_void_p))
     libc = ctypes.CDLL(None, use_errno=True)

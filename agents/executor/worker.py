@@ -59,21 +59,24 @@ def _setup(init: dict, fd_out: int):
     warnings: list[str] = []
     sys.dont_write_bytecode = True
     workdir = os.path.realpath(init["workdir"])
-    os.chdir(workdir)
     _preload(init.get("authorized_imports", []), warnings)
     cfg = confinement.ConfinementConfig(
         workdir=workdir, tmpdir=init["tmpdir"], app_root=init["app_root"],
         memory_limit_mb=init["memory_limit_mb"], max_file_size_mb=init["max_file_size_mb"],
         max_open_files=init["max_open_files"], extra_read_paths=init.get("extra_read_paths", []),
         use_landlock=init.get("use_landlock", True), use_seccomp=init.get("use_seccomp", True),
+        uid=init.get("uid"), new_root=init.get("new_root"),
     )
     roots = confinement.read_roots(cfg)
     layers = confinement.apply(cfg)
     landlock_on = any(layer.name == "landlock" and layer.active for layer in layers)
     audit = AuditPolicy(workdir, init["tmpdir"], roots, init["max_files_written"],
                         filesystem_fallback=not landlock_on)
-    audit.install()
-    detail = "active while code runs" + ("" if landlock_on else "; also guards file paths (Landlock missing)")
+    if init.get("python_layers", True):
+        audit.install()
+    else:  # the attack test suite: code runs as if every Python-level layer had been bypassed
+        layers.append(confinement.LayerStatus("python_layers", False, "disabled for attack testing"))
+    detail = "always on, cannot be paused" + ("" if landlock_on else "; also guards file paths (Landlock missing)")
     layers.append(confinement.LayerStatus("audit_hook", True, detail))
     policy = ImportPolicy(init.get("authorized_imports", []))
     runtime = Runtime(ModuleViews, policy)
@@ -90,17 +93,24 @@ def main(argv: list[str]) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     init = reader.read()
+    if init.get("sys_path"):  # -S: the app's computed path replaces site's (no .pth file ever runs)
+        sys.path[:] = [p for p in init["sys_path"] if isinstance(p, str)] + sys.path
     if init.get("nice"):  # before the preloading: starting 16 sandboxes at once is CPU-heavy
         os.nice(int(init["nice"]))
-    runtime, audit, settings, layers, warnings = _setup(init, fd_out)
+    try:
+        runtime, audit, settings, layers, warnings = _setup(init, fd_out)
+    except confinement.ConfinementError as exc:
+        write({"op": "refused", "error": str(exc)})
+        return
     executor = Executor(runtime, audit, settings, write, reader.read)
     executor.set_tools(init.get("tools", []))
-
     def on_sigint(signum, frame):
-        if audit.active:
+        if executor.running:
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)
+    executor.signal_defaults = {sig: signal.getsignal(sig) for sig in signal.valid_signals()
+                                if sig not in (signal.SIGKILL, signal.SIGSTOP)}
     write({"op": "ready", "pid": os.getpid(), "warnings": warnings,
            "layers": [{"name": x.name, "active": x.active, "detail": x.detail} for x in layers]})
     while True:

@@ -1,0 +1,138 @@
+"""Layer 4b: who the worker is. When the app runs as root, each sandbox gets a user id of its own.
+
+Why: with the app's identity a worker that got past Landlock could write whatever the app can
+(site-packages, the app's folder); as root, everything. With a user id no file outside its
+workspace belongs to, file permissions refuse writes, mode, owner, time and attribute changes, and
+signals to other processes, independently of the other layers. Ids are drawn from a range that no
+account uses (``AGENTDECK_SANDBOX_UIDS``, default 40000-59999), one per live sandbox in the process.
+
+App side: ``allocate``/``release`` and ``give_tree`` (hand the workspace to that id without
+following links the worker may have planted). Worker side: ``become``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import random
+import stat
+import threading
+
+DEFAULT_RANGE = (40000, 60000)
+_lock = threading.Lock()
+_in_use: set[int] = set()
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAP_VERSION_3 = 0x20080522
+
+
+class IdentityError(OSError):
+    """The worker could not take (or prove it took) its unprivileged identity."""
+
+
+def uid_range() -> tuple[int, int]:
+    spec = os.environ.get("AGENTDECK_SANDBOX_UIDS", "")
+    try:
+        low, high = (int(x) for x in spec.split("-", 1))
+        if 0 < low < high:
+            return low, high
+    except ValueError:
+        pass
+    return DEFAULT_RANGE
+
+
+def allocate() -> int | None:
+    """A fresh user id for one sandbox when the app runs as root; None otherwise (no change possible)."""
+    if os.geteuid() != 0:
+        return None
+    low, high = uid_range()
+    with _lock:
+        for _ in range(1000):
+            uid = random.randrange(low, high)
+            if uid not in _in_use:
+                _in_use.add(uid)
+                return uid
+    raise IdentityError("no free sandbox user id left in AGENTDECK_SANDBOX_UIDS")
+
+
+def release(uid: int | None) -> None:
+    if uid is not None:
+        with _lock:
+            _in_use.discard(uid)
+
+
+def give_tree(root: str, uid: int, max_entries: int = 50000) -> None:
+    """Make ``root`` and everything below owned by ``uid`` (app side, as root).
+
+    Walks with directory descriptors and never follows a link, so a worker that swaps a folder for
+    a link to ``/etc`` while this runs cannot redirect it; files with several hard links are skipped
+    (a link to a file outside the workspace must not change that file's owner).
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        top = os.open(root, flags)
+    except OSError:
+        return
+    if os.fstat(top).st_uid != uid:
+        os.fchown(top, uid, uid)
+    stack, seen = [top], 0
+    try:
+        while stack and seen < max_entries:
+            dir_fd = stack.pop()
+            try:
+                for entry in os.scandir(dir_fd):
+                    seen += 1
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                        if stat.S_ISDIR(st.st_mode):
+                            child = os.open(entry.name, flags, dir_fd=dir_fd)
+                            if os.fstat(child).st_uid != uid:
+                                os.fchown(child, uid, uid)
+                            stack.append(child)
+                        elif st.st_uid != uid and not (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+                            os.chown(entry.name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
+                    except OSError:
+                        continue
+            finally:
+                os.close(dir_fd)
+    finally:
+        for fd in stack:
+            os.close(fd)
+
+
+def _drop_bounding_set(libc) -> None:
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+
+def _clear_capabilities(libc) -> None:
+    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    if libc.capset(header, data) != 0:
+        raise IdentityError(ctypes.get_errno(), "capset failed")
+
+
+def become(uid: int | None) -> str:
+    """Worker side: drop every capability and, when given one, switch to ``uid`` for good."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    _drop_bounding_set(libc)
+    if uid is None:
+        _clear_capabilities(libc)
+        same = "the app's user" if os.geteuid() else "uid 0 without privileges"
+        return f"all capabilities dropped; runs as {same}"
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    _clear_capabilities(libc)
+    try:
+        os.setresuid(0, 0, 0)
+    except PermissionError:
+        pass
+    else:
+        raise IdentityError("the worker could take uid 0 back after dropping it")
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (uid, uid, uid) or os.getgroups():
+        raise IdentityError("the worker's identity is not what was set")
+    return f"runs as its own unprivileged user {uid} (no groups, no capabilities)"
