@@ -101,6 +101,22 @@ def _safe_methodcaller(name, /, *args, **kwargs):
     return operator.methodcaller(name, *args, **kwargs)
 
 
+def _SandboxedEnvironmentClass():
+    try:
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError:
+        return None
+    return ImmutableSandboxedEnvironment
+
+
+def _sandboxed_template(source, **options):
+    """``jinja2.Template(source)`` rendered by jinja2's immutable sandboxed environment."""
+    env_class = _SandboxedEnvironmentClass()
+    if env_class is None:
+        raise SecurityError("jinja2 is not available")
+    return env_class(**options).from_string(source)
+
+
 class Runtime:
     """The guarded builtins of one worker; rebuilt tool proxies are slotted in per run."""
 
@@ -114,6 +130,12 @@ class Runtime:
         self.protected: frozenset[str] = frozenset()
         self.views: ModuleViews = views_factory(policy, self.replacements, overrides, lambda: self.protected)
         self.builtins = self._make_builtins()
+        jinja2 = sys.modules.get("jinja2")
+        if jinja2 is not None:
+            # Templates the code writes are code: they run in jinja2's own sandbox (no dunders, no frames),
+            # wherever the code finds the class; templates libraries ship (pandas' Styler) keep their own.
+            self.replacements[id(jinja2.Template)] = _sandboxed_template
+            self.replacements[id(jinja2.Environment)] = _SandboxedEnvironmentClass()
 
     # --- guarded builtins -------------------------------------------------
     def _post(self, value, obj, name):

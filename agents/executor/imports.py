@@ -35,6 +35,16 @@ DENIED_ORIGINS = frozenset(
     resource mmap multiprocessing _thread threading runpy code codeop""".split()
 )
 WORKER_PACKAGE = "_agentdeck_sandbox"
+# Modules whose purpose is unpickling (arbitrary code by design), refused below any authorized package:
+# ``pandas.compat.pickle_compat.loads``, ``pandas.io.pickle``, ``pickle`` itself, ``joblib``'s loaders.
+UNPICKLING_MARKERS = ("pickle", "shelve", "dill", "joblib", "copyreg", "marshal")
+# What ``import sys`` shows when the app authorizes it: facts about the interpreter, never its state
+# (no ``modules``, ``path``, frames, hooks or the worker's own objects).
+SYS_VIEW = frozenset(
+    """version version_info hexversion platform byteorder maxsize maxunicode float_info int_info
+    float_repr_style implementation api_version copyright getrecursionlimit getsizeof
+    getdefaultencoding getfilesystemencoding stdout stderr exc_info exception""".split()
+)
 _KEEP_PRIVATE = frozenset({"__name__", "__doc__", "__all__", "__version__"})
 
 
@@ -63,6 +73,8 @@ class ImportPolicy:
             return False  # the worker's own modules, even with "*"
         if self.allow_all or name in self.explicit:
             return True
+        if any(marker in part for part in name.split(".") for marker in UNPICKLING_MARKERS):
+            return False
         if name in DENIED_MODULES or any(name.startswith(d + ".") for d in DENIED_MODULES):
             return False
         parts = name.split(".")
@@ -125,6 +137,8 @@ class ModuleViews:
         return view
 
     def _build(self, real: types.ModuleType, name: str, full: bool) -> SandboxModule:
+        if name == "sys" and not self.policy.allow_all:
+            return _sys_view(real)
         view = SandboxModule(name)
         ns = view.__dict__
         ns.pop("__loader__", None)
@@ -228,6 +242,23 @@ class ModuleViews:
 
 
 _real_import = __import__
+
+
+def _sys_view(real: types.ModuleType) -> SandboxModule:
+    """``sys`` for sandboxed code: a fixed list of harmless facts (see SYS_VIEW)."""
+    view = SandboxModule("sys")
+    ns = view.__dict__
+    for key in ("__loader__", "__spec__", "__package__"):
+        ns.pop(key, None)
+    for key in SYS_VIEW:
+        if hasattr(real, key):
+            ns[key] = getattr(real, key)
+
+    def __getattr__(attr: str):
+        raise AttributeError(f"sys.{attr} is not available in the sandbox (only: {', '.join(sorted(SYS_VIEW))})")
+
+    ns["__getattr__"] = __getattr__
+    return view
 
 
 def _denied_origin(value) -> bool:

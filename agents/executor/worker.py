@@ -21,7 +21,7 @@ from .guarded_runtime import Runtime, patch_loaded_libraries
 from .imports import ImportPolicy, ModuleViews
 from .protocol import ChannelClosed, FrameReader, write_frame
 
-HEAVY_LIBRARIES = ("numpy", "pandas", "matplotlib", "scipy", "sklearn", "seaborn", "PIL")
+HEAVY_LIBRARIES = ("numpy", "pandas", "matplotlib", "scipy", "sklearn", "seaborn", "PIL", "jinja2")
 WORKER_PACKAGE = __name__.rpartition(".")[0]
 
 
