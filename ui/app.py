@@ -19,7 +19,7 @@ from ui.pending_decisions import has_pending, set_approval_mode
 from ui.published_files import root_url_of
 from ui.session_registry import SessionRegistry
 from ui.sessions import Session
-from ui.settings import AppConfig, RunSettings, build_agent, model_note
+from ui.settings import AppConfig, RunSettings, SettingsRefusedError, build_agent, model_note
 from ui.stream_outputs import EMPTY_MESSAGE, Shown, StreamOutputs, session_outputs
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -102,7 +102,7 @@ class AgentDeckApp:
             path = item.get("path") if isinstance(item, dict) else str(item)
             name = (item.get("orig_name") if isinstance(item, dict) else None) or os.path.basename(path)
             files.append((path, name))
-        settings = RunSettings.from_form(self.config, model, agent_type, max_steps, planning_interval, tools, imports)
+        settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports)
         set_approval_mode(session, approval_mode)
         yield from self._stream(session, text, files, settings, request)
 
@@ -114,9 +114,16 @@ class AgentDeckApp:
         index = evt.index if isinstance(evt.index, int) else 0
         example = EXAMPLES[index] if 0 <= index < len(EXAMPLES) else EXAMPLES[0]
         files = [(path, os.path.basename(path)) for path in example.get("files", [])]
-        settings = RunSettings.from_form(self.config, model, agent_type, max_steps, planning_interval, tools, imports)
+        settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports)
         set_approval_mode(session, approval_mode)
         yield from self._stream(session, example["text"], files, settings, request)
+
+    def _settings(self, *form: Any) -> RunSettings:
+        """The form's settings, checked against what the operator allows (a refusal is shown, nothing runs)."""
+        try:
+            return RunSettings.from_form(self.config, *form)
+        except SettingsRefusedError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
 
     def stop(self, request: gr.Request) -> str:
         """Stop the session's run at once (the agent interrupts its running code)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ui.formatting import fence, file_digest
+from ui.safe_markdown import neutralize
 
 
 @dataclass
@@ -30,7 +31,7 @@ class Node:
     started: float = field(default_factory=time.time)
 
     def content(self) -> str:
-        return "\n\n".join(p for p in self.parts.values() if p)
+        return neutralize("\n\n".join(p for p in self.parts.values() if p))
 
 
 class ChatTree:

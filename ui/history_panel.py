@@ -24,7 +24,7 @@ from agents.memory import AgentMemory
 from ui.chat_restore import carry_memory_into, replay_memory
 from ui.pending_decisions import has_pending
 from ui.persistence import ChatStore, ChatStoreError, clean_title, new_token, settings_dict, valid_token
-from ui.settings import RunSettings, available_tools
+from ui.settings import RunSettings, SettingsRefusedError, available_tools
 from ui.stream_outputs import Shown, session_outputs
 
 if TYPE_CHECKING:
@@ -207,7 +207,15 @@ class HistoryController:
         yield self._view(session, state, owner, input_update=gr.MultimodalTextbox(interactive=False))
 
         values = self._form_values(metadata.get("settings"), form)
-        settings = RunSettings.from_form(self.app.config, *values)
+        try:
+            settings = RunSettings.from_form(self.app.config, *values)
+        except SettingsRefusedError as exc:  # saved under settings this server no longer offers
+            config = self.app.config
+            values = (config.model, values[1], values[2], values[3], (), ", ".join(config.authorized_imports))
+            settings = RunSettings.from_form(config, *values)
+            with session.lock:
+                session.transcript.add_note(f"This chat's saved settings are not offered here ({exc}); it continues "
+                                            f"with the server's model {config.model}.")
         with session.lock:
             session.transcript.roots.remove(pending)
             try:

@@ -12,7 +12,7 @@ import gradio as gr
 
 from ui import approval_panel, approvals, history_panel
 from ui.input_lock import lock_on, unlock_after
-from ui.settings import AGENT_TYPES, available_tools, default_tool_names, model_choices
+from ui.settings import AGENT_TYPES, available_tools, default_tool_names
 from ui.stream_outputs import StreamOutputs
 
 if TYPE_CHECKING:
@@ -64,8 +64,10 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                     stop_btn = gr.Button("⏹ Stop", elem_id="stop-btn", variant="stop", size="sm")
                     new_btn = gr.Button("🗒 New chat", elem_id="new-chat-btn", variant="secondary", size="sm")
             with gr.Column(scale=1, min_width=280):
-                model = gr.Dropdown(model_choices(config), value=config.model, label="Model", allow_custom_value=True,
-                                    elem_id="model-picker")
+                model = gr.Dropdown(config.visitor_models(), value=config.model, label="Model",
+                                    allow_custom_value=config.free_choice, elem_id="model-picker",
+                                    info=("Single-user install: any model string is accepted."
+                                          if config.free_choice else None))
                 note = gr.Markdown(app.describe_model(config.model), elem_id="model-note")
                 files_panel = gr.File(label="Files (uploads and outputs)", elem_id="files-panel",
                                       file_count="multiple", interactive=False)

@@ -269,8 +269,14 @@ class ChatStore:
             steps=steps if steps is not None else (old.steps if old else 0))
 
     # ----- memory ---------------------------------------------------------------------------------
+    def chat_key(self, chat: SavedChat) -> bytes:
+        """The key that signs one chat's memory: bound to its owner and id, so a signed file copied into
+        another owner's folder, or under another chat id, does not verify there."""
+        label = f"chat-memory\0{chat.owner}\0{chat.id}".encode("utf-8")
+        return hmac.new(self.secret, label, hashlib.sha256).digest()
+
     def save_memory(self, chat: SavedChat, memory: AgentMemory, metadata: dict[str, Any]) -> None:
-        save_memory(memory, chat.memory_path, self.secret, metadata=metadata)
+        save_memory(memory, chat.memory_path, self.chat_key(chat), metadata=metadata)
 
     def load_memory(self, chat: SavedChat) -> tuple[AgentMemory | None, dict[str, Any]]:
         """The chat's memory and the signed metadata saved with it; (None, {}) if no run was saved yet.
@@ -284,10 +290,12 @@ class ChatStore:
             if size > MAX_DOCUMENT_BYTES:
                 raise MemoryTooLargeError(f"The saved memory is {size:,} bytes; the limit is {MAX_DOCUMENT_BYTES:,}.")
             data = chat.memory_path.read_bytes()
-            memory = loads_memory(data, self.secret)
+            memory = loads_memory(data, self.chat_key(chat))
             metadata = json.loads(data.decode("utf-8"))["document"].get("metadata") or {}
         except MemoryIntegrityError as exc:
-            raise ChatStoreError(f"This saved chat was refused: its signature does not match. {exc}") from None
+            raise ChatStoreError("This saved chat was refused: its signature does not match this chat and owner "
+                                 "(the file was changed, copied from another chat or owner, or saved by another "
+                                 "server or an older version).") from None
         except MemorySchemaError as exc:
             raise ChatStoreError(f"This saved chat was refused: {exc}") from None
         except MemoryFileError as exc:

@@ -14,6 +14,11 @@ Environment variables:
   AGENTDECK_EXEC_TIMEOUT_S     time limit of one code execution in the sandbox (120)
   AGENTDECK_APPROVAL_MODE      the approval mode a new tab starts with (autonomous; see ui/approval_panel.py)
   AGENTDECK_USERNAME / AGENTDECK_PASSWORD   turn on password protection
+  AGENTDECK_MODELS             comma-separated model strings visitors may pick (default: the configured model,
+                               the embedded one and the hosted defaults; never replay:, transformers: or custom
+                               endpoints unless listed here or set as AGENTDECK_MODEL)
+  AGENTDECK_TOOLS              comma-separated tools visitors may enable (default: every built-in tool)
+  AGENTDECK_ALLOW_ANY_MODEL    1 = a single-user install: any model string and any import may be chosen
 """
 from __future__ import annotations
 
@@ -33,6 +38,25 @@ KNOWN_MODEL_STRINGS = ("embedded:smollm2", "openai/gpt-4.1-mini", "openai/gpt-4.
                        "hf:Qwen/Qwen2.5-Coder-32B-Instruct", "ollama/qwen2.5-coder:7b")
 DEFAULT_TOOLS = ("web_search", "visit_webpage", "wikipedia_search")
 AGENT_TYPES = ("code", "tool-calling")
+MAX_STEPS_LIMIT = 50  # the settings slider's top: a visitor's run never takes more steps
+
+
+class SettingsRefusedError(ValueError):
+    """A visitor chose a model, tool or import the server's operator did not allow; the message says which."""
+
+
+def _list_env(name: str) -> tuple[str, ...] | None:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return None
+    return tuple(dict.fromkeys(item.strip() for item in raw.split(",") if item.strip()))
+
+
+def is_operator_only_model(model: str) -> bool:
+    """Model strings that reach the server's files, downloads or arbitrary hosts: only the operator sets them."""
+    text = model.strip().lower()
+    return (text.startswith(("replay:", "transformers:", "/", ".", "~")) or "://" in text or "@" in text
+            or "api_base" in text or "\\" in text or ".." in text)
 
 
 def _int_env(name: str, default: int) -> int:
@@ -74,6 +98,34 @@ class AppConfig:
     exec_timeout_s: float = 120.0
     auth: tuple[str, str] | None = None
     approval_mode: str = "autonomous"  # the mode a new tab starts with (ui/approval_panel.py)
+    allowed_models: tuple[str, ...] | None = None  # None: the default offer (see visitor_models)
+    allowed_tools: tuple[str, ...] | None = None  # None: every built-in tool
+    free_choice: bool = False  # a single-user install: any model string, tool and import
+
+    def visitor_models(self) -> list[str]:
+        """The model strings a visitor may pick: the operator's list, else the configured model plus the
+        embedded one and the hosted defaults (never an operator-only string the operator did not set)."""
+        if self.allowed_models is not None:
+            return list(dict.fromkeys([self.model, *self.allowed_models]))
+        return [m for m in model_choices(self) if m == self.model or not is_operator_only_model(m)]
+
+    def check_visitor_settings(self, settings: "RunSettings") -> None:
+        """Refuse what the operator did not allow (every path: the form, the API, a reopened chat)."""
+        if self.free_choice:
+            return
+        if settings.model not in self.visitor_models():
+            raise SettingsRefusedError(
+                f"The model '{settings.model[:80]}' is not offered on this server. Pick one of: "
+                f"{', '.join(self.visitor_models())}. (The server's operator sets the list with AGENTDECK_MODELS.)")
+        allowed_tools = set(self.allowed_tools) if self.allowed_tools is not None else {n for n, _ in available_tools()}
+        extra_tools = [t for t in settings.tools if t not in allowed_tools]
+        if extra_tools:
+            raise SettingsRefusedError(f"The tool(s) {', '.join(extra_tools)} are not offered on this server.")
+        extra_imports = [i for i in settings.authorized_imports if i not in self.authorized_imports]
+        if extra_imports:
+            raise SettingsRefusedError(
+                f"The import(s) {', '.join(extra_imports)} are not allowed on this server; the code agent may "
+                f"import only {', '.join(self.authorized_imports) or 'the safe defaults'} (or fewer).")
 
     @classmethod
     def from_env(cls, base_dir: str | Path | None = None) -> "AppConfig":
@@ -95,6 +147,9 @@ class AppConfig:
             exec_timeout_s=float(_int_env("AGENTDECK_EXEC_TIMEOUT_S", 120)),
             auth=(user, password) if user and password else None,
             approval_mode=_approval_mode_env(),
+            allowed_models=_list_env("AGENTDECK_MODELS"),
+            allowed_tools=_list_env("AGENTDECK_TOOLS"),
+            free_choice=os.environ.get("AGENTDECK_ALLOW_ANY_MODEL", "").strip().lower() in ("1", "true", "yes"),
         )
 
 
@@ -118,14 +173,18 @@ class RunSettings:
                 return default
 
         interval = as_int(planning_interval, 0)
-        return cls(
+        if isinstance(tools, str):
+            tools = [tools]
+        settings = cls(
             model=str(model or config.model).strip() or config.model,
             agent_type=agent_type if agent_type in AGENT_TYPES else "code",
-            max_steps=min(100, max(1, as_int(max_steps, config.max_steps))),
+            max_steps=min(MAX_STEPS_LIMIT, max(1, as_int(max_steps, config.max_steps))),
             planning_interval=interval if interval > 0 else None,
-            tools=tuple(tools or ()),
+            tools=tuple(str(t) for t in (tools or ()) if isinstance(t, str)),
             authorized_imports=parse_imports(imports) if imports is not None else config.authorized_imports,
         )
+        config.check_visitor_settings(settings)
+        return settings
 
 
 # ----- models ----------------------------------------------------------------------------------------

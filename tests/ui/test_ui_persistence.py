@@ -155,6 +155,21 @@ def test_tampered_or_foreign_memory_is_refused_whole(tmp_path: Path) -> None:
         store.load_memory(chat)
 
 
+def test_signed_memory_moved_to_another_owner_or_chat_is_refused(tmp_path: Path) -> None:
+    """Same server, same secret: a valid file copied to another owner's folder or chat id does not load."""
+    store = ChatStore(tmp_path, secret=SECRET.encode())
+    victim = store.create(store.owner_for_token(new_token()))
+    store.save_memory(victim, sample_memory(), {"turns": []})
+    assert store.load_memory(victim)[0] is not None
+    other_owner = foreign_chat(store, victim)
+    with pytest.raises(ChatStoreError, match="signature does not match"):
+        store.load_memory(other_owner)
+    same_owner_other_chat = store.create(victim.owner)
+    same_owner_other_chat.memory_path.write_bytes(victim.memory_path.read_bytes())
+    with pytest.raises(ChatStoreError, match="signature does not match"):
+        store.load_memory(same_owner_other_chat)
+
+
 def foreign_chat(store: ChatStore, chat: Any) -> Any:
     owner = store.owner_for_token(new_token())
     other = store.create(owner)

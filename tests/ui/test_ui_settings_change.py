@@ -17,7 +17,8 @@ class Chat:
     """The app in-process with one tab, and what that tab's chat shows."""
 
     def __init__(self, tmp_path: Path, default_model: str) -> None:
-        config = AppConfig(model=default_model, data_dir=tmp_path / "data", authorized_imports=(), max_steps=4)
+        config = AppConfig(model=default_model, data_dir=tmp_path / "data", authorized_imports=(), max_steps=4,
+                           free_choice=True)  # a single-user install: any model string may be picked
         self.app = AgentDeckApp(config)
         self.req = Req("tab-1")
 
