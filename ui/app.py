@@ -13,10 +13,13 @@ from typing import Any, Iterator
 
 import gradio as gr
 
+from starlette.middleware import Middleware
+
 from ui.heap import freeze_long_lived_objects
 from ui.persistence import secret_file
 from ui.pending_decisions import has_pending, set_approval_mode
 from ui.published_files import root_url_of
+from ui.security_headers import SecurityHeadersMiddleware
 from ui.session_registry import SessionRegistry
 from ui.sessions import Session
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, build_agent, model_note
@@ -172,6 +175,9 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         "allowed_paths": [str(ASSETS)],
         "max_threads": max(40, 2 * config.max_runs + 8),
         "footer_links": ["api", "settings"],
+        # Gradio refuses bigger uploads itself, before they are stored (the app's own check comes later).
+        "max_file_size": config.max_upload_bytes,
+        "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware)]},
         # The data dir is allowed (above) but its signing secret must never be served.
         "blocked_paths": [str(secret_file(config.data_dir))],
     }

@@ -42,7 +42,8 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
 
     config = app.config
     tools = available_tools()
-    with gr.Blocks(title="AgentDeck", fill_height=True) as demo:
+    # Uploads Gradio stored and the app already copied into a workspace go after an hour (checked every 15 min).
+    with gr.Blocks(title="AgentDeck", fill_height=True, delete_cache=(900, 3600)) as demo:
         history = history_panel.build_history_panel(app)  # the side list of saved chats, exports
         with gr.Row(elem_classes="ad-header"):
             gr.Markdown("# AgentDeck\nA workbench for code-writing agents: watch each step, code, log and chart as it happens.")

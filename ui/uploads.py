@@ -144,6 +144,10 @@ def table_preview(df: Any, rows: int = PREVIEW_ROWS) -> str:
     return "\n".join(lines)
 
 
+def first_error_line(exc: BaseException) -> str:
+    return _first_error_line(exc)
+
+
 def _first_error_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:200]
@@ -225,6 +229,8 @@ def _preview_parquet(path: Path) -> str:
     except ImportError as exc:
         raise UploadError(f"could not be read: the Parquet reader is not installed ({_first_error_line(exc)}).") from None
     except Exception as exc:
+        if type(exc).__name__ == "ArrowMemoryError" or "malloc" in str(exc):
+            raise MemoryError(str(exc)) from None  # a table too big for the preview's memory limit
         raise UploadError(f"could not be read as a Parquet file (the file may be corrupt): {_first_error_line(exc)}") from None
     return "Parquet table (read it with pd.read_parquet(path))\n" + table_preview(df)
 
@@ -242,7 +248,24 @@ def _preview_text(path: Path, ext: str) -> str:
 
 
 def preview_file(path: str | Path, original_name: str | None = None) -> tuple[str, str]:
-    """Return (kind, preview text) for a supported file, or raise UploadError with the reason."""
+    """Return (kind, preview text) for a supported file, or raise UploadError with the reason.
+
+    The parsing happens in the preview child process (ui/preview_worker.py), under its memory and time
+    limits; the app process never parses a visitor's file.
+    """
+    from ui.preview_worker import PreviewFailed, preview_service
+
+    ext = os.path.splitext(original_name or Path(path).name)[1].lower()
+    if ext not in SUPPORTED_EXTENSIONS:
+        return parse_preview(Path(path), original_name)  # refused by name alone: no child needed
+    try:
+        return preview_service().preview(path, original_name or Path(path).name)
+    except PreviewFailed as exc:
+        raise UploadError(str(exc)) from None
+
+
+def parse_preview(path: str | Path, original_name: str | None = None) -> tuple[str, str]:
+    """The parsing itself (run in the preview child): (kind, preview text), or UploadError."""
     file_path = Path(path)
     ext = os.path.splitext(original_name or file_path.name)[1].lower()
     kind = SUPPORTED_EXTENSIONS.get(ext)
