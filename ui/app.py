@@ -19,6 +19,8 @@ from ui.heap import freeze_long_lived_objects
 from ui.persistence import secret_file
 from ui.pending_decisions import has_pending, set_approval_mode
 from ui.published_files import root_url_of
+from ui.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
+from ui.page_presence import PresenceMiddleware
 from ui.security_headers import SecurityHeadersMiddleware
 from ui.session_registry import SessionRegistry
 from ui.sessions import Session
@@ -52,7 +54,9 @@ class AgentDeckApp:
         self.registry = SessionRegistry(
             config.data_dir, agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
             idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
+            pageless_idle_s=config.pageless_idle_s,
         )
+        self.rate_limiter = RunRateLimiter(config.runs_per_minute)
         self.stream_outputs: StreamOutputs | None = None  # set with the layout, which wires postprocess=False
         from ui.history_panel import HistoryController
 
@@ -106,6 +110,8 @@ class AgentDeckApp:
             name = (item.get("orig_name") if isinstance(item, dict) else None) or os.path.basename(path)
             files.append((path, name))
         settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports)
+        if text.strip() or files:
+            self._admit(request)
         set_approval_mode(session, approval_mode)
         yield from self._stream(session, text, files, settings, request)
 
@@ -118,8 +124,16 @@ class AgentDeckApp:
         example = EXAMPLES[index] if 0 <= index < len(EXAMPLES) else EXAMPLES[0]
         files = [(path, os.path.basename(path)) for path in example.get("files", [])]
         settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports)
+        self._admit(request)
         set_approval_mode(session, approval_mode)
         yield from self._stream(session, example["text"], files, settings, request)
+
+    def _admit(self, request: gr.Request | None) -> None:
+        """One more run for this visitor, or a clear refusal (ui/rate_limit.py)."""
+        try:
+            self.rate_limiter.check(visitor_of(request))
+        except RateLimitedError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
 
     def _settings(self, *form: Any) -> RunSettings:
         """The form's settings, checked against what the operator allows (a refusal is shown, nothing runs)."""
@@ -177,7 +191,7 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         "footer_links": ["api", "settings"],
         # Gradio refuses bigger uploads itself, before they are stored (the app's own check comes later).
         "max_file_size": config.max_upload_bytes,
-        "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware)]},
+        "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware), Middleware(PresenceMiddleware)]},
         # The data dir is allowed (above) but its signing secret must never be served.
         "blocked_paths": [str(secret_file(config.data_dir))],
     }

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ui.page_presence import PRESENCE, PagePresence
 from ui.sessions import AgentFactory, Session
 
 
@@ -19,13 +20,16 @@ class SessionRegistry:
     """All live sessions, keyed by the browser tab's session hash."""
 
     def __init__(self, data_dir: str | Path, agent_factory: AgentFactory, idle_timeout_s: float = 3600.0,
-                 grace_s: float = 300.0, max_upload_bytes: int = 50 * 1024 * 1024) -> None:
+                 grace_s: float = 300.0, max_upload_bytes: int = 50 * 1024 * 1024,
+                 pageless_idle_s: float = 180.0, presence: PagePresence = PRESENCE) -> None:
         self.root = Path(data_dir) / "sessions"
         self.root.mkdir(parents=True, exist_ok=True)
         self.agent_factory = agent_factory
         self.idle_timeout_s = idle_timeout_s
         self.grace_s = grace_s
         self.max_upload_bytes = max_upload_bytes
+        self.pageless_idle_s = pageless_idle_s  # sessions no page holds (API clients) go after this long idle
+        self.presence = presence
         self._sessions: dict[str, Session] = {}
         self._closed: list[Session] = []
         self._expired_keys: set[str] = set()
@@ -99,7 +103,9 @@ class SessionRegistry:
         """Close sessions idle for longer than the timeout; delete workspaces whose grace period is over."""
         now = now or time.time()
         with self._lock:
-            idle = [k for k, s in self._sessions.items() if now - s.last_active > self.idle_timeout_s]
+            idle = [k for k, s in self._sessions.items() if now - s.last_active > self.idle_timeout_s
+                    or (not s.running and now - s.last_active > self.pageless_idle_s
+                        and not self.presence.has_page(k))]
         for key in idle:
             self.close(key, expired=True)
         with self._lock:

@@ -1,0 +1,44 @@
+"""The server stays up: per-visitor run limits and reaping sessions no page holds (API clients)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ui.page_presence import PagePresence
+from ui.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
+from ui.session_registry import SessionRegistry
+
+
+def test_runs_per_minute_per_visitor() -> None:
+    limiter = RunRateLimiter(per_minute=3)
+    for i in range(3):
+        limiter.check("1.2.3.4", now=100.0 + i)
+    with pytest.raises(RateLimitedError, match="3 per minute"):
+        limiter.check("1.2.3.4", now=110.0)
+    limiter.check("5.6.7.8", now=110.0)  # another visitor is not affected
+    limiter.check("1.2.3.4", now=160.5)  # the window moved on
+
+
+def test_visitor_address_is_the_proxys_hop_not_the_clients_claim() -> None:
+    class Req:
+        headers = {"x-forwarded-for": "6.6.6.6, 10.0.0.9"}
+        client = type("C", (), {"host": "127.0.0.1"})()
+
+    assert visitor_of(Req()) == "10.0.0.9"
+
+
+def test_sessions_without_a_page_are_reaped_within_minutes(tmp_path: Path) -> None:
+    presence = PagePresence()
+    registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: None, idle_timeout_s=3600,
+                               pageless_idle_s=120, presence=presence)
+    api = registry.get("api-client")
+    tab = registry.get("browser-tab")
+    presence.opened("browser-tab")
+    now = api.last_active + 121
+    registry.reap(now=now)
+    assert registry.peek("api-client") is None
+    assert registry.peek("browser-tab") is tab
+    presence.closed("browser-tab")
+    registry.reap(now=now)
+    assert registry.peek("browser-tab") is None

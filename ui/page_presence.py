@@ -1,0 +1,59 @@
+"""Which sessions have a page open: browsers hold Gradio's heartbeat stream, API clients never do.
+
+Why: Gradio unloads a session only when its heartbeat stream closes, so a client of the HTTP API (which
+never opens one) would keep its sandbox for the whole idle time-out; a hundred such clients fill the
+server. The middleware notes heartbeat streams as they open and close; the session registry reaps
+sessions without a page within minutes of their last activity.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Awaitable, Callable
+
+HEARTBEAT_MARK = "/heartbeat/"
+
+
+class PagePresence:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[str, int] = {}
+
+    def opened(self, session_hash: str) -> None:
+        with self._lock:
+            self._open[session_hash] = self._open.get(session_hash, 0) + 1
+
+    def closed(self, session_hash: str) -> None:
+        with self._lock:
+            left = self._open.get(session_hash, 0) - 1
+            if left > 0:
+                self._open[session_hash] = left
+            else:
+                self._open.pop(session_hash, None)
+
+    def has_page(self, session_hash: str) -> bool:
+        with self._lock:
+            return session_hash in self._open
+
+
+PRESENCE = PagePresence()
+
+
+class PresenceMiddleware:
+    """Counts open heartbeat streams per session hash (ASGI; every other request passes untouched)."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], presence: PagePresence = PRESENCE) -> None:
+        self.app = app
+        self.presence = presence
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path = scope.get("path", "") if scope.get("type") == "http" else ""
+        index = path.find(HEARTBEAT_MARK)
+        if index < 0:
+            await self.app(scope, receive, send)
+            return
+        session_hash = path[index + len(HEARTBEAT_MARK):].strip("/")[:128]
+        self.presence.opened(session_hash)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.presence.closed(session_hash)

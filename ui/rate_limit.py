@@ -1,0 +1,52 @@
+"""A per-visitor limit on how many runs start per minute (a sliding window per address).
+
+Why: every run costs the server a sandbox's CPU and the operator's model budget; one visitor looping
+over the HTTP API must not take the server from everyone else.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any
+
+WINDOW_S = 60.0
+
+
+class RateLimitedError(Exception):
+    """Too many runs from one visitor; the message says how long to wait."""
+
+
+class RunRateLimiter:
+    def __init__(self, per_minute: int, max_visitors: int = 10000) -> None:
+        self.per_minute = per_minute
+        self.max_visitors = max_visitors
+        self._lock = threading.Lock()
+        self._starts: dict[str, deque[float]] = {}
+
+    def check(self, visitor: str, now: float | None = None) -> None:
+        """Count one run for `visitor`, or raise RateLimitedError if it has used up its minute."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            starts = self._starts.setdefault(visitor, deque())
+            while starts and now - starts[0] >= WINDOW_S:
+                starts.popleft()
+            if len(starts) >= self.per_minute:
+                wait = WINDOW_S - (now - starts[0])
+                raise RateLimitedError(f"Too many runs: this server allows {self.per_minute} per minute for each "
+                                       f"visitor. Try again in {max(1, round(wait))} s.")
+            starts.append(now)
+            if len(self._starts) > self.max_visitors:  # forget the quietest visitors first
+                for key in [k for k, v in self._starts.items() if not v or now - v[-1] >= WINDOW_S]:
+                    del self._starts[key]
+
+
+def visitor_of(request: Any) -> str:
+    """The visitor's address: the last X-Forwarded-For hop (added by the Space's proxy, not the client), else
+    the connection's peer."""
+    headers = getattr(request, "headers", None) or {}
+    forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
+    if forwarded:
+        return forwarded.split(",")[-1].strip()[:64]
+    client = getattr(request, "client", None)
+    return str(getattr(client, "host", "") or "unknown")[:64]
