@@ -22,7 +22,7 @@ from ui.published_files import root_url_of
 from ui.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
 from ui.page_presence import PresenceMiddleware
 from ui.security_headers import SecurityHeadersMiddleware
-from ui.session_registry import SessionRegistry
+from ui.session_registry import ServerBusyError, SessionRegistry
 from ui.sessions import Session
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, build_agent, model_note
 from ui.stream_outputs import EMPTY_MESSAGE, Shown, StreamOutputs, session_outputs
@@ -54,7 +54,7 @@ class AgentDeckApp:
         self.registry = SessionRegistry(
             config.data_dir, agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
             idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
-            pageless_idle_s=config.pageless_idle_s,
+            pageless_idle_s=config.pageless_idle_s, max_sandboxes=config.max_sandboxes,
         )
         self.rate_limiter = RunRateLimiter(config.runs_per_minute)
         self.stream_outputs: StreamOutputs | None = None  # set with the layout, which wires postprocess=False
@@ -111,7 +111,7 @@ class AgentDeckApp:
             files.append((path, name))
         settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports)
         if text.strip() or files:
-            self._admit(request)
+            self._admit(request, session)
         set_approval_mode(session, approval_mode)
         yield from self._stream(session, text, files, settings, request)
 
@@ -124,15 +124,16 @@ class AgentDeckApp:
         example = EXAMPLES[index] if 0 <= index < len(EXAMPLES) else EXAMPLES[0]
         files = [(path, os.path.basename(path)) for path in example.get("files", [])]
         settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports)
-        self._admit(request)
+        self._admit(request, session)
         set_approval_mode(session, approval_mode)
         yield from self._stream(session, example["text"], files, settings, request)
 
-    def _admit(self, request: gr.Request | None) -> None:
-        """One more run for this visitor, or a clear refusal (ui/rate_limit.py)."""
+    def _admit(self, request: gr.Request | None, session: Session) -> None:
+        """One more run for this visitor and a sandbox for it, or a clear refusal (ui/rate_limit.py)."""
         try:
             self.rate_limiter.check(visitor_of(request))
-        except RateLimitedError as exc:
+            self.registry.make_room(session)
+        except (RateLimitedError, ServerBusyError) as exc:
             raise gr.Error(str(exc), print_exception=False) from None
 
     def _settings(self, *form: Any) -> RunSettings:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from typing import Any
@@ -82,3 +83,18 @@ def file_digest(path: str, limit: int = 20 * 1024 * 1024) -> str | None:
 
 def image_message(path: str, alt: str) -> dict[str, Any]:
     return {"path": path, "alt_text": alt}
+
+
+_SERVER_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s'\"`:/]+/)+([^\s'\"`:/]*)")
+_log = logging.getLogger("agentdeck.errors")
+
+
+def for_visitor(exc: BaseException, context: str) -> str:
+    """An error as a visitor may see it: its type and message without server paths (a path keeps only its
+    file name). The operator's log gets the whole exception with its traceback."""
+    _log.error("%s: %s", context, exc, exc_info=exc)
+    return f"{type(exc).__name__}: {scrub_server_paths(str(exc))}"
+
+
+def scrub_server_paths(text: str) -> str:
+    return _SERVER_PATH.sub(lambda m: "…/" + m.group(1) if m.group(1) else "…", text)

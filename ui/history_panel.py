@@ -26,6 +26,7 @@ from ui.pending_decisions import has_pending
 from ui.persistence import ChatStore, ChatStoreError, clean_title, new_token, settings_dict, valid_token
 from ui.settings import RunSettings, SettingsRefusedError, available_tools
 from ui.stream_outputs import Shown, session_outputs
+from ui.formatting import for_visitor
 
 if TYPE_CHECKING:
     from ui.app import AgentDeckApp
@@ -222,7 +223,7 @@ class HistoryController:
                 agent = self.app.registry.agent_factory(settings, chat.workspace)
             except Exception as exc:
                 session.transcript.add_note(f'<span class="ad-error">Could not start the agent</span> '
-                                            f"{type(exc).__name__}: {exc}. The conversation is shown, but the next "
+                                            f"{for_visitor(exc, 'restoring an agent')}. The conversation is shown, but the next "
                                             "message starts with an empty memory.")
             else:
                 carry_memory_into(agent, memory, session.transcript, "♻️ **Chat restored.**")

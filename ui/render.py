@@ -17,6 +17,7 @@ from typing import Any, Callable
 from agents import events as ev
 from ui.chat_tree import ChatTree, Node
 from ui.formatting import (
+    scrub_server_paths,
     IMAGE_EXTENSIONS, clip, fence, format_tokens, format_value, image_message, thought_without_code,
 )
 
@@ -300,7 +301,7 @@ class Transcript(ChatTree):
             self.add_note(f"⏱️ The agent used all {e.steps} steps without a final answer. "
                           "Ask it to continue, or raise *Max steps* in the settings.")
         elif state == "error":
-            self.add_note(f'<span class="ad-error">Run failed</span> {e.error or "an unknown error"}')
+            self.add_note(f'<span class="ad-error">Run failed</span> {scrub_server_paths(e.error or "an unknown error")}')
 
     # ----- status line -----------------------------------------------------------------------------
     def status_text(self, now: float | None = None) -> str:

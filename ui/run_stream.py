@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from agents import events as ev
 from agents.loop.event_stream import EventStream
+from ui.formatting import for_visitor
 
 if TYPE_CHECKING:
     from ui.sessions import Session
@@ -107,7 +108,7 @@ def apply(session: "Session", run: RunHandle, item: Any) -> None:
         return
     if isinstance(item, Failure):
         session.transcript.add_note(f'<span class="ad-error">The agent crashed</span> '
-                                    f"{type(item.error).__name__}: {item.error}")
+                                    f"{for_visitor(item.error, 'an agent run')}")
         return
     before = session.transcript.files_revision
     session.transcript.apply(item)

@@ -16,12 +16,16 @@ from ui.page_presence import PRESENCE, PagePresence
 from ui.sessions import AgentFactory, Session
 
 
+class ServerBusyError(Exception):
+    """No sandbox can be made available now; the message says so."""
+
+
 class SessionRegistry:
     """All live sessions, keyed by the browser tab's session hash."""
 
     def __init__(self, data_dir: str | Path, agent_factory: AgentFactory, idle_timeout_s: float = 3600.0,
                  grace_s: float = 300.0, max_upload_bytes: int = 50 * 1024 * 1024,
-                 pageless_idle_s: float = 180.0, presence: PagePresence = PRESENCE) -> None:
+                 pageless_idle_s: float = 180.0, presence: PagePresence = PRESENCE, max_sandboxes: int = 16) -> None:
         self.root = Path(data_dir) / "sessions"
         self.root.mkdir(parents=True, exist_ok=True)
         self.agent_factory = agent_factory
@@ -30,6 +34,7 @@ class SessionRegistry:
         self.max_upload_bytes = max_upload_bytes
         self.pageless_idle_s = pageless_idle_s  # sessions no page holds (API clients) go after this long idle
         self.presence = presence
+        self.max_sandboxes = max_sandboxes  # live agents (each with a sandbox worker) on this server at once
         self._sessions: dict[str, Session] = {}
         self._closed: list[Session] = []
         self._expired_keys: set[str] = set()
@@ -81,6 +86,23 @@ class SessionRegistry:
             replaced.close()
         session.touch()
         return session
+
+    def make_room(self, for_session: Session) -> None:
+        """Keep live sandboxes under the cap: idle ones are closed first, least recently used first (their
+        memory stays, and the next message rebuilds the variables as reopening a chat does)."""
+        if for_session.holds_sandbox:
+            return
+        with self._lock:
+            holders = [s for s in self._sessions.values() if s.holds_sandbox and s is not for_session]
+        excess = len(holders) + 1 - self.max_sandboxes
+        for session in sorted(holders, key=lambda s: s.last_active):
+            if excess <= 0:
+                return
+            if session.hibernate():
+                excess -= 1
+        if excess > 0:
+            raise ServerBusyError(f"The server is busy: all {self.max_sandboxes} sandboxes are running code for "
+                                  "someone. Try again in a minute.")
 
     def peek(self, key: str) -> Session | None:
         with self._lock:

@@ -23,6 +23,7 @@ from ui.render import Transcript
 from ui.run_stream import RunHandle
 from ui.settings import RunSettings
 from ui.uploads import UploadResult, agent_task_text, ingest_upload
+from ui.formatting import for_visitor
 
 AgentFactory = Callable[[RunSettings, Path], Any]
 
@@ -38,6 +39,7 @@ class Session:
         self.lock = threading.RLock()
         self.agent: Any = None
         self.agent_settings: RunSettings | None = None
+        self.hibernated: Any = None  # the memory of an agent closed to make room (rebuilt on the next message)
         self.publisher = FilePublisher()  # copies of the files the browser shows (ui/published_files.py)
         self.transcript = Transcript(str(self.workspace), publish=self.publish)
         self.uploads: list[UploadResult] = []
@@ -106,7 +108,7 @@ class Session:
                 apply_approval_mode(agent, self.approval_mode)
             except Exception as exc:
                 self.transcript.add_note(f'<span class="ad-error">Could not start the agent</span> '
-                                         f"{type(exc).__name__}: {exc}")
+                                         f"{for_visitor(exc, 'starting the agent')}")
                 return False
             task = agent_task_text(text, results)
             self.turns.append({"task": task, "text": text, "uploads": [
@@ -131,7 +133,25 @@ class Session:
         if self.agent is None:
             self.agent = self.agent_factory(settings, self.workspace)
             self.agent_settings = settings
+            memory, self.hibernated = self.hibernated, None
+            if memory is not None and memory.steps:
+                carry_memory_into(self.agent, memory, self.transcript,
+                                  "💤 **Sandbox restarted**: it was closed while idle to make room on the server; "
+                                  "its variables were rebuilt from the recorded steps.")
         return self.agent
+
+    def hibernate(self) -> bool:
+        """Close the idle agent and its sandbox, keeping its memory for the next message. False if busy."""
+        with self.lock:
+            if self.agent is None or self.running:
+                return False
+            self.hibernated = self.agent.memory
+            self._close_agent()
+            return True
+
+    @property
+    def holds_sandbox(self) -> bool:
+        return self.agent is not None
 
     def drain(self, min_interval: float = 0.05, gather: float = 0.02, heartbeat: float = 1.0,
               stop_grace: float = 5.0) -> Iterator[str]:
@@ -154,7 +174,7 @@ class Session:
             self.saved.save(self, reason)
         except Exception as exc:  # the chat goes on; the person learns it was not saved
             self.transcript.add_note(f'<span class="ad-error">Could not save this chat</span> '
-                                     f"{type(exc).__name__}: {exc}")
+                                     f"{for_visitor(exc, 'saving a chat')}")
 
     def remove_files(self) -> None:
         """Delete the session's folder, unless it is a saved chat (only the person's Delete removes those)."""

@@ -10,6 +10,7 @@ Environment variables:
   AGENTDECK_MAX_UPLOAD_MB      upload size limit per file (50)
   AGENTDECK_SESSION_IDLE_S     close a session after this long without activity (3600)
   AGENTDECK_PAGELESS_IDLE_S    close a session no browser page holds (an API client) after this long idle (180)
+  AGENTDECK_MAX_SANDBOXES      live sandboxes at once; idle ones are closed first to make room (16)
   AGENTDECK_RUNS_PER_MINUTE    runs one visitor (one address) may start per minute (10)
   AGENTDECK_SESSION_GRACE_S    delete a closed session's workspace after this long (300)
   AGENTDECK_MAX_RUNS           runs that may stream at the same time (32)
@@ -98,6 +99,7 @@ class AppConfig:
     grace_s: float = 300.0
     pageless_idle_s: float = 180.0
     runs_per_minute: int = 10
+    max_sandboxes: int = 16
     max_runs: int = 32
     exec_timeout_s: float = 120.0
     auth: tuple[str, str] | None = None
@@ -149,6 +151,7 @@ class AppConfig:
             grace_s=float(_int_env("AGENTDECK_SESSION_GRACE_S", 300)),
             pageless_idle_s=float(_int_env("AGENTDECK_PAGELESS_IDLE_S", 180)),
             runs_per_minute=max(1, _int_env("AGENTDECK_RUNS_PER_MINUTE", 10)),
+            max_sandboxes=max(1, _int_env("AGENTDECK_MAX_SANDBOXES", 16)),
             max_runs=max(1, _int_env("AGENTDECK_MAX_RUNS", 32)),
             exec_timeout_s=float(_int_env("AGENTDECK_EXEC_TIMEOUT_S", 120)),
             auth=(user, password) if user and password else None,

@@ -42,3 +42,34 @@ def test_sessions_without_a_page_are_reaped_within_minutes(tmp_path: Path) -> No
     presence.closed("browser-tab")
     registry.reap(now=now)
     assert registry.peek("browser-tab") is None
+
+
+class _FakeAgent:
+    def __init__(self) -> None:
+        self.memory = type("M", (), {"steps": []})()
+        self.closed = False
+
+    def interrupt(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_sandbox_cap_closes_idle_ones_first(tmp_path: Path) -> None:
+    from ui.session_registry import ServerBusyError
+
+    registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: _FakeAgent(), max_sandboxes=2)
+    first, second, third = (registry.get(k) for k in ("a", "b", "c"))
+    for session, when in ((first, 10.0), (second, 20.0)):
+        session.agent = _FakeAgent()
+        session.last_active = when
+    old_agent = first.agent
+    registry.make_room(third)
+    assert first.agent is None and old_agent.closed and first.hibernated is old_agent.memory
+    assert second.agent is not None
+    third.agent = _FakeAgent()
+    for session in (second, third):
+        session.hibernate = lambda: False  # both holders busy (running code): no room
+    with pytest.raises(ServerBusyError, match="busy"):
+        registry.make_room(first)
