@@ -61,6 +61,10 @@ class ReplayExhaustedError(ModelError):
     """A ReplayModel was asked for more replies than its script holds."""
 
 
+class RunBudgetExceededError(AgentDeckError):
+    """A run used more model tokens than the budget its operator set; the message names the budget."""
+
+
 class AgentParsingError(AgentDeckError):
     """The model's reply holds no action the agent can run."""
 

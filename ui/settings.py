@@ -11,6 +11,7 @@ Environment variables:
   AGENTDECK_SESSION_IDLE_S     close a session after this long without activity (3600)
   AGENTDECK_PAGELESS_IDLE_S    close a session no browser page holds (an API client) after this long idle (180)
   AGENTDECK_MAX_SANDBOXES      live sandboxes at once; idle ones are closed first to make room (16)
+  AGENTDECK_MAX_TOKENS_PER_RUN model tokens one run may use before it stops (default: no cap)
   AGENTDECK_RUNS_PER_MINUTE    runs one visitor (one address) may start per minute (10)
   AGENTDECK_SESSION_GRACE_S    delete a closed session's workspace after this long (300)
   AGENTDECK_MAX_RUNS           runs that may stream at the same time (32)
@@ -100,6 +101,7 @@ class AppConfig:
     pageless_idle_s: float = 180.0
     runs_per_minute: int = 10
     max_sandboxes: int = 16
+    max_tokens_per_run: int | None = None  # the operator's spending cap per run (None: no cap)
     max_runs: int = 32
     exec_timeout_s: float = 120.0
     auth: tuple[str, str] | None = None
@@ -152,6 +154,7 @@ class AppConfig:
             pageless_idle_s=float(_int_env("AGENTDECK_PAGELESS_IDLE_S", 180)),
             runs_per_minute=max(1, _int_env("AGENTDECK_RUNS_PER_MINUTE", 10)),
             max_sandboxes=max(1, _int_env("AGENTDECK_MAX_SANDBOXES", 16)),
+            max_tokens_per_run=_int_env("AGENTDECK_MAX_TOKENS_PER_RUN", 0) or None,
             max_runs=max(1, _int_env("AGENTDECK_MAX_RUNS", 32)),
             exec_timeout_s=float(_int_env("AGENTDECK_EXEC_TIMEOUT_S", 120)),
             auth=(user, password) if user and password else None,
@@ -309,7 +312,8 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
         from tools.ask_user import AskUserTool
         tools.append(AskUserTool())
     common: dict[str, Any] = dict(tools=tools, model=model, max_steps=settings.max_steps,
-                                  planning_interval=settings.planning_interval, verbosity=0)
+                                  planning_interval=settings.planning_interval, verbosity=0,
+                                  max_tokens_per_run=config.max_tokens_per_run)
     if settings.agent_type == "tool-calling":
         return _construct(ToolCallingAgent, common, workdir=str(workdir))
     return _construct(CodeAgent, common, workdir=str(workdir), authorized_imports=list(settings.authorized_imports),

@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
-from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError
+from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError, RunBudgetExceededError
 from agents.events import Event, FinalAnswer, RunFinished, RunStarted, new_id
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
@@ -53,6 +53,7 @@ class MultiStepAgent(StepRunner):
         verbosity: int = 1,
         context_budget: int | None = None,
         compaction: Any = None,
+        max_tokens_per_run: int | None = None,
     ) -> None:
         if model is None:
             raise ConfigurationError("An agent needs a model, e.g. model=load_model('embedded') or ReplayModel([...]).")
@@ -64,6 +65,7 @@ class MultiStepAgent(StepRunner):
             raise ConfigurationError(f"Agent name {name!r} must be a Python identifier: it is called like a tool.")
         self.model = model
         self.max_steps = max_steps
+        self.max_tokens_per_run = max_tokens_per_run  # an operator's spending cap: the run stops past it
         self.planning_interval = planning_interval
         self.name = name
         self.description = description
@@ -267,7 +269,18 @@ class MultiStepAgent(StepRunner):
             finished, output = self._action_step(context)
             if finished:
                 return output, RunState.SUCCESS
+            self._check_token_budget(context)
         return self._answer_after_max_steps(task, context), RunState.MAX_STEPS
+
+    def _check_token_budget(self, context: RunContext) -> None:
+        if not self.max_tokens_per_run:
+            return
+        used = sum((getattr(s, "token_usage", None) or TokenUsage() for s in self.memory.steps
+                    if getattr(s, "run_id", None) == context.run_id), TokenUsage()).total_tokens
+        if used > self.max_tokens_per_run:
+            raise RunBudgetExceededError(
+                f"this run used {used:,} model tokens, over the budget of {self.max_tokens_per_run:,} per run that "
+                "the server's operator set; the steps so far are kept, and a new message continues from them.")
 
 
 def _ignore(event: Event) -> None:

@@ -146,3 +146,15 @@ def test_output_before_a_long_computation_is_shown_while_it_runs(make_code_agent
     loading = next(e for e in logs if "loading" in e.text)
     percent = next(e for e in logs if "50%" in e.text)
     assert loading.timestamp < step_end - 2.5 and percent.timestamp < step_end - 1.0
+
+
+def test_token_budget_stops_the_run_and_keeps_its_steps(make_code_agent) -> None:
+    from agents.models.replay import ReplayModel
+
+    replies = [{"content": code(f"x{i} = {i}"), "token_usage": {"input_tokens": 400, "output_tokens": 100}}
+               for i in range(5)]
+    agent, _ = make_code_agent(ReplayModel(replies), max_steps=5, max_tokens_per_run=1200)
+    result = agent.run("count", return_result=True)
+    assert result.state.value == "error" and "budget of 1,200" in result.error
+    assert sum(1 for s in result.steps if s.step_type == "action") == 3  # 500, 1000, 1500 > 1200: stopped
+    assert [s.step_type for s in agent.memory.steps].count("action") == 3  # nothing of the run was dropped
