@@ -56,7 +56,7 @@ class AgentDeckApp:
             idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
             pageless_idle_s=config.pageless_idle_s, max_sandboxes=config.max_sandboxes,
         )
-        self.rate_limiter = RunRateLimiter(config.runs_per_minute)
+        self.rate_limiter = RunRateLimiter(config.runs_per_minute, config.runs_at_once)
         self.stream_outputs: StreamOutputs | None = None  # set with the layout, which wires postprocess=False
         from ui.history_panel import HistoryController
 
@@ -110,10 +110,12 @@ class AgentDeckApp:
             name = (item.get("orig_name") if isinstance(item, dict) else None) or os.path.basename(path)
             files.append((path, name))
         settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports)
-        if text.strip() or files:
-            self._admit(request, session)
+        if not (text.strip() or files):
+            yield from self._stream(session, text, files, settings, request)
+            return
+        self._admit(request, session)
         set_approval_mode(session, approval_mode)
-        yield from self._stream(session, text, files, settings, request)
+        yield from self._limited(self._stream(session, text, files, settings, request), request)
 
     def run_example(self, model: str, agent_type: str, max_steps: float, planning_interval: float, tools: list[str],
                     imports: str, evt: gr.SelectData, request: gr.Request,
@@ -126,7 +128,7 @@ class AgentDeckApp:
         settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports)
         self._admit(request, session)
         set_approval_mode(session, approval_mode)
-        yield from self._stream(session, example["text"], files, settings, request)
+        yield from self._limited(self._stream(session, example["text"], files, settings, request), request)
 
     def _admit(self, request: gr.Request | None, session: Session) -> None:
         """One more run for this visitor and a sandbox for it, or a clear refusal (ui/rate_limit.py)."""
@@ -135,6 +137,18 @@ class AgentDeckApp:
             self.registry.make_room(session)
         except (RateLimitedError, ServerBusyError) as exc:
             raise gr.Error(str(exc), print_exception=False) from None
+
+    def _limited(self, updates: Iterator[tuple], request: gr.Request | None) -> Iterator[tuple]:
+        """Stream `updates` while holding one of the visitor's concurrent-run places."""
+        try:
+            place = self.rate_limiter.running(visitor_of(request))
+            place.__enter__()
+        except RateLimitedError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        try:
+            yield from updates
+        finally:
+            place.__exit__(None, None, None)
 
     def _settings(self, *form: Any) -> RunSettings:
         """The form's settings, checked against what the operator allows (a refusal is shown, nothing runs)."""

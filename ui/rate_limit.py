@@ -8,7 +8,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 WINDOW_S = 60.0
 
@@ -18,11 +19,31 @@ class RateLimitedError(Exception):
 
 
 class RunRateLimiter:
-    def __init__(self, per_minute: int, max_visitors: int = 10000) -> None:
+    def __init__(self, per_minute: int, at_once: int = 2, max_visitors: int = 10000) -> None:
         self.per_minute = per_minute
+        self.at_once = at_once  # runs one visitor may have streaming at the same time
         self.max_visitors = max_visitors
         self._lock = threading.Lock()
         self._starts: dict[str, deque[float]] = {}
+        self._running: dict[str, int] = {}
+
+    @contextmanager
+    def running(self, visitor: str) -> Iterator[None]:
+        """Hold one of the visitor's concurrent-run places while a run streams (RateLimitedError if none)."""
+        with self._lock:
+            if self._running.get(visitor, 0) >= self.at_once:
+                raise RateLimitedError(f"Too many runs at once: this server runs {self.at_once} at a time for each "
+                                       "visitor. Wait for one to finish.")
+            self._running[visitor] = self._running.get(visitor, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                left = self._running.get(visitor, 1) - 1
+                if left > 0:
+                    self._running[visitor] = left
+                else:
+                    self._running.pop(visitor, None)
 
     def check(self, visitor: str, now: float | None = None) -> None:
         """Count one run for `visitor`, or raise RateLimitedError if it has used up its minute."""

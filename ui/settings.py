@@ -12,6 +12,7 @@ Environment variables:
   AGENTDECK_PAGELESS_IDLE_S    close a session no browser page holds (an API client) after this long idle (180)
   AGENTDECK_MAX_SANDBOXES      live sandboxes at once; idle ones are closed first to make room (16)
   AGENTDECK_MAX_TOKENS_PER_RUN model tokens one run may use before it stops (default: no cap)
+  AGENTDECK_RUNS_AT_ONCE       runs one visitor may have going at the same time (2)
   AGENTDECK_RUNS_PER_MINUTE    runs one visitor (one address) may start per minute (10)
   AGENTDECK_SESSION_GRACE_S    delete a closed session's workspace after this long (300)
   AGENTDECK_MAX_RUNS           runs that may stream at the same time (32)
@@ -100,6 +101,7 @@ class AppConfig:
     grace_s: float = 300.0
     pageless_idle_s: float = 180.0
     runs_per_minute: int = 10
+    runs_at_once: int = 2
     max_sandboxes: int = 16
     max_tokens_per_run: int | None = None  # the operator's spending cap per run (None: no cap)
     max_runs: int = 32
@@ -153,6 +155,7 @@ class AppConfig:
             grace_s=float(_int_env("AGENTDECK_SESSION_GRACE_S", 300)),
             pageless_idle_s=float(_int_env("AGENTDECK_PAGELESS_IDLE_S", 180)),
             runs_per_minute=max(1, _int_env("AGENTDECK_RUNS_PER_MINUTE", 10)),
+            runs_at_once=max(1, _int_env("AGENTDECK_RUNS_AT_ONCE", 2)),
             max_sandboxes=max(1, _int_env("AGENTDECK_MAX_SANDBOXES", 16)),
             max_tokens_per_run=_int_env("AGENTDECK_MAX_TOKENS_PER_RUN", 0) or None,
             max_runs=max(1, _int_env("AGENTDECK_MAX_RUNS", 32)),

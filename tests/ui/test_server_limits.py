@@ -73,3 +73,15 @@ def test_sandbox_cap_closes_idle_ones_first(tmp_path: Path) -> None:
         session.hibernate = lambda: False  # both holders busy (running code): no room
     with pytest.raises(ServerBusyError, match="busy"):
         registry.make_room(first)
+
+
+def test_concurrent_runs_per_visitor() -> None:
+    limiter = RunRateLimiter(per_minute=100, at_once=2)
+    with limiter.running("v"), limiter.running("v"):
+        with pytest.raises(RateLimitedError, match="2 at a time"):
+            with limiter.running("v"):
+                pass
+        with limiter.running("w"):
+            pass
+    with limiter.running("v"):  # places are given back
+        pass
