@@ -13,16 +13,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ui.app import launch  # noqa: E402
+from ui.app import create_app, launch  # noqa: E402
 from ui.settings import AppConfig  # noqa: E402
+
+config = AppConfig.from_env(Path(__file__).resolve().parent)
+# At module level, as Spaces (and `gradio app.py` reload mode) look for it.
+demo, controller = create_app(config)
 
 
 def main() -> None:
-    config = AppConfig.from_env(Path(__file__).resolve().parent)
     print(f"AgentDeck: model {config.model!r}, workspaces in {config.data_dir}", flush=True)
     if os.environ.get("AGENTDECK_USERNAME") and not config.auth:
         print("AgentDeck: AGENTDECK_USERNAME is set without AGENTDECK_PASSWORD: login is off.", flush=True)
-    launch(config)
+    launch(config, app=(demo, controller))
 
 
 if __name__ == "__main__":

@@ -40,3 +40,24 @@ def test_quick_start_has_two_commands_and_ci_runs_the_test_one():
     assert commands == ["make run", "make test"]
     ci = (PROJECT_ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "make test" in ci.split("\n", 3)[-1]
+
+
+def test_license_file_matches_the_front_matter():
+    spaces = yaml.safe_load((PROJECT_ROOT / "spaces.yaml").read_text(encoding="utf-8"))
+    assert spaces["license"] == "apache-2.0"
+    text = (PROJECT_ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
+    assert spaces["models"] and spaces["tags"]
+
+
+def test_app_module_has_a_demo_at_module_level(tmp_path, monkeypatch):
+    import importlib.util
+
+    import gradio as gr
+
+    monkeypatch.setenv("AGENTDECK_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("AGENTDECK_MODEL", "embedded:smollm2")
+    spec = importlib.util.spec_from_file_location("agentdeck_app_module", PROJECT_ROOT / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert isinstance(module.demo, gr.Blocks)

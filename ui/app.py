@@ -216,9 +216,11 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
     return kwargs
 
 
-def launch(config: AppConfig | None = None, **overrides: Any) -> tuple[gr.Blocks, AgentDeckApp]:
-    config = config or AppConfig.from_env()
-    demo, controller = create_app(config)
+def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] | None = None,
+           **overrides: Any) -> tuple[gr.Blocks, AgentDeckApp]:
+    """Serve the app (built here unless `app` is the pair `create_app` returned)."""
+    config = config or (app[1].config if app else AppConfig.from_env())
+    demo, controller = app or create_app(config)
     controller.registry.start_reaper()
     freeze_long_lived_objects()  # after every import and the app itself: see ui/heap.py
     # Many threads share this process's GIL: an agent loop and an event drain per run, Gradio's event loop and
