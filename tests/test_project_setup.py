@@ -61,3 +61,44 @@ def test_app_module_has_a_demo_at_module_level(tmp_path, monkeypatch):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert isinstance(module.demo, gr.Blocks)
+
+
+GPU_PACKAGES = ("torch", "triton", "nvidia-", "jax", "tensorflow")
+
+
+def _requirement_names(path):
+    import re as _re
+
+    names = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            names.append(_re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower())
+    return names
+
+
+def test_space_requirements_never_pull_a_cuda_build():
+    """What a Space installs (requirements.txt, from the public index) reaches no torch, transitively: every
+    listed package's own requirements (extras left out, as pip does) are walked in this environment."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    seen, queue = set(), _requirement_names(PROJECT_ROOT / "requirements.txt")
+    while queue:
+        name = queue.pop().replace("_", "-").lower()
+        if name in seen:
+            continue
+        seen.add(name)
+        assert not name.startswith(GPU_PACKAGES), f"requirements.txt pulls {name} (a CUDA build on the public index)"
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for spec in requires:
+            req = Requirement(spec)
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            queue.append(req.name)
+    assert "gradio" in seen and "litellm" in seen and len(seen) > 50  # the walk really went through the tree
+    assert "torch" in _requirement_names(PROJECT_ROOT / "requirements-local.txt")
