@@ -6,7 +6,7 @@ REQS   := requirements.txt requirements-local.txt requirements-test.txt constrai
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) 2>/dev/null | cksum | cut -d' ' -f1)
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: run test test-fast test-browser screenshots bench install chromium clean
+.PHONY: run test test-fast test-browser screenshots bench install chromium clean space
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ bench: install
 	$(BIN)/python bench/agent_loop.py
 	$(BIN)/python bench/executor.py
 	$(BIN)/python bench/memory_compaction.py
+
+# Create or update a Hugging Face Space: make space SPACE=user/name [ARGS="--bucket auto" or "--dry-run"]
+space: install
+	@test -n "$(SPACE)" || (echo "usage: make space SPACE=user/name [ARGS=--dry-run]" && exit 2)
+	$(BIN)/python -m ui.deploy $(SPACE) $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

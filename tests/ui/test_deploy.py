@@ -1,0 +1,130 @@
+"""`python -m ui.deploy` against a loopback stand-in for the Hub API: the requests made and the files sent."""
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+
+import pytest
+
+from ui import deploy
+
+
+class FakeHub(BaseHTTPRequestHandler):
+    """Just enough of the Hub's HTTP API for creating a Space, its secrets, a bucket volume and a commit."""
+
+    requests: list[tuple[str, str, Any]] = []
+    secrets: dict[str, dict] = {}
+    committed: dict[str, bytes] = {}
+
+    def _body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _reply(self, payload: Any, status: int = 200) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _handle(self) -> None:
+        body = self._body()
+        path = self.path.split("?", 1)[0]
+        try:
+            parsed: Any = json.loads(body) if body and not path.endswith("/commit/main") else None
+        except ValueError:
+            parsed = None
+        type(self).requests.append((self.command, path, parsed))
+        if path == "/api/repos/create":
+            repo = f"{parsed.get('organization') or 'me'}/{parsed['name']}"
+            self._reply({"url": f"http://{self.headers['Host']}/spaces/{repo}", "name": repo})
+        elif path.endswith("/secrets") and self.command == "GET":
+            self._reply(type(self).secrets)
+        elif path.endswith("/secrets"):
+            type(self).secrets[parsed["key"]] = {"description": parsed.get("description")}
+            self._reply({})
+        elif path.endswith("/variables"):
+            self._reply({parsed["key"]: {"value": parsed["value"]}})
+        elif path.endswith("/volumes") or path.startswith("/api/buckets/"):
+            self._reply({"url": f"http://{self.headers['Host']}/buckets/me/demo-chats", "id": "me/demo-chats"})
+        elif path == "/api/validate-yaml":
+            self._reply({"errors": [], "warnings": []})
+        elif "/preupload/" in path:
+            self._reply({"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                                   for f in parsed["files"]]})
+        elif path.endswith("/commit/main"):
+            for line in body.decode().splitlines():
+                item = json.loads(line)
+                if item.get("key") == "file":
+                    value = item["value"]
+                    type(self).committed[value["path"]] = base64.b64decode(value["content"])
+            self._reply({"commitUrl": f"http://{self.headers['Host']}/spaces/me/demo/commit/{'1' * 40}",
+                         "commitOid": "1" * 40, "success": True})
+        else:
+            self._reply({"error": f"unexpected {self.command} {path}"}, status=404)
+
+    do_GET = do_POST = do_PUT = _handle
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the suite runs offline; this Hub is on loopback
+    FakeHub.requests, FakeHub.secrets, FakeHub.committed = [], {}, {}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_files_are_exactly_what_the_app_needs() -> None:
+    files = deploy.files_to_publish()
+    assert {"app.py", "README.md", "LICENSE", "requirements.txt"} <= set(files)
+    assert "ui/assets/penguins.csv" in files and "agents/executor/worker.py" in files
+    for rel in files:
+        assert not rel.startswith(("data/", "tests/", ".venv/", "bench/", ".git")), rel
+        assert "__pycache__" not in rel and "secret" not in rel.split("/")[-1]
+
+
+def test_dry_run_prints_the_list_and_changes_nothing(hub: str, capsys: pytest.CaptureFixture) -> None:
+    assert deploy.main(["me/demo", "--dry-run", "--endpoint", hub, "--token", "hf_x"]) == 0
+    out = capsys.readouterr().out
+    assert "app.py" in out and "Dry run" in out
+    assert FakeHub.requests == []
+
+
+def test_deploy_creates_the_space_sets_secrets_mounts_a_bucket_and_sends_the_files(
+        hub: str, capsys: pytest.CaptureFixture) -> None:
+    assert deploy.main(["me/demo", "--bucket", "auto", "--endpoint", hub, "--token", "hf_deployer"]) == 0
+    out = capsys.readouterr().out
+    assert f"Deployed: {hub}/spaces/me/demo" in out
+    calls = [(method, path) for method, path, _ in FakeHub.requests]
+    assert ("POST", "/api/repos/create") in calls
+    create = next(body for method, path, body in FakeHub.requests if path == "/api/repos/create")
+    assert create["type"] == "space" and create["sdk"] == "gradio"
+    assert "AGENTDECK_SECRET" in FakeHub.secrets and "HF_TOKEN" not in FakeHub.secrets  # visitors pay their own
+    assert ("POST", "/api/buckets/me/demo-chats") in calls
+    volumes = next(body for method, path, body in FakeHub.requests if path.endswith("/volumes"))
+    assert volumes["volumes"][0]["mountPath"] == "/data" and volumes["volumes"][0]["source"] == "me/demo-chats"
+    assert set(FakeHub.committed) == set(deploy.files_to_publish())
+    assert FakeHub.committed["app.py"] == (deploy.PROJECT_ROOT / "app.py").read_bytes()
+
+
+def test_existing_secret_is_kept(hub: str) -> None:
+    FakeHub.secrets = {"AGENTDECK_SECRET": {"description": "old"}}
+    assert deploy.main(["me/demo", "--endpoint", hub, "--token", "hf_x"]) == 0
+    posted = [body for method, path, body in FakeHub.requests if path.endswith("/secrets") and method == "POST"]
+    assert posted == []  # the Space's signing secret stays, so its saved chats stay valid
+
+
+def test_bad_space_id_is_refused(capsys: pytest.CaptureFixture) -> None:
+    assert deploy.main(["just-a-name", "--dry-run"]) == 2
+    assert "user/name" in capsys.readouterr().err
