@@ -292,7 +292,7 @@ class ChatStore:
             data = chat.memory_path.read_bytes()
             memory = loads_memory(data, self.chat_key(chat))
             metadata = json.loads(data.decode("utf-8"))["document"].get("metadata") or {}
-        except MemoryIntegrityError as exc:
+        except MemoryIntegrityError:
             raise ChatStoreError("This saved chat was refused: its signature does not match this chat and owner "
                                  "(the file was changed, copied from another chat or owner, or saved by another "
                                  "server or an older version).") from None

@@ -120,9 +120,11 @@ def serve(fd_in: int, fd_out: int) -> None:
     """The child: limits first, then one preview per request until the app closes the pipe."""
     os.nice(5)
     limit = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", str(MEMORY_LIMIT_MB))) * 1024 * 1024
-    from ui import uploads  # pandas and friends load here, not in a request's time
+    import importlib
 
-    import pandas  # noqa: F401 - preloaded before the limit: the limit is for the file, not the libraries
+    from ui import uploads
+
+    importlib.import_module("pandas")  # loaded before the limit: the limit is for the file, not the libraries
 
     with open("/proc/self/status") as fh:
         vm = next((int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:")), 0)

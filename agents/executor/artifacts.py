@@ -46,6 +46,8 @@ def snapshot(workdir: str) -> Snapshot:
             continue
         with entries:
             for entry in entries:
+                if len(found) >= MAX_ENTRIES:
+                    break
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:

@@ -41,10 +41,12 @@ SAFE_DUNDER_ATTRS = (
     - {"__getattr__", "__del__", "__get__", "__set__", "__delete__", "__set_name__"}
 ) | frozenset(
     """__module__ __mro__ __bases__ __base__ __annotations__ __dataclass_fields__
-    __wrapped__ __cause__ __context__ __suppress_context__ __notes__""".split()
+    __cause__ __context__ __suppress_context__ __notes__""".split()
 )
 # Dunder attributes code may assign (``f.__doc__ = ...``).
-SAFE_DUNDER_STORES = frozenset({"__doc__", "__name__", "__qualname__", "__wrapped__"})
+SAFE_DUNDER_STORES = frozenset({"__doc__", "__name__", "__qualname__"})
+# Not readable: ``__wrapped__`` leads from a wrapper back to what it wraps (the sandbox's own patches wrap
+# unchecked originals), ``__closure__``/``__globals__``/``__code__`` to a function's internals.
 # Non-dunder attributes that lead to frames, code objects or globals.
 BLOCKED_ATTRS = frozenset(
     """gi_frame gi_code gi_yieldfrom cr_frame cr_code cr_await cr_origin ag_frame ag_code

@@ -11,6 +11,7 @@ early, clear errors; the kernel layers are what make the sandbox safe.
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 
@@ -40,7 +41,7 @@ def _is_user_frame(depth: int = 3) -> bool:
 
 
 class AuditPolicy:
-    """State and rules of the audit hook; ``active`` is switched by the worker around each run."""
+    """The rules of the audit hook and the count of files written in the current run."""
 
     def __init__(self, workdir: str, tmpdir: str, read_roots: list[str], max_files_written: int,
                  filesystem_fallback: bool):
@@ -130,8 +131,15 @@ class AuditPolicy:
                     self._check_read(args[i], event)
 
     def install(self) -> None:
-        """Install the hook for the rest of the process's life (it cannot be removed or paused)."""
-        dispatch = self._dispatch
+        """Install the hook for the rest of the process's life (it cannot be removed or paused).
+
+        The hook works on a private copy of this policy that nothing else refers to: changing the attributes
+        of the object the worker keeps (``audit._deny = ...``) changes nothing the hook reads.
+        """
+        private = copy.copy(self)
+        private.files_written = set()
+        self.start_run = private.files_written.clear  # the worker resets the count through this only
+        dispatch = private._dispatch
         busy = [False]  # a closure cell, not an attribute: the checks may raise audited events themselves
 
         def hook(event: str, args) -> None:

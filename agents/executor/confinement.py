@@ -111,13 +111,14 @@ def read_roots(cfg: ConfinementConfig) -> list[str]:
     candidates += ["/usr/lib", "/lib", "/lib64", "/usr/lib64", "/usr/local/lib",
                    "/usr/share/fonts", "/usr/share/zoneinfo", "/usr/share/matplotlib"]
     candidates += list(cfg.extra_read_paths)
+    private = [app_root, os.path.realpath(cfg.workdir), os.path.realpath(cfg.tmpdir)]
     roots: list[str] = []
     for path in candidates:
         real = os.path.realpath(path)
         if not os.path.isdir(real):
             continue
-        if real == app_root or app_root.startswith(real.rstrip("/") + "/"):
-            continue  # a parent of the app (or the app itself) would expose its files
+        if any(p == real or p.startswith(real.rstrip("/") + "/") for p in private):
+            continue  # a folder holding the app, the workspace or the temp folder would expose their neighbours
         if real not in roots:
             roots.append(real)
     return roots

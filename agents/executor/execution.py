@@ -75,7 +75,7 @@ class Executor:
         self.run_id: str | None = None
         self.calls = itertools.count(1)
         self.tool_names: list[str] = []
-        self.running = False  # read by the SIGINT handler: an interrupt outside a run is ignored
+        self.run_flag = [False]  # read by the SIGINT handler (a list, so the handler never holds the executor)
         self.signal_defaults: dict[int, object] = {}  # restored after every run (set by the worker)
         self.workdir_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # cwd is the workspace
         self._final_live: list[bool] = [False]
@@ -187,7 +187,7 @@ class Executor:
         self.audit.start_run()
         value = None
         try:
-            self.running = True
+            self.run_flag[0] = True
             try:
                 exec(body, self.ns)
                 if expr is not None:
@@ -197,7 +197,7 @@ class Executor:
             except BaseException as exc:  # noqa: BLE001 - nothing may escape into the worker loop
                 result["error"] = format_user_exception(exc, self.hints)
                 result["error_type"] = type(exc).__name__
-            self.running = False
+            self.run_flag[0] = False
             if box:
                 value = box[0]
                 result["is_final"] = True
@@ -205,7 +205,7 @@ class Executor:
             self._save_figures(step, capture)
             result["output"], result["output_type"] = self._to_wire(value, step)
         finally:
-            self.running = False
+            self.run_flag[0] = False
             self._final_live[0] = False
             self.flusher.stop()
             sys.stdout, sys.stderr = saved

@@ -19,6 +19,7 @@ import os
 import stat as stat_mod
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 MS_RDONLY = 1
 MS_NOSUID = 2
@@ -69,14 +70,14 @@ def enter_namespace() -> str:
     """A private mount namespace: as root directly, otherwise inside a new user namespace."""
     libc = _libc()
     if os.geteuid() == 0:
-        _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-        return "mount namespace"
+        _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare(CLONE_NEWNS|CLONE_NEWIPC)")
+        return "mount and IPC namespace"
     uid, gid = os.geteuid(), os.getegid()
-    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare(CLONE_NEWUSER|CLONE_NEWNS)")
+    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC), "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWIPC)")
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
-    return "user and mount namespace"
+    return "user, mount and IPC namespace"
 
 
 def _inherited_flags(path: str) -> int:

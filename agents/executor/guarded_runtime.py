@@ -3,24 +3,21 @@
 Code runs against a private builtins dict: getattr/setattr/vars/open are
 guarded, eval/exec/compile/globals/... are stubs that say why they are absent,
 ``__import__`` returns module views, and ``str.format`` cannot walk into
-attributes. Library entry points that evaluate strings or unpickle data
-(pandas eval/query/read_pickle, numpy load, typing forward references) are
-wrapped once per worker, before any code runs.
+attributes. Library entry points that evaluate strings or unpickle data are
+patched in ``library_patches.py``.
 """
 
 from __future__ import annotations
 
 import _string
 import builtins
-import functools
 import operator
 import string
 import sys
 import types
 
 from .ast_guard import (
-    BLOCKED_ATTRS, FORBIDDEN_BUILTINS, GuardError, HELPER_DICT, HELPER_GETATTR,
-    check_attr_name, check_pandas_expression, check_type_expression,
+    BLOCKED_ATTRS, FORBIDDEN_BUILTINS, HELPER_DICT, HELPER_GETATTR, check_attr_name,
 )
 from .imports import ModuleViews, SandboxModule
 
@@ -77,12 +74,51 @@ def _unbound_format(method):
     return format_
 
 
-class SafeFormatter(string.Formatter):
-    """string.Formatter that refuses private attribute traversal."""
+class SafeFormatter:
+    """string.Formatter's public interface, refusing private attribute traversal.
+
+    A wrapper, not a subclass: through a subclass's ``__mro__`` code would reach the unchecked original.
+    """
+
+    def __init__(self) -> None:
+        checked = self
+
+        class _Inner(string.Formatter):
+            def get_field(self, field_name, args, kwargs):
+                check_format_string("{" + field_name + "}")
+                return super().get_field(field_name, args, kwargs)
+
+            def get_value(self, key, args, kwargs):
+                return checked.get_value(key, args, kwargs)
+
+            def format_field(self, value, format_spec):
+                return checked.format_field(value, format_spec)
+
+        self._inner = _Inner()
+
+    def format(self, format_string, /, *args, **kwargs):
+        return self._inner.vformat(format_string, args, kwargs)
+
+    def vformat(self, format_string, args, kwargs):
+        return self._inner.vformat(format_string, args, kwargs)
+
+    def parse(self, format_string):
+        return self._inner.parse(format_string)
 
     def get_field(self, field_name, args, kwargs):
         check_format_string("{" + field_name + "}")
-        return super().get_field(field_name, args, kwargs)
+        return self._inner.get_field(field_name, args, kwargs)
+
+    def get_value(self, key, args, kwargs):
+        if isinstance(key, int):
+            return args[key]
+        return kwargs[key]
+
+    def format_field(self, value, format_spec):
+        return format(value, format_spec)
+
+    def convert_field(self, value, conversion):
+        return self._inner.convert_field(value, conversion)
 
 
 def _safe_attrgetter(*names):
@@ -91,14 +127,24 @@ def _safe_attrgetter(*names):
             why = check_attr_name(part)
             if why:
                 raise SecurityError(why)
-    return operator.attrgetter(*names)
+    real = operator.attrgetter(*names)
+
+    def attrgetter(obj):  # a plain function: type() of it must not give code the unchecked C class
+        return real(obj)
+
+    return attrgetter
 
 
 def _safe_methodcaller(name, /, *args, **kwargs):
     why = check_attr_name(_exact_str(name))
     if why:
         raise SecurityError(why)
-    return operator.methodcaller(name, *args, **kwargs)
+    real = operator.methodcaller(name, *args, **kwargs)
+
+    def methodcaller(obj):
+        return real(obj)
+
+    return methodcaller
 
 
 def _SandboxedEnvironmentClass():
@@ -247,116 +293,3 @@ class Runtime:
 
 
 vars_ = builtins.vars
-
-
-# --- library patches ------------------------------------------------------
-_patched: set[str] = set()
-
-
-def _replace_everywhere(attr: str, original, replacement, prefixes: tuple[str, ...]) -> None:
-    for modname, mod in list(sys.modules.items()):
-        if mod is None or not modname.startswith(prefixes):
-            continue
-        if vars_(mod).get(attr) is original:
-            _real_setattr(mod, attr, replacement)
-
-
-def _patch_typing() -> None:
-    import typing
-
-    original = typing.ForwardRef.__init__
-
-    @functools.wraps(original)
-    def __init__(self, arg, *args, **kwargs):
-        if isinstance(arg, str):
-            try:
-                check_type_expression(arg)
-            except SyntaxError:
-                pass  # the original raises its own SyntaxError
-            except GuardError as exc:
-                raise SecurityError(str(exc)) from None
-        original(self, arg, *args, **kwargs)
-
-    typing.ForwardRef.__init__ = __init__
-
-
-def _checked_eval(original):
-    @functools.wraps(original)
-    def wrapper(*args, **kwargs):
-        try:
-            for arg in (*args, kwargs.get("expr")):
-                check_pandas_expression(arg)
-        except GuardError as exc:
-            raise SecurityError(str(exc)) from None
-        kwargs["level"] = kwargs.get("level", 0) + 1
-        return original(*args, **kwargs)
-
-    return wrapper
-
-
-def _refuse(name: str, why: str):
-    def refused(*args, **kwargs):
-        raise SecurityError(f"{name} is disabled in the sandbox ({why})")
-
-    refused.__name__ = name
-    return refused
-
-
-def _patch_pandas() -> None:
-    import pandas
-
-    frame = pandas.DataFrame
-    frame.eval = _checked_eval(frame.eval)
-    frame.query = _checked_eval(frame.query)
-    _replace_everywhere("eval", pandas.eval, _checked_eval(pandas.eval), ("pandas",))
-    _replace_everywhere("read_pickle", pandas.read_pickle, _refuse("read_pickle", "unpickling can run code"), ("pandas",))
-
-
-def _patch_numpy() -> None:
-    import numpy
-
-    original_load = numpy.load
-
-    @functools.wraps(original_load)
-    def load(*args, allow_pickle=False, **kwargs):
-        if allow_pickle:
-            raise SecurityError("numpy.load(allow_pickle=True) is disabled in the sandbox (unpickling can run code)")
-        return original_load(*args, allow_pickle=False, **kwargs)
-
-    _replace_everywhere("load", original_load, load, ("numpy",))
-    fmt = sys.modules.get("numpy.lib.format")
-    if fmt is not None:
-        original_read = fmt.read_array
-
-        @functools.wraps(original_read)
-        def read_array(fp, allow_pickle=False, *args, **kwargs):
-            if allow_pickle:
-                raise SecurityError("allow_pickle=True is disabled in the sandbox")
-            return original_read(fp, False, *args, **kwargs)
-
-        _replace_everywhere("read_array", original_read, read_array, ("numpy",))
-
-
-def _patch_matplotlib() -> None:
-    import matplotlib.pyplot as plt
-
-    def show(*args, **kwargs):
-        """Figures are saved to the workspace at the end of the run."""
-
-    _replace_everywhere("show", plt.show, show, ("matplotlib",))
-
-
-_PATCHES = {
-    "typing": _patch_typing,
-    "pandas": _patch_pandas,
-    "numpy": _patch_numpy,
-    "matplotlib.pyplot": _patch_matplotlib,
-}
-
-
-def patch_loaded_libraries() -> None:
-    """Apply the patches for libraries that are loaded and not yet patched (idempotent)."""
-    for name, patch in _PATCHES.items():
-        if name not in _patched and name in sys.modules:
-            _patched.add(name)
-            patch()

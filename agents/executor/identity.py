@@ -83,6 +83,8 @@ def give_tree(root: str, uid: int, max_entries: int = 50000) -> None:
             try:
                 for entry in os.scandir(dir_fd):
                     seen += 1
+                    if seen > max_entries:
+                        break
                     try:
                         st = entry.stat(follow_symlinks=False)
                         if stat.S_ISDIR(st.st_mode):

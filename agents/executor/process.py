@@ -14,13 +14,23 @@ so nothing the code prints at the C level can corrupt the channel.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from .errors import SandboxStartError
-from .protocol import FrameReader, write_frame
+from .protocol import ChannelClosed, FrameReader, frame
+
+SEND_DEADLINE_S = 10.0  # how long a command may wait for the worker to read it
+WORKER_FRAME_BYTES = 16 * 1024 * 1024
+WORKER_FRAME_CONTAINERS = 100_000
+
+
+class WorkerUnresponsive(ChannelClosed):
+    """The worker did not read a command in time (it is stuck or misbehaving); it is restarted."""
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 APP_ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))
@@ -57,6 +67,9 @@ SINGLE_THREAD_ENV = {name: "1" for name in (
     "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
     "NUMEXPR_MAX_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS", "GOTO_NUM_THREADS")}
 SINGLE_THREAD_ENV["JE_ARROW_MALLOC_CONF"] = "background_thread:false"  # pyarrow's allocator, loaded by pandas
+# pyarrow's default pool (mimalloc) reserves 1 GiB of address space on first use: the whole default memory limit,
+# so a fresh sandbox's first pandas string operation could fail. The system allocator reserves nothing.
+SINGLE_THREAD_ENV["ARROW_DEFAULT_MEMORY_POOL"] = "system"
 
 
 def worker_sys_path() -> list[str]:
@@ -80,7 +93,7 @@ class WorkerProcess:
     """One running worker: its process, its two pipes and its ready report."""
 
     def __init__(self, init: dict, env: dict[str, str], workdir: str, log_path: str,
-                 python: str | None = None):
+                 python: str | None = None, start_dir: str | None = None):
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
         self.log_path = log_path
@@ -89,7 +102,9 @@ class WorkerProcess:
                 self.proc = subprocess.Popen(
                     [python or sys.executable, "-I", "-S", "-B", "-c", BOOT, PACKAGE_DIR, str(cmd_r), str(res_w)],
                     pass_fds=(cmd_r, res_w), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                    env=env, cwd=workdir, start_new_session=True, close_fds=True,
+                    # Not the workspace: libraries preloaded before confinement read files from their current
+                    # folder (./matplotlibrc), and the workspace is written by the code.
+                    env=env, cwd=start_dir or workdir, start_new_session=True, close_fds=True,
                 )
         except OSError as exc:
             for fd in (cmd_r, cmd_w, res_r, res_w):
@@ -98,9 +113,13 @@ class WorkerProcess:
         os.close(cmd_r)
         os.close(res_w)
         self.cmd_fd = cmd_w
-        self.reader = FrameReader(res_r)
+        os.set_blocking(cmd_w, False)  # a worker that stops reading (or shrinks the pipe) cannot block the app
+        # What a worker may send: results and logs are bounded far below this; a frame of millions of nested
+        # lists would cost the app gigabytes to parse.
+        self.reader = FrameReader(res_r, max_bytes=WORKER_FRAME_BYTES, max_containers=WORKER_FRAME_CONTAINERS)
         self.ready: dict | None = None
         self.dead = False
+        self.frozen = False
         self.idle_cpu: float | None = None  # CPU time when its last run ended (the app's reading)
         self.send(init)
 
@@ -108,8 +127,36 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def send(self, msg: dict) -> None:
-        write_frame(self.cmd_fd, msg)
+    def send(self, msg: dict, deadline_s: float = SEND_DEADLINE_S) -> None:
+        """Send a command, thawing the worker first; WorkerUnresponsive if it does not take it in time."""
+        self.thaw()
+        data = memoryview(frame(msg))
+        deadline = time.monotonic() + deadline_s
+        while data:
+            try:
+                data = data[os.write(self.cmd_fd, data):]
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([], [self.cmd_fd], [], left)[1]:
+                    raise WorkerUnresponsive("the sandbox worker stopped reading its commands") from None
+
+    def freeze(self) -> None:
+        """Stop every thread of the worker while the app does not wait for it: between steps nothing of the
+        code may run (a thread it left behind, a timer, a handler)."""
+        if not self.dead and not self.frozen:
+            try:
+                os.kill(self.proc.pid, signal.SIGSTOP)
+                self.frozen = True
+            except ProcessLookupError:
+                pass
+
+    def thaw(self) -> None:
+        if self.frozen and not self.dead:
+            self.frozen = False
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
 
     def wait_ready(self, timeout: float) -> dict:
         if self.ready is None:
@@ -178,8 +225,8 @@ class WorkerProcess:
     def shutdown(self) -> None:
         if not self.dead:
             try:
-                self.send({"op": "exit"})
+                self.send({"op": "exit"}, deadline_s=0.2)
                 self.proc.wait(timeout=0.5)
-            except (OSError, subprocess.TimeoutExpired):
+            except (OSError, subprocess.TimeoutExpired, WorkerUnresponsive):
                 pass
         self.kill()

@@ -116,9 +116,10 @@ class FrameReader:
     run timeout and react to interrupt() without a reader thread.
     """
 
-    def __init__(self, fd: int, max_bytes: int = MAX_FRAME_BYTES):
+    def __init__(self, fd: int, max_bytes: int = MAX_FRAME_BYTES, max_containers: int = 1_000_000):
         self.fd = fd
         self.max_bytes = max_bytes
+        self.max_containers = max_containers
         self._buf = bytearray()
 
     def _try_parse(self):
@@ -132,10 +133,12 @@ class FrameReader:
             return None
         payload = bytes(buf[4 : 4 + size])
         del buf[: 4 + size]
+        if payload.count(b"[") + payload.count(b"{") > self.max_containers:
+            raise ProtocolError("frame with too many nested lists or objects")  # parsing would cost gigabytes
         try:
             msg = decode_json(payload.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ProtocolError(f"undecodable frame: {exc}") from exc
+        except (UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
+            raise ProtocolError(f"undecodable frame: {type(exc).__name__}") from None
         if not isinstance(msg, dict):
             raise ProtocolError("frame is not a JSON object")
         return msg

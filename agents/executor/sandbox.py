@@ -16,12 +16,12 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import artifacts as _artifacts
 from . import identity, worker_watch
-from .artifacts import Artifact
+from . import run_result
+from .run_result import RunResult
 from .ast_guard import FINAL_ANSWER
 from .errors import InvalidToolError, InvalidVariableError, SandboxClosedError
 from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache, worker_sys_path
@@ -37,14 +37,6 @@ REPLY_SPIN_S = 0.002
 CPU_CHECK_S = 1.0  # how often a long run's CPU time is read from the kernel
 THREAD_SAMPLE_S = 0.03  # how long threads left after a step are watched for activity
 IDLE_CPU_S = 0.25  # CPU a worker may use between two runs (bookkeeping only) before it counts as busy
-
-
-def _short_name(value: Any) -> str | None:
-    """A type or error name from the worker, kept short and printable."""
-    if value is None:
-        return None
-    text = "".join(ch for ch in str(value)[:100] if ch.isalnum() or ch in "._")
-    return text or None
 
 
 class _RunCounter:
@@ -67,27 +59,6 @@ class _RunCounter:
 _running_sandboxes = _RunCounter()
 
 
-@dataclass
-class RunResult:
-    """Outcome of one run. ``output`` is plain JSON-able data, or the repr of other objects."""
-
-    logs: str = ""
-    output: Any = None
-    is_final_answer: bool = False
-    error: str | None = None
-    artifacts: list[Artifact] = field(default_factory=list)
-    error_type: str | None = None
-    output_type: str = "NoneType"
-    state_lost: bool = False
-    duration_s: float = 0.0
-    untrusted: bool = False  # the worker broke the protocol during this run; its output may be forged
-    threads_left: int = 0  # Python threads of the code still alive after the step (the worker's report)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
 class PythonSandbox:
     """Runs model-written Python in a confined worker process; state persists between runs.
 
@@ -101,10 +72,11 @@ class PythonSandbox:
                  max_result_chars: int = 100_000, max_open_files: int = 256,
                  extra_read_paths=(), use_landlock: bool = True, use_seccomp: bool = True,
                  startup_timeout_s: float = 120, nice: int = 5, max_disk_mb: int = 1024,
-                 private_root: bool = True, python_layers: bool = True):
+                 private_root: bool = True, python_layers: bool = True, max_disk_files: int = 20_000):
         os.makedirs(workdir, exist_ok=True)
         self.workdir = os.path.realpath(workdir)
         self.max_disk_mb = int(max_disk_mb)
+        self.max_disk_files = int(max_disk_files)
         self._uid = identity.allocate()  # a user id of its own when the app runs as root
         # App-private: the worker's log and the mount point of its private root (never the worker's to write).
         self._private = tempfile.mkdtemp(prefix="agentdeck-sbx-app-")
@@ -151,7 +123,7 @@ class PythonSandbox:
         init = dict(self._settings, op="init", tools=sorted(self._tools))
         self._adopt_workspace()
         return WorkerProcess(init, minimal_env(self._tmpdir, self._env), self.workdir,
-                             os.path.join(self._private, "worker.log"))
+                             os.path.join(self._private, "worker.log"), start_dir=self._private)
 
     def _adopt_workspace(self) -> None:
         """Files the app put in the workspace (uploads) become the worker's, so its code can change them."""
@@ -165,7 +137,10 @@ class PythonSandbox:
             if self._worker is None or self._worker.dead:
                 self._worker = self._spawn()
             worker = self._worker
+        first = worker.ready is None
         ready = worker.wait_ready(self.startup_timeout_s)
+        if first:
+            worker.freeze()  # idle until the app sends it something
         if not self._warned:
             self._warned = True
             for warning in ready.get("warnings", []):
@@ -247,7 +222,12 @@ class PythonSandbox:
         with self._run_lock:
             self._tools.update(tools)
             worker = self._ready_worker()
-            worker.send({"op": "tools", "names": sorted(self._tools)})
+            try:
+                worker.send({"op": "tools", "names": sorted(self._tools)})
+            except ChannelClosed:
+                self._restart()  # the new worker is started with the tools
+                return
+            worker.freeze()  # it reads the message when it is thawed for its next run
 
     def send_variables(self, variables: dict[str, Any]) -> None:
         """Bind JSON-able values as variables of the code's namespace."""
@@ -260,11 +240,15 @@ class PythonSandbox:
             raise InvalidVariableError(f"variables must be JSON-serialisable: {exc}") from exc
         with self._run_lock:
             worker = self._ready_worker()
-            worker.send({"op": "vars", "values": variables})
-            while True:
+            try:
+                worker.send({"op": "vars", "values": variables})
                 msg = worker.reader.read(timeout=self.startup_timeout_s)
-                if msg is None or msg.get("op") == "vars_done":
-                    break
+            except (ChannelClosed, ProtocolError):
+                msg = {"op": "broken"}
+            if msg is not None and msg.get("op") != "vars_done":
+                self._restart()  # anything else is not what was asked: the worker is not trusted any more
+                raise InvalidVariableError("the sandbox worker misbehaved and was restarted; variables are lost")
+            worker.freeze()
             if msg is None or not msg.get("ok"):
                 raise InvalidVariableError((msg or {}).get("error", "the worker did not answer"))
 
@@ -319,57 +303,38 @@ class PythonSandbox:
             finally:
                 self._running = False
                 self._interrupt = False
-            if not result.state_lost and (result.threads_left or self._threads_busy(worker)):
+            if not result.state_lost and (result.threads_left or worker_watch.thread_left_running(worker, THREAD_SAMPLE_S)):
                 self._restart()
-                self._lose_state(result, "a thread it started was still running when the step ended, so the "
+                run_result.lose_state(result, "a thread it started was still running when the step ended, so the "
                                          "sandbox was restarted to stop it")
             if not worker.dead:
                 worker.idle_cpu = worker_watch.cpu_seconds(worker.pid)
+                worker.freeze()
             for note in notes:
-                self._lose_state(result, note + "; the sandbox was restarted")
+                run_result.lose_state(result, note + "; the sandbox was restarted")
             after = _artifacts.snapshot(self.workdir)
             result.artifacts = _artifacts.diff(self.workdir, before, after)
-            self._check_disk(result, after)
+            self._check_disk(result, self._worker)
             result.duration_s = time.monotonic() - started
             return result
 
-    @staticmethod
-    def _threads_busy(worker: WorkerProcess) -> bool:
-        """Whether a thread besides the main one still runs, as the kernel sees it (pool threads park)."""
-        if worker.dead or worker_watch.task_count(worker.pid) <= 1:
-            return False
-        deadline = time.monotonic() + THREAD_SAMPLE_S
-        while True:  # a thread that is just ending gets a moment
-            unparked = worker_watch.unparked_threads(worker.pid)
-            if unparked is None:
-                return worker_watch.busy_threads(worker.pid, THREAD_SAMPLE_S) > 0
-            if unparked == 0:
-                return False
-            if time.monotonic() > deadline:
-                return True
-            time.sleep(0.002)
+    def _disk_over(self, worker: WorkerProcess | None) -> str | None:
+        pid = worker.pid if worker is not None and not worker.dead else None
+        return worker_watch.disk_over([self.workdir, self._tmpdir], pid, self.max_disk_mb, self.max_disk_files)
 
-    @staticmethod
-    def _lose_state(result: RunResult, why: str) -> None:
-        result.state_lost = True
-        result.logs += (f"\n[sandbox] {why}: all variables, imports and functions from earlier steps are "
-                        "gone; define what you need again.\n")
-
-    def _check_disk(self, result: RunResult, after: _artifacts.Snapshot) -> None:
-        """The workspace and the private temp folder together stay under ``max_disk_mb``."""
-        tmp_files, tmp_bytes = worker_watch.usage(self._tmpdir)
-        used = sum(size for size, _mtime in after.values()) + tmp_bytes
-        if used <= self.max_disk_mb * 1024 * 1024:
+    def _check_disk(self, result: RunResult, worker: WorkerProcess | None) -> None:
+        """After a run: over the limits, the temp folder is emptied (with a fresh worker) and the run is told."""
+        why = self._disk_over(worker)
+        if why is None:
             return
-        if tmp_bytes:
+        if worker_watch.usage([self._tmpdir]).files or (worker and worker_watch.deleted_open_bytes(worker.pid)):
             self._restart()
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             os.makedirs(self._tmpdir, mode=0o700, exist_ok=True)
             if self._uid is not None:
                 os.chown(self._tmpdir, self._uid, self._uid)
-            self._lose_state(result, f"the private temp folder ({tmp_files} files) was emptied")
-        message = (f"DiskLimitError: the sandbox's files take {used // (1024 * 1024)} MB, over the limit of "
-                   f"{self.max_disk_mb} MB (max_disk_mb; the app can raise it). Delete files you no longer need.")
+            run_result.lose_state(result, "the private temp folder was emptied")
+        message = f"DiskLimitError: {why}. Delete files you no longer need."
         result.error = message if result.error is None else f"{result.error}\n{message}"
         result.error_type = result.error_type or "DiskLimitError"
 
@@ -377,12 +342,13 @@ class PythonSandbox:
               cancel: threading.Event | None = None) -> RunResult:
         logs: list[str] = []
         logged = 0
-        log_limit = self._settings["max_output_chars"] + 500
+        log_limit = self._settings["max_output_chars"] + run_result.NOTE_ROOM
         start = time.monotonic()
         tool_time = 0.0
         stopping: str | None = None
         grace_end = 0.0
         cpu_start = worker_watch.cpu_seconds(worker.pid)
+        next_disk_check = start + CPU_CHECK_S
         while True:
             now = time.monotonic()
             if stopping is None:
@@ -390,6 +356,10 @@ class PythonSandbox:
                 reason = "interrupt" if cancelled else None
                 if reason is None and now - start - tool_time >= self.timeout_s:
                     reason = "timeout"
+                if reason is None and now >= next_disk_check:
+                    next_disk_check = now + CPU_CHECK_S
+                    if self._disk_over(worker) is not None:
+                        reason = "disk"
                 if reason is None and tool_time and now - start > CPU_CHECK_S:
                     # Time in tools does not count, but a thread burning CPU meanwhile does: the kernel's figure.
                     if worker_watch.cpu_seconds(worker.pid) - cpu_start > self.timeout_s:
@@ -401,7 +371,7 @@ class PythonSandbox:
                 wait = grace_end - now
                 if wait <= 0:
                     self._restart()
-                    return self._stopped(stopping, logs, lost=True)
+                    return run_result.stopped(stopping, logs, True, self.timeout_s, self._disk_over(None))
             else:
                 wait = min(self.timeout_s - (now - start - tool_time), CPU_CHECK_S)
             try:
@@ -436,17 +406,16 @@ class PythonSandbox:
                 worker.send(reply)
             else:
                 if stopping and msg.get("error_type") == "KeyboardInterrupt":
-                    return self._stopped(stopping, logs + [str(msg.get("logs", ""))[:log_limit]], lost=False)
-                return self._result(msg, logs)
+                    return run_result.stopped(stopping, logs + [str(msg.get("logs", ""))[:log_limit]], False,
+                                              self.timeout_s, self._disk_over(None))
+                return run_result.from_worker(msg, logs, self._settings["max_output_chars"],
+                                              self._settings["max_result_chars"])
 
     def _misbehaved(self, worker: WorkerProcess, logs: list[str], what: str) -> RunResult:
-        """The worker broke the protocol: its state and this run's output cannot be trusted."""
+        """The worker broke the protocol: restart it; the run's output is not to be trusted."""
         worker.kill()
         self._restart()
-        return RunResult(logs="".join(logs), error_type="SandboxProtocolError", state_lost=True, untrusted=True,
-                         error=(f"SandboxProtocolError: the sandbox worker {what}. The code may have tampered "
-                                "with the sandbox, so its output was discarded and a fresh sandbox was started: "
-                                "all variables, imports and functions from earlier steps are gone."))
+        return run_result.protocol_error(logs, what)
 
     def _drain_wake(self) -> None:
         try:
@@ -471,45 +440,6 @@ class PythonSandbox:
             reply["value"] = str(value)
         return reply
 
-    def _result(self, msg: dict, logs: list[str]) -> RunResult:
-        """The worker's result, with every limit enforced again here: the worker may be lying."""
-        limit = self._settings["max_output_chars"] + 500  # room for the worker's own truncation note
-        text = "".join(logs) + str(msg.get("logs") or "")[:limit + 1]
-        if len(text) > limit:
-            text = text[:limit] + f"\n[output truncated at max_output_chars={limit - 500}]\n"
-        error = msg.get("error")
-        return RunResult(logs=text, output=self._bounded_output(msg.get("output")),
-                         is_final_answer=msg.get("is_final") is True,
-                         error=str(error)[:limit] if error is not None else None,
-                         error_type=_short_name(msg.get("error_type")),
-                         output_type=_short_name(msg.get("output_type")) or "NoneType",
-                         threads_left=1 if msg.get("threads_left") else 0)
-
-    def _bounded_output(self, value: Any) -> Any:
-        limit = self._settings["max_result_chars"]
-        if isinstance(value, str):
-            return value if len(value) <= limit else value[:limit] + f"\n[truncated {len(value) - limit} characters]"
-        if isinstance(value, (list, dict)):
-            encoded = encode_json(value)
-            if len(encoded) > limit:
-                return encoded[:limit] + f"\n[truncated {len(encoded) - limit} characters]"
-        return value
-
-    def _stopped(self, reason: str, logs: list[str], lost: bool) -> RunResult:
-        if reason == "timeout":
-            what = (f"TimeoutError: the code ran longer than the limit of {self.timeout_s} s "
-                    f"(timeout_s={self.timeout_s}; the app can raise it) and was stopped.")
-        else:
-            what = "InterruptedError: the run was interrupted."
-        if lost:
-            what += (" It did not stop in time, so the worker was restarted: all variables, imports and "
-                     "functions from earlier steps were lost.")
-        else:
-            what += " Variables from earlier steps are kept."
-        return RunResult(logs="".join(logs), error=what,
-                         error_type="TimeoutError" if reason == "timeout" else "InterruptedError",
-                         state_lost=lost)
-
     def _crashed(self, worker: WorkerProcess, logs: list[str]) -> RunResult:
         try:
             worker.proc.wait(timeout=1)
@@ -518,8 +448,4 @@ class PythonSandbox:
         how = worker.exit_description()
         worker.kill()
         self._restart()
-        return RunResult(logs="".join(logs), error_type="WorkerCrashed", state_lost=True,
-                         error=(f"WorkerCrashed: the sandbox worker stopped unexpectedly ({how}). "
-                                f"A fresh worker was started; all state from earlier steps was lost. "
-                                f"If the code used a lot of memory, the limit is memory_limit_mb="
-                                f"{self._settings['memory_limit_mb']}."))
+        return run_result.crashed(logs, how, self._settings["memory_limit_mb"])

@@ -3,7 +3,9 @@
 Why: RLIMIT_NPROC does not bind root, so "no new processes" needs the kernel
 to refuse fork/vfork/clone (without CLONE_THREAD)/clone3/execve. The filter
 also refuses new sockets (socketpair stays, asyncio needs it), signals to other
-processes, changing other processes' limits, and a list of kernel-admin calls.
+processes, calls that name another process by pid, changing other processes'
+limits, SysV/POSIX IPC and memfd (shared objects that outlive the worker or
+escape its memory limit), and a list of kernel-admin calls.
 It is applied to all threads at once (TSYNC), so BLAS threads started while
 preloading libraries are covered too.
 """
@@ -57,6 +59,17 @@ _SYSCALLS = {
     "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7), "setxattrat": (463, 463),
     "removexattr": (197, 14), "lremovexattr": (198, 15), "fremovexattr": (199, 16),
     "removexattrat": (466, 466),
+    "shmget": (29, 194), "shmat": (30, 196), "shmctl": (31, 195), "shmdt": (67, 197),
+    "semget": (64, 190), "semop": (65, 193), "semctl": (66, 191), "semtimedop": (220, 192),
+    "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188), "msgctl": (71, 187),
+    "mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182), "mq_timedreceive": (243, 183),
+    "mq_notify": (244, 184), "mq_getsetattr": (245, 185), "memfd_create": (319, 279), "memfd_secret": (447, 447),
+    "pidfd_open": (434, 434), "kcmp": (312, 272), "process_madvise": (440, 440),
+    "ioprio_set": (251, 30), "ioprio_get": (252, 31),
+    "getsid": (124, 156), "getpgid": (121, 155), "sched_getscheduler": (145, 120), "sched_getparam": (143, 121),
+    "sched_getaffinity": (204, 123), "sched_setaffinity": (203, 122), "sched_rr_get_interval": (148, 127),
+    "sched_getattr": (315, 275), "sched_setattr": (314, 274), "sched_setscheduler": (144, 119),
+    "sched_setparam": (142, 118), "getpriority": (140, 141), "setpriority": (141, 140),
 }
 _ARCHES = {"x86_64": (0, 0xC000003E), "amd64": (0, 0xC000003E),
            "aarch64": (1, 0xC00000B7), "arm64": (1, 0xC00000B7)}
@@ -65,7 +78,16 @@ chroot unshare setns bpf perf_event_open kexec_load kexec_file_load init_module 
 delete_module keyctl add_key request_key userfaultfd io_uring_setup io_uring_enter
 io_uring_register personality open_by_handle_at name_to_handle_at acct swapon swapoff
 reboot sethostname setdomainname syslog open_tree move_mount fsopen fsconfig fsmount
-fspick mount_setattr pidfd_send_signal pidfd_getfd""".split()
+fspick mount_setattr pidfd_send_signal pidfd_getfd
+shmget shmat shmctl shmdt semget semop semctl semtimedop msgget msgsnd msgrcv msgctl
+mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr
+memfd_create memfd_secret pidfd_open kcmp process_madvise ioprio_set ioprio_get""".split()
+# SysV and POSIX IPC objects outlive the process and are shared by id; memory in a memfd escapes the
+# address-space limit; pidfd_open, kcmp and the calls below would let code probe other processes by pid.
+# Calls that take a pid as their first argument: only 0 (itself) or its own pid.
+OWN_PID_FIRST = """getsid getpgid sched_getscheduler sched_getparam sched_getaffinity sched_setaffinity
+sched_rr_get_interval sched_getattr sched_setattr sched_setscheduler sched_setparam""".split()
+OWN_PID_SECOND = ["getpriority", "setpriority"]  # (which, who): only who = 0 or its own pid
 DENY_EACCES = ["execve", "execveat", "socket"]
 SELF_PID_ONLY = ["kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"]
 # Metadata changes, refused only where the worker shares the app's user and sees its files (no private
@@ -105,7 +127,8 @@ def build_filter(arch_index: int, audit_arch: int, pid: int, deny_metadata: bool
     if arch_index == 0:
         ins(_JGE, 0x40000000, "eperm", 0)  # x32 ABI calls
     groups = [(DENY_EPERM, "eperm"), (DENY_EACCES, "eacces"), (["clone3"], "enosys"),
-              (["clone"], "clone"), (SELF_PID_ONLY, "selfpid"), (["prlimit64"], "prlimit")]
+              (["clone"], "clone"), (SELF_PID_ONLY, "selfpid"), (["prlimit64"], "prlimit"),
+              (OWN_PID_FIRST, "prlimit"), (OWN_PID_SECOND, "second_arg")]
     if deny_metadata:
         groups += [(METADATA_EPERM, "eperm"), (METADATA_NOOP, "noop")]
     for names, target in groups:
@@ -117,6 +140,9 @@ def build_filter(arch_index: int, audit_arch: int, pid: int, deny_metadata: bool
     label("clone")
     ins(_LD_W_ABS, _OFF_ARG0)
     ins(_JSET, CLONE_THREAD, "allow", "eperm")
+    label("second_arg")
+    ins(_LD_W_ABS, _OFF_ARG0 + 8)
+    ins(_JEQ, 0, "allow", "pidcheck")
     label("prlimit")
     ins(_LD_W_ABS, _OFF_ARG0)
     ins(_JEQ, 0, "allow", "pidcheck")

@@ -17,7 +17,8 @@ import sys
 from . import confinement
 from .audit import AuditPolicy
 from .execution import Executor
-from .guarded_runtime import Runtime, patch_loaded_libraries
+from .guarded_runtime import Runtime
+from .library_patches import patch_loaded_libraries
 from .imports import ImportPolicy, ModuleViews
 from .protocol import ChannelClosed, FrameReader, write_frame
 
@@ -104,8 +105,10 @@ def main(argv: list[str]) -> None:
         return
     executor = Executor(runtime, audit, settings, write, reader.read)
     executor.set_tools(init.get("tools", []))
+    run_flag = executor.run_flag
+
     def on_sigint(signum, frame):
-        if executor.running:
+        if run_flag[0]:
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import select
+from dataclasses import dataclass
 import stat
 import time
 
@@ -109,11 +110,18 @@ def has_pending(fd: int) -> bool:
         return True
 
 
-def usage(folder: str, max_entries: int = 50000) -> tuple[int, int]:
-    """(files, bytes) of regular files below ``folder``, links never followed."""
-    files = size = seen = 0
-    stack = [folder]
-    while stack and seen < max_entries:
+@dataclass
+class DiskUse:
+    files: int = 0
+    bytes: int = 0
+    complete: bool = True  # False: the walk stopped at its entry cap (count as over any limit)
+
+
+def usage(folders: list[str], max_entries: int = 100_000) -> DiskUse:
+    """Regular files and their allocated bytes below `folders`, at any depth, links never followed."""
+    use, seen = DiskUse(), 0
+    stack = list(folders)
+    while stack:
         try:
             entries = os.scandir(stack.pop())
         except OSError:
@@ -121,13 +129,64 @@ def usage(folder: str, max_entries: int = 50000) -> tuple[int, int]:
         with entries:
             for entry in entries:
                 seen += 1
+                if seen > max_entries:
+                    use.complete = False
+                    return use
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
                 if stat.S_ISDIR(st.st_mode):
                     stack.append(entry.path)
-                elif stat.S_ISREG(st.st_mode):
-                    files += 1
-                    size += st.st_blocks * 512
-    return files, size
+                else:
+                    use.files += 1
+                    use.bytes += st.st_blocks * 512
+    return use
+
+
+def deleted_open_bytes(pid: int) -> int:
+    """Bytes of files the process deleted but still holds open (invisible to a folder walk)."""
+    total = 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        path = f"/proc/{pid}/fd/{fd}"
+        try:
+            if os.readlink(path).endswith(" (deleted)"):
+                st = os.stat(path)
+                if stat.S_ISREG(st.st_mode):
+                    total += st.st_blocks * 512
+        except OSError:
+            continue
+    return total
+
+
+def thread_left_running(worker, sample_s: float) -> bool:
+    """Whether a thread besides the main one still runs, as the kernel sees it (pool threads park in futex)."""
+    if worker.dead or task_count(worker.pid) <= 1:
+        return False
+    deadline = time.monotonic() + sample_s
+    while True:  # a thread that is just ending gets a moment
+        unparked = unparked_threads(worker.pid)
+        if unparked is None:
+            return busy_threads(worker.pid, sample_s) > 0
+        if unparked == 0:
+            return False
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.002)
+
+
+def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int) -> str | None:
+    """Why the sandbox's files are over its limits (its folders, plus files its process deleted but holds
+    open), or None. A walk cut short by its entry cap counts as over: the limit fails closed."""
+    use = usage(folders)
+    used = use.bytes + (deleted_open_bytes(pid) if pid is not None else 0)
+    if not use.complete or use.files > max_files:
+        return f"the sandbox holds more than {max_files:,} files (max_disk_files; the app can raise it)"
+    if used > max_mb * 1024 * 1024:
+        return (f"the sandbox's files take {used // (1024 * 1024)} MB, over the limit of {max_mb} MB "
+                "(max_disk_mb; the app can raise it)")
+    return None

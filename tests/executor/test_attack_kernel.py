@@ -280,9 +280,11 @@ def test_result_limits_are_enforced_by_the_app(tmp_path):
         r = sb.run(code)
         assert isinstance(r.output, str) and len(r.output) < 1200
         assert len(r.logs) < 2000 and len(r.output_type) <= 100
-        # The real result then arrives after the run ended: the next run notices and starts afresh.
+        # The real result then arrives after the app took the forged one: the next run notices (a frame that
+        # belongs to no current run), distrusts the worker and starts afresh.
         r2 = sb.run("1")
-        assert r2.state_lost and r2.output == 1
+        assert r2.state_lost and (r2.output == 1 or r2.untrusted)
+        assert sb.run("2").output == 2
 
 
 def test_thread_left_running_is_stopped(tmp_path):
@@ -400,3 +402,105 @@ def test_uploads_from_the_app_become_writable_by_the_code(tmp_path):
         r = sb.run("open('upload.csv', 'a').write('2\\n')\nopen('upload.csv').read()")
         assert r.error is None, r.error
         assert r.output == "x\n1\n2\n"
+
+
+# ----- regressions from the fresh-eyes attack of this work ------------------------------------------------
+def test_ipc_memfd_and_pid_probes_are_refused(arena):
+    code = (
+        "import os, ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "out = {}\n"
+        "out['shmget'] = libc.shmget(1234, ctypes.c_size_t(1 << 20), 0o1000 | 0o666)\n"
+        "out['msgget'] = libc.msgget(1234, 0o1000 | 0o666)\n"
+        "out['semget'] = libc.semget(1234, 1, 0o1000 | 0o666)\n"
+        "try:\n    os.memfd_create('m'); out['memfd'] = 'made'\nexcept OSError: out['memfd'] = -1\n"
+        f"try:\n    os.getsid({os.getpid()}); out['getsid'] = 'seen'\nexcept OSError: out['getsid'] = -1\n"
+        f"out['pidfd_open'] = libc.syscall(434, {os.getpid()}, 0)\n"
+        "out"
+    )
+    r = arena["sb"].run(code)
+    assert r.error is None, r.error
+    assert all(v == -1 for v in r.output.values()), r.output
+
+
+def test_deep_deleted_and_many_files_count_against_the_disk_limit(tmp_path):
+    with PythonSandbox(str(tmp_path / "ws"), python_layers=False, max_disk_mb=20, max_disk_files=500) as sb:
+        deep = "/".join(["d"] * 20)
+        r = sb.run(f"import os\nos.makedirs({deep!r})\nopen({deep + '/big.bin'!r}, 'wb').write(b'A' * (30 << 20))")
+        assert r.error_type == "DiskLimitError", (r.error, r.logs)
+        sb.run(f"import shutil\nshutil.rmtree('d')")
+        r = sb.run("f = open('h.bin', 'wb'); f.write(b'A' * (30 << 20)); f.flush()\nimport os\nos.unlink('h.bin')\nkeep = [f]")
+        assert r.error_type == "DiskLimitError"
+        r = sb.run("import os\nos.makedirs('many', exist_ok=True)\n"
+                   "for i in range(800):\n    open(f'many/{i}', 'w').close()")
+        assert r.error_type == "DiskLimitError" and "max_disk_files" in r.error
+
+
+def test_a_worker_that_stops_reading_cannot_hang_the_app(tmp_path):
+    import time
+
+    with PythonSandbox(str(tmp_path), python_layers=False, timeout_s=5) as sb:
+        sb.run("import fcntl, sys, threading\nfcntl.fcntl(int(sys.argv[2]), 1031, 4096)")
+        started = time.monotonic()
+        r = sb.run("x = '" + "y" * 20000 + "'\nlen(x)")
+        assert time.monotonic() - started < 30
+        assert r.output == 20000 or r.state_lost
+
+
+def test_hostile_frames_cannot_blow_up_or_crash_the_app(tmp_path):
+    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
+        for payload in ("b'[' * 200000 + b']' * 200000", "b'[' + b'[],' * 3000000 + b'[]]'"):
+            r = sb.run(f"import os, sys\ndata = {payload}\nos.write(int(sys.argv[3]), len(data).to_bytes(4, 'big') + data)\n"
+                       "import time\ntime.sleep(0.5)")
+            assert r.state_lost and r.error is not None
+        assert sb.run("6 * 7").output == 42
+
+
+def test_nothing_of_the_code_runs_between_steps(tmp_path):
+    import time
+
+    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
+        r = sb.run(
+            "import threading\n"
+            "def tick():\n"
+            "    n = 0\n"
+            "    while True:\n"
+            "        threading.Event().wait(0.05)\n"
+            "        n += 1\n"
+            "        open('ticks.txt', 'w').write(str(n))\n"
+            "t = threading.Thread(target=tick, daemon=True)\n"
+            "threading._active.pop(t.ident, None) if False else None\n"
+            "t.start()\nthreading._active.pop(t.ident, None)\n'planted'"
+        )
+        assert r.output == "planted"
+        first = (tmp_path / "ticks.txt").read_text() if (tmp_path / "ticks.txt").exists() else "0"
+        time.sleep(1.0)
+        later = (tmp_path / "ticks.txt").read_text() if (tmp_path / "ticks.txt").exists() else "0"
+        assert later == first  # frozen (or restarted): no tick while the app did not wait for the worker
+
+
+def test_pyarrow_pool_reserves_nothing(tmp_path):
+    with PythonSandbox(str(tmp_path), authorized_imports=["pandas"]) as sb:
+        r = sb.run("import pandas as pd\ns = pd.Series(['a', 'b'] * 1000, dtype='string[pyarrow]')\nint(s.str.len().sum())")
+        assert r.error is None, r.error
+        assert r.output == 2000
+
+
+def test_a_planted_matplotlibrc_is_not_read_by_the_next_worker(tmp_path):
+    with PythonSandbox(str(tmp_path), authorized_imports=["matplotlib"]) as sb:
+        sb.run("open('matplotlibrc', 'w').write('figure.dpi: 3000\\n')")
+        sb.reset()
+        r = sb.run("import matplotlib\nmatplotlib.rcParams['figure.dpi']")
+        assert r.output != 3000
+
+
+def test_read_roots_never_hold_the_workspace(tmp_path, monkeypatch):
+    """A folder on sys.path that contains the workspaces must not become a read root (neighbours exposed)."""
+    from agents.executor.confinement import ConfinementConfig, read_roots
+
+    ws = tmp_path / "sessions" / "ws"
+    ws.mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = ConfinementConfig(workdir=str(ws), tmpdir=str(tmp_path / "t"), app_root="/nonexistent",
+                            memory_limit_mb=100, max_file_size_mb=1, max_open_files=10)
+    assert all(not str(ws).startswith(root.rstrip("/") + "/") for root in read_roots(cfg))

@@ -107,3 +107,17 @@ def test_user_templates_run_in_jinja_sandbox(sb):
 def test_styler_templates_still_render(sb):
     r = sb.run("import pandas as pd\nlen(pd.DataFrame({'a': [1, 2]}).style.to_html()) > 100")
     assert r.error is None and r.output is True
+
+
+@pytest.mark.parametrize("code", [
+    "import operator, numpy as np\nAG = type(operator.attrgetter('x'))\nAG('__globals__')(np.load)",
+    "import string\nstring.Formatter.__mro__[1]().get_field('0.__class__.__mro__', [1], {})",
+    "import numpy as np\nnp.load.__wrapped__",
+    "import typing\ntyping.ForwardRef.__init__.__wrapped__",
+    "import pandas as pd\npd.eval.__wrapped__('(1).__class__')",
+    "import pandas as pd\ntype(pd.DataFrame({'a': [1]}).style).env.from_string('{{ cycler.__init__.__globals__ }}').render()",
+    "import signal",
+])
+def test_pivots_found_by_the_attack_are_closed(sb, code):
+    r = sb.run(code)
+    assert r.error is not None, r.output
