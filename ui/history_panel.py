@@ -23,7 +23,9 @@ import gradio as gr
 from agents.memory import AgentMemory
 from ui.chat_restore import carry_memory_into, replay_memory
 from ui.pending_decisions import has_pending
-from ui.persistence import ChatStore, ChatStoreError, clean_title, new_token, settings_dict, valid_token
+from ui.persistence import (
+    ChatStore, ChatStoreError, clean_title, new_token, settings_dict, storage_is_ephemeral, valid_token,
+)
 from ui.settings import RunSettings, SettingsRefusedError, available_tools
 from ui.stream_outputs import Shown, session_outputs
 from ui.formatting import for_visitor
@@ -354,6 +356,10 @@ def build_history_panel(app: "AgentDeckApp") -> HistoryPanel:
         gr.Markdown("### 💬 Your chats")
         list_note = gr.Markdown("Chats are saved on this server for this browser. Click one to reopen it.",
                                 elem_id="chat-list-note")
+        if storage_is_ephemeral(app.config.data_dir):
+            gr.Markdown("⚠️ This Space has no persistent storage: saved chats are lost when it restarts "
+                        "(its owner can add a Storage Bucket: `make space SPACE=… ARGS=\"--bucket auto\"`).",
+                        elem_id="storage-note")
         chat_list = gr.Radio(choices=[], value=None, show_label=False, elem_id="chat-list", container=False)
         with gr.Row():
             title_box = gr.Textbox(placeholder="New title for the selected chat", show_label=False, max_lines=1,

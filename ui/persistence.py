@@ -46,6 +46,14 @@ class ChatStoreError(Exception):
     """A saved chat cannot be used; the message is meant for the person, as is."""
 
 
+def storage_is_ephemeral(data_dir: str | Path) -> bool:
+    """On a Space, whether saved chats live outside a mounted volume (they are gone when the Space restarts)."""
+    if not os.environ.get("SPACE_ID"):
+        return False
+    real = os.path.realpath(str(data_dir))
+    return not (real == "/data" or real.startswith("/data/"))
+
+
 def default_data_dir(base_dir: str | Path) -> Path:
     """AGENTDECK_DATA_DIR; on a Hugging Face Space with persistent storage, /data/agentdeck; else <base>/data."""
     configured = os.environ.get("AGENTDECK_DATA_DIR", "").strip()

@@ -128,3 +128,13 @@ def test_existing_secret_is_kept(hub: str) -> None:
 def test_bad_space_id_is_refused(capsys: pytest.CaptureFixture) -> None:
     assert deploy.main(["just-a-name", "--dry-run"]) == 2
     assert "user/name" in capsys.readouterr().err
+
+
+def test_sidebar_says_when_chats_are_not_on_persistent_storage(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from ui.persistence import storage_is_ephemeral
+
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert not storage_is_ephemeral(tmp_path)  # not a Space: the operator chose the folder
+    monkeypatch.setenv("SPACE_ID", "me/demo")
+    assert storage_is_ephemeral(tmp_path)
+    assert not storage_is_ephemeral("/data/agentdeck")
