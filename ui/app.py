@@ -5,6 +5,7 @@ The streaming handler drains the session's run and returns when the run finishes
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -20,6 +21,7 @@ from ui.persistence import secret_file
 from ui.pending_decisions import has_pending, set_approval_mode
 from ui.published_files import root_url_of
 from ui.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
+from ui.gradio_compat import AbsoluteFileUrlMiddleware, check_version
 from ui.page_presence import PresenceMiddleware
 from ui.security_headers import SecurityHeadersMiddleware
 from ui.session_registry import ServerBusyError, SessionRegistry
@@ -47,6 +49,19 @@ EXAMPLES: list[dict[str, Any]] = [
     },
 ]
 
+
+SIGN_IN_MESSAGE = ("Sign in with Hugging Face (the button at the top of the sidebar) to chat: your own account's "
+                   "inference credits are used, and your chats are kept under your name. Until then, "
+                   "🎬 Watch a recorded analysis shows what the app does.")
+DEMOS = ASSETS / "demos"
+RECORDED_DEMOS: list[dict[str, Any]] = [
+    {"label": "🎬 Penguins: species, body mass and a chart", "transcript": str(DEMOS / "penguins.json"),
+     "text": "Explore penguins.csv: how many penguins of each species, their average body mass, and plot flipper "
+             "length against body mass.", "files": [str(ASSETS / "penguins.csv")], "steps": 3},
+    {"label": "🎬 Seattle weather: a monthly rainfall chart", "transcript": str(DEMOS / "weather.json"),
+     "text": "Which month is the wettest in seattle-weather.csv? Chart the average precipitation per month.",
+     "files": [str(ASSETS / "seattle-weather.csv")], "steps": 3},
+]
 
 class AgentDeckApp:
     def __init__(self, config: AppConfig) -> None:
@@ -97,7 +112,8 @@ class AgentDeckApp:
 
     # ----- handlers ------------------------------------------------------------------------------------
     def run(self, message: dict | str | None, model: str, agent_type: str, max_steps: float, planning_interval: float,
-            tools: list[str], imports: str, request: gr.Request, approval_mode: str | None = None) -> Iterator[tuple]:
+            tools: list[str], imports: str, request: gr.Request, approval_mode: str | None = None,
+            oauth_token: gr.OAuthToken | None = None) -> Iterator[tuple]:
         """Send a message (text + files) and stream the agent's run."""
         session = self.session_for(request)
         if isinstance(message, str):
@@ -109,7 +125,7 @@ class AgentDeckApp:
             path = item.get("path") if isinstance(item, dict) else str(item)
             name = (item.get("orig_name") if isinstance(item, dict) else None) or os.path.basename(path)
             files.append((path, name))
-        settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports)
+        settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports, token=oauth_token)
         if not (text.strip() or files):
             yield from self._stream(session, text, files, settings, request)
             return
@@ -119,13 +135,13 @@ class AgentDeckApp:
 
     def run_example(self, model: str, agent_type: str, max_steps: float, planning_interval: float, tools: list[str],
                     imports: str, evt: gr.SelectData, request: gr.Request,
-                    approval_mode: str | None = None) -> Iterator[tuple]:
+                    approval_mode: str | None = None, oauth_token: gr.OAuthToken | None = None) -> Iterator[tuple]:
         """A click on one of the chat's examples: run it with its bundled files."""
         session = self.session_for(request)
         index = evt.index if isinstance(evt.index, int) else 0
         example = EXAMPLES[index] if 0 <= index < len(EXAMPLES) else EXAMPLES[0]
         files = [(path, os.path.basename(path)) for path in example.get("files", [])]
-        settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports)
+        settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports, token=oauth_token)
         self._admit(request, session)
         set_approval_mode(session, approval_mode)
         yield from self._limited(self._stream(session, example["text"], files, settings, request), request)
@@ -150,12 +166,28 @@ class AgentDeckApp:
         finally:
             place.__exit__(None, None, None)
 
-    def _settings(self, *form: Any) -> RunSettings:
-        """The form's settings, checked against what the operator allows (a refusal is shown, nothing runs)."""
+    def _settings(self, *form: Any, token: gr.OAuthToken | None = None) -> RunSettings:
+        """The form's settings, checked against what the operator allows (a refusal is shown, nothing runs),
+        with the signed-in visitor's own token for Hugging Face models."""
         try:
-            return RunSettings.from_form(self.config, *form)
+            settings = RunSettings.from_form(self.config, *form)
         except SettingsRefusedError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
+        if token is not None and getattr(token, "token", None):
+            settings = dataclasses.replace(settings, hf_token=token.token)
+        if self.config.needs_sign_in(settings):
+            raise gr.Error(SIGN_IN_MESSAGE, print_exception=False)
+        return settings
+
+    def run_recorded(self, index: int, request: gr.Request) -> Iterator[tuple]:
+        """Play one of the recorded analyses (ui/assets/demos): what the app does, without a model or a key."""
+        session = self.session_for(request)
+        demo = RECORDED_DEMOS[index % len(RECORDED_DEMOS)]
+        settings = RunSettings(model=f"replay:{demo['transcript']}", max_steps=int(demo["steps"]) + 1,
+                               authorized_imports=self.config.authorized_imports)
+        files = [(path, os.path.basename(path)) for path in demo.get("files", [])]
+        self._admit(request, session)
+        yield from self._limited(self._stream(session, demo["text"], files, settings, request), request)
 
     def stop(self, request: gr.Request) -> str:
         """Stop the session's run at once (the agent interrupts its running code)."""
@@ -206,7 +238,8 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         "footer_links": ["api", "settings"],
         # Gradio refuses bigger uploads itself, before they are stored (the app's own check comes later).
         "max_file_size": config.max_upload_bytes,
-        "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware), Middleware(PresenceMiddleware)]},
+        "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware), Middleware(PresenceMiddleware),
+                                      Middleware(AbsoluteFileUrlMiddleware)]},
         # The data dir is allowed (above) but its signing secret must never be served.
         "blocked_paths": [str(secret_file(config.data_dir))],
     }
@@ -219,6 +252,7 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
 def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] | None = None,
            **overrides: Any) -> tuple[gr.Blocks, AgentDeckApp]:
     """Serve the app (built here unless `app` is the pair `create_app` returned)."""
+    check_version()
     config = config or (app[1].config if app else AppConfig.from_env())
     demo, controller = app or create_app(config)
     controller.registry.start_reaper()

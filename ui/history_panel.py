@@ -61,12 +61,20 @@ class HistoryController:
         self._lock = threading.Lock()
 
     # ----- identity -----------------------------------------------------------------------------
-    def identify(self, state: Any, request: gr.Request | None) -> tuple[str, dict[str, Any]]:
-        """(owner key, browser state to store): a new random token when the browser has none."""
+    def identify(self, state: Any, request: gr.Request | None,
+                 profile: gr.OAuthProfile | None = None) -> tuple[str, dict[str, Any]]:
+        """(owner key, browser state to store): the signed-in Hugging Face user's, the password user's, else the
+        browser's own random token (a new one when it has none)."""
         state = dict(state) if isinstance(state, dict) else {}
         if not valid_token(state.get("token")):
             state = {"token": new_token()}
-        username = getattr(request, "username", None)
+        hf_user = getattr(profile, "username", None) if profile is not None else None
+        if hf_user is None:
+            with self._lock:
+                bound = self.tabs.get(self.tab_key(request))
+            if bound is not None and bound != self.store.owner_for_token(state["token"]):
+                return bound, state  # this tab's page load identified a signed-in user
+        username = f"hf:{hf_user}" if hf_user else getattr(request, "username", None)
         owner = self.store.owner_for_user(username) if username else self.store.owner_for_token(state["token"])
         return owner, state
 
@@ -135,9 +143,9 @@ class HistoryController:
 
     # ----- handlers -----------------------------------------------------------------------------
     def on_load(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
-                imports: Any, request: gr.Request) -> Iterator[tuple]:
+                imports: Any, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Iterator[tuple]:
         """Page load: give the browser its identity, list its chats and reopen the one it had open."""
-        owner, state = self.identify(state, request)
+        owner, state = self.identify(state, request, profile)
         key = self.tab_key(request)
         self.bind(key, owner)
         current = self.store.current(owner)

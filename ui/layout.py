@@ -6,7 +6,7 @@ ui/approval_panel.py, settings-*).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import gradio as gr
 
@@ -38,7 +38,7 @@ PLACEHOLDER = (
 
 
 def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
-    from ui.app import EXAMPLES
+    from ui.app import EXAMPLES, RECORDED_DEMOS
 
     config = app.config
     tools = available_tools()
@@ -64,7 +64,14 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                 with gr.Row():
                     stop_btn = gr.Button("⏹ Stop", elem_id="stop-btn", variant="stop", size="sm")
                     new_btn = gr.Button("🗒 New chat", elem_id="new-chat-btn", variant="secondary", size="sm")
+                with gr.Row(elem_id="recorded-demos"):
+                    demo_buttons = [gr.Button(d["label"], size="sm", variant="secondary", elem_id=f"recorded-demo-{i}")
+                                    for i, d in enumerate(RECORDED_DEMOS)]
             with gr.Column(scale=1, min_width=280):
+                if config.hf_login:
+                    gr.LoginButton(elem_id="hf-login")
+                    gr.Markdown("Sign in with Hugging Face to chat: your own account's inference credits are used "
+                                "and your chats are kept under your name.", elem_id="sign-in-note")
                 model = gr.Dropdown(config.visitor_models(), value=config.model, label="Model",
                                     allow_custom_value=config.free_choice, elem_id="model-picker",
                                     info=("Single-user install: any model string is accepted."
@@ -105,6 +112,8 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                                       **run_options)
         unlock_after(submitted)
         unlock_after(example)
+        recorded = [button.click(recorded_handler(app, i), api_name=f"recorded_demo_{i}", **run_options)
+                    for i, button in enumerate(demo_buttons)]
         stopped = stop_btn.click(app.stop, outputs=[status], api_name="stop", concurrency_limit=None,
                                  show_progress="hidden")
         cleared = new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,
@@ -114,6 +123,15 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
         approvals.wire(demo, app, approval, approval_mode, approval_note, planning, max_steps, outputs, task_input,
                        chat, files_panel, status, after=[submitted, example, stopped, cleared])
         history_panel.wire_history_panel(app, history, demo, chat, task_input, files_panel, status, clock, settings,
-                                         after_runs=[submitted, example], new_chat_event=cleared)
+                                         after_runs=[submitted, example, *recorded], new_chat_event=cleared)
         demo.unload(app.on_unload)
     return demo
+
+
+def recorded_handler(app: Any, index: int) -> Callable[..., Iterator[tuple]]:
+    """The click handler of one recorded-analysis button (Gradio reads the request from the type hint)."""
+
+    def play(request: gr.Request) -> Iterator[tuple]:
+        yield from app.run_recorded(index, request)
+
+    return play

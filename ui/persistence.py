@@ -339,6 +339,7 @@ def settings_dict(settings: Any) -> dict[str, Any] | None:
 
     if is_dataclass(settings):
         data = asdict(settings)
+        data.pop("hf_token", None)  # a visitor's token is never saved
         return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
     return None
 

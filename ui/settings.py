@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,12 @@ class AppConfig:
     allowed_models: tuple[str, ...] | None = None  # None: the default offer (see visitor_models)
     allowed_tools: tuple[str, ...] | None = None  # None: every built-in tool
     free_choice: bool = False  # a single-user install: any model string, tool and import
+    hf_login: bool = False  # "Sign in with Hugging Face" (on a Space, or AGENTDECK_HF_LOGIN=1)
+
+    def needs_sign_in(self, settings: "RunSettings") -> bool:
+        """A Hugging Face model with neither the visitor's token nor a server key: the visitor must sign in."""
+        return (settings.model.startswith("hf:") and not settings.hf_token
+                and not os.environ.get("HF_TOKEN", "").strip())
 
     def visitor_models(self) -> list[str]:
         """The model strings a visitor may pick: the operator's list, else the configured model plus the
@@ -165,6 +171,7 @@ class AppConfig:
             allowed_models=_list_env("AGENTDECK_MODELS"),
             allowed_tools=_list_env("AGENTDECK_TOOLS"),
             free_choice=os.environ.get("AGENTDECK_ALLOW_ANY_MODEL", "").strip().lower() in ("1", "true", "yes"),
+            hf_login=bool(os.environ.get("SPACE_ID")) or os.environ.get("AGENTDECK_HF_LOGIN", "") == "1",
         )
 
 
@@ -177,6 +184,8 @@ class RunSettings:
     planning_interval: int | None = None
     tools: tuple[str, ...] = ()
     authorized_imports: tuple[str, ...] = DEFAULT_AUTHORIZED_IMPORTS
+    # The signed-in visitor's own Hugging Face token: used for their hf: models, never saved or shown.
+    hf_token: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_form(cls, config: AppConfig, model: Any, agent_type: Any, max_steps: Any, planning_interval: Any,
@@ -213,6 +222,9 @@ def default_model() -> str:
 
 def model_note(model: str) -> str:
     """A short note about a model choice (e.g. that the embedded model is small)."""
+    if model.startswith("hf:") and not os.environ.get("HF_TOKEN", "").strip():
+        return ("ℹ️ A Hugging Face model: sign in with Hugging Face to use it with your own account's inference "
+                "credits (the server has no key of its own).")
     try:
         from agents.models.selection import describe_model_choice
         note = describe_model_choice(model)
@@ -234,11 +246,12 @@ def model_choices(config: AppConfig) -> list[str]:
     try:
         from agents.models import selection
 
-        choices.append(selection.EMBEDDED)
+        if selection.embedded_available():  # a lean Space has no local models: never offer what cannot run
+            choices.append(selection.EMBEDDED)
         choices += [model for _, model in getattr(selection, "KEYED_DEFAULTS", ())]
     except Exception:
         pass
-    choices += list(KNOWN_MODEL_STRINGS)
+    choices += [m for m in KNOWN_MODEL_STRINGS if not m.startswith("embedded") or m in choices]
     return list(dict.fromkeys(choices))
 
 
@@ -309,7 +322,12 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
     """A fresh agent (with its own model instance and sandbox) for one session."""
     from agents import CodeAgent, ToolCallingAgent
 
-    model = load_model(settings.model)
+    if settings.hf_token and settings.model.startswith("hf:"):
+        from agents.models import load_model as load
+
+        model = load(settings.model, token=settings.hf_token)  # the visitor's own: never shared between sessions
+    else:
+        model = load_model(settings.model)
     tools = select_tools(settings.tools)
     if not any(getattr(t, "name", "") == "ask_user" for t in tools):  # always there: the model may ask the person
         from tools.ask_user import AskUserTool

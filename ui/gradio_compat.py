@@ -1,0 +1,50 @@
+"""Workarounds for Gradio behaviour, in one place, with the Gradio versions they were written for.
+
+Written for Gradio 6.31 (GRADIO_VERSIONS); `check_version()` warns at start-up on any other version, so an
+upgrade is a reason to re-read this module, not a surprise.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Awaitable, Callable
+from urllib.parse import unquote, urlsplit
+
+GRADIO_VERSIONS = ("6.31",)
+FILE_ROUTE = "/gradio_api/file="
+
+
+def check_version() -> None:
+    import gradio
+
+    if not str(gradio.__version__).startswith(GRADIO_VERSIONS):
+        logging.getLogger(__name__).warning(
+            "ui/gradio_compat.py was written for Gradio %s; this is %s: re-check its workarounds.",
+            ", ".join(GRADIO_VERSIONS), gradio.__version__)
+
+
+class AbsoluteFileUrlMiddleware:
+    """Let `gradio_client` download the files the app publishes.
+
+    The app gives published files absolute URLs so Gradio passes them through without copying (see
+    ui/published_files.py); Gradio then also puts that URL in the file's `path`, and gradio_client asks for
+    `/gradio_api/file=<path>`, i.e. `/gradio_api/file=http://host/gradio_api/file=/real/path`, which Gradio
+    refuses. This rewrites exactly that form, when the inner URL is this app's own file route, to the inner
+    path; Gradio's own checks then apply to it as to any file request.
+    """
+
+    def __init__(self, app: Callable[..., Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            path = scope.get("path", "")
+            index = path.find(FILE_ROUTE)
+            if index >= 0:
+                inner = unquote(path[index + len(FILE_ROUTE):])
+                if inner.startswith(("http://", "https://")):
+                    parsed = urlsplit(inner)
+                    local = parsed.path
+                    if FILE_ROUTE in local:
+                        rewritten = path[:index] + local[local.index(FILE_ROUTE):]
+                        scope = dict(scope, path=rewritten, raw_path=rewritten.encode())
+        await self.app(scope, receive, send)
