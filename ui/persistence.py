@@ -32,6 +32,7 @@ from typing import Any
 
 from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
 from agents.memory.memory import AgentMemory
+from agents.memory.atomic import atomic_write_bytes
 from agents.memory.serialize import MAX_DOCUMENT_BYTES, loads_memory, load_or_create_secret, save_memory
 
 SECRET_FILE_NAME = "secret"
@@ -350,7 +351,4 @@ def clean_title(title: str) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    atomic_write_bytes(path, text.encode("utf-8"))

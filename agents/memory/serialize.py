@@ -214,14 +214,10 @@ def dumps_memory(memory: AgentMemory, secret: bytes | str | None = None, metadat
 
 def save_memory(memory: AgentMemory, path: str | os.PathLike, secret: bytes | str | None = None,
                 metadata: dict[str, Any] | None = None) -> Path:
-    """Write the signed document atomically (temporary file, then rename)."""
-    target = Path(path)
-    data = dumps_memory(memory, secret, metadata)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, target)
-    return target
+    """Write the signed document atomically and serialised per file (agents/memory/atomic.py)."""
+    from agents.memory.atomic import atomic_write_bytes
+
+    return atomic_write_bytes(path, dumps_memory(memory, secret, metadata))
 
 
 def loads_memory(data: bytes | str, secret: bytes | str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES,
