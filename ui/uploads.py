@@ -114,15 +114,80 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 20].rstrip() + "\n… (preview cut)"
 
 
+MIXED = "mixed"  # the encoding label of a file whose lines are in different encodings (stored as UTF-8)
+
+
 def _decode(data: bytes, what: str) -> tuple[str, str]:
+    """(text, encoding): UTF-8 when it is; a file mixing UTF-8 lines with lines in a legacy encoding is
+    decoded line by line ("mixed"); otherwise the encoding charset-normalizer finds most likely."""
     if b"\x00" in data[:8192]:
         raise UploadError(f"does not look like a {what}: it contains binary data.")
-    for encoding in ("utf-8-sig", "cp1252", "latin-1"):
-        try:
-            return data.decode(encoding), ("utf-8" if encoding == "utf-8-sig" else encoding)
-        except UnicodeDecodeError:
-            continue
-    raise UploadError("could not be decoded as text.")  # unreachable: latin-1 decodes everything
+    try:
+        return data.decode("utf-8-sig"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    legacy = _legacy_encoding(data)
+    lines = data.splitlines(keepends=True)
+    utf8_non_ascii = 0
+    for line in lines:
+        if not line.isascii():
+            try:
+                line.decode("utf-8")
+                utf8_non_ascii += 1
+            except UnicodeDecodeError:
+                continue
+    if utf8_non_ascii:
+        return "".join(_decode_line(line, legacy) for line in lines), MIXED
+    return data.decode(legacy, errors="replace"), legacy
+
+
+def _legacy_encoding(data: bytes) -> str:
+    """Windows-1252 when the bytes are valid in it and the detector does not see another script (Cyrillic,
+    Greek, CJK...): on short Western texts detectors confuse the Latin code pages."""
+    detected = None
+    try:
+        from charset_normalizer import from_bytes
+
+        best = from_bytes(data[:200_000]).best()
+        detected = str(best.encoding) if best is not None and best.encoding else None
+    except Exception:  # noqa: BLE001 - the detector is a helper, cp1252 is a sound default
+        pass
+    latin = {"cp1252", "cp1250", "cp1257", "latin_1", "iso8859_1", "iso8859_15", "iso8859_2", "mac_roman", "ascii"}
+    try:
+        data.decode("cp1252")
+        if detected is None or detected.replace("-", "_").lower() in latin:
+            return "cp1252"
+    except UnicodeDecodeError:
+        pass
+    return detected or "latin-1"
+
+
+def _decode_line(line: bytes, legacy: str) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return line.decode(legacy, errors="replace")
+
+
+def normalized_text_upload(path: Path) -> str | None:
+    """The UTF-8 text to store instead of a text upload that mixes encodings (None: store it as it is)."""
+    data = path.read_bytes()
+    try:
+        text, encoding = _decode(data, "text file")
+    except UploadError:
+        return None
+    return text if encoding == MIXED else None
+
+
+def sniff_delimiter(text: str, default: str) -> str:
+    """The delimiter a delimited file really uses (`;` in much of Europe), from its first lines."""
+    import csv
+
+    sample = "\n".join(text.splitlines()[:50])
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+    except csv.Error:
+        return default
 
 
 def table_preview(df: Any, rows: int = PREVIEW_ROWS) -> str:
@@ -159,15 +224,19 @@ def _preview_delimited(path: Path, sep: str, label: str) -> str:
     text, encoding = _decode(path.read_bytes(), f"{label} file")
     if not text.strip():
         raise UploadError("is empty: there is no data in it.")
+    sep = sniff_delimiter(text, sep)
     try:
         df = pd.read_csv(io.StringIO(text), sep=sep)
     except pd.errors.EmptyDataError:
         raise UploadError("is empty: there is no data in it.") from None
     except (pd.errors.ParserError, ValueError) as exc:
         raise UploadError(f"could not be read as {label}: {_first_error_line(exc)}") from None
-    hint = f"pd.read_csv(path{', sep=chr(9)' if sep == chr(9) else ''}"
-    hint += f", encoding='{encoding}')" if encoding != "utf-8" else ")"
-    return f"{label} table (encoding {encoding}; read it with {hint})\n" + table_preview(df)
+    hint = "pd.read_csv(path" + {",": "", "\t": ", sep='\\t'"}.get(sep, f", sep={sep!r}")
+    hint += f", encoding='{encoding}')" if encoding not in ("utf-8", MIXED) else ")"
+    shown = "UTF-8 lines mixed with another encoding, stored as UTF-8" if encoding == MIXED else encoding
+    delimiter = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}.get(sep, repr(sep))
+    return (f"{label} table (encoding {shown}; {delimiter}-separated; read it with {hint})\n"
+            + table_preview(df))
 
 
 def _preview_excel(path: Path) -> str:
@@ -319,7 +388,11 @@ def ingest_upload(
     target_dir.mkdir(parents=True, exist_ok=True)
     result.safe_name = unique_name(target_dir, safe_filename(name))
     result.path = target_dir / result.safe_name
-    shutil.copyfile(src, result.path)
+    normalized = normalized_text_upload(src) if result.kind in ("csv", "tsv", "text", "json", "jsonl") else None
+    if normalized is not None:  # the agent's code then reads it as plain UTF-8, as the preview says
+        result.path.write_text(normalized, encoding="utf-8")
+    else:
+        shutil.copyfile(src, result.path)
     return result
 
 

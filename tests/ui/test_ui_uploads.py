@@ -205,3 +205,21 @@ def test_agent_task_text_lists_paths_and_problems(tmp_path: Path, workspace: Pat
     assert text.startswith("Summarise it")
     assert "`a.csv`" in text and str(workspace / "a.csv") in text and "1 rows × 2 columns" in text
     assert "could not be used" in text and "b.csv" in text
+
+
+def test_mixed_encodings_are_read_line_by_line_and_stored_as_utf8(tmp_path: Path) -> None:
+    src = tmp_path / "names.csv"
+    src.write_bytes("name,city\n".encode() + "José,São Paulo\n".encode("utf-8") + "Zoë,Köln\n".encode("latin-1"))
+    result = ingest_upload(src, tmp_path / "ws", "names.csv")
+    assert result.ok, result.error
+    assert "José" in result.preview and "Zoë" in result.preview and "Ã" not in result.preview
+    assert result.path.read_text(encoding="utf-8") == "name,city\nJosé,São Paulo\nZoë,Köln\n"
+
+
+def test_semicolon_files_are_split_into_columns(tmp_path: Path) -> None:
+    src = tmp_path / "eu.csv"
+    src.write_text("land;einwohner;fläche\nDeutschland;83,2;357588\nÖsterreich;9,1;83879\n", encoding="utf-8")
+    result = ingest_upload(src, tmp_path / "ws", "eu.csv")
+    assert result.ok, result.error
+    assert "semicolon-separated" in result.preview and "sep=';'" in result.preview
+    assert "3 columns" in result.preview or "× 3" in result.preview
