@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -249,6 +251,10 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
     return kwargs
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
 def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] | None = None,
            **overrides: Any) -> tuple[gr.Blocks, AgentDeckApp]:
     """Serve the app (built here unless `app` is the pair `create_app` returned)."""
@@ -262,6 +268,10 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
     # sooner when many runs finish a step at once (bench/ui_load.py: the p95 with 16 sessions).
     sys.setswitchinterval(0.001)
     demo.queue(default_concurrency_limit=1)
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (a Space restarting, `kill`) ends the process through SystemExit, so exit handlers run and
+        # the sandbox workers, stopped between steps, are killed with it (agents/executor/process.py).
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     kwargs = launch_kwargs(config)
     kwargs.update(overrides)
     demo.launch(**kwargs)

@@ -13,6 +13,7 @@ so nothing the code prints at the C level can corrupt the channel.
 
 from __future__ import annotations
 
+import atexit
 import os
 import select
 import signal
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 
 from .errors import SandboxStartError
 from .protocol import ChannelClosed, FrameReader, frame
@@ -89,11 +91,59 @@ def worker_sys_path() -> list[str]:
     return out
 
 
+_swept = False
+_live_workers: "weakref.WeakSet[WorkerProcess]" = weakref.WeakSet()
+
+
+def sweep_orphans() -> int:
+    """Kill sandbox workers whose app died without closing them (once per process).
+
+    A worker is stopped (SIGSTOP) whenever its app is not waiting for it, so when the app is killed it cannot
+    notice its channel closing: it would stay, stopped, holding its memory. Orphans are recognised by the
+    bootstrap's marker in their command line and by having been handed to init (parent 1): a worker of a
+    live app, of this process or another, always has its app as parent.
+    """
+    global _swept
+    if _swept:
+        return 0
+    _swept = True
+    killed = 0
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            if ppid != 1:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if b"_agentdeck_sandbox" not in fh.read():
+                    continue
+            os.kill(int(entry), signal.SIGKILL)
+            killed += 1
+        except (OSError, ValueError, IndexError):
+            continue
+    return killed
+
+
+def _kill_live_workers() -> None:
+    """At interpreter exit: a stopped worker would outlive the app (see sweep_orphans)."""
+    for worker in list(_live_workers):
+        try:
+            worker.kill()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+
+
+atexit.register(_kill_live_workers)
+
+
 class WorkerProcess:
     """One running worker: its process, its two pipes and its ready report."""
 
     def __init__(self, init: dict, env: dict[str, str], workdir: str, log_path: str,
                  python: str | None = None, start_dir: str | None = None):
+        sweep_orphans()
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
         self.log_path = log_path
@@ -121,6 +171,7 @@ class WorkerProcess:
         self.dead = False
         self.frozen = False
         self.idle_cpu: float | None = None  # CPU time when its last run ended (the app's reading)
+        _live_workers.add(self)
         self.send(init)
 
     @property

@@ -85,3 +85,55 @@ def test_concurrent_runs_per_visitor() -> None:
             pass
     with limiter.running("v"):  # places are given back
         pass
+
+
+@pytest.mark.slow
+def test_no_sandbox_worker_outlives_a_terminated_app(tmp_path: Path) -> None:
+    """Workers are stopped between steps, so they cannot notice their app dying: the app must take them along."""
+    import os
+
+    from conftest import code_reply, run_app, write_transcript
+    from gradio_client import Client
+
+    transcript = write_transcript(tmp_path / "t.json", [code_reply("go", "x = 1\nfinal_answer(x)")])
+    data = tmp_path / "data"
+    data.mkdir()
+
+    with run_app(transcript, data) as url:
+        Client(url, verbose=False, download_files=False).predict({"text": "go", "files": []}, api_name="/run")
+        app_pids = [int(e) for e in os.listdir("/proc") if e.isdigit() and _cmd_has(e, str(data))]
+        children = [int(e) for e in os.listdir("/proc") if e.isdigit() and _parent(e) in app_pids
+                    and _cmd_has(e, "_agentdeck_sandbox")]
+        assert children, "the run started no sandbox worker"
+    import time
+
+    deadline = time.time() + 10
+    while time.time() < deadline and any(os.path.exists(f"/proc/{pid}") and _state(pid) != "Z" for pid in children):
+        time.sleep(0.1)
+    assert not [pid for pid in children if os.path.exists(f"/proc/{pid}") and _state(pid) != "Z"]
+
+
+def _cmd_has(pid: str, text: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            env = fh.read()
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return text.encode() in fh.read() or text.encode() in env
+    except OSError:
+        return False
+
+
+def _parent(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0].decode()
+    except OSError:
+        return "gone"
