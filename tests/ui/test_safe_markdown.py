@@ -10,7 +10,11 @@ from ui.safe_markdown import neutralize
     ("<img src=x onerror=alert(1)>", "&lt;img"),
     ("![a](http://h/x.png)", "🖼 [a](http://h/x.png)"),
     ("```html\n<b>code</b>\n```", "```html\n<b>code</b>\n```"),
-    ("use `<div>` here", "use `<div>` here"),
+    ("use `<div>` here", "use `\uff1cdiv>` here"),
+    # Forms a regular expression took for code while the renderer showed HTML (the fresh-eyes attack):
+    ("`x\n\n<div style=position:fixed>y</div>\n\n`", "&lt;div style=position:fixed>"),
+    ("```y`\n<div style=position:fixed>\n```", "&lt;div style=position:fixed>"),
+    ("```\nx\n   ```\n<a href=h style=position:fixed>", "&lt;a href=h"),
     ('<span class="ad-error">Error</span> <b>x</b>', '<span class="ad-error">Error</span> &lt;b>x&lt;/b>'),
     ("<form action=http://h><input type=password></form>", "&lt;form action=http://h>&lt;input"),
     ("<div style='position:fixed'>x</div>", "&lt;div style='position:fixed'>"),
