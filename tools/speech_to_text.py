@@ -9,6 +9,7 @@ with a message saying how to convert them.
 """
 from __future__ import annotations
 
+import copy
 import os
 import struct
 import threading
@@ -43,9 +44,19 @@ class SpeechToTextTool(Tool):
         self.max_seconds = max_seconds
         self._pipeline: Any = None
         self._lock = threading.Lock()
+        self.root: Path | None = None  # when set, only files inside it can be read (a session's workspace)
+
+    def for_workspace(self, root: str | Path) -> "SpeechToTextTool":
+        """This tool for one session: relative paths are read from `root` and nothing outside it is opened.
+
+        Why: the tool runs in the app process, not in the sandbox, so a path chosen by the model must not
+        reach the app's own files or another session's workspace."""
+        bound = copy.copy(self)
+        bound.root = Path(root).resolve()
+        return bound
 
     def forward(self, audio: Any) -> str:
-        samples, rate = load_audio(audio)
+        samples, rate = load_audio(self._inside_root(audio))
         if samples.size == 0:
             raise ToolError("The audio file holds no samples; nothing to transcribe.")
         duration = samples.size / rate
@@ -64,6 +75,16 @@ class SpeechToTextTool(Tool):
             raise ToolError(f"Transcription failed: {type(exc).__name__}: {exc}") from exc
         text = (result.get("text", "") if isinstance(result, dict) else str(result)).strip()
         return text or "(no speech recognized)"
+
+    def _inside_root(self, audio: Any) -> Any:
+        if self.root is None or not isinstance(audio, (str, os.PathLike)):
+            return audio
+        given = Path(audio)
+        path = (given if given.is_absolute() else self.root / given).resolve()
+        if not path.is_relative_to(self.root):
+            raise ToolError(f"speech_to_text reads files in the workspace only; {given.name!r} is outside it. "
+                            "Upload the audio file to the chat first.")
+        return path
 
     def load_pipeline(self) -> Any:
         """Build the ASR pipeline on first use (thread-safe); later calls reuse it."""
@@ -113,7 +134,7 @@ def load_audio(audio: Any) -> tuple[Any, int]:
         raise ToolError(f"speech_to_text expects the path of a WAV file, got {type(audio).__name__}.")
     path = Path(audio).expanduser()
     if not path.is_file():
-        raise ToolError(f"No audio file at {str(path)!r}; pass the path of an existing WAV file.")
+        raise ToolError(f"No audio file named {path.name!r}; pass the path of an existing WAV file.")
     with path.open("rb") as handle:
         header = handle.read(12)
     if not (header[:4] == b"RIFF" and header[8:12] == b"WAVE"):

@@ -72,6 +72,7 @@ class AgentDeckApp:
             config.data_dir, agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
             idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
             pageless_idle_s=config.pageless_idle_s, max_sandboxes=config.max_sandboxes,
+            decision_timeout_s=config.decision_timeout_s,
         )
         self.rate_limiter = RunRateLimiter(config.runs_per_minute, config.runs_at_once)
         self.stream_outputs: StreamOutputs | None = None  # set with the layout, which wires postprocess=False

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from ui.pending_decisions import normalise_mode, pending_request
+from ui.safe_markdown import neutralize
 
 if TYPE_CHECKING:
     from ui.sessions import Session
@@ -163,11 +164,12 @@ def view(session: "Session", shown_id: str | None = None, message: str | None = 
             else:
                 out["card_title"] = gr.update(value="### 🛠️ The agent wants to call a tool")
                 out["edit_code"] = gr.update(value="", visible=False)
-                out["tool_name"] = gr.update(value=f"Tool: `{payload.get('tool_name', '')}`", visible=True)
+                out["tool_name"] = gr.update(value=f"Tool: {neutralize(str(payload.get('tool_name', '')))}",
+                                              visible=True)
                 out["edit_args"] = gr.update(value=arguments_json(payload.get("arguments", {})), visible=True)
     elif kind == "question":
         out["question_box"] = gr.update(visible=True)
-        out["question_text"] = gr.update(value=f"### ❓ The agent asks\n{payload.get('question', '')}\n\n"
+        out["question_text"] = gr.update(value=f"### ❓ The agent asks\n{neutralize(str(payload.get('question', '')))}\n\n"
                                                "*Type your answer in the message box and press Enter.*")
         out["task_input"] = gr.update(placeholder=ANSWER_PLACEHOLDER)
     return out

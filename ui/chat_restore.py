@@ -96,7 +96,7 @@ def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[
                 emit(ev.ExecutionLog(**fields, text=step.logs))
             for relative in step.artifacts:
                 path = (workspace / relative)
-                if not path.is_file():
+                if not path.resolve().is_relative_to(workspace.resolve()) or not path.is_file():  # hostile memory
                     continue
                 kind = "image" if path.suffix.lower() in IMAGE_EXTENSIONS else "file"
                 emit(ev.ArtifactCreated(**fields, path=str(path), relative_path=relative, artifact_kind=kind,

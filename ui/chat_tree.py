@@ -96,14 +96,14 @@ class ChatTree:
             message: dict[str, Any] = {"role": node.role, "content": node.file if node.file else node.content()}
             metadata: dict[str, Any] = {}
             if node.title:
-                metadata["title"] = node.title
+                metadata["title"] = neutralize(node.title)  # tool names and errors come from the model
                 metadata["id"] = node.id
                 if node.status:
                     metadata["status"] = node.status
                 if node.duration is not None:
                     metadata["duration"] = node.duration
                 if node.log:
-                    metadata["log"] = node.log
+                    metadata["log"] = neutralize(node.log)
             if parent is not None:
                 metadata["parent_id"] = parent.id
             if metadata:

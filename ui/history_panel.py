@@ -28,6 +28,7 @@ from ui.persistence import (
 )
 from ui.settings import RunSettings, SettingsRefusedError, available_tools
 from ui.stream_outputs import Shown, session_outputs
+from ui.session_registry import ServerBusyError
 from ui.formatting import for_visitor
 
 if TYPE_CHECKING:
@@ -227,6 +228,16 @@ class HistoryController:
             with session.lock:
                 session.transcript.add_note(f"This chat's saved settings are not offered here ({exc}); it continues "
                                             f"with the server's model {config.model}.")
+        try:
+            self.app.registry.make_room(session)  # a reopened chat's sandbox counts against the server's cap
+        except ServerBusyError:
+            with session.lock:
+                session.transcript.roots.remove(pending)
+                session.hibernated = memory  # rebuilt with the next message, when a sandbox is free
+                session.transcript.add_note("♻️ **Chat reopened.** The server is busy now, so its variables will "
+                                            "be rebuilt with your next message.")
+            yield self._view(session, state, owner, settings=values, input_update=gr.MultimodalTextbox(interactive=True))
+            return
         with session.lock:
             session.transcript.roots.remove(pending)
             try:

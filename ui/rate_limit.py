@@ -5,6 +5,7 @@ over the HTTP API must not take the server from everyone else.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -62,12 +63,19 @@ class RunRateLimiter:
                     del self._starts[key]
 
 
+def trusts_forwarded_header() -> bool:
+    """X-Forwarded-For is the visitor's address only behind a proxy that sets it (a Space's, or the operator's
+    own when AGENTDECK_TRUST_FORWARDED=1); otherwise anyone can write it and get a fresh limit per request."""
+    return bool(os.environ.get("SPACE_ID")) or os.environ.get("AGENTDECK_TRUST_FORWARDED", "") == "1"
+
+
 def visitor_of(request: Any) -> str:
-    """The visitor's address: the last X-Forwarded-For hop (added by the Space's proxy, not the client), else
-    the connection's peer."""
-    headers = getattr(request, "headers", None) or {}
-    forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
-    if forwarded:
-        return forwarded.split(",")[-1].strip()[:64]
+    """The visitor's address: behind a trusted proxy, the last X-Forwarded-For hop (added by the proxy, not
+    the client); else the connection's peer."""
+    if trusts_forwarded_header():
+        headers = getattr(request, "headers", None) or {}
+        forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
+        if forwarded:
+            return forwarded.split(",")[-1].strip()[:64]
     client = getattr(request, "client", None)
     return str(getattr(client, "host", "") or "unknown")[:64]

@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Callable
 
 from ui.page_presence import PRESENCE, PagePresence
+from ui.pending_decisions import has_pending
 from ui.sessions import AgentFactory, Session
+
+RESERVATION_S = 120.0  # a sandbox place promised to a starting run is counted this long at most
 
 
 class ServerBusyError(Exception):
@@ -25,7 +28,8 @@ class SessionRegistry:
 
     def __init__(self, data_dir: str | Path, agent_factory: AgentFactory, idle_timeout_s: float = 3600.0,
                  grace_s: float = 300.0, max_upload_bytes: int = 50 * 1024 * 1024,
-                 pageless_idle_s: float = 180.0, presence: PagePresence = PRESENCE, max_sandboxes: int = 16) -> None:
+                 pageless_idle_s: float = 180.0, presence: PagePresence = PRESENCE, max_sandboxes: int = 16,
+                 decision_timeout_s: float = 1800.0) -> None:
         self.root = Path(data_dir) / "sessions"
         self.root.mkdir(parents=True, exist_ok=True)
         self.agent_factory = agent_factory
@@ -35,6 +39,9 @@ class SessionRegistry:
         self.pageless_idle_s = pageless_idle_s  # sessions no page holds (API clients) go after this long idle
         self.presence = presence
         self.max_sandboxes = max_sandboxes  # live agents (each with a sandbox worker) on this server at once
+        self.decision_timeout_s = decision_timeout_s  # a run paused for a decision holds a sandbox this long at most
+        self._admission = threading.Lock()  # one make_room at a time: counting and promising a place is atomic
+        self._reserved: dict[int, tuple[Session, float]] = {}  # places promised to runs whose agent is not built yet
         self._sessions: dict[str, Session] = {}
         self._closed: list[Session] = []
         self._expired_keys: set[str] = set()
@@ -89,20 +96,29 @@ class SessionRegistry:
 
     def make_room(self, for_session: Session) -> None:
         """Keep live sandboxes under the cap: idle ones are closed first, least recently used first (their
-        memory stays, and the next message rebuilds the variables as reopening a chat does)."""
-        if for_session.holds_sandbox:
-            return
-        with self._lock:
-            holders = [s for s in self._sessions.values() if s.holds_sandbox and s is not for_session]
-        excess = len(holders) + 1 - self.max_sandboxes
-        for session in sorted(holders, key=lambda s: s.last_active):
-            if excess <= 0:
+        memory stays, and the next message rebuilds the variables as reopening a chat does).
+
+        The place is promised to `for_session` until its agent exists (at most RESERVATION_S), so two runs
+        starting at the same moment cannot both take the last place."""
+        with self._admission:
+            now = time.monotonic()
+            self._reserved = {k: (s, at) for k, (s, at) in self._reserved.items()
+                              if now - at < RESERVATION_S and not s.holds_sandbox and s.closed_at is None}
+            if for_session.holds_sandbox:
                 return
-            if session.hibernate():
-                excess -= 1
-        if excess > 0:
-            raise ServerBusyError(f"The server is busy: all {self.max_sandboxes} sandboxes are running code for "
-                                  "someone. Try again in a minute.")
+            with self._lock:
+                holders = [s for s in self._sessions.values() if s.holds_sandbox and s is not for_session]
+            promised = [s for s, _ in self._reserved.values() if s is not for_session]
+            excess = len(holders) + len(promised) + 1 - self.max_sandboxes
+            for session in sorted(holders, key=lambda s: s.last_active):
+                if excess <= 0:
+                    break
+                if session.hibernate():
+                    excess -= 1
+            if excess > 0:
+                raise ServerBusyError(f"The server is busy: all {self.max_sandboxes} sandboxes are running code "
+                                      "for someone. Try again in a minute.")
+            self._reserved[id(for_session)] = (for_session, now)
 
     def peek(self, key: str) -> Session | None:
         with self._lock:
@@ -125,9 +141,8 @@ class SessionRegistry:
         """Close sessions idle for longer than the timeout; delete workspaces whose grace period is over."""
         now = now or time.time()
         with self._lock:
-            idle = [k for k, s in self._sessions.items() if now - s.last_active > self.idle_timeout_s
-                    or (not s.running and now - s.last_active > self.pageless_idle_s
-                        and not self.presence.has_page(k))]
+            sessions = list(self._sessions.items())
+        idle = [k for k, s in sessions if self._expired(k, s, now)]
         for key in idle:
             self.close(key, expired=True)
         with self._lock:
@@ -135,6 +150,17 @@ class SessionRegistry:
             self._closed = [s for s in self._closed if s not in due]
         for session in due:
             session.remove_files()
+
+    def _expired(self, key: str, session: Session, now: float) -> bool:
+        """Idle past the timeout; or no page holds it (an API client) and it is idle or only waiting for a
+        decision; or paused for a decision nobody made in `decision_timeout_s` (it holds a sandbox)."""
+        quiet = now - session.last_active
+        if quiet > self.idle_timeout_s:
+            return True
+        paused = session.running and has_pending(session)
+        if quiet > self.pageless_idle_s and (not session.running or paused) and not self.presence.has_page(key):
+            return True
+        return paused and quiet > self.decision_timeout_s
 
     def start_reaper(self, interval_s: float = 30.0) -> None:
         if self._reaper is not None:

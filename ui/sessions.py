@@ -22,7 +22,8 @@ from ui.published_files import FilePublisher, NotPublishable, Published
 from ui.render import Transcript
 from ui.run_stream import RunHandle
 from ui.settings import RunSettings
-from ui.uploads import UploadResult, agent_task_text, ingest_upload
+from ui.upload_batch import ingest_uploads
+from ui.uploads import UploadResult, agent_task_text
 from ui.formatting import for_visitor
 
 AgentFactory = Callable[[RunSettings, Path], Any]
@@ -90,7 +91,7 @@ class Session:
                 self.transcript.add_note(waiting_note(self)
                                          or "⏳ A run is still going: wait for it, or press Stop.")
                 return False
-            results = [ingest_upload(path, self.workspace, name, self.max_upload_bytes) for path, name in files]
+            results = ingest_uploads(files, self.workspace, self.max_upload_bytes)
             good = [r for r in results if r.ok]
             self.uploads.extend(good)
             if good:

@@ -11,6 +11,9 @@ Environment variables:
   AGENTDECK_SESSION_IDLE_S     close a session after this long without activity (3600)
   AGENTDECK_PAGELESS_IDLE_S    close a session no browser page holds (an API client) after this long idle (180)
   AGENTDECK_MAX_SANDBOXES      live sandboxes at once; idle ones are closed first to make room (16)
+  AGENTDECK_DECISION_TIMEOUT_S a run paused for a decision nobody makes is closed after this long (1800)
+  AGENTDECK_TRUST_FORWARDED    1: take the visitor's address from X-Forwarded-For (set behind your own proxy;
+                               on a Space it is trusted already)
   AGENTDECK_MAX_TOKENS_PER_RUN model tokens one run may use before it stops (default: no cap)
   AGENTDECK_RUNS_AT_ONCE       runs one visitor may have going at the same time (2)
   AGENTDECK_RUNS_PER_MINUTE    runs one visitor (one address) may start per minute (10)
@@ -30,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +107,7 @@ class AppConfig:
     runs_per_minute: int = 10
     runs_at_once: int = 2
     max_sandboxes: int = 16
+    decision_timeout_s: float = 1800.0  # a run paused for a person's decision holds its sandbox this long at most
     max_tokens_per_run: int | None = None  # the operator's spending cap per run (None: no cap)
     max_runs: int = 32
     exec_timeout_s: float = 120.0
@@ -163,6 +168,7 @@ class AppConfig:
             runs_per_minute=max(1, _int_env("AGENTDECK_RUNS_PER_MINUTE", 10)),
             runs_at_once=max(1, _int_env("AGENTDECK_RUNS_AT_ONCE", 2)),
             max_sandboxes=max(1, _int_env("AGENTDECK_MAX_SANDBOXES", 16)),
+            decision_timeout_s=float(max(60, _int_env("AGENTDECK_DECISION_TIMEOUT_S", 1800))),
             max_tokens_per_run=_int_env("AGENTDECK_MAX_TOKENS_PER_RUN", 0) or None,
             max_runs=max(1, _int_env("AGENTDECK_MAX_RUNS", 32)),
             exec_timeout_s=float(_int_env("AGENTDECK_EXEC_TIMEOUT_S", 120)),
@@ -241,7 +247,9 @@ def model_note(model: str) -> str:
 
 
 def model_choices(config: AppConfig) -> list[str]:
-    """The configured model first, then the embedded one and the keyed defaults of agents.models.selection."""
+    """The configured model first, then the embedded one and the defaults this server can reach: a hosted
+    model only when its key is set (an `hf:` one also when visitors sign in with their own), a local server
+    such as Ollama only when its address is configured. Offering the rest would only produce errors."""
     choices = [config.model]
     try:
         from agents.models import selection
@@ -252,7 +260,26 @@ def model_choices(config: AppConfig) -> list[str]:
     except Exception:
         pass
     choices += [m for m in KNOWN_MODEL_STRINGS if not m.startswith("embedded") or m in choices]
-    return list(dict.fromkeys(choices))
+    return [m for m in dict.fromkeys(choices) if m == config.model or reachable_model(m, config.hf_login)]
+
+
+LOCAL_SERVER_ENV = {"ollama": "OLLAMA_API_BASE"}
+
+
+def reachable_model(model_string: str, hf_login: bool = False, env: Mapping[str, str] | None = None) -> bool:
+    """Whether this server holds what `model_string` needs: its key, a sign-in, or a local server's address."""
+    env = os.environ if env is None else env
+    if model_string.startswith("embedded"):
+        return True
+    if model_string.startswith("hf:") and hf_login:
+        return True
+    provider = model_string.split("/", 1)[0].lower() if "/" in model_string else ""
+    if provider in LOCAL_SERVER_ENV:
+        return bool((env.get(LOCAL_SERVER_ENV[provider]) or "").strip())
+    from agents.models.selection import key_variable
+
+    variable = key_variable(model_string)
+    return variable is None or bool((env.get(variable) or "").strip())
 
 
 # ----- tools -----------------------------------------------------------------------------------------
@@ -328,7 +355,7 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
         model = load(settings.model, token=settings.hf_token)  # the visitor's own: never shared between sessions
     else:
         model = load_model(settings.model)
-    tools = select_tools(settings.tools)
+    tools = [t.for_workspace(workdir) if hasattr(t, "for_workspace") else t for t in select_tools(settings.tools)]
     if not any(getattr(t, "name", "") == "ask_user" for t in tools):  # always there: the model may ask the person
         from tools.ask_user import AskUserTool
         tools.append(AskUserTool())

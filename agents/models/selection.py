@@ -56,6 +56,12 @@ def _key_needed(model_string: str) -> str | None:
     return PROVIDER_KEY_ENV.get(body.split("/", 1)[0].lower()) if "/" in body else None
 
 
+def key_variable(model_string: str) -> str | None:
+    """The environment variable holding the key `model_string` needs, when known (None: no key needed, or
+    unknown)."""
+    return _key_needed(model_string)
+
+
 def describe_model_choice(model_string: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """A one- or two-sentence note for the UI about the model in use (never includes a key)."""
     env = os.environ if env is None else env

@@ -54,7 +54,7 @@ def test_gradio_tuple_input() -> None:
 
 def test_bad_inputs(tmp_path: Path) -> None:
     tool = SpeechToTextTool(model_id=str(tmp_path / "never-loaded"))
-    with pytest.raises(ToolError, match="No audio file at"):
+    with pytest.raises(ToolError, match="No audio file named 'missing.wav'"):
         tool(audio=str(tmp_path / "missing.wav"))
     mp3 = tmp_path / "voice.mp3"
     mp3.write_bytes(b"ID3\x03\x00\x00\x00" + b"\x00" * 100)
@@ -64,6 +64,24 @@ def test_bad_inputs(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="no samples"):
         tool(audio=str(empty))
     assert tool._pipeline is None  # the model is never loaded for bad input
+
+
+def test_a_session_s_tool_reads_only_its_workspace(tmp_path: Path) -> None:
+    """The tool runs in the app process: a path the model chooses must not reach the app's or another
+    session's files."""
+    workspace, elsewhere = tmp_path / "ws", tmp_path / "other"
+    workspace.mkdir()
+    elsewhere.mkdir()
+    write_wav(workspace / "note.wav", np.zeros(0))
+    secret = write_wav(elsewhere / "secret.wav", _tone(0.1, 8000), rate=8000)
+    (workspace / "link.wav").symlink_to(secret)
+    tool = SpeechToTextTool(model_id=str(tmp_path / "never-loaded")).for_workspace(workspace)
+    with pytest.raises(ToolError, match="no samples"):
+        tool(audio="note.wav")  # relative to the workspace
+    for outside in (str(secret), "../other/secret.wav", "link.wav"):
+        with pytest.raises(ToolError, match="workspace only"):
+            tool(audio=outside)
+    assert tool._pipeline is None
 
 
 def test_constructing_does_not_load(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,3 +21,28 @@ from ui.safe_markdown import neutralize
 ])
 def test_neutralize(text: str, kept: str) -> None:
     assert kept in neutralize(text)
+
+
+def test_titles_and_logs_of_chat_messages_are_neutralised_too() -> None:
+    """A tool name or error type shown in a step's title comes from the model (or a reopened chat's file)."""
+    from ui.chat_tree import ChatTree, Node
+
+    tree = ChatTree()
+    node = tree._add(Node("n1", title='🛠️ <img src="http://evil.test/x">', log="<form action=//evil.test>",
+                          parts={"text": "ok"}))
+    assert node.title.startswith("🛠️ <img")
+    shown = tree.messages()[0]["metadata"]
+    assert "<img" not in shown["title"] and "&lt;img" in shown["title"]
+    assert "<form" not in shown["log"]
+
+
+def test_the_approval_panel_shows_the_agents_question_as_text(monkeypatch) -> None:
+    from agents import events as ev
+    import ui.approval_panel as panel
+
+    request = ev.DecisionRequested(run_id="r", step=1, request_id="q1", request_kind="question",
+                                   payload={"question": '<img src="http://evil.test/?d=1"> Which file?'})
+    monkeypatch.setattr(panel, "pending_request", lambda session: request)
+    shown = panel.view(object())["question_text"]
+    value = shown["value"] if isinstance(shown, dict) else shown.value
+    assert "<img" not in value and "Which file?" in value

@@ -20,12 +20,23 @@ def test_runs_per_minute_per_visitor() -> None:
     limiter.check("1.2.3.4", now=160.5)  # the window moved on
 
 
-def test_visitor_address_is_the_proxys_hop_not_the_clients_claim() -> None:
-    class Req:
-        headers = {"x-forwarded-for": "6.6.6.6, 10.0.0.9"}
-        client = type("C", (), {"host": "127.0.0.1"})()
+class _Req:
+    headers = {"x-forwarded-for": "6.6.6.6, 10.0.0.9"}
+    client = type("C", (), {"host": "127.0.0.1"})()
 
-    assert visitor_of(Req()) == "10.0.0.9"
+
+def test_visitor_address_behind_a_space_is_the_proxys_hop_not_the_clients_claim(monkeypatch) -> None:
+    monkeypatch.setenv("SPACE_ID", "someone/demo")
+    assert visitor_of(_Req()) == "10.0.0.9"
+
+
+def test_forwarded_header_is_ignored_without_a_trusted_proxy(monkeypatch) -> None:
+    """Without a proxy anyone can write X-Forwarded-For: trusting it would give a fresh limit per request."""
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    monkeypatch.delenv("AGENTDECK_TRUST_FORWARDED", raising=False)
+    assert visitor_of(_Req()) == "127.0.0.1"
+    monkeypatch.setenv("AGENTDECK_TRUST_FORWARDED", "1")
+    assert visitor_of(_Req()) == "10.0.0.9"
 
 
 def test_sessions_without_a_page_are_reaped_within_minutes(tmp_path: Path) -> None:
@@ -75,6 +86,50 @@ def test_sandbox_cap_closes_idle_ones_first(tmp_path: Path) -> None:
         registry.make_room(first)
 
 
+def test_a_place_promised_to_a_starting_run_is_not_given_twice(tmp_path: Path) -> None:
+    """Two runs admitted at once used to both see one free place; the first one's promise now counts."""
+    from ui.session_registry import ServerBusyError
+
+    registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: _FakeAgent(), max_sandboxes=2)
+    holder, first, second = (registry.get(k) for k in ("h", "a", "b"))
+    holder.agent = _FakeAgent()
+    holder.hibernate = lambda: False  # running code: cannot be closed
+    registry.make_room(first)  # promised the last place; its agent is not built yet
+    with pytest.raises(ServerBusyError):
+        registry.make_room(second)
+    first.agent = _FakeAgent()  # the promise is kept: it now counts as a holder, and only once
+    first.hibernate = lambda: False  # its run is going
+    with pytest.raises(ServerBusyError):
+        registry.make_room(second)
+    first.agent = None
+    first.close()  # a closed session's promise is void
+    registry.make_room(second)
+
+
+def test_a_run_paused_for_a_decision_does_not_hold_its_sandbox_forever(tmp_path: Path, monkeypatch) -> None:
+    import ui.session_registry as registry_module
+
+    presence = PagePresence()
+    registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: None, idle_timeout_s=7200,
+                               pageless_idle_s=120, presence=presence, decision_timeout_s=600)
+    api, tab = registry.get("api"), registry.get("tab")
+    presence.opened("tab")
+    paused = {api, tab}
+    monkeypatch.setattr(registry_module, "has_pending", lambda session: session in paused)
+    for session in (api, tab):
+        session.run = type("Run", (), {"finished": False})()  # running, paused on a decision
+    start = max(api.last_active, tab.last_active)
+    registry.reap(now=start + 121)
+    assert registry.peek("api") is None, "an API client's paused run is reaped like an idle one"
+    assert registry.peek("tab") is tab, "a person with the page open gets time to decide"
+    registry.reap(now=start + 601)
+    assert registry.peek("tab") is None
+    working = registry.get("worker")
+    working.run = type("Run", (), {"finished": False})()  # running code, not paused: kept
+    registry.reap(now=working.last_active + 601)
+    assert registry.peek("worker") is working
+
+
 def test_concurrent_runs_per_visitor() -> None:
     limiter = RunRateLimiter(per_minute=100, at_once=2)
     with limiter.running("v"), limiter.running("v"):
@@ -92,7 +147,7 @@ def test_no_sandbox_worker_outlives_a_terminated_app(tmp_path: Path) -> None:
     """Workers are stopped between steps, so they cannot notice their app dying: the app must take them along."""
     import os
 
-    from conftest import code_reply, run_app, write_transcript
+    from ui_testlib import code_reply, run_app, write_transcript
     from gradio_client import Client
 
     transcript = write_transcript(tmp_path / "t.json", [code_reply("go", "x = 1\nfinal_answer(x)")])

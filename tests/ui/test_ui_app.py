@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from gradio_client import Client, handle_file
 
-from conftest import PENGUINS, code_reply, run_app, write_transcript
+from ui_testlib import PENGUINS, code_reply, run_app, write_transcript
 
 pytestmark = pytest.mark.slow
 
@@ -208,7 +208,7 @@ def test_stop_interrupts_running_code_and_session_stays_usable(slow_app: str) ->
 
 
 def test_gradio_client_downloads_the_charts_of_a_run(tmp_path: Path) -> None:
-    from conftest import ANALYSIS_SCRIPT
+    from ui_testlib import ANALYSIS_SCRIPT
 
     transcript = write_transcript(tmp_path / "t.json", ANALYSIS_SCRIPT)
     data = tmp_path / "data"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import code_reply, run_app, write_transcript
+from ui_testlib import code_reply, run_app, write_transcript
 from ui import settings as ui_settings
 from ui.app import AgentDeckApp
 from ui.approval_panel import VIEW_KEYS

@@ -11,7 +11,7 @@ from typing import Iterator
 import pytest
 
 from browser_driver import BROWSER_MARKS, chat_text, open_page, panel_links, send, wait_for_text
-from conftest import ANALYSIS_SCRIPT, PENGUINS, SCREENSHOT_DIR, SLOW_SCRIPT, run_app, write_transcript
+from ui_testlib import ANALYSIS_SCRIPT, PENGUINS, SCREENSHOT_DIR, SLOW_SCRIPT, run_app, write_transcript
 
 
 pytestmark = BROWSER_MARKS

@@ -7,7 +7,7 @@ import urllib.request
 from pathlib import Path
 
 from browser_driver import BROWSER_MARKS, open_page, send, wait_for_text
-from conftest import run_app, write_transcript
+from ui_testlib import run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
 

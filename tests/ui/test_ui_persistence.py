@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import code_reply, run_app, write_transcript
+from ui_testlib import code_reply, run_app, write_transcript
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
 from agents.memory.restore import Mismatch, SandboxRebuildReport
 from ui.app import AgentDeckApp
@@ -297,6 +297,33 @@ def test_resume_in_a_fresh_app_uses_memory_and_rebuilt_variables(tmp_path: Path)
             "answer_value = 6 * 7", "import time", "final_answer(f'The value is {answer_value}')",
             "print('still', answer_value + 1)", "final_answer(answer_value + 1)"]
         assert code_cells[0].outputs[0]["text"] == "set 42\n"
+    finally:
+        second.close()
+
+
+@pytest.mark.slow
+def test_reopening_a_chat_on_a_full_server_waits_for_a_sandbox(tmp_path: Path) -> None:
+    """Reopening rebuilds variables in a sandbox: it counts against the cap like a run, and on a full server
+    the rebuild waits for the next message instead of taking a place nobody has."""
+    token = new_token()
+    first = App(tmp_path, [SET_AND_WRITE, STAMP, FINISH])
+    try:
+        first.load(token)
+        first.run("Set a variable please")
+    finally:
+        first.close()
+    second = App(tmp_path, FOLLOW_UP)
+    second.app.registry.max_sandboxes = 1
+    try:
+        busy = second.app.registry.get("someone-else")
+        busy.agent = type("Busy", (), {"interrupt": lambda self: None, "close": lambda self: None})()
+        busy.hibernate = lambda: False  # running code: cannot make room
+        text = chat_text(second.load(token, key="new-tab")[1])
+        assert "The value is 42" in text and "server is busy" in text and "Chat restored" not in text
+        assert second.app.registry.peek("new-tab").agent is None
+        busy.agent = None  # the other run ended and its sandbox closed
+        chat = second.run("Add one to it", key="new-tab")[0]
+        assert "still 43" in chat_text(chat) and text_of(chat[-1]) == "43"
     finally:
         second.close()
 

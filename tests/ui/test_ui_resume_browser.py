@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from browser_driver import BROWSER_MARKS, chat_text, launch, panel_links, send, wait_for_text
-from conftest import code_reply, free_port, run_app, write_transcript
+from ui_testlib import code_reply, free_port, run_app, write_transcript
 
 SECRET = "browser-test-secret-0123456789abcdef"
 

@@ -15,7 +15,7 @@ from typing import Iterator
 import pytest
 
 from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
-from conftest import run_app, write_transcript
+from ui_testlib import run_app, write_transcript
 
 
 pytestmark = BROWSER_MARKS

@@ -9,7 +9,7 @@ from typing import Iterator
 import pytest
 from gradio_client import Client
 
-from conftest import code_reply, run_app, write_transcript
+from ui_testlib import code_reply, run_app, write_transcript
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, is_operator_only_model
 
 
@@ -109,3 +109,23 @@ def test_api_cannot_send_the_servers_token_anywhere(tmp_path: Path, attacker_end
                            "autonomous", api_name="/run")
         assert "not allowed on this server" in str(widened.value)
     assert _Recorder.hits == []
+
+
+def test_only_models_this_server_can_reach_are_offered(monkeypatch) -> None:
+    """A hosted model without its key, or a local Ollama server nobody configured, would only give errors
+    (and Ollama would make the server connect to its own loopback port)."""
+    from ui.settings import reachable_model
+
+    assert not reachable_model("openai/gpt-4.1", env={})
+    assert reachable_model("openai/gpt-4.1", env={"OPENAI_API_KEY": "sk-x"})
+    assert not reachable_model("ollama/qwen2.5-coder:7b", env={})
+    assert reachable_model("ollama/qwen2.5-coder:7b", env={"OLLAMA_API_BASE": "http://gpu-box:11434"})
+    assert not reachable_model("hf:Qwen/Qwen2.5-Coder-32B-Instruct", env={})
+    assert reachable_model("hf:Qwen/Qwen2.5-Coder-32B-Instruct", hf_login=True, env={})
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN", "OLLAMA_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    config = AppConfig(model="embedded:smollm2", data_dir=Path("unused"))
+    offered = config.visitor_models()
+    assert "openai/gpt-4.1" in offered and "ollama/qwen2.5-coder:7b" not in offered
+    assert not [m for m in offered if m.startswith(("anthropic/", "hf:"))]

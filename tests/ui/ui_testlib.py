@@ -1,0 +1,104 @@
+"""Helpers for driving the real app: scripted transcripts and `python app.py` in a subprocess."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+#: Where browser tests save screenshots: docs/ when refreshing the README's pictures (`make screenshots` sets
+#: AGENTDECK_SCREENSHOT_DIR), else a temporary folder, so a test run leaves the tracked files alone.
+SCREENSHOT_DIR = Path(os.environ.get("AGENTDECK_SCREENSHOT_DIR") or Path(tempfile.gettempdir()) / "agentdeck-screenshots")
+
+PENGUINS = PROJECT_ROOT / ".." / "shared" / "data" / "penguins.csv"
+if not PENGUINS.exists():  # outside the workplace the bundled copy is the same file
+    PENGUINS = PROJECT_ROOT / "ui" / "assets" / "penguins.csv"
+
+
+def code_reply(thought: str, code: str) -> str:
+    return f"Thought: {thought}\n```python\n{code.strip()}\n```"
+
+
+ANALYSIS_SCRIPT = [
+    code_reply("Load the uploaded table and look at it.",
+               "import pandas as pd\ndf = pd.read_csv('penguins.csv')\nprint('shape', df.shape)\n"
+               "print(df['species'].value_counts().to_dict())"),
+    code_reply("Plot flipper length against body mass and save a summary.",
+               "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+               "fig, ax = plt.subplots(figsize=(6, 4))\n"
+               "for name, group in df.groupby('species'):\n"
+               "    ax.scatter(group['flipper_length_mm'], group['body_mass_g'], label=name, s=12)\n"
+               "ax.set_xlabel('flipper length (mm)')\nax.set_ylabel('body mass (g)')\nax.legend()\n"
+               "fig.savefig('flipper_vs_mass.png', dpi=80)\nplt.close(fig)\n"
+               "summary = df.groupby('species')['body_mass_g'].mean().round(1)\n"
+               "summary.to_csv('species_summary.csv')\nprint(summary.to_dict())"),
+    code_reply("I have what I need.",
+               "final_answer(f'{len(df)} penguins. Mean body mass (g): {summary.to_dict()}')"),
+    # The follow-up ("now split it by island") uses `df` from the same sandbox.
+    code_reply("Split by island using the table already loaded.",
+               "by_island = df.groupby('island').size().to_dict()\nprint('islands', by_island)"),
+    code_reply("Done.", "final_answer(f'By island: {by_island}')"),
+]
+
+WARM_UP = code_reply("Check the sandbox first.", "print('ready')")
+
+SLOW_SCRIPT = [
+    code_reply("This takes a while.", "import time\nprint('sleeping', flush=True)\ntime.sleep(30)\nprint('woke up')"),
+    code_reply("Still here after the stop.", "final_answer('still usable')"),
+]
+
+
+def write_transcript(path: Path, replies: list[str]) -> Path:
+    path.write_text(json.dumps(replies, indent=1), encoding="utf-8")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def run_app(transcript: Path, data_dir: Path, extra_env: dict[str, str] | None = None,
+            timeout: float = 90.0, port: int | None = None) -> Iterator[str]:
+    """Start `python app.py` on a loopback port (a free one unless given: a restarted app must keep the
+    browser's origin) and yield its URL; stop it afterwards."""
+    port = port or free_port()
+    env = {**os.environ, "AGENTDECK_MODEL": f"replay:{transcript}", "AGENTDECK_DATA_DIR": str(data_dir),
+           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "MPLBACKEND": "Agg",
+           "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(extra_env or {})}
+    log_path = data_dir / f"server-{port}-{time.time():.0f}.log"
+    log = open(log_path, "w")
+    proc = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "app.py")], cwd=PROJECT_ROOT, env=env,
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"app.py exited early:\n{log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url + "config", timeout=2):
+                    break
+            except OSError:
+                if time.time() > deadline:
+                    raise RuntimeError(f"app.py did not start:\n{log_path.read_text()[-3000:]}")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
