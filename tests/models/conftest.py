@@ -68,6 +68,27 @@ def server(fake_server: FakeOpenAIServer) -> FakeOpenAIServer:
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    build_tiny_model(folder)
-    return folder
+    """The tiny model, trained once per version of its recipe and libraries and then reused: training is
+    seeded and deterministic, so a cached copy is the same model (the fast test loop must not spend two
+    minutes retraining it)."""
+    import hashlib
+    import os
+    import tempfile
+
+    import tiny_llm
+    import torch
+    import transformers
+
+    recipe = Path(tiny_llm.__file__).read_bytes() + f"{torch.__version__} {transformers.__version__}".encode()
+    cache = Path(os.environ.get("AGENTDECK_TEST_CACHE") or Path(tempfile.gettempdir()) / "agentdeck-test-cache")
+    folder = cache / f"tiny-llama-{hashlib.sha256(recipe).hexdigest()[:16]}"
+    if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
+        return folder
+    cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="tiny-llama-", dir=cache))
+    build_tiny_model(staging)
+    try:
+        staging.rename(folder)  # whole or not at all: a half-written cache is never used
+    except OSError:  # another run finished first
+        pass
+    return folder if folder.is_dir() else staging
