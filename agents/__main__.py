@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from agents.errors import AgentDeckError
     from agents.models import load_model
     from agents.models.selection import default_model_string
-    from tools.ask_user import AskUserTool
+    from agents.tooling.ask_user import AskUserTool
 
     try:
         model = load_model(args.model or default_model_string())

@@ -102,3 +102,19 @@ def test_space_requirements_never_pull_a_cuda_build():
             queue.append(req.name)
     assert "gradio" in seen and "litellm" in seen and len(seen) > 50  # the walk really went through the tree
     assert "torch" in _requirement_names(PROJECT_ROOT / "requirements-local.txt")
+
+
+def test_the_project_is_installed_as_a_package_and_imported_as_one():
+    """`make install` runs `pip install -e .`: agents, tools and ui are importable packages of the installed
+    distribution, from this checkout, and the app's data files (prompts, bundled examples) are package data."""
+    import importlib.metadata
+    import importlib.util
+    import tomllib
+
+    dist = importlib.metadata.distribution("agentdeck")
+    assert dist.version == tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    for package in ("agents", "tools", "ui"):
+        spec = importlib.util.find_spec(package)
+        assert spec is not None and spec.origin == str(PROJECT_ROOT / package / "__init__.py"), package
+    data = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "*.yaml" in data["*"] and any(p.startswith("assets/") for p in data["ui"])

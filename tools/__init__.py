@@ -8,16 +8,16 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from tools.base import TOOL_TYPES, Tool
-from tools.decorator import tool
+from agents.tooling.base import TOOL_TYPES, Tool
+from agents.tooling.decorator import tool
 
 _LAZY: dict[str, str] = {
     "WebSearchTool": "tools.web_search",
     "VisitWebpageTool": "tools.visit_webpage",
     "WikipediaSearchTool": "tools.wikipedia_search",
     "SpeechToTextTool": "tools.speech_to_text",
-    "FinalAnswerTool": "tools.final_answer",
-    "AskUserTool": "tools.ask_user",
+    "FinalAnswerTool": "agents.tooling.final_answer",
+    "AskUserTool": "agents.tooling.ask_user",
     "MCPToolset": "tools.mcp_client",
     "MCPServerSpec": "tools.mcp_config",
     "parse_mcp_servers": "tools.mcp_config",

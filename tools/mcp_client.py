@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
 from agents.errors import ConfigurationError, ToolError
-from tools.base import Tool
+from agents.tooling.base import Tool
 from tools.mcp_config import MCPServerSpec, parse_mcp_servers
 from tools.mcp_schema import identifier, schema_to_inputs
 

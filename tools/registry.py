@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.errors import ToolError
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 STT_MODEL_ENV = "AGENTDECK_STT_MODEL"
 DEFAULT_STT_MODEL = "openai/whisper-tiny"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 TOOLS_PATH_ENV = "AGENTDECK_TOOLS_PATH"
 

@@ -23,7 +23,7 @@ from urllib.parse import urljoin, urlsplit
 
 from agents.errors import ToolError
 from tools._common import env_flag, truncate, user_agent
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 ALLOW_PRIVATE_ENV = "AGENTDECK_ALLOW_PRIVATE_URLS"
 

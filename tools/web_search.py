@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from agents.errors import ToolError
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 _TIME_RANGES = {"day": "d", "week": "w", "month": "m", "year": "y"}
 _RATE_LIMIT_STATUSES = {202, 403, 418, 429}

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from agents.errors import ToolError
 from tools._common import truncate, user_agent
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 WIKIPEDIA_URL_ENV = "AGENTDECK_WIKIPEDIA_URL"
 DEFAULT_BASE_URL = "https://{lang}.wikipedia.org"

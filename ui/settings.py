@@ -357,7 +357,7 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
         model = load_model(settings.model)
     tools = [t.for_workspace(workdir) if hasattr(t, "for_workspace") else t for t in select_tools(settings.tools)]
     if not any(getattr(t, "name", "") == "ask_user" for t in tools):  # always there: the model may ask the person
-        from tools.ask_user import AskUserTool
+        from agents.tooling.ask_user import AskUserTool
         tools.append(AskUserTool())
     common: dict[str, Any] = dict(tools=tools, model=model, max_steps=settings.max_steps,
                                   planning_interval=settings.planning_interval, verbosity=0,

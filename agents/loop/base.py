@@ -24,7 +24,7 @@ from agents.memory import AgentMemory, FinalAnswerStep, HistoryStep, TaskStep
 from agents.memory.compaction import make_compactor
 from agents.models.base import Message, Model, TokenUsage
 from agents.prompts import load_prompt_templates, render
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 FinalAnswerCheck = Callable[[Any, AgentMemory], bool]
 

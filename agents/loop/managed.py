@@ -7,7 +7,7 @@ from agents.errors import AgentInterrupted, ToolError
 from agents.loop.result import RunState
 from agents.loop.tool_runner import current_call
 from agents.prompts import render
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 if TYPE_CHECKING:
     from agents.loop.base import MultiStepAgent

@@ -14,7 +14,7 @@ from agents.loop.parsing import parse_tool_calls
 from agents.memory import ActionStep
 from agents.models.base import ModelReply, ToolCall
 from agents.prompts import render
-from tools.final_answer import FinalAnswerTool
+from agents.tooling.final_answer import FinalAnswerTool
 
 MAX_PARALLEL_CALLS = 4
 

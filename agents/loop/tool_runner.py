@@ -16,7 +16,7 @@ from agents.events import InjectionFlagged, ToolCallProposed, ToolCallResult, ne
 from agents.guard import detect_injection, fence, warning_line
 from agents.loop.context import RunContext
 from agents.models.base import ToolCall
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 MAX_EVENT_OUTPUT_CHARS = 4000
 #: Tools whose output is not outside data: the answer itself, and the user's own reply.

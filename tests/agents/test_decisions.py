@@ -10,7 +10,7 @@ from agents import events as ev
 from agents.decisions import ApprovalPolicy, Decision, ScriptedDecider, TerminalDecider
 from agents.errors import ConfigurationError
 from tests.agents.conftest import call, code
-from tools.ask_user import AskUserTool
+from agents.tooling.ask_user import AskUserTool
 
 
 @tool(requires_approval=True)

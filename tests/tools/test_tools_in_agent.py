@@ -15,7 +15,7 @@ pytest.importorskip("agents.loop.code_agent")
 pytest.importorskip("agents.executor")
 
 from agents import CodeAgent, ReplayModel  # noqa: E402
-from tools.final_answer import FinalAnswerTool  # noqa: E402
+from agents.tooling.final_answer import FinalAnswerTool  # noqa: E402
 from tools.visit_webpage import VisitWebpageTool  # noqa: E402
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.base import Tool
+from agents.tooling.base import Tool
 from tools.registry import BUILTIN_TOOL_NAMES, ToolSettings, builtin_tools, load_tool_catalog, make_builtin_tools
 from tools.user_tools import load_tools_from_file, load_user_tools
 
@@ -155,7 +155,7 @@ def test_importing_tools_modules_stays_light() -> None:
     script = (
         "import sys\n"
         "import tools, tools.registry, tools.web_search, tools.visit_webpage, tools.wikipedia_search, "
-        "tools.speech_to_text, tools.final_answer, tools.mcp_client, tools.user_tools\n"
+        "tools.speech_to_text, agents.tooling.final_answer, tools.mcp_client, tools.user_tools\n"
         "tools.registry.make_builtin_tools({})\n"
         "heavy = ('transformers', 'torch', 'mcp', 'ddgs', 'primp', 'requests', 'numpy', 'markdownify', 'bs4')\n"
         "print(','.join(m for m in heavy if m in sys.modules))\n"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from agents.errors import ToolDefinitionError
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 _PY_TO_TOOL_TYPE: dict[Any, str] = {
     str: "string", int: "integer", float: "number", bool: "boolean",

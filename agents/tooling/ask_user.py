@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from agents.decisions import DecisionKind, Outcome, current_broker
 from agents.errors import ToolError
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 
 class AskUserTool(Tool):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.base import Tool
+from agents.tooling.base import Tool
 
 
 class FinalAnswerTool(Tool):
