@@ -144,7 +144,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def _transport_cause(chain: list[BaseException]) -> tuple[str, str] | None:
     """(category, reason) when the real cause lies under a library's generic wrapper (litellm reports a
     refused connection or a missing key as "InternalServerError", HTTP 500)."""
-    for item in chain:
+    generic = False
+    for item in chain:  # the most specific cause anywhere in the chain wins
         names = {cls.__name__.lower() for cls in type(item).__mro__}
         text = str(item).lower()
         if any(hint in text for hint in _MISSING_KEY_HINTS):
@@ -155,9 +156,8 @@ def _transport_cause(chain: list[BaseException]) -> tuple[str, str] | None:
             return CONNECT, "host name not found"
         if "connecttimeout" in names:
             return CONNECT, "timed out while connecting"
-        if names & _CONNECT_NAMES:
-            return CONNECT, "could not connect"
-    return None
+        generic = generic or bool(names & _CONNECT_NAMES)
+    return (CONNECT, "could not connect") if generic else None
 
 
 def _stream_fault(chain: list[BaseException], lowered: str) -> str:
