@@ -42,6 +42,11 @@ class ConsoleRenderer:
         if self.verbosity >= DEBUG:
             self.console.print(event.text, end="", style="dim")
 
+    def _on_model_retrying(self, event: ev.ModelRetrying) -> None:
+        dropped = " (the partial reply is discarded)" if event.discarded_text else ""
+        self.console.print(f"{self._indent(event)}[yellow]⏳ {event.reason}: retry {event.attempt}/"
+                           f"{event.max_retries} in {event.wait_s:.1f} s{dropped}[/yellow]")
+
     def _on_plan_proposed(self, event: ev.PlanProposed) -> None:
         from rich.markdown import Markdown
         self.console.print(f"[bold]{'Updated plan' if event.is_update else 'Plan'}[/bold]")

@@ -87,3 +87,7 @@ class MemorySchemaError(MemoryFileError):
 
 class MemoryTooLargeError(MemoryFileError):
     """A saved memory document is bigger (bytes or steps) than the configured limits."""
+
+
+class MissingApiKeyError(ModelAuthenticationError):
+    """The provider needs an API key and none is set; the message names the variable to set."""

@@ -59,6 +59,18 @@ class ModelOutput(Event):
 
 
 @dataclass(kw_only=True)
+class ModelRetrying(Event):
+    """The model call failed for a passing reason (rate limit, dropped stream...) and is retried after
+    `wait_s` seconds. With `discarded_text`, the reply streamed so far in this step is void: drop it."""
+    reason: str
+    attempt: int
+    max_retries: int
+    wait_s: float
+    retry_after_s: float | None = None
+    discarded_text: bool = False
+
+
+@dataclass(kw_only=True)
 class PlanProposed(Event):
     plan: str
     is_update: bool

@@ -45,6 +45,7 @@ class Transcript(ChatTree):
         self.last_status = ""
         self.finished: ev.RunFinished | None = None
         self.waiting: str | None = None  # the kind of decision the run waits for
+        self.retrying: ev.ModelRetrying | None = None  # the model call waiting to be retried, if any
 
     # ----- events ----------------------------------------------------------------------------------
     def _step_node(self, event: ev.Event) -> Node | None:
@@ -89,12 +90,27 @@ class Transcript(ChatTree):
         if e.parent_id is None:
             self.current_step = e.step
 
+    def _on_model_retrying(self, e: ev.ModelRetrying) -> None:
+        """Say why nothing is happening; a restarted stream's text so far is void, so it goes."""
+        if e.parent_id is None:
+            self.retrying = e
+        node = self._step_node(e)
+        if node is None:
+            return
+        if e.discarded_text and "code" not in node.parts:
+            node.parts.pop("thought", None)
+        node.parts["retry"] = f"*⏳ Model call retried ({e.reason}), attempt {e.attempt + 1}.*"
+
     def _on_model_text_delta(self, e: ev.ModelTextDelta) -> None:
+        if e.parent_id is None:
+            self.retrying = None
         node = self._step_node(e)
         if node is not None and "code" not in node.parts:
             node.parts["thought"] = node.parts.get("thought", "") + e.text
 
     def _on_model_output(self, e: ev.ModelOutput) -> None:
+        if e.parent_id is None:
+            self.retrying = None
         node = self._step_node(e)
         if node is None:
             return
@@ -288,6 +304,7 @@ class Transcript(ChatTree):
             return
         self.finished = e
         self.waiting = None
+        self.retrying = None
         self.run_tokens = e.token_usage
         for node in self.by_id.values():
             if node.status == "pending":
@@ -317,4 +334,9 @@ class Transcript(ChatTree):
         if self.waiting:
             what = "your answer" if self.waiting == "question" else f"your decision ({self.waiting.replace('_', ' ')})"
             return f"✋ waiting for {what} · step {self.current_step}/{self.max_steps}"
+        if self.retrying is not None:
+            r = self.retrying
+            left = max(0.0, r.timestamp + r.wait_s - (now or time.time()))
+            return (f"⏳ {r.reason} · retry {r.attempt}/{r.max_retries} in {left:.0f} s · "
+                    f"step {self.current_step}/{self.max_steps}")
         return f"running · step {self.current_step}/{self.max_steps} · {elapsed:.1f} s"

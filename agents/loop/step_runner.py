@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentInterrupted
 from agents.events import (
-    ModelOutput, ModelTextDelta, Observation, PlanProposed, StepError, StepFinished, StepStarted,
+    ModelOutput, ModelRetrying, ModelTextDelta, Observation, PlanProposed, StepError, StepFinished, StepStarted,
 )
 from agents.loop.context import RunContext
+from agents.loop.model_reader import ModelStreamReader
 from agents.memory import ActionStep, PlanningStep
 from agents.memory.steps import PromptSnapshot
 from agents.models.base import Message, ModelReply
@@ -29,19 +30,35 @@ class StepRunner:
 
     def _call_model(self: "MultiStepAgent", messages: list[Message], context: RunContext,
                     stop_sequences: list[str] | None = None, tools: list[dict] | None = None) -> tuple[ModelReply, float]:
-        """Stream the model's reply as text deltas; return the assembled reply and the time it took."""
+        """Stream the model's reply as text deltas; return the assembled reply and the time it took.
+
+        The reply is read in a helper thread (agents/loop/model_reader.py) so that Stop takes effect
+        within a fraction of a second even when the provider stalls or asks to wait before a retry.
+        """
         started = time.perf_counter()
         reply: ModelReply | None = None
         pieces: list[str] = []
         fields = context.event_fields()
-        for delta in self.model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools):
-            if delta.content:
-                pieces.append(delta.content)
-                context.emit(ModelTextDelta(**fields, text=delta.content))
-            if delta.reply is not None:
-                reply = delta.reply
-            if context.interrupt_flag.is_set():
-                raise AgentInterrupted("The run was stopped while the model was answering.")
+        reader = ModelStreamReader(
+            lambda: self.model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools),
+            name=f"model-{self.name or type(self).__name__}")
+        try:
+            for delta in reader.deltas(context.interrupt_flag.is_set):
+                if delta.retry is not None:
+                    notice = delta.retry
+                    if notice.discarded_text:
+                        pieces.clear()  # the call starts again from scratch
+                    context.emit(ModelRetrying(**fields, reason=notice.reason, attempt=notice.attempt,
+                                               max_retries=notice.max_retries, wait_s=notice.wait_s,
+                                               retry_after_s=notice.retry_after_s,
+                                               discarded_text=notice.discarded_text))
+                if delta.content:
+                    pieces.append(delta.content)
+                    context.emit(ModelTextDelta(**fields, text=delta.content))
+                if delta.reply is not None:
+                    reply = delta.reply
+        finally:
+            reader.close()
         if reply is None:
             reply = ModelReply(content="".join(pieces))
         duration = time.perf_counter() - started

@@ -42,10 +42,29 @@ class ModelReply:
 
 
 @dataclass
+class RetryNotice:
+    """A model call failed for a passing reason and is about to be tried again after `wait_s` seconds.
+
+    Why a notice: the person should see why nothing is happening (a rate limit may ask for a minute), and
+    a stream cut part-way is restarted from scratch, so consumers must drop the text shown so far when
+    `discarded_text` is true.
+    """
+    reason: str
+    category: str
+    attempt: int  # the number of this retry, from 1
+    max_retries: int
+    wait_s: float
+    retry_after_s: float | None = None  # what the provider asked for (before the cap), if it said
+    discarded_text: bool = False
+
+
+@dataclass
 class ModelDelta:
-    """A piece of a streamed reply. The last delta of a stream carries the assembled `reply`."""
+    """A piece of a streamed reply. The last delta of a stream carries the assembled `reply`; a delta with
+    `retry` says the call is being retried (and maybe that the text so far is void)."""
     content: str = ""
     reply: ModelReply | None = None
+    retry: RetryNotice | None = None
 
 
 def message_text(message: Message) -> str:

@@ -6,8 +6,10 @@ exception's class names and HTTP status code only, so no provider library has to
 from __future__ import annotations
 
 import re
+import socket
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlparse
 
 from agents.errors import (
     ConfigurationError,
@@ -15,17 +17,21 @@ from agents.errors import (
     ContextWindowExceededError,
     ModelAuthenticationError,
     ModelConnectionError,
+    MissingApiKeyError,
     ModelError,
     ModelNotFoundError,
     ModelRateLimitError,
 )
+from agents.models.retry_after import retry_after_of
 
 # Categories of failure. The first four are worth retrying.
 RATE_LIMIT = "rate_limit"
 SERVER = "server"
 TIMEOUT = "timeout"
-CONNECTION = "connection"
+CONNECTION = "connection"  # the connection dropped after it was made (often mid-stream)
+CONNECT = "connect"  # no connection at all: refused, unknown host, timed out while connecting
 AUTH = "auth"
+MISSING_KEY = "missing_key"  # no key was given: retrying cannot help
 NOT_FOUND = "not_found"
 CONTEXT = "context"
 CONTENT = "content"
@@ -33,7 +39,7 @@ BAD_REQUEST = "bad_request"
 OFFLINE = "offline"  # the library refuses to use the network (HF_HUB_OFFLINE): retrying cannot help
 OTHER = "other"
 
-RETRYABLE = frozenset({RATE_LIMIT, SERVER, TIMEOUT, CONNECTION})
+RETRYABLE = frozenset({RATE_LIMIT, SERVER, TIMEOUT, CONNECTION, CONNECT})
 
 # Environment variable holding the key of each provider, for the "what to do" part of messages.
 PROVIDER_KEY_ENV = {
@@ -83,6 +89,11 @@ _NAME_CATEGORIES: list[tuple[str, str]] = [
     ("unprocessableentity", BAD_REQUEST),
 ]
 
+# Class names meaning "no connection was ever made"; matched exactly, as "connectionerror" is broader.
+_CONNECT_NAMES = frozenset({"connecterror", "connecttimeout", "connectionrefusederror", "gaierror",
+                            "nameresolutionerror", "newconnectionerror"})
+_MISSING_KEY_HINTS = ("missing credentials", "api_key client option must be set", "missing api key",
+                      "api key is missing", "no api key provided", "api_key must be set")
 _CONTEXT_HINTS = ("context length", "context window", "maximum context", "too many tokens", "prompt is too long",
                   "input is too long", "reduce the length", "max_tokens must be", "exceeds the model")
 _CONTENT_HINTS = ("content policy", "content_filter", "content management policy", "safety system", "flagged")
@@ -96,6 +107,7 @@ class ErrorInfo:
     status_code: int | None
     detail: str
     retry_after: float | None = None
+    reason: str = ""  # a few words for the person: why the call failed and may be retried
 
     @property
     def retryable(self) -> bool:
@@ -110,18 +122,6 @@ def _status_code(exc: BaseException) -> int | None:
     return None
 
 
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-        return float(value) if value is not None else None
-    except (TypeError, ValueError, AttributeError):
-        return None
-
-
 def redact(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
     """Remove keys from `text`: the known `secrets` and anything shaped like a provider key."""
     for secret in secrets:
@@ -132,16 +132,52 @@ def redact(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
     return text
 
 
-def classify_error(exc: BaseException) -> ErrorInfo:
-    """Sort an exception from any backend into one of the categories above."""
+def _chain(exc: BaseException) -> list[BaseException]:
     chain: list[BaseException] = []
     current: BaseException | None = exc
-    while current is not None and len(chain) < 5:  # look through `raise ... from ...` wrappers too
+    while current is not None and len(chain) < 6:  # look through `raise ... from ...` wrappers too
         chain.append(current)
         current = current.__cause__ or current.__context__
+    return chain
+
+
+def _transport_cause(chain: list[BaseException]) -> tuple[str, str] | None:
+    """(category, reason) when the real cause lies under a library's generic wrapper (litellm reports a
+    refused connection or a missing key as "InternalServerError", HTTP 500)."""
+    generic = False
+    for item in chain:  # the most specific cause anywhere in the chain wins
+        names = {cls.__name__.lower() for cls in type(item).__mro__}
+        text = str(item).lower()
+        if any(hint in text for hint in _MISSING_KEY_HINTS):
+            return MISSING_KEY, "no API key"
+        if isinstance(item, ConnectionRefusedError) or "connectionrefusederror" in names:
+            return CONNECT, "connection refused"
+        if isinstance(item, socket.gaierror) or names & {"gaierror", "nameresolutionerror"}:
+            return CONNECT, "host name not found"
+        if "connecttimeout" in names:
+            return CONNECT, "timed out while connecting"
+        generic = generic or bool(names & _CONNECT_NAMES)
+    return (CONNECT, "could not connect") if generic else None
+
+
+def _stream_fault(chain: list[BaseException], lowered: str) -> str:
+    """A reason for a connection-category failure: what went wrong with the stream."""
+    if any(isinstance(item, ValueError) and type(item).__name__ == "JSONDecodeError" for item in chain):
+        return "the server sent a stream chunk that is not JSON"
+    if "repeating the same chunk" in lowered:
+        return "the model kept repeating the same chunk"
+    return "the connection dropped"
+
+
+def classify_error(exc: BaseException) -> ErrorInfo:
+    """Sort an exception from any backend into one of the categories above."""
+    chain = _chain(exc)
     status = next((code for code in map(_status_code, chain) if code is not None), None)
     detail = " ".join(str(exc).split())[:400] or type(exc).__name__
-    lowered = detail.lower()
+    lowered = " ".join(str(item) for item in chain).lower()
+    transport = _transport_cause(chain)
+    if transport is not None:  # no HTTP answer was involved: litellm's "500" is made up
+        return ErrorInfo(category=transport[0], status_code=None, detail=detail, reason=transport[1])
     category = OTHER
     for item in chain:
         names = [cls.__name__.lower() for cls in type(item).__mro__]
@@ -171,11 +207,33 @@ def classify_error(exc: BaseException) -> ErrorInfo:
         elif 400 <= status < 500 and category == OTHER:
             category = BAD_REQUEST
     if category in (OTHER, BAD_REQUEST):
-        if any(hint in lowered for hint in _CONTEXT_HINTS):
+        if any(hint in detail.lower() for hint in _CONTEXT_HINTS):
             category = CONTEXT
-        elif any(hint in lowered for hint in _CONTENT_HINTS):
+        elif any(hint in detail.lower() for hint in _CONTENT_HINTS):
             category = CONTENT
-    return ErrorInfo(category=category, status_code=status, detail=detail, retry_after=_retry_after(exc))
+    if category in (CONNECTION, TIMEOUT) and status == 500:
+        status = None  # litellm's placeholder for "no HTTP error at all"
+    if category in (CONNECTION, SERVER) and "repeating the same chunk" in lowered:
+        reason = "the model kept repeating the same chunk"
+    elif category == CONNECTION:
+        reason = _stream_fault(chain, lowered)
+    else:
+        reason = _REASONS.get(category, category.replace("_", " "))
+        if status is not None and category in (RATE_LIMIT, SERVER):
+            reason += f" (HTTP {status})"
+    return ErrorInfo(category=category, status_code=status, detail=detail, retry_after=retry_after_of(exc),
+                     reason=reason)
+
+
+_REASONS = {RATE_LIMIT: "rate limited", SERVER: "server error", TIMEOUT: "no answer in time"}
+
+
+def host_of(endpoint: str | None) -> str:
+    """`host:port` of an api_base URL, or the endpoint's name as given (e.g. "openai")."""
+    if not endpoint:
+        return "the provider"
+    parsed = urlparse(endpoint)
+    return parsed.netloc or endpoint
 
 
 def provider_of(model_id: str) -> str:
@@ -202,6 +260,8 @@ def to_model_error(
     where = endpoint or "the provider"
     tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}"
     status = f" (HTTP {info.status_code})" if info.status_code else ""
+    if info.category == MISSING_KEY:
+        return MissingApiKeyError(missing_key_message(model_id, [key_env]))
     if info.category == AUTH:
         return ModelAuthenticationError(
             f"{where} refused the credentials for model '{model_id}'{status}. Set {key_env} in the environment "
@@ -232,11 +292,21 @@ def to_model_error(
             f"Model '{model_id}' needs the network but offline mode is on (HF_HUB_OFFLINE). Unset HF_HUB_OFFLINE, "
             f"or choose a local model such as 'embedded' or 'transformers:<folder>'. Details: {detail}"
         )
-    if info.category in (CONNECTION, TIMEOUT):
-        what = "timed out" if info.category == TIMEOUT else "could not be reached or dropped the connection"
+    if info.category == CONNECT:
         return ModelConnectionError(
-            f"{where} {what} for model '{model_id}'{tries}. Check the network, the api_base and that the "
-            f"server is running (or raise the timeout). Details: {detail}"
+            f"Could not connect to {host_of(endpoint)} for model '{model_id}' ({info.reason}){tries}. Check that "
+            f"the server is running, the api_base and the network. Details: {detail}"
+        )
+    if info.category == TIMEOUT:
+        return ModelConnectionError(
+            f"{host_of(endpoint)} did not answer in time for model '{model_id}'{tries}{status}. Check that the "
+            f"server is running and not overloaded, or raise the timeout. Details: {detail}"
+        )
+    if info.category == CONNECTION:
+        return ModelConnectionError(
+            f"The connection to {host_of(endpoint)} failed part-way for model '{model_id}' ({info.reason}){tries}. "
+            f"Try again; if it keeps happening, check the network or choose another model/provider. "
+            f"Details: {detail}"
         )
     if info.category == SERVER:
         return ModelConnectionError(
@@ -244,6 +314,13 @@ def to_model_error(
             f"choose another model/provider. Details: {detail}"
         )
     return ModelError(f"Model '{model_id}' call failed{status}: {detail}")
+
+
+def missing_key_message(model_id: str, variables: list[str]) -> str:
+    """What to do when no key is set: which variable(s), and the escape hatch for keyless local servers."""
+    names = " and ".join(v for v in variables if v) or "the provider's API key variable"
+    return (f"Model '{model_id}' needs an API key and none is set. Set {names} in the environment (or pass "
+            f"api_key=). A local OpenAI-compatible server that needs no key accepts any value, e.g. 'none'.")
 
 
 def describe_exception(exc: Any) -> str:

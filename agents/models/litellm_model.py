@@ -9,7 +9,8 @@ import os
 import threading
 from typing import Any
 
-from agents.models.errors_mapping import PROVIDER_KEY_ENV, provider_of
+from agents.errors import MissingApiKeyError
+from agents.models.errors_mapping import PROVIDER_KEY_ENV, missing_key_message, provider_of
 from agents.models.remote import RemoteChatModel, openai_request_options
 from agents.models.retry import ErrorContext
 
@@ -89,6 +90,28 @@ class LiteLLMModel(RemoteChatModel):
             endpoint=self.api_base or (provider or "the provider"),
             secrets=tuple(s for s in (self.__api_key,) if s),
         )
+
+    def _check_ready(self) -> None:
+        """No key given and none in the environment: say which variable to set, before any request.
+
+        litellm.validate_environment knows each provider's variables; without this check litellm sends
+        nothing and reports "InternalServerError" (HTTP 500), which a retry cannot fix.
+        """
+        if self.__api_key:
+            return
+        litellm = import_litellm()
+        if getattr(litellm, "api_key", None):
+            return
+        try:
+            found = litellm.validate_environment(model=self.litellm_model, api_base=self.api_base)
+        except Exception:  # noqa: BLE001 - an unknown provider: let the request say what is wrong
+            return
+        # Only keys: a missing *_API_BASE has a default (Ollama's is localhost) and is not fatal.
+        missing = [str(name) for name in (found or {}).get("missing_keys") or []
+                   if any(word in str(name).upper() for word in ("KEY", "TOKEN"))]
+        alternative = PROVIDER_KEY_ENV.get(provider_of(self.litellm_model))
+        if missing and not (alternative and os.environ.get(alternative)):
+            raise MissingApiKeyError(missing_key_message(self.model_id, missing))
 
     def _send(self, messages, stop, tools, stream, **kwargs):
         litellm = import_litellm()

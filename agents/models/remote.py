@@ -9,6 +9,7 @@ from abc import abstractmethod
 from typing import Any, Iterator
 
 from agents.models.base import Message, Model, ModelDelta, ModelReply, apply_stop_sequences
+from agents.models.cancel import abort_stream, current_token, release_stream
 from agents.models.openai_format import (
     StreamAssembler,
     check_content_filter,
@@ -48,6 +49,9 @@ class RemoteChatModel(Model):
     def _error_context(self) -> ErrorContext:
         return ErrorContext(model_id=self.model_id)
 
+    def _check_ready(self) -> None:
+        """Raise a clear error before the first request when the call cannot work (e.g. no API key)."""
+
     def _refuses_stop(self, exc: BaseException) -> bool:
         """True when the provider rejected the request because of the stop parameter."""
         text = str(exc).lower()
@@ -73,6 +77,7 @@ class RemoteChatModel(Model):
 
     def generate(self, messages: list[Message], stop_sequences: list[str] | None = None,
                  tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> ModelReply:
+        self._check_ready()
         response = call_with_retry(lambda: self._request(messages, stop_sequences, tools, False, kwargs),
                                    self.retry, self._error_context())
         reply, _ = reply_from_completion(response, messages, self.model_id)
@@ -83,18 +88,28 @@ class RemoteChatModel(Model):
 
     def generate_stream(self, messages: list[Message], stop_sequences: list[str] | None = None,
                         tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> Iterator[ModelDelta]:
+        self._check_ready()
         assembler = StreamAssembler()
         stop_filter = StopFilter(list(stop_sequences or []))
+        cancel = current_token()
 
         def start() -> Iterator[ModelDelta]:
             nonlocal assembler, stop_filter
             assembler, stop_filter = StreamAssembler(), StopFilter(list(stop_sequences or []))
-            for chunk in self._request(messages, stop_sequences, tools, True, kwargs):
-                piece = stop_filter.feed(assembler.add(chunk))
-                if piece:
-                    yield ModelDelta(content=piece)
+            response = self._request(messages, stop_sequences, tools, True, kwargs)
+            # On Stop, shut the response's socket so a read blocked on a stalled stream returns at once.
+            forget = cancel.on_cancel(lambda: abort_stream(response)) if cancel is not None else (lambda: None)
+            try:
+                for chunk in response:
+                    piece = stop_filter.feed(assembler.add(chunk))
+                    if piece:
+                        yield ModelDelta(content=piece)
+            finally:
+                forget()
+                release_stream(response)
 
-        yield from stream_with_retry(start, self.retry, self._error_context(), lambda delta: bool(delta.content))
+        yield from stream_with_retry(start, self.retry, self._error_context(), lambda delta: bool(delta.content),
+                                     notify=lambda notice: ModelDelta(retry=notice))
         tail = stop_filter.flush()
         if tail:
             yield ModelDelta(content=tail)

@@ -70,3 +70,14 @@ def test_cli_asks_for_approval_at_the_terminal(tmp_path):
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip().endswith("? 391")  # piped stdin: no echoed Enter after the prompt
     assert "final_answer('original')" in completed.stdout  # the code was shown before deciding
+
+
+def test_model_retry_is_printed_with_its_reason_and_wait():
+    from agents import events as ev
+
+    buffer = io.StringIO()
+    renderer = ConsoleRenderer(1, console=Console(file=buffer, width=120, color_system=None))
+    renderer.handle(ev.ModelRetrying(run_id="r", step=1, reason="rate limited (HTTP 429)", attempt=2, max_retries=4,
+                                     wait_s=12.0, retry_after_s=12.0, discarded_text=True))
+    out = buffer.getvalue()
+    assert "rate limited (HTTP 429): retry 2/4 in 12.0 s" in out and "partial reply is discarded" in out

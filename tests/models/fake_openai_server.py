@@ -6,6 +6,12 @@ Each request takes the next action from `script` (or the default reply when the 
   {"type": "error", "status": int, "message": str}
   {"type": "drop_before"}                      close the connection without answering
   {"type": "drop_mid", "content": str}         stream part of `content`, then cut the connection
+  {"type": "stall_mid", "content": str, "stall_s": float}
+                                               stream part of `content`, then send nothing until `stall_s`
+                                               passes or `release()` is called, then cut the connection
+  {"type": "garbage_mid", "content": str}      stream part of `content`, then a chunk that is not JSON
+  {"type": "repeat", "piece": str, "times": int}  stream the same chunk `times` times (litellm's loop guard)
+An error action may carry "retry_after" (the Retry-After header's value).
 """
 from __future__ import annotations
 
@@ -29,6 +35,8 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
+        self._release = threading.Event()
+        self.stalled = threading.Event()  # set when a stall_mid response has started stalling
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -58,14 +66,22 @@ class FakeOpenAIServer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self.release()
         self._httpd.shutdown()
         self._httpd.server_close()
 
     def reset(self) -> None:
+        self.release()
         with self._lock:
             self.script.clear()
             self.requests.clear()
             self.headers.clear()
+        self._release.clear()
+        self.stalled.clear()
+
+    def release(self) -> None:
+        """End every stall now (the stalled responses are then cut)."""
+        self._release.set()
 
     # ----------------------------------------------------------------------------------------
     def _respond(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -94,7 +110,7 @@ class FakeOpenAIServer:
                  "total_tokens": prompt_tokens + completion_tokens}
         finish = "tool_calls" if tool_calls else "stop"
         if body.get("stream"):
-            self._stream(handler, body, content, tool_calls, usage, finish, drop=(kind == "drop_mid"))
+            self._stream(handler, body, content, tool_calls, usage, finish, action)
             return
         message: dict[str, Any] = {"role": "assistant", "content": content if not tool_calls else (content or None)}
         if tool_calls:
@@ -112,7 +128,8 @@ class FakeOpenAIServer:
         handler.end_headers()
         handler.wfile.write(payload)
 
-    def _stream(self, handler, body, content, tool_calls, usage, finish, drop: bool) -> None:
+    def _stream(self, handler, body, content, tool_calls, usage, finish, action: dict[str, Any]) -> None:
+        kind = action.get("type", "reply")
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
         handler.send_header("Transfer-Encoding", "chunked")
@@ -130,9 +147,17 @@ class FakeOpenAIServer:
                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
 
         pieces = [content[i:i + 5] for i in range(0, len(content), 5)]
+        if kind == "repeat":
+            pieces = [action["piece"]] * action["times"]
         send(chunk({"role": "assistant", "content": ""}))
         for number, piece in enumerate(pieces):
-            if drop and number == len(pieces) // 2:
+            if kind in ("drop_mid", "stall_mid", "garbage_mid") and number == len(pieces) // 2:
+                if kind == "garbage_mid":
+                    send("{this is not json")
+                    continue
+                if kind == "stall_mid":
+                    self.stalled.set()
+                    self._release.wait(action.get("stall_s", 60.0))
                 handler.connection.shutdown(socket.SHUT_RDWR)  # no terminating chunk: a cut connection
                 handler.close_connection = True
                 return

@@ -141,15 +141,28 @@ def test_connection_dropped_before_reply_is_retried(server, model):
     assert len(server.requests) == 2
 
 
-def test_connection_dropped_mid_stream_raises_a_clear_error(server, model):
-    """Once text has reached the caller, a retry would repeat it: the stream fails with ModelConnectionError."""
-    server.script = [{"type": "drop_mid", "content": "abcdefghijklmnopqrstuvwxyz0123456789"}]
-    received = []
-    with pytest.raises(ModelConnectionError, match="cut off part-way"):
-        for delta in model.generate_stream(MESSAGES):
-            received.append(delta.content)
-    assert "".join(received) and "abcdefghijklmnopqrstuvwxyz0123456789".startswith("".join(received))
-    assert len(server.requests) == 1
+def test_connection_dropped_mid_stream_is_retried_and_the_partial_text_discarded(server, model):
+    """The stream restarts from scratch; a retry delta tells the consumer to drop what it got."""
+    text = "abcdefghijklmnopqrstuvwxyz0123456789"
+    server.script = [{"type": "drop_mid", "content": text}, {"type": "reply", "content": text}]
+    shown: list[str] = []
+    notices = []
+    for delta in model.generate_stream(MESSAGES):
+        if delta.retry is not None:
+            notices.append(delta.retry)
+            if delta.retry.discarded_text:
+                shown.clear()
+        shown.append(delta.content)
+    assert len(server.requests) == 2
+    assert len(notices) == 1 and notices[0].discarded_text and notices[0].reason == "the connection dropped"
+    assert "".join(shown) == text
+
+
+def test_stream_cut_every_time_fails_with_a_clear_error(server, model):
+    server.script = [{"type": "drop_mid", "content": "abcdefghijklmnopqrstuvwxyz0123456789"}] * 3
+    with pytest.raises(ModelConnectionError, match="cut off part-way") as info:
+        list(model.generate_stream(MESSAGES))
+    assert len(server.requests) == 3 and "HTTP 500" not in str(info.value)
 
 
 def test_native_tool_calls(server, model):

@@ -103,3 +103,33 @@ def test_classification_and_redaction():
                            secrets=("sk-abcdef1234567890",))
     assert isinstance(error, ModelRateLimitError) and "sk-abcdef" not in str(error) and "5 attempts" in str(error)
     assert redact("Bearer abc.def hf_abcdefghijk", ()) == "*** ***"
+
+
+def _wrapped(cause: BaseException) -> BaseException:
+    """`cause` under a library wrapper that claims HTTP 500, as litellm reports transport failures."""
+    class InternalServerError(Exception):
+        status_code = 500
+
+    try:
+        try:
+            raise cause
+        except BaseException as exc:
+            raise InternalServerError("InternalServerError: OpenAIException - Connection error.") from exc
+    except InternalServerError as wrapper:
+        return wrapper
+
+
+def test_connection_failures_are_named_not_http_500():
+    import socket
+
+    class ConnectTimeout(Exception):
+        pass
+
+    for cause, reason in [(ConnectionRefusedError(111, "refused"), "connection refused"),
+                          (socket.gaierror(-2, "Name or service not known"), "host name not found"),
+                          (ConnectTimeout("timed out"), "timed out while connecting")]:
+        info = classify_error(_wrapped(cause))
+        assert (info.category, info.reason, info.status_code) == ("connect", reason, None) and info.retryable
+        message = str(to_model_error(_wrapped(cause), "openai/x", attempts=3, endpoint="http://10.1.2.3:8000/v1"))
+        assert message.startswith(f"Could not connect to 10.1.2.3:8000 for model 'openai/x' ({reason}) after 3")
+        assert "HTTP 500" not in message

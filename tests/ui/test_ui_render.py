@@ -195,3 +195,18 @@ def test_helpers() -> None:
     assert fence("a ``` b", "python").startswith("````python\n")
     assert thought_without_code("Thought: x\nCode:\n```py\n1\n```") == "Thought: x"
     assert thought_without_code("no code") == "no code"
+
+
+def test_model_retry_shows_the_wait_and_drops_the_discarded_text() -> None:
+    t = Transcript()
+    t.apply(ev.RunStarted(**base(0), task="q", agent_name="CodeAgent", model_id="openai/x", max_steps=5))
+    t.apply(ev.StepStarted(**base(1), step_type="action"))
+    t.apply(ev.ModelTextDelta(**base(1), text="Thought: half a reply"))
+    t.apply(ev.ModelRetrying(**base(1, t=100.0), reason="the connection dropped", attempt=1, max_retries=4,
+                             wait_s=30.0, discarded_text=True))
+    assert t.status_text(now=110.0).startswith("⏳ the connection dropped · retry 1/4 in 20 s · step 1/5")
+    step = by_title(t.messages(), "Step 1")
+    assert "half a reply" not in step["content"] and "retried (the connection dropped)" in step["content"]
+    t.apply(ev.ModelTextDelta(**base(1), text="Thought: whole reply"))
+    assert t.status_text(now=131.0).startswith("running")
+    assert "whole reply" in by_title(t.messages(), "Step 1")["content"]
