@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import gradio as gr
 
 from agents.memory import AgentMemory
-from ui.chat_restore import carry_memory_into, replay_memory
+from ui.chat_restore import carry_memory_into, replay_memory, show_unfinished
 from ui.pending_decisions import has_pending
 from ui.persistence import (
     ChatStore, ChatStoreError, clean_title, new_token, settings_dict, storage_is_ephemeral, valid_token,
@@ -204,10 +204,9 @@ class HistoryController:
         session.saved = chat
         turns = [t for t in metadata.get("turns") or [] if isinstance(t, dict)]
         session.turns = turns
-        if memory is None:
-            for turn in turns:
-                session.transcript.add_user(str(turn.get("text") or ""))
-            session.transcript.add_note("This chat has no saved steps (its first run did not finish).")
+        if memory is None or not memory.steps:  # the first run finished no step: the messages are kept
+            with session.lock:
+                show_unfinished(session.transcript, [dict(t) for t in turns], set(), None)
             yield self._view(session, state, owner)
             return
         with session.lock:
@@ -237,7 +236,7 @@ class HistoryController:
                                             "message starts with an empty memory.")
             else:
                 carry_memory_into(agent, memory, session.transcript, "♻️ **Chat restored.**")
-                session.agent, session.agent_settings = agent, settings
+                session.use_agent(agent, settings)
         form_update = (values[0], values[1], values[2], values[3], values[4], values[5])
         yield self._view(session, state, owner, settings=form_update,
                          input_update=gr.MultimodalTextbox(interactive=True))
