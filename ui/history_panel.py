@@ -129,13 +129,14 @@ class HistoryController:
             session.transcript.add_note(note)
         return session
 
-    def _paused_elsewhere(self, owner: str, chat_id: str) -> "Session | None":
-        """The live session (under another tab key) holding this chat, if it is paused for a decision."""
+    def _held_elsewhere(self, owner: str, chat_id: str) -> "Session | None":
+        """The live session (under another tab key) holding this chat, if its run goes on or waits for a
+        decision."""
         registry = self.app.registry
         with registry._lock:
             sessions = list(registry._sessions.values())
         return next((s for s in sessions if s.saved is not None and s.saved.owner == owner
-                     and s.saved.id == chat_id and has_pending(s)), None)
+                     and s.saved.id == chat_id and (s.running or has_pending(s))), None)
 
     def _busy(self, key: str) -> bool:
         current = self.app.registry.peek(key)
@@ -156,8 +157,14 @@ class HistoryController:
                 and live.saved.owner == owner:  # this tab already holds the chat (e.g. taken back by ui/approvals.py)
             yield self._view(live, state, owner, settings=self._form_values(settings_dict(live.agent_settings), form))
             return
-        paused = self._paused_elsewhere(owner, current) if current else None
-        if paused is not None:  # a reloaded tab whose run waits for a decision: ui/approvals.py hands it back
+        paused = self._held_elsewhere(owner, current) if current else None
+        if paused is not None and paused.detached_at is not None:  # its page went away: this tab takes it over
+            moved = self.app.registry.rekey(paused.key, key, when=lambda s: s.detached_at is not None)
+            if moved is not None:  # the chat as it is; `AgentDeckApp.reattach` streams the rest
+                yield self._view(moved, state, owner,
+                                 settings=self._form_values(settings_dict(moved.agent_settings), form))
+                return
+        if paused is not None:  # a reloaded tab whose run goes on or waits: ui/approvals.py hands it back
             yield (state, *(gr.skip(),) * 5, self.list_update(owner, current),
                    *self._form_values(settings_dict(paused.agent_settings), form))
             return
@@ -390,7 +397,9 @@ def wire_history_panel(app: "AgentDeckApp", panel: HistoryPanel, demo: gr.Blocks
     view = [panel.browser_state, chat, task_input, files_panel, status, clock, panel.chat_list, *settings]
     heavy = dict(concurrency_limit=app.config.max_runs, concurrency_id="runs", show_progress="hidden")
     light = dict(concurrency_limit=None, show_progress="hidden")
-    demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="browser_session", **heavy)
+    demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="browser_session",
+              **heavy).then(app.reattach, outputs=[chat, task_input, files_panel, status, clock], postprocess=False,
+                            api_visibility="private", **heavy)  # a run taken over from a closed page streams on
     panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list, *settings], outputs=view,
                            api_name="open_chat", **heavy)
     panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],

@@ -25,7 +25,8 @@ class SessionRegistry:
 
     def __init__(self, data_dir: str | Path, agent_factory: AgentFactory, idle_timeout_s: float = 3600.0,
                  grace_s: float = 300.0, max_upload_bytes: int = 50 * 1024 * 1024,
-                 pageless_idle_s: float = 180.0, presence: PagePresence = PRESENCE, max_sandboxes: int = 16) -> None:
+                 pageless_idle_s: float = 180.0, presence: PagePresence = PRESENCE, max_sandboxes: int = 16,
+                 reattach_grace_s: float = 120.0) -> None:
         self.root = Path(data_dir) / "sessions"
         self.root.mkdir(parents=True, exist_ok=True)
         self.agent_factory = agent_factory
@@ -35,6 +36,7 @@ class SessionRegistry:
         self.pageless_idle_s = pageless_idle_s  # sessions no page holds (API clients) go after this long idle
         self.presence = presence
         self.max_sandboxes = max_sandboxes  # live agents (each with a sandbox worker) on this server at once
+        self.reattach_grace_s = reattach_grace_s  # a run whose page went away waits this long for it to come back
         self._sessions: dict[str, Session] = {}
         self._closed: list[Session] = []
         self._expired_keys: set[str] = set()
@@ -80,6 +82,7 @@ class SessionRegistry:
             replaced = self._sessions.get(key)
             self._sessions[key] = session
             session.key = key
+            session.detached_at = None
             if replaced is not None:
                 self._closed.append(replaced)
         if replaced is not None:
@@ -127,7 +130,8 @@ class SessionRegistry:
         with self._lock:
             idle = [k for k, s in self._sessions.items() if now - s.last_active > self.idle_timeout_s
                     or (not s.running and now - s.last_active > self.pageless_idle_s
-                        and not self.presence.has_page(k))]
+                        and not self.presence.has_page(k))
+                    or (s.detached_at is not None and now - s.detached_at > self.reattach_grace_s)]
         for key in idle:
             self.close(key, expired=True)
         with self._lock:
