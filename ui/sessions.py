@@ -15,9 +15,7 @@ from typing import Any, Callable, Iterator
 
 from agents import events as ev
 from agents.guard import detect_injection
-from agents.memory import AgentMemory
-from agents.models.base import TokenUsage
-from ui import run_stream
+from ui import run_stream, stopping
 from ui.chat_restore import carry_memory_into
 from ui.pending_decisions import answer_question, apply_approval_mode, waiting_note
 from ui.published_files import FilePublisher, NotPublishable, Published
@@ -30,8 +28,6 @@ from ui.formatting import for_visitor
 AgentFactory = Callable[[RunSettings, Path], Any]
 SLEPT_NOTE = ("💤 **Sandbox restarted**: it was closed while idle to make room on the server; its variables were "
               "rebuilt from the recorded steps.")
-STOPPED_NOTE = ("⏹️ **Continuing after the stop**: the stopped agent was closed; its variables were rebuilt from "
-                "the recorded steps.")
 
 
 class Session:
@@ -62,6 +58,8 @@ class Session:
         self.save_notes: list[str] = []  # save outcomes for the chat, noted by a thread that may touch it
         self.detached_at: float | None = None  # when the page went away while a run went on (ui/reattach.py)
         self.refused: str | None = None  # why the last message was not sent (the chat is open in another tab)
+        self.settling: threading.Thread | None = None  # waits for a stopped run's end (ui/stopping.py)
+        self.stop_settle_s, self.stop_wait_s = stopping.STOP_SETTLE_S, stopping.STOP_WAIT_S
 
     # ----- state ---------------------------------------------------------------------------------------
     @property
@@ -99,6 +97,7 @@ class Session:
     def start_run(self, text: str, files: list[tuple[str, str]], settings: RunSettings) -> bool:
         """Add the person's message (and files) to the chat and start the agent. False if nothing started."""
         self.touch()
+        stopping.finish_settling(self)  # a stopped run's agent is kept or replaced before the next run
         with self.lock:
             if self.closed_at is not None:
                 raise RuntimeError("This session was closed.")
@@ -195,14 +194,15 @@ class Session:
         run.waiting_decision = None
         yield from run_stream.drain(self, run, min_interval, gather, heartbeat, stop_grace)
 
-    def save_chat(self, reason: str, announce: bool = True) -> bool:
+    def save_chat(self, reason: str, announce: bool = True, memory: Any = None) -> bool:
         """Keep a saved chat on disk: the person's message when sent ("start"), each finished step ("step"), at
         a pause and at the run's end ("run"). A failure is noted in the chat (at once with `announce`, else by
-        the drain with the step's end); the older save stays as it was. False if it failed."""
+        the drain with the step's end); the older save stays as it was. `memory`: this one instead of the
+        session's. False if it failed."""
         if self.saved is None:
             return True
         try:
-            self.saved.save(self, reason)
+            self.saved.save(self, reason, memory)
         except Exception as exc:  # the chat goes on; the person learns at once that it was not saved
             why = for_visitor(exc, "saving a chat")
             if self.save_failed is None:
@@ -249,30 +249,14 @@ class Session:
         return True
 
     def abandon_run(self, run: RunHandle) -> None:
-        """The agent did not confirm the stop in time: the run ends here and the conversation is kept. Its
-        memory so far (the steps finished before the stop) is saved and given to a fresh agent with the next
-        message, whose sandbox re-runs the recorded code; the old agent is closed in the background."""
-        with self.lock:
-            if run.finished or run is not self.run:
-                return
-            run.finished = True
-            agent = self.agent
-            memory = snapshot_memory(agent.memory) if agent is not None else self.hibernated
-            self.agent, self.agent_settings = None, None
-            self.hibernated = memory
-            self.hibernated_why = STOPPED_NOTE
-            self.transcript.apply(stopped_event(self.transcript))
-            self.transcript.add_note("The agent had not stopped by itself within a moment, so it was closed. "
-                                     "Nothing is lost: the steps so far are kept, and your next message "
-                                     "continues this conversation.")
-            self.save_chat("run")
-        if agent is not None:
-            threading.Thread(target=close_quietly, args=(agent,), name="agentdeck-close-stopped", daemon=True).start()
+        """The agent did not confirm the stop in time: the run ends in the chat now, nothing is lost
+        (ui/stopping.py)."""
+        stopping.abandon_run(self, run)
 
     def _close_agent(self) -> None:
         agent, self.agent, self.agent_settings = self.agent, None, None
         if agent is not None:
-            close_quietly(agent)
+            stopping.close_quietly(agent)
 
     def reset(self) -> None:
         """New chat: stop any run, close the agent and sandbox, empty the workspace and the transcript."""
@@ -303,38 +287,9 @@ class Session:
                 self.closed_at = time.time()
             if self.run is not None and not self.run.finished:
                 self.run.finished = True
-                memory = snapshot_memory(self.agent.memory) if self.agent is not None else self.hibernated
+                memory = stopping.snapshot_memory(self.agent.memory) if self.agent is not None else self.hibernated
                 self._close_agent()
                 self.hibernated = memory
                 self.save_chat("run", announce=False)
             self._close_agent()
 
-
-def snapshot_memory(memory: Any) -> Any:
-    """A copy of `memory` that a run still going in another thread no longer changes (same finished steps)."""
-    if memory is None:
-        return None
-    copy = AgentMemory(memory.system_prompt.system_prompt)
-    copy.steps = list(memory.steps)
-    copy.rebuild_prompt()
-    return copy
-
-
-def stopped_event(transcript: Transcript) -> ev.RunFinished:
-    """The end the chat shows for a run stopped without the agent's confirmation."""
-    started = transcript.run_started or time.time()
-    return ev.RunFinished(run_id=transcript.top_run_id or "stopped", step=transcript.current_step,
-                          state="interrupted", output=None, duration_s=max(0.0, time.time() - started),
-                          token_usage=transcript.run_tokens or TokenUsage(), steps=transcript.current_step)
-
-
-def close_quietly(agent: Any) -> None:
-    """Stop and close an agent that is no longer used; its failures concern nobody now."""
-    try:
-        agent.interrupt()
-    except Exception:
-        pass
-    try:
-        agent.close()
-    except Exception:
-        pass
