@@ -132,6 +132,12 @@ class AgentDeckApp:
         if not (text.strip() or files):
             yield from self._stream(session, text, files, settings, request)
             return
+        session.refused = self.history.claim(getattr(request, "session_hash", None) or "anonymous", session)
+        if session.refused is not None:  # the chat is open in another tab: nothing is sent, the text stays
+            with session.lock:
+                session.transcript.add_note(session.refused)
+            yield self.stream_update(session, Shown(root_url=root_url_of(request)), gr.skip())
+            return
         self._admit(request, session)
         set_approval_mode(session, approval_mode)
         yield from self._limited(self._stream(session, text, files, settings, request), request)
