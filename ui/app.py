@@ -132,7 +132,7 @@ class AgentDeckApp:
         if not (text.strip() or files):
             yield from self._stream(session, text, files, settings, request)
             return
-        session.refused = self.history.claim(getattr(request, "session_hash", None) or "anonymous", session)
+        session.refused = self.history.leases.claim(getattr(request, "session_hash", None) or "anonymous", session)
         if session.refused is not None:  # the chat is open in another tab: nothing is sent, the text stays
             with session.lock:
                 session.transcript.add_note(session.refused)

@@ -22,6 +22,7 @@ import gradio as gr
 
 from agents.memory import AgentMemory
 from ui.chat_restore import carry_memory_into, replay_memory, show_unfinished
+from ui.chat_lease import ChatLeases
 from ui.pending_decisions import has_pending
 from ui.persistence import (
     ChatStore, ChatStoreError, clean_title, new_token, settings_dict, storage_is_ephemeral, valid_token,
@@ -59,7 +60,7 @@ class HistoryController:
         self.store = ChatStore(app.config.data_dir)
         self.store.sweep_unused()
         self.tabs: dict[str, str] = {}  # tab (session hash) -> owner key
-        self.holders: dict[str, str] = {}  # chat id -> the tab that opened or continued it last (its lease)
+        self.leases = ChatLeases(app.registry)  # which tab continues which chat (ui/chat_lease.py)
         self._lock = threading.Lock()
 
     # ----- identity -----------------------------------------------------------------------------
@@ -140,33 +141,6 @@ class HistoryController:
         return next((s for s in sessions if s.saved is not None and s.saved.owner == owner
                      and s.saved.id == chat_id and (s.running or has_pending(s))), None)
 
-    # ----- one tab continues a chat at a time ---------------------------------------------------------
-    def hold(self, chat_id: str, key: str) -> None:
-        with self._lock:
-            self.holders[chat_id] = key
-
-    def _holder(self, chat_id: str, key: str) -> "Session | None":
-        """The live session of another tab that holds this chat's lease, if any."""
-        with self._lock:
-            holder = self.holders.get(chat_id)
-        other = self.app.registry.peek(holder) if holder and holder != key else None
-        if other is None or other.saved is None or other.saved.id != chat_id or other.closed_at is not None:
-            return None
-        return other
-
-    def claim(self, key: str, session: "Session") -> str | None:
-        """Before a message is sent: None if this tab may continue its chat (it takes the lease), else why not.
-        Two tabs on one chat never both continue it: each would save its own version over the other's."""
-        chat = session.saved
-        if chat is None or not chat.kept:
-            return None
-        if self._holder(chat.id, key) is not None:
-            return ("📑 This chat is open in another tab, which continued it last. Your message was not sent (it "
-                    "is still in the box). Press **Take over here** to load the chat as it is now and continue "
-                    "it in this tab.")
-        self.hold(chat.id, key)
-        return None
-
     def take_over(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
                   imports: Any, request: gr.Request) -> Iterator[tuple]:
         """Take over here: reload the chat from disk in this tab, which now continues it."""
@@ -174,7 +148,7 @@ class HistoryController:
         key = self.tab_key(request)
         session = self.app.registry.peek(key)
         chat_id = session.saved.id if session is not None and session.saved is not None else None
-        other = self._holder(chat_id, key) if chat_id else None
+        other = self.leases.holder(chat_id, key) if chat_id else None
         if other is not None and other.running:
             yield (*self._view(session, state, owner, gr_warning="The other tab is running this chat: wait for "
                                                                  "its run to end (or stop it there), then take over."),
@@ -206,7 +180,7 @@ class HistoryController:
         if paused is not None and paused.detached_at is not None:  # its page went away: this tab takes it over
             moved = self.app.registry.rekey(paused.key, key, when=lambda s: s.detached_at is not None)
             if moved is not None:  # the chat as it is; `AgentDeckApp.reattach` streams the rest
-                self.hold(current, key)
+                self.leases.hold(current, key)
                 yield self._view(moved, state, owner,
                                  settings=self._form_values(settings_dict(moved.agent_settings), form))
                 return
@@ -255,7 +229,7 @@ class HistoryController:
         self.store.set_current(owner, chat.id)
         session = self.app.registry.install(key, chat.folder)
         session.saved = chat
-        self.hold(chat.id, key)
+        self.leases.hold(chat.id, key)
         turns = [t for t in metadata.get("turns") or [] if isinstance(t, dict)]
         session.turns = turns
         if memory is None or not memory.steps:  # the first run finished no step: the messages are kept
