@@ -72,7 +72,7 @@ class AgentDeckApp:
             config.data_dir, agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
             idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
             pageless_idle_s=config.pageless_idle_s, max_sandboxes=config.max_sandboxes,
-            decision_timeout_s=config.decision_timeout_s,
+            decision_timeout_s=config.decision_timeout_s, reattach_grace_s=config.reattach_grace_s,
         )
         self.rate_limiter = RunRateLimiter(config.runs_per_minute, config.runs_at_once)
         self.stream_outputs: StreamOutputs | None = None  # set with the layout, which wires postprocess=False
@@ -131,6 +131,12 @@ class AgentDeckApp:
         settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports, token=oauth_token)
         if not (text.strip() or files):
             yield from self._stream(session, text, files, settings, request)
+            return
+        session.refused = self.history.leases.claim(getattr(request, "session_hash", None) or "anonymous", session)
+        if session.refused is not None:  # the chat is open in another tab: nothing is sent, the text stays
+            with session.lock:
+                session.transcript.add_note(session.refused)
+            yield self.stream_update(session, Shown(root_url=root_url_of(request)), gr.skip())
             return
         self._admit(request, session)
         set_approval_mode(session, approval_mode)
@@ -206,12 +212,26 @@ class AgentDeckApp:
         return [], gr.MultimodalTextbox(value=None, interactive=True), None, "", {"sent_at": time.time(), "events": []}
 
     def on_unload(self, request: gr.Request) -> None:
+        """The page went away. A run going on (or waiting for a decision) is kept for the reattach grace
+        period: a reloaded tab takes it back (ui/approvals.py, ui/history_panel.py); else the reaper stops it,
+        its steps saved. Any other session is closed."""
         key = getattr(request, "session_hash", None)
         if key:
             session = self.registry.peek(key)
-            if session is not None and has_pending(session):
-                return  # a reloaded tab takes it back (ui/approvals.py); else the idle reaper closes it
+            if session is not None and (session.running or has_pending(session)):
+                session.detached_at = time.time()
+                return
             self.registry.close(key)
+
+    def reattach(self, request: gr.Request) -> Iterator[tuple]:
+        """After a page load: if this tab's session has a run going (handed back from the page before a
+        reload), stream it from where it is: the chat so far, then live."""
+        session = self.registry.peek(getattr(request, "session_hash", None) or "anonymous")
+        if session is None or not session.running or session.run.waiting_decision is not None:
+            yield (gr.skip(),) * 5
+            return
+        session.detached_at = None
+        yield from self.stream_run(session, Shown(root_url=root_url_of(request)))
 
     @staticmethod
     def describe_model(model: str) -> str:

@@ -139,8 +139,9 @@ class ApprovalHandlers:
 
     # reload -----------------------------------------------------------------------------------------
     def restore(self, token: str, mode: str, request: gr.Request) -> tuple:
-        """On page load: a reloaded tab takes back its session if it waits for a decision (with the chat and
-        the panel); every tab gets a token to keep in its sessionStorage for that."""
+        """On page load: a reloaded tab takes back its session if its run goes on or waits for a decision (with
+        the chat and the panel; `AgentDeckApp.reattach` then streams the run); every tab gets a token to keep
+        in its sessionStorage for that."""
         key = getattr(request, "session_hash", None) or "anonymous"
         registry = self.app.registry
         with self._tabs_lock:
@@ -150,7 +151,7 @@ class ApprovalHandlers:
             self._tabs[token] = key
             if len(self._tabs) > 2 * len(registry) + 100:  # forget tabs whose sessions are gone
                 self._tabs = {t: k for t, k in self._tabs.items() if k == key or registry.peek(k) is not None}
-        session = registry.rekey(old_key, key, when=has_pending) if old_key else None
+        session = registry.rekey(old_key, key, when=lambda s: s.running or has_pending(s)) if old_key else None
         skip = gr.skip()
         if session is None:
             return (token, skip, skip, skip, skip, *as_tuple({**view_hidden(), "task_input": skip}))
@@ -205,5 +206,6 @@ def wire(demo: gr.Blocks, app: "AgentDeckApp", panel: ApprovalPanel, mode: Any, 
               js=f"(token, mode) => [sessionStorage.getItem('{TOKEN_KEY}') || '', mode]",
               **private, **quick).then(
         None, inputs=[token], outputs=None,
-        js=f"(token) => {{ if (token) sessionStorage.setItem('{TOKEN_KEY}', token); return []; }}")
+        js=f"(token) => {{ if (token) sessionStorage.setItem('{TOKEN_KEY}', token); return []; }}").then(
+        app.reattach, **private, **stream)  # a run handed back to the reloaded tab streams on
     return handlers

@@ -43,10 +43,25 @@ def _uploads_of(turn: dict[str, Any] | None, workspace: Path) -> list[UploadResu
     return results
 
 
+UNFINISHED_NOTE = ("⚠️ The run of this message ended before it finished a step (the server stopped or the page "
+                   "went away), so the agent has nothing of it. Send it again to continue.")
+
+
+def show_unfinished(transcript: Transcript, turns: list[dict[str, Any]], tasks: set[str], upto: str | None) -> None:
+    """Show (and take from `turns`) the messages before the turn of task `upto` (all with None) whose run left
+    no step in the memory: what the person sent is never lost, even when its run was."""
+    while turns and turns[0].get("task") != upto and turns[0].get("task") not in tasks:
+        turn = turns.pop(0)
+        transcript.add_user(str(turn.get("text") or turn.get("task") or ""))
+        transcript.add_note(UNFINISHED_NOTE)
+
+
 def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[str, Any]], workspace: Path) -> list[UploadResult]:
     """Rebuild a chat from a memory: each step becomes the events a live run emitted for it, applied to
-    `transcript` (so the chat looks as it did, rendered by the same code). Returns the uploads found."""
+    `transcript` (so the chat looks as it did, rendered by the same code). Turns with no step in the memory
+    (their run was cut short) are shown where they were sent. Returns the uploads found."""
     turns = [dict(t) for t in turns if isinstance(t, dict)]
+    tasks = {step.task for step in memory.steps if isinstance(step, TaskStep)}
     uploads: list[UploadResult] = []
     run_id, run_steps, run_tokens, run_seconds = RESTORED_RUN, 0, TokenUsage(), 0.0
 
@@ -60,6 +75,7 @@ def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[
         elif isinstance(step, TaskStep):
             run_id = step.run_id or f"{RESTORED_RUN}-{index}"
             run_steps, run_tokens, run_seconds = 0, TokenUsage(), 0.0
+            show_unfinished(transcript, turns, tasks, step.task)
             turn = _take_turn(turns, step.task)
             files = _uploads_of(turn, workspace)
             uploads += files
@@ -116,6 +132,7 @@ def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[
             emit(ev.MemoryCompacted(run_id=run_id, step=0, tokens_before=step.tokens_before,
                                     tokens_after=step.tokens_after, steps_folded=step.folded_steps,
                                     summary_source=step.source))
+    show_unfinished(transcript, turns, tasks, None)
     return uploads
 
 

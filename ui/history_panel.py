@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import gradio as gr
 
 from agents.memory import AgentMemory
-from ui.chat_restore import carry_memory_into, replay_memory
+from ui.chat_restore import carry_memory_into, replay_memory, show_unfinished
+from ui.chat_lease import ChatLeases
 from ui.pending_decisions import has_pending
 from ui.persistence import (
     ChatStore, ChatStoreError, clean_title, new_token, settings_dict, storage_is_ephemeral, valid_token,
@@ -49,6 +50,7 @@ class HistoryPanel:
     export_nb_btn: Any
     export_file: Any
     list_note: Any
+    takeover_btn: Any = None
 
 
 class HistoryController:
@@ -59,6 +61,7 @@ class HistoryController:
         self.store = ChatStore(app.config.data_dir)
         self.store.sweep_unused()
         self.tabs: dict[str, str] = {}  # tab (session hash) -> owner key
+        self.leases = ChatLeases(app.registry)  # which tab continues which chat (ui/chat_lease.py)
         self._lock = threading.Lock()
 
     # ----- identity -----------------------------------------------------------------------------
@@ -130,13 +133,30 @@ class HistoryController:
             session.transcript.add_note(note)
         return session
 
-    def _paused_elsewhere(self, owner: str, chat_id: str) -> "Session | None":
-        """The live session (under another tab key) holding this chat, if it is paused for a decision."""
+    def _held_elsewhere(self, owner: str, chat_id: str) -> "Session | None":
+        """The live session (under another tab key) holding this chat, if its run goes on or waits for a
+        decision."""
         registry = self.app.registry
         with registry._lock:
             sessions = list(registry._sessions.values())
         return next((s for s in sessions if s.saved is not None and s.saved.owner == owner
-                     and s.saved.id == chat_id and has_pending(s)), None)
+                     and s.saved.id == chat_id and (s.running or has_pending(s))), None)
+
+    def take_over(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
+                  imports: Any, request: gr.Request) -> Iterator[tuple]:
+        """Take over here: reload the chat from disk in this tab, which now continues it."""
+        owner, state = self.identify(state, request)
+        key = self.tab_key(request)
+        session = self.app.registry.peek(key)
+        chat_id = session.saved.id if session is not None and session.saved is not None else None
+        other = self.leases.holder(chat_id, key) if chat_id else None
+        if other is not None and other.running:
+            yield (*self._view(session, state, owner, gr_warning="The other tab is running this chat: wait for "
+                                                                 "its run to end (or stop it there), then take over."),
+                   gr.skip())
+            return
+        for view in self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports)):
+            yield (*view, gr.Button(visible=False))
 
     def _busy(self, key: str) -> bool:
         current = self.app.registry.peek(key)
@@ -157,8 +177,15 @@ class HistoryController:
                 and live.saved.owner == owner:  # this tab already holds the chat (e.g. taken back by ui/approvals.py)
             yield self._view(live, state, owner, settings=self._form_values(settings_dict(live.agent_settings), form))
             return
-        paused = self._paused_elsewhere(owner, current) if current else None
-        if paused is not None:  # a reloaded tab whose run waits for a decision: ui/approvals.py hands it back
+        paused = self._held_elsewhere(owner, current) if current else None
+        if paused is not None and paused.detached_at is not None:  # its page went away: this tab takes it over
+            moved = self.app.registry.rekey(paused.key, key, when=lambda s: s.detached_at is not None)
+            if moved is not None:  # the chat as it is; `AgentDeckApp.reattach` streams the rest
+                self.leases.hold(current, key)
+                yield self._view(moved, state, owner,
+                                 settings=self._form_values(settings_dict(moved.agent_settings), form))
+                return
+        if paused is not None:  # a reloaded tab whose run goes on or waits: ui/approvals.py hands it back
             yield (state, *(gr.skip(),) * 5, self.list_update(owner, current),
                    *self._form_values(settings_dict(paused.agent_settings), form))
             return
@@ -203,12 +230,12 @@ class HistoryController:
         self.store.set_current(owner, chat.id)
         session = self.app.registry.install(key, chat.folder)
         session.saved = chat
+        self.leases.hold(chat.id, key)
         turns = [t for t in metadata.get("turns") or [] if isinstance(t, dict)]
         session.turns = turns
-        if memory is None:
-            for turn in turns:
-                session.transcript.add_user(str(turn.get("text") or ""))
-            session.transcript.add_note("This chat has no saved steps (its first run did not finish).")
+        if memory is None or not memory.steps:  # the first run finished no step: the messages are kept
+            with session.lock:
+                show_unfinished(session.transcript, [dict(t) for t in turns], set(), None)
             yield self._view(session, state, owner)
             return
         with session.lock:
@@ -248,7 +275,7 @@ class HistoryController:
                                             "message starts with an empty memory.")
             else:
                 carry_memory_into(agent, memory, session.transcript, "♻️ **Chat restored.**")
-                session.agent, session.agent_settings = agent, settings
+                session.use_agent(agent, settings)
         form_update = (values[0], values[1], values[2], values[3], values[4], values[5])
         yield self._view(session, state, owner, settings=form_update,
                          input_update=gr.MultimodalTextbox(interactive=True))
@@ -286,7 +313,8 @@ class HistoryController:
         owner, state = self.identify(state, request)
         session = self.app.registry.peek(self.tab_key(request))
         selected = session.saved.id if session is not None and session.saved is not None else None
-        return state, self.list_update(owner, selected)
+        refused = session is not None and session.refused is not None
+        return state, self.list_update(owner, selected), gr.Button(visible=refused)
 
     def rename_chat(self, state: Any, chat_id: Any, title: str, request: gr.Request) -> tuple:
         owner, state = self.identify(state, request)
@@ -402,7 +430,9 @@ def wire_history_panel(app: "AgentDeckApp", panel: HistoryPanel, demo: gr.Blocks
     view = [panel.browser_state, chat, task_input, files_panel, status, clock, panel.chat_list, *settings]
     heavy = dict(concurrency_limit=app.config.max_runs, concurrency_id="runs", show_progress="hidden")
     light = dict(concurrency_limit=None, show_progress="hidden")
-    demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="browser_session", **heavy)
+    demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="browser_session",
+              **heavy).then(app.reattach, outputs=[chat, task_input, files_panel, status, clock], postprocess=False,
+                            api_visibility="private", **heavy)  # a run taken over from a closed page streams on
     panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list, *settings], outputs=view,
                            api_name="open_chat", **heavy)
     panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
@@ -414,8 +444,10 @@ def wire_history_panel(app: "AgentDeckApp", panel: HistoryPanel, demo: gr.Blocks
     panel.export_md_btn.click(history.export_markdown, outputs=[panel.export_file], api_name="export_markdown", **light)
     panel.export_nb_btn.click(history.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
     for event in after_runs:
-        event.then(history.refresh, inputs=[panel.browser_state], outputs=[panel.browser_state, panel.chat_list],
-                   api_visibility="private", **light)
+        event.then(history.refresh, inputs=[panel.browser_state],
+                   outputs=[panel.browser_state, panel.chat_list, panel.takeover_btn], api_visibility="private", **light)
+    panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state, *settings],
+                             outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy)
     if new_chat_event is not None:
         new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
                             outputs=[panel.browser_state, panel.chat_list], api_visibility="private", **light)

@@ -64,6 +64,8 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                 with gr.Row():
                     stop_btn = gr.Button("⏹ Stop", elem_id="stop-btn", variant="stop", size="sm")
                     new_btn = gr.Button("🗒 New chat", elem_id="new-chat-btn", variant="secondary", size="sm")
+                    history.takeover_btn = gr.Button("📑 Take over here", elem_id="take-over-btn", variant="primary",
+                                                     size="sm", visible=False)  # ui/history_panel.py: claim
                 with gr.Row(elem_id="recorded-demos"):
                     demo_buttons = [gr.Button(d["label"], size="sm", variant="secondary", elem_id=f"recorded-demo-{i}")
                                     for i, d in enumerate(RECORDED_DEMOS)]

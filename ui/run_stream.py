@@ -37,6 +37,19 @@ class RunHandle:
         self.waiting_decision: ev.DecisionRequested | None = None
         self.stop_requested_at: float | None = None
         self.answered: str | None = None  # the id of the decision a person answered (ui/pending_decisions.py)
+        self.drainer: object | None = None  # the drain that reads the stream now (a re-attached page takes over)
+
+    def wake(self) -> None:
+        """Make the drain look at the run now (a stop was asked)."""
+        wake = getattr(self.stream, "wake", None)
+        if wake is not None:
+            wake()
+
+    def wait_for(self, heartbeat: float, stop_grace: float) -> float:
+        """How long the drain may wait for the next event: a heartbeat, or less when a stop is due."""
+        if self.stop_requested_at is None:
+            return heartbeat
+        return max(0.0, min(heartbeat, self.stop_requested_at + stop_grace - time.time()))
 
     def next_item(self, timeout: float | None) -> Any:
         """The next event, END, a Failure, or None if nothing came within `timeout` (0: do not wait)."""
@@ -59,14 +72,26 @@ def burst_deadline(made: float | None, now: float, last_yield: float, gather: fl
 
 def drain(session: "Session", run: RunHandle, min_interval: float, gather: float, heartbeat: float,
           stop_grace: float) -> Iterator[str]:
-    """Apply `run`'s events to `session`, yielding after each batch (and every `heartbeat` seconds)."""
+    """Apply `run`'s events to `session`, yielding after each batch (and every `heartbeat` seconds).
+
+    A stop the agent has not confirmed within `stop_grace` seconds ends the run here, keeping its memory
+    (Session.abandon_run). Returns when another drain (a re-attached page) takes the run over."""
     last_yield = 0.0
+    me = run.drainer = object()
     while not run.finished:
-        item = run.next_item(timeout=heartbeat)
+        item = run.next_item(timeout=run.wait_for(heartbeat, stop_grace))
+        if run.drainer is not me:  # a reloaded page drains this run now
+            if item is not None:
+                with session.lock:
+                    apply(session, run, item)
+            return
         if item is None:
             session.touch()
-            if run.stop_requested_at and time.time() - run.stop_requested_at > stop_grace:
+            if run.stop_requested_at and time.time() - run.stop_requested_at >= stop_grace:
                 session.abandon_run(run)
+                if run.finished:
+                    yield "events"
+                    return
             yield "heartbeat"
             continue
         # Show a burst (a step's end, the next step's start, streamed text) in one update: gather until `gather`
@@ -89,12 +114,15 @@ def drain(session: "Session", run: RunHandle, min_interval: float, gather: float
             yield "events"
             continue
         # The run ended or waits for a person: show that first, then keep the chat on disk (the save takes a
-        # while; it also happens if the page goes away at this point).
+        # while; it also happens if the page goes away at this point). A failed save is shown at once.
+        saved = True
         try:
             yield "events"
         finally:
             with session.lock:
-                session.save_chat("run")
+                saved = session.save_chat("run")
+        if not saved:
+            yield "events"
         return
 
 
@@ -116,6 +144,8 @@ def apply(session: "Session", run: RunHandle, item: Any) -> None:
         session.files_version += 1  # a new or changed file: the files panel publishes its current version
     if isinstance(item, (ev.StepStarted, ev.StepFinished, ev.FinalAnswer, ev.RunFinished)):
         session.clock.append([item.kind, item.step, item.parent_id, item.timestamp])
+    if isinstance(item, ev.StepFinished):
+        session.note_saves()  # the step was saved (or not) in the agent's thread just before
     if isinstance(item, ev.RunFinished) and item.parent_id is None:
         run.finished = True
     elif isinstance(item, ev.DecisionRequested):

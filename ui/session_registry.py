@@ -29,7 +29,7 @@ class SessionRegistry:
     def __init__(self, data_dir: str | Path, agent_factory: AgentFactory, idle_timeout_s: float = 3600.0,
                  grace_s: float = 300.0, max_upload_bytes: int = 50 * 1024 * 1024,
                  pageless_idle_s: float = 180.0, presence: PagePresence = PRESENCE, max_sandboxes: int = 16,
-                 decision_timeout_s: float = 1800.0) -> None:
+                 decision_timeout_s: float = 1800.0, reattach_grace_s: float = 120.0) -> None:
         self.root = Path(data_dir) / "sessions"
         self.root.mkdir(parents=True, exist_ok=True)
         self.agent_factory = agent_factory
@@ -42,6 +42,7 @@ class SessionRegistry:
         self.decision_timeout_s = decision_timeout_s  # a run paused for a decision holds a sandbox this long at most
         self._admission = threading.Lock()  # one make_room at a time: counting and promising a place is atomic
         self._reserved: dict[int, tuple[Session, float]] = {}  # places promised to runs whose agent is not built yet
+        self.reattach_grace_s = reattach_grace_s  # a run whose page went away waits this long for it to come back
         self._sessions: dict[str, Session] = {}
         self._closed: list[Session] = []
         self._expired_keys: set[str] = set()
@@ -87,6 +88,7 @@ class SessionRegistry:
             replaced = self._sessions.get(key)
             self._sessions[key] = session
             session.key = key
+            session.detached_at = None
             if replaced is not None:
                 self._closed.append(replaced)
         if replaced is not None:
@@ -160,6 +162,8 @@ class SessionRegistry:
         paused = session.running and has_pending(session)
         if quiet > self.pageless_idle_s and (not session.running or paused) and not self.presence.has_page(key):
             return True
+        if session.detached_at is not None and now - session.detached_at > self.reattach_grace_s:
+            return True  # its page went away during a run and did not come back
         return paused and quiet > self.decision_timeout_s
 
     def start_reaper(self, interval_s: float = 30.0) -> None:

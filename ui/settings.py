@@ -104,6 +104,7 @@ class AppConfig:
     idle_timeout_s: float = 3600.0
     grace_s: float = 300.0
     pageless_idle_s: float = 180.0
+    reattach_grace_s: float = 120.0  # a run whose page went away goes on this long for a reloaded page to re-attach
     runs_per_minute: int = 10
     runs_at_once: int = 2
     max_sandboxes: int = 16
@@ -165,6 +166,7 @@ class AppConfig:
             idle_timeout_s=float(_int_env("AGENTDECK_SESSION_IDLE_S", 3600)),
             grace_s=float(_int_env("AGENTDECK_SESSION_GRACE_S", 300)),
             pageless_idle_s=float(_int_env("AGENTDECK_PAGELESS_IDLE_S", 180)),
+            reattach_grace_s=float(_int_env("AGENTDECK_REATTACH_GRACE_S", 120)),
             runs_per_minute=max(1, _int_env("AGENTDECK_RUNS_PER_MINUTE", 10)),
             runs_at_once=max(1, _int_env("AGENTDECK_RUNS_AT_ONCE", 2)),
             max_sandboxes=max(1, _int_env("AGENTDECK_MAX_SANDBOXES", 16)),

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 from agents.events import Event
 
 _END = object()
+_WAKE = object()  # put by `wake`: a reader waiting in `get` returns None at once
 
 
 class _Failure:
@@ -72,7 +73,13 @@ class EventStream(Iterator[Event]):
             return None
         return self._unwrap(item)
 
-    def _unwrap(self, item: Any) -> Event:
+    def wake(self) -> None:
+        """Make a reader waiting in `get` return (None) now: e.g. to check at once whether a stop took effect."""
+        self._events.put(_WAKE)
+
+    def _unwrap(self, item: Any) -> Event | None:
+        if item is _WAKE:
+            return None
         if item is _END:
             self._ended = True
             raise StopIteration
@@ -85,10 +92,10 @@ class EventStream(Iterator[Event]):
         return self
 
     def __next__(self) -> Event:
-        event = self.get()
-        if event is None:  # only with a timeout, which __next__ does not use
-            raise StopIteration
-        return event
+        while True:
+            event = self.get()
+            if event is not None:  # None: a `wake`, which iteration does not need
+                return event
 
     def close(self) -> None:
         """The consumer is done: a run still going is told to stop."""

@@ -68,6 +68,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: The app processes run_app started, by URL (a test may kill one mid-run).
+RUNNING: dict[str, subprocess.Popen] = {}
+
+
 @contextmanager
 def run_app(transcript: Path, data_dir: Path, extra_env: dict[str, str] | None = None,
             timeout: float = 90.0, port: int | None = None) -> Iterator[str]:
@@ -94,8 +98,10 @@ def run_app(transcript: Path, data_dir: Path, extra_env: dict[str, str] | None =
                 if time.time() > deadline:
                     raise RuntimeError(f"app.py did not start:\n{log_path.read_text()[-3000:]}")
                 time.sleep(0.3)
+        RUNNING[url] = proc
         yield url
     finally:
+        RUNNING.pop(url, None)
         proc.terminate()
         try:
             proc.wait(timeout=15)

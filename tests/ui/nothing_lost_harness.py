@@ -1,0 +1,122 @@
+"""The app's handlers in-process with a model the test controls: a replay script whose chosen calls stall
+(as a provider that never answers and ignores Stop) until the test lets them go.
+
+Shared by the tests of issue 17 (nothing lost: Stop, per-step saves, full disks, two tabs, reloads).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from agents.models.replay import ReplayModel
+from ui.app import AgentDeckApp
+from ui.settings import AppConfig, build_agent
+
+from ui_testlib import write_transcript
+
+
+class StallingModel(ReplayModel):
+    """A replay model shared by every agent the app builds; the calls numbered in `stall_at` (0 = the first
+    call made) hang before their first chunk until `release()`. Replies are taken in order after the hang,
+    so an agent started while another one hangs gets the next scripted reply."""
+
+    def __init__(self, replies: list[str], stall_at: tuple[int, ...] = ()) -> None:
+        super().__init__(replies)
+        self.started = 0
+        self._lock = threading.Lock()
+        self.gates = {i: threading.Event() for i in stall_at}
+        self.stalled = {i: threading.Event() for i in stall_at}
+
+    def generate_stream(self, messages, stop_sequences=None, tools=None, **kwargs) -> Iterator[Any]:
+        with self._lock:
+            number, self.started = self.started, self.started + 1
+        if number in self.gates:
+            self.stalled[number].set()
+            self.gates[number].wait()  # deaf to Stop, like a stream that never sends anything
+        yield from super().generate_stream(messages, stop_sequences=stop_sequences, tools=tools, **kwargs)
+
+    def release(self) -> None:
+        for gate in self.gates.values():
+            gate.set()
+
+
+class Req:
+    """What the handlers read from a gr.Request."""
+
+    def __init__(self, key: str, username: str | None = None) -> None:
+        self.session_hash = key
+        self.username = username
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 30.0, what: str = "the condition") -> Any:
+    """Wait for `condition()` to be true (checked every few milliseconds); fail with `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        pause.wait(0.01)
+
+
+class LiveApp:
+    """AgentDeckApp on a data folder whose agents all use `model` (a new LiveApp = the app after a restart)."""
+
+    def __init__(self, tmp_path: Path, model: StallingModel, name: str = "script.json") -> None:
+        transcript = write_transcript(tmp_path / name, ["unused"])
+        self.config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", authorized_imports=(),
+                                max_steps=6)
+        self.model = model
+        self.app = AgentDeckApp(self.config)
+
+        def factory(settings: Any, workdir: Path) -> Any:
+            agent = build_agent(settings, workdir, self.config)
+            agent.model = model
+            return agent
+
+        self.app.registry.agent_factory = factory
+
+    def form(self) -> tuple:
+        return (self.config.model, "code", 6, 0, [], "")
+
+    def load(self, token: str, key: str = "tab") -> tuple:
+        return list(self.app.history.on_load({"token": token}, *self.form(), Req(key)))[-1]
+
+    def run(self, text: str, key: str = "tab", mode: str | None = None) -> list[tuple]:
+        return list(self.app.run({"text": text, "files": []}, *self.form(), Req(key), mode))
+
+    def run_in_thread(self, text: str, key: str = "tab", mode: str | None = None) -> tuple[threading.Thread, list]:
+        """Send `text` from a thread (as a page's streaming request); the list fills with the updates."""
+        updates: list = []
+
+        def go() -> None:
+            for update in self.app.run({"text": text, "files": []}, *self.form(), Req(key), mode):
+                updates.append(update)
+
+        thread = threading.Thread(target=go, daemon=True)
+        thread.start()
+        return thread, updates
+
+    def session(self, key: str = "tab") -> Any:
+        return self.app.registry.peek(key)
+
+    def close(self) -> None:
+        self.model.release()
+        self.app.registry.shutdown()
+
+
+def text_of(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def chat_text(messages: list[dict]) -> str:
+    return "\n".join(((m.get("metadata") or {}).get("title") or "") + "\n" + text_of(m) for m in messages)

@@ -1,0 +1,84 @@
+"""A reload or a closed tab does not kill a run (issue 17), in-process: the run goes on while the page is
+away, the reloaded page (or a new tab of the same browser) takes it back and streams it from where it is;
+after the grace period the run is stopped and its steps so far are saved."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from ui_testlib import code_reply
+from nothing_lost_harness import LiveApp, Req, StallingModel, chat_text, text_of, wait_until
+from ui.approvals import ApprovalHandlers
+from ui.persistence import ChatStore, new_token
+
+SET_X = code_reply("Set a variable.", "x = 41\nprint('x is set')")
+ANSWER = code_reply("Use it.", "final_answer(x + 1)")
+
+
+@pytest.fixture(autouse=True)
+def _secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTDECK_SECRET", "r" * 40)
+
+
+@pytest.fixture
+def app(tmp_path: Path):
+    live = LiveApp(tmp_path, StallingModel([SET_X, ANSWER], stall_at=(1,)))
+    yield live
+    live.close()
+
+
+def run_until_step_2_hangs(app: LiveApp, token: str) -> None:
+    app.load(token)
+    app.run_in_thread("Set x, then answer")
+    wait_until(app.model.stalled[1].is_set, what="step 2's model call")
+
+
+def test_a_reloaded_tab_takes_the_run_back_and_streams_the_rest(app: LiveApp) -> None:
+    handlers = ApprovalHandlers(app.app)
+    tab_token = handlers.restore("", "autonomous", Req("tab"))[0]  # what the page keeps in sessionStorage
+    run_until_step_2_hangs(app, new_token())
+    session = app.session("tab")
+    app.app.on_unload(Req("tab"))  # the page reloads: its old connection goes away
+    assert app.session("tab") is session and session.running and session.detached_at is not None
+
+    restored = handlers.restore(tab_token, "autonomous", Req("tab-reloaded"))
+    assert app.session("tab-reloaded") is session and app.session("tab") is None and session.detached_at is None
+    assert "Set x, then answer" in chat_text(restored[1]) and "x is set" in chat_text(restored[1])  # the chat so far
+    stream = app.app.reattach(Req("tab-reloaded"))
+    first = next(stream)
+    assert "x is set" in chat_text(first[0])
+    app.model.release()  # the model answers: the rest arrives on the reloaded page
+    updates = [first, *stream]
+    assert text_of(updates[-1][0][-1]) == "42" and not session.running
+    memory, _ = ChatStore(app.config.data_dir).load_memory(session.saved)
+    assert [s.step_type for s in memory.steps] == ["task", "action", "action", "final_answer"]
+
+
+def test_a_new_tab_of_the_same_browser_takes_over_a_run_whose_tab_was_closed(app: LiveApp) -> None:
+    token = new_token()
+    run_until_step_2_hangs(app, token)
+    session = app.session("tab")
+    app.app.on_unload(Req("tab"))  # the tab is closed
+    out = app.load(token, key="new-tab")  # the same browser opens the app again: its open chat is that one
+    assert app.session("new-tab") is session and "x is set" in chat_text(out[1])
+    stream = app.app.reattach(Req("new-tab"))
+    next(stream)
+    app.model.release()
+    assert text_of(list(stream)[-1][0][-1]) == "42"
+
+
+def test_after_the_grace_period_the_run_is_stopped_and_saved(app: LiveApp) -> None:
+    token = new_token()
+    run_until_step_2_hangs(app, token)
+    session = app.session("tab")
+    app.app.on_unload(Req("tab"))
+    app.app.registry.reap(now=time.time() + 10)  # within the grace period: nothing happens
+    assert app.session("tab") is session and session.running
+    app.app.registry.reap(now=time.time() + app.config.reattach_grace_s + 1)
+    assert app.session("tab") is None and session.closed_at is not None and not session.running
+    memory, metadata = ChatStore(app.config.data_dir).load_memory(session.saved)
+    assert [s.step_type for s in memory.steps] == ["task", "action"] and metadata["turns"][0]["text"] == "Set x, then answer"
+    reopened = app.load(token, key="later")
+    assert "Set x, then answer" in chat_text(reopened[1]) and "x is set" in chat_text(reopened[1])
