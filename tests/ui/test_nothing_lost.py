@@ -79,7 +79,25 @@ def test_stop_during_code_keeps_memory_and_the_same_variables(apps, tmp_path: Pa
     assert text_of(chat[-1]) == "42" and app.session().agent is agent
 
 
-def test_stop_while_the_model_stalls_keeps_memory_and_rebuilds_variables(apps, tmp_path: Path) -> None:
+class _ReaderInTheLoopThread:
+    """The model read in the agent's own thread, as before agents/loop/model_reader.py: a hang there is an
+    agent that cannot confirm a stop (as a tool or callback deaf to Stop would be)."""
+
+    def __init__(self, make_stream, name: str = "") -> None:
+        self.make_stream = make_stream
+
+    def deltas(self, should_stop):
+        yield from self.make_stream()
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_agent_that_cannot_confirm_a_stop_is_replaced_and_its_memory_kept(apps, tmp_path: Path,
+                                                                             monkeypatch) -> None:
+    import agents.loop.step_runner as step_runner
+
+    monkeypatch.setattr(step_runner, "ModelStreamReader", _ReaderInTheLoopThread)
     # Call 0 sets x (step 1); call 1 (step 2) hangs and ignores the interrupt; the next agent gets ANSWER.
     app, token = start(apps, tmp_path, [SET_X, ANSWER], stall_at=(1,))
     thread, updates = app.run_in_thread("Set x, then think")
