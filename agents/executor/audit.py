@@ -133,10 +133,15 @@ class AuditPolicy:
     def install(self) -> None:
         """Install the hook for the rest of the process's life (it cannot be removed or paused).
 
-        The hook works on a private copy of this policy that nothing else refers to: changing the attributes
-        of the object the worker keeps (``audit._deny = ...``) changes nothing the hook reads.
+        The hook works on a private copy of this policy, of a private copy of its class, that nothing else
+        refers to: changing the object the worker keeps (``audit._deny = ...``) or its class changes nothing
+        the hook reads. (Code that can write memory at will could still find it: the kernel is the boundary.)
         """
         private = copy.copy(self)
+        # A class of its own that no module names: patching `AuditPolicy._deny` on the class the worker
+        # imports changes nothing the hook calls.
+        private.__class__ = type("AuditPolicy", (), {k: v for k, v in vars(AuditPolicy).items()
+                                                    if k not in ("__dict__", "__weakref__")})
         private.files_written = set()
         self.start_run = private.files_written.clear  # the worker resets the count through this only
         dispatch = private._dispatch

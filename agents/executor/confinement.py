@@ -87,7 +87,22 @@ def check_single_threaded() -> str:
     return "1 thread when confined (every thread pool limited before preloading)"
 
 
-def set_limits(cfg: ConfinementConfig, baseline: int) -> str:
+def tasks_of_this_user() -> int:
+    """Kernel tasks (threads) running as this process's real user id now, read while /proc is visible."""
+    uid, count = os.getuid(), 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as fh:
+                    fields = dict(line.split(":", 1) for line in fh if line.startswith(("Uid:", "Threads:")))
+                if int(fields["Uid"].split()[0]) == uid:
+                    count += int(fields["Threads"].strip())
+            except (OSError, KeyError, ValueError):
+                continue
+    return count
+
+
+def set_limits(cfg: ConfinementConfig, baseline: int, user_tasks: int = 0) -> str:
     """Memory (address space above what the preloaded libraries use), file size, files, threads, cores."""
     mem = baseline + cfg.memory_limit_mb * MB
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
@@ -95,8 +110,10 @@ def set_limits(cfg: ConfinementConfig, baseline: int) -> str:
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_NOFILE, (cfg.max_open_files, cfg.max_open_files))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if cfg.uid is not None:  # the id is this worker's alone, so this bounds its threads
-        resource.setrlimit(resource.RLIMIT_NPROC, (MAX_THREADS, MAX_THREADS))
+    # RLIMIT_NPROC counts every task of the user id: the id of this worker's own, or (not root) the app's
+    # user, whose tasks now are counted in, so the worker can start MAX_THREADS more and no further.
+    threads = MAX_THREADS if cfg.uid is not None else user_tasks + MAX_THREADS
+    resource.setrlimit(resource.RLIMIT_NPROC, (threads, threads))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed
     return (f"address space {mem // MB} MB ({cfg.memory_limit_mb} MB above the {baseline // MB} MB "
             f"baseline), file size {cfg.max_file_size_mb} MB, {cfg.max_open_files} open files")
@@ -140,6 +157,7 @@ def apply(cfg: ConfinementConfig) -> list[LayerStatus]:
 
     attempt("single_thread", check_single_threaded, required=True)
     baseline = _vm_size_bytes()  # read while /proc is still visible
+    user_tasks = tasks_of_this_user() if cfg.uid is None else 0
     roots = read_roots(cfg)
     arch = platform.machine().lower()
 
@@ -152,7 +170,7 @@ def apply(cfg: ConfinementConfig) -> list[LayerStatus]:
 
     view = attempt("filesystem_view", do_view, required=False)
     os.chdir(cfg.workdir)
-    attempt("rlimits", lambda: set_limits(cfg, baseline), required=True)
+    attempt("rlimits", lambda: set_limits(cfg, baseline, user_tasks), required=True)
     attempt("identity", lambda: identity.become(cfg.uid), required=True)
 
     def do_landlock():

@@ -42,6 +42,22 @@ def _replace_everywhere(attr: str, original, replacement, prefixes: tuple[str, .
             _real_setattr(mod, attr, replacement)
 
 
+def _refuse_in_public_modules(package, names: tuple[str, ...], why: str) -> None:
+    """Replace `names` in every public module of `package` (no part of its name starting with "_") by a
+    refusal. The private implementation modules, which code cannot import, keep the originals, so library
+    functions built on them (numpy's sliding_window_view uses as_strided) still work."""
+    prefix = package.__name__
+    for modname, mod in list(sys.modules.items()):
+        if mod is None or not (modname == prefix or modname.startswith(prefix + ".")):
+            continue
+        if any(part.startswith("_") for part in modname.split(".")):
+            continue
+        for name in names:
+            original = vars_(mod).get(name)
+            if callable(original):
+                _real_setattr(mod, name, _like(original)(_refuse(name, why)))
+
+
 def _patch_typing() -> None:
     import typing
 
@@ -121,6 +137,8 @@ def _patch_numpy() -> None:
         return original_load(*args, allow_pickle=False, **kwargs)
 
     _replace_everywhere("load", original_load, load, ("numpy",))
+    _refuse_in_public_modules(numpy, ("as_strided", "byte_bounds"),
+                              "it reads and writes memory at any address (use sliding_window_view or reshape)")
     fmt = sys.modules.get("numpy.lib.format")
     if fmt is not None:
         original_read = fmt.read_array

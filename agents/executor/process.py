@@ -147,8 +147,15 @@ class WorkerProcess:
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
         self.log_path = log_path
+        self._log_fd = -1
         try:
-            with open(log_path, "ab") as log:
+            # The worker's stdout/stderr: a file in its own temp folder (counted against its disk limit), read
+            # back by the app only through this descriptor, so neither renaming nor a link put in its place
+            # can make the app read or show another file.
+            log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                          0o600)  # a fresh, unguessable name: nothing can be planted in its place
+            try:
+                self._log_fd = os.open(log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
                 self.proc = subprocess.Popen(
                     [python or sys.executable, "-I", "-S", "-B", "-c", BOOT, PACKAGE_DIR, str(cmd_r), str(res_w)],
                     pass_fds=(cmd_r, res_w), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
@@ -156,9 +163,12 @@ class WorkerProcess:
                     # folder (./matplotlibrc), and the workspace is written by the code.
                     env=env, cwd=start_dir or workdir, start_new_session=True, close_fds=True,
                 )
+            finally:
+                os.close(log)
         except OSError as exc:
-            for fd in (cmd_r, cmd_w, res_r, res_w):
-                os.close(fd)
+            for fd in (cmd_r, cmd_w, res_r, res_w, self._log_fd):
+                if fd >= 0:
+                    os.close(fd)
             raise SandboxStartError(f"could not start the sandbox worker: {exc}") from exc
         os.close(cmd_r)
         os.close(res_w)
@@ -247,10 +257,8 @@ class WorkerProcess:
 
     def log_tail(self, chars: int = 400) -> str:
         try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - chars))
-                text = fh.read().decode("utf-8", "replace").strip()
+            size = os.fstat(self._log_fd).st_size
+            text = os.pread(self._log_fd, chars, max(0, size - chars)).decode("utf-8", "replace").strip()
         except OSError:
             return ""
         return f"Worker log: {text}" if text else ""
@@ -267,11 +275,16 @@ class WorkerProcess:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
-            for fd in (self.cmd_fd, self.reader.fd):
+            for fd in (self.cmd_fd, self.reader.fd, self._log_fd):
                 try:
                     os.close(fd)
                 except OSError:
                     pass
+            self._log_fd = -1
+            try:
+                os.unlink(self.log_path)  # never follows a link; a later worker gets a log of its own
+            except OSError:
+                pass
 
     def shutdown(self) -> None:
         if not self.dead:

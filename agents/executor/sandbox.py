@@ -123,7 +123,8 @@ class PythonSandbox:
         init = dict(self._settings, op="init", tools=sorted(self._tools))
         self._adopt_workspace()
         return WorkerProcess(init, minimal_env(self._tmpdir, self._env), self.workdir,
-                             os.path.join(self._private, "worker.log"), start_dir=self._private)
+                             os.path.join(self._tmpdir, f".agentdeck-worker-{secrets.token_hex(8)}.log"),
+                             start_dir=self._private)
 
     def _adopt_workspace(self) -> None:
         """Files the app put in the workspace (uploads) become the worker's, so its code can change them."""
@@ -150,10 +151,16 @@ class PythonSandbox:
                     log.warning("sandbox isolation layer '%s' is NOT active: %s", layer["name"], layer["detail"])
         return worker
 
-    def _restart(self) -> None:
+    def _restart(self, empty_tmp: bool = False) -> None:
         with self._state_lock:
             if self._worker is not None:
                 self._worker.kill()
+            self._worker = None
+            if empty_tmp:
+                shutil.rmtree(self._tmpdir, ignore_errors=True)
+                os.makedirs(self._tmpdir, mode=0o700, exist_ok=True)
+                if self._uid is not None:
+                    os.chown(self._tmpdir, self._uid, self._uid)
             self._worker = None if self._closed else self._spawn()
 
     def reset(self) -> None:
@@ -327,12 +334,10 @@ class PythonSandbox:
         why = self._disk_over(worker)
         if why is None:
             return
-        if worker_watch.usage([self._tmpdir]).files or (worker and worker_watch.deleted_open_bytes(worker.pid)):
-            self._restart()
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
-            os.makedirs(self._tmpdir, mode=0o700, exist_ok=True)
-            if self._uid is not None:
-                os.chown(self._tmpdir, self._uid, self._uid)
+        # The worker's own log is always there; anything else in the temp folder (or a deleted file still open)
+        # is emptied with a fresh worker, which gets the new folder only after it exists.
+        if worker_watch.usage([self._tmpdir]).files > 1 or (worker and worker_watch.deleted_open_bytes(worker.pid)):
+            self._restart(empty_tmp=True)
             run_result.lose_state(result, "the private temp folder was emptied")
         message = f"DiskLimitError: {why}. Delete files you no longer need."
         result.error = message if result.error is None else f"{result.error}\n{message}"
@@ -341,7 +346,7 @@ class PythonSandbox:
     def _wait(self, worker: WorkerProcess, run_id: str, on_log,
               cancel: threading.Event | None = None) -> RunResult:
         logs: list[str] = []
-        logged = 0
+        logged = overflow = 0
         log_limit = self._settings["max_output_chars"] + run_result.NOTE_ROOM
         start = time.monotonic()
         tool_time = 0.0
@@ -389,8 +394,11 @@ class PythonSandbox:
                 text = msg.get("text")
                 if not isinstance(text, str):
                     return self._misbehaved(worker, logs, "sent a malformed log message")
-                if logged >= log_limit:
-                    continue  # beyond the limit the worker should have stopped sending; drop, do not store
+                if logged >= log_limit:  # the worker stops sending at the limit; one that does not costs the
+                    overflow += len(text)  # app a parse per frame, so it is cut off soon
+                    if overflow > 4 * log_limit + 65536:
+                        return self._misbehaved(worker, logs, "kept sending output past its limit")
+                    continue
                 text = text[: log_limit - logged]
                 logged += len(text)
                 logs.append(text)

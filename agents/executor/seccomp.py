@@ -70,6 +70,8 @@ _SYSCALLS = {
     "sched_getaffinity": (204, 123), "sched_setaffinity": (203, 122), "sched_rr_get_interval": (148, 127),
     "sched_getattr": (315, 275), "sched_setattr": (314, 274), "sched_setscheduler": (144, 119),
     "sched_setparam": (142, 118), "getpriority": (140, 141), "setpriority": (141, 140),
+    "timer_create": (222, 107), "sendmsg": (46, 211), "sendmmsg": (307, 269), "capget": (125, 90),
+    "flock": (73, 32), "fcntl": (72, 25), "ioctl": (16, 29),
 }
 _ARCHES = {"x86_64": (0, 0xC000003E), "amd64": (0, 0xC000003E),
            "aarch64": (1, 0xC00000B7), "arm64": (1, 0xC00000B7)}
@@ -81,7 +83,15 @@ reboot sethostname setdomainname syslog open_tree move_mount fsopen fsconfig fsm
 fspick mount_setattr pidfd_send_signal pidfd_getfd
 shmget shmat shmctl shmdt semget semop semctl semtimedop msgget msgsnd msgrcv msgctl
 mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr
-memfd_create memfd_secret pidfd_open kcmp process_madvise ioprio_set ioprio_get""".split()
+memfd_create memfd_secret pidfd_open kcmp process_madvise ioprio_set ioprio_get
+timer_create sendmsg sendmmsg capget flock""".split()
+# A stopped worker must stay stopped between steps: nothing may send it SIGCONT on a timer or on I/O, so POSIX
+# timers (any signal on expiry), and an owner or a chosen signal for I/O, lease and directory notices are
+# refused (fcntl F_SETOWN/F_SETSIG/F_SETOWN_EX/F_SETLEASE/F_NOTIFY, ioctl FIOSETOWN/SIOCSPGRP/FIOASYNC).
+# sendmsg could park open (deleted) files in a socket's queue, out of the disk check's sight; capget answers
+# about any pid; flock on a shared read-only library file would lock other sandboxes out.
+FCNTL_SIGNAL_COMMANDS = (8, 10, 15, 1024, 1026)
+IOCTL_SIGNAL_COMMANDS = (0x8901, 0x8902, 0x5452)
 # SysV and POSIX IPC objects outlive the process and are shared by id; memory in a memfd escapes the
 # address-space limit; pidfd_open, kcmp and the calls below would let code probe other processes by pid.
 # Calls that take a pid as their first argument: only 0 (itself) or its own pid.
@@ -128,7 +138,8 @@ def build_filter(arch_index: int, audit_arch: int, pid: int, deny_metadata: bool
         ins(_JGE, 0x40000000, "eperm", 0)  # x32 ABI calls
     groups = [(DENY_EPERM, "eperm"), (DENY_EACCES, "eacces"), (["clone3"], "enosys"),
               (["clone"], "clone"), (SELF_PID_ONLY, "selfpid"), (["prlimit64"], "prlimit"),
-              (OWN_PID_FIRST, "prlimit"), (OWN_PID_SECOND, "second_arg")]
+              (OWN_PID_FIRST, "prlimit"), (OWN_PID_SECOND, "second_arg"), (["fcntl"], "fcntl"),
+              (["ioctl"], "ioctl")]
     if deny_metadata:
         groups += [(METADATA_EPERM, "eperm"), (METADATA_NOOP, "noop")]
     for names, target in groups:
@@ -140,6 +151,16 @@ def build_filter(arch_index: int, audit_arch: int, pid: int, deny_metadata: bool
     label("clone")
     ins(_LD_W_ABS, _OFF_ARG0)
     ins(_JSET, CLONE_THREAD, "allow", "eperm")
+    label("fcntl")
+    ins(_LD_W_ABS, _OFF_ARG0 + 8)
+    for command in FCNTL_SIGNAL_COMMANDS:
+        ins(_JEQ, command, "eperm", 0)
+    ins(_RET, RET_ALLOW)
+    label("ioctl")
+    ins(_LD_W_ABS, _OFF_ARG0 + 8)
+    for command in IOCTL_SIGNAL_COMMANDS:
+        ins(_JEQ, command, "eperm", 0)
+    ins(_RET, RET_ALLOW)
     label("second_arg")
     ins(_LD_W_ABS, _OFF_ARG0 + 8)
     ins(_JEQ, 0, "allow", "pidcheck")

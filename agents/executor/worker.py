@@ -77,8 +77,11 @@ def _setup(init: dict, fd_out: int):
         audit.install()
     else:  # the attack test suite: code runs as if every Python-level layer had been bypassed
         layers.append(confinement.LayerStatus("python_layers", False, "disabled for attack testing"))
-    detail = "always on, cannot be paused" + ("" if landlock_on else "; also guards file paths (Landlock missing)")
-    layers.append(confinement.LayerStatus("audit_hook", True, detail))
+    if init.get("python_layers", True):
+        detail = "always on, cannot be paused" + ("" if landlock_on else "; also guards file paths (Landlock missing)")
+        layers.append(confinement.LayerStatus("audit_hook", True, detail))
+    else:
+        layers.append(confinement.LayerStatus("audit_hook", False, "not installed (python_layers=False)"))
     policy = ImportPolicy(init.get("authorized_imports", []))
     runtime = Runtime(ModuleViews, policy)
     settings = dict(init, workdir=workdir, fd_out=fd_out)

@@ -337,7 +337,8 @@ def test_files_in_private_temp_count_against_disk_limit(tmp_path):
                    "for i in range(8):\n"
                    "    open(os.path.join(tempfile.gettempdir(), f'f{i}'), 'wb').write(os.urandom(1 << 20))\n")
         assert r.error_type == "DiskLimitError" and "max_disk_mb" in r.error
-        assert sb.run("import os, tempfile\nlen(os.listdir(tempfile.gettempdir()))").output == 0
+        left = sb.run("import os, tempfile\n[n for n in os.listdir(tempfile.gettempdir())]").output
+        assert [n for n in left if not n.startswith(".agentdeck-worker-")] == []  # only the new worker's log
 
 
 def test_default_memory_limit_refuses_one_and_a_half_gib(tmp_path):
@@ -504,3 +505,95 @@ def test_read_roots_never_hold_the_workspace(tmp_path, monkeypatch):
     cfg = ConfinementConfig(workdir=str(ws), tmpdir=str(tmp_path / "t"), app_root="/nonexistent",
                             memory_limit_mb=100, max_file_size_mb=1, max_open_files=10)
     assert all(not str(ws).startswith(root.rstrip("/") + "/") for root in read_roots(cfg))
+
+
+# ----- regressions from the second fresh-eyes attack ------------------------------------------------------
+def test_nothing_can_wake_a_frozen_worker(arena):
+    """SIGSTOP between steps holds only if nothing can send the worker SIGCONT on its own: no POSIX timer,
+    no owner or chosen signal for I/O, lease or directory notices."""
+    code = (
+        "import os, ctypes, fcntl\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "out = {}\n"
+        "tid = ctypes.c_void_p()\n"
+        "out['timer_create'] = libc.timer_create(1, None, ctypes.byref(tid))\n"
+        "r, w = os.pipe()\n"
+        "for name, command, arg in (('F_SETOWN', 8, os.getpid()), ('F_SETSIG', 10, 18), ('F_SETOWN_EX', 15, 0),\n"
+        "                           ('F_SETLEASE', 1024, 0), ('F_NOTIFY', 1026, 0)):\n"
+        "    out[name] = libc.fcntl(r, command, arg)\n"
+        "pid = ctypes.c_int(os.getpid())\n"
+        "out['FIOSETOWN'] = libc.ioctl(r, 0x8901, ctypes.byref(pid))\n"
+        "out['SIOCSPGRP'] = libc.ioctl(r, 0x8902, ctypes.byref(pid))\n"
+        "on = ctypes.c_int(1)\n"
+        "out['FIOASYNC'] = libc.ioctl(r, 0x5452, ctypes.byref(on))\n"
+        "out['F_GETFL still works'] = 0 if fcntl.fcntl(r, fcntl.F_GETFL) >= 0 else 'broken'\n"
+        "out"
+    )
+    r = arena["sb"].run(code)
+    assert r.error is None, r.error
+    ordinary = r.output.pop("F_GETFL still works")
+    assert ordinary == 0 and all(v == -1 for v in r.output.values()), r.output
+
+
+def test_open_files_cannot_be_parked_out_of_sight_and_no_cross_process_probes(arena):
+    code = (
+        "import os, socket, array, ctypes, fcntl, json\n"
+        "out = {}\n"
+        "a, b = socket.socketpair()\n"
+        "fd = os.open('parked.bin', os.O_WRONLY | os.O_CREAT, 0o600)\n"
+        "try:\n"
+        "    a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))]); out['sendmsg'] = 'sent'\n"
+        "except OSError: out['sendmsg'] = -1\n"
+        "a.send(b'plain sends still work'); out['send'] = 0 if b.recv(64) else 'broken'\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "header = (ctypes.c_uint32 * 2)(0x20080522, 1)\n"
+        "data = (ctypes.c_uint32 * 6)()\n"
+        "out['capget(1)'] = libc.capget(header, data)\n"
+        f"lib = open({json.__file__!r}, 'rb')\n"
+        "try:\n    fcntl.flock(lib, fcntl.LOCK_EX | fcntl.LOCK_NB); out['flock'] = 'locked'\nexcept OSError: out['flock'] = -1\n"
+        "os.close(fd); os.unlink('parked.bin')\n"
+        "out"
+    )
+    r = arena["sb"].run(code)
+    assert r.error is None, r.error
+    assert r.output.pop("send") == 0 and all(v == -1 for v in r.output.values()), r.output
+
+
+def test_the_workers_output_goes_to_a_file_of_its_own(tmp_path):
+    """stdout/stderr were a log in the app's folder, owned by the app's user: a non-root app's worker could
+    chmod, truncate or tag it. Now the log lives in the worker's temp folder, counted like its other files."""
+    with PythonSandbox(str(tmp_path / "ws"), python_layers=False) as sb:
+        pid = sb._worker.pid
+        targets = {os.readlink(f"/proc/{pid}/fd/{n}") for n in (1, 2)}
+        assert len(targets) == 1 and next(iter(targets)).startswith(sb._tmpdir + os.sep), targets
+        r = sb.run("import os\nos.write(2, b'x' * 3000)\n'ok'")
+        assert r.output == "ok", r.error
+        assert os.path.getsize(next(iter(targets))) >= 3000
+
+
+def test_numpy_memory_primitives_are_refused_and_windows_still_work(tmp_path):
+    with PythonSandbox(str(tmp_path), authorized_imports=["numpy"]) as sb:
+        r = sb.run("import numpy as np\nfrom numpy.lib.stride_tricks import as_strided\n"
+                   "as_strided(np.zeros(1), shape=(2,), strides=(1 << 40,))")
+        assert r.error_type == "SecurityError" and "as_strided" in r.error
+        r = sb.run("import numpy as np\nnp.lib.array_utils.byte_bounds(np.zeros(1))")
+        assert r.error_type == "SecurityError", r.error
+        r = sb.run("import numpy as np\nfrom numpy.lib.stride_tricks import sliding_window_view\n"
+                   "sliding_window_view(np.arange(5), 3).sum(axis=1).tolist()")
+        assert r.output == [3, 6, 9], r.error
+
+
+def test_a_worker_flooding_output_past_its_limit_is_cut_off(tmp_path):
+    """Each log frame costs the app a parse: past the output limit, a worker that keeps sending is stopped."""
+    with PythonSandbox(str(tmp_path), python_layers=False, max_output_chars=1000, timeout_s=20) as sb:
+        code = ("import os, sys, json, gc\n"
+                "fd = int(sys.argv[3])\n"
+                "run = [o for o in gc.get_objects() if type(o).__name__ == 'Executor'][0].run_id\n"
+                "data = json.dumps({'op': 'log', 'id': run, 'text': 'x' * 100000}).encode()\n"
+                "for _ in range(100):\n"
+                "    os.write(fd, len(data).to_bytes(4, 'big') + data)\n"
+                "'still running'")
+        r = sb.run(code)
+        assert r.untrusted and r.state_lost and "past its limit" in (r.error or ""), r
+        assert len(r.logs) <= 1000 + 1000  # what was kept stays within the limit (plus the note's room)
+        assert sb.run("1 + 1").output == 2
