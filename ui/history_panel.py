@@ -345,7 +345,7 @@ class HistoryController:
         from agents.memory.export import to_markdown
 
         return self._export(request, ".md", lambda memory, workspace, path, title: path.write_text(
-            to_markdown(memory, title=title), encoding="utf-8"))
+            to_markdown(memory, title=title, workspace=workspace), encoding="utf-8"))
 
     def export_notebook(self, request: gr.Request) -> Any:
         from agents.memory.export import save_notebook
