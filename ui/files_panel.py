@@ -1,5 +1,5 @@
-"""The files panel: every file in the workspace (uploads first, charts included), whole names, and removal
-that asks first and then really deletes the workspace copy.
+"""The files panel: every file in the workspace (uploads first, charts included), whole names (wrapped; the
+sidebar's export box too), and removal that asks first and then really deletes the workspace copy.
 
 Why the workspace itself is listed: the chat shows charts inline, but people look for them (and for files
 written in subfolders, or restored with a chat) in one place to download. Why a confirmation of our own:
@@ -27,12 +27,14 @@ MAX_LISTED = 500
 MAX_DEPTH = 6
 
 CSS = """
-#files-panel tr.file td.filename { display: block; flex: 1 1 0; min-width: 0; overflow: visible; font-size: 0; }
-#files-panel td.filename .stem, #files-panel td.filename .ext {
+#files-panel tr.file td.filename, #export-file tr.file td.filename {
+    display: block; flex: 1 1 0; min-width: 0; overflow: visible; font-size: 0; }
+#files-panel td.filename .stem, #files-panel td.filename .ext,
+#export-file td.filename .stem, #export-file td.filename .ext {
     display: inline; font-size: var(--text-md); white-space: normal; overflow-wrap: anywhere; overflow: visible;
     text-overflow: clip; }
-#files-panel tr.file td.download { flex: none; min-width: 0; width: auto; }
-#files-panel tr.file td:last-child { flex: none; }
+#files-panel tr.file td.download, #export-file tr.file td.download { flex: none; min-width: 0; width: auto; }
+#files-panel tr.file td:last-child, #export-file tr.file td:last-child { flex: none; }
 #file-delete-confirm { border: 1px solid var(--border-color-accent); }
 .ad-offscreen { position: absolute !important; left: -10000px !important; width: 1px !important;
                 height: 1px !important; overflow: hidden !important; }

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import gradio as gr
 
-from ui import approval_panel, approvals, files_panel as files_panel_ui, history_panel, responsive
+from ui import approval_panel, approvals, chat_delete, files_panel as files_panel_ui, history_panel, responsive
 from ui.input_lock import lock_on, unlock_after
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names
 from ui.stream_outputs import StreamOutputs
@@ -28,7 +28,7 @@ CSS = """
 .ad-header h1 { margin-bottom: 0; }
 .ad-header p { margin-top: 2px; color: var(--body-text-color-subdued); }
 """
-CSS += approval_panel.CSS + files_panel_ui.CSS + responsive.CSS
+CSS += approval_panel.CSS + files_panel_ui.CSS + responsive.CSS + chat_delete.CSS
 
 PLACEHOLDER = (
     "**Ask the agent to analyse data, write code or make charts.**  \n"
