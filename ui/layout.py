@@ -32,7 +32,7 @@ CSS += approval_panel.CSS + files_panel_ui.CSS + responsive.CSS + chat_delete.CS
 
 PLACEHOLDER = (
     "**Ask the agent to analyse data, write code or make charts.**  \n"
-    "Attach CSV, TSV, Excel, JSON, Parquet, text, Markdown or HTML files with 📎. "
+    "Attach CSV, TSV, Excel, JSON, Parquet, PDF, text, Markdown or HTML files with 📎. "
     "Follow-up messages continue the same run."
 )
 
