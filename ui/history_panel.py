@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import gradio as gr
 
 from agents.memory import AgentMemory
+from ui import chat_delete
 from ui.chat_restore import carry_memory_into, replay_memory, show_unfinished
 from ui.chat_lease import ChatLeases
 from ui.pending_decisions import has_pending
@@ -51,6 +52,7 @@ class HistoryPanel:
     export_file: Any
     list_note: Any
     takeover_btn: Any = None
+    delete_confirm: Any = None  # ui/chat_delete.py
 
 
 class HistoryController:
@@ -373,7 +375,7 @@ class HistoryController:
         from agents.memory.export import to_markdown
 
         return self._export(request, ".md", lambda memory, workspace, path, title: path.write_text(
-            to_markdown(memory, title=title), encoding="utf-8"))
+            to_markdown(memory, title=title, workspace=workspace), encoding="utf-8"))
 
     def export_notebook(self, request: gr.Request) -> Any:
         from agents.memory.export import save_notebook
@@ -413,13 +415,14 @@ def build_history_panel(app: "AgentDeckApp") -> HistoryPanel:
                                    elem_id="chat-title", container=False, scale=3)
             rename_btn = gr.Button("✏️ Rename", size="sm", elem_id="rename-chat-btn", scale=1, min_width=60)
         delete_btn = gr.Button("🗑 Delete selected chat", size="sm", variant="stop", elem_id="delete-chat-btn")
+        delete_confirm = chat_delete.build()  # Delete asks first
         gr.Markdown("### ⬇️ Export this chat")
         with gr.Row():
             export_md_btn = gr.Button("Markdown", size="sm", elem_id="export-md-btn")
             export_nb_btn = gr.Button("Notebook", size="sm", elem_id="export-nb-btn")
         export_file = gr.File(label="Export", elem_id="export-file", interactive=False, height=80)
     return HistoryPanel(browser_state, chat_list, title_box, rename_btn, delete_btn, export_md_btn, export_nb_btn,
-                        export_file, list_note)
+                        export_file, list_note, delete_confirm)
 
 
 def wire_history_panel(app: "AgentDeckApp", panel: HistoryPanel, demo: gr.Blocks, chat: Any, task_input: Any,
@@ -439,8 +442,7 @@ def wire_history_panel(app: "AgentDeckApp", panel: HistoryPanel, demo: gr.Blocks
                            outputs=[panel.chat_list, panel.title_box], api_name="rename_chat", **light)
     panel.title_box.submit(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
                            outputs=[panel.chat_list, panel.title_box], api_visibility="private", **light)
-    panel.delete_btn.click(history.delete_chat, inputs=[panel.browser_state, panel.chat_list], outputs=view,
-                           api_name="delete_chat", **light)
+    chat_delete.wire(history, panel, panel.delete_confirm, view, light)
     panel.export_md_btn.click(history.export_markdown, outputs=[panel.export_file], api_name="export_markdown", **light)
     panel.export_nb_btn.click(history.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
     for event in after_runs:

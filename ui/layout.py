@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import gradio as gr
 
-from ui import approval_panel, approvals, history_panel
+from ui import approval_panel, approvals, chat_delete, files_panel as files_panel_ui, history_panel, responsive
 from ui.input_lock import lock_on, unlock_after
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names
 from ui.stream_outputs import StreamOutputs
@@ -28,11 +28,11 @@ CSS = """
 .ad-header h1 { margin-bottom: 0; }
 .ad-header p { margin-top: 2px; color: var(--body-text-color-subdued); }
 """
-CSS += approval_panel.CSS
+CSS += approval_panel.CSS + files_panel_ui.CSS + responsive.CSS + chat_delete.CSS
 
 PLACEHOLDER = (
     "**Ask the agent to analyse data, write code or make charts.**  \n"
-    "Attach CSV, TSV, Excel, JSON, Parquet, text, Markdown or HTML files with 📎. "
+    "Attach CSV, TSV, Excel, JSON, Parquet, PDF, text, Markdown or HTML files with 📎. "
     "Follow-up messages continue the same run."
 )
 
@@ -81,6 +81,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                 note = gr.Markdown(app.describe_model(config.model), elem_id="model-note")
                 files_panel = gr.File(label="Files (uploads and outputs)", elem_id="files-panel",
                                       file_count="multiple", interactive=False)
+                delete_confirm = files_panel_ui.build_delete_confirm()  # the × asks before deleting
                 approval_mode, approval_note = approval_panel.build_mode_selector(config.approval_mode)
                 with gr.Accordion("⚙️ Agent settings", open=False, elem_id="settings"):
                     agent_type = gr.Radio(list(AGENT_TYPES), value="code", label="Agent type",
@@ -126,6 +127,8 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                        chat, files_panel, status, after=[submitted, example, stopped, cleared])
         history_panel.wire_history_panel(app, history, demo, chat, task_input, files_panel, status, clock, settings,
                                          after_runs=[submitted, example, *recorded], new_chat_event=cleared)
+        files_panel_ui.wire_delete_confirm(app, demo, files_panel, delete_confirm)
+        responsive.wire(demo)
         demo.unload(app.on_unload)
     return demo
 

@@ -183,6 +183,7 @@ class Transcript(ChatTree):
 
     def _on_artifact_created(self, e: ev.ArtifactCreated) -> None:
         is_image = e.artifact_kind == "image" or os.path.splitext(e.path)[1].lower() in IMAGE_EXTENSIONS
+        self.files_revision += 1  # the files panel lists charts too (ui/files_panel.py)
         if is_image:
             # A step may save the same figure twice (explicit + auto-capture): one message per content and step.
             # A figure saved again in a later step is a new message; the earlier one keeps showing what it
@@ -193,7 +194,6 @@ class Transcript(ChatTree):
         else:
             if all(f["path"] != e.path for f in self.files):
                 self.files.append({"path": e.path, "relative_path": e.relative_path, "size_bytes": e.size_bytes})
-            self.files_revision += 1
             step = self._step_node(e)
             if step is not None:
                 saved = step.parts.get("files", "📄 Saved:")

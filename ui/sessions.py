@@ -22,6 +22,7 @@ from ui.published_files import FilePublisher, NotPublishable, Published
 from ui.render import Transcript
 from ui.run_stream import RunHandle
 from ui.settings import RunSettings
+from ui import files_panel
 from ui.upload_batch import ingest_uploads
 from ui.uploads import UploadResult, agent_task_text
 from ui.formatting import for_visitor
@@ -82,17 +83,8 @@ class Session:
         return self.publisher.publish(path, inside=self.root)
 
     def file_paths(self) -> list[str]:
-        """The files panel: uploads first, then files the agent wrote (images are shown in the chat instead),
-        as their published copies of the current version; files gone or unpublishable are left out."""
-        paths = [str(r.path) for r in self.uploads if r.ok and r.path is not None]
-        paths += [f["path"] for f in self.transcript.files]
-        shown = []
-        for path in dict.fromkeys(paths):
-            try:
-                shown.append(self.publish(path).path)
-            except NotPublishable:
-                continue
-        return shown
+        """The files panel: every file of the workspace, uploads first, as published copies (ui/files_panel.py)."""
+        return files_panel.shown_paths(self)
 
     # ----- runs ----------------------------------------------------------------------------------------
     def start_run(self, text: str, files: list[tuple[str, str]], settings: RunSettings) -> bool:

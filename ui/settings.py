@@ -41,7 +41,7 @@ from typing import Any
 from ui.heap import freeze_long_lived_objects
 from ui.uploads import max_upload_bytes_from_env
 
-DEFAULT_AUTHORIZED_IMPORTS = ("pandas", "numpy", "matplotlib", "seaborn", "openpyxl", "scipy")
+DEFAULT_AUTHORIZED_IMPORTS = ("pandas", "numpy", "matplotlib", "seaborn", "openpyxl", "scipy", "pypdf")
 FALLBACK_MODEL = "embedded:smollm2"
 KNOWN_MODEL_STRINGS = ("embedded:smollm2", "openai/gpt-4.1-mini", "openai/gpt-4.1", "anthropic/claude-sonnet-4-5",
                        "hf:Qwen/Qwen2.5-Coder-32B-Instruct", "ollama/qwen2.5-coder:7b")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.guard import screen
+from ui.pdf_preview import PdfUnreadable, preview_pdf
 
 DEFAULT_MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 MAX_PREVIEW_CHARS = 2500
@@ -39,6 +40,7 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".markdown": "text",
     ".html": "text",
     ".htm": "text",
+    ".pdf": "pdf",
 }
 
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
@@ -353,6 +355,11 @@ def parse_preview(path: str | Path, original_name: str | None = None) -> tuple[s
         preview = _preview_json(file_path, lines=kind == "jsonl")
     elif kind == "parquet":
         preview = _preview_parquet(file_path)
+    elif kind == "pdf":
+        try:
+            preview = preview_pdf(file_path)
+        except PdfUnreadable as exc:
+            raise UploadError(str(exc)) from None
     else:
         preview = _preview_text(file_path, ext)
     return kind, _clip(preview, MAX_PREVIEW_CHARS)

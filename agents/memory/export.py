@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.memory.memory import AgentMemory
+from agents.memory.seen_text import as_seen, relative_paths
 from agents.memory.steps import (
     ActionStep, FinalAnswerStep, HistoryStep, PlanningStep, SummaryStep, TaskStep,
 )
@@ -41,42 +42,50 @@ def _tool_names(memory: AgentMemory) -> list[str]:
 
 
 # -- Markdown ----------------------------------------------------------------------------------------
-def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation") -> str:
-    """The conversation as Markdown: tasks, plans, each step's code, output and errors, artifacts, answers."""
+def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
+                workspace: str | os.PathLike | None = None) -> str:
+    """The conversation as Markdown: tasks, plans, each step's code, output and errors, artifacts, answers.
+
+    It shows what the person saw: no prompt fences, and paths relative to `workspace` (agents/memory/seen_text.py).
+    """
+    def seen(text: str) -> str:
+        return as_seen(text, [workspace])
+
     parts: list[str] = [f"# {title}"]
     for step in memory.steps:
         if isinstance(step, HistoryStep):
-            lines = [f"**{m.get('role', 'user')}:** {message_text(m)}" for m in step.history]
+            lines = [f"**{m.get('role', 'user')}:** {seen(message_text(m))}" for m in step.history]
             parts.append("## Earlier conversation\n\n" + "\n\n".join(lines))
         elif isinstance(step, TaskStep):
-            parts.append("## Task\n\n" + step.task)
+            parts.append("## Task\n\n" + seen(step.task))
         elif isinstance(step, PlanningStep):
-            parts.append(f"### Plan (step {step.step_number})\n\n" + step.plan)
+            parts.append(f"### Plan (step {step.step_number})\n\n" + seen(step.plan))
         elif isinstance(step, SummaryStep):
-            parts.append(f"### Summary of {step.folded_steps} earlier steps (compaction)\n\n" + step.summary)
+            parts.append(f"### Summary of {step.folded_steps} earlier steps (compaction)\n\n" + seen(step.summary))
         elif isinstance(step, ActionStep):
             section = [f"### Step {step.step_number}"]
             thought = step.model_output.split("```")[0].strip() if step.code else step.model_output.strip()
             if thought:
-                section.append(thought)
+                section.append(seen(thought))
             if step.code:
-                section.append(_fenced(step.code, "python"))
+                section.append(_fenced(relative_paths(step.code, [workspace]), "python"))
             for call in step.tool_calls if not step.code else ():
-                section.append(f"Tool call `{call.name}`: " + _fenced(repr(call.arguments), "python"))
+                section.append(f"Tool call `{call.name}`: " + _fenced(seen(repr(call.arguments)), "python"))
             if step.logs:
-                section.append("Output:\n\n" + _fenced(step.logs, "text"))
+                section.append("Output:\n\n" + _fenced(seen(step.logs), "text"))
             elif step.observations and not step.code:
-                section.append("Observation:\n\n" + _fenced(step.observations, "text"))
+                section.append("Observation:\n\n" + _fenced(seen(step.observations), "text"))
             if step.error:
-                section.append("Error:\n\n" + _fenced(step.error, "text"))
+                section.append("Error:\n\n" + _fenced(seen(step.error), "text"))
             for artifact in step.artifacts:
+                shown = seen(artifact)
                 if Path(artifact).suffix.lower() in (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"):
-                    section.append(f"![{artifact}]({artifact})")
+                    section.append(f"![{shown}]({shown})")
                 else:
-                    section.append(f"File: [{artifact}]({artifact})")
+                    section.append(f"File: [{shown}]({shown})")
             parts.append("\n\n".join(section))
         elif isinstance(step, FinalAnswerStep):
-            parts.append("## Final answer\n\n" + _answer_text(step.output))
+            parts.append("## Final answer\n\n" + seen(_answer_text(step.output)))
     return "\n\n".join(parts) + "\n"
 
 
@@ -107,6 +116,10 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike | None = None,
     from nbformat import v4
 
     root = Path(workspace) if workspace is not None else None
+
+    def seen(text: str) -> str:
+        return as_seen(text, [workspace])
+
     cells = [v4.new_markdown_cell(f"# {title}\n\nExported from AgentDeck. Run it with the agent's workspace as the "
                                   "working directory.")]
     tools = _tool_names(memory)
@@ -114,23 +127,23 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike | None = None,
     cells.append(v4.new_code_cell(setup, metadata={"tags": ["agentdeck-setup"]}))
     for step in memory.steps:
         if isinstance(step, HistoryStep):
-            lines = [f"**{m.get('role', 'user')}:** {message_text(m)}" for m in step.history]
+            lines = [f"**{m.get('role', 'user')}:** {seen(message_text(m))}" for m in step.history]
             cells.append(v4.new_markdown_cell("## Earlier conversation\n\n" + "\n\n".join(lines)))
         elif isinstance(step, TaskStep):
-            cells.append(v4.new_markdown_cell("## Task\n\n" + step.task))
+            cells.append(v4.new_markdown_cell("## Task\n\n" + seen(step.task)))
         elif isinstance(step, PlanningStep):
-            cells.append(v4.new_markdown_cell(f"### Plan\n\n{step.plan}"))
+            cells.append(v4.new_markdown_cell("### Plan\n\n" + seen(step.plan)))
         elif isinstance(step, SummaryStep):
-            cells.append(v4.new_markdown_cell(f"### Summary of {step.folded_steps} earlier steps\n\n{step.summary}"))
+            cells.append(v4.new_markdown_cell(f"### Summary of {step.folded_steps} earlier steps\n\n" + seen(step.summary)))
         elif isinstance(step, ActionStep) and step.code:
             if step.error:
                 cells.append(v4.new_markdown_cell(
-                    f"### Step {step.step_number} (failed, not run here)\n\n" + _fenced(step.code, "python")
-                    + "\n\nError:\n\n" + _fenced(step.error, "text")))
+                    f"### Step {step.step_number} (failed, not run here)\n\n" + _fenced(relative_paths(step.code, [workspace]), "python")
+                    + "\n\nError:\n\n" + _fenced(seen(step.error), "text")))
                 continue
             outputs = []
             if step.logs:
-                outputs.append(v4.new_output("stream", name="stdout", text=step.logs))
+                outputs.append(v4.new_output("stream", name="stdout", text=seen(step.logs)))
             for artifact in step.artifacts:
                 image = _read_image(root, artifact)
                 if image is not None:
@@ -138,10 +151,10 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike | None = None,
             metadata: dict[str, Any] = {"agentdeck": {"step_number": step.step_number}}
             if step.tool_calls and any(c.name != "final_answer" for c in step.tool_calls):
                 metadata["tags"] = ["raises-exception"]
-            cell = v4.new_code_cell(step.code, outputs=outputs, metadata=metadata)
+            cell = v4.new_code_cell(relative_paths(step.code, [workspace]), outputs=outputs, metadata=metadata)
             cells.append(cell)
         elif isinstance(step, FinalAnswerStep):
-            cells.append(v4.new_markdown_cell("## Final answer\n\n" + _answer_text(step.output)))
+            cells.append(v4.new_markdown_cell("## Final answer\n\n" + seen(_answer_text(step.output))))
     notebook = v4.new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},

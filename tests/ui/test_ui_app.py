@@ -93,9 +93,9 @@ def test_scripted_analysis_run_streams_in_order_and_follow_up(analysis_app: str,
     assert len(images) == 1
     with urllib.request.urlopen(images[0]["url"], timeout=10) as response:
         assert response.read(8) == b"\x89PNG\r\n\x1a\n"
-    # The files panel lists the upload and the CSV the code wrote, with download URLs.
+    # The files panel lists the upload, the chart and the CSV the code wrote, with download URLs.
     names = sorted(Path(f["path"]).name for f in files)
-    assert names == ["penguins.csv", "species_summary.csv"]
+    assert names == ["flipper_vs_mass.png", "penguins.csv", "species_summary.csv"]  # charts listed too
     summary_url = next(f["url"] for f in files if f["path"].endswith("species_summary.csv"))
     with urllib.request.urlopen(summary_url, timeout=10) as response:
         assert b"Adelie" in response.read()
@@ -150,7 +150,7 @@ def test_two_clients_never_see_each_other(analysis_app: str, tmp_path: Path) -> 
     # Each session's files are published under its own unguessable folder: B's own file never shows up for A,
     # and not even the same penguins.csv bytes share a URL.
     assert any(p.endswith("only_for_b.txt") for p in b_files) and not any("only_for_b" in p for p in a_files)
-    assert len(a_files) == len(b_files) - 1 == 2  # penguins.csv + species_summary.csv (+ B's notes)
+    assert len(a_files) == len(b_files) - 1 == 3  # penguins.csv, the chart, species_summary.csv (+ B's notes)
 
 
 def test_files_reach_the_browser_only_as_published_copies(tmp_path: Path) -> None:

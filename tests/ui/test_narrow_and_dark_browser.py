@@ -1,0 +1,109 @@
+"""The app at 390 px (a phone) and in dark mode, in Chromium: the chats sidebar starts closed on narrow
+screens (open on wide ones), a run works, and dark mode keeps text readable. Screenshots go to SCREENSHOT_DIR."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from browser_driver import BROWSER_MARKS, chat_text, launch, send, wait_for_text
+from ui_testlib import SCREENSHOT_DIR, code_reply, run_app, write_transcript
+
+pytestmark = BROWSER_MARKS
+
+SCRIPT = [
+    code_reply("Count the rows.", "rows = [('Oslo', 4), ('Cairo', 30), ('Lisbon', 21)]\n"
+                                  "for city, temp in rows:\n    print(city, temp)"),
+    code_reply("Done.", "final_answer(f'The warmest city is {max(rows, key=lambda r: r[1])[0]}.')"),
+]
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    base = tmp_path_factory.mktemp("narrow-dark")
+    (base / "data").mkdir()
+    with run_app(write_transcript(base / "script.json", SCRIPT), base / "data") as url:
+        yield url
+
+
+@contextmanager
+def page_at(url: str, width: int, height: int) -> Iterator:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.goto(url)
+        page.wait_for_selector("#chat")
+        page.wait_for_function("document.documentElement.classList.contains('ad-sidebar-settled')")
+        try:
+            yield page
+        finally:
+            context.close()
+            browser.close()
+
+
+def shot(page, name: str) -> None:
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT_DIR / f"screenshot-{name}.png"))
+
+
+def sidebar_open(page) -> bool:
+    return page.locator("#history-sidebar").evaluate("s => s.classList.contains('open')")
+
+
+def luminance(page, selector: str, prop: str) -> float:
+    """Relative luminance (0 black .. 1 white) of a computed colour of the first element matching `selector`."""
+    return page.evaluate("""([selector, prop]) => {
+        let el = document.querySelector(selector), value = getComputedStyle(el)[prop];
+        while (prop === 'backgroundColor' && /rgba\\(0, 0, 0, 0\\)|transparent/.test(value) && el.parentElement) {
+            el = el.parentElement; value = getComputedStyle(el)[prop];
+        }
+        const [r, g, b] = value.match(/[\\d.]+/g).slice(0, 3).map(Number).map(c => {
+            c /= 255; return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); });
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    }""", [selector, prop])
+
+
+def contrast(page, selector: str) -> float:
+    text, back = luminance(page, selector, "color"), luminance(page, selector, "backgroundColor")
+    light, dark = max(text, back), min(text, back)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_phone_width_starts_with_the_sidebar_closed_and_runs(app_url: str) -> None:
+    with page_at(app_url, 390, 844) as page:
+        assert not sidebar_open(page)
+        box = page.locator("#task-input").bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390 + 1  # the message box is in view
+        send(page, "Which city is warmest?")
+        wait_for_text(page, "The warmest city is Cairo.")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1  # nothing wider than the screen
+        shot(page, "phone")
+        page.locator("#history-sidebar button.toggle-button").click()  # the chevron still opens the chats
+        page.wait_for_function("document.querySelector('#history-sidebar').classList.contains('open')")
+
+
+def test_wide_screen_keeps_the_sidebar_open(app_url: str) -> None:
+    with page_at(app_url, 1440, 1000) as page:
+        assert sidebar_open(page)
+
+
+@pytest.mark.parametrize("width,height,name", [(1440, 1000, "dark"), (390, 844, "phone-dark")])
+def test_dark_mode_is_readable(app_url: str, width: int, height: int, name: str) -> None:
+    with page_at(app_url + "?__theme=dark", width, height) as page:
+        assert page.evaluate("document.body.classList.contains('dark') || "
+                             "document.documentElement.classList.contains('dark')")
+        assert luminance(page, "#chat", "backgroundColor") < 0.1  # a dark page, not a white block
+        send(page, "Which city is warmest?")
+        wait_for_text(page, "The warmest city is Cairo.")
+        answer = page.locator("#chat .message-row, #chat [data-testid='bot']").last
+        answer.wait_for()
+        assert contrast(page, "#run-status") >= 3, "status text unreadable in dark mode"
+        assert page.locator("#chat").get_by_text("The warmest city is Cairo.").first.evaluate(
+            "e => getComputedStyle(e).color") != "rgb(0, 0, 0)"
+        assert contrast(page, "#chat .bot, #chat [data-testid='bot']") >= 4.5, chat_text(page)[-300:]
+        shot(page, name)
