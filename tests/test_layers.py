@@ -16,7 +16,8 @@ KNOWN_CIRCLES: list[set[str]] = [
     {"agents.loop.base", "agents.loop.managed", "agents.loop.step_runner", "agents.memory", "agents.memory.compaction",
      "agents.memory.memory", "agents.memory.serialize"},
     {"ui.preview_worker", "ui.uploads"},
-    {"ui.pending_decisions", "ui.run_stream", "ui.sessions"},
+    # Session behaviour kept in free functions typed `session: Session` (issue 20: Session owns its behaviour).
+    {"ui.pending_decisions", "ui.run_stream", "ui.sessions", "ui.stopping"},
     {"ui.app", "ui.approvals", "ui.history_panel", "ui.layout"},
 ]
 

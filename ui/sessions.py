@@ -18,7 +18,7 @@ from agents.guard import detect_injection
 from ui import run_stream, stopping
 from ui.chat_restore import carry_memory_into
 from ui.pending_decisions import answer_question, apply_approval_mode, waiting_note
-from ui.published_files import FilePublisher, NotPublishable, Published
+from ui.published_files import FilePublisher, Published
 from ui.render import Transcript
 from ui.run_stream import RunHandle
 from ui.settings import RunSettings
