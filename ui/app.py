@@ -224,10 +224,15 @@ class AgentDeckApp:
             self.registry.close(key)
 
     def reattach(self, request: gr.Request) -> Iterator[tuple]:
-        """After a page load: if this tab's session has a run going (handed back from the page before a
-        reload), stream it from where it is: the chat so far, then live."""
+        """After a page load (or a chat opened from the list): if this tab was just handed a session whose run
+        goes on (from the page before a reload, or a closed tab), stream it from where it is: the chat so far,
+        then live. Only once per hand-over: a second drain would end the one this page already streams."""
         session = self.registry.peek(getattr(request, "session_hash", None) or "anonymous")
-        if session is None or not session.running or session.run.waiting_decision is not None:
+        handed_over = False
+        if session is not None:
+            with session.lock:
+                handed_over, session.handed_over = session.handed_over, False
+        if not handed_over or not session.running or session.run.waiting_decision is not None:
             yield (gr.skip(),) * 5
             return
         session.detached_at = None

@@ -152,7 +152,7 @@ class HistoryController:
         session = self.app.registry.peek(key)
         chat_id = session.saved.id if session is not None and session.saved is not None else None
         other = self.leases.holder(chat_id, key) if chat_id else None
-        if other is not None and other.running:
+        if other is not None and other.running and other.detached_at is None:
             yield (*self._view(session, state, owner, gr_warning="The other tab is running this chat: wait for "
                                                                  "its run to end (or stop it there), then take over."),
                    gr.skip())
@@ -188,7 +188,9 @@ class HistoryController:
                                  settings=self._form_values(settings_dict(moved.agent_settings), form))
                 return
         if paused is not None:  # a reloaded tab whose run goes on or waits: ui/approvals.py hands it back
-            yield (state, *(gr.skip(),) * 5, self.list_update(owner, current),
+            # Not selected in the list: a second tab does not show that chat, and a click on a selected entry
+            # is no select event (the list is refreshed once a run handed back to this tab ends).
+            yield (state, *(gr.skip(),) * 5, self.list_update(owner, None),
                    *self._form_values(settings_dict(paused.agent_settings), form))
             return
         if current and self.store.get(owner, current) is not None:
@@ -219,6 +221,10 @@ class HistoryController:
         if chat is None or not chat.kept:
             session = current if current is not None and current.saved is not None else self._fresh(key, owner)
             yield self._view(session, state, owner, gr_warning="That chat does not exist (it may have been deleted).")
+            return
+        running = self._held_elsewhere(owner, chat.id)
+        if running is not None and running.key != key:
+            yield from self._join_run(key, owner, state, running, form)
             return
         try:
             memory, metadata = self.store.load_memory(chat)
@@ -281,6 +287,25 @@ class HistoryController:
         form_update = (values[0], values[1], values[2], values[3], values[4], values[5])
         yield self._view(session, state, owner, settings=form_update,
                          input_update=gr.MultimodalTextbox(interactive=True))
+
+    def _join_run(self, key: str, owner: str, state: Any, running: "Session", form: tuple) -> Iterator[tuple]:
+        """Opening a chat whose run goes on in another session. Loading it from disk would show it without
+        the run, and this tab's next message would save over the run's turn. A run whose page went away is
+        moved to this tab (`AgentDeckApp.reattach` streams the rest); one shown in a live tab is left there."""
+        chat_id = running.saved.id
+        moved = None
+        if running.detached_at is not None:
+            moved = self.app.registry.rekey(running.key, key, when=lambda s: s.detached_at is not None)
+        if moved is None:
+            current = self.app.registry.peek(key)
+            shown = current.saved.id if current is not None and current.saved is not None else None
+            gr.Warning("This chat is running in another tab: continue it there, or open it here once its run "
+                       "has ended (or that tab is closed).")
+            yield (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 6)
+            return
+        self.store.set_current(owner, chat_id)
+        self.leases.hold(chat_id, key)
+        yield self._view(moved, state, owner, settings=self._form_values(settings_dict(moved.agent_settings), form))
 
     def _form_values(self, saved: Any, form: tuple) -> tuple:
         """The settings form for a reopened chat: its saved settings where usable, else the current form."""
@@ -433,11 +458,15 @@ def wire_history_panel(app: "AgentDeckApp", panel: HistoryPanel, demo: gr.Blocks
     view = [panel.browser_state, chat, task_input, files_panel, status, clock, panel.chat_list, *settings]
     heavy = dict(concurrency_limit=app.config.max_runs, concurrency_id="runs", show_progress="hidden")
     light = dict(concurrency_limit=None, show_progress="hidden")
+    run_outputs = [chat, task_input, files_panel, status, clock]
+    reattach = dict(outputs=run_outputs, postprocess=False, api_visibility="private", **heavy)
+    refresh = dict(inputs=[panel.browser_state], outputs=[panel.browser_state, panel.chat_list, panel.takeover_btn],
+                   api_visibility="private", **light)
+    # A run taken over from a closed page streams on; then the list shows the chat this tab ends up with.
     demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="browser_session",
-              **heavy).then(app.reattach, outputs=[chat, task_input, files_panel, status, clock], postprocess=False,
-                            api_visibility="private", **heavy)  # a run taken over from a closed page streams on
+              **heavy).then(app.reattach, **reattach).then(history.refresh, **refresh)
     panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list, *settings], outputs=view,
-                           api_name="open_chat", **heavy)
+                           api_name="open_chat", **heavy).then(app.reattach, **reattach)
     panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
                            outputs=[panel.chat_list, panel.title_box], api_name="rename_chat", **light)
     panel.title_box.submit(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
@@ -446,10 +475,10 @@ def wire_history_panel(app: "AgentDeckApp", panel: HistoryPanel, demo: gr.Blocks
     panel.export_md_btn.click(history.export_markdown, outputs=[panel.export_file], api_name="export_markdown", **light)
     panel.export_nb_btn.click(history.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
     for event in after_runs:
-        event.then(history.refresh, inputs=[panel.browser_state],
-                   outputs=[panel.browser_state, panel.chat_list, panel.takeover_btn], api_visibility="private", **light)
+        event.then(history.refresh, **refresh)
     panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state, *settings],
-                             outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy)
+                             outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy).then(
+        app.reattach, **reattach)
     if new_chat_event is not None:
         new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
                             outputs=[panel.browser_state, panel.chat_list], api_visibility="private", **light)

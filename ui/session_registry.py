@@ -89,6 +89,7 @@ class SessionRegistry:
             self._sessions[key] = session
             session.key = key
             session.detached_at = None
+            session.handed_over = True  # the new tab's page streams its run (AgentDeckApp.reattach)
             if replaced is not None:
                 self._closed.append(replaced)
         if replaced is not None:

@@ -59,6 +59,7 @@ class Session:
         self.save_failed: str | None = None  # why the last save failed (None: the chat on disk is current)
         self.save_notes: list[str] = []  # save outcomes for the chat, noted by a thread that may touch it
         self.detached_at: float | None = None  # when the page went away while a run went on (ui/reattach.py)
+        self.handed_over = False  # moved to another tab whose page has not started draining its run yet
         self.refused: str | None = None  # why the last message was not sent (the chat is open in another tab)
         self.settling: threading.Thread | None = None  # waits for a stopped run's end (ui/stopping.py)
         self.stop_settle_s, self.stop_wait_s = stopping.STOP_SETTLE_S, stopping.STOP_WAIT_S

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import gradio as gr
 import pytest
 
 from ui_testlib import code_reply
@@ -82,3 +83,31 @@ def test_after_the_grace_period_the_run_is_stopped_and_saved(app: LiveApp) -> No
     assert [s.step_type for s in memory.steps] == ["task", "action"] and metadata["turns"][0]["text"] == "Set x, then answer"
     reopened = app.load(token, key="later")
     assert "Set x, then answer" in chat_text(reopened[1]) and "x is set" in chat_text(reopened[1])
+
+
+def test_a_tab_already_open_joins_the_run_when_it_opens_the_chat(app: LiveApp) -> None:
+    """A second tab of the same browser opens the running chat from the list: while the running tab is open
+    it is told so (nothing loaded from disk, which its next message would save over the run's turn); once that
+    tab is closed it gets the run itself, and streams the rest."""
+    token = new_token()
+    run_until_step_2_hangs(app, token)
+    session = app.session("tab")
+    app.load(token, key="other")  # opened while the run goes on: it does not show that chat
+    chat_id = session.saved.id
+    open_chat = lambda: list(app.app.history.open_chat({"token": token}, chat_id, *app.form(), Req("other")))[-1]
+    refused = open_chat()
+    assert app.session("tab") is session and session.running and app.session("other") is not session
+    assert refused[1] == {"__type__": "update"}  # the chat shown is left as it was
+    assert next(app.app.reattach(Req("other"))) == (gr.skip(),) * 5
+
+    app.app.on_unload(Req("tab"))  # the running tab is closed
+    opened = open_chat()
+    assert app.session("other") is session and app.session("tab") is None
+    assert "x is set" in chat_text(opened[1])
+    stream = app.app.reattach(Req("other"))
+    next(stream)
+    app.model.release()
+    assert text_of(list(stream)[-1][0][-1]) == "42"
+    assert next(app.app.reattach(Req("other"))) == (gr.skip(),) * 5  # streamed once per hand-over
+    memory, _ = ChatStore(app.config.data_dir).load_memory(session.saved)
+    assert [s.step_type for s in memory.steps] == ["task", "action", "action", "final_answer"]
