@@ -115,7 +115,7 @@ class AgentDeckApp:
     # ----- handlers ------------------------------------------------------------------------------------
     def run(self, message: dict | str | None, model: str, agent_type: str, max_steps: float, planning_interval: float,
             tools: list[str], imports: str, request: gr.Request, approval_mode: str | None = None,
-            oauth_token: gr.OAuthToken | None = None) -> Iterator[tuple]:
+            oauth_token: gr.OAuthToken | None = None, event: gr.EventData = None) -> Iterator[tuple]:
         """Send a message (text + files) and stream the agent's run."""
         session = self.session_for(request)
         if isinstance(message, str):
@@ -131,7 +131,7 @@ class AgentDeckApp:
             settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports,
                                       token=oauth_token)
         except SignInNeededError:
-            yield from self._ask_to_sign_in(session, request)
+            yield from self._ask_to_sign_in(session, request, from_page=getattr(event, "target", None) is not None)
             return
         if not (text.strip() or files):
             yield from self._stream(session, text, files, settings, request)
@@ -161,7 +161,7 @@ class AgentDeckApp:
             settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports,
                                       token=oauth_token)
         except SignInNeededError:
-            yield from self._ask_to_sign_in(session, request)
+            yield from self._ask_to_sign_in(session, request, from_page=getattr(evt, "target", None) is not None)
             return
         self._admit(request, session)
         set_approval_mode(session, approval_mode)
@@ -201,12 +201,12 @@ class AgentDeckApp:
             raise SignInNeededError(settings.model)
         return settings
 
-    def _ask_to_sign_in(self, session: Session, request: gr.Request | None) -> Iterator[tuple]:
+    def _ask_to_sign_in(self, session: Session, request: gr.Request | None, from_page: bool) -> Iterator[tuple]:
         """No token for a Hugging Face model. A page gets a note in the chat (not an error: nothing failed; the
-        text stays in the box); an API client, which has no page and no button, an error saying how to pass one."""
-        has_page = self.registry.presence.has_page(getattr(request, "session_hash", None) or "anonymous")
-        message = sign_in_message(self.config.hf_login, has_page, [demo["label"] for demo in RECORDED_DEMOS])
-        if not has_page:
+        text stays in the box); an API client, which has no page and no button, an error saying how to pass one.
+        `from_page`: the event came from one of the page's components (API calls name none)."""
+        message = sign_in_message(self.config.hf_login, from_page, [demo["label"] for demo in RECORDED_DEMOS])
+        if not from_page:
             raise gr.Error(message, print_exception=False)
         with session.lock:
             roots = session.transcript.roots

@@ -51,7 +51,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
             with gr.Column(scale=3, min_width=420):
                 chat = gr.Chatbot(
                     elem_id="chat", label="Agent", height="68vh", show_label=False, layout="panel",
-                    placeholder=PLACEHOLDER, examples=[{k: v for k, v in e.items() if k != "_"} for e in EXAMPLES],
+                    placeholder=PLACEHOLDER, examples=chat_examples(EXAMPLES),
                     buttons=["copy_all"], feedback_options=None, autoscroll=True,
                     group_consecutive_messages=False,
                 )
@@ -136,3 +136,10 @@ def recorded_handler(app: Any, index: int) -> Callable[..., Iterator[tuple]]:
         yield from app.run_recorded(index, request)
 
     return play
+
+
+def chat_examples(examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chat's examples for Gradio, as copies: Gradio turns their `files` lists into its own file records in
+    place, and `AgentDeckApp.run_example` reads the paths from the originals."""
+    return [{key: list(value) if isinstance(value, list) else value for key, value in example.items() if key != "_"}
+            for example in examples]

@@ -10,7 +10,6 @@ import pytest
 
 from ui.app import RECORDED_DEMOS, AgentDeckApp
 from ui.gradio_compat import ExampleSelectData
-from ui.page_presence import PagePresence
 from ui.persistence import settings_dict
 from ui.settings import AppConfig, RunSettings, build_agent
 from ui.sign_in import MOCK_ACCESS_TOKEN, hf_login_from_env, visitor_token
@@ -28,17 +27,11 @@ def hf_config(tmp_path: Path) -> AppConfig:
     return AppConfig(model="hf:Qwen/Qwen2.5-Coder-32B-Instruct", data_dir=tmp_path, hf_login=True)
 
 
-def page_app(config: AppConfig, *keys: str) -> AgentDeckApp:
-    """The app with `keys` as tabs that have a browser page open (their heartbeat stream)."""
-    app = AgentDeckApp(config)
-    app.registry.presence = PagePresence()
-    for key in keys:
-        app.registry.presence.opened(key)
-    return app
-
-
-def send(app: AgentDeckApp, key: str, text: str = "hi") -> list[tuple]:
-    return list(app.run(text, "hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas", Req(key)))
+def send(app: AgentDeckApp, key: str, text: str = "hi", from_page: bool = True) -> list[tuple]:
+    """A message sent from the page (the event names the message box) or through the API (it names nothing)."""
+    event = gr.EventData(gr.MultimodalTextbox(render=False) if from_page else None, None)
+    return list(app.run(text, "hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas", Req(key),
+                        event=event))
 
 
 def chat_notes(app: AgentDeckApp, key: str) -> list[str]:
@@ -49,7 +42,7 @@ def chat_notes(app: AgentDeckApp, key: str) -> list[str]:
 def test_a_page_without_sign_in_gets_a_note_in_the_chat_naming_what_is_on_the_page(tmp_path: Path,
                                                                                        monkeypatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    app = page_app(hf_config(tmp_path), "t1")
+    app = AgentDeckApp(hf_config(tmp_path))
     updates = send(app, "t1")  # no gr.Error: nothing failed, the visitor is told what to do
     assert len(updates) == 1
     chat, box = updates[0][0], updates[0][1]
@@ -68,9 +61,9 @@ def test_a_page_without_sign_in_gets_a_note_in_the_chat_naming_what_is_on_the_pa
 
 def test_an_api_client_is_told_to_pass_a_token_not_to_click_a_button(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    app = page_app(hf_config(tmp_path))  # no page for this session: a gradio_client caller
+    app = AgentDeckApp(hf_config(tmp_path))
     with pytest.raises(gr.Error) as refused:
-        send(app, "api-1")
+        send(app, "api-1", from_page=False)  # a gradio_client caller
     text = str(refused.value)
     assert "oauth_token=" in text and "button" not in text and "Sign in" not in text
 
@@ -78,7 +71,7 @@ def test_an_api_client_is_told_to_pass_a_token_not_to_click_a_button(tmp_path: P
 def test_a_local_page_without_the_button_is_told_to_set_hf_token(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
     config = AppConfig(model="hf:Qwen/Qwen2.5-Coder-32B-Instruct", data_dir=tmp_path, hf_login=False)
-    app = page_app(config, "t2")
+    app = AgentDeckApp(config)
     send(app, "t2")
     note = chat_notes(app, "t2")[0]
     assert "HF_TOKEN" in note and "another model" in note
@@ -87,9 +80,9 @@ def test_a_local_page_without_the_button_is_told_to_set_hf_token(tmp_path: Path,
 
 def test_examples_are_refused_the_same_way(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    app = page_app(hf_config(tmp_path), "t3")
+    app = AgentDeckApp(hf_config(tmp_path))
     updates = list(app.run_example("hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas",
-                                   ExampleSelectData(None, None), Req("t3")))
+                                   ExampleSelectData(gr.Chatbot(render=False), None), Req("t3")))
     assert updates and "Sign in with Hugging Face" in chat_notes(app, "t3")[0]
 
 
