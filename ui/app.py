@@ -30,7 +30,7 @@ from ui.security_headers import SecurityHeadersMiddleware
 from ui.session_registry import ServerBusyError, SessionRegistry
 from ui.sessions import Session
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, build_agent, model_note
-from ui.sign_in import SignInNeededError, sign_in_message, visitor_token
+from ui.sign_in import SignInNeededError, build_page, sign_in_message, visitor_token
 from ui.stream_outputs import EMPTY_MESSAGE, Shown, StreamOutputs, session_outputs
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -273,7 +273,7 @@ def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp
 
     config = config or AppConfig.from_env()
     controller = AgentDeckApp(config)
-    demo = build_blocks(controller)
+    demo = build_page(controller, build_blocks)  # without the sign-in button if Gradio's local mock fails
     if storage_is_ephemeral(config.data_dir):  # visitors are told chats may be lost; the remedy is the operator's
         logging.getLogger("agentdeck").warning(
             "AgentDeck: saved chats are in %s, which is not persistent storage on this Space: they are lost when "

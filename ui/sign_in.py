@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import gradio as gr
 
@@ -48,10 +48,28 @@ def hf_login_from_env(env: Mapping[str, str] | None = None) -> bool:
     if not (env.get("SPACE_ID") or env.get("AGENTDECK_HF_LOGIN", "") == "1"):
         return False
     if not _local_token(env):
-        LOG.warning("AgentDeck: no Sign in with Hugging Face button: outside a Space, Gradio mocks the login with "
-                    "this machine's Hugging Face token, and there is none (set HF_TOKEN or run `hf auth login`).")
+        where = ("SPACE_ID is set but SYSTEM is not 'spaces', so this is not a Space to Gradio" if env.get("SPACE_ID")
+                 else "outside a Space")
+        LOG.warning("AgentDeck: no Sign in with Hugging Face button: %s; Gradio mocks the login with this machine's "
+                    "Hugging Face token, and there is none (set HF_TOKEN or run `hf auth login`).", where)
         return False
     return True
+
+
+def build_page(app: "AgentDeckApp", build: Callable[["AgentDeckApp"], gr.Blocks]) -> gr.Blocks:
+    """`build(app)`; when Gradio's local mock of the login fails while the page is put together (it checks the
+    token with the Hub: offline, or a token the Hub refuses), the page again without the button, and one line
+    in the log. On a Space any failure is raised as it is."""
+    try:
+        return build(app)
+    except Exception as exc:  # noqa: BLE001 - Gradio raises ValueError, the Hub's client its HTTP errors
+        if not app.config.hf_login or on_a_space():
+            raise
+        LOG.warning("AgentDeck: no Sign in with Hugging Face button: Gradio's local mock of the login could not "
+                    "check this machine's token with the Hub (%s: %s).", type(exc).__name__,
+                    " ".join(str(exc).split())[:200])
+        app.config.hf_login = False
+        return build(app)
 
 
 def _local_token(env: Mapping[str, str]) -> bool:
