@@ -30,7 +30,7 @@ def test_readme_front_matter_agrees_with_spaces_yaml():
 def test_gradio_version_matches_requirements():
     spaces = yaml.safe_load((PROJECT_ROOT / "spaces.yaml").read_text(encoding="utf-8"))
     requirements = (PROJECT_ROOT / "requirements.txt").read_text(encoding="utf-8")
-    assert f"gradio=={spaces['sdk_version']}" in requirements
+    assert re.search(rf"^gradio(\[[a-z,]+\])?=={re.escape(spaces['sdk_version'])}$", requirements, re.MULTILINE)
 
 
 def test_quick_start_has_two_commands_and_ci_runs_the_test_one():
@@ -67,39 +67,55 @@ GPU_PACKAGES = ("torch", "triton", "nvidia-", "jax", "tensorflow")
 
 
 def _requirement_names(path):
-    import re as _re
+    return [name for name, _ in _requirements(path)]
 
-    names = []
+
+def _requirements(path):
+    """(name, extras) of each requirement line of a requirements file."""
+    from packaging.requirements import Requirement
+
+    found = []
     for line in path.read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line and not line.startswith("-"):
-            names.append(_re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower())
-    return names
+            req = Requirement(line)
+            found.append((req.name.lower(), frozenset(req.extras)))
+    return found
 
 
-def test_space_requirements_never_pull_a_cuda_build():
-    """What a Space installs (requirements.txt, from the public index) reaches no torch, transitively: every
-    listed package's own requirements (extras left out, as pip does) are walked in this environment."""
+def _space_install():
+    """Every distribution `pip install -r requirements.txt` reaches, transitively, with the extras asked for (walked
+    through the packages' metadata in this environment; a package not installed here ends its branch)."""
     from importlib import metadata
 
     from packaging.requirements import Requirement
 
-    seen, queue = set(), _requirement_names(PROJECT_ROOT / "requirements.txt")
+    seen, queue = set(), list(_requirements(PROJECT_ROOT / "requirements.txt"))
     while queue:
-        name = queue.pop().replace("_", "-").lower()
-        if name in seen:
+        name, extras = queue.pop()
+        name = name.replace("_", "-").lower()
+        if (name, extras) in seen:
             continue
-        seen.add(name)
-        assert not name.startswith(GPU_PACKAGES), f"requirements.txt pulls {name} (a CUDA build on the public index)"
+        seen.add((name, extras))
         try:
             requires = metadata.requires(name) or []
         except metadata.PackageNotFoundError:
             continue
         for spec in requires:
             req = Requirement(spec)
-            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            if req.marker is not None and not any(req.marker.evaluate({"extra": extra}) for extra in {"", *extras}):
                 continue
-            queue.append(req.name)
+            queue.append((req.name.lower(), frozenset(req.extras)))
+    return {name for name, _ in seen}
+
+
+def test_space_requirements_never_pull_a_cuda_build():
+    """What a Space installs (requirements.txt, from the public index) reaches no torch, transitively: every
+    listed package's own requirements (with the extras requirements.txt asks for, as pip does) are walked in this
+    environment."""
+    seen = _space_install()
+    for name in seen:
+        assert not name.startswith(GPU_PACKAGES), f"requirements.txt pulls {name} (a CUDA build on the public index)"
     assert "gradio" in seen and "litellm" in seen and len(seen) > 50  # the walk really went through the tree
     assert "torch" in _requirement_names(PROJECT_ROOT / "requirements-local.txt")
 
@@ -118,3 +134,25 @@ def test_the_project_is_installed_as_a_package_and_imported_as_one():
         assert spec is not None and spec.origin == str(PROJECT_ROOT / package / "__init__.py"), package
     data = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert "*.yaml" in data["*"] and any(p.startswith("assets/") for p in data["ui"])
+
+
+def test_the_space_installs_what_its_sign_in_button_needs_and_every_version_is_pinned():
+    """A Space with `hf_oauth: true` shows the login button, and Gradio attaches its OAuth routes at start-up:
+    without Gradio's `oauth` extra that is an ImportError. Everything the Space's install reaches is frozen in
+    constraints.txt, so `make` installs what the tests ran against."""
+    spaces = yaml.safe_load((PROJECT_ROOT / "spaces.yaml").read_text(encoding="utf-8"))
+    assert spaces["hf_oauth"] is True
+    assert ("gradio", frozenset({"oauth"})) in _requirements(PROJECT_ROOT / "requirements.txt")
+    pinned = {name.replace("_", "-") for name, _ in _requirements(PROJECT_ROOT / "constraints.txt")}
+    reached = _space_install()
+    assert {"authlib", "itsdangerous"} <= reached
+    unpinned = sorted(name for name in reached if name not in pinned)
+    assert unpinned == [], f"not pinned in constraints.txt: {unpinned}"
+
+
+def test_front_matter_lists_only_models_the_space_runs():
+    """The Space has no torch, so no local model: `models:` is the Hugging Face model visitors chat with."""
+    from agents.models.selection import HF_DEFAULT
+
+    spaces = yaml.safe_load((PROJECT_ROOT / "spaces.yaml").read_text(encoding="utf-8"))
+    assert spaces["models"] == [HF_DEFAULT.removeprefix("hf:")]

@@ -6,6 +6,7 @@ The streaming handler drains the session's run and returns when the run finishes
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import signal
 import sys
@@ -19,16 +20,17 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from ui.heap import freeze_long_lived_objects
-from ui.persistence import secret_file
+from ui.persistence import secret_file, storage_is_ephemeral
 from ui.pending_decisions import has_pending, set_approval_mode
 from ui.published_files import root_url_of
 from ui.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
-from ui.gradio_compat import AbsoluteFileUrlMiddleware, check_version
+from ui.gradio_compat import AbsoluteFileUrlMiddleware, ExampleSelectData, check_version
 from ui.page_presence import PresenceMiddleware
 from ui.security_headers import SecurityHeadersMiddleware
 from ui.session_registry import ServerBusyError, SessionRegistry
 from ui.sessions import Session
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, build_agent, model_note
+from ui.sign_in import SignInNeededError, build_page, sign_in_message, visitor_token
 from ui.stream_outputs import EMPTY_MESSAGE, Shown, StreamOutputs, session_outputs
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -52,9 +54,6 @@ EXAMPLES: list[dict[str, Any]] = [
 ]
 
 
-SIGN_IN_MESSAGE = ("Sign in with Hugging Face (the button at the top of the sidebar) to chat: your own account's "
-                   "inference credits are used, and your chats are kept under your name. Until then, "
-                   "🎬 Watch a recorded analysis shows what the app does.")
 DEMOS = ASSETS / "demos"
 RECORDED_DEMOS: list[dict[str, Any]] = [
     {"label": "🎬 Penguins: species, body mass and a chart", "transcript": str(DEMOS / "penguins.json"),
@@ -116,7 +115,7 @@ class AgentDeckApp:
     # ----- handlers ------------------------------------------------------------------------------------
     def run(self, message: dict | str | None, model: str, agent_type: str, max_steps: float, planning_interval: float,
             tools: list[str], imports: str, request: gr.Request, approval_mode: str | None = None,
-            oauth_token: gr.OAuthToken | None = None) -> Iterator[tuple]:
+            oauth_token: gr.OAuthToken | None = None, event: gr.EventData = None) -> Iterator[tuple]:
         """Send a message (text + files) and stream the agent's run."""
         session = self.session_for(request)
         if isinstance(message, str):
@@ -128,7 +127,12 @@ class AgentDeckApp:
             path = item.get("path") if isinstance(item, dict) else str(item)
             name = (item.get("orig_name") if isinstance(item, dict) else None) or os.path.basename(path)
             files.append((path, name))
-        settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports, token=oauth_token)
+        try:
+            settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports,
+                                      token=oauth_token)
+        except SignInNeededError:
+            yield from self._ask_to_sign_in(session, request, from_page=getattr(event, "target", None) is not None)
+            return
         if not (text.strip() or files):
             yield from self._stream(session, text, files, settings, request)
             return
@@ -143,14 +147,22 @@ class AgentDeckApp:
         yield from self._limited(self._stream(session, text, files, settings, request), request)
 
     def run_example(self, model: str, agent_type: str, max_steps: float, planning_interval: float, tools: list[str],
-                    imports: str, evt: gr.SelectData, request: gr.Request,
+                    imports: str, evt: ExampleSelectData, request: gr.Request,
                     approval_mode: str | None = None, oauth_token: gr.OAuthToken | None = None) -> Iterator[tuple]:
-        """A click on one of the chat's examples: run it with its bundled files."""
+        """Run one of the chat's examples with its bundled files: the one clicked on the page; called through the
+        API (which sends no click), the first one (the penguins data set)."""
         session = self.session_for(request)
-        index = evt.index if isinstance(evt.index, int) else 0
-        example = EXAMPLES[index] if 0 <= index < len(EXAMPLES) else EXAMPLES[0]
+        index = getattr(evt, "index", None)
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(EXAMPLES):
+            index = 0
+        example = EXAMPLES[index]
         files = [(path, os.path.basename(path)) for path in example.get("files", [])]
-        settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports, token=oauth_token)
+        try:
+            settings = self._settings(model, agent_type, max_steps, planning_interval, tools, imports,
+                                      token=oauth_token)
+        except SignInNeededError:
+            yield from self._ask_to_sign_in(session, request, from_page=getattr(evt, "target", None) is not None)
+            return
         self._admit(request, session)
         set_approval_mode(session, approval_mode)
         yield from self._limited(self._stream(session, example["text"], files, settings, request), request)
@@ -182,15 +194,33 @@ class AgentDeckApp:
             settings = RunSettings.from_form(self.config, *form)
         except SettingsRefusedError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
-        if token is not None and getattr(token, "token", None):
-            settings = dataclasses.replace(settings, hf_token=token.token)
+        hf_token = visitor_token(token)
+        if hf_token:
+            settings = dataclasses.replace(settings, hf_token=hf_token)
         if self.config.needs_sign_in(settings):
-            raise gr.Error(SIGN_IN_MESSAGE, print_exception=False)
+            raise SignInNeededError(settings.model)
         return settings
 
+    def _ask_to_sign_in(self, session: Session, request: gr.Request | None, from_page: bool) -> Iterator[tuple]:
+        """No token for a Hugging Face model. A page gets a note in the chat (not an error: nothing failed; the
+        text stays in the box); an API client, which has no page and no button, an error saying how to pass one.
+        `from_page`: the event came from one of the page's components (API calls name none)."""
+        message = sign_in_message(self.config.hf_login, from_page, [demo["label"] for demo in RECORDED_DEMOS])
+        if not from_page:
+            raise gr.Error(message, print_exception=False)
+        with session.lock:
+            roots = session.transcript.roots
+            if not roots or roots[-1].parts.get("text") != message:  # said once, however often it is tried
+                session.transcript.add_note(message)
+        yield self.stream_update(session, Shown(root_url=root_url_of(request)), gr.skip())
+
     def run_recorded(self, index: int, request: gr.Request) -> Iterator[tuple]:
-        """Play one of the recorded analyses (ui/assets/demos): what the app does, without a model or a key."""
+        """Play one of the recorded analyses (ui/assets/demos): what the app does, without a model or a key.
+        It starts a new chat (as New chat does), so each replay is the recorded analysis alone; a run going on
+        is left alone (the chat says to wait for it)."""
         session = self.session_for(request)
+        if not session.running:
+            session.reset()
         demo = RECORDED_DEMOS[index % len(RECORDED_DEMOS)]
         settings = RunSettings(model=f"replay:{demo['transcript']}", max_steps=int(demo["steps"]) + 1,
                                authorized_imports=self.config.authorized_imports)
@@ -248,7 +278,12 @@ def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp
 
     config = config or AppConfig.from_env()
     controller = AgentDeckApp(config)
-    demo = build_blocks(controller)
+    demo = build_page(controller, build_blocks)  # without the sign-in button if Gradio's local mock fails
+    if storage_is_ephemeral(config.data_dir):  # visitors are told chats may be lost; the remedy is the operator's
+        logging.getLogger("agentdeck").warning(
+            "AgentDeck: saved chats are in %s, which is not persistent storage on this Space: they are lost when "
+            "it restarts. Mount a Storage Bucket: make space SPACE=%s ARGS=\"--bucket auto\".",
+            config.data_dir, os.environ.get("SPACE_ID") or "user/name")
     return demo, controller
 
 

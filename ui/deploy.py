@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import secrets
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +34,12 @@ class DeployPlan:
     files: list[str]  # paths relative to the project root, POSIX separators
     bucket: str | None
     server_token: bool
+    root: Path = PROJECT_ROOT  # the folder the files are read from
 
 
-def files_to_publish(root: Path = PROJECT_ROOT) -> list[str]:
+def files_to_publish(root: Path | None = None) -> list[str]:
     """Exactly the files the Space needs, sorted; nothing generated, secret or private."""
+    root = PROJECT_ROOT if root is None else root
     found = [name for name in TOP_LEVEL_FILES if (root / name).is_file()]
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*")):
@@ -49,12 +52,50 @@ def files_to_publish(root: Path = PROJECT_ROOT) -> list[str]:
     return sorted(found)
 
 
-def plan(space: str, bucket: str | None = None, server_token: bool = False) -> DeployPlan:
+def plan(space: str, bucket: str | None = None, server_token: bool = False, root: Path | None = None) -> DeployPlan:
     if space.count("/") != 1 or not all(part.strip() for part in space.split("/")):
         raise DeployError(f"'{space}' is not a Space id: use 'user/name' (or 'org/name').")
     if bucket == "auto":
         bucket = f"{space}-chats"
-    return DeployPlan(space=space, files=files_to_publish(), bucket=bucket, server_token=server_token)
+    root = PROJECT_ROOT if root is None else root
+    return DeployPlan(space=space, files=files_to_publish(root), bucket=bucket, server_token=server_token, root=root)
+
+
+def uncommitted(root: Path, files: list[str]) -> list[str]:
+    """Which of `files` differ from the last commit (changed, added or untracked): the upload takes the working
+    tree as it is. Empty when `root` is not a git checkout or git is not installed (nothing to compare with)."""
+    try:
+        result = subprocess.run(["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"], cwd=root,
+                                capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if result.returncode != 0:
+        return []
+    prefix = _git_prefix(root)
+    changed: set[str] = set()
+    entries = result.stdout.decode("utf-8", "replace").split("\0")
+    index = 0
+    while index < len(entries):
+        entry = entries[index]
+        index += 1
+        if len(entry) < 4:
+            continue
+        status, path = entry[:2], entry[3:]
+        if "R" in status or "C" in status:
+            index += 1  # a rename's or copy's source path follows: the new path is the one uploaded
+        if path.startswith(prefix):
+            changed.add(path[len(prefix):])
+    return [rel for rel in files if rel in changed]
+
+
+def _git_prefix(root: Path) -> str:
+    """`root`'s path inside its git checkout ("" at the top), as `git status` paths start with it."""
+    try:
+        result = subprocess.run(["git", "rev-parse", "--show-prefix"], cwd=root, capture_output=True, timeout=30,
+                                check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return result.stdout.decode("utf-8", "replace").strip() if result.returncode == 0 else ""
 
 
 def deploy(deploy_plan: DeployPlan, token: str | None, endpoint: str | None = None) -> str:
@@ -77,7 +118,7 @@ def deploy(deploy_plan: DeployPlan, token: str | None, endpoint: str | None = No
         api.set_space_volumes(space, [Volume(type="bucket", source=deploy_plan.bucket, mount_path=DATA_MOUNT)])
         api.add_space_variable(space, "AGENTDECK_DATA_DIR", f"{DATA_MOUNT}/agentdeck",
                                description="Saved chats and workspaces on the mounted Storage Bucket")
-    operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(PROJECT_ROOT / rel))
+    operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(deploy_plan.root / rel))
                   for rel in deploy_plan.files]
     api.create_commit(space, operations, repo_type="space", commit_message="Deploy AgentDeck with ui.deploy")
     base = (endpoint or api.endpoint).rstrip("/")
@@ -102,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Files for {deploy_plan.space} ({len(deploy_plan.files)}):")
     for rel in deploy_plan.files:
         print(f"  {rel}")
+    changed = uncommitted(deploy_plan.root, deploy_plan.files)
+    if changed:
+        print(f"Warning: {len(changed)} of these files are not committed (the upload takes them as they are now):")
+        for rel in changed:
+            print(f"  {rel}")
     print("Secrets: AGENTDECK_SECRET (generated if the Space has none)"
           + (", HF_TOKEN (yours)" if deploy_plan.server_token else ""))
     if deploy_plan.bucket:

@@ -9,6 +9,8 @@ import logging
 from typing import Any, Awaitable, Callable
 from urllib.parse import unquote, urlsplit
 
+from gradio import EventData
+
 GRADIO_VERSIONS = ("6.31",)
 FILE_ROUTE = "/gradio_api/file="
 
@@ -48,3 +50,18 @@ class AbsoluteFileUrlMiddleware:
                         rewritten = path[:index] + local[local.index(FILE_ROUTE):]
                         scope = dict(scope, path=rewritten, raw_path=rewritten.encode())
         await self.app(scope, receive, send)
+
+
+class ExampleSelectData(EventData):
+    """`gr.SelectData` for the chat's example clicks, also when an API client (gradio_client) calls the event.
+
+    Such a call carries no click data, and `gr.SelectData` then raises a TypeError (`None["index"]`) before the
+    handler runs. Gradio builds any `EventData` subclass named in a handler's type hints; this one takes missing
+    data as "no example chosen" (`index` None), and the handler picks its default.
+    """
+
+    def __init__(self, target: Any, data: Any) -> None:
+        super().__init__(target, data)
+        data = data if isinstance(data, dict) else {}
+        self.index: Any = data.get("index")
+        self.value: Any = data.get("value")

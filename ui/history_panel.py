@@ -431,9 +431,8 @@ def build_history_panel(app: "AgentDeckApp") -> HistoryPanel:
         list_note = gr.Markdown("Chats are saved on this server for this browser. Click one to reopen it.",
                                 elem_id="chat-list-note")
         if storage_is_ephemeral(app.config.data_dir):
-            gr.Markdown("⚠️ This Space has no persistent storage: saved chats are lost when it restarts "
-                        "(its owner can add a Storage Bucket: `make space SPACE=… ARGS=\"--bucket auto\"`).",
-                        elem_id="storage-note")
+            gr.Markdown("⚠️ Saved chats may be lost when this Space restarts (it has no persistent storage).",
+                        elem_id="storage-note")  # the operator's remedy goes to the log (ui/app.py create_app)
         chat_list = gr.Radio(choices=[], value=None, show_label=False, elem_id="chat-list", container=False)
         with gr.Row():
             title_box = gr.Textbox(placeholder="New title for the selected chat", show_label=False, max_lines=1,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import gradio as gr
 
-from ui import approval_panel, approvals, chat_delete, files_panel as files_panel_ui, history_panel, responsive
+from ui import approval_panel, approvals, chat_delete, files_panel as files_panel_ui, history_panel, responsive, sign_in
 from ui.input_lock import lock_on, unlock_after
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names
 from ui.stream_outputs import StreamOutputs
@@ -51,7 +51,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
             with gr.Column(scale=3, min_width=420):
                 chat = gr.Chatbot(
                     elem_id="chat", label="Agent", height="68vh", show_label=False, layout="panel",
-                    placeholder=PLACEHOLDER, examples=[{k: v for k, v in e.items() if k != "_"} for e in EXAMPLES],
+                    placeholder=PLACEHOLDER, examples=chat_examples(EXAMPLES),
                     buttons=["copy_all"], feedback_options=None, autoscroll=True,
                     group_consecutive_messages=False,
                 )
@@ -70,10 +70,10 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                     demo_buttons = [gr.Button(d["label"], size="sm", variant="secondary", elem_id=f"recorded-demo-{i}")
                                     for i, d in enumerate(RECORDED_DEMOS)]
             with gr.Column(scale=1, min_width=280):
-                if config.hf_login:
+                sign_in_md = None
+                if config.hf_login:  # on a Space with OAuth, or locally where Gradio's mock works (ui/sign_in.py)
                     gr.LoginButton(elem_id="hf-login")
-                    gr.Markdown("Sign in with Hugging Face to chat: your own account's inference credits are used "
-                                "and your chats are kept under your name.", elem_id="sign-in-note")
+                    sign_in_md = gr.Markdown(sign_in.SIGNED_OUT_NOTE, elem_id="sign-in-note")
                 model = gr.Dropdown(config.visitor_models(), value=config.model, label="Model",
                                     allow_custom_value=config.free_choice, elem_id="model-picker",
                                     info=("Single-user install: any model string is accepted."
@@ -121,8 +121,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
                                  show_progress="hidden")
         cleared = new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,
                       show_progress="hidden")
-        model.change(app.describe_model, inputs=[model], outputs=[note], api_visibility="private",
-                     concurrency_limit=None, show_progress="hidden")
+        sign_in.wire(app, demo, model, note, history.list_note, sign_in_md)  # notes for a signed-in visitor
         approvals.wire(demo, app, approval, approval_mode, approval_note, planning, max_steps, outputs, task_input,
                        chat, files_panel, status, after=[submitted, example, stopped, cleared])
         history_panel.wire_history_panel(app, history, demo, chat, task_input, files_panel, status, clock, settings,
@@ -140,3 +139,10 @@ def recorded_handler(app: Any, index: int) -> Callable[..., Iterator[tuple]]:
         yield from app.run_recorded(index, request)
 
     return play
+
+
+def chat_examples(examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chat's examples for Gradio, as copies: Gradio turns their `files` lists into its own file records in
+    place, and `AgentDeckApp.run_example` reads the paths from the originals."""
+    return [{key: list(value) if isinstance(value, list) else value for key, value in example.items() if key != "_"}
+            for example in examples]

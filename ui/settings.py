@@ -117,7 +117,7 @@ class AppConfig:
     allowed_models: tuple[str, ...] | None = None  # None: the default offer (see visitor_models)
     allowed_tools: tuple[str, ...] | None = None  # None: every built-in tool
     free_choice: bool = False  # a single-user install: any model string, tool and import
-    hf_login: bool = False  # "Sign in with Hugging Face" (on a Space, or AGENTDECK_HF_LOGIN=1)
+    hf_login: bool = False  # the "Sign in with Hugging Face" button (on a Space, or AGENTDECK_HF_LOGIN=1 with a token)
 
     def needs_sign_in(self, settings: "RunSettings") -> bool:
         """A Hugging Face model with neither the visitor's token nor a server key: the visitor must sign in."""
@@ -153,6 +153,7 @@ class AppConfig:
     def from_env(cls, base_dir: str | Path | None = None) -> "AppConfig":
         base = Path(base_dir) if base_dir else Path(__file__).resolve().parent.parent
         from ui.persistence import default_data_dir  # AGENTDECK_DATA_DIR, a Space's /data, else <base>/data
+        from ui.sign_in import hf_login_from_env
 
         data_dir = default_data_dir(base)
         imports_env = os.environ.get("AGENTDECK_AUTHORIZED_IMPORTS")
@@ -179,7 +180,7 @@ class AppConfig:
             allowed_models=_list_env("AGENTDECK_MODELS"),
             allowed_tools=_list_env("AGENTDECK_TOOLS"),
             free_choice=os.environ.get("AGENTDECK_ALLOW_ANY_MODEL", "").strip().lower() in ("1", "true", "yes"),
-            hf_login=bool(os.environ.get("SPACE_ID")) or os.environ.get("AGENTDECK_HF_LOGIN", "") == "1",
+            hf_login=hf_login_from_env(),  # on a Space with OAuth, or locally with a token (ui/sign_in.py)
         )
 
 

@@ -138,3 +138,58 @@ def test_sidebar_says_when_chats_are_not_on_persistent_storage(monkeypatch: pyte
     monkeypatch.setenv("SPACE_ID", "me/demo")
     assert storage_is_ephemeral(tmp_path)
     assert not storage_is_ephemeral("/data/agentdeck")
+
+
+def _git(root, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@example.com", "HOME": str(root), "PATH": "/usr/bin:/bin"})
+
+
+def _checkout(tmp_path):
+    """A small project in a git checkout: app.py and ui/ committed."""
+    root = tmp_path / "project"
+    (root / "ui").mkdir(parents=True)
+    (root / "app.py").write_text("print('app')\n")
+    (root / "ui" / "layout.py").write_text("LAYOUT = 1\n")
+    (root / "ui" / "old.py").write_text("OLD = 1\n")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "first")
+    return root
+
+
+def test_dry_run_warns_about_uncommitted_files_it_would_upload(tmp_path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture) -> None:
+    root = _checkout(tmp_path)
+    (root / "ui" / "layout.py").write_text("LAYOUT = 2  # not committed\n")
+    (root / "ui" / "new module.py").write_text("NEW = 1\n")  # untracked (a space in its name)
+    (root / "data").mkdir()
+    (root / "data" / "notes.txt").write_text("never uploaded\n")  # untracked but not uploaded: not listed
+    monkeypatch.setattr(deploy, "PROJECT_ROOT", root)
+    assert deploy.main(["me/demo", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    warning = out.split("Warning:", 1)[1].split("Secrets:", 1)[0]
+    assert "2 of these files are not committed" in warning
+    assert "ui/layout.py" in warning and "ui/new module.py" in warning
+    assert "ui/old.py" not in warning and "app.py" not in warning and "notes.txt" not in warning
+
+
+def test_no_warning_for_a_clean_checkout_a_plain_folder_or_a_machine_without_git(
+        tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    root = _checkout(tmp_path)
+    monkeypatch.setattr(deploy, "PROJECT_ROOT", root)
+    assert deploy.main(["me/demo", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "ui/layout.py" in out and "Warning" not in out
+    plain = tmp_path / "plain"
+    (plain / "ui").mkdir(parents=True)
+    (plain / "app.py").write_text("print('app')\n")
+    assert deploy.uncommitted(plain, ["app.py"]) == []  # not a git checkout: nothing to compare with
+    (root / "app.py").write_text("changed\n")
+    assert deploy.uncommitted(root, ["app.py"]) == ["app.py"]
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    assert deploy.uncommitted(root, ["app.py"]) == []  # git missing: no failure
+    assert deploy.main(["me/demo", "--dry-run"]) == 0

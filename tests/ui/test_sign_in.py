@@ -1,6 +1,7 @@
 """Sign in with Hugging Face: the visitor's own token for hf: models, chats under their name, recorded demos."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -8,8 +9,10 @@ import gradio as gr
 import pytest
 
 from ui.app import RECORDED_DEMOS, AgentDeckApp
+from ui.gradio_compat import ExampleSelectData
 from ui.persistence import settings_dict
 from ui.settings import AppConfig, RunSettings, build_agent
+from ui.sign_in import MOCK_ACCESS_TOKEN, hf_login_from_env, visitor_token
 
 
 class Req:
@@ -24,13 +27,63 @@ def hf_config(tmp_path: Path) -> AppConfig:
     return AppConfig(model="hf:Qwen/Qwen2.5-Coder-32B-Instruct", data_dir=tmp_path, hf_login=True)
 
 
-def test_not_signed_in_is_told_to_sign_in_not_to_install_anything(tmp_path: Path, monkeypatch) -> None:
+def send(app: AgentDeckApp, key: str, text: str = "hi", from_page: bool = True) -> list[tuple]:
+    """A message sent from the page (the event names the message box) or through the API (it names nothing)."""
+    event = gr.EventData(gr.MultimodalTextbox(render=False) if from_page else None, None)
+    return list(app.run(text, "hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas", Req(key),
+                        event=event))
+
+
+def chat_notes(app: AgentDeckApp, key: str) -> list[str]:
+    session = app.registry.peek(key)
+    return [str(m.get("content")) for m in session.transcript.messages()]
+
+
+def test_a_page_without_sign_in_gets_a_note_in_the_chat_naming_what_is_on_the_page(tmp_path: Path,
+                                                                                       monkeypatch) -> None:
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    app = AgentDeckApp(hf_config(tmp_path))
+    updates = send(app, "t1")  # no gr.Error: nothing failed, the visitor is told what to do
+    assert len(updates) == 1
+    chat, box = updates[0][0], updates[0][1]
+    assert isinstance(box, dict) and box.get("__type__") == "update" and len(box) == 1  # gr.skip(): text stays
+    assert "ad-error" not in str(chat)  # no red badge
+    notes = chat_notes(app, "t1")
+    assert len(notes) == 1
+    note = notes[0]
+    assert "Sign in with Hugging Face" in note and "right-hand column" in note and "sidebar" not in note
+    for demo in RECORDED_DEMOS:  # the buttons as the page labels them
+        assert demo["label"].split(":")[0] in note
+    assert "Watch a recorded analysis" not in note and "pip" not in note and "install" not in note
+    send(app, "t1", "hi again")
+    assert len(chat_notes(app, "t1")) == 1  # said once, however often it is tried
+
+
+def test_an_api_client_is_told_to_pass_a_token_not_to_click_a_button(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
     app = AgentDeckApp(hf_config(tmp_path))
     with pytest.raises(gr.Error) as refused:
-        next(app.run("hi", "hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas", Req("t1")))
+        send(app, "api-1", from_page=False)  # a gradio_client caller
     text = str(refused.value)
-    assert "Sign in with Hugging Face" in text and "pip" not in text and "install" not in text
+    assert "oauth_token=" in text and "button" not in text and "Sign in" not in text
+
+
+def test_a_local_page_without_the_button_is_told_to_set_hf_token(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    config = AppConfig(model="hf:Qwen/Qwen2.5-Coder-32B-Instruct", data_dir=tmp_path, hf_login=False)
+    app = AgentDeckApp(config)
+    send(app, "t2")
+    note = chat_notes(app, "t2")[0]
+    assert "HF_TOKEN" in note and "another model" in note
+    assert "Sign in" not in note and "button at" not in note
+
+
+def test_examples_are_refused_the_same_way(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    app = AgentDeckApp(hf_config(tmp_path))
+    updates = list(app.run_example("hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas",
+                                   ExampleSelectData(gr.Chatbot(render=False), None), Req("t3")))
+    assert updates and "Sign in with Hugging Face" in chat_notes(app, "t3")[0]
 
 
 def test_the_visitors_token_drives_their_own_model(tmp_path: Path, monkeypatch) -> None:
@@ -59,17 +112,21 @@ def test_a_signed_in_visitor_passes_the_check(tmp_path: Path, monkeypatch) -> No
 
 
 @pytest.mark.slow
-def test_recorded_demos_play_for_anyone(tmp_path: Path, monkeypatch) -> None:
+def test_recorded_demos_play_for_anyone_each_in_a_fresh_chat(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
     app = AgentDeckApp(hf_config(tmp_path))
     try:
         expected = ["There are 344 penguins", "is the wettest month"]
-        for index, demo in enumerate(RECORDED_DEMOS):
-            updates: list[Any] = list(app.run_recorded(index, Req(f"demo-{index}")))
-            session = app.registry.peek(f"demo-{index}")
+        for index, demo in enumerate(RECORDED_DEMOS):  # one after the other in the same tab
+            updates: list[Any] = list(app.run_recorded(index, Req("demo-tab")))
+            session = app.registry.peek("demo-tab")
             text = "\n".join(str(m.get("content")) for m in session.transcript.messages())
             assert expected[index] in text, text[-2000:]  # the recorded code ran to its final answer
-            assert any(str(m.get("content")).endswith(".png") or ".png" in str(m.get("content"))
+            others = [phrase for i, phrase in enumerate(expected) if i != index]
+            assert not any(phrase in text for phrase in others)  # the recorded analysis alone, not a continuation
+            tasks = [step for step in session.agent.memory.steps if getattr(step, "step_type", "") == "task"]
+            assert len(tasks) == 1 and tasks[0].task.startswith(demo["text"])  # this task alone
+            assert any(".png" in str(m.get("content"))
                        for m in session.transcript.messages() if isinstance(m.get("content"), dict))
             assert updates
     finally:
@@ -87,3 +144,79 @@ def test_saved_chats_are_keyed_by_the_signed_in_user(tmp_path: Path) -> None:
     assert anonymous != owner_a
     app.history.bind("tab-a", owner_a)
     assert app.history.identify(state, Req("tab-a"))[0] == owner_a  # later events of the signed-in tab
+
+
+# ----- where the button goes, and the page's notes once signed in ----------------------------------
+def test_the_button_only_where_gradio_can_serve_the_login(tmp_path: Path, caplog) -> None:
+    no_token = {"HF_HOME": str(tmp_path / "hf")}  # no saved login there
+    oauth = {"OAUTH_CLIENT_ID": "id", "OAUTH_CLIENT_SECRET": "s", "OAUTH_SCOPES": "openid inference-api",
+             "OPENID_PROVIDER_URL": "https://hub.example"}
+    with caplog.at_level(logging.WARNING, logger="agentdeck"):
+        assert not hf_login_from_env({**no_token})  # plain local run: no button, nothing to say
+        assert caplog.records == []
+        # Locally Gradio mocks the login with the machine's token: without one it would crash at start-up.
+        assert not hf_login_from_env({**no_token, "AGENTDECK_HF_LOGIN": "1"})
+        assert not hf_login_from_env({**no_token, "SPACE_ID": "me/demo"})  # SPACE_ID alone is not a Space
+        assert [r.getMessage().count("\n") for r in caplog.records] == [0, 0]  # one line each
+        assert "HF_TOKEN" in caplog.records[0].getMessage()
+        caplog.clear()
+        assert hf_login_from_env({**no_token, "AGENTDECK_HF_LOGIN": "1", "HF_TOKEN": "hf_mine"})
+        assert hf_login_from_env({**no_token, **oauth, "SYSTEM": "spaces", "SPACE_ID": "me/demo"})
+        assert caplog.records == []
+        assert not hf_login_from_env({**no_token, "SYSTEM": "spaces", "SPACE_ID": "me/demo"})
+        assert "hf_oauth: true" in caplog.records[0].getMessage()
+
+
+def test_gradios_local_mock_token_stands_for_the_machines_login(monkeypatch) -> None:
+    monkeypatch.delenv("SYSTEM", raising=False)
+    monkeypatch.setenv("HF_TOKEN", "hf_machine_login")
+    mock = gr.OAuthToken(token=MOCK_ACCESS_TOKEN, scope="openid profile", expires_at=None)
+    assert visitor_token(mock) == "hf_machine_login"  # the placeholder is refused by the Hub
+    assert visitor_token(gr.OAuthToken(token="hf_visitor", scope="inference-api", expires_at=None)) == "hf_visitor"
+    assert visitor_token(None) is None
+
+
+def _load_handler(demo: gr.Blocks, elem_id: str) -> Any:
+    for fn in demo.fns.values():
+        if fn.name == "on_load" and any(getattr(block, "elem_id", None) == elem_id for block in fn.outputs):
+            return fn
+    raise AssertionError(f"no page-load handler updates #{elem_id}")
+
+
+def as_on_a_space(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Space's environment with OAuth on (Gradio read the OAUTH_* variables when it was imported), so building
+    the page attaches Gradio's real login routes (nothing goes to the network until someone signs in)."""
+    import gradio.oauth
+
+    monkeypatch.setenv("SYSTEM", "spaces")
+    monkeypatch.setenv("SPACE_ID", "me/demo")
+    for name, value in (("OAUTH_CLIENT_ID", "id"), ("OAUTH_CLIENT_SECRET", "secret"),
+                        ("OAUTH_SCOPES", "openid profile inference-api"), ("OPENID_PROVIDER_URL", "http://127.0.0.1:9")):
+        monkeypatch.setenv(name, value)
+        monkeypatch.setattr(gradio.oauth, name, value)
+
+
+def test_the_page_load_says_who_is_signed_in(tmp_path: Path, monkeypatch) -> None:
+    from ui.layout import build_blocks
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    as_on_a_space(monkeypatch)
+    app = AgentDeckApp(hf_config(tmp_path))
+    demo = build_blocks(app)
+    load = _load_handler(demo, "sign-in-note")
+    assert [b.elem_id for b in load.outputs] == ["model-note", "chat-list-note", "sign-in-note"]
+    alice = gr.OAuthProfile({"preferred_username": "alice", "name": "Alice", "picture": "",
+                             "profile": "https://huggingface.co/alice"})
+    model_md, list_md, sign_in_md = load.fn("hf:Qwen/Qwen2.5-Coder-32B-Instruct", Req("t"), alice)
+    assert "Signed in as **alice**" in sign_in_md and "Sign in with" not in sign_in_md
+    assert "sign in" not in model_md.lower() and "alice" in model_md
+    assert "for this browser" not in list_md and "any browser" in list_md
+    signed_out = load.fn("hf:Qwen/Qwen2.5-Coder-32B-Instruct", Req("t"), None)
+    assert "Sign in with Hugging Face" in signed_out[2] and "sign in" in signed_out[0].lower()
+    assert "for this browser" in signed_out[1]
+    # Without the button (a local run without a token) the model note never asks for a sign-in.
+    monkeypatch.delenv("SYSTEM")
+    local = AgentDeckApp(AppConfig(model="hf:Qwen/Qwen2.5-Coder-32B-Instruct", data_dir=tmp_path / "l"))
+    local_load = _load_handler(build_blocks(local), "model-note")
+    model_md, _ = local_load.fn("hf:Qwen/Qwen2.5-Coder-32B-Instruct", Req("t"), None)
+    assert "HF_TOKEN" in model_md and "sign in" not in model_md.lower()
