@@ -446,7 +446,7 @@ def build_history_panel(app: "AgentDeckApp") -> HistoryPanel:
             export_nb_btn = gr.Button("Notebook", size="sm", elem_id="export-nb-btn")
         export_file = gr.File(label="Export", elem_id="export-file", interactive=False, height=80)
     return HistoryPanel(browser_state, chat_list, title_box, rename_btn, delete_btn, export_md_btn, export_nb_btn,
-                        export_file, list_note, delete_confirm)
+                        export_file, list_note, delete_confirm=delete_confirm)
 
 
 def wire_history_panel(app: "AgentDeckApp", panel: HistoryPanel, demo: gr.Blocks, chat: Any, task_input: Any,

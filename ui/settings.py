@@ -153,7 +153,7 @@ class AppConfig:
     def from_env(cls, base_dir: str | Path | None = None) -> "AppConfig":
         base = Path(base_dir) if base_dir else Path(__file__).resolve().parent.parent
         from ui.persistence import default_data_dir  # AGENTDECK_DATA_DIR, a Space's /data, else <base>/data
-        from ui.sign_in import hf_login_from_env
+        from ui.hf_login_env import hf_login_from_env
 
         data_dir = default_data_dir(base)
         imports_env = os.environ.get("AGENTDECK_AUTHORIZED_IMPORTS")

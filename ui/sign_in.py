@@ -10,50 +10,21 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import gradio as gr
+
+from ui.hf_login_env import on_a_space
 
 if TYPE_CHECKING:
     from ui.app import AgentDeckApp
 
 LOG = logging.getLogger("agentdeck")
-OAUTH_VARIABLES = ("OAUTH_CLIENT_ID", "OAUTH_CLIENT_SECRET", "OAUTH_SCOPES", "OPENID_PROVIDER_URL")
 BUTTON_PLACE = "the **Sign in with Hugging Face** button at the top of the right-hand column"
 
 
 class SignInNeededError(Exception):
     """A Hugging Face model was asked for with neither the visitor's token nor a server key."""
-
-
-def on_a_space(env: Mapping[str, str] | None = None) -> bool:
-    """Running on a Hugging Face Space, as Gradio decides it (its OAuth routes are real only there)."""
-    env = os.environ if env is None else env
-    return env.get("SYSTEM") == "spaces" and bool(env.get("SPACE_ID"))
-
-
-def hf_login_from_env(env: Mapping[str, str] | None = None) -> bool:
-    """Whether the page gets a "Sign in with Hugging Face" button: on a Space with OAuth turned on, or locally
-    (AGENTDECK_HF_LOGIN=1, or SPACE_ID outside a Space) when Gradio's mocked login can work, i.e. this machine
-    has a Hugging Face token. Otherwise the button is left out, with one line in the log."""
-    env = os.environ if env is None else env
-    if on_a_space(env):
-        missing = [name for name in OAUTH_VARIABLES if not env.get(name)]
-        if missing:
-            LOG.warning("AgentDeck: no Sign in with Hugging Face button: this Space has no %s (add `hf_oauth: true` "
-                        "to its README front matter, as spaces.yaml has).", ", ".join(missing))
-            return False
-        return True
-    if not (env.get("SPACE_ID") or env.get("AGENTDECK_HF_LOGIN", "") == "1"):
-        return False
-    if not _local_token(env):
-        where = ("SPACE_ID is set but SYSTEM is not 'spaces', so this is not a Space to Gradio" if env.get("SPACE_ID")
-                 else "outside a Space")
-        LOG.warning("AgentDeck: no Sign in with Hugging Face button: %s; Gradio mocks the login with this machine's "
-                    "Hugging Face token, and there is none (set HF_TOKEN or run `hf auth login`).", where)
-        return False
-    return True
 
 
 def build_page(app: "AgentDeckApp", build: Callable[["AgentDeckApp"], gr.Blocks]) -> gr.Blocks:
@@ -70,18 +41,6 @@ def build_page(app: "AgentDeckApp", build: Callable[["AgentDeckApp"], gr.Blocks]
                     " ".join(str(exc).split())[:200])
         app.config.hf_login = False
         return build(app)
-
-
-def _local_token(env: Mapping[str, str]) -> bool:
-    """A Hugging Face token on this machine (HF_TOKEN or the saved login); read from disk, no network."""
-    if (env.get("HF_TOKEN") or "").strip():
-        return True
-    try:
-        from huggingface_hub import get_token
-
-        return bool(get_token())
-    except Exception:  # noqa: BLE001 - an unreadable token file is no token
-        return False
 
 
 MOCK_ACCESS_TOKEN = "mock-oauth-token-for-local-dev"  # what Gradio's local mock login hands out (gradio/oauth.py)
