@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import gradio as gr
 
-from ui import approval_panel, approvals, chat_delete, files_panel as files_panel_ui, history_panel, responsive, sign_in
+from ui import approval_panel, approvals, chat_delete, files_panel as files_panel_ui, history_layout, responsive, sign_in
 from ui.input_lock import lock_on, unlock_after
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names
 from ui.stream_outputs import StreamOutputs
@@ -44,7 +44,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
     tools = available_tools()
     # Uploads Gradio stored and the app already copied into a workspace go after an hour (checked every 15 min).
     with gr.Blocks(title="AgentDeck", fill_height=True, delete_cache=(900, 3600)) as demo:
-        history = history_panel.build_history_panel(app)  # the side list of saved chats, exports
+        history = history_layout.build_history_panel(app)  # the side list of saved chats, exports
         with gr.Row(elem_classes="ad-header"):
             gr.Markdown("# AgentDeck\nA workbench for code-writing agents: watch each step, code, log and chart as it happens.")
         with gr.Row(equal_height=False):
@@ -124,7 +124,7 @@ def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
         sign_in.wire(app, demo, model, note, history.list_note, sign_in_md)  # notes for a signed-in visitor
         approvals.wire(demo, app, approval, approval_mode, approval_note, planning, max_steps, outputs, task_input,
                        chat, files_panel, status, after=[submitted, example, stopped, cleared])
-        history_panel.wire_history_panel(app, history, demo, chat, task_input, files_panel, status, clock, settings,
+        history_layout.wire_history_panel(app, history, demo, chat, task_input, files_panel, status, clock, settings,
                                          after_runs=[submitted, example, *recorded], new_chat_event=cleared)
         files_panel_ui.wire_delete_confirm(app, demo, files_panel, delete_confirm)
         responsive.wire(demo)
