@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
+import types
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _DENIED_EVENTS = frozenset(
@@ -28,6 +29,15 @@ _WRITE_PATH_EVENTS = {
     "os.truncate": (0,), "os.utime": (0,), "shutil.rmtree": (0,), "os.chdir": (),
 }
 _READ_PATH_EVENTS = {"os.listdir": (0,), "os.scandir": (0,)}
+
+
+def _own_copy(value):
+    """A function of its own with the same (immutable) code: giving the original a new ``__code__`` changes
+    nothing the hook runs."""
+    if isinstance(value, types.FunctionType):
+        return types.FunctionType(value.__code__, value.__globals__, value.__name__, value.__defaults__,
+                                  value.__closure__)
+    return value
 
 
 def _is_user_frame(depth: int = 3) -> bool:
@@ -140,7 +150,7 @@ class AuditPolicy:
         private = copy.copy(self)
         # A class of its own that no module names: patching `AuditPolicy._deny` on the class the worker
         # imports changes nothing the hook calls.
-        private.__class__ = type("AuditPolicy", (), {k: v for k, v in vars(AuditPolicy).items()
+        private.__class__ = type("AuditPolicy", (), {k: _own_copy(v) for k, v in vars(AuditPolicy).items()
                                                     if k not in ("__dict__", "__weakref__")})
         private.files_written = set()
         self.start_run = private.files_written.clear  # the worker resets the count through this only

@@ -289,6 +289,8 @@ class PythonSandbox:
                 # the previous step left behind.
                 if worker_watch.has_pending(worker.reader.fd):
                     notes.append("the previous step's code kept writing to the sandbox's channel after it ended")
+                elif worker.frozen and worker_watch.woke_up(worker.pid):
+                    notes.append("the previous step's code woke the sandbox up between steps")
                 elif worker.idle_cpu is not None and worker_watch.cpu_seconds(worker.pid) - worker.idle_cpu > IDLE_CPU_S:
                     notes.append("the previous step's code kept using the CPU after it ended")
                 if notes:

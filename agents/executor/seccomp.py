@@ -71,7 +71,7 @@ _SYSCALLS = {
     "sched_getattr": (315, 275), "sched_setattr": (314, 274), "sched_setscheduler": (144, 119),
     "sched_setparam": (142, 118), "getpriority": (140, 141), "setpriority": (141, 140),
     "timer_create": (222, 107), "sendmsg": (46, 211), "sendmmsg": (307, 269), "capget": (125, 90),
-    "flock": (73, 32), "fcntl": (72, 25), "ioctl": (16, 29),
+    "flock": (73, 32), "fcntl": (72, 25), "ioctl": (16, 29), "prctl": (157, 167),
 }
 _ARCHES = {"x86_64": (0, 0xC000003E), "amd64": (0, 0xC000003E),
            "aarch64": (1, 0xC00000B7), "arm64": (1, 0xC00000B7)}
@@ -92,6 +92,7 @@ timer_create sendmsg sendmmsg capget flock""".split()
 # about any pid; flock on a shared read-only library file would lock other sandboxes out.
 FCNTL_SIGNAL_COMMANDS = (8, 10, 15, 1024, 1026)
 IOCTL_SIGNAL_COMMANDS = (0x8901, 0x8902, 0x5452)
+PRCTL_SIGNAL_OPTIONS = (1,)  # PR_SET_PDEATHSIG: a signal sent when the thread that started the worker ends
 # SysV and POSIX IPC objects outlive the process and are shared by id; memory in a memfd escapes the
 # address-space limit; pidfd_open, kcmp and the calls below would let code probe other processes by pid.
 # Calls that take a pid as their first argument: only 0 (itself) or its own pid.
@@ -139,7 +140,7 @@ def build_filter(arch_index: int, audit_arch: int, pid: int, deny_metadata: bool
     groups = [(DENY_EPERM, "eperm"), (DENY_EACCES, "eacces"), (["clone3"], "enosys"),
               (["clone"], "clone"), (SELF_PID_ONLY, "selfpid"), (["prlimit64"], "prlimit"),
               (OWN_PID_FIRST, "prlimit"), (OWN_PID_SECOND, "second_arg"), (["fcntl"], "fcntl"),
-              (["ioctl"], "ioctl")]
+              (["ioctl"], "ioctl"), (["prctl"], "prctl")]
     if deny_metadata:
         groups += [(METADATA_EPERM, "eperm"), (METADATA_NOOP, "noop")]
     for names, target in groups:
@@ -160,6 +161,11 @@ def build_filter(arch_index: int, audit_arch: int, pid: int, deny_metadata: bool
     ins(_LD_W_ABS, _OFF_ARG0 + 8)
     for command in IOCTL_SIGNAL_COMMANDS:
         ins(_JEQ, command, "eperm", 0)
+    ins(_RET, RET_ALLOW)
+    label("prctl")
+    ins(_LD_W_ABS, _OFF_ARG0)
+    for option in PRCTL_SIGNAL_OPTIONS:
+        ins(_JEQ, option, "eperm", 0)
     ins(_RET, RET_ALLOW)
     label("second_arg")
     ins(_LD_W_ABS, _OFF_ARG0 + 8)

@@ -145,8 +145,18 @@ def usage(folders: list[str], max_entries: int = 100_000) -> DiskUse:
 
 
 def deleted_open_bytes(pid: int) -> int:
-    """Bytes of files the process deleted but still holds open (invisible to a folder walk)."""
-    total = 0
+    """Bytes of files the process deleted but still holds, open or mapped into its memory (a mapping keeps a
+    whole file alive after its descriptor is closed); invisible to a folder walk. Each file counted once."""
+    seen: dict[tuple[int, int], int] = {}
+
+    def count(path: str) -> None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        if stat.S_ISREG(st.st_mode):
+            seen[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
@@ -155,12 +165,43 @@ def deleted_open_bytes(pid: int) -> int:
         path = f"/proc/{pid}/fd/{fd}"
         try:
             if os.readlink(path).endswith(" (deleted)"):
-                st = os.stat(path)
-                if stat.S_ISREG(st.st_mode):
-                    total += st.st_blocks * 512
+                count(path)
         except OSError:
             continue
-    return total
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            mapped = [line.split(None, 5) for line in fh if line.rstrip().endswith(" (deleted)")]
+    except OSError:
+        mapped = []
+    for fields in mapped:
+        if len(fields) == 6 and fields[4] != "0":
+            before = len(seen)
+            count(f"/proc/{pid}/map_files/{fields[0]}")
+            if len(seen) == before:  # map_files unreadable here: at least the mapped range
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                seen.setdefault((-1, int(fields[4])), end - start)
+    return sum(seen.values())
+
+
+def is_stopped(pid: int) -> bool:
+    """Whether the process is stopped (SIGSTOP), as the kernel reports it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return False
+    return data[data.rfind(b")") + 2:][:1] in (b"T", b"t")
+
+
+def woke_up(pid: int, settle_s: float = 0.05) -> bool:
+    """A worker the app stopped is found running: SIGSTOP takes effect asynchronously, so a worker stopped a
+    moment ago gets `settle_s` to show as stopped before it counts as woken."""
+    deadline = time.monotonic() + settle_s
+    while not is_stopped(pid):
+        if time.monotonic() > deadline or not os.path.exists(f"/proc/{pid}"):
+            return True
+        time.sleep(0.001)
+    return False
 
 
 def thread_left_running(worker, sample_s: float) -> bool:

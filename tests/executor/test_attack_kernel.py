@@ -597,3 +597,37 @@ def test_a_worker_flooding_output_past_its_limit_is_cut_off(tmp_path):
         assert r.untrusted and r.state_lost and "past its limit" in (r.error or ""), r
         assert len(r.logs) <= 1000 + 1000  # what was kept stays within the limit (plus the note's room)
         assert sb.run("1 + 1").output == 2
+
+
+# ----- regressions from the retest ---------------------------------------------------------------------
+def test_no_parent_death_signal_and_a_woken_worker_is_replaced(tmp_path):
+    """PR_SET_PDEATHSIG fires when the *thread* that started the worker ends: refused. Should anything else
+    wake a frozen worker, the next step finds it running and replaces it."""
+    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
+        r = sb.run("import ctypes\nctypes.CDLL(None, use_errno=True).prctl(1, 18, 0, 0, 0)")
+        assert r.output == -1, r
+        sb.run("stamp = 1")
+        os.kill(sb._worker.pid, signal.SIGCONT)  # a wake-up from outside the app's own thaw
+        r = sb.run("'stamp' in dir()")
+        assert r.state_lost and r.output is False and "woke the sandbox up" in (r.error or "") + str(r.logs), r
+
+
+def test_mapped_deleted_files_count_against_the_disk_limit(tmp_path):
+    code = (
+        "import os, ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.mmap.restype = ctypes.c_void_p\n"
+        "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]\n"
+        "for i in range(4):\n"
+        "    name = f'held{i}.bin'\n"
+        "    with open(name, 'wb') as fh:\n"
+        "        fh.write(os.urandom(4 << 20))\n"
+        "    fd = os.open(name, os.O_RDONLY)\n"
+        "    assert libc.mmap(None, 4096, 1, 1, fd, 0) not in (None, ctypes.c_void_p(-1).value)\n"
+        "    os.close(fd)\n"
+        "    os.unlink(name)\n"
+        "sorted(os.listdir('.'))"
+    )
+    with PythonSandbox(str(tmp_path), python_layers=False, max_disk_mb=10) as sb:
+        r = sb.run(code)
+        assert r.error_type == "DiskLimitError", r
