@@ -28,13 +28,14 @@ class StepRunner:
     """Step mechanics; relies on the attributes MultiStepAgent sets up."""
 
     def _call_model(self: "MultiStepAgent", messages: list[Message], context: RunContext,
-                    stop_sequences: list[str] | None = None, tools: list[dict] | None = None) -> tuple[ModelReply, float]:
+                    stop_sequences: list[str] | None = None, tools: list[dict] | None = None,
+                    **options: Any) -> tuple[ModelReply, float]:
         """Stream the model's reply as text deltas; return the assembled reply and the time it took."""
         started = time.perf_counter()
         reply: ModelReply | None = None
         pieces: list[str] = []
         fields = context.event_fields()
-        for delta in self.model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools):
+        for delta in self.model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools, **options):
             if delta.content:
                 pieces.append(delta.content)
                 context.emit(ModelTextDelta(**fields, text=delta.content))
@@ -60,7 +61,7 @@ class StepRunner:
         if is_update:
             self.compactor.maybe_compact(self, context)
             messages = ([{"role": "system", "content": render(templates, "planning.update_plan_pre", task=task)}]
-                        + self.memory.messages[1:]
+                        + self.memory.conversation
                         + [{"role": "user", "content": render(templates, "planning.update_plan_post",
                                                               remaining_steps=remaining_steps)}])
         else:
@@ -100,7 +101,7 @@ class StepRunner:
         try:
             reply, step.model_duration_s = self._call_model(
                 messages, context, stop_sequences=self.stop_sequences or None,
-                tools=self._native_tool_schemas(),
+                tools=self._native_tool_schemas(), **self._reply_options(),
             )
             step.model_output, step.token_usage = reply.content, reply.token_usage
             self._act(step, reply, context)
@@ -125,6 +126,14 @@ class StepRunner:
 
     def _native_tool_schemas(self) -> list[dict] | None:
         return None
+
+    def _reply_options(self: "MultiStepAgent") -> dict[str, Any]:
+        """Per-call options from the prompt file: `response_prefix`, the start of every action reply, for
+        adapters that can continue a reply (local models); others never get it."""
+        prefix = self.prompt_templates.get("response_prefix")
+        if prefix and getattr(self.model, "supports_response_prefix", False):
+            return {"response_prefix": str(prefix)}
+        return {}
 
     def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
         raise NotImplementedError
@@ -160,7 +169,7 @@ class StepRunner:
         templates = self.prompt_templates
         self.compactor.maybe_compact(self, context)
         messages = ([{"role": "system", "content": render(templates, "final_answer.pre_messages")}]
-                    + self.memory.messages[1:]
+                    + self.memory.conversation
                     + [{"role": "user", "content": render(templates, "final_answer.post_messages", task=task)}])
         context.emit(StepStarted(**context.event_fields(), step_type="final"))
         reply, duration = self._call_model(messages, context)
