@@ -16,7 +16,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ui.app import create_app, launch  # noqa: E402
 from ui.settings import AppConfig  # noqa: E402
 
-config = AppConfig.from_env(Path(__file__).resolve().parent)
+from agents.errors import ConfigurationError  # noqa: E402
+
+try:
+    config = AppConfig.from_env(Path(__file__).resolve().parent)
+    config.check_models()  # a bad AGENTDECK_MODEL is refused now, with the reason, not after a first run
+except ConfigurationError as exc:
+    print(f"AgentDeck cannot start: {exc}", file=sys.stderr, flush=True)
+    raise SystemExit(2) from None
 # At module level, as Spaces (and `gradio app.py` reload mode) look for it.
 demo, controller = create_app(config)
 

@@ -20,13 +20,17 @@ import json, time
 started = time.perf_counter()
 from agents.models import load_model
 from agents.prompts import load_prompt_templates, render
+from agents.prompts.profiles import example_messages
 model = load_model("embedded")
 loaded = time.perf_counter() - started
-system = render(load_prompt_templates("code_agent_tiny"), "system_prompt", tools=[], managed_agents=[],
-                authorized_imports=["math"], custom_instructions="")
-messages = [{"role": "system", "content": system}, {"role": "user", "content": "New task:\nWhat is 17 * 23?"}]
+templates = load_prompt_templates("code_agent_tiny")
+system = render(templates, "system_prompt", tools=[], managed_agents=[], authorized_imports=["math"],
+                custom_instructions="")
+messages = [{"role": "system", "content": system}, *example_messages(templates, ["math"]),
+            {"role": "user", "content": "New task:\nWhat is 17 * 23?"}]
 started = time.perf_counter()
-reply = model.generate(messages, stop_sequences=["Observation:", "Calling tools:"])
+reply = model.generate(messages, stop_sequences=["Observation:", "Calling tools:"],
+                       response_prefix=templates["response_prefix"])
 generation = time.perf_counter() - started
 print(json.dumps({"load_s": round(loaded, 1), "generate_s": round(generation, 1),
                   "output_tokens": reply.token_usage.output_tokens, "reply": reply.content}))

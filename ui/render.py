@@ -22,6 +22,9 @@ from ui.formatting import (
 )
 
 WAITING_MARK = " · ✋ waiting for you"
+CONTINUE_HINT = "Send **continue** to let the agent go on from where it stopped (it keeps its steps and variables)"
+NO_ANSWER_GUESS = ("⏱️ **Not a final answer**: the agent ran out of steps. Asked for its best guess from the steps "
+                   "so far, the model wrote (nothing here was checked by running code):")
 
 
 class Transcript(ChatTree):
@@ -38,7 +41,9 @@ class Transcript(ChatTree):
         self._raw_logs: dict[str, str] = {}
         self._images_shown: set[tuple] = set()  # (scope, content digest or path) of the images in the chat
         self.top_run_id: str | None = None
-        self.current_step = 0
+        self.current_step = 0  # steps taken in the current run (the agent's own numbering goes on across runs)
+        self.first_step = 0  # the agent's step number when the current run started
+        self.out_of_steps = False  # the current run used all its steps: its answer is only a best guess
         self.max_steps = 0
         self.run_started = 0.0
         self.run_tokens: Any = None
@@ -73,6 +78,8 @@ class Transcript(ChatTree):
             self.max_steps = e.max_steps
             self.run_started = e.timestamp
             self.current_step = 0
+            self.first_step = e.step
+            self.out_of_steps = False
             self.finished = None
         elif e.parent_id in self.call_nodes:
             node = self.call_nodes[e.parent_id]
@@ -80,7 +87,7 @@ class Transcript(ChatTree):
 
     def _on_step_started(self, e: ev.StepStarted) -> None:
         kind = e.step_type
-        title = {"planning": "🧭 Planning", "final": "🏁 Final answer"}.get(kind, f"Step {e.step}")
+        title = {"planning": "🧭 Planning", "final": "⏱️ Out of steps: asking for a best guess"}.get(kind, f"Step {e.step}")
         if e.parent_id:
             title = "↳ " + title
         node = Node(f"step:{e.run_id}:{e.parent_id or ''}:{e.step}:{kind}", title=title, status="pending",
@@ -88,7 +95,8 @@ class Transcript(ChatTree):
         self.step_nodes[(e.run_id, e.parent_id, e.step)] = node
         self._add(node, parent=self._step_parent(e))
         if e.parent_id is None:
-            self.current_step = e.step
+            self.current_step = max(0, e.step - self.first_step)
+            self.out_of_steps = self.out_of_steps or kind == "final"
 
     def _on_model_retrying(self, e: ev.ModelRetrying) -> None:
         """Say why nothing is happening; a restarted stream's text so far is void, so it goes."""
@@ -284,6 +292,10 @@ class Transcript(ChatTree):
             if call is not None:
                 call.parts["answer"] = "**Managed agent's answer:**\n\n" + format_value(e.value)
             return
+        if self.out_of_steps:  # not an answer the agent gave: say so, and show the guess quoted
+            guess = "\n".join("> " + line for line in format_value(e.value).splitlines())
+            self._add(Node(self._new_id("guess"), parts={"text": NO_ANSWER_GUESS + "\n\n" + guess}))
+            return
         self._add(Node(self._new_id("answer"), parts={"text": format_value(e.value)}))
         value = e.value
         if isinstance(value, str) and os.path.splitext(value)[1].lower() in IMAGE_EXTENSIONS:
@@ -315,10 +327,11 @@ class Transcript(ChatTree):
         if state == "interrupted":
             self.add_note("⏹️ Stopped. You can send a new message to continue.")
         elif state == "max_steps":
-            self.add_note(f"⏱️ The agent used all {e.steps} steps without a final answer. "
-                          "Ask it to continue, or raise *Max steps* in the settings.")
+            self.add_note(f"⏱️ **No answer**: the run ended after {e.steps} of {self.max_steps} steps without a final "
+                          f"answer. {CONTINUE_HINT}, or raise *Max steps* in the settings.")
         elif state == "error":
-            self.add_note(f'<span class="ad-error">Run failed</span> {scrub_server_paths(e.error or "an unknown error")}')
+            self.add_note(f'<span class="ad-error">Run failed</span> {scrub_server_paths(e.error or "an unknown error")}'
+                          f"\n\n**No answer** came from this run. {CONTINUE_HINT}.")
 
     # ----- status line -----------------------------------------------------------------------------
     def status_text(self, now: float | None = None) -> str:
@@ -327,6 +340,8 @@ class Transcript(ChatTree):
             e = self.finished
             state = str(getattr(e.state, "value", e.state))
             tokens = format_tokens(e.token_usage) or "0 tokens"
+            state = {"max_steps": "no answer (out of steps)", "error": "no answer (error)",
+                     "interrupted": "stopped"}.get(state, state)
             return f"{state} · {e.steps} steps · {e.duration_s:.1f} s · {tokens}"
         if not self.run_started:
             return ""

@@ -121,7 +121,7 @@ class Session:
                 self.transcript.add_note(f'<span class="ad-error">Could not start the agent</span> '
                                          f"{for_visitor(exc, 'starting the agent')}")
                 return False
-            task = agent_task_text(text, results)
+            task = agent_task_text(text, results, getattr(agent, "prompt_templates", None))
             self.turns.append({"task": task, "text": text, "uploads": [
                 {"name": r.safe_name, "original": r.original_name, "size": r.size_bytes, "kind": r.kind,
                  "preview": r.preview} for r in good]})

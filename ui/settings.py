@@ -149,6 +149,15 @@ class AppConfig:
                 f"The import(s) {', '.join(extra_imports)} are not allowed on this server; the code agent may "
                 f"import only {', '.join(self.authorized_imports) or 'the safe defaults'} (or fewer).")
 
+    def check_models(self) -> None:
+        """Refuse a bad configured model string (AGENTDECK_MODEL, AGENTDECK_MODELS) at start-up, with the reason."""
+        from agents.errors import ConfigurationError
+
+        for variable, model in [("AGENTDECK_MODEL", self.model), *(("AGENTDECK_MODELS", m) for m in self.allowed_models or ())]:
+            problem = model_problem(model)
+            if problem:
+                raise ConfigurationError(f"{variable} names the model '{model[:120]}', which cannot be used: {problem}")
+
     @classmethod
     def from_env(cls, base_dir: str | Path | None = None) -> "AppConfig":
         base = Path(base_dir) if base_dir else Path(__file__).resolve().parent.parent
@@ -217,6 +226,9 @@ class RunSettings:
             authorized_imports=parse_imports(imports) if imports is not None else config.authorized_imports,
         )
         config.check_visitor_settings(settings)
+        problem = model_problem(settings.model)
+        if problem:  # before any run: the picker's note says the same
+            raise SettingsRefusedError(f"The model '{settings.model[:80]}' cannot be used: {problem}")
         return settings
 
 
@@ -229,8 +241,24 @@ def default_model() -> str:
         return FALLBACK_MODEL
 
 
+def model_problem(model: str) -> str | None:
+    """Why a model string cannot be used here (unknown form, provider or embedded model, its wheel missing,
+    a missing transcript), or None. Checked without loading the model or calling anyone."""
+    from agents.errors import ConfigurationError
+    from agents.models.loader import check_model_string
+
+    try:
+        check_model_string(model)
+    except ConfigurationError as exc:
+        return str(exc)
+    return None
+
+
 def model_note(model: str) -> str:
-    """A short note about a model choice (e.g. that the embedded model is small)."""
+    """A short note about a model choice: what the embedded model can do, a refused string's reason."""
+    problem = model_problem(model)
+    if problem:
+        return f"⛔ **This model cannot be used**: {problem}"
     if model.startswith("hf:") and not os.environ.get("HF_TOKEN", "").strip():
         return ("ℹ️ A Hugging Face model: sign in with Hugging Face to use it with your own account's inference "
                 "credits (the server has no key of its own).")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.guard import screen
+from agents.guard import detect_injection, screen
 from ui.pdf_preview import PdfUnreadable, preview_pdf
 
 DEFAULT_MAX_UPLOAD_BYTES = 50 * 1024 * 1024
@@ -403,20 +403,41 @@ def ingest_upload(
     return result
 
 
-def agent_task_text(user_text: str, results: list[UploadResult]) -> str:
-    """The task the agent receives: the person's message plus the paths and previews of usable files."""
+def table_columns(preview: str) -> list[str]:
+    """The column names a table preview lists (the lines `table_preview` writes: "- name: dtype, N missing"),
+    those of the first table only; [] for a file that is not a table."""
+    columns: list[str] = []
+    lines = preview.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.startswith("Columns (name: dtype, missing values):"))
+    except StopIteration:
+        return columns
+    for line in lines[start + 1:]:
+        if not line.startswith("- ") or line.startswith("- … and "):
+            break
+        name, sep, _ = line[2:].rpartition(": ")
+        if not sep:
+            break
+        columns.append(name)
+    return columns
+
+
+def agent_task_text(user_text: str, results: list[UploadResult], templates: dict[str, Any] | None = None) -> str:
+    """The task the agent receives: the person's message plus the paths, previews and columns of usable files,
+    worded by the agent's prompt templates (`uploaded_files`; the full prompts' wording when none are given)."""
+    from agents.prompts import load_prompt_templates
+    from agents.prompts.profiles import describe_task
+
     good = [r for r in results if r.ok]
     bad = [r for r in results if not r.ok]
-    parts = [user_text.strip() or "Have a look at the attached file(s)."]
-    if good:
-        parts.append(
-            "The following files were uploaded to your working directory (the current directory of your code); "
-            "open them by these relative paths:"
-        )
-        for r in good:  # the preview is the file's content: it reaches the model fenced as data, screened
-            preview, _ = screen(r.preview, f"upload:{r.safe_name}")
-            parts.append(f"--- File `{r.safe_name}` ({human_size(r.size_bytes)}, full path {r.path}) ---\n{preview}")
-    if bad:
-        parts.append("These attachments could not be used and are not in the working directory: "
-                     + "; ".join(r.original_name for r in bad) + ".")
-    return "\n\n".join(parts)
+    files = []
+    for r in good:  # the preview is the file's content: it reaches the model fenced as data, screened
+        preview, _ = screen(r.preview, f"upload:{r.safe_name}")
+        columns = table_columns(r.preview)
+        if detect_injection(" ".join(columns)):  # names that read as instructions: only the fenced preview
+            columns = []
+        files.append({"name": r.safe_name, "size": human_size(r.size_bytes),
+                      "preview": preview, "columns": columns})
+    text = user_text.strip() or "Have a look at the attached file(s)."
+    return describe_task(templates or load_prompt_templates("code_agent"), text, files,
+                         [r.original_name for r in bad])

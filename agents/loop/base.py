@@ -24,6 +24,7 @@ from agents.memory import AgentMemory, FinalAnswerStep, HistoryStep, TaskStep
 from agents.memory.compaction import make_compactor
 from agents.models.base import Message, Model, TokenUsage
 from agents.prompts import load_prompt_templates, render
+from agents.prompts.profiles import describe_task, example_messages
 from agents.tooling.base import Tool
 
 FinalAnswerCheck = Callable[[Any, AgentMemory], bool]
@@ -80,7 +81,7 @@ class MultiStepAgent(StepRunner):
         self.step_callbacks = StepCallbacks(step_callbacks)
         self.final_answer_checks = list(final_answer_checks)
         self.prompt_templates = load_prompt_templates(self._prompt_kind(), prompt_templates)
-        self.memory = AgentMemory(self.system_prompt())
+        self.memory = AgentMemory(self.system_prompt(), self.prompt_examples())
         # Keeps prompts under `context_budget` tokens (default: from the model); compaction=False turns it off.
         self.compactor = make_compactor(context_budget, compaction)
         self._interrupt_flag = threading.Event()
@@ -123,6 +124,14 @@ class MultiStepAgent(StepRunner):
 
     def system_prompt(self) -> str:
         return render(self.prompt_templates, "system_prompt", **self._prompt_variables())
+
+    def prompt_examples(self) -> list[Message]:
+        """Worked examples shown as earlier chat turns, when the prompt file has them (the tiny prompts)."""
+        return example_messages(self.prompt_templates, getattr(self, "authorized_imports", ()))
+
+    def describe_task(self, text: str, files: Any = (), unusable: Any = ()) -> str:
+        """The task for `text` with uploaded `files`, worded the way this agent's prompts expect."""
+        return describe_task(self.prompt_templates, text, files, unusable)
 
     def _prompt_variables(self) -> dict[str, Any]:
         return {"tools": list(self.tools.values()), "managed_agents": list(self.managed_agents.values()),
@@ -216,7 +225,7 @@ class MultiStepAgent(StepRunner):
         if reset:
             self._reset()
         first_step_index = len(self.memory.steps)
-        self.memory.set_system_prompt(self.system_prompt())
+        self.memory.set_system_prompt(self.system_prompt(), self.prompt_examples())
         if history:
             self._add_history(history)
         if additional_args:

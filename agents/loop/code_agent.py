@@ -20,6 +20,7 @@ from agents.loop.tool_runner import UNSCREENED_TOOLS
 from agents.memory import ActionStep
 from agents.models.base import ModelReply
 from agents.prompts import render
+from agents.prompts.profiles import profile_for
 
 #: Standard-library modules code may always import (the sandbox adds its own safe defaults).
 BASE_IMPORTS = ("collections", "datetime", "itertools", "math", "queue", "random", "re", "stat",
@@ -45,13 +46,24 @@ class CodeAgent(MultiStepAgent):
         self.sandbox_options = dict(sandbox_options or {})
         self._sandbox = None
         self._sandbox_lock = threading.Lock()
+        self.profile = profile_for(model)
+        # The model's profile decides which of the given tools it is shown (none for a tiny model).
+        self.tools_left_out = [getattr(t, "name", "") for t in tools if not self.profile.keeps_tool(getattr(t, "name", ""))]
+        tools = [t for t in tools if self.profile.keeps_tool(getattr(t, "name", ""))]
         super().__init__(tools=tools, model=model, **kwargs)
 
     def _prompt_kind(self) -> str:
-        return "code_agent_tiny" if getattr(self.model, "prompt_style", "default") == "tiny" else "code_agent"
+        return self.profile.code_prompts
 
     def _prompt_variables(self) -> dict[str, Any]:
-        return {**super()._prompt_variables(), "authorized_imports": self.authorized_imports}
+        return {**super()._prompt_variables(), "authorized_imports": self.profile.prompt_imports(self.authorized_imports)}
+
+    def code_preamble(self) -> str:
+        """Lines run before each code block when the prompt file says so (`code_preamble`): the tiny prompt's
+        replies are one `final_answer(...)` line that relies on `math` and `pd` being imported."""
+        if "code_preamble" not in self.prompt_templates:
+            return ""
+        return render(self.prompt_templates, "code_preamble", **self._prompt_variables())
 
     # -- sandbox ---------------------------------------------------------------------------------
     @property
@@ -95,6 +107,9 @@ class CodeAgent(MultiStepAgent):
     def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
         fields = context.event_fields()
         code = extract_code(reply.content)
+        preamble = self.code_preamble()
+        if code is not None and preamble:
+            code = f"{preamble}\n{code}"  # shown and recorded as run, so a restored chat re-runs it too
         if code is None:
             step.error = render(self.prompt_templates, "parse_error")
             context.emit(StepError(**fields, error_type="ParsingError", message="The reply held no code block."))

@@ -29,7 +29,8 @@ class StepRunner:
     """Step mechanics; relies on the attributes MultiStepAgent sets up."""
 
     def _call_model(self: "MultiStepAgent", messages: list[Message], context: RunContext,
-                    stop_sequences: list[str] | None = None, tools: list[dict] | None = None) -> tuple[ModelReply, float]:
+                    stop_sequences: list[str] | None = None, tools: list[dict] | None = None,
+                    **options: Any) -> tuple[ModelReply, float]:
         """Stream the model's reply as text deltas; return the assembled reply and the time it took.
 
         The reply is read in a helper thread (agents/loop/model_reader.py) so that Stop takes effect
@@ -40,7 +41,7 @@ class StepRunner:
         pieces: list[str] = []
         fields = context.event_fields()
         reader = ModelStreamReader(
-            lambda: self.model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools),
+            lambda: self.model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools, **options),
             name=f"model-{self.name or type(self).__name__}")
         try:
             for delta in reader.deltas(context.interrupt_flag.is_set):
@@ -77,7 +78,7 @@ class StepRunner:
         if is_update:
             self.compactor.maybe_compact(self, context)
             messages = ([{"role": "system", "content": render(templates, "planning.update_plan_pre", task=task)}]
-                        + self.memory.messages[1:]
+                        + self.memory.conversation
                         + [{"role": "user", "content": render(templates, "planning.update_plan_post",
                                                               remaining_steps=remaining_steps)}])
         else:
@@ -117,7 +118,7 @@ class StepRunner:
         try:
             reply, step.model_duration_s = self._call_model(
                 messages, context, stop_sequences=self.stop_sequences or None,
-                tools=self._native_tool_schemas(),
+                tools=self._native_tool_schemas(), **self._reply_options(),
             )
             step.model_output, step.token_usage = reply.content, reply.token_usage
             self._act(step, reply, context)
@@ -142,6 +143,14 @@ class StepRunner:
 
     def _native_tool_schemas(self) -> list[dict] | None:
         return None
+
+    def _reply_options(self: "MultiStepAgent") -> dict[str, Any]:
+        """Per-call options from the prompt file: `response_prefix`, the start of every action reply, for
+        adapters that can continue a reply (local models); others never get it."""
+        prefix = self.prompt_templates.get("response_prefix")
+        if prefix and getattr(self.model, "supports_response_prefix", False):
+            return {"response_prefix": str(prefix)}
+        return {}
 
     def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
         raise NotImplementedError
@@ -177,7 +186,7 @@ class StepRunner:
         templates = self.prompt_templates
         self.compactor.maybe_compact(self, context)
         messages = ([{"role": "system", "content": render(templates, "final_answer.pre_messages")}]
-                    + self.memory.messages[1:]
+                    + self.memory.conversation
                     + [{"role": "user", "content": render(templates, "final_answer.post_messages", task=task)}])
         context.emit(StepStarted(**context.event_fields(), step_type="final"))
         reply, duration = self._call_model(messages, context)

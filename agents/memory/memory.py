@@ -14,9 +14,9 @@ class AgentMemory:
     Compaction swaps in a shorter prompt (`replace_prompt`) while `steps` keeps every step.
     """
 
-    def __init__(self, system_prompt: str = "") -> None:
+    def __init__(self, system_prompt: str = "", examples: list[Message] | tuple = ()) -> None:
         self.system_prompt = SystemPromptStep(system_prompt=system_prompt,
-                                              messages=[{"role": "system", "content": system_prompt}])
+                                              messages=[{"role": "system", "content": system_prompt}, *examples])
         self.steps: list[MemoryStep] = []
         self._messages: list[Message] = list(self.system_prompt.messages)
 
@@ -25,13 +25,20 @@ class AgentMemory:
         self.steps.append(step)
         self._messages.extend(step.messages)
 
-    def set_system_prompt(self, system_prompt: str) -> None:
-        if system_prompt == self.system_prompt.system_prompt:
+    def set_system_prompt(self, system_prompt: str, examples: list[Message] | tuple = ()) -> None:
+        """The system message, then the prompt's worked examples as chat turns (see agents/prompts/profiles.py)."""
+        messages = [{"role": "system", "content": system_prompt}, *examples]
+        if messages == self.system_prompt.messages:
             return
-        self.system_prompt = SystemPromptStep(system_prompt=system_prompt,
-                                              messages=[{"role": "system", "content": system_prompt}])
+        before = len(self.system_prompt.messages)
+        self.system_prompt = SystemPromptStep(system_prompt=system_prompt, messages=messages)
         # A new list, not an in-place edit: earlier steps' prompt snapshots keep what was really sent.
-        self._messages = self.system_prompt.messages + self._messages[1:]
+        self._messages = self.system_prompt.messages + self._messages[before:]
+
+    @property
+    def conversation(self) -> list[Message]:
+        """The prompt after the system message and its examples: what the steps added."""
+        return self._messages[len(self.system_prompt.messages):]
 
     def reset(self) -> None:
         self.steps.clear()

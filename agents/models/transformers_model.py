@@ -114,9 +114,11 @@ class TransformersModel(Model):
     """A chat model run locally. `model_id` is a hub repo id, a local folder, or a .gguf file path
     (GGUF files are converted once into a cached folder, see gguf_cache.py).
 
-    `response_prefix` is written at the start of every reply (the model continues from it), and
-    `end_patterns` end a reply right after their first match; both help very small models.
+    `response_prefix` is written at the start of every reply (the model continues from it; a call may pass
+    its own), and `end_patterns` end a reply right after their first match; both help very small models.
     """
+
+    supports_response_prefix = True
 
     def __init__(self, model_id: str, *, gguf_file: str | None = None, device: str | None = None,
                  dtype: Any = None, max_new_tokens: int = 1024, do_sample: bool = False,
@@ -207,25 +209,26 @@ class TransformersModel(Model):
         return _Loaded(tokenizer=tokenizer, model=model, tokenizer_lock=threading.Lock())
 
     # --- prompting ---------------------------------------------------------------------------
-    def _encode(self, messages: list[Message]) -> Any:
+    def _encode(self, messages: list[Message], prefix: str | None = None) -> Any:
+        prefix = self.response_prefix if prefix is None else prefix
         tokenizer = self._loaded.tokenizer
         turns = to_text_turns(messages)
         with self._loaded.tokenizer_lock:
             if not getattr(tokenizer, "chat_template", None):
-                return tokenizer(plain_prompt(turns) + self.response_prefix, return_tensors="pt")
+                return tokenizer(plain_prompt(turns) + prefix, return_tensors="pt")
             try:
                 prompt = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
             except Exception:  # noqa: BLE001 - e.g. a template that rejects the system role
                 turns = to_text_turns(messages, merge_system=True)
                 prompt = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
             # The template already holds any special tokens it wants.
-            return tokenizer(prompt + self.response_prefix, return_tensors="pt", add_special_tokens=False)
+            return tokenizer(prompt + prefix, return_tensors="pt", add_special_tokens=False)
 
     def count_tokens(self, messages: list[Message]) -> int:
         return int(self._encode(messages)["input_ids"].shape[-1])
 
     def _generation_kwargs(self, inputs: Any, stop_sequences: list[str] | None, kwargs: dict[str, Any],
-                           cancel: threading.Event | None = None) -> dict:
+                           cancel: threading.Event | None = None, prefix: str = "") -> dict:
         from transformers import StoppingCriteriaList  # noqa: PLC0415
 
         model, tokenizer = self._loaded.model, self._loaded.tokenizer
@@ -243,7 +246,7 @@ class TransformersModel(Model):
         params["generation_config"] = config
         if stop_sequences or self.end_patterns or cancel is not None:
             criterion = _StopOnText(tokenizer, params["input_ids"].shape[-1], list(stop_sequences or []),
-                                    self.end_patterns, self.response_prefix, cancel)
+                                    self.end_patterns, prefix, cancel)
             params["stopping_criteria"] = StoppingCriteriaList([criterion])
         kwargs.pop("tools", None)
         params.update(kwargs)
@@ -258,13 +261,15 @@ class TransformersModel(Model):
     # --- generation --------------------------------------------------------------------------
     def generate(self, messages: list[Message], stop_sequences: list[str] | None = None,
                  tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> ModelReply:
-        inputs = self._encode(messages)
-        params = self._generation_kwargs(inputs, stop_sequences, dict(kwargs))
+        kwargs = dict(kwargs)
+        prefix = str(kwargs.pop("response_prefix", None) or self.response_prefix)
+        inputs = self._encode(messages, prefix)
+        params = self._generation_kwargs(inputs, stop_sequences, kwargs, prefix=prefix)
         prompt_length = int(params["input_ids"].shape[-1])
         self._check_context(prompt_length)
         output = self._run(params)
         new_tokens = output[0][prompt_length:]
-        text = self.response_prefix + self._loaded.tokenizer.decode(new_tokens, skip_special_tokens=True)
+        text = prefix + self._loaded.tokenizer.decode(new_tokens, skip_special_tokens=True)
         text = EndCutter(self.end_patterns).cut(apply_stop_sequences(text, stop_sequences))
         return ModelReply(content=text,
                           token_usage=TokenUsage(prompt_length, int(new_tokens.shape[-1])))
@@ -273,9 +278,11 @@ class TransformersModel(Model):
                         tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> Iterator[ModelDelta]:
         from transformers import TextIteratorStreamer  # noqa: PLC0415
 
-        inputs = self._encode(messages)
+        kwargs = dict(kwargs)
+        prefix = str(kwargs.pop("response_prefix", None) or self.response_prefix)
+        inputs = self._encode(messages, prefix)
         cancel = threading.Event()
-        params = self._generation_kwargs(inputs, stop_sequences, dict(kwargs), cancel)
+        params = self._generation_kwargs(inputs, stop_sequences, kwargs, cancel, prefix=prefix)
         prompt_length = int(params["input_ids"].shape[-1])
         self._check_context(prompt_length)
         streamer = TextIteratorStreamer(self._loaded.tokenizer, skip_prompt=True, skip_special_tokens=True)
@@ -294,7 +301,7 @@ class TransformersModel(Model):
         stop_filter, cutter = StopFilter(list(stop_sequences or [])), EndCutter(self.end_patterns)
         shown_parts: list[str] = []
         try:
-            for piece in itertools.chain([self.response_prefix], streamer):
+            for piece in itertools.chain([prefix], streamer):
                 shown = cutter.feed(stop_filter.feed(piece))
                 if shown:
                     shown_parts.append(shown)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents.models import gguf_cache
+from agents.prompts.profiles import example_messages
 from agents.prompts import load_prompt_templates, render
 
 TASK = "What is 17 * 23?"
@@ -32,7 +33,10 @@ def test_tiny_prompt_renders_with_strict_variables():
     text = render(templates, "system_prompt", tools=[StubTool()], managed_agents=[StubAgent()],
                   authorized_imports=["math"], custom_instructions="Answer in French.")
     assert "get_weather(city: string) -> string" in text and "researcher" in text
-    assert "final_answer(5 + 7)" in text and "Answer in French." in text and "math" in text
+    assert "final_answer(<expression>)" in text and "Answer in French." in text and "math" in text
+    examples = example_messages(templates, ["math"])
+    assert {"role": "assistant", "content": "```python\nfinal_answer(5 + 7)\n```"} in examples
+    assert render(templates, "code_preamble", authorized_imports=["math", "pandas"]) == "import math\nimport pandas as pd"
     assert render(templates, "parse_error")
     assert render(templates, "execution_observation", logs="", has_output=True, output="3") .endswith("3")
 
@@ -79,15 +83,17 @@ def embedded_model():
 def test_embedded_model_answers_arithmetic_with_a_code_block(embedded_model):
     assert embedded_model.model_id == "embedded:smollm2"
     assert embedded_model.prompt_style == "tiny" and embedded_model.context_size == 8192
-    system = render(load_prompt_templates("code_agent_tiny"), "system_prompt", tools=[], managed_agents=[],
+    templates = load_prompt_templates("code_agent_tiny")
+    system = render(templates, "system_prompt", tools=[], managed_agents=[],
                     authorized_imports=["math"], custom_instructions="")
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": f"New task:\n{TASK}"}]
+    messages = [{"role": "system", "content": system}, *example_messages(templates, ["math"]),
+                {"role": "user", "content": f"New task:\n{TASK}"}]
+    options = {"stop_sequences": ["Observation:", "Calling tools:"], "response_prefix": templates["response_prefix"]}
     started = time.perf_counter()
-    reply = embedded_model.generate(messages, stop_sequences=["Observation:", "Calling tools:"])
+    reply = embedded_model.generate(messages, **options)
     print(f"generation took {time.perf_counter() - started:.1f}s: {reply.content!r}")
-    assert reply.content.startswith("Thought:")
-    assert "```python\nfinal_answer(17 * 23)\n```" in reply.content
-    streamed = list(embedded_model.generate_stream(messages, stop_sequences=["Observation:", "Calling tools:"]))
+    assert reply.content.strip() == "```python\nfinal_answer(17 * 23)\n```"
+    streamed = list(embedded_model.generate_stream(messages, **options))
     assert "".join(d.content for d in streamed) == reply.content  # greedy: repeatable
 
 

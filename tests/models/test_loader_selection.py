@@ -85,7 +85,7 @@ def test_default_model_string(env, expected):
 
 def test_describe_model_choice_never_shows_keys():
     note = describe_model_choice(env={})
-    assert "demo" in note and "AGENTDECK_MODEL" in note
+    assert "small embedded model" in note and "AGENTDECK_MODEL" in note
     keyed = describe_model_choice(env={"OPENAI_API_KEY": "sk-abcdef123456"})
     assert "openai/gpt-4.1" in keyed and "OPENAI_API_KEY" in keyed and "sk-abcdef" not in keyed
     assert "ANTHROPIC_API_KEY is not set" in describe_model_choice("anthropic/claude-sonnet-4-5", env={})

@@ -210,3 +210,49 @@ def test_model_retry_shows_the_wait_and_drops_the_discarded_text() -> None:
     t.apply(ev.ModelTextDelta(**base(1), text="Thought: whole reply"))
     assert t.status_text(now=131.0).startswith("running")
     assert "whole reply" in by_title(t.messages(), "Step 1")["content"]
+
+
+def test_a_run_without_an_answer_says_so_with_its_own_step_count_and_offers_to_continue() -> None:
+    """A follow-up run (the agent's steps are numbered on from the first run) that runs out of steps: the
+    status counts this run's steps, no step is titled as a final answer, the guess is marked as not one."""
+    t = Transcript()
+    t.apply(ev.RunStarted(**base(18, run="run3"), task="What is 17 * 23?", agent_name="CodeAgent", model_id="m",
+                          max_steps=2))
+    for step in (19, 20):
+        code_step(t, step, run="run3")
+        assert f"running · step {step - 18}/2" in t.status_text(now=101.0)
+        t.apply(ev.StepFinished(**base(step, run="run3"), step_type="action", duration_s=0.5,
+                                token_usage=TokenUsage(10, 5)))
+    t.apply(ev.StepStarted(**base(20, run="run3"), step_type="final"))
+    assert "step 2/2" in t.status_text(now=101.0)
+    t.apply(ev.StepFinished(**base(20, run="run3"), step_type="final", duration_s=0.2, token_usage=TokenUsage(9, 3)))
+    t.apply(ev.FinalAnswer(**base(20, run="run3"), value="Thought: I would multiply"))
+    t.apply(ev.RunFinished(**base(20, run="run3"), state="max_steps", output="Thought: I would multiply",
+                           duration_s=3.0, token_usage=TokenUsage(29, 13), steps=2))
+    messages = t.messages()
+    titles = [m.get("metadata", {}).get("title", "") for m in messages]
+    assert not any("Final answer" in title or "🏁" in title for title in titles), titles
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    assert "**Not a final answer**" in text and "> Thought: I would multiply" in text
+    assert "**No answer**: the run ended after 2 of 2 steps without a final answer" in text
+    assert "Send **continue**" in text
+    assert t.status_text().startswith("no answer (out of steps) · 2 steps")
+
+
+def test_a_failed_run_offers_to_continue_and_a_good_one_shows_its_answer_plainly() -> None:
+    t = Transcript()
+    t.apply(ev.RunStarted(**base(0), task="q", agent_name="CodeAgent", model_id="m", max_steps=3))
+    code_step(t, 1)
+    t.apply(ev.RunFinished(**base(1), state="error", output=None, duration_s=1.0, token_usage=TokenUsage(1, 1),
+                           steps=1, error="ModelError: the provider is down"))
+    text = "\n".join(str(m.get("content", "")) for m in t.messages())
+    assert "Run failed" in text and "**No answer** came from this run. Send **continue**" in text
+    assert t.status_text().startswith("no answer (error) · 1 steps")
+
+    t.apply(ev.RunStarted(**base(1, run="run2"), task="q", agent_name="CodeAgent", model_id="m", max_steps=3))
+    code_step(t, 2, run="run2")
+    t.apply(ev.FinalAnswer(**base(2, run="run2"), value=391))
+    t.apply(ev.RunFinished(**base(2, run="run2"), state="success", output=391, duration_s=1.0,
+                           token_usage=TokenUsage(1, 1), steps=1))
+    last = t.messages()[-1]
+    assert last["content"] == "391" and not (last.get("metadata") or {}).get("title")

@@ -59,8 +59,10 @@ def test_a_model_that_fails_to_load_loses_nothing(tmp_path: Path) -> None:
     chat = Chat(tmp_path, f"replay:{first}")
     chat.send("Set x to 41.", f"replay:{first}")
     agent = chat.session.agent
-    chat.send("Try another model.", f"replay:{tmp_path / 'missing.json'}")  # cannot load
-    assert any("Could not start the agent" in t and "not found" in t for t in chat.texts())
+    broken = tmp_path / "broken.json"
+    broken.write_text("{}")  # a transcript that exists (so the picker accepts it) but cannot be loaded
+    chat.send("Try another model.", f"replay:{broken}")
+    assert any("Could not start the agent" in t and "non-empty list of replies" in t for t in chat.texts())
     assert chat.session.agent is agent and any(s.step_type == "action" for s in agent.memory.steps)
     chat.send("Now add one.", f"replay:{first}")  # back to the working model: same agent, memory and variables
     assert any(t.strip() == "42" for t in chat.texts())

@@ -38,8 +38,9 @@ def test_operator_only_strings_are_recognised() -> None:
 
 
 def test_the_operators_own_choices_are_accepted(tmp_path: Path) -> None:
-    cfg = AppConfig(model="replay:/srv/demo.yaml", data_dir=tmp_path, allowed_models=("openai/gpt-4.1-mini",))
-    assert RunSettings.from_form(cfg, *form("replay:/srv/demo.yaml")).model == "replay:/srv/demo.yaml"
+    demo = write_transcript(tmp_path / "demo.json", [code_reply("Done.", "final_answer(1)")])
+    cfg = AppConfig(model=f"replay:{demo}", data_dir=tmp_path, allowed_models=("openai/gpt-4.1-mini",))
+    assert RunSettings.from_form(cfg, *form(f"replay:{demo}")).model == f"replay:{demo}"
     assert RunSettings.from_form(cfg, *form("openai/gpt-4.1-mini")).model == "openai/gpt-4.1-mini"
     with pytest.raises(SettingsRefusedError):
         RunSettings.from_form(cfg, *form("embedded:smollm2"))  # the operator's list replaces the default offer

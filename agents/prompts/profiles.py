@@ -1,0 +1,86 @@
+"""Prompt profiles: which prompts, tools and imports suit a family of models.
+
+Why: a 135M model on CPU copies short examples and is lost in a long list of tools and modules, while a
+capable model needs the full prompt. The model adapter says which family it belongs to
+(`Model.prompt_style`); the profile of that family decides the rest, the same way in the CLI, the app and
+the benchmarks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from agents.prompts import render
+
+
+@dataclass(frozen=True)
+class PromptProfile:
+    """What a family of models is shown.
+
+    `tools` and `imports` are None when the model gets everything it is given; otherwise only the names
+    listed (final_answer is always there). The sandbox still allows every authorized import: the list only
+    decides what the prompt names, so correct code that imports another allowed module still runs.
+    """
+    name: str
+    code_prompts: str  # the CodeAgent's prompt file (agents/prompts/<name>.yaml)
+    tools: tuple[str, ...] | None = None
+    imports: tuple[str, ...] | None = None
+
+    def keeps_tool(self, name: str) -> bool:
+        return self.tools is None or name in self.tools
+
+    def prompt_imports(self, authorized: Iterable[str]) -> list[str]:
+        """The authorized modules the prompt names, in the profile's order when it has a list."""
+        authorized = list(authorized)
+        if self.imports is None:
+            return authorized
+        return [name for name in self.imports if name in authorized]
+
+
+#: math and statistics for arithmetic, pandas to read an uploaded table: what the examples of the tiny
+#: prompt use. Plotting and numpy-style analysis are beyond a 135M model, and naming them only distracts it.
+TINY_IMPORTS = ("math", "statistics", "pandas")
+
+PROFILES: dict[str, PromptProfile] = {
+    "default": PromptProfile("default", "code_agent"),
+    # No tools: a tiny model calls web tools with invented arguments and cannot use what they return.
+    "tiny": PromptProfile("tiny", "code_agent_tiny", tools=(), imports=TINY_IMPORTS),
+}
+
+
+def profile_for(model: Any) -> PromptProfile:
+    """The profile of the model's family (`prompt_style`), the default one when unknown."""
+    return PROFILES.get(str(getattr(model, "prompt_style", "default") or "default"), PROFILES["default"])
+
+
+def example_messages(templates: dict[str, Any], imports: Iterable[str] = ()) -> list[dict[str, str]]:
+    """The prompt's worked examples as chat turns (a person's task, the model's reply); an example that
+    `needs` a module the code may not import is left out.
+
+    Why turns and not text in the system prompt: small chat models copy the form of earlier replies far
+    more faithfully than examples quoted inside instructions (measured with bench/first_message_eval.py).
+    """
+    messages: list[dict[str, str]] = []
+    imports = set(imports)
+    for example in templates.get("examples") or ():
+        if example.get("needs") and example["needs"] not in imports:
+            continue
+        task = describe_task(templates, example["task"], files=example.get("files") or ())
+        messages.append({"role": "user", "content": render(templates, "task", task=task)})
+        messages.append({"role": "assistant", "content": str(example["reply"]).strip()})
+    return messages
+
+
+def describe_task(templates: dict[str, Any], text: str, files: Sequence[dict[str, Any]] = (),
+                  unusable: Sequence[str] = ()) -> str:
+    """The task an agent receives: the person's message and how to reach their uploaded files.
+
+    `files` are dicts with `name` and, where known, `columns`, `size`, `path` and `preview` (fenced data).
+    Each prompt file words this its own way (`uploaded_files`): the full prompt shows previews, the tiny one
+    only the file names and their columns, in the form its examples use.
+    """
+    text = text.strip()
+    if not files and not unusable:
+        return text
+    files = [{"columns": [], "size": "", "path": "", "preview": "", **dict(f)} for f in files]
+    return render(templates, "uploaded_files", text=text, files=files, unusable=list(unusable))

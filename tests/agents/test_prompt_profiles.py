@@ -1,0 +1,117 @@
+"""Prompt profiles: the model's family picks the prompts, tools and imports (agents/prompts/profiles.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from agents import ReplayModel
+from agents.prompts.profiles import PROFILES, profile_for
+from tools import tool
+
+
+class TinyReplay(ReplayModel):
+    """A scripted model that says it is a very small one, as the embedded model does."""
+    prompt_style = "tiny"
+    supports_response_prefix = True
+
+    def __init__(self, replies, **kwargs) -> None:
+        super().__init__(replies, **kwargs)
+        self.options: list[dict] = []
+
+    def generate_stream(self, messages, stop_sequences=None, tools=None, **kwargs):
+        self.options.append(dict(kwargs))
+        return super().generate_stream(messages, stop_sequences, tools)
+
+
+@tool
+def web_lookup(query: str) -> str:
+    """Looks something up on the web.
+
+    Args:
+        query: what to look up.
+    """
+    return query
+
+
+def test_the_model_family_picks_the_profile() -> None:
+    assert profile_for(TinyReplay(["x"])) is PROFILES["tiny"]
+    assert profile_for(ReplayModel(["x"])) is PROFILES["default"]
+
+    class Unknown(ReplayModel):
+        prompt_style = "enormous"
+    assert profile_for(Unknown(["x"])) is PROFILES["default"]
+
+
+def test_a_tiny_model_gets_the_short_prompt_without_tools_and_few_imports(make_code_agent) -> None:
+    agent, _ = make_code_agent(TinyReplay(["x"]), tools=[web_lookup],
+                               authorized_imports=["pandas", "numpy", "matplotlib", "scipy"])
+    assert agent.tools_left_out == ["web_lookup"] and "web_lookup" not in agent.tools
+    system = agent.memory.messages[0]["content"]
+    assert "These modules are imported: math, statistics, pandas (as pd)." in system
+    for absent in ("web_lookup", "numpy", "matplotlib", "scipy"):
+        assert absent not in system
+    assert len(system) < 300
+    # The worked examples are earlier chat turns, each reply one final_answer(...) line.
+    examples = agent.memory.messages[1:len(agent.memory.system_prompt.messages)]
+    assert [m["role"] for m in examples[:2]] == ["user", "assistant"]
+    replies = [m["content"] for m in examples if m["role"] == "assistant"]
+    assert replies and all(r.startswith("```python\nfinal_answer(") for r in replies)
+    assert any("pd.read_csv(" in r for r in replies)
+    assert agent.code_preamble() == "import math\nimport statistics\nimport pandas as pd"
+    # The sandbox still allows what the operator authorized: only the prompt is shorter.
+    assert "numpy" in agent.authorized_imports
+
+
+def test_examples_that_need_pandas_are_left_out_when_it_may_not_be_imported(make_code_agent) -> None:
+    agent, _ = make_code_agent(TinyReplay(["x"]))
+    messages = agent.memory.messages
+    assert not any("read_csv" in m["content"] for m in messages)
+    assert "pandas" not in messages[0]["content"]
+    assert agent.code_preamble() == "import math\nimport statistics"
+
+
+def test_a_capable_model_keeps_the_full_prompt_tools_and_imports(make_code_agent) -> None:
+    agent, _ = make_code_agent(ReplayModel(["x"]), tools=[web_lookup], authorized_imports=["pandas", "numpy"])
+    assert "web_lookup" in agent.tools and agent.tools_left_out == []
+    system = agent.memory.messages[0]["content"]
+    assert "web_lookup" in system and "numpy" in system and "You are an expert assistant" in system
+    assert len(agent.memory.system_prompt.messages) == 1 and agent.code_preamble() == ""
+
+
+def test_a_tiny_run_answers_in_one_step_with_the_prefix_and_preamble(make_code_agent, tmp_path: Path) -> None:
+    """The reply continues the prompt file's response prefix; its one line runs with pd imported for it."""
+    workdir = tmp_path / "ws"
+    workdir.mkdir()
+    (workdir / "t.csv").write_text("x,y\n1,a\n5,b\n3,a\n")
+    model = TinyReplay(['```python\nfinal_answer(pd.read_csv("t.csv")["x"].max())\n```'])
+    agent, _ = make_code_agent(model, authorized_imports=["pandas"], workdir=workdir)
+    task = agent.describe_task("What is the highest x?", [{"name": "t.csv", "columns": ["x", "y"]}])
+    assert task == "File t.csv is in the current directory. Columns: x, y.\nWhat is the highest x?"
+    result = agent.run(task, return_result=True)
+    assert result.output == 5 and result.state.value == "success"
+    assert sum(1 for s in result.steps if s.step_type == "action") == 1
+    assert model.options == [{"response_prefix": "```python\nfinal_answer("}]
+    assert agent.memory.action_steps().__next__().code.startswith("import math\nimport statistics\nimport pandas as pd\n")
+    # What the model was sent: system, examples, then the task.
+    sent = model.calls[0]
+    assert sent[-1]["content"] == "New task:\n" + task and sent[-2]["role"] == "assistant"
+
+
+def test_models_that_cannot_continue_a_reply_never_get_the_prefix(make_code_agent) -> None:
+    class TinyWithoutPrefix(TinyReplay):
+        supports_response_prefix = False
+
+    model = TinyWithoutPrefix(["```python\nfinal_answer(6 * 7)\n```"])
+    agent, _ = make_code_agent(model)
+    assert agent.run("What is 6 times 7?") == 42
+    assert model.options == [{}]
+
+
+def test_the_full_prompt_describes_uploads_with_their_previews(make_code_agent) -> None:
+    agent, _ = make_code_agent(ReplayModel(["x"]))
+    task = agent.describe_task("Summarise", [{"name": "a.csv", "size": "1 KB", "path": "/w/a.csv",
+                                              "preview": "<data>cols</data>", "columns": ["q"]}], ["b.exe"])
+    assert task.startswith("Summarise\n\nThe following files were uploaded")
+    assert "--- File `a.csv` (1 KB) ---\n<data>cols</data>" in task
+    assert "/w/" not in task  # the server's workspace path never reaches the model: files open by name
+    assert task.endswith("not in the working directory: b.exe.")
+    assert agent.describe_task("  Just text ") == "Just text"
