@@ -13,7 +13,7 @@ import pytest
 from agents.errors import ConfigurationError
 from agents.models.loader import check_model_string
 from agents.models.selection import embedded_available
-from conftest import PROJECT_ROOT
+from ui_testlib import PROJECT_ROOT
 from ui.app import AgentDeckApp
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, model_note
 

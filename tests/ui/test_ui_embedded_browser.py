@@ -11,7 +11,7 @@ import pytest
 
 from agents.models.selection import embedded_available
 from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
-from conftest import PROJECT_ROOT, run_app
+from ui_testlib import PROJECT_ROOT, run_app
 
 pytestmark = [*BROWSER_MARKS, pytest.mark.embedded,
               pytest.mark.skipif(not embedded_available(), reason="the embedded model's wheel is not installed")]
