@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
-from tests.ui.conftest import code_reply, run_app, write_transcript  # noqa: E402
+from tests.ui.ui_testlib import code_reply, run_app, write_transcript  # noqa: E402
 
 OTHER = "10.9.9.9"  # the other visitor's address as the app sees it (the last X-Forwarded-For hop)
 TASK = [code_reply("Compute.", "import time\nx = sum(range(10**5))\nfinal_answer(x)")]
@@ -102,7 +102,7 @@ def main() -> int:
            "AGENTDECK_RUNS_PER_MINUTE": "10"}
     data = base / "data"
     data.mkdir()
-    from tests.ui.conftest import free_port
+    from tests.ui.ui_testlib import free_port
 
     port = free_port()
     with run_app(transcript, data, extra_env=env, port=port) as url:

@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
-from tests.ui.conftest import PENGUINS, code_reply, run_app, write_transcript  # noqa: E402
+from tests.ui.ui_testlib import PENGUINS, code_reply, run_app, write_transcript  # noqa: E402
 
 PACE_S = 0.3  # each step's code sleeps this long: a stand-in for model and execution time
 SCENARIOS = ("plain", "analysis")

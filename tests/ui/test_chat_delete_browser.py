@@ -31,7 +31,8 @@ def test_delete_asks_first_and_the_export_box_waits_for_an_export(app_url: str) 
         export_box = page.locator("#export-file")
         assert export_box.is_hidden()  # nothing exported yet: no empty drop area taking the sidebar
         send(page, "Tell me the answer")
-        wait_for_text(page, "forty-two")
+        wait_for_text(page, "forty-two")  # the code shows it first: export once the run has ended
+        page.wait_for_function("(document.querySelector('#run-status') || {}).innerText?.startsWith('success')")
         page.wait_for_function("document.querySelectorAll('#chat-list label').length === 1")
         assert "Tell me the answer" in listed_chats(page)[0]
 
