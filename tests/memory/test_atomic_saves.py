@@ -1,10 +1,16 @@
 """Saves are atomic and serialised: concurrent writers (threads and processes) never tear a file or fail."""
 from __future__ import annotations
 
+import errno
 import json
 import multiprocessing as mp
+import os
+import shutil
+import subprocess
 import threading
 from pathlib import Path
+
+import pytest
 
 from agents.memory.atomic import atomic_write_bytes
 
@@ -66,3 +72,22 @@ def test_a_failed_save_keeps_the_old_version(tmp_path: Path, monkeypatch) -> Non
         raise AssertionError("the failed save was not reported")
     assert json.loads(target.read_bytes()) == {"v": 1}
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mount"), reason="mounting a tiny tmpfs needs root")
+def test_a_really_full_filesystem_keeps_the_older_save_and_no_temporary_file(tmp_path):
+    """A 64 KB tmpfs, filled by a save that does not fit: the error is ENOSPC, the older file is whole."""
+    disk = tmp_path / "tiny"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("tmpfs cannot be mounted here")
+    try:
+        target = disk / "memory.json"
+        atomic_write_bytes(target, b"older save " * 1000)
+        with pytest.raises(OSError) as caught:
+            atomic_write_bytes(target, b"x" * 200_000)
+        assert caught.value.errno == errno.ENOSPC
+        assert target.read_bytes() == b"older save " * 1000
+        assert sorted(p.name for p in disk.iterdir()) == [".memory.json.lock", "memory.json"]  # no temporary file
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
