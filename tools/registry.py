@@ -132,6 +132,13 @@ class ToolCatalog:
         self.entries[tool.name] = ToolEntry(tool, source, enabled=tool.name not in disabled)
 
 
+def local_models_installed() -> bool:
+    """Whether transformers and torch are installed (requirements-local.txt), without importing them."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("transformers", "torch"))
+
+
 def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
     """Only the built-in tools, freshly constructed (no network, no model loading)."""
     from tools.speech_to_text import SpeechToTextTool
@@ -144,8 +151,9 @@ def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
         WebSearchTool(region=s.search_region),
         VisitWebpageTool(allow_private=s.allow_private_urls, max_chars=s.page_max_chars),
         WikipediaSearchTool(base_url=s.wikipedia_url, max_chars=s.page_max_chars),
-        SpeechToTextTool(model_id=s.stt_model),
     ]
+    if local_models_installed():  # a lean install (a Space) has no torch: never offer a tool that cannot run
+        built.append(SpeechToTextTool(model_id=s.stt_model))
     return {tool.name: tool for tool in built}
 
 

@@ -98,8 +98,8 @@ class SpeechToTextTool(Tool):
             import torch
             from transformers import pipeline
         except ImportError as exc:
-            raise ToolError("speech_to_text needs the `transformers` and `torch` packages: "
-                            "pip install transformers torch") from exc
+            raise ToolError("speech_to_text is not available on this server (it needs the local-model packages, "
+                            "requirements-local.txt, which this install does not have).") from exc
         local = Path(self.model_id).expanduser()
         if (local.is_absolute() or self.model_id.startswith((".", "~"))) and not local.is_dir():
             raise ToolError(f"No speech-to-text model folder at {str(local)!r}. Set {STT_MODEL_ENV} to a folder holding "

@@ -81,6 +81,10 @@ def sign_in_message(hf_login: bool, has_page: bool, demo_labels: Sequence[str]) 
         return (f"🔑 **Sign in to chat.** This model runs with your own Hugging Face account's inference credits: "
                 f"use {BUTTON_PLACE} (your chats are then kept under your name). Meanwhile, {demos} under the "
                 f"message box replay recorded analyses.")
+    if os.environ.get("SPACE_ID"):  # a Space whose owner did not turn sign-in on: nothing the visitor can set
+        return (f"🔑 **Chatting is not available on this Space yet**: its owner has not turned on Sign in with "
+                f"Hugging Face (nor set a server token). Meanwhile, {demos} under the message box replay recorded "
+                f"analyses.")
     return (f"🔑 **This model needs a Hugging Face token.** Set `HF_TOKEN` before starting the app, or pick another "
             f"model in the right-hand column. Meanwhile, {demos} under the message box replay recorded analyses.")
 

@@ -164,3 +164,12 @@ def test_importing_tools_modules_stays_light() -> None:
                          cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+def test_speech_to_text_is_offered_only_where_it_can_run(monkeypatch) -> None:
+    """A lean install (a Space) has no torch: the tool that needs it is not offered at all."""
+    import tools.registry as registry
+
+    assert "speech_to_text" in registry.make_builtin_tools()  # this machine has the local-model packages
+    monkeypatch.setattr(registry, "local_models_installed", lambda: False)
+    assert set(registry.make_builtin_tools()) == {"web_search", "visit_webpage", "wikipedia_search"}

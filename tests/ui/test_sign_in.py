@@ -221,3 +221,14 @@ def test_the_page_load_says_who_is_signed_in(tmp_path: Path, monkeypatch) -> Non
     local_load = _load_handler(build_blocks(local), "model-note")
     model_md, _ = local_load.fn("hf:Qwen/Qwen2.5-Coder-32B-Instruct", Req("t"), None)
     assert "HF_TOKEN" in model_md and "sign in" not in model_md.lower()
+
+
+def test_a_space_without_sign_in_tells_visitors_what_they_can_do(monkeypatch) -> None:
+    """Visitors of a Space whose owner did not turn sign-in on can neither sign in nor set HF_TOKEN."""
+    from ui.sign_in import sign_in_message
+
+    monkeypatch.setenv("SPACE_ID", "someone/demo")
+    text = sign_in_message(hf_login=False, has_page=True, demo_labels=["🎬 Penguins: a chart"])
+    assert "HF_TOKEN" not in text and "owner" in text and "🎬 Penguins" in text
+    monkeypatch.delenv("SPACE_ID")
+    assert "HF_TOKEN" in sign_in_message(hf_login=False, has_page=True, demo_labels=["🎬 Penguins: a chart"])
