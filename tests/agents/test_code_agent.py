@@ -1,6 +1,8 @@
 """CodeAgent through the real sandbox: the public API, observations, errors fed back, state between steps."""
 from __future__ import annotations
 
+import pytest
+
 from agents import ReplayModel, RunState, tool
 from agents import events as ev
 from agents.memory import ActionStep
@@ -66,6 +68,7 @@ def test_tool_failure_is_fed_back(make_code_agent):
     assert "value-of-good" in model.calls[2][-1]["content"]
 
 
+@pytest.mark.slow
 def test_timeout_is_an_observation(make_code_agent):
     agent, model = make_code_agent([code("while True:\n    pass"), code("final_answer('after timeout')")],
                                    executor_timeout_s=1.5)

@@ -1,6 +1,8 @@
 """Planning, final-answer checks, max steps, interrupt, step callbacks."""
 from __future__ import annotations
 
+import pytest
+
 import threading
 import time
 
@@ -134,6 +136,7 @@ def test_logs_stream_while_code_runs(make_code_agent):
     assert logs[0].timestamp < logs[-1].timestamp - 0.2
 
 
+@pytest.mark.slow
 def test_output_before_a_long_computation_is_shown_while_it_runs(make_code_agent):
     """A line printed just before slow work, and a partial line, reach the app while the code still runs
     (they used to wait for the end of the step)."""

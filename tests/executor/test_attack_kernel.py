@@ -255,6 +255,7 @@ def test_forged_result_frames_are_not_trusted(arena):
     assert sb.run("1 + 1").output == 2
 
 
+@pytest.mark.slow
 def test_garbage_on_the_channel_restarts_the_worker(arena):
     sb = arena["sb"]
     r = sb.run("import os, sys\nos.write(int(sys.argv[3]), b'\\xff\\xff\\xff\\xffgarbage')\nimport time\ntime.sleep(0.2)")
@@ -448,6 +449,7 @@ def test_a_worker_that_stops_reading_cannot_hang_the_app(tmp_path):
         assert r.output == 20000 or r.state_lost
 
 
+@pytest.mark.slow
 def test_hostile_frames_cannot_blow_up_or_crash_the_app(tmp_path):
     with PythonSandbox(str(tmp_path), python_layers=False) as sb:
         for payload in ("b'[' * 200000 + b']' * 200000", "b'[' + b'[],' * 3000000 + b'[]]'"):

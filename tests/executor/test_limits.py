@@ -19,6 +19,7 @@ def tight(tmp_path_factory):
     sb.close()
 
 
+@pytest.mark.slow
 def test_infinite_loop_times_out_and_keeps_state(tight):
     tight.run("kept = 123")
     t0 = time.monotonic()
@@ -28,6 +29,7 @@ def test_infinite_loop_times_out_and_keeps_state(tight):
     assert tight.run("kept").output == 123
 
 
+@pytest.mark.slow
 def test_c_level_loop_is_killed_and_state_lost(tight):
     tight.run("kept = 1")
     t0 = time.monotonic()
@@ -40,11 +42,13 @@ def test_c_level_loop_is_killed_and_state_lost(tight):
     assert tight.run("1 + 1").output == 2
 
 
+@pytest.mark.slow
 def test_huge_int_is_stopped(tight):
     r = tight.run("x = 7 ** (10 ** 9)")
     assert r.error is not None
 
 
+@pytest.mark.slow
 def test_sleep_times_out(tight):
     r = tight.run("import time\ntime.sleep(30)")
     assert r.error_type == "TimeoutError"
@@ -120,6 +124,7 @@ def test_interrupt_from_another_thread(tight):
     assert tight.run("kept").output == "yes"
 
 
+@pytest.mark.slow
 def test_interrupt_of_c_code_restarts(tight):
     timer = threading.Timer(0.3, tight.interrupt)
     timer.start()

@@ -64,6 +64,7 @@ def test_uncaught_tool_error_names_tool(tsb):
     assert "_agentdeck_sandbox" not in r.error and "execution.py" not in r.error
 
 
+@pytest.mark.slow
 def test_time_in_tools_does_not_count(tsb):
     r = tsb.run("[slow(0.9) for _ in range(4)]")  # 3.6 s in tools, timeout_s=2
     assert r.error is None, r.error

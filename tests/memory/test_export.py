@@ -1,6 +1,8 @@
 """Export to Markdown and Jupyter, and rebuilding the sandbox from a loaded memory."""
 from __future__ import annotations
 
+import pytest
+
 import nbformat
 
 from agents import AgentMemory, tool
@@ -39,6 +41,7 @@ def _analysis_run(make_code_agent, tmp_path):
 
 
 @needs_sandbox
+@pytest.mark.slow
 def test_notebook_validates_and_reexecutes(make_code_agent, tmp_path):
     from nbclient import NotebookClient
 

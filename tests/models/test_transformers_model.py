@@ -17,6 +17,8 @@ def ask(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
 
 
+pytestmark = pytest.mark.slow  # loads a (tiny) local model: the transformers path runs in `make test`
+
 @pytest.fixture(scope="module")
 def model(tiny_model_dir: Path) -> TransformersModel:
     return load_model(f"transformers:{tiny_model_dir}")

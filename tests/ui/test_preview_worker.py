@@ -22,6 +22,7 @@ def test_preview_happens_in_the_child(tmp_path: Path) -> None:
         service.close()
 
 
+@pytest.mark.slow
 def test_a_decompression_bomb_is_refused_without_touching_the_app(tmp_path: Path) -> None:
     np = pytest.importorskip("numpy")
     pd = pytest.importorskip("pandas")
