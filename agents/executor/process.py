@@ -180,6 +180,7 @@ class WorkerProcess:
         self.ready: dict | None = None
         self.dead = False
         self.frozen = False
+        self.frozen_at = 0.0
         self.idle_cpu: float | None = None  # CPU time when its last run ended (the app's reading)
         _live_workers.add(self)
         self.send(init)
@@ -208,6 +209,7 @@ class WorkerProcess:
             try:
                 os.kill(self.proc.pid, signal.SIGSTOP)
                 self.frozen = True
+                self.frozen_at = time.monotonic()
             except ProcessLookupError:
                 pass
 

@@ -144,7 +144,7 @@ def usage(folders: list[str], max_entries: int = 100_000) -> DiskUse:
     return use
 
 
-def deleted_open_bytes(pid: int) -> int:
+def deleted_open_bytes(pid: int, mapped: bool = True) -> int:
     """Bytes of files the process deleted but still holds, open or mapped into its memory (a mapping keeps a
     whole file alive after its descriptor is closed); invisible to a folder walk. Each file counted once."""
     seen: dict[tuple[int, int], int] = {}
@@ -168,12 +168,14 @@ def deleted_open_bytes(pid: int) -> int:
                 count(path)
         except OSError:
             continue
+    if not mapped:  # /proc/<pid>/maps costs about a millisecond to generate: the caller spaces these out
+        return sum(seen.values())
     try:
         with open(f"/proc/{pid}/maps") as fh:
-            mapped = [line.split(None, 5) for line in fh if line.rstrip().endswith(" (deleted)")]
+            regions = [line.split(None, 5) for line in fh if line.rstrip().endswith(" (deleted)")]
     except OSError:
-        mapped = []
-    for fields in mapped:
+        regions = []
+    for fields in regions:
         if len(fields) == 6 and fields[4] != "0":
             before = len(seen)
             count(f"/proc/{pid}/map_files/{fields[0]}")
@@ -193,15 +195,13 @@ def is_stopped(pid: int) -> bool:
     return data[data.rfind(b")") + 2:][:1] in (b"T", b"t")
 
 
-def woke_up(pid: int, settle_s: float = 0.05) -> bool:
-    """A worker the app stopped is found running: SIGSTOP takes effect asynchronously, so a worker stopped a
-    moment ago gets `settle_s` to show as stopped before it counts as woken."""
-    deadline = time.monotonic() + settle_s
-    while not is_stopped(pid):
-        if time.monotonic() > deadline or not os.path.exists(f"/proc/{pid}"):
-            return True
-        time.sleep(0.001)
-    return False
+def woke_up(pid: int, frozen_at: float, settle_s: float = 0.05) -> bool:
+    """A worker the app stopped is found running. SIGSTOP takes effect asynchronously: a worker stopped less
+    than `settle_s` ago is not checked (it is about to be thawed anyway, and could not have done much); one
+    stopped earlier must show as stopped now."""
+    if time.monotonic() - frozen_at < settle_s:
+        return False
+    return not is_stopped(pid)
 
 
 def thread_left_running(worker, sample_s: float) -> bool:
@@ -220,11 +220,11 @@ def thread_left_running(worker, sample_s: float) -> bool:
         time.sleep(0.002)
 
 
-def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int) -> str | None:
+def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, mapped: bool = True) -> str | None:
     """Why the sandbox's files are over its limits (its folders, plus files its process deleted but holds
     open), or None. A walk cut short by its entry cap counts as over: the limit fails closed."""
     use = usage(folders)
-    used = use.bytes + (deleted_open_bytes(pid) if pid is not None else 0)
+    used = use.bytes + (deleted_open_bytes(pid, mapped) if pid is not None else 0)
     if not use.complete or use.files > max_files:
         return f"the sandbox holds more than {max_files:,} files (max_disk_files; the app can raise it)"
     if used > max_mb * 1024 * 1024:

@@ -16,6 +16,7 @@ import socket
 import stat
 import sys
 import threading
+import time
 import uuid
 
 import pytest
@@ -609,7 +610,11 @@ def test_no_parent_death_signal_and_a_woken_worker_is_replaced(tmp_path):
         r = sb.run("import ctypes\nctypes.CDLL(None, use_errno=True).prctl(1, 18, 0, 0, 0)")
         assert r.output == -1, r
         sb.run("stamp = 1")
-        os.kill(sb._worker.pid, signal.SIGCONT)  # a wake-up from outside the app's own thaw
+        worker = sb._worker
+        settled = threading.Event()
+        while time.monotonic() - worker.frozen_at < 0.06:  # past the moment a fresh SIGSTOP may still be landing
+            settled.wait(0.01)
+        os.kill(worker.pid, signal.SIGCONT)  # a wake-up from outside the app's own thaw
         r = sb.run("'stamp' in dir()")
         assert r.state_lost and r.output is False and "woke the sandbox up" in (r.error or "") + str(r.logs), r
 
