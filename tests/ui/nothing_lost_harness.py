@@ -14,7 +14,7 @@ from agents.models.replay import ReplayModel
 from ui.app import AgentDeckApp
 from ui.settings import AppConfig, build_agent
 
-from ui_testlib import write_transcript
+from ui_testlib import chat_text, text_of, write_transcript  # noqa: F401 - chat_text, text_of re-exported
 
 
 class StallingModel(ReplayModel):
@@ -109,14 +109,3 @@ class LiveApp:
         self.app.registry.shutdown()
 
 
-def text_of(message: dict) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
-def chat_text(messages: list[dict]) -> str:
-    return "\n".join(((m.get("metadata") or {}).get("title") or "") + "\n" + text_of(m) for m in messages)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ui_testlib import code_reply, run_app, write_transcript
+from ui_testlib import chat_text, code_reply, run_app, text_of, write_transcript
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
 from agents.memory.restore import Mismatch, SandboxRebuildReport
 from ui.app import AgentDeckApp
@@ -47,17 +47,6 @@ class Req:
         self.username = username
 
 
-def text_of(message: dict) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
-def chat_text(messages: list[dict]) -> str:
-    return "\n".join(((m.get("metadata") or {}).get("title") or "") + "\n" + text_of(m) for m in messages)
 
 
 def listed(update: Any) -> tuple[Any, list[tuple[str, str]]]:

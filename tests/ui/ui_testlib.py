@@ -108,3 +108,18 @@ def run_app(transcript: Path, data_dir: Path, extra_env: dict[str, str] | None =
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+# ----- reading a chat's messages (Gradio's "messages" format) -----------------------------------------
+def text_of(message: dict) -> str:
+    """A message's text, whether its content is a string or a list of parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def chat_text(messages: list[dict]) -> str:
+    return "\n".join(((m.get("metadata") or {}).get("title") or "") + "\n" + text_of(m) for m in messages)
