@@ -120,7 +120,11 @@ def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[
             if step.error:
                 first = step.error.strip().splitlines()[0] if step.error.strip() else ""
                 match = re.match(r"^(\w+(?:Error|Exception|Interrupt))\b", first)
-                emit(ev.StepError(**fields, error_type=match.group(1) if match else "Error", message=step.error))
+                rejected = re.match(r"^The user rejected this action(?: with this reason: (.*))?", first)
+                if rejected:  # the person's decision, shown with its reason as it was live
+                    emit(ev.StepError(**fields, error_type="RejectedByUser", message=(rejected.group(1) or "Rejected.")))
+                else:
+                    emit(ev.StepError(**fields, error_type=match.group(1) if match else "Error", message=step.error))
             emit(ev.StepFinished(**fields, step_type="action", duration_s=step.timing.duration_s,
                                  token_usage=step.token_usage))
         elif isinstance(step, FinalAnswerStep):

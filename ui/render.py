@@ -210,6 +210,10 @@ class Transcript(ChatTree):
 
     def _on_step_error(self, e: ev.StepError) -> None:
         step = self._step_node(e)
+        if e.error_type == "RejectedByUser":  # a person's decision, not a failure: show their reason
+            node = self._child(step, f"rejected-{self._counter}", "🚫 You rejected this step", e)
+            node.parts["text"] = f"Reason: {e.message}" if e.message and e.message != "Rejected." else "No reason given."
+            return
         node = self._child(step, f"error-{self._counter}", f"💥 Error: {e.error_type}", e)
         node.parts["text"] = f'<span class="ad-error">{e.error_type}</span>\n\n' + fence(e.message)
         if step is not None and "⚠️" not in (step.title or ""):

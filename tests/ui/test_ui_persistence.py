@@ -198,6 +198,20 @@ def test_replay_memory_rebuilds_the_chat_with_the_renderer(tmp_path: Path) -> No
     assert transcript.status_text().startswith("success · 1 steps")
 
 
+def test_a_reopened_chat_shows_a_rejection_as_the_persons_reason(tmp_path: Path) -> None:
+    from agents.prompts import load_prompt_templates, render
+
+    memory = AgentMemory("system")
+    memory.add_step(TaskStep(task="Clean up", run_id="r1"))
+    rejected = render(load_prompt_templates("code_agent"), "observations.rejected_by_user", reason="keep the raw data")
+    memory.add_step(ActionStep(step_number=1, run_id="r1", model_output="Thought: delete.", code="import os",
+                               error=rejected))
+    transcript = Transcript(str(tmp_path))
+    replay_memory(transcript, memory, [], tmp_path)
+    text = chat_text(transcript.messages())
+    assert "You rejected this step" in text and "Reason: keep the raw data" in text and "💥" not in text
+
+
 def test_rebuild_note_names_the_steps_that_differ() -> None:
     report = SandboxRebuildReport(rerun=[1, 2, 3], skipped=[(4, "called tools: web_search")],
                                   mismatches=[Mismatch(3, "stamp 1\n", "stamp 2\n"), Mismatch(2, "", "", "NameError: x")])

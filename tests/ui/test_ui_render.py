@@ -256,3 +256,13 @@ def test_a_failed_run_offers_to_continue_and_a_good_one_shows_its_answer_plainly
                            token_usage=TokenUsage(1, 1), steps=1))
     last = t.messages()[-1]
     assert last["content"] == "391" and not (last.get("metadata") or {}).get("title")
+
+
+def test_a_rejected_step_shows_the_persons_reason_not_an_error() -> None:
+    t = Transcript()
+    t.apply(ev.RunStarted(**base(0), task="q", agent_name="CodeAgent", model_id="m", max_steps=5))
+    t.apply(ev.StepStarted(**base(1), step_type="action"))
+    t.apply(ev.StepError(**base(1), error_type="RejectedByUser", message="do not delete files"))
+    text = "\n".join(str(m.get("content")) + str((m.get("metadata") or {}).get("title")) for m in t.messages())
+    assert "You rejected this step" in text and "Reason: do not delete files" in text
+    assert "💥" not in text and "ad-error" not in text
