@@ -103,6 +103,7 @@ class Session:
                 return False
             results = ingest_uploads(files, self.workspace, self.max_upload_bytes)
             good = [r for r in results if r.ok]
+            earlier = list(self.uploads)  # a small model is told about them again with each message
             self.uploads.extend(good)
             if good:
                 self.files_version += 1
@@ -121,7 +122,7 @@ class Session:
                 self.transcript.add_note(f'<span class="ad-error">Could not start the agent</span> '
                                          f"{for_visitor(exc, 'starting the agent')}")
                 return False
-            task = agent_task_text(text, results, getattr(agent, "prompt_templates", None))
+            task = agent_task_text(text, results, getattr(agent, "prompt_templates", None), earlier)
             self.turns.append({"task": task, "text": text, "uploads": [
                 {"name": r.safe_name, "original": r.original_name, "size": r.size_bytes, "kind": r.kind,
                  "preview": r.preview} for r in good]})

@@ -422,7 +422,8 @@ def table_columns(preview: str) -> list[str]:
     return columns
 
 
-def agent_task_text(user_text: str, results: list[UploadResult], templates: dict[str, Any] | None = None) -> str:
+def agent_task_text(user_text: str, results: list[UploadResult], templates: dict[str, Any] | None = None,
+                    earlier: list[UploadResult] | None = None) -> str:
     """The task the agent receives: the person's message plus the paths, previews and columns of usable files,
     worded by the agent's prompt templates (`uploaded_files`; the full prompts' wording when none are given)."""
     from agents.prompts import load_prompt_templates
@@ -439,5 +440,7 @@ def agent_task_text(user_text: str, results: list[UploadResult], templates: dict
         files.append({"name": r.safe_name, "size": human_size(r.size_bytes),
                       "preview": preview, "columns": columns})
     text = user_text.strip() or "Have a look at the attached file(s)."
+    known = [{"name": r.safe_name, "columns": table_columns(r.preview)} for r in earlier or []]
+    known = [f if not detect_injection(" ".join(f["columns"])) else {"name": f["name"]} for f in known]
     return describe_task(templates or load_prompt_templates("code_agent"), text, files,
-                         [r.original_name for r in bad])
+                         [r.original_name for r in bad], known)

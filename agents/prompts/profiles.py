@@ -72,15 +72,18 @@ def example_messages(templates: dict[str, Any], imports: Iterable[str] = ()) -> 
 
 
 def describe_task(templates: dict[str, Any], text: str, files: Sequence[dict[str, Any]] = (),
-                  unusable: Sequence[str] = ()) -> str:
+                  unusable: Sequence[str] = (), earlier: Sequence[dict[str, Any]] = ()) -> str:
     """The task an agent receives: the person's message and how to reach their uploaded files.
 
     `files` are dicts with `name` and, where known, `columns`, `size`, `path` and `preview` (fenced data).
     Each prompt file words this its own way (`uploaded_files`): the full prompt shows previews, the tiny one
-    only the file names and their columns, in the form its examples use.
+    only the file names and their columns, in the form its examples use. `earlier`: files uploaded with
+    earlier messages (name and columns), which a small model needs told again with each follow-up; the full
+    prompt leaves them to the conversation.
     """
     text = text.strip()
-    if not files and not unusable:
+    if not files and not unusable and not earlier:
         return text
     files = [{"columns": [], "size": "", "path": "", "preview": "", **dict(f)} for f in files]
-    return render(templates, "uploaded_files", text=text, files=files, unusable=list(unusable))
+    earlier = [{"columns": [], **dict(f)} for f in earlier]
+    return render(templates, "uploaded_files", text=text, files=files, unusable=list(unusable), earlier=earlier)

@@ -115,3 +115,17 @@ def test_the_full_prompt_describes_uploads_with_their_previews(make_code_agent) 
     assert "/w/" not in task  # the server's workspace path never reaches the model: files open by name
     assert task.endswith("not in the working directory: b.exe.")
     assert agent.describe_task("  Just text ") == "Just text"
+
+
+def test_a_small_model_is_told_about_earlier_uploads_with_each_follow_up() -> None:
+    """A follow-up ("and its minimum?") to a 135M model must name the file again; the full prompt leaves
+    earlier files to the conversation."""
+    from agents.prompts import load_prompt_templates
+    from agents.prompts.profiles import describe_task
+
+    earlier = [{"name": "weather.csv", "columns": ["date", "temp_max"]}]
+    tiny = describe_task(load_prompt_templates("code_agent_tiny"), "What is the maximum of temp_max?", earlier=earlier)
+    assert "File weather.csv is in the current directory. Columns: date, temp_max." in tiny
+    assert tiny.endswith("What is the maximum of temp_max?")
+    full = describe_task(load_prompt_templates("code_agent"), "What is the maximum of temp_max?", earlier=earlier)
+    assert full == "What is the maximum of temp_max?"
