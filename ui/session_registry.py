@@ -160,11 +160,13 @@ class SessionRegistry:
         quiet = now - session.last_active
         if quiet > self.idle_timeout_s:
             return True
+        if session.detached_at is not None and now - session.detached_at > self.reattach_grace_s:
+            return True  # its page went away during a run and did not come back
+        if quiet <= min(self.pageless_idle_s, self.decision_timeout_s):
+            return False
         paused = session.running and has_pending(session)
         if quiet > self.pageless_idle_s and (not session.running or paused) and not self.presence.has_page(key):
             return True
-        if session.detached_at is not None and now - session.detached_at > self.reattach_grace_s:
-            return True  # its page went away during a run and did not come back
         return paused and quiet > self.decision_timeout_s
 
     def start_reaper(self, interval_s: float = 30.0) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from agents.executor.worker_watch import usage
 from ui.uploads import UploadResult, human_size, ingest_upload
 
 MAX_FILES_PER_MESSAGE = int(os.environ.get("AGENTDECK_MAX_FILES_PER_MESSAGE", "10"))
@@ -25,16 +26,10 @@ def workspace_quota_bytes(max_upload_bytes: int) -> int:
 
 
 def workspace_bytes(workspace: Path) -> int:
-    """Bytes of regular files in the workspace (links are not followed)."""
-    total = 0
-    for folder, _dirs, names in os.walk(workspace):
-        for name in names:
-            try:
-                stat = os.lstat(os.path.join(folder, name))
-            except OSError:
-                continue
-            total += stat.st_size
-    return total
+    """Bytes the workspace takes on disk, counted as the sandbox's disk limit counts them (an unfinished walk
+    counts as full)."""
+    use = usage([str(workspace)])
+    return use.bytes if use.complete else 1 << 62
 
 
 def ingest_uploads(files: list[tuple[str, str]], workspace: Path, max_upload_bytes: int,

@@ -25,14 +25,19 @@ def task_count(pid: int) -> int:
         return -1
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time the process used so far, all threads included."""
+def _stat_fields(pid: int) -> list[bytes]:
+    """/proc/<pid>/stat after the command name (field 3, the state, first); [] when it cannot be read."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             data = fh.read()
     except OSError:
-        return 0.0
-    fields = data[data.rfind(b")") + 2:].split()
+        return []
+    return data[data.rfind(b")") + 2:].split()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time the process used so far, all threads included."""
+    fields = _stat_fields(pid)
     try:
         return (int(fields[11]) + int(fields[12])) / _TICKS
     except (IndexError, ValueError):
@@ -187,12 +192,8 @@ def deleted_open_bytes(pid: int, mapped: bool = True) -> int:
 
 def is_stopped(pid: int) -> bool:
     """Whether the process is stopped (SIGSTOP), as the kernel reports it."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return False
-    return data[data.rfind(b")") + 2:][:1] in (b"T", b"t")
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] in (b"T", b"t")
 
 
 def woke_up(pid: int, frozen_at: float, settle_s: float = 0.05) -> bool:

@@ -55,7 +55,7 @@ def is_embedded(model_string: str) -> bool:
     return model_string.strip().lower().split(":", 1)[0] == "embedded"
 
 
-def _key_needed(model_string: str) -> str | None:
+def key_variable(model_string: str) -> str | None:
     """The environment variable holding the key a model string needs, when known."""
     from agents.models.errors_mapping import PROVIDER_KEY_ENV  # noqa: PLC0415 - light module
 
@@ -63,12 +63,6 @@ def _key_needed(model_string: str) -> str | None:
         return "HF_TOKEN"
     body = model_string[len("litellm:"):] if model_string.startswith("litellm:") else model_string
     return PROVIDER_KEY_ENV.get(body.split("/", 1)[0].lower()) if "/" in body else None
-
-
-def key_variable(model_string: str) -> str | None:
-    """The environment variable holding the key `model_string` needs, when known (None: no key needed, or
-    unknown)."""
-    return _key_needed(model_string)
 
 
 def describe_model_choice(model_string: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -85,7 +79,7 @@ def describe_model_choice(model_string: str | None = None, env: Mapping[str, str
         note += f" Set {MODEL_ENV} or use --model to choose another model."
     else:
         note = f"Using {model_string}."
-    key = _key_needed(model_string)
+    key = key_variable(model_string)
     if key and not (env.get(key) or "").strip():
         note += f" {key} is not set: calls will fail until it is set in the environment."
     return note

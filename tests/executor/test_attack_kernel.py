@@ -13,15 +13,15 @@ import json
 import os
 import signal
 import socket
-import stat
 import sys
-import threading
-import time
 import uuid
 
 import pytest
 
+from tests.waiting import wait_until
+
 from agents.executor import PythonSandbox
+from agents.executor import worker_watch
 from agents.executor.errors import SandboxStartError
 from agents.executor.process import APP_ROOT
 
@@ -167,14 +167,12 @@ def arena(tmp_path_factory):
     sb.close()
     listener.close()
 
-
 def test_python_layers_are_really_off(arena):
     """The premise: this code holds the real os and ctypes and no audit hook stands in its way."""
     r = arena["sb"].run("import os, ctypes\n(os.getpid() > 0, ctypes.sizeof(ctypes.c_int), type(os).__name__)")
     assert r.error is None, r.error
     assert r.output == [True, 4, "module"]
     assert arena["sb"].security_report()["python_layers"]["active"] is False
-
 
 def test_every_kernel_promise_holds_on_every_thread(arena):
     r = arena["sb"].run(arena["code"])
@@ -197,7 +195,6 @@ def test_every_kernel_promise_holds_on_every_thread(arena):
     with pytest.raises(OSError):
         arena["listener"].accept()
 
-
 def test_worker_has_no_identity_or_capability_to_abuse(arena):
     code = (
         "import os, ctypes\n"
@@ -213,7 +210,6 @@ def test_worker_has_no_identity_or_capability_to_abuse(arena):
     if os.geteuid() == 0:
         assert uid == euid != 0  # an id of its own, not the app's root
 
-
 def test_nothing_outside_exists_in_the_worker_view(arena):
     """stat() answers for nothing outside: the app, other sessions, /proc and /etc are not in the view."""
     if not arena["sb"].security_report()["filesystem_view"]["active"]:
@@ -225,7 +221,6 @@ def test_nothing_outside_exists_in_the_worker_view(arena):
     assert r.error is None, r.error
     assert r.output == [False] * len(paths)
 
-
 def test_site_packages_cannot_be_planted_even_as_the_app_user(arena):
     """The .pth attack: nothing the worker can do puts a file where the next interpreter would run it."""
     site = arena["params"]["write_dirs"]["site-packages"]
@@ -233,122 +228,89 @@ def test_site_packages_cannot_be_planted_even_as_the_app_user(arena):
     assert r.error is not None
     assert not os.path.exists(os.path.join(site, "zz-agentdeck.pth"))
 
-
 def test_worker_interpreter_runs_no_pth_files(arena):
     r = arena["sb"].run("import sys\n(sys.flags.no_site, 'site' in sys.modules)")
     assert r.output == [1, False]
 
-
-def test_forged_result_frames_are_not_trusted(arena):
-    sb = arena["sb"]
-    sb.run("stamp = 'alive'")
-    forged = (
-        "import os, json, sys\n"
-        "fd = int(sys.argv[3])\n"
-        "data = json.dumps({'op': 'result', 'id': 'not-this-run', 'output': 'forged', 'is_final': True}).encode()\n"
-        "os.write(fd, len(data).to_bytes(4, 'big') + data)\n"
-        "'real'"
+def test_ipc_memfd_and_pid_probes_are_refused(arena):
+    code = (
+        "import os, ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "out = {}\n"
+        "out['shmget'] = libc.shmget(1234, ctypes.c_size_t(1 << 20), 0o1000 | 0o666)\n"
+        "out['msgget'] = libc.msgget(1234, 0o1000 | 0o666)\n"
+        "out['semget'] = libc.semget(1234, 1, 0o1000 | 0o666)\n"
+        "try:\n    os.memfd_create('m'); out['memfd'] = 'made'\nexcept OSError: out['memfd'] = -1\n"
+        f"try:\n    os.getsid({os.getpid()}); out['getsid'] = 'seen'\nexcept OSError: out['getsid'] = -1\n"
+        f"out['pidfd_open'] = libc.syscall(434, {os.getpid()}, 0)\n"
+        "out"
     )
-    r = sb.run(forged)
-    assert r.untrusted and r.state_lost and r.error_type == "SandboxProtocolError"
-    assert r.output != "forged"
-    assert sb.run("'stamp' in dir()").output is False  # the tampered worker was replaced
-    assert sb.run("1 + 1").output == 2
+    r = arena["sb"].run(code)
+    assert r.error is None, r.error
+    assert all(v == -1 for v in r.output.values()), r.output
 
+def test_nothing_can_wake_a_frozen_worker(arena):
+    """SIGSTOP between steps holds only if nothing can send the worker SIGCONT on its own: no POSIX timer,
+    no owner or chosen signal for I/O, lease or directory notices."""
+    code = (
+        "import os, ctypes, fcntl\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "out = {}\n"
+        "tid = ctypes.c_void_p()\n"
+        "out['timer_create'] = libc.timer_create(1, None, ctypes.byref(tid))\n"
+        "r, w = os.pipe()\n"
+        "for name, command, arg in (('F_SETOWN', 8, os.getpid()), ('F_SETSIG', 10, 18), ('F_SETOWN_EX', 15, 0),\n"
+        "                           ('F_SETLEASE', 1024, 0), ('F_NOTIFY', 1026, 0)):\n"
+        "    out[name] = libc.fcntl(r, command, arg)\n"
+        "pid = ctypes.c_int(os.getpid())\n"
+        "out['FIOSETOWN'] = libc.ioctl(r, 0x8901, ctypes.byref(pid))\n"
+        "out['SIOCSPGRP'] = libc.ioctl(r, 0x8902, ctypes.byref(pid))\n"
+        "on = ctypes.c_int(1)\n"
+        "out['FIOASYNC'] = libc.ioctl(r, 0x5452, ctypes.byref(on))\n"
+        "out['F_GETFL still works'] = 0 if fcntl.fcntl(r, fcntl.F_GETFL) >= 0 else 'broken'\n"
+        "out"
+    )
+    r = arena["sb"].run(code)
+    assert r.error is None, r.error
+    ordinary = r.output.pop("F_GETFL still works")
+    assert ordinary == 0 and all(v == -1 for v in r.output.values()), r.output
 
-@pytest.mark.slow
-def test_garbage_on_the_channel_restarts_the_worker(arena):
-    sb = arena["sb"]
-    r = sb.run("import os, sys\nos.write(int(sys.argv[3]), b'\\xff\\xff\\xff\\xffgarbage')\nimport time\ntime.sleep(0.2)")
-    assert r.state_lost and r.error is not None
-    assert sb.run("2 + 2").output == 4
-
-
-def test_result_limits_are_enforced_by_the_app(tmp_path):
-    with PythonSandbox(str(tmp_path), python_layers=False, max_result_chars=1000, max_output_chars=1000) as sb:
-        code = (
-            "import os, sys, json\n"
-            "fd = int(sys.argv[3])\n"
-            "RID = None\n"
-        )
-        # The forged result needs the current run id: read it from the worker's memory as a bypass could.
-        code += (
-            "import gc\n"
-            "ex = [o for o in gc.get_objects() if type(o).__name__ == 'Executor'][0]\n"
-            "data = json.dumps({'op': 'result', 'id': ex.run_id, 'output': 'x' * 5_000_000, 'logs': 'y' * 5_000_000,"
-            " 'error': None, 'output_type': 'str' * 1000}).encode()\n"
-            "os.write(fd, len(data).to_bytes(4, 'big') + data)\n"
-        )
-        r = sb.run(code)
-        assert isinstance(r.output, str) and len(r.output) < 1200
-        assert len(r.logs) < 2000 and len(r.output_type) <= 100
-        # The real result then arrives after the app took the forged one: the next run notices (a frame that
-        # belongs to no current run), distrusts the worker and starts afresh.
-        r2 = sb.run("1")
-        assert r2.state_lost and (r2.output == 1 or r2.untrusted)
-        assert sb.run("2").output == 2
-
-
-def test_thread_left_running_is_stopped(tmp_path):
+def test_no_parent_death_signal_and_a_woken_worker_is_replaced(tmp_path):
+    """PR_SET_PDEATHSIG fires when the *thread* that started the worker ends: refused. Should anything else
+    wake a frozen worker, the next step finds it running and replaces it."""
     with PythonSandbox(str(tmp_path), python_layers=False) as sb:
-        r = sb.run(
-            "import threading, time\n"
-            "def spin():\n    while True: pass\n"
-            "threading.Thread(target=spin, daemon=True).start()\n"
-            "'started'"
-        )
-        assert r.output == "started" and r.state_lost
-        assert "thread" in r.logs
-        r2 = sb.run("import threading\nthreading.active_count()")
-        assert r2.output == 1
+        r = sb.run("import ctypes\nctypes.CDLL(None, use_errno=True).prctl(1, 18, 0, 0, 0)")
+        assert r.output == -1, r
+        sb.run("stamp = 1")
+        worker = sb._worker
+        wait_until(lambda: worker_watch.is_stopped(worker.pid), 10, "the worker to be stopped")
+        worker.frozen_at -= 1.0  # as if stopped a second ago: the settle window is for a stop still landing
+        os.kill(worker.pid, signal.SIGCONT)  # a wake-up from outside the app's own thaw
+        r = sb.run("'stamp' in dir()")
+        assert r.state_lost and r.output is False and "woke the sandbox up" in (r.error or "") + str(r.logs), r
 
-
-def test_native_thread_that_steals_commands_is_stopped(tmp_path):
-    """A thread blocked reading the command pipe (invisible to threading) is found in the kernel's view."""
-    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
-        r = sb.run(
-            "import _thread, os, sys\n"
-            "fd = int(sys.argv[2])\n"
-            "_thread.start_new_thread(lambda: os.read(fd, 1 << 20), ())\n"
-            "import time\ntime.sleep(0.05)\n'planted'"
-        )
-        assert r.state_lost
-        r2 = sb.run("open('approved.txt', 'w').write('ran')\n'done'")
-        assert r2.output == "done"
-        assert (tmp_path / "approved.txt").read_text() == "ran"
-
-
-def test_cpu_burnt_between_steps_restarts_the_worker(tmp_path):
-    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
-        # A signal handler that keeps computing after the step returned (the SIGALRM fires later).
-        r = sb.run(
-            "import signal\n"
-            "def burn(*a):\n    x = 0\n    for i in range(10**8): x += i\n"
-            "signal.signal(signal.SIGALRM, burn)\nsignal.setitimer(signal.ITIMER_REAL, 0.01)\n'armed'"
-        )
-        # The worker restores every handler after the step, so the timer finds the default action (a
-        # termination) or nothing at all: either way the next step runs in a sound worker.
-        r2 = sb.run("41 + 1")
-        assert r2.output == 42
-        assert r.output == "armed"
-
-
-def test_files_in_private_temp_count_against_disk_limit(tmp_path):
-    with PythonSandbox(str(tmp_path / "ws"), python_layers=False, max_disk_mb=5) as sb:
-        r = sb.run("import os, tempfile\n"
-                   "for i in range(8):\n"
-                   "    open(os.path.join(tempfile.gettempdir(), f'f{i}'), 'wb').write(os.urandom(1 << 20))\n")
-        assert r.error_type == "DiskLimitError" and "max_disk_mb" in r.error
-        left = sb.run("import os, tempfile\n[n for n in os.listdir(tempfile.gettempdir())]").output
-        assert [n for n in left if not n.startswith(".agentdeck-worker-")] == []  # only the new worker's log
-
-
-def test_default_memory_limit_refuses_one_and_a_half_gib(tmp_path):
-    with PythonSandbox(str(tmp_path)) as sb:
-        r = sb.run("x = bytearray(1536 * 1024 * 1024)")
-        assert r.error_type == "MemoryError"
-        assert "memory_limit_mb" in r.error
-
+def test_open_files_cannot_be_parked_out_of_sight_and_no_cross_process_probes(arena):
+    code = (
+        "import os, socket, array, ctypes, fcntl, json\n"
+        "out = {}\n"
+        "a, b = socket.socketpair()\n"
+        "fd = os.open('parked.bin', os.O_WRONLY | os.O_CREAT, 0o600)\n"
+        "try:\n"
+        "    a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))]); out['sendmsg'] = 'sent'\n"
+        "except OSError: out['sendmsg'] = -1\n"
+        "a.send(b'plain sends still work'); out['send'] = 0 if b.recv(64) else 'broken'\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "header = (ctypes.c_uint32 * 2)(0x20080522, 1)\n"
+        "data = (ctypes.c_uint32 * 6)()\n"
+        "out['capget(1)'] = libc.capget(header, data)\n"
+        f"lib = open({json.__file__!r}, 'rb')\n"
+        "try:\n    fcntl.flock(lib, fcntl.LOCK_EX | fcntl.LOCK_NB); out['flock'] = 'locked'\nexcept OSError: out['flock'] = -1\n"
+        "os.close(fd); os.unlink('parked.bin')\n"
+        "out"
+    )
+    r = arena["sb"].run(code)
+    assert r.error is None, r.error
+    assert r.output.pop("send") == 0 and all(v == -1 for v in r.output.values()), r.output
 
 def test_preconfinement_thread_refused(tmp_path, monkeypatch):
     """A worker whose libraries started threads before confinement refuses to start."""
@@ -361,14 +323,12 @@ def test_preconfinement_thread_refused(tmp_path, monkeypatch):
         with PythonSandbox(str(tmp_path), authorized_imports=["numpy", "pandas"]) as sb:
             sb.run("1")
 
-
 def test_no_process_of_the_sandbox_survives_close(tmp_path):
     sb = PythonSandbox(str(tmp_path))
     sb.run("1")
     pid = sb._worker.pid
     sb.close()
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
-
 
 def test_ordinary_analysis_code_still_works(tmp_path):
     data = tmp_path / "ws"
@@ -396,7 +356,6 @@ def test_ordinary_analysis_code_still_works(tmp_path):
         assert (data / "copy.csv").read_text() == "a,b\n1,2\n3,4\n"
         assert {a.path for a in r.artifacts} >= {"copy.csv", "out.xlsx", "chart.png"}
 
-
 def test_uploads_from_the_app_become_writable_by_the_code(tmp_path):
     with PythonSandbox(str(tmp_path)) as sb:
         sb.run("1")
@@ -406,89 +365,11 @@ def test_uploads_from_the_app_become_writable_by_the_code(tmp_path):
         assert r.error is None, r.error
         assert r.output == "x\n1\n2\n"
 
-
-# ----- regressions from the fresh-eyes attack of this work ------------------------------------------------
-def test_ipc_memfd_and_pid_probes_are_refused(arena):
-    code = (
-        "import os, ctypes\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "out = {}\n"
-        "out['shmget'] = libc.shmget(1234, ctypes.c_size_t(1 << 20), 0o1000 | 0o666)\n"
-        "out['msgget'] = libc.msgget(1234, 0o1000 | 0o666)\n"
-        "out['semget'] = libc.semget(1234, 1, 0o1000 | 0o666)\n"
-        "try:\n    os.memfd_create('m'); out['memfd'] = 'made'\nexcept OSError: out['memfd'] = -1\n"
-        f"try:\n    os.getsid({os.getpid()}); out['getsid'] = 'seen'\nexcept OSError: out['getsid'] = -1\n"
-        f"out['pidfd_open'] = libc.syscall(434, {os.getpid()}, 0)\n"
-        "out"
-    )
-    r = arena["sb"].run(code)
-    assert r.error is None, r.error
-    assert all(v == -1 for v in r.output.values()), r.output
-
-
-def test_deep_deleted_and_many_files_count_against_the_disk_limit(tmp_path):
-    with PythonSandbox(str(tmp_path / "ws"), python_layers=False, max_disk_mb=20, max_disk_files=500) as sb:
-        deep = "/".join(["d"] * 20)
-        r = sb.run(f"import os\nos.makedirs({deep!r})\nopen({deep + '/big.bin'!r}, 'wb').write(b'A' * (30 << 20))")
-        assert r.error_type == "DiskLimitError", (r.error, r.logs)
-        sb.run(f"import shutil\nshutil.rmtree('d')")
-        r = sb.run("f = open('h.bin', 'wb'); f.write(b'A' * (30 << 20)); f.flush()\nimport os\nos.unlink('h.bin')\nkeep = [f]")
-        assert r.error_type == "DiskLimitError"
-        r = sb.run("import os\nos.makedirs('many', exist_ok=True)\n"
-                   "for i in range(800):\n    open(f'many/{i}', 'w').close()")
-        assert r.error_type == "DiskLimitError" and "max_disk_files" in r.error
-
-
-def test_a_worker_that_stops_reading_cannot_hang_the_app(tmp_path):
-    import time
-
-    with PythonSandbox(str(tmp_path), python_layers=False, timeout_s=5) as sb:
-        sb.run("import fcntl, sys, threading\nfcntl.fcntl(int(sys.argv[2]), 1031, 4096)")
-        started = time.monotonic()
-        r = sb.run("x = '" + "y" * 20000 + "'\nlen(x)")
-        assert time.monotonic() - started < 30
-        assert r.output == 20000 or r.state_lost
-
-
-@pytest.mark.slow
-def test_hostile_frames_cannot_blow_up_or_crash_the_app(tmp_path):
-    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
-        for payload in ("b'[' * 200000 + b']' * 200000", "b'[' + b'[],' * 3000000 + b'[]]'"):
-            r = sb.run(f"import os, sys\ndata = {payload}\nos.write(int(sys.argv[3]), len(data).to_bytes(4, 'big') + data)\n"
-                       "import time\ntime.sleep(0.5)")
-            assert r.state_lost and r.error is not None
-        assert sb.run("6 * 7").output == 42
-
-
-def test_nothing_of_the_code_runs_between_steps(tmp_path):
-    import time
-
-    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
-        r = sb.run(
-            "import threading\n"
-            "def tick():\n"
-            "    n = 0\n"
-            "    while True:\n"
-            "        threading.Event().wait(0.05)\n"
-            "        n += 1\n"
-            "        open('ticks.txt', 'w').write(str(n))\n"
-            "t = threading.Thread(target=tick, daemon=True)\n"
-            "threading._active.pop(t.ident, None) if False else None\n"
-            "t.start()\nthreading._active.pop(t.ident, None)\n'planted'"
-        )
-        assert r.output == "planted"
-        first = (tmp_path / "ticks.txt").read_text() if (tmp_path / "ticks.txt").exists() else "0"
-        time.sleep(1.0)
-        later = (tmp_path / "ticks.txt").read_text() if (tmp_path / "ticks.txt").exists() else "0"
-        assert later == first  # frozen (or restarted): no tick while the app did not wait for the worker
-
-
 def test_pyarrow_pool_reserves_nothing(tmp_path):
     with PythonSandbox(str(tmp_path), authorized_imports=["pandas"]) as sb:
         r = sb.run("import pandas as pd\ns = pd.Series(['a', 'b'] * 1000, dtype='string[pyarrow]')\nint(s.str.len().sum())")
         assert r.error is None, r.error
         assert r.output == 2000
-
 
 def test_a_planted_matplotlibrc_is_not_read_by_the_next_worker(tmp_path):
     with PythonSandbox(str(tmp_path), authorized_imports=["matplotlib"]) as sb:
@@ -496,7 +377,6 @@ def test_a_planted_matplotlibrc_is_not_read_by_the_next_worker(tmp_path):
         sb.reset()
         r = sb.run("import matplotlib\nmatplotlib.rcParams['figure.dpi']")
         assert r.output != 3000
-
 
 def test_read_roots_never_hold_the_workspace(tmp_path, monkeypatch):
     """A folder on sys.path that contains the workspaces must not become a read root (neighbours exposed)."""
@@ -508,133 +388,3 @@ def test_read_roots_never_hold_the_workspace(tmp_path, monkeypatch):
     cfg = ConfinementConfig(workdir=str(ws), tmpdir=str(tmp_path / "t"), app_root="/nonexistent",
                             memory_limit_mb=100, max_file_size_mb=1, max_open_files=10)
     assert all(not str(ws).startswith(root.rstrip("/") + "/") for root in read_roots(cfg))
-
-
-# ----- regressions from the second fresh-eyes attack ------------------------------------------------------
-def test_nothing_can_wake_a_frozen_worker(arena):
-    """SIGSTOP between steps holds only if nothing can send the worker SIGCONT on its own: no POSIX timer,
-    no owner or chosen signal for I/O, lease or directory notices."""
-    code = (
-        "import os, ctypes, fcntl\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "out = {}\n"
-        "tid = ctypes.c_void_p()\n"
-        "out['timer_create'] = libc.timer_create(1, None, ctypes.byref(tid))\n"
-        "r, w = os.pipe()\n"
-        "for name, command, arg in (('F_SETOWN', 8, os.getpid()), ('F_SETSIG', 10, 18), ('F_SETOWN_EX', 15, 0),\n"
-        "                           ('F_SETLEASE', 1024, 0), ('F_NOTIFY', 1026, 0)):\n"
-        "    out[name] = libc.fcntl(r, command, arg)\n"
-        "pid = ctypes.c_int(os.getpid())\n"
-        "out['FIOSETOWN'] = libc.ioctl(r, 0x8901, ctypes.byref(pid))\n"
-        "out['SIOCSPGRP'] = libc.ioctl(r, 0x8902, ctypes.byref(pid))\n"
-        "on = ctypes.c_int(1)\n"
-        "out['FIOASYNC'] = libc.ioctl(r, 0x5452, ctypes.byref(on))\n"
-        "out['F_GETFL still works'] = 0 if fcntl.fcntl(r, fcntl.F_GETFL) >= 0 else 'broken'\n"
-        "out"
-    )
-    r = arena["sb"].run(code)
-    assert r.error is None, r.error
-    ordinary = r.output.pop("F_GETFL still works")
-    assert ordinary == 0 and all(v == -1 for v in r.output.values()), r.output
-
-
-def test_open_files_cannot_be_parked_out_of_sight_and_no_cross_process_probes(arena):
-    code = (
-        "import os, socket, array, ctypes, fcntl, json\n"
-        "out = {}\n"
-        "a, b = socket.socketpair()\n"
-        "fd = os.open('parked.bin', os.O_WRONLY | os.O_CREAT, 0o600)\n"
-        "try:\n"
-        "    a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))]); out['sendmsg'] = 'sent'\n"
-        "except OSError: out['sendmsg'] = -1\n"
-        "a.send(b'plain sends still work'); out['send'] = 0 if b.recv(64) else 'broken'\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "header = (ctypes.c_uint32 * 2)(0x20080522, 1)\n"
-        "data = (ctypes.c_uint32 * 6)()\n"
-        "out['capget(1)'] = libc.capget(header, data)\n"
-        f"lib = open({json.__file__!r}, 'rb')\n"
-        "try:\n    fcntl.flock(lib, fcntl.LOCK_EX | fcntl.LOCK_NB); out['flock'] = 'locked'\nexcept OSError: out['flock'] = -1\n"
-        "os.close(fd); os.unlink('parked.bin')\n"
-        "out"
-    )
-    r = arena["sb"].run(code)
-    assert r.error is None, r.error
-    assert r.output.pop("send") == 0 and all(v == -1 for v in r.output.values()), r.output
-
-
-def test_the_workers_output_goes_to_a_file_of_its_own(tmp_path):
-    """stdout/stderr were a log in the app's folder, owned by the app's user: a non-root app's worker could
-    chmod, truncate or tag it. Now the log lives in the worker's temp folder, counted like its other files."""
-    with PythonSandbox(str(tmp_path / "ws"), python_layers=False) as sb:
-        pid = sb._worker.pid
-        targets = {os.readlink(f"/proc/{pid}/fd/{n}") for n in (1, 2)}
-        assert len(targets) == 1 and next(iter(targets)).startswith(sb._tmpdir + os.sep), targets
-        r = sb.run("import os\nos.write(2, b'x' * 3000)\n'ok'")
-        assert r.output == "ok", r.error
-        assert os.path.getsize(next(iter(targets))) >= 3000
-
-
-def test_numpy_memory_primitives_are_refused_and_windows_still_work(tmp_path):
-    with PythonSandbox(str(tmp_path), authorized_imports=["numpy"]) as sb:
-        r = sb.run("import numpy as np\nfrom numpy.lib.stride_tricks import as_strided\n"
-                   "as_strided(np.zeros(1), shape=(2,), strides=(1 << 40,))")
-        assert r.error_type == "SecurityError" and "as_strided" in r.error
-        r = sb.run("import numpy as np\nnp.lib.array_utils.byte_bounds(np.zeros(1))")
-        assert r.error_type == "SecurityError", r.error
-        r = sb.run("import numpy as np\nfrom numpy.lib.stride_tricks import sliding_window_view\n"
-                   "sliding_window_view(np.arange(5), 3).sum(axis=1).tolist()")
-        assert r.output == [3, 6, 9], r.error
-
-
-def test_a_worker_flooding_output_past_its_limit_is_cut_off(tmp_path):
-    """Each log frame costs the app a parse: past the output limit, a worker that keeps sending is stopped."""
-    with PythonSandbox(str(tmp_path), python_layers=False, max_output_chars=1000, timeout_s=20) as sb:
-        code = ("import os, sys, json, gc\n"
-                "fd = int(sys.argv[3])\n"
-                "run = [o for o in gc.get_objects() if type(o).__name__ == 'Executor'][0].run_id\n"
-                "data = json.dumps({'op': 'log', 'id': run, 'text': 'x' * 100000}).encode()\n"
-                "for _ in range(100):\n"
-                "    os.write(fd, len(data).to_bytes(4, 'big') + data)\n"
-                "'still running'")
-        r = sb.run(code)
-        assert r.untrusted and r.state_lost and "past its limit" in (r.error or ""), r
-        assert len(r.logs) <= 1000 + 1000  # what was kept stays within the limit (plus the note's room)
-        assert sb.run("1 + 1").output == 2
-
-
-# ----- regressions from the retest ---------------------------------------------------------------------
-def test_no_parent_death_signal_and_a_woken_worker_is_replaced(tmp_path):
-    """PR_SET_PDEATHSIG fires when the *thread* that started the worker ends: refused. Should anything else
-    wake a frozen worker, the next step finds it running and replaces it."""
-    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
-        r = sb.run("import ctypes\nctypes.CDLL(None, use_errno=True).prctl(1, 18, 0, 0, 0)")
-        assert r.output == -1, r
-        sb.run("stamp = 1")
-        worker = sb._worker
-        settled = threading.Event()
-        while time.monotonic() - worker.frozen_at < 0.06:  # past the moment a fresh SIGSTOP may still be landing
-            settled.wait(0.01)
-        os.kill(worker.pid, signal.SIGCONT)  # a wake-up from outside the app's own thaw
-        r = sb.run("'stamp' in dir()")
-        assert r.state_lost and r.output is False and "woke the sandbox up" in (r.error or "") + str(r.logs), r
-
-
-def test_mapped_deleted_files_count_against_the_disk_limit(tmp_path):
-    code = (
-        "import os, ctypes\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "libc.mmap.restype = ctypes.c_void_p\n"
-        "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]\n"
-        "for i in range(4):\n"
-        "    name = f'held{i}.bin'\n"
-        "    with open(name, 'wb') as fh:\n"
-        "        fh.write(os.urandom(4 << 20))\n"
-        "    fd = os.open(name, os.O_RDONLY)\n"
-        "    assert libc.mmap(None, 4096, 1, 1, fd, 0) not in (None, ctypes.c_void_p(-1).value)\n"
-        "    os.close(fd)\n"
-        "    os.unlink(name)\n"
-        "sorted(os.listdir('.'))"
-    )
-    with PythonSandbox(str(tmp_path), python_layers=False, max_disk_mb=10) as sb:
-        r = sb.run(code)
-        assert r.error_type == "DiskLimitError", r

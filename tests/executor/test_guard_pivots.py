@@ -121,3 +121,15 @@ def test_styler_templates_still_render(sb):
 def test_pivots_found_by_the_attack_are_closed(sb, code):
     r = sb.run(code)
     assert r.error is not None, r.output
+
+
+def test_numpy_memory_primitives_are_refused_and_windows_still_work(tmp_path):
+    with PythonSandbox(str(tmp_path), authorized_imports=["numpy"]) as sb:
+        r = sb.run("import numpy as np\nfrom numpy.lib.stride_tricks import as_strided\n"
+                   "as_strided(np.zeros(1), shape=(2,), strides=(1 << 40,))")
+        assert r.error_type == "SecurityError" and "as_strided" in r.error
+        r = sb.run("import numpy as np\nnp.lib.array_utils.byte_bounds(np.zeros(1))")
+        assert r.error_type == "SecurityError", r.error
+        r = sb.run("import numpy as np\nfrom numpy.lib.stride_tricks import sliding_window_view\n"
+                   "sliding_window_view(np.arange(5), 3).sum(axis=1).tolist()")
+        assert r.output == [3, 6, 9], r.error

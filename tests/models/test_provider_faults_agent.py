@@ -10,6 +10,7 @@ from agents import ToolCallingAgent
 from agents import events as ev
 from agents.models import load_model
 from agents.models.retry import RetryPolicy
+from tests.waiting import wait_until
 
 SECRET = "sk-test-secret-0123456789"
 THINKING = "Let me think about this question for a little while before answering it."
@@ -29,15 +30,6 @@ def make_agent(server) -> ToolCallingAgent:
 
 def model_threads(agent: ToolCallingAgent) -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == f"model-{type(agent).__name__}" and t.is_alive()]
-
-
-def wait_for(condition, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
 
 
 def stop_when(agent: ToolCallingAgent, task: str, trigger) -> tuple[list[ev.Event], float]:
@@ -74,7 +66,7 @@ def test_stop_during_a_stalled_stream_ends_the_run_at_once_and_keeps_memory(serv
     assert elapsed < 3.0, f"Stop took {elapsed:.1f} s while the provider stalled"
     assert events[-1].state == "interrupted"
     assert len(server.requests) == 2  # no retry after Stop
-    assert wait_for(lambda: not model_threads(agent), 5.0), "the model reader thread outlived the stop"
+    wait_until(lambda: not model_threads(agent), 5.0, "the model reader thread to end after the stop")
     # The conversation goes on from where it was: both earlier tasks are in the next prompt.
     server.script = [final("third answer")]
     assert agent.run("And the third?", reset=False) == "third answer"
@@ -91,7 +83,7 @@ def test_stop_during_a_retry_after_wait_ends_the_run_at_once(server):
     retry = next(e for e in events if isinstance(e, ev.ModelRetrying))
     assert (retry.wait_s, retry.retry_after_s, retry.attempt) == (30.0, 30.0, 1) and "rate limited" in retry.reason
     assert events[-1].state == "interrupted"
-    assert wait_for(lambda: not model_threads(agent), 5.0)
+    wait_until(lambda: not model_threads(agent), 5.0, "the model reader thread to end")
     assert len(server.requests) == 1  # the wait was abandoned, not followed by a request
     assert agent.memory.steps and agent.memory.steps[-1].error  # the step ends as interrupted, kept in memory
     agent.close()

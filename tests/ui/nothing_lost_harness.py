@@ -6,15 +6,20 @@ Shared by the tests of issue 17 (nothing lost: Stop, per-step saves, full disks,
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from agents.models.replay import ReplayModel
 from ui.app import AgentDeckApp
 from ui.settings import AppConfig, build_agent
 
-from ui_testlib import chat_text, text_of, write_transcript  # noqa: F401 - chat_text, text_of re-exported
+from tests.waiting import wait_until  # noqa: F401 - re-exported
+from ui_testlib import chat_text, code_reply, text_of, write_transcript  # noqa: F401 - chat_text, text_of re-exported
+
+# The scripted turns these tests share: a variable set in step 1, used later; a step that runs a long time.
+SET_X = code_reply("Set a variable.", "x = 41\nprint('x is set')")
+ANSWER = code_reply("Use it.", "final_answer(x + 1)")
+SLOW = code_reply("This takes a while.", "import time\nprint('sleeping', flush=True)\ntime.sleep(60)")
 
 
 class StallingModel(ReplayModel):
@@ -48,19 +53,6 @@ class Req:
     def __init__(self, key: str, username: str | None = None) -> None:
         self.session_hash = key
         self.username = username
-
-
-def wait_until(condition: Callable[[], Any], timeout: float = 30.0, what: str = "the condition") -> Any:
-    """Wait for `condition()` to be true (checked every few milliseconds); fail with `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        pause.wait(0.01)
 
 
 class LiveApp:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ui_testlib import RUNNING, code_reply, run_app, write_transcript
-from nothing_lost_harness import chat_text, text_of, wait_until
+from ui_testlib import RUNNING, run_app, write_transcript
+from nothing_lost_harness import ANSWER, SET_X, SLOW, chat_text, text_of, wait_until
 from ui.persistence import ChatStore, new_token
 
 pytestmark = pytest.mark.slow
@@ -31,9 +31,7 @@ def saved_steps(data: Path, token: str) -> list[str]:
 def test_kill_9_mid_run_loses_at_most_the_step_in_progress(tmp_path: Path) -> None:
     from gradio_client import Client
 
-    transcript = write_transcript(tmp_path / "script.json", [
-        code_reply("Set a variable.", "x = 41\nprint('x is set')"),
-        code_reply("This takes a while.", "import time\nprint('sleeping', flush=True)\ntime.sleep(60)")])
+    transcript = write_transcript(tmp_path / "script.json", [SET_X, SLOW])
     data = tmp_path / "data"
     data.mkdir()
     env = {"AGENTDECK_SECRET": SECRET}
@@ -46,7 +44,7 @@ def test_kill_9_mid_run_loses_at_most_the_step_in_progress(tmp_path: Path) -> No
         RUNNING[url].send_signal(signal.SIGKILL)
         RUNNING[url].wait(10)
 
-    write_transcript(transcript, [code_reply("Use it.", "final_answer(x + 1)")])
+    write_transcript(transcript, [ANSWER])
     with run_app(transcript, data, extra_env=env) as url:
         client = Client(url, verbose=False, download_files=False)
         out = client.submit({"token": token}, api_name="/browser_session").result(timeout=60)

@@ -12,14 +12,11 @@ import pytest
 
 from agents.memory import ActionStep
 from ui_testlib import code_reply
-from nothing_lost_harness import LiveApp, Req, StallingModel, chat_text, text_of, wait_until
+from nothing_lost_harness import ANSWER, SET_X, SLOW, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
 from ui.chat_restore import UNFINISHED_NOTE
 from ui.persistence import ChatStore, new_token
 from ui.stopping import CLOSED_NOTE
 
-SET_X = code_reply("Set a variable.", "x = 41\nprint('x is set')")
-ANSWER = code_reply("Use it.", "final_answer(x + 1)")
-SLOW = code_reply("This takes a while.", "import time\nprint('sleeping', flush=True)\ntime.sleep(60)")
 
 
 @pytest.fixture(autouse=True)

@@ -9,12 +9,15 @@ step is certainly running, without sleeping for it.
 """
 from __future__ import annotations
 
-import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 from browser_driver import BROWSER_MARKS, chat_text, launch, send, wait_for_text
 from ui_testlib import code_reply, run_app, write_transcript
+
+from tests.waiting import wait_until
 
 from ui.persistence import ChatStore
 
@@ -60,63 +63,65 @@ def saved_chat(data: Path, store: ChatStore):
 
 
 def wait_for_any(page, needles: tuple[str, ...], timeout: float = 40.0) -> str:
-    deadline = time.time() + timeout
-    while True:
-        text = chat_text(page)
-        for needle in needles:
-            if needle in text:
-                return needle
-        if time.time() > deadline:
-            raise AssertionError(f"none of {needles} appeared in the chat:\n{text[-2000:]}")
-        time.sleep(0.1)
+    """The first of `needles` to appear in the chat."""
+    return wait_until(lambda: next((n for n in needles if n in chat_text(page)), None), timeout,
+                      f"one of {needles} in the chat")
 
 
 def box_text(page) -> str:
     return page.locator("#task-input textarea").input_value()
 
 
-def test_two_tabs_on_one_saved_chat_lose_no_turn(tmp_path: Path) -> None:
+
+@contextmanager
+def app_in_a_browser(tmp_path: Path, script: list[str]) -> Iterator[tuple[str, Path, Any]]:
+    """The app on a scripted model and a fresh browser context (one browser: its tabs share the saved-chats
+    identity): (url, the data folder, the context)."""
     sync_api = pytest.importorskip("playwright.sync_api")
-    transcript = write_transcript(tmp_path / "script.json", [COUNTING_TURN] * 8)
     data = tmp_path / "data"
     data.mkdir()
-    with run_app(transcript, data, extra_env={"AGENTDECK_SECRET": SECRET}) as url, \
-            sync_api.sync_playwright() as playwright:
+    with run_app(write_transcript(tmp_path / "script.json", script), data, extra_env={"AGENTDECK_SECRET": SECRET}) \
+            as url, sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         context = browser.new_context(viewport={"width": 1440, "height": 1000})
         try:
-            tab_a = new_tab(context, url)
-            send(tab_a, "first from A")
-            wait_for_text(tab_a, "answer number 1")
-            wait_for_text(tab_a, "first from A", where="#chat-list")
-
-            tab_b = new_tab(context, url)  # the same browser: it reopens the chat A has open
-            wait_for_text(tab_b, "Chat restored")
-            assert "answer number 1" in chat_text(tab_b)
-
-            tab_a.reload()  # A opens the chat again (from disk) after B: A continues it
-            tab_a.wait_for_selector("#chat")
-            wait_for_text(tab_a, "Chat restored")
-            send(tab_a, "second from A")
-            wait_for_text(tab_a, "answer number 2")
-
-            send(tab_b, "from B")
-            outcome = wait_for_any(tab_b, ("answer number 3", "open in another tab"))
-            if outcome == "open in another tab":  # B is told, its message stays in the box, and it may take over
-                assert "answer number 2" not in chat_text(tab_b)
-                assert box_text(tab_b) == "from B"
-                take_over = tab_b.locator("#take-over-btn")
-                take_over.wait_for(state="visible")
-                take_over.click()
-                wait_for_text(tab_b, "answer number 2")  # A's turn, from disk
-                assert "second from A" in chat_text(tab_b)
-                take_over.wait_for(state="hidden")
-                send(tab_b, "from B")
-                wait_for_text(tab_b, "answer number 3")
-            tab_b.wait_for_function("!document.querySelector('#task-input textarea').disabled")
+            yield url, data, context
         finally:
             context.close()
             browser.close()
+
+
+def test_two_tabs_on_one_saved_chat_lose_no_turn(tmp_path: Path) -> None:
+    with app_in_a_browser(tmp_path, [COUNTING_TURN] * 8) as (url, data, context):
+        tab_a = new_tab(context, url)
+        send(tab_a, "first from A")
+        wait_for_text(tab_a, "answer number 1")
+        wait_for_text(tab_a, "first from A", where="#chat-list")
+
+        tab_b = new_tab(context, url)  # the same browser: it reopens the chat A has open
+        wait_for_text(tab_b, "Chat restored")
+        assert "answer number 1" in chat_text(tab_b)
+
+        tab_a.reload()  # A opens the chat again (from disk) after B: A continues it
+        tab_a.wait_for_selector("#chat")
+        wait_for_text(tab_a, "Chat restored")
+        send(tab_a, "second from A")
+        wait_for_text(tab_a, "answer number 2")
+
+        send(tab_b, "from B")
+        outcome = wait_for_any(tab_b, ("answer number 3", "open in another tab"))
+        if outcome == "open in another tab":  # B is told, its message stays in the box, and it may take over
+            assert "answer number 2" not in chat_text(tab_b)
+            assert box_text(tab_b) == "from B"
+            take_over = tab_b.locator("#take-over-btn")
+            take_over.wait_for(state="visible")
+            take_over.click()
+            wait_for_text(tab_b, "answer number 2")  # A's turn, from disk
+            assert "second from A" in chat_text(tab_b)
+            take_over.wait_for(state="hidden")
+            send(tab_b, "from B")
+            wait_for_text(tab_b, "answer number 3")
+        tab_b.wait_for_function("!document.querySelector('#task-input textarea').disabled")
 
         chat = saved_chat(data, ChatStore(data, secret=SECRET.encode()))
         memory, metadata = chat.store.load_memory(chat)  # the file is whole and signed
@@ -145,84 +150,51 @@ def check_finished_run(page, data: Path, task: str) -> None:
 
 
 def test_reload_during_a_run_reattaches_and_streams_the_rest(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    transcript = write_transcript(tmp_path / "script.json", GATED_RUN)
-    data = tmp_path / "data"
-    data.mkdir()
     task = "Run the long job please"
-    with run_app(transcript, data, extra_env={"AGENTDECK_SECRET": SECRET}) as url, \
-            sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 1440, "height": 1000})
-        try:
-            page = new_tab(context, url)
-            send(page, task)
-            wait_for_text(page, "open('go.txt')")  # step 1's code runs: it waits for the gate
-            page.reload()
-            page.wait_for_selector("#chat")
-            wait_for_text(page, task)  # the reloaded page shows the person's message and the run so far
-            wait_for_text(page, "open('go.txt')")
-            before = chat_text(page)
-            assert "Step 2" not in before and "without being killed" not in before  # the step still waits
-            release_gate(data)
-            check_finished_run(page, data, task)  # the rest streams live on the reloaded page
-        finally:
-            context.close()
-            browser.close()
+    with app_in_a_browser(tmp_path, GATED_RUN) as (url, data, context):
+        page = new_tab(context, url)
+        send(page, task)
+        wait_for_text(page, "open('go.txt')")  # step 1's code runs: it waits for the gate
+        page.reload()
+        page.wait_for_selector("#chat")
+        wait_for_text(page, task)  # the reloaded page shows the person's message and the run so far
+        wait_for_text(page, "open('go.txt')")
+        before = chat_text(page)
+        assert "Step 2" not in before and "without being killed" not in before  # the step still waits
+        release_gate(data)
+        check_finished_run(page, data, task)  # the rest streams live on the reloaded page
 
 
 def test_closed_tab_during_a_run_then_a_new_tab_gets_the_run(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    transcript = write_transcript(tmp_path / "script.json", GATED_RUN)
-    data = tmp_path / "data"
-    data.mkdir()
     task = "Run the long job in a tab I close"
-    with run_app(transcript, data, extra_env={"AGENTDECK_SECRET": SECRET}) as url, \
-            sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 1440, "height": 1000})
-        try:
-            page = new_tab(context, url)
-            send(page, task)
-            wait_for_text(page, "open('go.txt')")
-            page.close()
+    with app_in_a_browser(tmp_path, GATED_RUN) as (url, data, context):
+        page = new_tab(context, url)
+        send(page, task)
+        wait_for_text(page, "open('go.txt')")
+        page.close()
 
-            page = new_tab(context, url)
-            wait_for_text(page, task, where="#chat-list")
-            page.locator("#chat-list").get_by_text(task).click()  # open the chat from the side list
-            wait_for_text(page, task)
-            wait_for_text(page, "open('go.txt')")
-            release_gate(data)
-            check_finished_run(page, data, task)
-        finally:
-            context.close()
-            browser.close()
+        page = new_tab(context, url)
+        wait_for_text(page, task, where="#chat-list")
+        page.locator("#chat-list").get_by_text(task).click()  # open the chat from the side list
+        wait_for_text(page, task)
+        wait_for_text(page, "open('go.txt')")
+        release_gate(data)
+        check_finished_run(page, data, task)
 
 
 def test_a_tab_already_open_takes_the_run_of_a_closed_tab_from_the_side_list(tmp_path: Path) -> None:
     """The person has a second tab open, closes the tab whose run goes on and opens the chat in the other
     one from the side list: it gets the run (not a copy from disk that a later message would save over)."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    transcript = write_transcript(tmp_path / "script.json", GATED_RUN + [COUNTING_TURN])
-    data = tmp_path / "data"
-    data.mkdir()
     task = "Run the long job, I have another tab"
-    with run_app(transcript, data, extra_env={"AGENTDECK_SECRET": SECRET}) as url, \
-            sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 1440, "height": 1000})
-        try:
-            running = new_tab(context, url)
-            send(running, task)
-            wait_for_text(running, "open('go.txt')")
-            other = new_tab(context, url)  # opened while the run goes on in the first tab
-            wait_for_text(other, task, where="#chat-list")
-            running.close()
+    with app_in_a_browser(tmp_path, GATED_RUN + [COUNTING_TURN]) as (url, data, context):
+        running = new_tab(context, url)
+        send(running, task)
+        wait_for_text(running, "open('go.txt')")
+        other = new_tab(context, url)  # opened while the run goes on in the first tab
+        wait_for_text(other, task, where="#chat-list")
+        running.close()
 
-            other.locator("#chat-list").get_by_text(task).click()
-            wait_for_text(other, "open('go.txt')")
-            release_gate(data)
-            check_finished_run(other, data, task)
-        finally:
-            context.close()
-            browser.close()
+        other.locator("#chat-list").get_by_text(task).click()
+        wait_for_text(other, "open('go.txt')")
+        release_gate(data)
+        check_finished_run(other, data, task)

@@ -9,13 +9,10 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from ui_testlib import code_reply
-from nothing_lost_harness import LiveApp, Req, StallingModel, chat_text, text_of, wait_until
+from nothing_lost_harness import ANSWER, SET_X, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
 from ui.approvals import ApprovalHandlers
 from ui.persistence import ChatStore, new_token
 
-SET_X = code_reply("Set a variable.", "x = 41\nprint('x is set')")
-ANSWER = code_reply("Use it.", "final_answer(x + 1)")
 
 
 @pytest.fixture(autouse=True)

@@ -160,12 +160,10 @@ def test_no_sandbox_worker_outlives_a_terminated_app(tmp_path: Path) -> None:
         children = [int(e) for e in os.listdir("/proc") if e.isdigit() and _parent(e) in app_pids
                     and _cmd_has(e, "_agentdeck_sandbox")]
         assert children, "the run started no sandbox worker"
-    import time
+    from tests.waiting import wait_until
 
-    deadline = time.time() + 10
-    while time.time() < deadline and any(os.path.exists(f"/proc/{pid}") and _state(pid) != "Z" for pid in children):
-        time.sleep(0.1)
-    assert not [pid for pid in children if os.path.exists(f"/proc/{pid}") and _state(pid) != "Z"]
+    wait_until(lambda: not [pid for pid in children if os.path.exists(f"/proc/{pid}") and _state(pid) != "Z"],
+               10, "the app's sandbox workers to end with it")
 
 
 def _cmd_has(pid: str, text: str) -> bool:

@@ -10,6 +10,7 @@ import pytest
 from gradio_client import Client
 
 from ui_testlib import code_reply, run_app, write_transcript
+from ui.persistence import new_token
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, is_operator_only_model
 
 
@@ -105,6 +106,18 @@ def test_api_cannot_send_the_servers_token_anywhere(tmp_path: Path, attacker_end
                                api_name="/run")
             # Gradio's own check of the picker's choices answers first; the server's check stands behind it.
             assert any(s in str(refused.value) for s in ("not offered on this server", "not in the list of choices"))
+            with pytest.raises(Exception) as refused:  # an example run takes the same settings
+                client.predict(model, "code", 5, 0, [], "pandas", "autonomous", api_name="/run_example")
+            assert any(s in str(refused.value) for s in ("not offered on this server", "not in the list of choices"))
+            # The settings form also reaches the server when a page loads, a chat is opened or taken over: a
+            # hostile model there is refused or ignored, never used.
+            token = new_token()
+            for api_name, inputs in (("/browser_session", ({"token": token},)), ("/take_over", ({"token": token},)),
+                                     ("/open_chat", ({"token": token}, "0" * 32))):
+                try:
+                    client.predict(*inputs, model, "code", 5, 0, [], "pandas", api_name=api_name)
+                except Exception as exc:  # noqa: BLE001 - a refusal is fine; what matters is nothing was sent
+                    assert "not offered" in str(exc) or "not in the list of choices" in str(exc), exc
         with pytest.raises(Exception) as widened:
             client.predict({"text": "hi", "files": []}, f"replay:{transcript}", "code", 5, 0, [], "pandas, os",
                            "autonomous", api_name="/run")
