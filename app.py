@@ -13,10 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ui.app import create_app, launch  # noqa: E402
-from ui.settings import AppConfig  # noqa: E402
-
-from agents.errors import ConfigurationError  # noqa: E402
+from agents.errors import ConfigurationError
+from ui.app import create_app, launch
+from ui.settings import AppConfig
 
 try:
     config = AppConfig.from_env(Path(__file__).resolve().parent)

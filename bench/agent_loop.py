@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agents import CodeAgent, ReplayModel  # noqa: E402
-from agents.memory import ActionStep  # noqa: E402
-from bench.instant_sandbox import InstantSandbox  # noqa: E402
+from agents import CodeAgent, ReplayModel
+from agents.memory import ActionStep
+from bench.instant_sandbox import InstantSandbox
 
 
 def run_once(steps: int) -> dict:

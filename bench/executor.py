@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from agents.executor import PythonSandbox  # noqa: E402
+from agents.executor import PythonSandbox
 
 SETUP = "import numpy as np\nimport pandas as pd\nimport re\n"
 WORKLOADS = {

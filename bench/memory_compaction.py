@@ -21,11 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agents import CodeAgent, ReplayModel  # noqa: E402
-from agents.events import MemoryCompacted  # noqa: E402
-from agents.memory.compaction import is_summary_request  # noqa: E402
-from agents.models.base import ModelReply, message_text  # noqa: E402
-from bench.instant_sandbox import InstantSandbox  # noqa: E402
+from agents import CodeAgent, ReplayModel
+from agents.events import MemoryCompacted
+from agents.memory.compaction import is_summary_request
+from agents.models.base import ModelReply, message_text
+from bench.instant_sandbox import InstantSandbox
+
 STEPS = 200
 BUDGET = 2_000
 

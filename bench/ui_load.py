@@ -46,14 +46,15 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
+
 from tests.ui.ui_testlib import PENGUINS, code_reply, run_app, write_transcript  # noqa: E402
 
 PACE_S = 0.3  # each step's code sleeps this long: a stand-in for model and execution time
@@ -207,7 +208,7 @@ def run_task(session: BrowserSession, steps: int, files: list[dict], scenario: s
             errors.append(f"run incomplete: {finished_steps} steps, last message {final_text[:200]}")
         elif scenario == "analysis" and charts_shown(last[0]) < (steps - 1) // 2:
             errors.append(f"the chat shows {charts_shown(last[0])} of the charts the code saved")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         errors.append(f"{type(exc).__name__}: {exc}")
     return {"latencies": latencies, "server": server, "errors": errors}
 
@@ -219,7 +220,7 @@ def charts_shown(chat: list) -> int:
 
 
 def session_process(url: str, endpoint: dict, steps: int, scenario: str, uploads: list[str],
-                    rounds: list, results: "mp.Queue") -> None:
+                    rounds: list, results: mp.Queue) -> None:
     """One browser session, in its own process: one task per round, in the same session (follow-ups)."""
     session = BrowserSession(url, endpoint)
     for index, (ready, finished) in enumerate(rounds):
@@ -231,7 +232,7 @@ def session_process(url: str, endpoint: dict, steps: int, scenario: str, uploads
         try:
             files = session.upload([Path(p) for p in uploads]) if index == 0 and uploads else []
             outcome = run_task(session, steps, files, scenario)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             outcome = {"latencies": [], "server": [], "errors": [f"{type(exc).__name__}: {exc}"]}
         outcome["cpu_s"] = time.process_time() - cpu
         results.put((index, outcome))

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = 30.0, what: str = "the condition",

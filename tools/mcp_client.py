@@ -14,8 +14,9 @@ import json
 import logging
 import tempfile
 import threading
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 from agents.errors import ConfigurationError, ToolError
 from agents.tooling.base import Tool
@@ -30,7 +31,7 @@ class MCPTool(Tool):
 
     output_type = "string"
 
-    def __init__(self, toolset: "MCPToolset", remote_name: str, arg_names: dict[str, str],
+    def __init__(self, toolset: MCPToolset, remote_name: str, arg_names: dict[str, str],
                  required: set[str], nullable_props: set[str]) -> None:
         super().__init__()
         self.toolset = toolset
@@ -156,7 +157,7 @@ class MCPToolset:
             self._errlog.close()
             self._errlog = None
 
-    def __enter__(self) -> "MCPToolset":
+    def __enter__(self) -> MCPToolset:
         self.connect()
         return self
 

@@ -48,7 +48,7 @@ class MCPServerSpec:
         return self.url or " ".join([self.command or "", *self.args]).strip()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], name: str | None = None) -> "MCPServerSpec":
+    def from_dict(cls, data: dict[str, Any], name: str | None = None) -> MCPServerSpec:
         known = {"command", "args", "env", "cwd", "url", "headers", "name", "prefix", "timeout"}
         unknown = sorted(set(data) - known - {"type", "transport"})
         if unknown:

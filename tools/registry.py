@@ -14,8 +14,9 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 from agents.tooling.base import Tool
 
@@ -39,7 +40,7 @@ class ToolSettings:
     page_max_chars: int = 40_000
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ToolSettings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ToolSettings:
         env = os.environ if environ is None else environ
         flag = env.get("AGENTDECK_ALLOW_PRIVATE_URLS", "").strip().lower() in {"1", "true", "yes", "on"}
         disabled = frozenset(n.strip() for n in env.get("AGENTDECK_DISABLED_TOOLS", "").split(",") if n.strip())
@@ -53,7 +54,7 @@ class ToolSettings:
         )
 
     @classmethod
-    def coerce(cls, settings: Any = None) -> "ToolSettings":
+    def coerce(cls, settings: Any = None) -> ToolSettings:
         """Accept None (environment), a ToolSettings, a mapping, or an object with matching attributes."""
         if settings is None:
             return cls.from_env()
@@ -119,7 +120,7 @@ class ToolCatalog:
                 logger.exception("Closing MCP toolset failed")
         self.toolsets.clear()
 
-    def __enter__(self) -> "ToolCatalog":
+    def __enter__(self) -> ToolCatalog:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

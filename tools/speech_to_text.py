@@ -46,7 +46,7 @@ class SpeechToTextTool(Tool):
         self._lock = threading.Lock()
         self.root: Path | None = None  # when set, only files inside it can be read (a session's workspace)
 
-    def for_workspace(self, root: str | Path) -> "SpeechToTextTool":
+    def for_workspace(self, root: str | Path) -> SpeechToTextTool:
         """This tool for one session: relative paths are read from `root` and nothing outside it is opened.
 
         Why: the tool runs in the app process, not in the sandbox, so a path chosen by the model must not

@@ -14,9 +14,9 @@ import inspect
 import os
 import sys
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from agents.tooling.base import Tool
 
@@ -88,7 +88,7 @@ def load_tools_from_file(path: str | os.PathLike[str]) -> list[Tool]:
     sys.modules[module_name] = module  # dataclasses, pickling etc. need the module registered while it runs
     try:
         spec.loader.exec_module(module)
-    except BaseException as exc:  # noqa: BLE001 - any failure in user code, even SystemExit, is reported
+    except BaseException as exc:
         sys.modules.pop(module_name, None)
         if isinstance(exc, KeyboardInterrupt):
             raise

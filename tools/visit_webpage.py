@@ -22,8 +22,8 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from agents.errors import ToolError
-from tools._common import env_flag, truncate, user_agent
 from agents.tooling.base import Tool
+from tools._common import env_flag, truncate, user_agent
 
 ALLOW_PRIVATE_ENV = "AGENTDECK_ALLOW_PRIVATE_URLS"
 

@@ -16,8 +16,8 @@ from typing import Any
 from urllib.parse import quote
 
 from agents.errors import ToolError
-from tools._common import truncate, user_agent
 from agents.tooling.base import Tool
+from tools._common import truncate, user_agent
 
 WIKIPEDIA_URL_ENV = "AGENTDECK_WIKIPEDIA_URL"
 DEFAULT_BASE_URL = "https://{lang}.wikipedia.org"

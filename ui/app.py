@@ -12,20 +12,20 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import gradio as gr
-
 from starlette.middleware import Middleware
 
+from ui.gradio_compat import AbsoluteFileUrlMiddleware, ExampleSelectData, check_version
 from ui.heap import freeze_long_lived_objects
-from ui.persistence import secret_file, storage_is_ephemeral
+from ui.page_presence import PresenceMiddleware
 from ui.pending_decisions import has_pending, set_approval_mode
+from ui.persistence import secret_file, storage_is_ephemeral
 from ui.published_files import root_url_of
 from ui.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
-from ui.gradio_compat import AbsoluteFileUrlMiddleware, ExampleSelectData, check_version
-from ui.page_presence import PresenceMiddleware
 from ui.security_headers import SecurityHeadersMiddleware
 from ui.session_registry import ServerBusyError, SessionRegistry
 from ui.sessions import Session

@@ -130,7 +130,7 @@ def view_hidden(message: str = "") -> dict[str, Any]:
             "task_input": gr.update(placeholder=TASK_PLACEHOLDER)}
 
 
-def view(session: "Session", shown_id: str | None = None, message: str | None = None) -> dict[str, Any]:
+def view(session: Session, shown_id: str | None = None, message: str | None = None) -> dict[str, Any]:
     """Updates for the panel showing the session's pending decision (or hiding it).
 
     When the request is the one already shown (`shown_id`), the editable boxes and the message (None) are

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
@@ -35,12 +36,12 @@ TOKEN_KEY = "agentdeck-session"
 class ApprovalHandlers:
     """Event handlers of the panel; they use the app's session registry and its output helper."""
 
-    def __init__(self, app: "AgentDeckApp") -> None:
+    def __init__(self, app: AgentDeckApp) -> None:
         self.app = app
         self._tabs: dict[str, str] = {}  # a tab's token (kept in its sessionStorage) -> its current session key
         self._tabs_lock = threading.Lock()
 
-    def _session(self, request: Any) -> "Session":
+    def _session(self, request: Any) -> Session:
         return self.app.session_for(request)
 
     # mode -------------------------------------------------------------------------------------------
@@ -164,7 +165,7 @@ class ApprovalHandlers:
                 *as_tuple(view(session)))
 
 
-def wire(demo: gr.Blocks, app: "AgentDeckApp", panel: ApprovalPanel, mode: Any, mode_note: Any, planning: Any,
+def wire(demo: gr.Blocks, app: AgentDeckApp, panel: ApprovalPanel, mode: Any, mode_note: Any, planning: Any,
          max_steps: Any, run_outputs: list[Any], task_input: Any, chat: Any, files_panel: Any, status: Any,
          after: list[Any]) -> ApprovalHandlers:
     """Connect the panel: the mode selector, the decision buttons, the reload restore, and after each event

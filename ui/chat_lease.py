@@ -19,7 +19,7 @@ REFUSAL = ("📑 This chat is open in another tab, which continued it last. Your
 
 
 class ChatLeases:
-    def __init__(self, registry: "SessionRegistry") -> None:
+    def __init__(self, registry: SessionRegistry) -> None:
         self.registry = registry
         self._holders: dict[str, str] = {}  # chat id -> tab key
         self._lock = threading.Lock()
@@ -28,7 +28,7 @@ class ChatLeases:
         with self._lock:
             self._holders[chat_id] = key
 
-    def holder(self, chat_id: str, key: str) -> "Session | None":
+    def holder(self, chat_id: str, key: str) -> Session | None:
         """The live session of another tab that holds this chat, if any."""
         with self._lock:
             holder = self._holders.get(chat_id)
@@ -37,7 +37,7 @@ class ChatLeases:
             return None
         return other
 
-    def claim(self, key: str, session: "Session") -> str | None:
+    def claim(self, key: str, session: Session) -> str | None:
         """Before a message is sent: None if this tab may continue its chat (it takes the lease), else why not."""
         chat = session.saved
         if chat is None or not chat.kept:

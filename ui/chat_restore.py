@@ -13,7 +13,13 @@ from typing import Any
 from agents import events as ev
 from agents.guard import unfence
 from agents.memory import (
-    ActionStep, AgentMemory, FinalAnswerStep, HistoryStep, PlanningStep, SummaryStep, TaskStep,
+    ActionStep,
+    AgentMemory,
+    FinalAnswerStep,
+    HistoryStep,
+    PlanningStep,
+    SummaryStep,
+    TaskStep,
 )
 from agents.models.base import TokenUsage, message_text
 from ui.formatting import IMAGE_EXTENSIONS, clip

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ui.formatting import fence, file_digest
 from ui.safe_markdown import neutralize
@@ -27,7 +28,7 @@ class Node:
     log: str | None = None
     parts: dict[str, str] = field(default_factory=dict)  # ordered named sections of the content
     file: dict[str, Any] | None = None  # a file message (image) instead of text
-    children: list["Node"] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
     started: float = field(default_factory=time.time)
 
     def content(self) -> str:

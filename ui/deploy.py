@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     except DeployError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 - the Hub's errors, shown as they are
+    except Exception as exc:
         print(f"error: the Hub refused the deployment: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(f"Deployed: {url}")

@@ -6,7 +6,8 @@ upgrade is a reason to re-read this module, not a surprise.
 from __future__ import annotations
 
 import logging
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from gradio import EventData

@@ -50,5 +50,5 @@ def _local_token(env: Mapping[str, str]) -> bool:
         from huggingface_hub import get_token
 
         return bool(get_token())
-    except Exception:  # noqa: BLE001 - an unreadable token file is no token
+    except Exception:
         return False

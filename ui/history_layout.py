@@ -32,7 +32,7 @@ class HistoryPanel:
 
 
 
-def build_history_panel(app: "AgentDeckApp") -> HistoryPanel:
+def build_history_panel(app: AgentDeckApp) -> HistoryPanel:
     """The side list of saved chats and the export buttons (call inside the Blocks)."""
     history: HistoryController = app.history
     browser_state = gr.BrowserState(None, storage_key="agentdeck-browser", secret=history.store.browser_state_secret())
@@ -59,7 +59,7 @@ def build_history_panel(app: "AgentDeckApp") -> HistoryPanel:
                         export_file, list_note, delete_confirm=delete_confirm)
 
 
-def wire_history_panel(app: "AgentDeckApp", panel: HistoryPanel, demo: gr.Blocks, chat: Any, task_input: Any,
+def wire_history_panel(app: AgentDeckApp, panel: HistoryPanel, demo: gr.Blocks, chat: Any, task_input: Any,
                        files_panel: Any, status: Any, clock: Any, settings: list[Any],
                        after_runs: list[Any], new_chat_event: Any) -> None:
     """The side list's events; `after_runs` are the run events (the list refreshes when they end)."""

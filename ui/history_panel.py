@@ -14,22 +14,28 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
 from agents.memory import AgentMemory
-from ui.chat_restore import carry_memory_into, replay_memory, show_unfinished
 from ui.chat_lease import ChatLeases
+from ui.chat_restore import carry_memory_into, replay_memory, show_unfinished
+from ui.formatting import for_visitor
 from ui.pending_decisions import has_pending
 from ui.persistence import (
-    ChatStore, ChatStoreError, clean_title, new_token, settings_dict, valid_token,
+    ChatStore,
+    ChatStoreError,
+    clean_title,
+    new_token,
+    settings_dict,
+    valid_token,
 )
+from ui.session_registry import ServerBusyError
 from ui.settings import RunSettings, SettingsRefusedError, available_tools
 from ui.stream_outputs import Shown, session_outputs
-from ui.session_registry import ServerBusyError
-from ui.formatting import for_visitor
 
 if TYPE_CHECKING:
     from ui.app import AgentDeckApp
@@ -40,7 +46,7 @@ if TYPE_CHECKING:
 class HistoryController:
     """Handlers of the side list; one per server, next to AgentDeckApp."""
 
-    def __init__(self, app: "AgentDeckApp") -> None:
+    def __init__(self, app: AgentDeckApp) -> None:
         self.app = app
         self.store = ChatStore(app.config.data_dir)
         self.store.sweep_unused()
@@ -78,7 +84,7 @@ class HistoryController:
         with self._lock:
             self.tabs.pop(self.tab_key(request), None)
 
-    def adopt(self, key: str, session: "Session") -> "Session":
+    def adopt(self, key: str, session: Session) -> Session:
         """A tab bound to an owner whose session is not a saved chat yet (new after an idle close): make it one."""
         owner = self.tabs.get(key)
         if owner is None or session.saved is not None:
@@ -100,7 +106,7 @@ class HistoryController:
         ids = {m.id for m in chats}
         return gr.Radio(choices=[(m.label(), m.id) for m in chats], value=selected if selected in ids else None)
 
-    def _view(self, session: "Session", state: Any, owner: str, settings: tuple | None = None,
+    def _view(self, session: Session, state: Any, owner: str, settings: tuple | None = None,
               input_update: Any = None, gr_warning: str | None = None) -> tuple:
         base = session_outputs(session, Shown(), input_update)
         selected = session.saved.id if session.saved is not None and session.saved.kept else None
@@ -109,7 +115,7 @@ class HistoryController:
             gr.Warning(gr_warning)
         return (state, *base, self.list_update(owner, selected), *form)
 
-    def _fresh(self, key: str, owner: str, note: str | None = None) -> "Session":
+    def _fresh(self, key: str, owner: str, note: str | None = None) -> Session:
         chat = self.store.create(owner)
         session = self.app.registry.install(key, chat.folder)
         session.saved = chat
@@ -117,7 +123,7 @@ class HistoryController:
             session.transcript.add_note(note)
         return session
 
-    def _held_elsewhere(self, owner: str, chat_id: str) -> "Session | None":
+    def _held_elsewhere(self, owner: str, chat_id: str) -> Session | None:
         """The live session (under another tab key) holding this chat, if its run goes on or waits for a
         decision."""
         registry = self.app.registry
@@ -270,7 +276,7 @@ class HistoryController:
         yield self._view(session, state, owner, settings=form_update,
                          input_update=gr.MultimodalTextbox(interactive=True))
 
-    def _join_run(self, key: str, owner: str, state: Any, running: "Session", form: tuple) -> Iterator[tuple]:
+    def _join_run(self, key: str, owner: str, state: Any, running: Session, form: tuple) -> Iterator[tuple]:
         """Opening a chat whose run goes on in another session. Loading it from disk would show it without
         the run, and this tab's next message would save over the run's turn. A run whose page went away is
         moved to this tab (`AgentDeckApp.reattach` streams the rest); one shown in a live tab is left there."""
@@ -354,7 +360,7 @@ class HistoryController:
         return self._view(current, state, owner)
 
     # ----- exports ------------------------------------------------------------------------------
-    def _export_source(self, request: gr.Request) -> tuple["Session", AgentMemory, Path, str]:
+    def _export_source(self, request: gr.Request) -> tuple[Session, AgentMemory, Path, str]:
         session = self.app.registry.peek(self.tab_key(request))
         if session is None:
             raise ChatStoreError("Nothing to export yet.")

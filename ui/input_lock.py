@@ -8,7 +8,8 @@ a submit is ignored while its event is pending (trigger_mode "once"), the lock o
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # The page re-renders the box's textarea when its value is updated (each run clears it), which re-enables it;
 # so the lock is a flag on the box's container, and an observer puts `disabled` back while the flag is set.

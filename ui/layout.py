@@ -6,11 +6,13 @@ ui/approval_panel.py, settings-*).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from ui import approval_panel, approvals, chat_delete, files_panel as files_panel_ui, history_layout, responsive, sign_in
+from ui import approval_panel, approvals, chat_delete, history_layout, responsive, sign_in
+from ui import files_panel as files_panel_ui
 from ui.input_lock import lock_on, unlock_after
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names
 from ui.stream_outputs import StreamOutputs
@@ -37,7 +39,7 @@ PLACEHOLDER = (
 )
 
 
-def build_blocks(app: "AgentDeckApp") -> gr.Blocks:
+def build_blocks(app: AgentDeckApp) -> gr.Blocks:
     from ui.app import EXAMPLES, RECORDED_DEMOS
 
     config = app.config

@@ -8,7 +8,8 @@ sessions without a page within minutes of their last activity.
 from __future__ import annotations
 
 import threading
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 HEARTBEAT_MARK = "/heartbeat/"
 

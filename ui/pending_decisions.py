@@ -30,7 +30,7 @@ def apply_approval_mode(agent: Any, mode: str) -> None:
             broker.policy = ApprovalPolicy.from_mode(normalise_mode(mode))
 
 
-def set_approval_mode(session: "Session", mode: Any) -> None:
+def set_approval_mode(session: Session, mode: Any) -> None:
     """The tab's approval mode for its session's next runs (None leaves it as it is)."""
     if mode is None:
         return
@@ -40,7 +40,7 @@ def set_approval_mode(session: "Session", mode: Any) -> None:
             apply_approval_mode(session.agent, session.approval_mode)
 
 
-def pending_request(session: "Session") -> ev.DecisionRequested | None:
+def pending_request(session: Session) -> ev.DecisionRequested | None:
     """The decision the session's run is paused on and nobody has answered yet, else None."""
     with session.lock:
         run, agent = session.run, session.agent
@@ -56,11 +56,11 @@ def pending_request(session: "Session") -> ev.DecisionRequested | None:
         return waiting if waiting.request_id in pending_ids else None
 
 
-def has_pending(session: "Session") -> bool:
+def has_pending(session: Session) -> bool:
     return pending_request(session) is not None
 
 
-def resolve(session: "Session", request: ev.DecisionRequested, decision: Decision, shown: str = "") -> None:
+def resolve(session: Session, request: ev.DecisionRequested, decision: Decision, shown: str = "") -> None:
     """Answer `request` and note the person's version in the chat. Raises ConfigurationError if it expired."""
     with session.lock:
         if session.run is None or session.agent is None or session.run.answered == request.request_id:
@@ -73,7 +73,7 @@ def resolve(session: "Session", request: ev.DecisionRequested, decision: Decisio
     session.touch()
 
 
-def answer_question(session: "Session", text: str) -> bool:
+def answer_question(session: Session, text: str) -> bool:
     """If the run waits for an answer to `ask_user`, `text` is that answer: resolve it. True if it was."""
     request = pending_request(session)
     if request is None or request.request_kind != "question" or not text.strip():
@@ -84,7 +84,7 @@ def answer_question(session: "Session", text: str) -> bool:
     return True
 
 
-def waiting_note(session: "Session") -> str | None:
+def waiting_note(session: Session) -> str | None:
     """Why a new message cannot start a run now, when the run waits for a decision."""
     request = pending_request(session)
     if request is None:
@@ -93,7 +93,7 @@ def waiting_note(session: "Session") -> str | None:
             "(or press Stop). Your message was not sent to the agent.")
 
 
-def resumable(session: "Session") -> bool:
+def resumable(session: Session) -> bool:
     """Claim a paused run whose decision was answered (or that was stopped) for a new drain."""
     with session.lock:
         run = session.run

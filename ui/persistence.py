@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
-from agents.memory.memory import AgentMemory
 from agents.memory.atomic import atomic_write_bytes
-from agents.memory.serialize import MAX_DOCUMENT_BYTES, loads_memory, load_or_create_secret, save_memory
+from agents.memory.memory import AgentMemory
+from agents.memory.serialize import MAX_DOCUMENT_BYTES, load_or_create_secret, loads_memory, save_memory
 
 SECRET_FILE_NAME = "secret"
 MAX_TITLE_CHARS = 80
@@ -109,7 +109,7 @@ class ChatMeta:
 class SavedChat:
     """One chat's folder. Created by the store; `kept` once the first message was sent (meta.json exists)."""
 
-    def __init__(self, store: "ChatStore", owner: str, chat_id: str, folder: Path) -> None:
+    def __init__(self, store: ChatStore, owner: str, chat_id: str, folder: Path) -> None:
         self.store = store
         self.owner = owner
         self.id = chat_id
@@ -281,7 +281,7 @@ class ChatStore:
     def chat_key(self, chat: SavedChat) -> bytes:
         """The key that signs one chat's memory: bound to its owner and id, so a signed file copied into
         another owner's folder, or under another chat id, does not verify there."""
-        label = f"chat-memory\0{chat.owner}\0{chat.id}".encode("utf-8")
+        label = f"chat-memory\0{chat.owner}\0{chat.id}".encode()
         return hmac.new(self.secret, label, hashlib.sha256).digest()
 
     def save_memory(self, chat: SavedChat, memory: AgentMemory, metadata: dict[str, Any]) -> None:

@@ -143,6 +143,6 @@ def serve(fd_in: int, fd_out: int) -> None:
             reply = {"error": str(exc)}
         except MemoryError:
             reply = {"crashed": True}
-        except Exception as exc:  # noqa: BLE001 - a reader failing in a way nobody foresaw
+        except Exception as exc:
             reply = {"error": f"could not be read: {uploads.first_error_line(exc)}"}
         write_frame(fd_out, reply)

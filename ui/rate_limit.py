@@ -9,8 +9,9 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 WINDOW_S = 60.0
 

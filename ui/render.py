@@ -12,13 +12,20 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agents import events as ev
 from ui.chat_tree import ChatTree, Node
 from ui.formatting import (
+    IMAGE_EXTENSIONS,
+    clip,
+    fence,
+    format_tokens,
+    format_value,
+    image_message,
     scrub_server_paths,
-    IMAGE_EXTENSIONS, clip, fence, format_tokens, format_value, image_message, thought_without_code,
+    thought_without_code,
 )
 
 WAITING_MARK = " · ✋ waiting for you"

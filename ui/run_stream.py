@@ -9,8 +9,9 @@ decision is resolved a new drain picks up the same stream.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from agents import events as ev
 from agents.loop.event_stream import EventStream
@@ -70,7 +71,7 @@ def burst_deadline(made: float | None, now: float, last_yield: float, gather: fl
     return min(max(start + gather, last_yield + min_interval), now + gather)
 
 
-def drain(session: "Session", run: RunHandle, min_interval: float, gather: float, heartbeat: float,
+def drain(session: Session, run: RunHandle, min_interval: float, gather: float, heartbeat: float,
           stop_grace: float) -> Iterator[str]:
     """Apply `run`'s events to `session`, yielding after each batch (and every `heartbeat` seconds).
 
@@ -126,7 +127,7 @@ def drain(session: "Session", run: RunHandle, min_interval: float, gather: float
         return
 
 
-def apply(session: "Session", run: RunHandle, item: Any) -> None:
+def apply(session: Session, run: RunHandle, item: Any) -> None:
     """One queued item: an event for the transcript, the stream's end, or its failure."""
     if item is END:
         if not run.finished:

@@ -7,7 +7,8 @@ plugins are off. Scripts and styles are not restricted here: Gradio's page needs
 """
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 CONTENT_SECURITY_POLICY = "; ".join([
     "img-src 'self' data: blob:",

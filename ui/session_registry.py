@@ -9,8 +9,8 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ui.page_presence import PRESENCE, PagePresence
 from ui.pending_decisions import has_pending

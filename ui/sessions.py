@@ -10,22 +10,22 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from agents import events as ev
 from agents.guard import detect_injection
-from ui import run_stream, stopping
+from ui import files_panel, run_stream, stopping
 from ui.chat_restore import carry_memory_into
+from ui.formatting import for_visitor
 from ui.pending_decisions import answer_question, apply_approval_mode, waiting_note
 from ui.published_files import FilePublisher, Published
 from ui.render import Transcript
 from ui.run_stream import RunHandle
 from ui.settings import RunSettings
-from ui import files_panel
 from ui.upload_batch import ingest_uploads
 from ui.uploads import UploadResult, agent_task_text
-from ui.formatting import for_visitor
 
 AgentFactory = Callable[[RunSettings, Path], Any]
 SLEPT_NOTE = ("💤 **Sandbox restarted**: it was closed while idle to make room on the server; its variables were "

@@ -119,7 +119,7 @@ class AppConfig:
     free_choice: bool = False  # a single-user install: any model string, tool and import
     hf_login: bool = False  # the "Sign in with Hugging Face" button (on a Space, or AGENTDECK_HF_LOGIN=1 with a token)
 
-    def needs_sign_in(self, settings: "RunSettings") -> bool:
+    def needs_sign_in(self, settings: RunSettings) -> bool:
         """A Hugging Face model with neither the visitor's token nor a server key: the visitor must sign in."""
         return (settings.model.startswith("hf:") and not settings.hf_token
                 and not os.environ.get("HF_TOKEN", "").strip())
@@ -131,7 +131,7 @@ class AppConfig:
             return list(dict.fromkeys([self.model, *self.allowed_models]))
         return [m for m in model_choices(self) if m == self.model or not is_operator_only_model(m)]
 
-    def check_visitor_settings(self, settings: "RunSettings") -> None:
+    def check_visitor_settings(self, settings: RunSettings) -> None:
         """Refuse what the operator did not allow (every path: the form, the API, a reopened chat)."""
         if self.free_choice:
             return
@@ -159,10 +159,10 @@ class AppConfig:
                 raise ConfigurationError(f"{variable} names the model '{model[:120]}', which cannot be used: {problem}")
 
     @classmethod
-    def from_env(cls, base_dir: str | Path | None = None) -> "AppConfig":
+    def from_env(cls, base_dir: str | Path | None = None) -> AppConfig:
         base = Path(base_dir) if base_dir else Path(__file__).resolve().parent.parent
-        from ui.persistence import default_data_dir  # AGENTDECK_DATA_DIR, a Space's /data, else <base>/data
         from ui.hf_login_env import hf_login_from_env
+        from ui.persistence import default_data_dir  # AGENTDECK_DATA_DIR, a Space's /data, else <base>/data
 
         data_dir = default_data_dir(base)
         imports_env = os.environ.get("AGENTDECK_AUTHORIZED_IMPORTS")
@@ -207,7 +207,7 @@ class RunSettings:
 
     @classmethod
     def from_form(cls, config: AppConfig, model: Any, agent_type: Any, max_steps: Any, planning_interval: Any,
-                  tools: Any, imports: Any) -> "RunSettings":
+                  tools: Any, imports: Any) -> RunSettings:
         def as_int(value: Any, default: int) -> int:
             try:
                 return int(value)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
@@ -27,13 +28,13 @@ class SignInNeededError(Exception):
     """A Hugging Face model was asked for with neither the visitor's token nor a server key."""
 
 
-def build_page(app: "AgentDeckApp", build: Callable[["AgentDeckApp"], gr.Blocks]) -> gr.Blocks:
+def build_page(app: AgentDeckApp, build: Callable[[AgentDeckApp], gr.Blocks]) -> gr.Blocks:
     """`build(app)`; when Gradio's local mock of the login fails while the page is put together (it checks the
     token with the Hub: offline, or a token the Hub refuses), the page again without the button, and one line
     in the log. On a Space any failure is raised as it is."""
     try:
         return build(app)
-    except Exception as exc:  # noqa: BLE001 - Gradio raises ValueError, the Hub's client its HTTP errors
+    except Exception as exc:
         if not app.config.hf_login or on_a_space():
             raise
         LOG.warning("AgentDeck: no Sign in with Hugging Face button: Gradio's local mock of the login could not "
@@ -57,7 +58,7 @@ def visitor_token(token: gr.OAuthToken | None) -> str | None:
             from huggingface_hub import get_token
 
             return get_token() or None
-        except Exception:  # noqa: BLE001 - no readable login: as if not signed in
+        except Exception:
             return None
     return str(value)
 
@@ -117,7 +118,7 @@ def _name(profile: gr.OAuthProfile) -> str:
     return "".join(ch for ch in name if ch.isalnum() or ch in "-_.")[:80] or "you"
 
 
-def model_note(app: "AgentDeckApp", model: str, profile: gr.OAuthProfile | None) -> str:
+def model_note(app: AgentDeckApp, model: str, profile: gr.OAuthProfile | None) -> str:
     """The note under the model picker, for whether the visitor can use an `hf:` model as they are."""
     from ui.settings import model_note as generic_note
 
@@ -131,7 +132,7 @@ def model_note(app: "AgentDeckApp", model: str, profile: gr.OAuthProfile | None)
     return generic_note(model)
 
 
-def wire(app: "AgentDeckApp", demo: gr.Blocks, model: Any, note: Any, list_note_md: Any,
+def wire(app: AgentDeckApp, demo: gr.Blocks, model: Any, note: Any, list_note_md: Any,
          sign_in_md: Any | None) -> None:
     """Page load and model changes: the notes say what holds for this visitor (signed in or not)."""
     outputs = [note, list_note_md] + ([sign_in_md] if sign_in_md is not None else [])

@@ -30,7 +30,7 @@ CLOSED_NOTE = ("The stopped agent did not finish its step, so it was closed. Not
                "are kept, and your next message continues this conversation.")
 
 
-def abandon_run(session: "Session", run: RunHandle) -> None:
+def abandon_run(session: Session, run: RunHandle) -> None:
     """The agent did not confirm the stop within the grace period: end the run in the chat now, save the
     steps so far, and let the agent confirm in the background."""
     with session.lock:
@@ -48,7 +48,7 @@ def abandon_run(session: "Session", run: RunHandle) -> None:
     settler.start()
 
 
-def _settle(session: "Session", run: RunHandle, agent: Any) -> None:
+def _settle(session: Session, run: RunHandle, agent: Any) -> None:
     """Wait (in the background) for the stopped run's end; keep the agent if it comes, else replace it."""
     deadline = time.monotonic() + session.stop_settle_s
     while True:
@@ -63,7 +63,7 @@ def _settle(session: "Session", run: RunHandle, agent: Any) -> None:
             return
 
 
-def finish_settling(session: "Session") -> None:
+def finish_settling(session: Session) -> None:
     """Before a new run: give a stopped run a moment to confirm, else replace its agent (memory kept)."""
     settler = session.settling
     if settler is None:
@@ -76,7 +76,7 @@ def finish_settling(session: "Session") -> None:
             replace_agent(session, agent)
 
 
-def replace_agent(session: "Session", agent: Any) -> None:
+def replace_agent(session: Session, agent: Any) -> None:
     """Close `agent` (in the background) and keep its memory for the session's next agent."""
     with session.lock:
         if session.agent is not agent:

@@ -46,7 +46,7 @@ class Shown:
     rendered_files: tuple[Any, Any] = (None, None)  # (files panel paths, their postprocessed form)
 
 
-def session_outputs(session: "Session", shown: Shown, input_update: Any = None) -> tuple:
+def session_outputs(session: Session, shown: Shown, input_update: Any = None) -> tuple:
     """(chat, message box, files, status, clock): the chat and status in full, the rest only if changed."""
     with session.lock:
         messages = session.transcript.messages()

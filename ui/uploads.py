@@ -152,7 +152,7 @@ def _legacy_encoding(data: bytes) -> str:
 
         best = from_bytes(data[:200_000]).best()
         detected = str(best.encoding) if best is not None and best.encoding else None
-    except Exception:  # noqa: BLE001 - the detector is a helper, cp1252 is a sound default
+    except Exception:
         pass
     latin = {"cp1252", "cp1250", "cp1257", "latin_1", "iso8859_1", "iso8859_15", "iso8859_2", "mac_roman", "ascii"}
     try:

@@ -31,7 +31,7 @@ class _EventContext(Protocol):
 _local = threading.local()
 
 
-def current_broker() -> tuple["DecisionBroker", Any] | None:
+def current_broker() -> tuple[DecisionBroker, Any] | None:
     """The broker and run context of the tool call running on this thread (used by `ask_user`)."""
     return getattr(_local, "active", None)
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome
 from agents.errors import ConfigurationError

@@ -28,7 +28,7 @@ class ApprovalPolicy:
             raise ConfigurationError("ApprovalPolicy.tool_calls must be 'none', 'flagged' or 'all'.")
 
     @classmethod
-    def from_mode(cls, mode: str, **kwargs) -> "ApprovalPolicy":
+    def from_mode(cls, mode: str, **kwargs) -> ApprovalPolicy:
         """Build a policy from a mode name: autonomous, review_plans, approve_code, approve_tools, all."""
         presets = {
             "autonomous": {},

@@ -40,19 +40,19 @@ class Decision:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def approve(cls) -> "Decision":
+    def approve(cls) -> Decision:
         return cls(Outcome.APPROVE)
 
     @classmethod
-    def edit(cls, edited: Any) -> "Decision":
+    def edit(cls, edited: Any) -> Decision:
         return cls(Outcome.EDIT, edited=edited)
 
     @classmethod
-    def reject(cls, reason: str = "") -> "Decision":
+    def reject(cls, reason: str = "") -> Decision:
         return cls(Outcome.REJECT, reason=reason)
 
     @classmethod
-    def reply(cls, answer: str) -> "Decision":
+    def reply(cls, answer: str) -> Decision:
         return cls(Outcome.ANSWER, answer=answer)
 
     def validate_for(self, request: DecisionRequest) -> None:

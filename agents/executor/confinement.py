@@ -149,7 +149,7 @@ def apply(cfg: ConfinementConfig) -> list[LayerStatus]:
         try:
             layers.append(LayerStatus(name, True, fn()))
             return True
-        except Exception as exc:  # noqa: BLE001 - report, never hide
+        except Exception as exc:
             layers.append(LayerStatus(name, False, f"{type(exc).__name__}: {exc}"))
             if required:
                 raise ConfinementError(f"required sandbox layer '{name}' failed: {exc}") from exc

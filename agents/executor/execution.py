@@ -15,12 +15,12 @@ import sys
 import threading
 import time
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 from .ast_guard import FINAL_ANSWER, GuardError, format_syntax_error, guard_source
 from .guarded_runtime import SecurityError, ToolCallError
-from .plain_compile import compile_plain
 from .output import FrameWriter, LogFlusher, OutputCapture
+from .plain_compile import compile_plain
 from .protocol import MAX_FRAME_BYTES, encode_json, frame
 
 _os_write = os.write
@@ -194,7 +194,7 @@ class Executor:
                     value = eval(expr, self.ns)
             except FinalAnswerSignal:
                 pass
-            except BaseException as exc:  # noqa: BLE001 - nothing may escape into the worker loop
+            except BaseException as exc:
                 result["error"] = format_user_exception(exc, self.hints)
                 result["error_type"] = type(exc).__name__
             self.run_flag[0] = False
@@ -243,7 +243,7 @@ class Executor:
                     continue  # the code saved it itself: a second copy would show the chart twice
                 figure.savefig(self._free_name(f"figure_step{step}_{num}.png"))
             plt.close("all")
-        except Exception as exc:  # noqa: BLE001 - report in the logs, keep the result
+        except Exception as exc:
             capture.write(f"\n[could not save open matplotlib figures: {type(exc).__name__}: {exc}]\n")
 
     def _free_name(self, name: str) -> str:
@@ -280,7 +280,7 @@ class Executor:
                 pass
         try:
             text = repr(value)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             text = f"<{kind} (repr failed: {type(exc).__name__})>"
         if len(text) > limit:
             text = text[:limit] + f"\n[truncated {len(text) - limit} characters]"

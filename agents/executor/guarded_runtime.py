@@ -17,7 +17,11 @@ import sys
 import types
 
 from .ast_guard import (
-    BLOCKED_ATTRS, FORBIDDEN_BUILTINS, HELPER_DICT, HELPER_GETATTR, check_attr_name,
+    BLOCKED_ATTRS,
+    FORBIDDEN_BUILTINS,
+    HELPER_DICT,
+    HELPER_GETATTR,
+    check_attr_name,
 )
 from .imports import ModuleViews, SandboxModule
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 # Modules any sandbox may import (plus what the app authorizes).
 SAFE_MODULES = frozenset(
@@ -264,6 +264,6 @@ def _sys_view(real: types.ModuleType) -> SandboxModule:
 def _denied_origin(value) -> bool:
     try:
         mod = getattr(value, "__module__", None) if callable(value) else None
-    except Exception:  # noqa: BLE001 - odd objects: hide rather than fail the import
+    except Exception:
         return True
     return isinstance(mod, str) and (mod.partition(".")[0] in DENIED_ORIGINS or mod in DENIED_MODULES)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 _monotonic = time.monotonic
 STREAM_INTERVAL_S = 0.1
@@ -138,5 +138,5 @@ class LogFlusher:
         while not stop.wait(STREAM_INTERVAL_S):
             try:
                 capture.stream_if_waiting()
-            except Exception:  # noqa: BLE001 - a broken channel ends the worker elsewhere
+            except Exception:
                 pass

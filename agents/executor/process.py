@@ -92,7 +92,7 @@ def worker_sys_path() -> list[str]:
 
 
 _swept = False
-_live_workers: "weakref.WeakSet[WorkerProcess]" = weakref.WeakSet()
+_live_workers: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
 
 
 def sweep_orphans() -> int:
@@ -131,7 +131,7 @@ def _kill_live_workers() -> None:
     for worker in list(_live_workers):
         try:
             worker.kill()
-        except Exception:  # noqa: BLE001 - best effort at exit
+        except Exception:
             pass
 
 
@@ -225,7 +225,7 @@ class WorkerProcess:
         if self.ready is None:
             try:
                 msg = self.reader.read(timeout=timeout)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise SandboxStartError(f"the sandbox worker failed to start: {exc}. {self.log_tail()}") from exc
             if msg is not None and msg.get("op") == "refused":
                 self.kill()

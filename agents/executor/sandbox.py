@@ -16,16 +16,16 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import artifacts as _artifacts
-from . import identity, worker_watch
-from . import run_result
-from .run_result import RunResult
+from . import identity, run_result, worker_watch
 from .ast_guard import FINAL_ANSWER
 from .errors import InvalidToolError, InvalidVariableError, SandboxClosedError
 from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache, worker_sys_path
 from .protocol import ChannelClosed, ProtocolError, encode_json, frame
+from .run_result import RunResult
 
 log = logging.getLogger("agents.executor")
 GRACE_S = 1.0  # how long SIGINT may take before the worker is killed
@@ -47,7 +47,7 @@ class _RunCounter:
         self._lock = threading.Lock()
         self.active = 0
 
-    def __enter__(self) -> "_RunCounter":
+    def __enter__(self) -> _RunCounter:
         with self._lock:
             self.active += 1
         return self
@@ -188,7 +188,7 @@ class PythonSandbox:
             except OSError:
                 pass
 
-    def __enter__(self) -> "PythonSandbox":
+    def __enter__(self) -> PythonSandbox:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -197,7 +197,7 @@ class PythonSandbox:
     def __del__(self):
         try:
             self.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
     # --- security report -------------------------------------------------------
@@ -416,7 +416,7 @@ class PythonSandbox:
                 if on_log is not None:
                     try:
                         on_log(text)
-                    except Exception:  # noqa: BLE001 - a UI callback must not break the run
+                    except Exception:
                         log.exception("on_log callback failed")
             elif op == "tool":
                 t0 = time.monotonic()
@@ -450,7 +450,7 @@ class PythonSandbox:
             return {"op": "tool_result", "call_id": call_id, "ok": False, "error": f"unknown tool {name!r}"}
         try:
             value = fn(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - becomes ToolCallError inside the sandbox
+        except Exception as exc:
             return {"op": "tool_result", "call_id": call_id, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
         reply = {"op": "tool_result", "call_id": call_id, "ok": True, "value": value}
         try:
@@ -462,7 +462,7 @@ class PythonSandbox:
     def _crashed(self, worker: WorkerProcess, logs: list[str]) -> RunResult:
         try:
             worker.proc.wait(timeout=1)
-        except Exception:  # noqa: BLE001 - still running: it broke the protocol
+        except Exception:
             pass
         how = worker.exit_description()
         worker.kill()

@@ -18,8 +18,8 @@ from . import confinement
 from .audit import AuditPolicy
 from .execution import Executor
 from .guarded_runtime import Runtime
-from .library_patches import patch_loaded_libraries
 from .imports import ImportPolicy, ModuleViews
+from .library_patches import patch_loaded_libraries
 from .protocol import ChannelClosed, FrameReader, write_frame
 
 HEAVY_LIBRARIES = ("numpy", "pandas", "matplotlib", "scipy", "sklearn", "seaborn", "PIL", "jinja2")
@@ -44,7 +44,7 @@ def _preload(authorized: list[str], warnings: list[str]) -> None:
         except ImportError:
             if not allow_all:
                 warnings.append(f"authorized library '{name}' is not installed")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             warnings.append(f"preloading '{name}' failed: {type(exc).__name__}: {exc}")
     # Modules the worker and common code need later, loaded before the file system closes.
     for name in ("typing", "dataclasses", "asyncio", "decimal", "zoneinfo", "json", "re",
@@ -138,13 +138,13 @@ def main(argv: list[str]) -> None:
                 return
         except (BrokenPipeError, ChannelClosed):
             return
-        except BaseException as exc:  # noqa: BLE001 - report and keep serving
+        except BaseException as exc:
             if op == "run":
                 try:
                     write({"op": "result", "id": msg.get("id"), "output": None, "output_type": "NoneType",
                            "is_final": False, "error": f"{type(exc).__name__}: {exc}",
                            "error_type": type(exc).__name__, "logs": ""})
-                except BaseException:  # noqa: BLE001
+                except BaseException:
                     return
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import select
-from dataclasses import dataclass
 import stat
 import time
+from dataclasses import dataclass
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 

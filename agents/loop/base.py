@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
 from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError, RunBudgetExceededError
@@ -44,7 +45,7 @@ class MultiStepAgent(StepRunner):
         planning_interval: int | None = None,
         name: str | None = None,
         description: str | None = None,
-        managed_agents: list["MultiStepAgent"] | tuple = (),
+        managed_agents: list[MultiStepAgent] | tuple = (),
         step_callbacks: Any = None,
         final_answer_checks: list[FinalAnswerCheck] | tuple = (),
         prompt_templates: dict[str, Any] | None = None,
@@ -104,7 +105,7 @@ class MultiStepAgent(StepRunner):
             indexed[candidate.name] = candidate
         return indexed
 
-    def _index_managed_agents(self, agents: Any) -> dict[str, "MultiStepAgent"]:
+    def _index_managed_agents(self, agents: Any) -> dict[str, MultiStepAgent]:
         indexed: dict[str, MultiStepAgent] = {}
         for agent in agents:
             if not getattr(agent, "name", None) or not getattr(agent, "description", None):
@@ -182,7 +183,7 @@ class MultiStepAgent(StepRunner):
                 pending.extend(agent.broker.decider.pending())
         return pending
 
-    def _agents_tree(self) -> Iterator["MultiStepAgent"]:
+    def _agents_tree(self) -> Iterator[MultiStepAgent]:
         yield self
         for agent in self.managed_agents.values():
             yield from agent._agents_tree()
@@ -192,7 +193,7 @@ class MultiStepAgent(StepRunner):
         for agent in self.managed_agents.values():
             agent.close()
 
-    def __enter__(self) -> "MultiStepAgent":
+    def __enter__(self) -> MultiStepAgent:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

@@ -1,7 +1,8 @@
 """Step callbacks keyed by step type."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agents.errors import ConfigurationError
 from agents.memory.steps import STEP_TYPES, MemoryStep

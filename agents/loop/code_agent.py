@@ -12,9 +12,9 @@ from typing import Any
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentInterrupted
 from agents.events import ArtifactCreated, CodeProposed, ExecutionLog, StepError
+from agents.guard import fence, warning_line
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
-from agents.guard import fence, warning_line
 from agents.loop.parsing import extract_code
 from agents.loop.tool_runner import UNSCREENED_TOOLS
 from agents.memory import ActionStep

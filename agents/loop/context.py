@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from agents.errors import AgentInterrupted
 from agents.events import Event

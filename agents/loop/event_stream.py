@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from agents.events import Event
 
@@ -88,7 +89,7 @@ class EventStream(Iterator[Event]):
             raise item.exc
         return item
 
-    def __iter__(self) -> "EventStream":
+    def __iter__(self) -> EventStream:
         return self
 
     def __next__(self) -> Event:

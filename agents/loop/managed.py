@@ -19,7 +19,7 @@ class ManagedAgentTool(Tool):
 
     output_type = "string"
 
-    def __init__(self, agent: "MultiStepAgent") -> None:
+    def __init__(self, agent: MultiStepAgent) -> None:
         self.name = agent.name  # type: ignore[misc]
         self.description = agent.description  # type: ignore[misc]
         self.inputs = {  # type: ignore[misc]

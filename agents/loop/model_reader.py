@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextvars
 import queue
 import threading
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from agents.errors import AgentInterrupted
 from agents.models.base import ModelDelta
@@ -36,7 +36,7 @@ def _pump(make_stream: Callable[[], Iterator[ModelDelta]], token: CancelToken, o
                 if token.cancelled:
                     break
                 out.put(delta)
-        except BaseException as exc:  # noqa: BLE001 - handed to the step loop, which raises it
+        except BaseException as exc:
             if not token.cancelled:
                 out.put(_Failure(exc))
         finally:
@@ -44,7 +44,7 @@ def _pump(make_stream: Callable[[], Iterator[ModelDelta]], token: CancelToken, o
             if callable(close):
                 try:
                     close()  # a generator's cleanup (closing the response) runs here, in its own thread
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
             out.put(_END)
 

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentInterrupted
 from agents.events import (
-    ModelOutput, ModelRetrying, ModelTextDelta, Observation, PlanProposed, StepError, StepFinished, StepStarted,
+    ModelOutput,
+    ModelRetrying,
+    ModelTextDelta,
+    Observation,
+    PlanProposed,
+    StepError,
+    StepFinished,
+    StepStarted,
 )
 from agents.loop.context import RunContext
 from agents.loop.model_reader import ModelStreamReader
@@ -28,7 +35,7 @@ _END_PLAN = "<end_plan>"
 class StepRunner:
     """Step mechanics; relies on the attributes MultiStepAgent sets up."""
 
-    def _call_model(self: "MultiStepAgent", messages: list[Message], context: RunContext,
+    def _call_model(self: MultiStepAgent, messages: list[Message], context: RunContext,
                     stop_sequences: list[str] | None = None, tools: list[dict] | None = None,
                     **options: Any) -> tuple[ModelReply, float]:
         """Stream the model's reply as text deltas; return the assembled reply and the time it took.
@@ -67,7 +74,7 @@ class StepRunner:
         return reply, duration
 
     # -- planning --------------------------------------------------------------------------------
-    def _planning_step(self: "MultiStepAgent", task: str, context: RunContext, is_update: bool,
+    def _planning_step(self: MultiStepAgent, task: str, context: RunContext, is_update: bool,
                        remaining_steps: int) -> PlanningStep:
         fields = context.event_fields()
         context.emit(StepStarted(**fields, step_type="planning"))
@@ -107,7 +114,7 @@ class StepRunner:
         return step
 
     # -- acting ----------------------------------------------------------------------------------
-    def _action_step(self: "MultiStepAgent", context: RunContext) -> tuple[bool, Any]:
+    def _action_step(self: MultiStepAgent, context: RunContext) -> tuple[bool, Any]:
         fields = context.event_fields()
         context.emit(StepStarted(**fields, step_type="action"))
         step = ActionStep(step_number=context.step, run_id=context.run_id)
@@ -144,7 +151,7 @@ class StepRunner:
     def _native_tool_schemas(self) -> list[dict] | None:
         return None
 
-    def _reply_options(self: "MultiStepAgent") -> dict[str, Any]:
+    def _reply_options(self: MultiStepAgent) -> dict[str, Any]:
         """Per-call options from the prompt file: `response_prefix`, the start of every action reply, for
         adapters that can continue a reply (local models); others never get it."""
         prefix = self.prompt_templates.get("response_prefix")
@@ -155,7 +162,7 @@ class StepRunner:
     def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
         raise NotImplementedError
 
-    def _step_messages(self: "MultiStepAgent", step: ActionStep) -> list[Message]:
+    def _step_messages(self: MultiStepAgent, step: ActionStep) -> list[Message]:
         """The messages this step adds to the prompt: the model's reply, then what came of it."""
         messages: list[Message] = [{"role": "assistant", "content": step.model_output}]
         if step.error:
@@ -167,7 +174,7 @@ class StepRunner:
         messages.append({"role": "user", "content": text})
         return messages
 
-    def _check_final_answer(self: "MultiStepAgent", step: ActionStep, context: RunContext) -> None:
+    def _check_final_answer(self: MultiStepAgent, step: ActionStep, context: RunContext) -> None:
         """Run the final-answer checks; a failing check turns the answer into an error the model sees."""
         for check in self.final_answer_checks:
             check_name = getattr(check, "__name__", type(check).__name__)
@@ -181,7 +188,7 @@ class StepRunner:
                 context.emit(StepError(**context.event_fields(), error_type="FinalAnswerCheckFailed", message=reason))
                 return
 
-    def _answer_after_max_steps(self: "MultiStepAgent", task: str, context: RunContext) -> Any:
+    def _answer_after_max_steps(self: MultiStepAgent, task: str, context: RunContext) -> Any:
         """One last model call asking for the best answer from what the memory holds."""
         templates = self.prompt_templates
         self.compactor.maybe_compact(self, context)

@@ -27,8 +27,9 @@ How it works
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agents.events import MemoryCompacted
 from agents.memory.steps import ActionStep, MemoryStep, PlanningStep, SummaryStep
@@ -200,10 +201,10 @@ class Compactor:
     _retry_above: int = field(default=0, init=False, repr=False)
 
     # -- sizes -----------------------------------------------------------------------------------
-    def budget(self, agent: "MultiStepAgent") -> int:
+    def budget(self, agent: MultiStepAgent) -> int:
         return int(self.context_budget) if self.context_budget else default_budget(agent.model)
 
-    def prompt_tokens(self, agent: "MultiStepAgent") -> int:
+    def prompt_tokens(self, agent: MultiStepAgent) -> int:
         """Tokens of `agent.memory.messages`, counting only what was appended since the last call."""
         messages = agent.memory.messages
         if messages is not self._tracked or agent.model is not self._tracked_model or len(messages) < self._tracked_length:
@@ -214,7 +215,7 @@ class Compactor:
         return self._tracked_tokens
 
     # -- the check run before each model call ---------------------------------------------------
-    def maybe_compact(self, agent: "MultiStepAgent", context: "RunContext") -> SummaryStep | None:
+    def maybe_compact(self, agent: MultiStepAgent, context: RunContext) -> SummaryStep | None:
         """Compact when the prompt about to be sent is over the budget; cheap otherwise."""
         if not self.enabled:
             return None
@@ -224,7 +225,7 @@ class Compactor:
             return None
         return self.compact(agent, context, tokens_before=tokens)
 
-    def compact(self, agent: "MultiStepAgent", context: "RunContext", tokens_before: int | None = None) -> SummaryStep | None:
+    def compact(self, agent: MultiStepAgent, context: RunContext, tokens_before: int | None = None) -> SummaryStep | None:
         """Fold older steps into a summary now. Returns the installed SummaryStep, or None (nothing to fold, or vetoed)."""
         memory = agent.memory
         steps = memory.steps
@@ -284,7 +285,7 @@ class Compactor:
         return step
 
     # -- the summary -----------------------------------------------------------------------------
-    def summary_request(self, agent: "MultiStepAgent", folded: Sequence[MemoryStep], previous_summary: str,
+    def summary_request(self, agent: MultiStepAgent, folded: Sequence[MemoryStep], previous_summary: str,
                         summary_tokens: int, budget: int) -> list[Message]:
         templates = agent.prompt_templates
         max_chars = max(2_000, int(budget * CHARS_PER_TOKEN * 0.6))
@@ -296,7 +297,7 @@ class Compactor:
                                                previous_summary=previous_summary, transcript=transcript)},
         ]
 
-    def _write_summary(self, agent: "MultiStepAgent", folded: Sequence[MemoryStep], previous_summary: str,
+    def _write_summary(self, agent: MultiStepAgent, folded: Sequence[MemoryStep], previous_summary: str,
                        summary_tokens: int, budget: int):
         from agents.models.base import TokenUsage
 

@@ -18,7 +18,12 @@ from typing import Any
 from agents.memory.memory import AgentMemory
 from agents.memory.seen_text import as_seen, relative_paths
 from agents.memory.steps import (
-    ActionStep, FinalAnswerStep, HistoryStep, PlanningStep, SummaryStep, TaskStep,
+    ActionStep,
+    FinalAnswerStep,
+    HistoryStep,
+    PlanningStep,
+    SummaryStep,
+    TaskStep,
 )
 from agents.models.base import message_text
 

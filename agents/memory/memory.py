@@ -1,7 +1,7 @@
 """AgentMemory: the steps of an agent's conversation and the prompt they add up to."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from agents.memory.steps import ActionStep, MemoryStep, PlanningStep, SystemPromptStep, TaskStep
 from agents.models.base import Message
@@ -87,7 +87,7 @@ class AgentMemory:
         return memory_to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "AgentMemory":
+    def from_dict(cls, data: dict) -> AgentMemory:
         from agents.memory.serialize import memory_from_dict
         return memory_from_dict(data)
 
@@ -97,7 +97,7 @@ class AgentMemory:
         save_memory(self, path, secret)
 
     @classmethod
-    def load(cls, path, secret: bytes | str | None = None, **limits) -> "AgentMemory":
+    def load(cls, path, secret: bytes | str | None = None, **limits) -> AgentMemory:
         """Read a signed memory document; refuses tampered, foreign, oversize or unknown-version files."""
         from agents.memory.serialize import load_memory
         return load_memory(path, secret, **limits)

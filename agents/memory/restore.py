@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from agents.memory.memory import AgentMemory
 from agents.memory.serialize import load_memory
@@ -48,7 +49,7 @@ def flag_loaded_observations(memory: AgentMemory) -> list[tuple[str, Any]]:
     return flagged
 
 
-def restore_agent_memory(agent: "MultiStepAgent", source: AgentMemory | str | os.PathLike,
+def restore_agent_memory(agent: MultiStepAgent, source: AgentMemory | str | os.PathLike,
                          secret: bytes | str | None = None, emit: Callable[[Any], None] | None = None) -> RestoreReport:
     """Install a saved memory (a path, or an AgentMemory already loaded) in `agent`, ready for `run(..., reset=False)`.
 

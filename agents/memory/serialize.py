@@ -28,13 +28,14 @@ import os
 import secrets as _secrets
 import tempfile
 import threading
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
-from agents.memory.memory import AgentMemory
 from agents.memory.codec import VALUE_FIELDS, field_error, is_json, json_safe, step_from_dict, step_to_dict
+from agents.memory.memory import AgentMemory
 from agents.memory.steps import ActionStep
 
 FORMAT = "agentdeck-memory"
@@ -55,7 +56,7 @@ def memory_to_dict(memory: AgentMemory, metadata: dict[str, Any] | None = None) 
     return {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
-        "saved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "saved_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "metadata": json_safe(dict(metadata or {})),
         "system_prompt": memory.system_prompt.system_prompt,
         "steps": [step_to_dict(step) for step in memory.steps],

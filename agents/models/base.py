@@ -6,8 +6,9 @@ Messages are plain dicts `{"role": ..., "content": ...}` whose content is a stri
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 Message = dict[str, Any]
 
@@ -21,7 +22,7 @@ class TokenUsage:
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
-    def __add__(self, other: "TokenUsage") -> "TokenUsage":
+    def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
 
 

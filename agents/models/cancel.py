@@ -11,12 +11,13 @@ import contextvars
 import logging
 import socket
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 logger = logging.getLogger("agents.models")
 
-_CURRENT: contextvars.ContextVar["CancelToken | None"] = contextvars.ContextVar("agentdeck_cancel_token",
+_CURRENT: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar("agentdeck_cancel_token",
                                                                                  default=None)
 
 
@@ -60,7 +61,7 @@ class CancelToken:
 def _run(closer: Callable[[], None]) -> None:
     try:
         closer()
-    except Exception as exc:  # noqa: BLE001 - closing is best effort; the reader thread ends on its own later
+    except Exception as exc:
         logger.debug("Closing a cancelled model response failed: %s", exc)
 
 
@@ -109,7 +110,7 @@ def abort_stream(obj: Any) -> bool:
         for link in _LINKS:
             try:
                 todo.append((getattr(current, link, None), depth + 1))
-            except Exception:  # noqa: BLE001 - properties of foreign objects may raise
+            except Exception:
                 continue
     return found
 
@@ -121,6 +122,6 @@ def release_stream(obj: Any) -> None:
         if callable(close) and not hasattr(candidate, "gi_frame"):  # generators close themselves
             try:
                 close()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 logger.debug("Closing a model response failed: %s", exc)
             return

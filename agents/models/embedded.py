@@ -66,7 +66,7 @@ def _limit_torch_threads() -> None:
     (sandbox workers, the UI, other sessions) multi-threaded torch measured ~5x slower than one thread.
     This is process-wide: set AGENTDECK_TORCH_THREADS=0 to keep torch's own default.
     """
-    import torch  # noqa: PLC0415
+    import torch
 
     wanted = int(os.environ.get("AGENTDECK_TORCH_THREADS", "1") or 0)
     if wanted > 0 and torch.get_num_threads() != wanted:

@@ -14,8 +14,8 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from agents.errors import ModelError, ModelNotFoundError
 
@@ -60,7 +60,7 @@ def _conversion_lock(folder: Path) -> Iterator[None]:
     folder.parent.mkdir(parents=True, exist_ok=True)
     lock_path = folder.parent / f".{folder.name}.lock"
     try:
-        import fcntl  # noqa: PLC0415 - POSIX only; elsewhere the rename alone keeps things safe
+        import fcntl
     except ImportError:
         yield
         return
@@ -110,8 +110,8 @@ def convert_gguf(gguf_path: str | Path) -> Path:
 
 def _write_converted(gguf_path: Path, target: Path) -> None:
     """Load the GGUF with transformers (de-quantized to float32) and save it as safetensors."""
-    import torch  # noqa: PLC0415 - heavy, lazy
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder, name = str(gguf_path.parent), gguf_path.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)

@@ -44,7 +44,7 @@ class InferenceClientModel(RemoteChatModel):
         self._client: Any = None
 
     def _make_client(self) -> Any:
-        from huggingface_hub import InferenceClient  # noqa: PLC0415 - lazy
+        from huggingface_hub import InferenceClient
 
         if self.base_url:
             return InferenceClient(base_url=self.base_url, api_key=self.__token, timeout=self.timeout)

@@ -27,7 +27,7 @@ def import_litellm() -> Any:
         if _LITELLM is None:
             os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
             os.environ.setdefault("LITELLM_TELEMETRY", "False")
-            import litellm  # noqa: PLC0415 - deliberately lazy
+            import litellm
 
             litellm.telemetry = False
             litellm.suppress_debug_info = True
@@ -74,7 +74,7 @@ class LiteLLMModel(RemoteChatModel):
             try:
                 info = import_litellm().get_model_info(self.litellm_model)
                 self._context_size = info.get("max_input_tokens") or info.get("max_tokens")
-            except Exception:  # noqa: BLE001 - unknown models simply have no known size
+            except Exception:
                 self._context_size = None
         return self._context_size
 
@@ -104,7 +104,7 @@ class LiteLLMModel(RemoteChatModel):
             return
         try:
             found = litellm.validate_environment(model=self.litellm_model, api_base=self.api_base)
-        except Exception:  # noqa: BLE001 - an unknown provider: let the request say what is wrong
+        except Exception:
             return
         # Only keys: a missing *_API_BASE has a default (Ollama's is localhost) and is not fatal.
         missing = [str(name) for name in (found or {}).get("missing_keys") or []

@@ -70,11 +70,11 @@ def check_model_string(spec: str) -> str:
     spec = (spec or "").strip()
     adapter, model_id = parse_model_string(spec)
     if adapter == "embedded":
-        from agents.models.embedded import find_embedded_gguf  # noqa: PLC0415 - light: no torch
+        from agents.models.embedded import find_embedded_gguf
 
         find_embedded_gguf(model_id)  # unknown name, or its wheel is not installed
     elif adapter == "replay":
-        from pathlib import Path  # noqa: PLC0415
+        from pathlib import Path
 
         if not Path(model_id).expanduser().is_file():
             raise ConfigurationError(f"The replay transcript '{model_id}' does not exist: give the path of a "
@@ -90,24 +90,24 @@ def _litellm_model_known(name: str) -> bool:
     """Whether litellm can tell the provider of a bare model name (True when litellm is not installed:
     then only loading can tell)."""
     try:
-        from agents.models.litellm_model import import_litellm  # noqa: PLC0415
+        from agents.models.litellm_model import import_litellm
 
         litellm = import_litellm()
-    except Exception:  # noqa: BLE001
+    except Exception:
         return True
     try:
         litellm.get_llm_provider(name)
-    except Exception:  # noqa: BLE001 - litellm raises its BadRequestError for names it cannot place
+    except Exception:
         return False
     return True
 
 
 def _litellm_knows(provider: str) -> bool:
     try:
-        from agents.models.litellm_model import import_litellm  # noqa: PLC0415
+        from agents.models.litellm_model import import_litellm
 
         return provider in {str(getattr(p, "value", p)) for p in import_litellm().provider_list}
-    except Exception:  # noqa: BLE001 - litellm missing: only the built-in list counts
+    except Exception:
         return False
 
 
@@ -115,12 +115,12 @@ def load_model(spec: str | None = None, *, record_to: str | None = None, **kwarg
     """The model named by `spec` (default: `default_model_string()`). Keyword arguments go to the adapter
     (e.g. api_base, api_key, provider, device, max_new_tokens, retry). With `record_to` (or the
     AGENTDECK_RECORD variable) every exchange is saved to that transcript for `replay:` later."""
-    import os  # noqa: PLC0415
+    import os
 
     record_to = record_to or os.environ.get("AGENTDECK_RECORD") or None
     model = _build(spec, **kwargs)
     if record_to:
-        from agents.models.recorder import RecordingModel  # noqa: PLC0415
+        from agents.models.recorder import RecordingModel
 
         return RecordingModel(model, path=record_to)
     return model
@@ -128,26 +128,26 @@ def load_model(spec: str | None = None, *, record_to: str | None = None, **kwarg
 
 def _build(spec: str | None, **kwargs: Any) -> Model:
     if spec is None:
-        from agents.models.selection import default_model_string  # noqa: PLC0415
+        from agents.models.selection import default_model_string
 
         spec = default_model_string()
     adapter, model_id = parse_model_string(spec)
     if adapter == "embedded":
-        from agents.models.embedded import EmbeddedModel  # noqa: PLC0415
+        from agents.models.embedded import EmbeddedModel
 
         return EmbeddedModel(model_id, **kwargs)
     if adapter == "hf":
-        from agents.models.inference_client import InferenceClientModel  # noqa: PLC0415
+        from agents.models.inference_client import InferenceClientModel
 
         return InferenceClientModel(model_id, **kwargs)
     if adapter == "transformers":
-        from agents.models.transformers_model import TransformersModel  # noqa: PLC0415
+        from agents.models.transformers_model import TransformersModel
 
         return TransformersModel(model_id, **kwargs)
     if adapter == "replay":
-        from agents.models.replay import ReplayModel  # noqa: PLC0415
+        from agents.models.replay import ReplayModel
 
         return ReplayModel.from_file(model_id, **kwargs)
-    from agents.models.litellm_model import LiteLLMModel  # noqa: PLC0415
+    from agents.models.litellm_model import LiteLLMModel
 
     return LiteLLMModel(model_id, **kwargs)

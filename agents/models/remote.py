@@ -6,7 +6,8 @@ behave the same for every hosted provider; subclasses only say how to send one r
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from agents.models.base import Message, Model, ModelDelta, ModelReply, apply_stop_sequences
 from agents.models.cancel import abort_stream, current_token, release_stream

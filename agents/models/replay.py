@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
@@ -40,7 +41,7 @@ class ReplayModel(Model):
         self.supports_native_tools = any(isinstance(r, dict) and r.get("tool_calls") for r in self.replies)
 
     @classmethod
-    def from_file(cls, path: str | Path, **kwargs: Any) -> "ReplayModel":
+    def from_file(cls, path: str | Path, **kwargs: Any) -> ReplayModel:
         """Load a YAML or JSON transcript: a list of replies, or a mapping with a `replies` list."""
         file_path = Path(path)
         if not file_path.is_file():

@@ -11,8 +11,9 @@ import logging
 import os
 import random
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 from agents.errors import AgentInterrupted
 from agents.models.base import RetryNotice
@@ -48,7 +49,7 @@ class RetryPolicy:
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False, compare=False)
 
     @classmethod
-    def from_env(cls) -> "RetryPolicy":
+    def from_env(cls) -> RetryPolicy:
         """Read AGENTDECK_MODEL_MAX_RETRIES, AGENTDECK_MODEL_RETRY_DELAY (seconds, first delay) and
         AGENTDECK_MODEL_MAX_RETRY_AFTER (seconds, the cap on a provider's Retry-After)."""
         return cls(
@@ -115,7 +116,7 @@ def call_with_retry(fn: Callable[[], T], policy: RetryPolicy, context: ErrorCont
         attempt += 1
         try:
             return fn()
-        except Exception as exc:  # noqa: BLE001 - every backend error is sorted below
+        except Exception as exc:
             if cancel is not None and cancel.cancelled:
                 raise AgentInterrupted("The model call was stopped.") from exc
             info = classify_error(exc)
@@ -150,7 +151,7 @@ def stream_with_retry(start: Callable[[], Iterator[T]], policy: RetryPolicy, con
             return
         except GeneratorExit:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if cancel is not None and cancel.cancelled:
                 raise AgentInterrupted("The model call was stopped.") from exc
             info = classify_error(exc)

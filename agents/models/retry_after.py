@@ -26,7 +26,7 @@ def _header(headers: Any, name: str) -> str | None:
         value = headers.get(name)
         if value is None:
             value = headers.get(name.title())
-    except Exception:  # noqa: BLE001 - foreign header objects
+    except Exception:
         return None
     return str(value).strip() if value is not None else None
 

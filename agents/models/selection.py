@@ -57,7 +57,7 @@ def is_embedded(model_string: str) -> bool:
 
 def key_variable(model_string: str) -> str | None:
     """The environment variable holding the key a model string needs, when known."""
-    from agents.models.errors_mapping import PROVIDER_KEY_ENV  # noqa: PLC0415 - light module
+    from agents.models.errors_mapping import PROVIDER_KEY_ENV
 
     if model_string.startswith("hf:"):
         return "HF_TOKEN"

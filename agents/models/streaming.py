@@ -73,7 +73,7 @@ class EndCutter:
     Why: a tiny model rarely stops by itself once it has written its action; ending the reply at the
     pattern keeps the action and drops the made-up continuation.
     """
-    patterns: list["re.Pattern[str]"] = field(default_factory=list)
+    patterns: list[re.Pattern[str]] = field(default_factory=list)
     done: bool = False
     _text: str = ""
 

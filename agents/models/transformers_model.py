@@ -12,9 +12,10 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from agents.errors import ContextWindowExceededError, ModelError, ModelNotFoundError
 from agents.models.base import Message, Model, ModelDelta, ModelReply, TokenUsage, apply_stop_sequences
@@ -23,7 +24,7 @@ from agents.models.streaming import EndCutter, StopFilter
 
 logger = logging.getLogger("agents.models")
 
-_LOADED: dict[tuple[str, str | None, str, str], "_Loaded"] = {}
+_LOADED: dict[tuple[str, str | None, str, str], _Loaded] = {}
 _LOAD_LOCK = threading.Lock()
 
 
@@ -41,7 +42,7 @@ class _Loaded:
 
 def pick_device(requested: str | None = None) -> str:
     """AGENTDECK_DEVICE or the argument, else CUDA, then Apple MPS, then CPU."""
-    import torch  # noqa: PLC0415
+    import torch
 
     requested = requested or os.environ.get("AGENTDECK_DEVICE") or None
     if requested:
@@ -55,7 +56,7 @@ def pick_device(requested: str | None = None) -> str:
 
 def pick_dtype(device: str, requested: Any = None) -> Any:
     """float32 on CPU (fast and exact there), bfloat16/float16 on accelerators."""
-    import torch  # noqa: PLC0415
+    import torch
 
     if requested is not None and requested != "auto":
         return getattr(torch, requested) if isinstance(requested, str) else requested
@@ -94,7 +95,7 @@ class _StopOnText:
         self.window = max((len(s) for s in self.stop_sequences), default=0) + 8
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        import torch  # noqa: PLC0415
+        import torch
 
         if self.cancel is not None and self.cancel.is_set():  # the caller stopped reading the stream
             return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
@@ -154,21 +155,21 @@ class TransformersModel(Model):
             return _LOADED[key]
 
     def _gguf_folder(self, source: str, gguf_name: str, is_local: bool, local_files_only: bool | None) -> str:
-        from agents.models.gguf_cache import convert_gguf  # noqa: PLC0415
+        from agents.models.gguf_cache import convert_gguf
 
         if is_local:
             return str(convert_gguf(Path(source) / gguf_name))
-        from huggingface_hub import hf_hub_download  # noqa: PLC0415
+        from huggingface_hub import hf_hub_download
 
         offline = hub_offline() if local_files_only is None else local_files_only
         try:
             path = hf_hub_download(source, gguf_name, local_files_only=True)
-        except Exception:  # noqa: BLE001 - not cached yet
+        except Exception:
             if offline:
                 raise self._missing(source, gguf_name) from None
             try:
                 path = hf_hub_download(source, gguf_name)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise self._missing(source, gguf_name, exc) from exc
         return str(convert_gguf(path))
 
@@ -183,7 +184,7 @@ class TransformersModel(Model):
 
     def _load_uncached(self, source: str, is_local: bool, local_files_only: bool | None,
                        trust_remote_code: bool, revision: str | None) -> _Loaded:
-        from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         common = {"trust_remote_code": trust_remote_code, "revision": revision}
         offline = (is_local or hub_offline()) if local_files_only is None else local_files_only
@@ -218,7 +219,7 @@ class TransformersModel(Model):
                 return tokenizer(plain_prompt(turns) + prefix, return_tensors="pt")
             try:
                 prompt = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
-            except Exception:  # noqa: BLE001 - e.g. a template that rejects the system role
+            except Exception:
                 turns = to_text_turns(messages, merge_system=True)
                 prompt = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
             # The template already holds any special tokens it wants.
@@ -229,7 +230,7 @@ class TransformersModel(Model):
 
     def _generation_kwargs(self, inputs: Any, stop_sequences: list[str] | None, kwargs: dict[str, Any],
                            cancel: threading.Event | None = None, prefix: str = "") -> dict:
-        from transformers import StoppingCriteriaList  # noqa: PLC0415
+        from transformers import StoppingCriteriaList
 
         model, tokenizer = self._loaded.model, self._loaded.tokenizer
         config = copy.deepcopy(model.generation_config)  # per call: nothing shared between sessions
@@ -253,7 +254,7 @@ class TransformersModel(Model):
         return params
 
     def _run(self, params: dict[str, Any]) -> Any:
-        import torch  # noqa: PLC0415
+        import torch
 
         with torch.inference_mode():
             return self._loaded.model.generate(**params)
@@ -276,7 +277,7 @@ class TransformersModel(Model):
 
     def generate_stream(self, messages: list[Message], stop_sequences: list[str] | None = None,
                         tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> Iterator[ModelDelta]:
-        from transformers import TextIteratorStreamer  # noqa: PLC0415
+        from transformers import TextIteratorStreamer
 
         kwargs = dict(kwargs)
         prefix = str(kwargs.pop("response_prefix", None) or self.response_prefix)
@@ -292,7 +293,7 @@ class TransformersModel(Model):
         def work() -> None:
             try:
                 result["output"] = self._run(params)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            except BaseException as exc:
                 result["error"] = exc
                 streamer.end()
 

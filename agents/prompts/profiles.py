@@ -7,8 +7,9 @@ the benchmarks.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from agents.prompts import render
 

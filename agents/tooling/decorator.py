@@ -9,8 +9,9 @@ import inspect
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from agents.errors import ToolDefinitionError
 from agents.tooling.base import Tool

@@ -143,6 +143,7 @@ def test_replay_running_out_is_a_clear_error(make_code_agent):
     result = agent.run("t", return_result=True)
     assert result.state is RunState.ERROR and "ReplayExhaustedError" in result.error
     import pytest
+
     from agents.errors import ReplayExhaustedError
     agent2, _ = make_code_agent(ReplayModel([code("x = 1")]), max_steps=5)
     with pytest.raises(ReplayExhaustedError):

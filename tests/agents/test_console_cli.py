@@ -7,7 +7,7 @@ import sys
 
 from rich.console import Console
 
-from agents import ToolCallingAgent, ReplayModel
+from agents import ReplayModel, ToolCallingAgent
 from agents.console import ConsoleRenderer
 from tests.agents.conftest import call
 from tests.conftest import PROJECT_ROOT

@@ -5,12 +5,12 @@ import threading
 
 import pytest
 
-from agents import ReplayModel, ToolCallingAgent, tool
 from agents import events as ev
+from agents import tool
 from agents.decisions import ApprovalPolicy, Decision, ScriptedDecider, TerminalDecider
 from agents.errors import ConfigurationError
-from tests.agents.conftest import call, code
 from agents.tooling.ask_user import AskUserTool
+from tests.agents.conftest import call, code
 
 
 @tool(requires_approval=True)

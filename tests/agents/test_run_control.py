@@ -1,10 +1,10 @@
 """Planning, final-answer checks, max steps, interrupt, step callbacks."""
 from __future__ import annotations
 
-import pytest
-
 import threading
 import time
+
+import pytest
 
 from agents import RunState
 from agents import events as ev

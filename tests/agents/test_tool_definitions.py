@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Literal, Optional
+from typing import Literal
 
 import pytest
 
@@ -13,7 +13,7 @@ from tests.conftest import PROJECT_ROOT
 
 
 @tool
-def scale(value: float, factor: int = 2, label: Optional[str] = None) -> str:
+def scale(value: float, factor: int = 2, label: str | None = None) -> str:
     """Multiply a value by a factor.
 
     Args:

@@ -18,12 +18,10 @@ import uuid
 
 import pytest
 
-from tests.waiting import wait_until
-
-from agents.executor import PythonSandbox
-from agents.executor import worker_watch
+from agents.executor import PythonSandbox, worker_watch
 from agents.executor.errors import SandboxStartError
 from agents.executor.process import APP_ROOT
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux confinement")
 

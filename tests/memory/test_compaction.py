@@ -4,8 +4,8 @@ from __future__ import annotations
 from agents import AgentMemory, tool
 from agents import events as ev
 from agents.memory import ActionStep, PlanningStep, SummaryStep, TaskStep
-from agents.memory.compaction import Compactor, choose_kept_steps, default_budget, fallback_summary
 from agents.memory.codec import step_to_dict
+from agents.memory.compaction import Compactor, choose_kept_steps, default_budget, fallback_summary
 from agents.memory.restore import restore_agent_memory
 from agents.models.base import message_text
 from agents.models.replay import ReplayModel

@@ -1,9 +1,8 @@
 """Export to Markdown and Jupyter, and rebuilding the sandbox from a loaded memory."""
 from __future__ import annotations
 
-import pytest
-
 import nbformat
+import pytest
 
 from agents import AgentMemory, tool
 from agents.memory import ActionStep, FinalAnswerStep, TaskStep

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from agents import tool
 from agents import events as ev
+from agents import tool
 from agents.guard import detect_injection, fence, screen, unfence, warning_line
 from tests.agents.conftest import call, code
 from tests.memory.conftest import needs_sandbox

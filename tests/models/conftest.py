@@ -5,15 +5,16 @@ from __future__ import annotations
 import ipaddress
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_openai_server import FakeOpenAIServer  # noqa: E402
-from tiny_llm import build_tiny_model  # noqa: E402
+from fake_openai_server import FakeOpenAIServer
+from tiny_llm import build_tiny_model
 
 
 def _is_local(address: Any) -> bool:

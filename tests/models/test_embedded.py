@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from agents.models import gguf_cache
-from agents.prompts.profiles import example_messages
 from agents.prompts import load_prompt_templates, render
+from agents.prompts.profiles import example_messages
 
 TASK = "What is 17 * 23?"
 

@@ -5,10 +5,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from tiny_llm import TINY_SCRIPTS
 
 from agents.errors import ModelNotFoundError
 from agents.models import TransformersModel, load_model
-from tiny_llm import TINY_SCRIPTS
 
 (ADD_TASK, ADD_REPLY), (HELLO_TASK, HELLO_REPLY) = TINY_SCRIPTS
 
@@ -67,7 +67,7 @@ def test_two_sessions_generating_at_once(model):
             for _ in range(2):
                 results[task].append("".join(d.content for d in model.generate_stream(ask(task))))
                 results[task].append(model.generate(ask(task)).content)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=session, args=(task,)) for task in results]

@@ -1,8 +1,8 @@
 """Shared fixtures for the tools tests."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from tools_testlib import LocalServer, build_tiny_whisper

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

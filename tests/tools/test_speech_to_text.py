@@ -6,10 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from agents.errors import ToolError
 from tools_testlib import write_wav
 
+from agents.errors import ToolError
 from tools.speech_to_text import SpeechToTextTool, load_audio, resample
 
 

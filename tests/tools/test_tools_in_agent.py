@@ -14,9 +14,9 @@ from tools_testlib import LocalServer, Reply, Request, write_wav
 pytest.importorskip("agents.loop.code_agent")
 pytest.importorskip("agents.executor")
 
-from agents import CodeAgent, ReplayModel  # noqa: E402
-from agents.tooling.final_answer import FinalAnswerTool  # noqa: E402
-from tools.visit_webpage import VisitWebpageTool  # noqa: E402
+from agents import CodeAgent, ReplayModel
+from agents.tooling.final_answer import FinalAnswerTool
+from tools.visit_webpage import VisitWebpageTool
 
 
 def code(text: str) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from tools_testlib import LocalServer, Reply
 
 from agents.errors import ToolError
-from tools_testlib import LocalServer, Reply
 from tools import visit_webpage as vw
 from tools.visit_webpage import BlockedAddressError, VisitWebpageTool
 

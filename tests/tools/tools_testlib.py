@@ -8,10 +8,10 @@ import json
 import threading
 import time
 import wave
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
@@ -87,7 +87,7 @@ class LocalServer:
         self.base = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
-    def start(self) -> "LocalServer":
+    def start(self) -> LocalServer:
         self.thread.start()
         return self
 
@@ -130,8 +130,13 @@ def _byte_level_vocab() -> dict[str, int]:
 
 def build_tiny_whisper(folder: Path) -> Path:
     """Save a Whisper with tiny dimensions, random weights and an offline-built tokenizer to `folder`."""
-    from transformers import (WhisperConfig, WhisperFeatureExtractor, WhisperForConditionalGeneration,
-                              WhisperProcessor, WhisperTokenizer)
+    from transformers import (
+        WhisperConfig,
+        WhisperFeatureExtractor,
+        WhisperForConditionalGeneration,
+        WhisperProcessor,
+        WhisperTokenizer,
+    )
 
     vocab = _byte_level_vocab()
     (folder / "vocab.json").write_text(json.dumps(vocab))

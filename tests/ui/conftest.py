@@ -2,12 +2,21 @@
 folder, unlike a conftest, whose module name every test folder shares)."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
-
-from ui_testlib import (ANALYSIS_SCRIPT, PENGUINS, PROJECT_ROOT, SCREENSHOT_DIR, SLOW_SCRIPT, WARM_UP,  # noqa: F401
-                        code_reply, free_port, run_app, write_transcript)
+from ui_testlib import (  # noqa: F401
+    ANALYSIS_SCRIPT,
+    PENGUINS,
+    PROJECT_ROOT,
+    SCREENSHOT_DIR,
+    SLOW_SCRIPT,
+    WARM_UP,
+    code_reply,
+    free_port,
+    run_app,
+    write_transcript,
+)
 
 
 @pytest.fixture(scope="module")

@@ -6,15 +6,16 @@ Shared by the tests of issue 17 (nothing lost: Stop, per-step saves, full disks,
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+
+from ui_testlib import chat_text, code_reply, text_of, write_transcript  # noqa: F401 - chat_text, text_of re-exported
 
 from agents.models.replay import ReplayModel
+from tests.waiting import wait_until  # noqa: F401 - re-exported
 from ui.app import AgentDeckApp
 from ui.settings import AppConfig, build_agent
-
-from tests.waiting import wait_until  # noqa: F401 - re-exported
-from ui_testlib import chat_text, code_reply, text_of, write_transcript  # noqa: F401 - chat_text, text_of re-exported
 
 # The scripted turns these tests share: a variable set in step 1, used later; a step that runs a long time.
 SET_X = code_reply("Set a variable.", "x = 41\nprint('x is set')")

@@ -2,10 +2,9 @@
 until there is an export."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
-
 from browser_driver import BROWSER_MARKS, open_page, send, wait_for_text
 from ui_testlib import SCREENSHOT_DIR, code_reply, run_app, write_transcript
 

@@ -7,9 +7,9 @@ import signal
 from pathlib import Path
 
 import pytest
-
-from ui_testlib import RUNNING, run_app, write_transcript
 from nothing_lost_harness import ANSWER, SET_X, SLOW, chat_text, text_of, wait_until
+from ui_testlib import RUNNING, run_app, write_transcript
+
 from ui.persistence import ChatStore, new_token
 
 pytestmark = pytest.mark.slow

@@ -4,8 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from ui_testlib import code_reply, write_transcript
+
 from ui.app import AgentDeckApp
 from ui.persistence import new_token
 from ui.settings import AppConfig

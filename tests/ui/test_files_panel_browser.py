@@ -1,11 +1,10 @@
 """The files panel in Chromium: whole names at 1440 px, charts listed, and × asks before really deleting."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from browser_driver import BROWSER_MARKS, open_page, panel_links, send, wait_for_text
 from ui_testlib import PENGUINS, SCREENSHOT_DIR, code_reply, run_app, write_transcript
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import gradio as gr
 import pytest
+from ui_testlib import PROJECT_ROOT
 
 from agents.errors import ConfigurationError
 from agents.models.loader import check_model_string
 from agents.models.selection import embedded_available
-from ui_testlib import PROJECT_ROOT
 from ui.app import AgentDeckApp
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, model_note
 

@@ -2,12 +2,10 @@
 screens (open on wide ones), a run works, and dark mode keeps text readable. Screenshots go to SCREENSHOT_DIR."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from browser_driver import BROWSER_MARKS, chat_text, launch, send, wait_for_text
 from ui_testlib import SCREENSHOT_DIR, code_reply, run_app, write_transcript
 

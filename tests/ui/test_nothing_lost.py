@@ -9,14 +9,13 @@ import os
 from pathlib import Path
 
 import pytest
+from nothing_lost_harness import ANSWER, SET_X, SLOW, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
+from ui_testlib import code_reply
 
 from agents.memory import ActionStep
-from ui_testlib import code_reply
-from nothing_lost_harness import ANSWER, SET_X, SLOW, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
 from ui.chat_restore import UNFINISHED_NOTE
 from ui.persistence import ChatStore, new_token
 from ui.stopping import CLOSED_NOTE
-
 
 
 @pytest.fixture(autouse=True)

@@ -9,16 +9,16 @@ step is certainly running, without sleeping for it.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from browser_driver import BROWSER_MARKS, chat_text, launch, send, wait_for_text
 from ui_testlib import code_reply, run_app, write_transcript
 
 from tests.waiting import wait_until
-
 from ui.persistence import ChatStore
 
 pytestmark = BROWSER_MARKS

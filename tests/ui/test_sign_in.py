@@ -10,9 +10,9 @@ import pytest
 
 from ui.app import RECORDED_DEMOS, AgentDeckApp
 from ui.gradio_compat import ExampleSelectData
+from ui.hf_login_env import hf_login_from_env
 from ui.persistence import settings_dict
 from ui.settings import AppConfig, RunSettings, build_agent
-from ui.hf_login_env import hf_login_from_env
 from ui.sign_in import MOCK_ACCESS_TOKEN, visitor_token
 
 

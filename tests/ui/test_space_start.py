@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
+from ui_testlib import run_app, write_transcript
 
 from ui.app import EXAMPLES
-from ui_testlib import run_app, write_transcript
 
 pytestmark = pytest.mark.slow
 
@@ -112,5 +112,5 @@ def test_run_example_over_the_api_runs_the_first_example(analysis_app: str) -> N
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):  # noqa: ANN002, ANN003 - urllib's signature
+    def redirect_request(self, *args, **kwargs):
         return None

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from ui_testlib import code_reply
 from nothing_lost_harness import LiveApp, Req, StallingModel, chat_text
+from ui_testlib import code_reply
+
 from ui.persistence import ChatStore, new_token
 
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from gradio_client import Client, handle_file
-
 from ui_testlib import PENGUINS, code_reply, run_app, write_transcript
 
 pytestmark = pytest.mark.slow

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from ui_testlib import code_reply, run_app, write_transcript
+
 from ui import settings as ui_settings
 from ui.app import AgentDeckApp
 from ui.approval_panel import VIEW_KEYS

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
 from ui_testlib import PENGUINS, SCREENSHOT_DIR, code_reply, run_app, write_transcript
-
 
 pytestmark = BROWSER_MARKS
 

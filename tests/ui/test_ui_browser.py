@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
-
 from browser_driver import BROWSER_MARKS, chat_text, open_page, panel_links, send, wait_for_text
 from ui_testlib import ANALYSIS_SCRIPT, PENGUINS, SCREENSHOT_DIR, SLOW_SCRIPT, run_app, write_transcript
-
 
 pytestmark = BROWSER_MARKS
 

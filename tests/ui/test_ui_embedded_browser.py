@@ -4,14 +4,13 @@ Runs the embedded SmolLM2 on the CPU, so it is marked `embedded` as well as `bro
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
-
-from agents.models.selection import embedded_available
 from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
 from ui_testlib import PROJECT_ROOT, run_app
+
+from agents.models.selection import embedded_available
 
 pytestmark = [*BROWSER_MARKS, pytest.mark.embedded,
               pytest.mark.skipif(not embedded_available(), reason="the embedded model's wheel is not installed")]

@@ -15,7 +15,7 @@ pytestmark = BROWSER_MARKS
 class _Recorder(http.server.BaseHTTPRequestHandler):
     hits: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         type(self).hits.append(self.path)
         self.send_response(200)
         self.send_header("Content-Type", "image/gif")

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from ui_testlib import chat_text, code_reply, run_app, text_of, write_transcript
+
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
 from agents.memory.restore import Mismatch, SandboxRebuildReport
 from ui.app import AgentDeckApp

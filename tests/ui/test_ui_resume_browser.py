@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from browser_driver import BROWSER_MARKS, chat_text, launch, panel_links, send, wait_for_text
 from ui_testlib import code_reply, free_port, run_app, write_transcript
 

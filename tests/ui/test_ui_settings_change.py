@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ui_testlib import code_reply, write_transcript
+
 from ui.app import AgentDeckApp
 from ui.settings import AppConfig
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
 from ui_testlib import run_app, write_transcript
-
 
 pytestmark = BROWSER_MARKS
 

@@ -210,7 +210,7 @@ def test_agent_task_text_lists_files_by_name_and_problems(tmp_path: Path, worksp
 
 def test_mixed_encodings_are_read_line_by_line_and_stored_as_utf8(tmp_path: Path) -> None:
     src = tmp_path / "names.csv"
-    src.write_bytes("name,city\n".encode() + "José,São Paulo\n".encode("utf-8") + "Zoë,Köln\n".encode("latin-1"))
+    src.write_bytes(b"name,city\n" + "José,São Paulo\n".encode() + "Zoë,Köln\n".encode("latin-1"))
     result = ingest_upload(src, tmp_path / "ws", "names.csv")
     assert result.ok, result.error
     assert "José" in result.preview and "Zoë" in result.preview and "Ã" not in result.preview

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import http.server
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from gradio_client import Client
-
 from ui_testlib import code_reply, run_app, write_transcript
+
 from ui.persistence import new_token
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, is_operator_only_model
 
@@ -70,7 +70,7 @@ def test_single_user_install_accepts_anything(tmp_path: Path) -> None:
 class _Recorder(http.server.BaseHTTPRequestHandler):
     hits: list[str] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         type(self).hits.append(f"{self.path} {self.headers.get('Authorization')}")
         self.send_response(500)
         self.end_headers()
@@ -116,7 +116,7 @@ def test_api_cannot_send_the_servers_token_anywhere(tmp_path: Path, attacker_end
                                      ("/open_chat", ({"token": token}, "0" * 32))):
                 try:
                     client.predict(*inputs, model, "code", 5, 0, [], "pandas", api_name=api_name)
-                except Exception as exc:  # noqa: BLE001 - a refusal is fine; what matters is nothing was sent
+                except Exception as exc:
                     assert "not offered" in str(exc) or "not in the list of choices" in str(exc), exc
         with pytest.raises(Exception) as widened:
             client.predict({"text": "hi", "files": []}, f"replay:{transcript}", "code", 5, 0, [], "pandas, os",

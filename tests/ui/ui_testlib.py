@@ -9,10 +9,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
-
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 #: Where browser tests save screenshots: docs/ when refreshing the README's pictures (`make screenshots` sets
