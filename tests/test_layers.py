@@ -15,11 +15,11 @@ ENTRY_POINTS = {"agents.__main__"}
 KNOWN_CIRCLES: list[set[str]] = [
     {"agents.loop.base", "agents.loop.managed", "agents.loop.step_runner", "agents.memory", "agents.memory.compaction",
      "agents.memory.memory", "agents.memory.serialize"},
-    {"ui.preview_worker", "ui.uploads"},
+    {"ui.uploads.preview_worker", "ui.uploads.intake"},
     # Session behaviour kept in free functions typed `session: Session` (issue 20: Session owns its behaviour).
-    {"ui.pending_decisions", "ui.run_stream", "ui.sessions", "ui.stopping"},
+    {"ui.session.pending_decisions", "ui.session.run_stream", "ui.session.session", "ui.session.stopping"},
     # Controllers and panels typed against the app that builds them (issue 20: composed from services instead).
-    {"ui.app", "ui.approvals", "ui.history_layout", "ui.history_panel", "ui.layout", "ui.sign_in"},
+    {"ui.app", "ui.panels.approvals", "ui.panels.history_layout", "ui.panels.history", "ui.layout", "ui.web.sign_in"},
 ]
 
 

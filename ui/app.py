@@ -19,19 +19,19 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
-from ui.gradio_compat import AbsoluteFileUrlMiddleware, ExampleSelectData, check_version
-from ui.heap import freeze_long_lived_objects
-from ui.page_presence import PresenceMiddleware
-from ui.pending_decisions import has_pending, set_approval_mode
-from ui.persistence import secret_file, storage_is_ephemeral
-from ui.published_files import root_url_of
-from ui.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
-from ui.security_headers import SecurityHeadersMiddleware
-from ui.session_registry import ServerBusyError, SessionRegistry
-from ui.sessions import Session
+from ui.chat.published_files import root_url_of
+from ui.chat.stream_outputs import EMPTY_MESSAGE, Shown, StreamOutputs, session_outputs
+from ui.saved.store import secret_file, storage_is_ephemeral
+from ui.session.heap import freeze_long_lived_objects
+from ui.session.pending_decisions import has_pending, set_approval_mode
+from ui.session.presence import PresenceMiddleware
+from ui.session.registry import ServerBusyError, SessionRegistry
+from ui.session.session import Session
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, build_agent, model_note
-from ui.sign_in import SignInNeededError, build_page, sign_in_message, visitor_token
-from ui.stream_outputs import EMPTY_MESSAGE, Shown, StreamOutputs, session_outputs
+from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, ExampleSelectData, check_version
+from ui.web.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
+from ui.web.security_headers import SecurityHeadersMiddleware
+from ui.web.sign_in import SignInNeededError, build_page, sign_in_message, visitor_token
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -75,7 +75,7 @@ class AgentDeckApp:
         )
         self.rate_limiter = RunRateLimiter(config.runs_per_minute, config.runs_at_once)
         self.stream_outputs: StreamOutputs | None = None  # set with the layout, which wires postprocess=False
-        from ui.history_panel import HistoryController
+        from ui.panels.history import HistoryController
 
         self.history = HistoryController(self)  # saved chats: the side list, resume, exports
 
@@ -85,7 +85,7 @@ class AgentDeckApp:
         return self.history.adopt(key, self.registry.get(key))
 
     def stream_update(self, session: Session, shown: Shown, input_update: Any = None) -> tuple:
-        """One update of a streaming handler (a run, a resumed run); see ui/stream_outputs.py."""
+        """One update of a streaming handler (a run, a resumed run); see ui/chat/stream_outputs.py."""
         values = session_outputs(session, shown, input_update)
         return self.stream_outputs.render(values, shown) if self.stream_outputs is not None else values
 
@@ -95,7 +95,7 @@ class AgentDeckApp:
         started = session.start_run(text, files, settings)
         if started:
             # At once: the person's message in the chat and an empty message box (the page locks the box while
-            # the run streams: ui/input_lock.py). This first update of an event carries the whole chat (Gradio
+            # the run streams: ui/web/input_lock.py). This first update of an event carries the whole chat (Gradio
             # sends diffs only after it), so it goes out while the run's first events gather, not with them.
             yield self.stream_update(session, shown, EMPTY_MESSAGE)
             shown.cleared_for = session.run
@@ -107,7 +107,7 @@ class AgentDeckApp:
         """The updates of the session's run until it ends or pauses.
 
         No update here changes a property (such as the box's `interactive`): each costs Gradio milliseconds on
-        its event loop, in front of every other session's updates (ui/input_lock.py locks the box instead).
+        its event loop, in front of every other session's updates (ui/web/input_lock.py locks the box instead).
         """
         for _ in session.drain():
             yield self.stream_update(session, shown)
@@ -168,7 +168,7 @@ class AgentDeckApp:
         yield from self._limited(self._stream(session, example["text"], files, settings, request), request)
 
     def _admit(self, request: gr.Request | None, session: Session) -> None:
-        """One more run for this visitor and a sandbox for it, or a clear refusal (ui/rate_limit.py)."""
+        """One more run for this visitor and a sandbox for it, or a clear refusal (ui/web/rate_limit.py)."""
         try:
             self.rate_limiter.check(visitor_of(request))
             self.registry.make_room(session)
@@ -243,7 +243,7 @@ class AgentDeckApp:
 
     def on_unload(self, request: gr.Request) -> None:
         """The page went away. A run going on (or waiting for a decision) is kept for the reattach grace
-        period: a reloaded tab takes it back (ui/approvals.py, ui/history_panel.py); else the reaper stops it,
+        period: a reloaded tab takes it back (ui/panels/approvals.py, ui/panels/history.py); else the reaper stops it,
         its steps saved. Any other session is closed."""
         key = getattr(request, "session_hash", None)
         if key:
@@ -295,7 +295,7 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         "css": CSS,
         "theme": gr.themes.Soft(primary_hue="indigo"),
         # Only the bundled example files are served from where they lie. The data dir (workspaces, saved chats)
-        # is not served at all: the browser gets published copies of the files it shows (ui/published_files.py).
+        # is not served at all: the browser gets published copies of the files it shows (ui/chat/published_files.py).
         "allowed_paths": [str(ASSETS)],
         "max_threads": max(40, 2 * config.max_runs + 8),
         "footer_links": ["api", "settings"],
@@ -323,7 +323,7 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
     config = config or (app[1].config if app else AppConfig.from_env())
     demo, controller = app or create_app(config)
     controller.registry.start_reaper()
-    freeze_long_lived_objects()  # after every import and the app itself: see ui/heap.py
+    freeze_long_lived_objects()  # after every import and the app itself: see ui/session/heap.py
     # Many threads share this process's GIL: an agent loop and an event drain per run, Gradio's event loop and
     # its workers. Handing the GIL over every 1 ms instead of 5 ms lets a drain or the event loop get in
     # sooner when many runs finish a step at once (bench/ui_load.py: the p95 with 16 sessions).

@@ -1,8 +1,8 @@
-"""The Blocks layout: chat, approvals (ui/approval_panel.py) and input on the left; files and settings on the right.
+"""The Blocks layout: chat, approvals (ui/panels/approval_panel.py) and input on the left; files and settings on the right.
 
 Stable element ids used by tests and outside checks: chat, task-input, stop-btn, new-chat-btn,
 files-panel, model-picker (plus run-status, run-clock, approval-mode, approval-panel and the ids in
-ui/approval_panel.py, settings-*).
+ui/panels/approval_panel.py, settings-*).
 """
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from ui import approval_panel, approvals, chat_delete, history_layout, responsive, sign_in
-from ui import files_panel as files_panel_ui
-from ui.input_lock import lock_on, unlock_after
+from ui.chat.stream_outputs import StreamOutputs
+from ui.panels import approval_panel, approvals, chat_delete, history_layout
+from ui.panels import files as files_panel_ui
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names
-from ui.stream_outputs import StreamOutputs
+from ui.web import responsive, sign_in
+from ui.web.input_lock import lock_on, unlock_after
 
 if TYPE_CHECKING:
     from ui.app import AgentDeckApp
@@ -67,13 +68,13 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                     stop_btn = gr.Button("⏹ Stop", elem_id="stop-btn", variant="stop", size="sm")
                     new_btn = gr.Button("🗒 New chat", elem_id="new-chat-btn", variant="secondary", size="sm")
                     history.takeover_btn = gr.Button("📑 Take over here", elem_id="take-over-btn", variant="primary",
-                                                     size="sm", visible=False)  # ui/history_panel.py: claim
+                                                     size="sm", visible=False)  # ui/panels/history.py: claim
                 with gr.Row(elem_id="recorded-demos"):
                     demo_buttons = [gr.Button(d["label"], size="sm", variant="secondary", elem_id=f"recorded-demo-{i}")
                                     for i, d in enumerate(RECORDED_DEMOS)]
             with gr.Column(scale=1, min_width=280):
                 sign_in_md = None
-                if config.hf_login:  # on a Space with OAuth, or locally where Gradio's mock works (ui/sign_in.py)
+                if config.hf_login:  # on a Space with OAuth, or locally where Gradio's mock works (ui/web/sign_in.py)
                     gr.LoginButton(elem_id="hf-login")
                     sign_in_md = gr.Markdown(sign_in.SIGNED_OUT_NOTE, elem_id="sign-in-note")
                 model = gr.Dropdown(config.visitor_models(), value=config.model, label="Model",
@@ -108,8 +109,8 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         settings = [model, agent_type, max_steps, planning, tool_names, imports]
         outputs = [chat, task_input, files_panel, status, clock]
         run_options = dict(outputs=outputs, concurrency_limit=config.max_runs, concurrency_id="runs",
-                           show_progress="hidden", postprocess=False)  # app.stream_update renders (ui/stream_outputs.py)
-        lock_on(task_input.submit)  # before the run's listener: see ui/input_lock.py
+                           show_progress="hidden", postprocess=False)  # app.stream_update renders (ui/chat/stream_outputs.py)
+        lock_on(task_input.submit)  # before the run's listener: see ui/web/input_lock.py
         lock_on(chat.example_select)
         submitted = task_input.submit(app.run, inputs=[task_input, *settings, approval_mode], api_name="run",
                                       **run_options)

@@ -20,7 +20,7 @@ Environment variables:
   AGENTDECK_SESSION_GRACE_S    delete a closed session's workspace after this long (300)
   AGENTDECK_MAX_RUNS           runs that may stream at the same time (32)
   AGENTDECK_EXEC_TIMEOUT_S     time limit of one code execution in the sandbox (120)
-  AGENTDECK_APPROVAL_MODE      the approval mode a new tab starts with (autonomous; see ui/approval_panel.py)
+  AGENTDECK_APPROVAL_MODE      the approval mode a new tab starts with (autonomous; see ui/panels/approval_panel.py)
   AGENTDECK_USERNAME / AGENTDECK_PASSWORD   turn on password protection
   AGENTDECK_MODELS             comma-separated model strings visitors may pick (default: the configured model,
                                the embedded one and the hosted defaults; never replay:, transformers: or custom
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ui.heap import freeze_long_lived_objects
-from ui.uploads import max_upload_bytes_from_env
+from ui.session.heap import freeze_long_lived_objects
+from ui.uploads.intake import max_upload_bytes_from_env
 
 DEFAULT_AUTHORIZED_IMPORTS = ("pandas", "numpy", "matplotlib", "seaborn", "openpyxl", "scipy", "pypdf")
 FALLBACK_MODEL = "embedded:smollm2"
@@ -113,7 +113,7 @@ class AppConfig:
     max_runs: int = 32
     exec_timeout_s: float = 120.0
     auth: tuple[str, str] | None = None
-    approval_mode: str = "autonomous"  # the mode a new tab starts with (ui/approval_panel.py)
+    approval_mode: str = "autonomous"  # the mode a new tab starts with (ui/panels/approval_panel.py)
     allowed_models: tuple[str, ...] | None = None  # None: the default offer (see visitor_models)
     allowed_tools: tuple[str, ...] | None = None  # None: every built-in tool
     free_choice: bool = False  # a single-user install: any model string, tool and import
@@ -161,8 +161,8 @@ class AppConfig:
     @classmethod
     def from_env(cls, base_dir: str | Path | None = None) -> AppConfig:
         base = Path(base_dir) if base_dir else Path(__file__).resolve().parent.parent
-        from ui.hf_login_env import hf_login_from_env
-        from ui.persistence import default_data_dir  # AGENTDECK_DATA_DIR, a Space's /data, else <base>/data
+        from ui.saved.store import default_data_dir  # AGENTDECK_DATA_DIR, a Space's /data, else <base>/data
+        from ui.web.hf_login_env import hf_login_from_env
 
         data_dir = default_data_dir(base)
         imports_env = os.environ.get("AGENTDECK_AUTHORIZED_IMPORTS")
@@ -189,7 +189,7 @@ class AppConfig:
             allowed_models=_list_env("AGENTDECK_MODELS"),
             allowed_tools=_list_env("AGENTDECK_TOOLS"),
             free_choice=os.environ.get("AGENTDECK_ALLOW_ANY_MODEL", "").strip().lower() in ("1", "true", "yes"),
-            hf_login=hf_login_from_env(),  # on a Space with OAuth, or locally with a token (ui/sign_in.py)
+            hf_login=hf_login_from_env(),  # on a Space with OAuth, or locally with a token (ui/web/sign_in.py)
         )
 
 

@@ -10,7 +10,7 @@ import pytest
 from nothing_lost_harness import ANSWER, SET_X, SLOW, chat_text, text_of, wait_until
 from ui_testlib import RUNNING, run_app, write_transcript
 
-from ui.persistence import ChatStore, new_token
+from ui.saved.store import ChatStore, new_token
 
 pytestmark = pytest.mark.slow
 SECRET = "k" * 40

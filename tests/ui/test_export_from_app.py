@@ -7,7 +7,7 @@ import pytest
 from ui_testlib import code_reply, write_transcript
 
 from ui.app import AgentDeckApp
-from ui.persistence import new_token
+from ui.saved.store import new_token
 from ui.settings import AppConfig
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ui.files_panel import FileRemovalError, listed_file, remove_file, shown_paths, workspace_files
-from ui.sessions import Session
-from ui.uploads import ingest_upload
+from ui.panels.files import FileRemovalError, listed_file, remove_file, shown_paths, workspace_files
+from ui.session.session import Session
+from ui.uploads.intake import ingest_upload
 
 
 @pytest.fixture

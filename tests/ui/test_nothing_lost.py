@@ -13,9 +13,9 @@ from nothing_lost_harness import ANSWER, SET_X, SLOW, LiveApp, Req, StallingMode
 from ui_testlib import code_reply
 
 from agents.memory import ActionStep
-from ui.chat_restore import UNFINISHED_NOTE
-from ui.persistence import ChatStore, new_token
-from ui.stopping import CLOSED_NOTE
+from ui.saved.restore import UNFINISHED_NOTE
+from ui.saved.store import ChatStore, new_token
+from ui.session.stopping import CLOSED_NOTE
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +130,7 @@ def test_stop_while_waiting_for_a_decision_keeps_memory(apps, tmp_path: Path) ->
     session = app.session()
     assert session.run.waiting_decision is not None and session.running
     app.app.stop(Req("tab"))
-    from ui.approvals import ApprovalHandlers
+    from ui.panels.approvals import ApprovalHandlers
 
     list(ApprovalHandlers(app.app).resume(Req("tab")))  # the page chains this after Stop
     assert session.transcript.finished.state == "interrupted" and not session.running

@@ -19,7 +19,7 @@ from browser_driver import BROWSER_MARKS, chat_text, launch, send, wait_for_text
 from ui_testlib import code_reply, run_app, write_transcript
 
 from tests.waiting import wait_until
-from ui.persistence import ChatStore
+from ui.saved.store import ChatStore
 
 pytestmark = BROWSER_MARKS
 

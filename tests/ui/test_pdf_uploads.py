@@ -8,7 +8,7 @@ import pytest
 from ui_testlib import code_reply
 
 from ui.settings import DEFAULT_AUTHORIZED_IMPORTS
-from ui.uploads import agent_task_text, ingest_upload
+from ui.uploads.intake import agent_task_text, ingest_upload
 
 
 def make_pdf(path: Path, pages: list[str]) -> Path:

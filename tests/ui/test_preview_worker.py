@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ui.preview_worker import PreviewFailed, PreviewService
-from ui.uploads import UploadError, ingest_upload
+from ui.uploads.intake import UploadError, ingest_upload
+from ui.uploads.preview_worker import PreviewFailed, PreviewService
 
 
 def test_preview_happens_in_the_child(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Published files: the copies the browser is given of a session's files (ui/published_files.py), and how the
+"""Published files: the copies the browser is given of a session's files (ui/chat/published_files.py), and how the
 chat and the files panel use them."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agents import events as ev
-from ui.published_files import FilePublisher, NotPublishable, add_urls, file_url, root_url_of
-from ui.render import Transcript
+from ui.chat.published_files import FilePublisher, NotPublishable, add_urls, file_url, root_url_of
+from ui.chat.render import Transcript
 
 PNG_A = b"\x89PNG\r\n\x1a\n" + b"A" * 64
 PNG_B = b"\x89PNG\r\n\x1a\n" + b"B" * 64

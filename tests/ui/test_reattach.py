@@ -10,8 +10,8 @@ import gradio as gr
 import pytest
 from nothing_lost_harness import ANSWER, SET_X, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
 
-from ui.approvals import ApprovalHandlers
-from ui.persistence import ChatStore, new_token
+from ui.panels.approvals import ApprovalHandlers
+from ui.saved.store import ChatStore, new_token
 
 
 @pytest.fixture(autouse=True)

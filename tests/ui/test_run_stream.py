@@ -1,4 +1,4 @@
-"""How a run's events become updates (ui/run_stream.py): bursts, their window, pauses."""
+"""How a run's events become updates (ui/session/run_stream.py): bursts, their window, pauses."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,8 +6,8 @@ from pathlib import Path
 from agents import events as ev
 from agents.loop.event_stream import EventStream
 from agents.models.base import TokenUsage
-from ui.run_stream import RunHandle, burst_deadline
-from ui.sessions import Session
+from ui.session.run_stream import RunHandle, burst_deadline
+from ui.session.session import Session
 
 
 def test_the_window_counts_from_when_the_first_event_was_made() -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ui.safe_markdown import neutralize
+from ui.chat.safe_markdown import neutralize
 
 
 @pytest.mark.parametrize("text,kept", [
@@ -25,7 +25,7 @@ def test_neutralize(text: str, kept: str) -> None:
 
 def test_titles_and_logs_of_chat_messages_are_neutralised_too() -> None:
     """A tool name or error type shown in a step's title comes from the model (or a reopened chat's file)."""
-    from ui.chat_tree import ChatTree, Node
+    from ui.chat.tree import ChatTree, Node
 
     tree = ChatTree()
     node = tree._add(Node("n1", title='🛠️ <img src="http://evil.test/x">', log="<form action=//evil.test>",
@@ -37,7 +37,7 @@ def test_titles_and_logs_of_chat_messages_are_neutralised_too() -> None:
 
 
 def test_the_approval_panel_shows_the_agents_question_as_text(monkeypatch) -> None:
-    import ui.approval_panel as panel
+    import ui.panels.approval_panel as panel
     from agents import events as ev
 
     request = ev.DecisionRequested(run_id="r", step=1, request_id="q1", request_kind="question",

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from ui.page_presence import PagePresence
-from ui.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
-from ui.session_registry import SessionRegistry
+from ui.session.presence import PagePresence
+from ui.session.registry import SessionRegistry
+from ui.web.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
 
 
 def test_runs_per_minute_per_visitor() -> None:
@@ -68,7 +68,7 @@ class _FakeAgent:
 
 
 def test_sandbox_cap_closes_idle_ones_first(tmp_path: Path) -> None:
-    from ui.session_registry import ServerBusyError
+    from ui.session.registry import ServerBusyError
 
     registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: _FakeAgent(), max_sandboxes=2)
     first, second, third = (registry.get(k) for k in ("a", "b", "c"))
@@ -88,7 +88,7 @@ def test_sandbox_cap_closes_idle_ones_first(tmp_path: Path) -> None:
 
 def test_a_place_promised_to_a_starting_run_is_not_given_twice(tmp_path: Path) -> None:
     """Two runs admitted at once used to both see one free place; the first one's promise now counts."""
-    from ui.session_registry import ServerBusyError
+    from ui.session.registry import ServerBusyError
 
     registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: _FakeAgent(), max_sandboxes=2)
     holder, first, second = (registry.get(k) for k in ("h", "a", "b"))
@@ -107,7 +107,7 @@ def test_a_place_promised_to_a_starting_run_is_not_given_twice(tmp_path: Path) -
 
 
 def test_a_run_paused_for_a_decision_does_not_hold_its_sandbox_forever(tmp_path: Path, monkeypatch) -> None:
-    import ui.session_registry as registry_module
+    import ui.session.registry as registry_module
 
     presence = PagePresence()
     registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: None, idle_timeout_s=7200,

@@ -9,11 +9,11 @@ import gradio as gr
 import pytest
 
 from ui.app import RECORDED_DEMOS, AgentDeckApp
-from ui.gradio_compat import ExampleSelectData
-from ui.hf_login_env import hf_login_from_env
-from ui.persistence import settings_dict
+from ui.saved.store import settings_dict
 from ui.settings import AppConfig, RunSettings, build_agent
-from ui.sign_in import MOCK_ACCESS_TOKEN, visitor_token
+from ui.web.gradio_compat import ExampleSelectData
+from ui.web.hf_login_env import hf_login_from_env
+from ui.web.sign_in import MOCK_ACCESS_TOKEN, visitor_token
 
 
 class Req:
@@ -225,7 +225,7 @@ def test_the_page_load_says_who_is_signed_in(tmp_path: Path, monkeypatch) -> Non
 
 def test_a_space_without_sign_in_tells_visitors_what_they_can_do(monkeypatch) -> None:
     """Visitors of a Space whose owner did not turn sign-in on can neither sign in nor set HF_TOKEN."""
-    from ui.sign_in import sign_in_message
+    from ui.web.sign_in import sign_in_message
 
     monkeypatch.setenv("SPACE_ID", "someone/demo")
     text = sign_in_message(hf_login=False, has_page=True, demo_labels=["🎬 Penguins: a chart"])

@@ -9,7 +9,7 @@ import pytest
 from nothing_lost_harness import LiveApp, Req, StallingModel, chat_text
 from ui_testlib import code_reply
 
-from ui.persistence import ChatStore, new_token
+from ui.saved.store import ChatStore, new_token
 
 
 @pytest.fixture(autouse=True)

@@ -14,9 +14,9 @@ from ui_testlib import code_reply, run_app, write_transcript
 
 from ui import settings as ui_settings
 from ui.app import AgentDeckApp
-from ui.approval_panel import VIEW_KEYS
-from ui.approvals import ApprovalHandlers
-from ui.pending_decisions import pending_request
+from ui.panels.approval_panel import VIEW_KEYS
+from ui.panels.approvals import ApprovalHandlers
+from ui.session.pending_decisions import pending_request
 from ui.settings import AppConfig
 
 SEND_EMAIL_TOOLS = '''

@@ -72,7 +72,7 @@ def test_data_analysis_run_in_the_browser(page) -> None:
 def test_stop_during_a_long_step_then_new_chat(page) -> None:
     send(page, "Now something slow.")
     wait_for_text(page, "time.sleep(30)")
-    # While the run streams, the message box is locked (by the page: ui/input_lock.py).
+    # While the run streams, the message box is locked (by the page: ui/web/input_lock.py).
     assert page.evaluate("document.querySelector('#task-input textarea').disabled")
     time.sleep(1)  # the sandbox is warm from the first run, so the code is running by now
     started = time.time()

@@ -17,11 +17,11 @@ from ui_testlib import chat_text, code_reply, run_app, text_of, write_transcript
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
 from agents.memory.restore import Mismatch, SandboxRebuildReport
 from ui.app import AgentDeckApp
-from ui.chat_restore import rebuild_note, replay_memory
-from ui.persistence import ChatStore, ChatStoreError, default_data_dir, new_token, server_secret
-from ui.render import Transcript
+from ui.chat.render import Transcript
+from ui.saved.restore import rebuild_note, replay_memory
+from ui.saved.store import ChatStore, ChatStoreError, default_data_dir, new_token, server_secret
 from ui.settings import AppConfig
-from ui.uploads import agent_task_text, ingest_upload
+from ui.uploads.intake import agent_task_text, ingest_upload
 
 SECRET = "s" * 40
 

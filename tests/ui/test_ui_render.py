@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from agents import events as ev
 from agents.models.base import TokenUsage
-from ui.formatting import fence, thought_without_code
-from ui.render import Transcript
-from ui.uploads import UploadResult
+from ui.chat.formatting import fence, thought_without_code
+from ui.chat.render import Transcript
+from ui.uploads.intake import UploadResult
 
 RUN = "run1"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ui.uploads import (
+from ui.uploads.intake import (
     UploadResult,
     agent_task_text,
     ingest_upload,
@@ -192,7 +192,7 @@ def test_json_records_and_objects(tmp_path: Path, workspace: Path) -> None:
 
 
 def test_preview_file_unknown_kind_raises() -> None:
-    from ui.uploads import UploadError
+    from ui.uploads.intake import UploadError
 
     with pytest.raises(UploadError):
         preview_file("/nonexistent/file.zip")
@@ -228,7 +228,7 @@ def test_semicolon_files_are_split_into_columns(tmp_path: Path) -> None:
 
 def test_a_message_takes_a_limited_number_of_files_and_a_workspace_has_a_quota(tmp_path: Path) -> None:
     """One visitor's uploads share the preview child and the disk with everyone: both are capped, by name."""
-    from ui.upload_batch import ingest_uploads, workspace_bytes
+    from ui.uploads.batch import ingest_uploads, workspace_bytes
 
     sources = []
     for i in range(4):

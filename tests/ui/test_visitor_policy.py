@@ -10,7 +10,7 @@ import pytest
 from gradio_client import Client
 from ui_testlib import code_reply, run_app, write_transcript
 
-from ui.persistence import new_token
+from ui.saved.store import new_token
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, is_operator_only_model
 
 

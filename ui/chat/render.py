@@ -1,0 +1,368 @@
+"""Agent events -> chat nodes: how each event of a run shows in the chat, and the run's status line.
+
+`Transcript` is the chat tree (ui/chat/tree.py) fed with agent events. Each agent step is a collapsible
+"thought"; its code, logs, errors and tool calls are its children, and a managed agent's steps hang under
+the tool call that started them (event.parent_id == that call's call_id). Final answers are plain
+assistant messages, images are inline file messages. It also keeps the run's progress (step, elapsed
+time, tokens, what a paused run waits for) for the status line. Nothing here imports Gradio: it is
+unit-tested on hand-made events.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agents import events as ev
+from ui.chat.formatting import (
+    IMAGE_EXTENSIONS,
+    clip,
+    fence,
+    format_tokens,
+    format_value,
+    image_message,
+    scrub_server_paths,
+    thought_without_code,
+)
+from ui.chat.tree import ChatTree, Node
+
+WAITING_MARK = " · ✋ waiting for you"
+CONTINUE_HINT = "Send **continue** to let the agent go on from where it stopped (it keeps its steps and variables)"
+NO_ANSWER_GUESS = ("⏱️ **Not a final answer**: the agent ran out of steps. Asked for its best guess from the steps "
+                   "so far, the model wrote (nothing here was checked by running code):")
+
+
+class Transcript(ChatTree):
+    """The chat of one session, fed with agent events and person-side notes."""
+
+    def __init__(self, workdir: str | None = None, publish: Callable[[str], str] | None = None) -> None:
+        super().__init__(publish)
+        self.workdir = workdir
+        self.step_nodes: dict[tuple[str, str | None, int], Node] = {}
+        self.call_nodes: dict[str, Node] = {}
+        self.decision_nodes: dict[str, Node] = {}
+        self.files: list[dict[str, Any]] = []  # non-image artifacts: {"path", "relative_path", "size_bytes"}
+        self.files_revision = 0  # counts new or changed non-image files (the files panel shows their latest)
+        self._raw_logs: dict[str, str] = {}
+        self._images_shown: set[tuple] = set()  # (scope, content digest or path) of the images in the chat
+        self.top_run_id: str | None = None
+        self.current_step = 0  # steps taken in the current run (the agent's own numbering goes on across runs)
+        self.first_step = 0  # the agent's step number when the current run started
+        self.out_of_steps = False  # the current run used all its steps: its answer is only a best guess
+        self.max_steps = 0
+        self.run_started = 0.0
+        self.run_tokens: Any = None
+        self.last_status = ""
+        self.finished: ev.RunFinished | None = None
+        self.waiting: str | None = None  # the kind of decision the run waits for
+        self.retrying: ev.ModelRetrying | None = None  # the model call waiting to be retried, if any
+
+    # ----- events ----------------------------------------------------------------------------------
+    def _step_node(self, event: ev.Event) -> Node | None:
+        return self.step_nodes.get((event.run_id, event.parent_id, event.step))
+
+    def _step_parent(self, event: ev.Event) -> Node | None:
+        return self.call_nodes.get(event.parent_id) if event.parent_id else None
+
+    def _child(self, step: Node | None, key: str, title: str, event: ev.Event) -> Node:
+        """The child of `step` called `key`, created on first use (top level when there is no step)."""
+        node_id = f"{step.id}/{key}" if step else self._new_id(key)
+        node = self.by_id.get(node_id)
+        if node is None:
+            node = self._add(Node(node_id, title=title, status="done"), parent=step or self._step_parent(event))
+        return node
+
+    def apply(self, event: ev.Event) -> None:
+        handler = getattr(self, "_on_" + event.kind, None)
+        if handler is not None:
+            handler(event)
+
+    def _on_run_started(self, e: ev.RunStarted) -> None:
+        if e.parent_id is None:
+            self.top_run_id = e.run_id
+            self.max_steps = e.max_steps
+            self.run_started = e.timestamp
+            self.current_step = 0
+            self.first_step = e.step
+            self.out_of_steps = False
+            self.finished = None
+        elif e.parent_id in self.call_nodes:
+            node = self.call_nodes[e.parent_id]
+            node.parts["agent"] = f"Managed agent **{e.agent_name}** is working on: {clip(e.task, 500)}"
+
+    def _on_step_started(self, e: ev.StepStarted) -> None:
+        kind = e.step_type
+        title = {"planning": "🧭 Planning", "final": "⏱️ Out of steps: asking for a best guess"}.get(kind, f"Step {e.step}")
+        if e.parent_id:
+            title = "↳ " + title
+        node = Node(f"step:{e.run_id}:{e.parent_id or ''}:{e.step}:{kind}", title=title, status="pending",
+                    started=e.timestamp)
+        self.step_nodes[(e.run_id, e.parent_id, e.step)] = node
+        self._add(node, parent=self._step_parent(e))
+        if e.parent_id is None:
+            self.current_step = max(0, e.step - self.first_step)
+            self.out_of_steps = self.out_of_steps or kind == "final"
+
+    def _on_model_retrying(self, e: ev.ModelRetrying) -> None:
+        """Say why nothing is happening; a restarted stream's text so far is void, so it goes."""
+        if e.parent_id is None:
+            self.retrying = e
+        node = self._step_node(e)
+        if node is None:
+            return
+        if e.discarded_text and "code" not in node.parts:
+            node.parts.pop("thought", None)
+        node.parts["retry"] = f"*⏳ Model call retried ({e.reason}), attempt {e.attempt + 1}.*"
+
+    def _on_model_text_delta(self, e: ev.ModelTextDelta) -> None:
+        if e.parent_id is None:
+            self.retrying = None
+        node = self._step_node(e)
+        if node is not None and "code" not in node.parts:
+            node.parts["thought"] = node.parts.get("thought", "") + e.text
+
+    def _on_model_output(self, e: ev.ModelOutput) -> None:
+        if e.parent_id is None:
+            self.retrying = None
+        node = self._step_node(e)
+        if node is None:
+            return
+        if "code" in node.parts:
+            node.parts["thought"] = thought_without_code(e.text)
+        elif "plan" not in node.parts:
+            node.parts["thought"] = e.text
+        tokens = format_tokens(e.token_usage)
+        if tokens:
+            node.log = tokens
+
+    def _on_plan_proposed(self, e: ev.PlanProposed) -> None:
+        node = self._step_node(e)
+        title = "🧭 Updated plan" if e.is_update else "🧭 Plan"
+        if node is not None and node.id.endswith(":planning"):
+            node.title = title if not e.parent_id else "↳ " + title
+            node.parts.pop("thought", None)
+            node.parts["plan"] = e.plan
+        else:
+            self._add(Node(self._new_id("plan"), title=title, status="done", parts={"plan": e.plan}),
+                      parent=self._step_parent(e))
+
+    def _on_code_proposed(self, e: ev.CodeProposed) -> None:
+        node = self._step_node(e)
+        if node is None:
+            node = self.add_note("", title="💻 Code", status="done")
+        node.parts["thought"] = thought_without_code(node.parts.get("thought", ""))
+        node.parts["code"] = fence(e.code, "python")
+
+    def _on_tool_call_proposed(self, e: ev.ToolCallProposed) -> None:
+        step = self._step_node(e)
+        args = fence(json.dumps(e.arguments, indent=2, default=str, ensure_ascii=False), "json")
+        node = Node(f"call:{e.call_id}", title=f"🛠️ {e.tool_name}", status="pending", parts={"args": args},
+                    started=e.timestamp)
+        self.call_nodes[e.call_id] = node
+        self._add(node, parent=step or self._step_parent(e))
+
+    def _on_tool_call_result(self, e: ev.ToolCallResult) -> None:
+        node = self.call_nodes.get(e.call_id)
+        if node is None:
+            node = self._child(self._step_node(e), f"result-{e.call_id}", f"🛠️ {e.tool_name}", e)
+        node.status = "done"
+        node.duration = round(max(0.0, e.timestamp - node.started), 2)
+        if e.is_error:
+            node.title = f"💥 {e.tool_name} failed"
+            node.parts["result"] = "**Error:**\n" + fence(e.output)
+        else:
+            node.parts["result"] = "**Result:**\n" + fence(e.output)
+
+    def _on_execution_log(self, e: ev.ExecutionLog) -> None:
+        if not e.text:
+            return
+        node = self._child(self._step_node(e), "logs", "📜 Execution logs", e)
+        raw = self._raw_logs.get(node.id, "") + e.text
+        self._raw_logs[node.id] = raw
+        node.parts["text"] = fence(raw)
+
+    def _on_observation(self, e: ev.Observation) -> None:
+        """What the model is sent after the step (logs, last value, errors, fenced tool output), as it is;
+        left out when it only repeats the step's execution logs shown just above it."""
+        text = (e.text or "").strip()
+        if not text:
+            return
+        step = self._step_node(e)
+        logs = self._raw_logs.get(f"{step.id}/logs", "") if step is not None else ""
+        if logs.strip() and text.removeprefix("Observation:").strip() == f"Execution logs:\n{logs.strip()}":
+            return
+        node = self._child(step, "observation", "👁️ What the model sees next", e)
+        node.parts["text"] = fence(e.text)
+
+    def _on_artifact_created(self, e: ev.ArtifactCreated) -> None:
+        is_image = e.artifact_kind == "image" or os.path.splitext(e.path)[1].lower() in IMAGE_EXTENSIONS
+        self.files_revision += 1  # the files panel lists charts too (ui/panels/files.py)
+        if is_image:
+            # A step may save the same figure twice (explicit + auto-capture): one message per content and step.
+            # A figure saved again in a later step is a new message; the earlier one keeps showing what it
+            # showed then (its published copy).
+            shown = self.shown_file(e.path)
+            if shown is not None and ("step", e.run_id, e.parent_id, e.step, shown[1] or e.path) not in self._images_shown:
+                self._add_image(shown, e.relative_path, e)
+        else:
+            if all(f["path"] != e.path for f in self.files):
+                self.files.append({"path": e.path, "relative_path": e.relative_path, "size_bytes": e.size_bytes})
+            step = self._step_node(e)
+            if step is not None:
+                saved = step.parts.get("files", "📄 Saved:")
+                if f"`{e.relative_path}`" not in saved:
+                    step.parts["files"] = saved + f" `{e.relative_path}`"
+
+    def _on_step_error(self, e: ev.StepError) -> None:
+        step = self._step_node(e)
+        if e.error_type == "RejectedByUser":  # a person's decision, not a failure: show their reason
+            node = self._child(step, f"rejected-{self._counter}", "🚫 You rejected this step", e)
+            node.parts["text"] = f"Reason: {e.message}" if e.message and e.message != "Rejected." else "No reason given."
+            return
+        node = self._child(step, f"error-{self._counter}", f"💥 Error: {e.error_type}", e)
+        node.parts["text"] = f'<span class="ad-error">{e.error_type}</span>\n\n' + fence(e.message)
+        if step is not None and "⚠️" not in (step.title or ""):
+            step.title = f"{step.title} ⚠️"
+
+    def _on_injection_flagged(self, e: ev.InjectionFlagged) -> None:
+        node = self._child(self._step_node(e), f"injection-{self._counter}", f"🛡️ Suspicious instructions in {e.source}", e)
+        node.parts["text"] = "The agent was told to ignore these instructions:\n" + fence(e.excerpt)
+
+    def _on_memory_compacted(self, e: ev.MemoryCompacted) -> None:
+        self.add_note(f"Older steps were summarised: {e.tokens_before:,} → {e.tokens_after:,} tokens "
+                      f"({e.steps_folded} steps folded).", title="🗜️ Memory compacted", status="done")
+
+    def _on_decision_requested(self, e: ev.DecisionRequested) -> None:
+        """The run pauses for a person: say what is waiting, and mark the step as waiting for them."""
+        payload = e.payload or {}
+        self.waiting = e.request_kind
+        if e.request_kind == "question":  # a plain assistant message, not a collapsed thought
+            node = Node(f"decision:{e.request_id}", started=e.timestamp, parts={
+                "question": f"❓ **The agent asks:** {payload.get('question', '')}",
+                "hint": "*Type your answer in the message box below.*"})
+        else:
+            if e.request_kind == "plan":
+                title, body = "review the plan", "Edit the plan below the chat if you like, then press **Continue**."
+            elif e.request_kind == "code":
+                title, body = "run this code?", "Approve, edit or reject the code above (in the panel below the chat)."
+            elif e.request_kind == "tool_call":
+                args = json.dumps(payload.get("arguments", {}), indent=2, default=str, ensure_ascii=False)
+                title = f"call {payload.get('tool_name', 'a tool')}?"
+                body = f"The agent wants to call **{payload.get('tool_name', '')}** with:\n\n" + fence(args, "json")
+            else:
+                title = e.request_kind
+                body = fence(json.dumps(payload, indent=2, default=str, ensure_ascii=False), "json")
+            node = Node(f"decision:{e.request_id}", title=f"✋ Waiting for your decision: {title}",
+                        status="pending", parts={"payload": body}, started=e.timestamp)
+        self.decision_nodes[e.request_id] = node
+        self._add(node, parent=self._step_parent(e))
+        step = self._step_node(e)
+        if step is not None and step.title and WAITING_MARK not in step.title:
+            step.title += WAITING_MARK
+
+    def _on_decision_made(self, e: ev.DecisionMade) -> None:
+        self.waiting = None
+        step = self._step_node(e)
+        if step is not None and step.title:
+            step.title = step.title.replace(WAITING_MARK, "")
+        node = self.decision_nodes.get(e.request_id)
+        if node is None:
+            return
+        if e.request_kind == "question":
+            node.parts.pop("hint", None)
+            if e.outcome != "answer":
+                node.parts["hint"] = f"*Not answered{': ' + e.detail if e.detail else '.'}*"
+            return
+        node.status = "done"
+        node.title = f"✋ Decision: {e.outcome}"
+        node.duration = round(max(0.0, e.timestamp - node.started), 2)
+        if e.detail and e.detail != "edited":
+            node.parts["detail"] = f"**Reason:** {e.detail}" if e.outcome == "reject" else e.detail
+
+    def _on_step_finished(self, e: ev.StepFinished) -> None:
+        node = self._step_node(e)
+        if node is None:
+            return
+        node.status = "done"
+        node.duration = round(e.duration_s, 2)
+        tokens = format_tokens(e.token_usage)
+        if tokens:
+            node.log = tokens
+        self._close_children(node)
+
+    def _close_children(self, node: Node) -> None:
+        for child in node.children:
+            if child.status == "pending" and not child.id.startswith("call:"):
+                child.status = "done"
+
+    def _on_final_answer(self, e: ev.FinalAnswer) -> None:
+        if e.parent_id:
+            call = self.call_nodes.get(e.parent_id)
+            if call is not None:
+                call.parts["answer"] = "**Managed agent's answer:**\n\n" + format_value(e.value)
+            return
+        if self.out_of_steps:  # not an answer the agent gave: say so, and show the guess quoted
+            guess = "\n".join("> " + line for line in format_value(e.value).splitlines())
+            self._add(Node(self._new_id("guess"), parts={"text": NO_ANSWER_GUESS + "\n\n" + guess}))
+            return
+        self._add(Node(self._new_id("answer"), parts={"text": format_value(e.value)}))
+        value = e.value
+        if isinstance(value, str) and os.path.splitext(value)[1].lower() in IMAGE_EXTENSIONS:
+            path = value if os.path.isabs(value) or not self.workdir else os.path.join(self.workdir, value)
+            shown = self.shown_file(path) if os.path.isfile(path) else None  # not shown again if this run did
+            if shown is not None and ("run", e.run_id, shown[1] or path) not in self._images_shown:
+                self._add_image(shown, os.path.basename(path), e)
+
+    def _add_image(self, shown: tuple[str, str | None], alt: str, e: ev.Event) -> None:
+        path, digest = shown
+        identity = digest or path
+        self._images_shown.add(("step", e.run_id, e.parent_id, e.step, identity))
+        self._images_shown.add(("run", e.run_id, identity))
+        self._add(Node(self._new_id("image"), file=image_message(path, alt)))
+
+    def _on_run_finished(self, e: ev.RunFinished) -> None:
+        if e.parent_id is not None:
+            return
+        self.finished = e
+        self.waiting = None
+        self.retrying = None
+        self.run_tokens = e.token_usage
+        for node in self.by_id.values():
+            if node.status == "pending":
+                node.status = "done"
+                if node.duration is None and node.title and not node.title.startswith("✋"):
+                    node.duration = round(max(0.0, e.timestamp - node.started), 2)
+        state = str(getattr(e.state, "value", e.state))
+        if state == "interrupted":
+            self.add_note("⏹️ Stopped. You can send a new message to continue.")
+        elif state == "max_steps":
+            self.add_note(f"⏱️ **No answer**: the run ended after {e.steps} of {self.max_steps} steps without a final "
+                          f"answer. {CONTINUE_HINT}, or raise *Max steps* in the settings.")
+        elif state == "error":
+            self.add_note(f'<span class="ad-error">Run failed</span> {scrub_server_paths(e.error or "an unknown error")}'
+                          f"\n\n**No answer** came from this run. {CONTINUE_HINT}.")
+
+    # ----- status line -----------------------------------------------------------------------------
+    def status_text(self, now: float | None = None) -> str:
+        """A quiet one-line summary: step, elapsed time and tokens."""
+        if self.finished is not None:
+            e = self.finished
+            state = str(getattr(e.state, "value", e.state))
+            tokens = format_tokens(e.token_usage) or "0 tokens"
+            state = {"max_steps": "no answer (out of steps)", "error": "no answer (error)",
+                     "interrupted": "stopped"}.get(state, state)
+            return f"{state} · {e.steps} steps · {e.duration_s:.1f} s · {tokens}"
+        if not self.run_started:
+            return ""
+        elapsed = (now or time.time()) - self.run_started
+        if self.waiting:
+            what = "your answer" if self.waiting == "question" else f"your decision ({self.waiting.replace('_', ' ')})"
+            return f"✋ waiting for {what} · step {self.current_step}/{self.max_steps}"
+        if self.retrying is not None:
+            r = self.retrying
+            left = max(0.0, r.timestamp + r.wait_s - (now or time.time()))
+            return (f"⏳ {r.reason} · retry {r.attempt}/{r.max_retries} in {left:.0f} s · "
+                    f"step {self.current_step}/{self.max_steps}")
+        return f"running · step {self.current_step}/{self.max_steps} · {elapsed:.1f} s"

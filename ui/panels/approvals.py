@@ -1,0 +1,219 @@
+"""Human in the loop in the web UI: the handlers of the approval panel and mode selector, and their wiring.
+
+A click on the panel (ui/panels/approval_panel.py) resolves the paused run's decision (ui/session/pending_decisions.py,
+`agent.resolve_decision`), and a new drain of the same run continues the chat. A question from `ask_user`
+is shown in the chat, and the person's next message is the answer. A reloaded tab gets its session back
+(and the pending decision) with a token kept in the tab's sessionStorage.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import gradio as gr
+
+from agents import events as ev
+from agents.decisions import Decision
+from ui.chat.formatting import fence
+from ui.chat.published_files import root_url_of
+from ui.chat.stream_outputs import Shown
+from ui.panels.approval_panel import ApprovalPanel, arguments_json, as_tuple, view, view_hidden
+from ui.session.pending_decisions import (
+    has_pending,
+    normalise_mode,
+    pending_request,
+    resolve,
+    resumable,
+    set_approval_mode,
+)
+from ui.web.input_lock import lock_on, unlock_after
+
+if TYPE_CHECKING:
+    from ui.app import AgentDeckApp
+    from ui.session.session import Session
+
+PLAN_MODES = ("review_plans", "all")  # modes that need a plan to review
+TOKEN_KEY = "agentdeck-session"
+
+
+# ----- the handlers ------------------------------------------------------------------------------------
+class ApprovalHandlers:
+    """Event handlers of the panel; they use the app's session registry and its output helper."""
+
+    def __init__(self, app: AgentDeckApp) -> None:
+        self.app = app
+        self._tabs: dict[str, str] = {}  # a tab's token (kept in its sessionStorage) -> its current session key
+        self._tabs_lock = threading.Lock()
+
+    def _session(self, request: Any) -> Session:
+        return self.app.session_for(request)
+
+    # mode -------------------------------------------------------------------------------------------
+    def set_mode(self, mode: str, planning: Any, max_steps: Any, request: gr.Request) -> tuple:
+        """The approval mode for this tab's next runs; plan review turns planning on when it was off."""
+        mode = normalise_mode(mode)
+        set_approval_mode(self._session(request), mode)
+        try:
+            planning_off = int(planning or 0) <= 0
+        except (TypeError, ValueError):
+            planning_off = True
+        if mode in PLAN_MODES and planning_off:
+            steps = max(1, int(max_steps or 10))
+            return steps, (f"Planning was off: the agent now plans once at the start of each run "
+                           f"(planning interval {steps}, in Agent settings).")
+        return gr.skip(), ""
+
+    # show -------------------------------------------------------------------------------------------
+    def refresh(self, shown_id: str | None, request: gr.Request) -> tuple:
+        return as_tuple(view(self._session(request), shown_id))
+
+    # decide -----------------------------------------------------------------------------------------
+    def _decide(self, shown_id: str | None, request: gr.Request, decide) -> tuple:
+        session = self._session(request)
+        pending = pending_request(session)
+        if pending is None or (shown_id and pending.request_id != shown_id):
+            return as_tuple(view(session, shown_id, "This decision was already made or has expired."))
+        try:
+            decision, shown = decide(pending)
+        except ValueError as exc:  # a bad edit: say so, keep everything as it is
+            return as_tuple(view(session, pending.request_id, f"⚠️ {exc}"))
+        try:
+            resolve(session, pending, decision, shown)
+        except Exception as exc:  # expired or refused by the agent
+            return as_tuple(view(session, shown_id, f"⚠️ {exc}"))
+        return as_tuple(view(session, pending.request_id))
+
+    def continue_plan(self, shown_id: str | None, plan: str, request: gr.Request) -> tuple:
+        """Continue with the plan in the editor: an edit if it changed, else an approval."""
+        def decide(pending: ev.DecisionRequested):
+            if pending.request_kind != "plan":
+                raise ValueError("The agent is not waiting for a plan review.")
+            original = str(pending.payload.get("plan", ""))
+            edited = str(plan or "")
+            if not edited.strip():
+                raise ValueError("The plan is empty: write a plan, or restore it by reloading the page.")
+            if edited.strip() == original.strip():
+                return Decision.approve(), ""
+            return Decision.edit(edited.strip()), "**Your edited plan:**\n\n" + edited.strip()
+        return self._decide(shown_id, request, decide)
+
+    def approve(self, shown_id: str | None, code: str, args_text: str, request: gr.Request) -> tuple:
+        """Approve the code or tool call: as edited, if the box was changed."""
+        def decide(pending: ev.DecisionRequested):
+            if pending.request_kind == "code":
+                original = str(pending.payload.get("code", ""))
+                edited = str(code or "")
+                if not edited.strip():
+                    raise ValueError("The code is empty: reject the step instead, or write some code.")
+                if edited.strip() == original.strip():
+                    return Decision.approve(), ""
+                return Decision.edit(edited), "**Your edited code:**\n\n" + fence(edited, "python")
+            if pending.request_kind == "tool_call":
+                original = pending.payload.get("arguments", {})
+                try:
+                    edited = json.loads(args_text or "")
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"The arguments are not valid JSON ({exc.msg}, line {exc.lineno} column "
+                                     f"{exc.colno}). Fix them and approve again; nothing was sent.") from exc
+                if not isinstance(edited, dict):
+                    raise ValueError('The arguments must be a JSON object, like {"name": "value"}. '
+                                     "Fix them and approve again; nothing was sent.")
+                if edited == original:
+                    return Decision.approve(), ""
+                return Decision.edit(edited), "**Your edited arguments:**\n\n" + fence(arguments_json(edited), "json")
+            raise ValueError("There is nothing to approve here.")
+        return self._decide(shown_id, request, decide)
+
+    def reject(self, shown_id: str | None, reason: str, request: gr.Request) -> tuple:
+        """Reject the plan, code or tool call; the reason goes to the agent."""
+        def decide(pending: ev.DecisionRequested):
+            if pending.request_kind not in ("code", "tool_call", "plan"):
+                raise ValueError("Answer the question in the message box instead.")
+            return Decision.reject(str(reason or "").strip()), ""
+        return self._decide(shown_id, request, decide)
+
+    # continue the run -------------------------------------------------------------------------------
+    def resume(self, request: gr.Request) -> Iterator[tuple]:
+        """Stream the rest of a paused run once its decision is answered (or it was stopped)."""
+        session = self._session(request)
+        shown = Shown(root_url=root_url_of(request))  # the message box keeps what was typed during the pause
+        if not resumable(session):
+            yield (gr.skip(),) * 5
+            return
+        yield from self.app.stream_run(session, shown)
+
+    # reload -----------------------------------------------------------------------------------------
+    def restore(self, token: str, mode: str, request: gr.Request) -> tuple:
+        """On page load: a reloaded tab takes back its session if its run goes on or waits for a decision (with
+        the chat and the panel; `AgentDeckApp.reattach` then streams the run); every tab gets a token to keep
+        in its sessionStorage for that."""
+        key = getattr(request, "session_hash", None) or "anonymous"
+        registry = self.app.registry
+        with self._tabs_lock:
+            old_key = self._tabs.get(str(token or "")) if token else None
+            if old_key is None:
+                token = secrets.token_urlsafe(24)  # only tokens this server handed out are honoured
+            self._tabs[token] = key
+            if len(self._tabs) > 2 * len(registry) + 100:  # forget tabs whose sessions are gone
+                self._tabs = {t: k for t, k in self._tabs.items() if k == key or registry.peek(k) is not None}
+        session = registry.rekey(old_key, key, when=lambda s: s.running or has_pending(s)) if old_key else None
+        skip = gr.skip()
+        if session is None:
+            return (token, skip, skip, skip, skip, *as_tuple({**view_hidden(), "task_input": skip}))
+        with session.lock:
+            messages = session.transcript.messages()
+            status = session.transcript.status_text()
+            files = session.file_paths() or None
+            session_mode = session.approval_mode
+        return (token, messages, files, f"<small>{status}</small>" if status else "", session_mode,
+                *as_tuple(view(session)))
+
+
+def wire(demo: gr.Blocks, app: AgentDeckApp, panel: ApprovalPanel, mode: Any, mode_note: Any, planning: Any,
+         max_steps: Any, run_outputs: list[Any], task_input: Any, chat: Any, files_panel: Any, status: Any,
+         after: list[Any]) -> ApprovalHandlers:
+    """Connect the panel: the mode selector, the decision buttons, the reload restore, and after each event
+    in `after` (runs, examples, Stop, New chat) a resume of a stopped paused run and a panel refresh."""
+    handlers = ApprovalHandlers(app)
+    view_outputs = panel.view_outputs(task_input)
+    quick = dict(concurrency_limit=None, show_progress="hidden")
+    stream = dict(outputs=run_outputs, concurrency_limit=app.config.max_runs, concurrency_id="runs",
+                  show_progress="hidden", postprocess=False)  # app.stream_update renders (ui/chat/stream_outputs.py)
+    private = dict(api_visibility="private")
+
+    mode.input(handlers.set_mode, inputs=[mode, planning, max_steps], outputs=[planning, mode_note],
+               api_name="set_approval_mode", **quick)
+
+    def chain(event: Any, resume_name: str | None = None, unlock: bool = False) -> None:
+        resume_api = dict(api_name=resume_name) if resume_name else private
+        resumed = event.then(handlers.resume, **resume_api, **stream)
+        resumed.then(handlers.refresh, inputs=[panel.request_id], outputs=view_outputs, **private, **quick)
+        if unlock:
+            unlock_after(resumed)
+
+    decision_buttons = (  # (button, handler, its inputs besides the request id, API name, resume API name)
+        (panel.approve_btn, handlers.approve, [panel.edit_code, panel.edit_args], "approve", "resume"),
+        (panel.reject_btn, handlers.reject, [panel.reject_reason], "reject", None),
+        (panel.continue_btn, handlers.continue_plan, [panel.plan_editor], "continue_plan", None),
+        (panel.plan_reject_btn, handlers.reject, [panel.plan_reject_reason], "reject_plan", None),
+    )
+    for button, handler, inputs, name, resume_name in decision_buttons:
+        lock_on(button.click)  # a decision resumes the run: the message box is locked while it streams
+        chain(button.click(handler, inputs=[panel.request_id, *inputs], outputs=view_outputs, api_name=name, **quick),
+              resume_name=resume_name, unlock=True)
+    for event in after:
+        chain(event)
+
+    # A reloaded tab finds its session again: the token lives in the tab's sessionStorage (per tab, kept on reload).
+    token = gr.Textbox(visible=False, elem_id="session-token")
+    demo.load(handlers.restore, inputs=[token, mode],
+              outputs=[token, chat, files_panel, status, mode, *view_outputs],
+              js=f"(token, mode) => [sessionStorage.getItem('{TOKEN_KEY}') || '', mode]",
+              **private, **quick).then(
+        None, inputs=[token], outputs=None,
+        js=f"(token) => {{ if (token) sessionStorage.setItem('{TOKEN_KEY}', token); return []; }}").then(
+        app.reattach, **private, **stream)  # a run handed back to the reloaded tab streams on
+    return handlers

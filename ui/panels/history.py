@@ -1,0 +1,412 @@
+"""Saved chats in the UI: the side list (open, rename, delete), resume after a reload or a restart, exports.
+
+Who owns a chat: the browser's random token, kept in `gr.BrowserState` (the browser's localStorage, so it
+survives reloads and app restarts), hashed into the owner key (ui/saved/store.py); with login on, the
+signed-in user. Each tab's server-side session is bound to its owner when the page loads.
+
+Reopening a chat: its signed memory is loaded (refused as a whole when tampered with or foreign), the
+conversation is rebuilt in the chat by feeding ui/chat/render.py's Transcript the events the memory's steps
+stand for (`replay_memory`), a fresh agent gets the memory (`restore_agent_memory`, so follow-ups use
+it with reset=False), and the sandbox's variables are rebuilt by re-running the recorded code steps
+(`rebuild_sandbox_state`); a note in the chat says so and lists steps that no longer run the same.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import gradio as gr
+
+from agents.memory import AgentMemory
+from ui.chat.formatting import for_visitor
+from ui.chat.stream_outputs import Shown, session_outputs
+from ui.saved.restore import carry_memory_into, replay_memory, show_unfinished
+from ui.saved.store import (
+    ChatStore,
+    ChatStoreError,
+    clean_title,
+    new_token,
+    settings_dict,
+    valid_token,
+)
+from ui.session.lease import ChatLeases
+from ui.session.pending_decisions import has_pending
+from ui.session.registry import ServerBusyError
+from ui.settings import RunSettings, SettingsRefusedError, available_tools
+
+if TYPE_CHECKING:
+    from ui.app import AgentDeckApp
+    from ui.session.session import Session
+
+
+# ----- the controller --------------------------------------------------------------------------------
+class HistoryController:
+    """Handlers of the side list; one per server, next to AgentDeckApp."""
+
+    def __init__(self, app: AgentDeckApp) -> None:
+        self.app = app
+        self.store = ChatStore(app.config.data_dir)
+        self.store.sweep_unused()
+        self.tabs: dict[str, str] = {}  # tab (session hash) -> owner key
+        self.leases = ChatLeases(app.registry)  # which tab continues which chat (ui/session/lease.py)
+        self._lock = threading.Lock()
+
+    # ----- identity -----------------------------------------------------------------------------
+    def identify(self, state: Any, request: gr.Request | None,
+                 profile: gr.OAuthProfile | None = None) -> tuple[str, dict[str, Any]]:
+        """(owner key, browser state to store): the signed-in Hugging Face user's, the password user's, else the
+        browser's own random token (a new one when it has none)."""
+        state = dict(state) if isinstance(state, dict) else {}
+        if not valid_token(state.get("token")):
+            state = {"token": new_token()}
+        hf_user = getattr(profile, "username", None) if profile is not None else None
+        if hf_user is None:
+            with self._lock:
+                bound = self.tabs.get(self.tab_key(request))
+            if bound is not None and bound != self.store.owner_for_token(state["token"]):
+                return bound, state  # this tab's page load identified a signed-in user
+        username = f"hf:{hf_user}" if hf_user else getattr(request, "username", None)
+        owner = self.store.owner_for_user(username) if username else self.store.owner_for_token(state["token"])
+        return owner, state
+
+    @staticmethod
+    def tab_key(request: gr.Request | None) -> str:
+        return getattr(request, "session_hash", None) or "anonymous"
+
+    def bind(self, key: str, owner: str) -> None:
+        with self._lock:
+            self.tabs[key] = owner
+
+    def forget(self, request: gr.Request) -> None:
+        with self._lock:
+            self.tabs.pop(self.tab_key(request), None)
+
+    def adopt(self, key: str, session: Session) -> Session:
+        """A tab bound to an owner whose session is not a saved chat yet (new after an idle close): make it one."""
+        owner = self.tabs.get(key)
+        if owner is None or session.saved is not None:
+            return session
+        with session.lock:
+            if session.saved is not None or session.agent is not None or session.uploads or session.running:
+                return session
+            chat = self.store.create(owner)
+            old_root = session.root
+            session.saved, session.root, session.workspace = chat, chat.folder, chat.workspace
+            session.transcript.workdir = str(chat.workspace)
+        import shutil
+        shutil.rmtree(old_root, ignore_errors=True)
+        return session
+
+    # ----- views --------------------------------------------------------------------------------
+    def list_update(self, owner: str, selected: str | None = None) -> Any:
+        chats = self.store.list(owner)
+        ids = {m.id for m in chats}
+        return gr.Radio(choices=[(m.label(), m.id) for m in chats], value=selected if selected in ids else None)
+
+    def _view(self, session: Session, state: Any, owner: str, settings: tuple | None = None,
+              input_update: Any = None, gr_warning: str | None = None) -> tuple:
+        base = session_outputs(session, Shown(), input_update)
+        selected = session.saved.id if session.saved is not None and session.saved.kept else None
+        form = settings if settings is not None else (gr.skip(),) * 6
+        if gr_warning:
+            gr.Warning(gr_warning)
+        return (state, *base, self.list_update(owner, selected), *form)
+
+    def _fresh(self, key: str, owner: str, note: str | None = None) -> Session:
+        chat = self.store.create(owner)
+        session = self.app.registry.install(key, chat.folder)
+        session.saved = chat
+        if note:
+            session.transcript.add_note(note)
+        return session
+
+    def _held_elsewhere(self, owner: str, chat_id: str) -> Session | None:
+        """The live session (under another tab key) holding this chat, if its run goes on or waits for a
+        decision."""
+        registry = self.app.registry
+        with registry._lock:
+            sessions = list(registry._sessions.values())
+        return next((s for s in sessions if s.saved is not None and s.saved.owner == owner
+                     and s.saved.id == chat_id and (s.running or has_pending(s))), None)
+
+    def take_over(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
+                  imports: Any, request: gr.Request) -> Iterator[tuple]:
+        """Take over here: reload the chat from disk in this tab, which now continues it."""
+        owner, state = self.identify(state, request)
+        key = self.tab_key(request)
+        session = self.app.registry.peek(key)
+        chat_id = session.saved.id if session is not None and session.saved is not None else None
+        other = self.leases.holder(chat_id, key) if chat_id else None
+        if other is not None and other.running and other.detached_at is None:
+            yield (*self._view(session, state, owner, gr_warning="The other tab is running this chat: wait for "
+                                                                 "its run to end (or stop it there), then take over."),
+                   gr.skip())
+            return
+        for view in self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports)):
+            yield (*view, gr.Button(visible=False))
+
+    def _busy(self, key: str) -> bool:
+        current = self.app.registry.peek(key)
+        return current is not None and current.running
+
+    # ----- handlers -----------------------------------------------------------------------------
+    def on_load(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
+                imports: Any, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Iterator[tuple]:
+        """Page load: give the browser its identity, list its chats and reopen the one it had open."""
+        owner, state = self.identify(state, request, profile)
+        key = self.tab_key(request)
+        self.bind(key, owner)
+        current = self.store.current(owner)
+        live = self.app.registry.peek(key)
+        form = (model, agent_type, max_steps, planning, tools, imports)
+        # A live session shown again keeps its settings in the form, or the next message would start a new agent.
+        if current and live is not None and live.saved is not None and live.saved.id == current \
+                and live.saved.owner == owner:  # this tab already holds the chat (e.g. taken back by ui/panels/approvals.py)
+            yield self._view(live, state, owner, settings=self._form_values(settings_dict(live.agent_settings), form))
+            return
+        paused = self._held_elsewhere(owner, current) if current else None
+        if paused is not None and paused.detached_at is not None:  # its page went away: this tab takes it over
+            moved = self.app.registry.rekey(paused.key, key, when=lambda s: s.detached_at is not None)
+            if moved is not None:  # the chat as it is; `AgentDeckApp.reattach` streams the rest
+                self.leases.hold(current, key)
+                yield self._view(moved, state, owner,
+                                 settings=self._form_values(settings_dict(moved.agent_settings), form))
+                return
+        if paused is not None:  # a reloaded tab whose run goes on or waits: ui/panels/approvals.py hands it back
+            # Not selected in the list: a second tab does not show that chat, and a click on a selected entry
+            # is no select event (the list is refreshed once a run handed back to this tab ends).
+            yield (state, *(gr.skip(),) * 5, self.list_update(owner, None),
+                   *self._form_values(settings_dict(paused.agent_settings), form))
+            return
+        if current and self.store.get(owner, current) is not None:
+            yield from self._open(key, owner, state, current, form)
+            return
+        session = self.app.registry.peek(key)
+        if session is None:
+            session = self._fresh(key, owner)
+        elif session.saved is None:  # made by another handler of this tab (never replace it: it may be running)
+            session = self.adopt(key, session)
+        yield self._view(session, state, owner)
+
+    def open_chat(self, state: Any, chat_id: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any,
+                  tools: Any, imports: Any, request: gr.Request) -> Iterator[tuple]:
+        """A click on a chat in the side list."""
+        owner, state = self.identify(state, request)
+        key = self.tab_key(request)
+        self.bind(key, owner)
+        yield from self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports))
+
+    def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: tuple) -> Iterator[tuple]:
+        current = self.app.registry.peek(key)
+        if self._busy(key):
+            yield self._view(current, state, owner, gr_warning="A run is still going: wait for it or press Stop "
+                                                               "before opening another chat.")
+            return
+        chat = self.store.get(owner, chat_id)
+        if chat is None or not chat.kept:
+            session = current if current is not None and current.saved is not None else self._fresh(key, owner)
+            yield self._view(session, state, owner, gr_warning="That chat does not exist (it may have been deleted).")
+            return
+        running = self._held_elsewhere(owner, chat.id)
+        if running is not None and running.key != key:
+            yield from self._join_run(key, owner, state, running, form)
+            return
+        try:
+            memory, metadata = self.store.load_memory(chat)
+        except ChatStoreError as exc:
+            # Refused as a whole: nothing of it is loaded; the person gets a new chat with the reason.
+            self.store.set_current(owner, None)
+            session = self._fresh(key, owner, note=f'<span class="ad-error">Could not open the saved chat '
+                                                   f'“{(chat.meta().title if chat.meta() else chat.id)}”</span> {exc}')
+            yield self._view(session, state, owner, gr_warning=str(exc))
+            return
+        self.store.set_current(owner, chat.id)
+        session = self.app.registry.install(key, chat.folder)
+        session.saved = chat
+        self.leases.hold(chat.id, key)
+        turns = [t for t in metadata.get("turns") or [] if isinstance(t, dict)]
+        session.turns = turns
+        if memory is None or not memory.steps:  # the first run finished no step: the messages are kept
+            with session.lock:
+                show_unfinished(session.transcript, [dict(t) for t in turns], set(), None)
+            yield self._view(session, state, owner)
+            return
+        with session.lock:
+            session.uploads = replay_memory(session.transcript, memory, turns, chat.workspace)
+            session.files_version += 1
+            pending = session.transcript.add_note("♻️ Restoring the agent: rebuilding the sandbox's variables…",
+                                                  title=None)
+        yield self._view(session, state, owner, input_update=gr.MultimodalTextbox(interactive=False))
+
+        values = self._form_values(metadata.get("settings"), form)
+        try:
+            settings = RunSettings.from_form(self.app.config, *values)
+        except SettingsRefusedError as exc:  # saved under settings this server no longer offers
+            config = self.app.config
+            values = (config.model, values[1], values[2], values[3], (), ", ".join(config.authorized_imports))
+            settings = RunSettings.from_form(config, *values)
+            with session.lock:
+                session.transcript.add_note(f"This chat's saved settings are not offered here ({exc}); it continues "
+                                            f"with the server's model {config.model}.")
+        try:
+            self.app.registry.make_room(session)  # a reopened chat's sandbox counts against the server's cap
+        except ServerBusyError:
+            with session.lock:
+                session.transcript.roots.remove(pending)
+                session.hibernated = memory  # rebuilt with the next message, when a sandbox is free
+                session.transcript.add_note("♻️ **Chat reopened.** The server is busy now, so its variables will "
+                                            "be rebuilt with your next message.")
+            yield self._view(session, state, owner, settings=values, input_update=gr.MultimodalTextbox(interactive=True))
+            return
+        with session.lock:
+            session.transcript.roots.remove(pending)
+            try:
+                agent = self.app.registry.agent_factory(settings, chat.workspace)
+            except Exception as exc:
+                session.transcript.add_note(f'<span class="ad-error">Could not start the agent</span> '
+                                            f"{for_visitor(exc, 'restoring an agent')}. The conversation is shown, but the next "
+                                            "message starts with an empty memory.")
+            else:
+                carry_memory_into(agent, memory, session.transcript, "♻️ **Chat restored.**")
+                session.use_agent(agent, settings)
+        form_update = (values[0], values[1], values[2], values[3], values[4], values[5])
+        yield self._view(session, state, owner, settings=form_update,
+                         input_update=gr.MultimodalTextbox(interactive=True))
+
+    def _join_run(self, key: str, owner: str, state: Any, running: Session, form: tuple) -> Iterator[tuple]:
+        """Opening a chat whose run goes on in another session. Loading it from disk would show it without
+        the run, and this tab's next message would save over the run's turn. A run whose page went away is
+        moved to this tab (`AgentDeckApp.reattach` streams the rest); one shown in a live tab is left there."""
+        chat_id = running.saved.id
+        moved = None
+        if running.detached_at is not None:
+            moved = self.app.registry.rekey(running.key, key, when=lambda s: s.detached_at is not None)
+        if moved is None:
+            current = self.app.registry.peek(key)
+            shown = current.saved.id if current is not None and current.saved is not None else None
+            gr.Warning("This chat is running in another tab: continue it there, or open it here once its run "
+                       "has ended (or that tab is closed).")
+            yield (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 6)
+            return
+        self.store.set_current(owner, chat_id)
+        self.leases.hold(chat_id, key)
+        yield self._view(moved, state, owner, settings=self._form_values(settings_dict(moved.agent_settings), form))
+
+    def _form_values(self, saved: Any, form: tuple) -> tuple:
+        """The settings form for a reopened chat: its saved settings where usable, else the current form."""
+        model, agent_type, max_steps, planning, tools, imports = form
+        if isinstance(saved, dict):
+            known = {name for name, _ in available_tools()}
+            model = saved.get("model") if isinstance(saved.get("model"), str) and saved.get("model") else model
+            agent_type = saved.get("agent_type") if saved.get("agent_type") in ("code", "tool-calling") else agent_type
+            if isinstance(saved.get("max_steps"), int):
+                max_steps = saved["max_steps"]
+            interval = saved.get("planning_interval")
+            planning = interval if isinstance(interval, int) else 0
+            if isinstance(saved.get("tools"), list):
+                tools = [t for t in saved["tools"] if isinstance(t, str) and t in known]
+            if isinstance(saved.get("authorized_imports"), list):
+                imports = ", ".join(str(i) for i in saved["authorized_imports"])
+        return (model, agent_type, max_steps, planning if planning else 0, list(tools or []), imports)
+
+    def after_new_chat(self, state: Any, request: gr.Request) -> tuple:
+        """After New chat: this browser's open chat is the new (empty) one; refresh the list."""
+        owner, state = self.identify(state, request)
+        key = self.tab_key(request)
+        self.bind(key, owner)
+        session = self.app.registry.peek(key)
+        if session is not None:
+            self.adopt(key, session)
+        self.store.set_current(owner, None)
+        return state, self.list_update(owner)
+
+    def refresh(self, state: Any, request: gr.Request) -> tuple:
+        """The side list after a run (a new chat appears once its first message is sent)."""
+        owner, state = self.identify(state, request)
+        session = self.app.registry.peek(self.tab_key(request))
+        selected = session.saved.id if session is not None and session.saved is not None else None
+        refused = session is not None and session.refused is not None
+        return state, self.list_update(owner, selected), gr.Button(visible=refused)
+
+    def rename_chat(self, state: Any, chat_id: Any, title: str, request: gr.Request) -> tuple:
+        owner, state = self.identify(state, request)
+        if not clean_title(title):
+            gr.Warning("Type a new title first.")
+            return self.list_update(owner, chat_id), gr.skip()
+        try:
+            self.store.rename(owner, chat_id, title)
+        except ChatStoreError as exc:
+            gr.Warning(str(exc))
+        return self.list_update(owner, chat_id), ""
+
+    def delete_chat(self, state: Any, chat_id: Any, request: gr.Request) -> tuple:
+        owner, state = self.identify(state, request)
+        key = self.tab_key(request)
+        current = self.app.registry.peek(key)
+        is_open = current is not None and current.saved is not None and current.saved.id == chat_id
+        if is_open and current.running:
+            return self._view(current, state, owner, gr_warning="This chat is running: press Stop first.")
+        if not self.store.delete(owner, chat_id):
+            session = current or self._fresh(key, owner)
+            return self._view(session, state, owner, gr_warning="That chat does not exist.")
+        if is_open or current is None:
+            if current is not None:
+                current.saved = None  # its folder is gone
+            session = self._fresh(key, owner)
+            return self._view(session, state, owner)
+        return self._view(current, state, owner)
+
+    # ----- exports ------------------------------------------------------------------------------
+    def _export_source(self, request: gr.Request) -> tuple[Session, AgentMemory, Path, str]:
+        session = self.app.registry.peek(self.tab_key(request))
+        if session is None:
+            raise ChatStoreError("Nothing to export yet.")
+        with session.lock:
+            if session.running:
+                raise ChatStoreError("Wait for the run to finish before exporting.")
+            memory = getattr(session.agent, "memory", None)
+            chat = session.saved
+            if (memory is None or not memory.steps) and chat is not None:
+                memory, _ = self.store.load_memory(chat)
+            if memory is None or not memory.steps:
+                raise ChatStoreError("Nothing to export yet: send a message first.")
+            meta = chat.meta() if chat is not None else None
+            title = meta.title if meta else "AgentDeck conversation"
+            folder = (chat.exports if chat is not None else session.root / "exports")
+            folder.mkdir(parents=True, exist_ok=True)
+            return session, memory, folder, title
+
+    @staticmethod
+    def _file_stem(title: str) -> str:
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", title).strip("._-")[:60]
+        return stem or "agentdeck-chat"
+
+    def export_markdown(self, request: gr.Request) -> Any:
+        from agents.memory.export import to_markdown
+
+        return self._export(request, ".md", lambda memory, workspace, path, title: path.write_text(
+            to_markdown(memory, title=title, workspace=workspace), encoding="utf-8"))
+
+    def export_notebook(self, request: gr.Request) -> Any:
+        from agents.memory.export import save_notebook
+
+        return self._export(request, ".ipynb", lambda memory, workspace, path, title: save_notebook(
+            memory, path, workspace=workspace, title=title))
+
+    def _export(self, request: gr.Request, extension: str, write: Callable[..., Any]) -> Any:
+        """Write the open chat's export next to it with `write(memory, workspace, path, title)`; its published
+        copy (the browser downloads published files only: ui/chat/published_files.py)."""
+        try:
+            session, memory, folder, title = self._export_source(request)
+        except ChatStoreError as exc:
+            gr.Warning(str(exc))
+            return gr.skip()
+        path = folder / f"{self._file_stem(title)}{extension}"
+        write(memory, session.workspace, path, title)
+        return session.publish(path).path
+
+
+# ----- layout ----------------------------------------------------------------------------------------

@@ -1,0 +1,94 @@
+"""The saved-chats sidebar as components: built inside the Blocks, then wired to the HistoryController
+(ui/panels/history.py), which does the work."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import gradio as gr
+
+from ui.panels import chat_delete
+from ui.saved.store import storage_is_ephemeral
+
+if TYPE_CHECKING:
+    from ui.app import AgentDeckApp
+    from ui.panels.history import HistoryController
+
+
+@dataclass
+class HistoryPanel:
+    """The components of the side list (built inside the Blocks by `build_history_panel`)."""
+    browser_state: Any
+    chat_list: Any
+    title_box: Any
+    rename_btn: Any
+    delete_btn: Any
+    export_md_btn: Any
+    export_nb_btn: Any
+    export_file: Any
+    list_note: Any
+    takeover_btn: Any = None
+    delete_confirm: Any = None  # ui/panels/chat_delete.py
+
+
+
+def build_history_panel(app: AgentDeckApp) -> HistoryPanel:
+    """The side list of saved chats and the export buttons (call inside the Blocks)."""
+    history: HistoryController = app.history
+    browser_state = gr.BrowserState(None, storage_key="agentdeck-browser", secret=history.store.browser_state_secret())
+    with gr.Sidebar(label="Chats", open=True, elem_id="history-sidebar", width=300):
+        gr.Markdown("### 💬 Your chats")
+        list_note = gr.Markdown("Chats are saved on this server for this browser. Click one to reopen it.",
+                                elem_id="chat-list-note")
+        if storage_is_ephemeral(app.config.data_dir):
+            gr.Markdown("⚠️ Saved chats may be lost when this Space restarts (it has no persistent storage).",
+                        elem_id="storage-note")  # the operator's remedy goes to the log (ui/app.py create_app)
+        chat_list = gr.Radio(choices=[], value=None, show_label=False, elem_id="chat-list", container=False)
+        with gr.Row():
+            title_box = gr.Textbox(placeholder="New title for the selected chat", show_label=False, max_lines=1,
+                                   elem_id="chat-title", container=False, scale=3)
+            rename_btn = gr.Button("✏️ Rename", size="sm", elem_id="rename-chat-btn", scale=1, min_width=60)
+        delete_btn = gr.Button("🗑 Delete selected chat", size="sm", variant="stop", elem_id="delete-chat-btn")
+        delete_confirm = chat_delete.build()  # Delete asks first
+        gr.Markdown("### ⬇️ Export this chat")
+        with gr.Row():
+            export_md_btn = gr.Button("Markdown", size="sm", elem_id="export-md-btn")
+            export_nb_btn = gr.Button("Notebook", size="sm", elem_id="export-nb-btn")
+        export_file = gr.File(label="Export", elem_id="export-file", interactive=False, height=80)
+    return HistoryPanel(browser_state, chat_list, title_box, rename_btn, delete_btn, export_md_btn, export_nb_btn,
+                        export_file, list_note, delete_confirm=delete_confirm)
+
+
+def wire_history_panel(app: AgentDeckApp, panel: HistoryPanel, demo: gr.Blocks, chat: Any, task_input: Any,
+                       files_panel: Any, status: Any, clock: Any, settings: list[Any],
+                       after_runs: list[Any], new_chat_event: Any) -> None:
+    """The side list's events; `after_runs` are the run events (the list refreshes when they end)."""
+    history: HistoryController = app.history
+    view = [panel.browser_state, chat, task_input, files_panel, status, clock, panel.chat_list, *settings]
+    heavy = dict(concurrency_limit=app.config.max_runs, concurrency_id="runs", show_progress="hidden")
+    light = dict(concurrency_limit=None, show_progress="hidden")
+    run_outputs = [chat, task_input, files_panel, status, clock]
+    reattach = dict(outputs=run_outputs, postprocess=False, api_visibility="private", **heavy)
+    refresh = dict(inputs=[panel.browser_state], outputs=[panel.browser_state, panel.chat_list, panel.takeover_btn],
+                   api_visibility="private", **light)
+    # A run taken over from a closed page streams on; then the list shows the chat this tab ends up with.
+    demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="browser_session",
+              **heavy).then(app.reattach, **reattach).then(history.refresh, **refresh)
+    panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list, *settings], outputs=view,
+                           api_name="open_chat", **heavy).then(app.reattach, **reattach)
+    panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
+                           outputs=[panel.chat_list, panel.title_box], api_name="rename_chat", **light)
+    panel.title_box.submit(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
+                           outputs=[panel.chat_list, panel.title_box], api_visibility="private", **light)
+    chat_delete.wire(history, panel, panel.delete_confirm, view, light)
+    panel.export_md_btn.click(history.export_markdown, outputs=[panel.export_file], api_name="export_markdown", **light)
+    panel.export_nb_btn.click(history.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
+    for event in after_runs:
+        event.then(history.refresh, **refresh)
+    panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state, *settings],
+                             outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy).then(
+        app.reattach, **reattach)
+    if new_chat_event is not None:
+        new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
+                            outputs=[panel.browser_state, panel.chat_list], api_visibility="private", **light)
+    demo.unload(history.forget)

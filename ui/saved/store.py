@@ -1,0 +1,355 @@
+"""The on-disk store of saved chats: one folder per chat, grouped by owner, memory signed with a server secret.
+
+Layout under the data folder (`AGENTDECK_DATA_DIR`):
+
+    <data>/secret                          the signing secret when AGENTDECK_SECRET is not set (mode 0600)
+    <data>/owners/<owner>/current          the id of the chat this owner had open last ("" after New chat)
+    <data>/owners/<owner>/<chat-id>/meta.json     {"id", "title", "created", "updated", "steps"}
+    <data>/owners/<owner>/<chat-id>/memory.json   the agent's memory, signed (agents.memory.serialize)
+    <data>/owners/<owner>/<chat-id>/workspace/    uploads and the agent's files (the sandbox's working dir)
+    <data>/owners/<owner>/<chat-id>/exports/      Markdown / notebook exports
+
+`<owner>` is the SHA-256 of the browser's random token (kept in the browser's localStorage), or an HMAC of
+the user name when login is on, so a folder name never reveals the token. Chat ids are 32 random hex
+characters; every id and owner key is checked against its pattern before it touches a path, and the
+resolved folder must lie inside the owner's folder, so a guessed or crafted id (`../x`) reaches nothing.
+A chat folder without meta.json was never used (no message sent) and is not listed.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
+from agents.memory.atomic import atomic_write_bytes
+from agents.memory.memory import AgentMemory
+from agents.memory.serialize import MAX_DOCUMENT_BYTES, load_or_create_secret, loads_memory, save_memory
+
+SECRET_FILE_NAME = "secret"
+MAX_TITLE_CHARS = 80
+TOKEN_BYTES = 32
+_CHAT_ID = re.compile(r"^[0-9a-f]{32}$")
+_OWNER = re.compile(r"^[0-9a-f]{64}$")
+_TOKEN = re.compile(r"^[0-9a-f]{64}$")
+
+
+class ChatStoreError(Exception):
+    """A saved chat cannot be used; the message is meant for the person, as is."""
+
+
+def storage_is_ephemeral(data_dir: str | Path) -> bool:
+    """On a Space, whether saved chats live outside a mounted volume (they are gone when the Space restarts)."""
+    if not os.environ.get("SPACE_ID"):
+        return False
+    real = os.path.realpath(str(data_dir))
+    return not (real == "/data" or real.startswith("/data/"))
+
+
+def default_data_dir(base_dir: str | Path) -> Path:
+    """AGENTDECK_DATA_DIR; on a Hugging Face Space with persistent storage, /data/agentdeck; else <base>/data."""
+    configured = os.environ.get("AGENTDECK_DATA_DIR", "").strip()
+    if configured:
+        return Path(configured).expanduser().resolve()
+    mounted = Path("/data")
+    if os.environ.get("SPACE_ID") and mounted.is_dir() and os.access(mounted, os.W_OK):
+        return mounted / "agentdeck"
+    return (Path(base_dir) / "data").resolve()
+
+
+def secret_file(data_dir: str | Path) -> Path:
+    return Path(data_dir) / SECRET_FILE_NAME
+
+
+def server_secret(data_dir: str | Path) -> bytes:
+    """AGENTDECK_SECRET when set, else the secret file in the data folder (created with mode 0600)."""
+    env = os.environ.get("AGENTDECK_SECRET", "")
+    if env:
+        if len(env.encode("utf-8")) < 16:
+            raise ChatStoreError("AGENTDECK_SECRET must be at least 16 characters long.")
+        return env.encode("utf-8")
+    return load_or_create_secret(secret_file(data_dir))
+
+
+def new_token() -> str:
+    """A browser's identity: 32 random bytes, hex."""
+    return secrets.token_hex(TOKEN_BYTES)
+
+
+def valid_token(token: Any) -> bool:
+    return isinstance(token, str) and bool(_TOKEN.match(token))
+
+
+def valid_chat_id(chat_id: Any) -> bool:
+    return isinstance(chat_id, str) and bool(_CHAT_ID.match(chat_id))
+
+
+@dataclass(frozen=True)
+class ChatMeta:
+    id: str
+    title: str
+    created: float
+    updated: float
+    steps: int = 0
+
+    def label(self) -> str:
+        when = time.strftime("%d %b %H:%M", time.localtime(self.updated))
+        return f"{self.title} · {when}"
+
+
+class SavedChat:
+    """One chat's folder. Created by the store; `kept` once the first message was sent (meta.json exists)."""
+
+    def __init__(self, store: ChatStore, owner: str, chat_id: str, folder: Path) -> None:
+        self.store = store
+        self.owner = owner
+        self.id = chat_id
+        self.folder = folder
+        self.workspace = folder / "workspace"
+        self.meta_path = folder / "meta.json"
+        self.memory_path = folder / "memory.json"
+        self.exports = folder / "exports"
+
+    @property
+    def kept(self) -> bool:
+        return self.meta_path.exists()
+
+    def meta(self) -> ChatMeta | None:
+        return self.store._read_meta(self.meta_path, self.id)
+
+    def save(self, session: Any, reason: str, memory: Any = None) -> None:
+        """The session hook (ui.session.session.Session.save_chat): see ChatStore.save_session."""
+        self.store.save_session(self, session, reason, memory)
+
+    def __repr__(self) -> str:
+        return f"SavedChat({self.id})"
+
+
+class ChatStore:
+    def __init__(self, data_dir: str | Path, secret: bytes | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.root = self.data_dir / "owners"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.secret = secret if secret is not None else server_secret(self.data_dir)
+        self._lock = threading.RLock()
+
+    # ----- owners ---------------------------------------------------------------------------------
+    def owner_for_token(self, token: str) -> str:
+        if not valid_token(token):
+            raise ChatStoreError("This browser's identity is not valid.")
+        return hashlib.sha256(token.encode("ascii")).hexdigest()
+
+    def owner_for_user(self, username: str) -> str:
+        return hmac.new(self.secret, b"user:" + str(username).encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def browser_state_secret(self) -> str:
+        """A stable key for gr.BrowserState's encryption, derived from (never equal to) the server secret."""
+        return hmac.new(self.secret, b"agentdeck-browser-state", hashlib.sha256).hexdigest()[:32]
+
+    def _owner_dir(self, owner: str) -> Path:
+        if not isinstance(owner, str) or not _OWNER.match(owner):
+            raise ChatStoreError("Unknown owner.")
+        return self.root / owner
+
+    # ----- chats ----------------------------------------------------------------------------------
+    def create(self, owner: str) -> SavedChat:
+        """A new chat folder (its workspace ready); it is listed once the first message is saved."""
+        owner_dir = self._owner_dir(owner)
+        while True:
+            chat_id = secrets.token_hex(16)
+            folder = owner_dir / chat_id
+            try:
+                folder.mkdir(parents=True)
+                break
+            except FileExistsError:
+                continue
+        chat = SavedChat(self, owner, chat_id, folder)
+        chat.workspace.mkdir()
+        return chat
+
+    def get(self, owner: str, chat_id: Any) -> SavedChat | None:
+        """The owner's chat with this id, or None (bad id, another owner's id, deleted)."""
+        if not valid_chat_id(chat_id):
+            return None
+        owner_dir = self._owner_dir(owner)
+        folder = owner_dir / chat_id
+        try:
+            folder.resolve().relative_to(owner_dir.resolve())
+        except (ValueError, OSError):
+            return None
+        if not folder.is_dir():
+            return None
+        return SavedChat(self, owner, chat_id, folder)
+
+    def list(self, owner: str) -> list[ChatMeta]:
+        """The owner's saved chats, newest first (chats never used are left out)."""
+        owner_dir = self._owner_dir(owner)
+        found = []
+        if owner_dir.is_dir():
+            for folder in owner_dir.iterdir():
+                if valid_chat_id(folder.name) and folder.is_dir():
+                    meta = self._read_meta(folder / "meta.json", folder.name)
+                    if meta is not None:
+                        found.append(meta)
+        return sorted(found, key=lambda m: (m.updated, m.created), reverse=True)
+
+    def rename(self, owner: str, chat_id: Any, title: str) -> ChatMeta:
+        chat = self.get(owner, chat_id)
+        meta = chat.meta() if chat else None
+        if chat is None or meta is None:
+            raise ChatStoreError("That chat does not exist (it may have been deleted).")
+        title = clean_title(title) or meta.title
+        return self._write_meta(chat, title=title, created=meta.created, updated=meta.updated, steps=meta.steps)
+
+    def delete(self, owner: str, chat_id: Any) -> bool:
+        chat = self.get(owner, chat_id)
+        if chat is None:
+            return False
+        with self._lock:
+            shutil.rmtree(chat.folder, ignore_errors=True)
+            if self.current(owner) == chat.id:
+                self.set_current(owner, None)
+        return True
+
+    def current(self, owner: str) -> str | None:
+        try:
+            text = (self._owner_dir(owner) / "current").read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return text if valid_chat_id(text) else None
+
+    def set_current(self, owner: str, chat_id: str | None) -> None:
+        owner_dir = self._owner_dir(owner)
+        owner_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(owner_dir / "current", (chat_id or "") if valid_chat_id(chat_id) or chat_id is None else "")
+
+    def sweep_unused(self, older_than_s: float = 24 * 3600.0, now: float | None = None) -> int:
+        """Delete chat folders that never got a message (no meta.json) and are older than `older_than_s`."""
+        now = now or time.time()
+        removed = 0
+        if not self.root.is_dir():
+            return 0
+        for owner_dir in self.root.iterdir():
+            if not owner_dir.is_dir() or not _OWNER.match(owner_dir.name):
+                continue
+            for folder in owner_dir.iterdir():
+                if valid_chat_id(folder.name) and folder.is_dir() and not (folder / "meta.json").exists():
+                    try:
+                        if now - folder.stat().st_mtime > older_than_s:
+                            shutil.rmtree(folder, ignore_errors=True)
+                            removed += 1
+                    except OSError:
+                        pass
+        return removed
+
+    # ----- meta -----------------------------------------------------------------------------------
+    @staticmethod
+    def _read_meta(path: Path, chat_id: str) -> ChatMeta | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return ChatMeta(id=chat_id, title=clean_title(str(data.get("title") or "")) or "Untitled chat",
+                            created=float(data.get("created") or 0.0), updated=float(data.get("updated") or 0.0),
+                            steps=int(data.get("steps") or 0))
+        except (OSError, ValueError, TypeError, AttributeError):
+            return None
+
+    def _write_meta(self, chat: SavedChat, title: str, created: float, updated: float, steps: int) -> ChatMeta:
+        meta = ChatMeta(id=chat.id, title=title, created=created, updated=updated, steps=steps)
+        data = {"id": chat.id, "title": title, "created": created, "updated": updated, "steps": steps}
+        with self._lock:
+            _atomic_write(chat.meta_path, json.dumps(data, ensure_ascii=False, indent=1))
+        return meta
+
+    def touch(self, chat: SavedChat, title: str | None = None, steps: int | None = None) -> ChatMeta:
+        old = chat.meta()
+        now = time.time()
+        return self._write_meta(
+            chat, title=(old.title if old and old.title != "Untitled chat" else None) or clean_title(title or "")
+            or "Untitled chat", created=old.created if old else now, updated=now,
+            steps=steps if steps is not None else (old.steps if old else 0))
+
+    # ----- memory ---------------------------------------------------------------------------------
+    def chat_key(self, chat: SavedChat) -> bytes:
+        """The key that signs one chat's memory: bound to its owner and id, so a signed file copied into
+        another owner's folder, or under another chat id, does not verify there."""
+        label = f"chat-memory\0{chat.owner}\0{chat.id}".encode()
+        return hmac.new(self.secret, label, hashlib.sha256).digest()
+
+    def save_memory(self, chat: SavedChat, memory: AgentMemory, metadata: dict[str, Any]) -> None:
+        save_memory(memory, chat.memory_path, self.chat_key(chat), metadata=metadata)
+
+    def load_memory(self, chat: SavedChat) -> tuple[AgentMemory | None, dict[str, Any]]:
+        """The chat's memory and the signed metadata saved with it; (None, {}) if no run was saved yet.
+
+        Raises ChatStoreError with a clear sentence when the file was changed, comes from another server,
+        is too big or unreadable: nothing of it is used then."""
+        if not chat.memory_path.exists():
+            return None, {}
+        try:
+            size = chat.memory_path.stat().st_size
+            if size > MAX_DOCUMENT_BYTES:
+                raise MemoryTooLargeError(f"The saved memory is {size:,} bytes; the limit is {MAX_DOCUMENT_BYTES:,}.")
+            data = chat.memory_path.read_bytes()
+            memory = loads_memory(data, self.chat_key(chat))
+            metadata = json.loads(data.decode("utf-8"))["document"].get("metadata") or {}
+        except MemoryIntegrityError:
+            raise ChatStoreError("This saved chat was refused: its signature does not match this chat and owner "
+                                 "(the file was changed, copied from another chat or owner, or saved by another "
+                                 "server or an older version).") from None
+        except MemorySchemaError as exc:
+            raise ChatStoreError(f"This saved chat was refused: {exc}") from None
+        except MemoryFileError as exc:
+            raise ChatStoreError(f"This saved chat could not be read: {exc}") from None
+        except OSError as exc:
+            raise ChatStoreError(f"This saved chat could not be read: {exc.strerror or exc}.") from None
+        return memory, metadata if isinstance(metadata, dict) else {}
+
+    def save_session(self, chat: SavedChat, session: Any, reason: str, memory: Any = None) -> None:
+        """Called by the session: when the person sends a message ("start": their message is kept even if the
+        run never finishes a step), after each finished step ("step"), at decision pauses and after a run.
+        `memory`: a snapshot to save instead of the session's (a stopped run still going)."""
+        turns = [t for t in list(getattr(session, "turns", []) or []) if isinstance(t, dict)]
+        title = turns[0].get("text", "") if turns else ""
+        memory = memory if memory is not None else getattr(session, "memory", None)
+        if not isinstance(memory, AgentMemory):
+            memory = getattr(getattr(session, "agent", None), "memory", None)
+        steps = sum(1 for s in memory.steps if s.step_type == "action") if isinstance(memory, AgentMemory) else None
+        if isinstance(memory, AgentMemory) and (memory.steps or (turns and not chat.memory_path.exists())):
+            # Every turn is kept, also one whose run has no step on disk yet: a reopened chat shows it.
+            metadata = {"turns": turns, "settings": settings_dict(getattr(session, "agent_settings", None))}
+            self.save_memory(chat, memory, metadata)
+        if reason == "step":
+            return  # the list's entry (meta) changes when a message is sent and when a run ends
+        self.touch(chat, title=title, steps=steps)
+        self.set_current(chat.owner, chat.id)
+
+
+def settings_dict(settings: Any) -> dict[str, Any] | None:
+    """A session's RunSettings as plain JSON data (tuples as lists), as saved and as the settings form reads it."""
+    if settings is None:
+        return None
+    from dataclasses import asdict, is_dataclass
+
+    if is_dataclass(settings):
+        data = asdict(settings)
+        data.pop("hf_token", None)  # a visitor's token is never saved
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+    return None
+
+
+def clean_title(title: str) -> str:
+    text = " ".join(str(title or "").split())
+    return text if len(text) <= MAX_TITLE_CHARS else text[: MAX_TITLE_CHARS - 1] + "…"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))

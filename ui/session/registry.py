@@ -1,0 +1,196 @@
+"""All live sessions of the server, keyed by the browser tab's session hash, and the reaper that closes idle
+ones (sandbox first) and deletes closed sessions' workspaces after a grace period.
+
+Kept apart from the session itself: this is the server-wide bookkeeping (lookups, handing a session to a
+reloaded tab, installing a reopened saved chat, cleaning up), not what one tab's session does.
+"""
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ui.session.pending_decisions import has_pending
+from ui.session.presence import PRESENCE, PagePresence
+from ui.session.session import AgentFactory, Session
+
+RESERVATION_S = 120.0  # a sandbox place promised to a starting run is counted this long at most
+
+
+class ServerBusyError(Exception):
+    """No sandbox can be made available now; the message says so."""
+
+
+class SessionRegistry:
+    """All live sessions, keyed by the browser tab's session hash."""
+
+    def __init__(self, data_dir: str | Path, agent_factory: AgentFactory, idle_timeout_s: float = 3600.0,
+                 grace_s: float = 300.0, max_upload_bytes: int = 50 * 1024 * 1024,
+                 pageless_idle_s: float = 180.0, presence: PagePresence = PRESENCE, max_sandboxes: int = 16,
+                 decision_timeout_s: float = 1800.0, reattach_grace_s: float = 120.0) -> None:
+        self.root = Path(data_dir) / "sessions"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.agent_factory = agent_factory
+        self.idle_timeout_s = idle_timeout_s
+        self.grace_s = grace_s
+        self.max_upload_bytes = max_upload_bytes
+        self.pageless_idle_s = pageless_idle_s  # sessions no page holds (API clients) go after this long idle
+        self.presence = presence
+        self.max_sandboxes = max_sandboxes  # live agents (each with a sandbox worker) on this server at once
+        self.decision_timeout_s = decision_timeout_s  # a run paused for a decision holds a sandbox this long at most
+        self._admission = threading.Lock()  # one make_room at a time: counting and promising a place is atomic
+        self._reserved: dict[int, tuple[Session, float]] = {}  # places promised to runs whose agent is not built yet
+        self.reattach_grace_s = reattach_grace_s  # a run whose page went away waits this long for it to come back
+        self._sessions: dict[str, Session] = {}
+        self._closed: list[Session] = []
+        self._expired_keys: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._reaper: threading.Thread | None = None
+
+    def get(self, key: str) -> Session:
+        with self._lock:
+            session = self._sessions.get(key)
+            if session is None:
+                folder = self.root / secrets.token_hex(16)  # unguessable: files are served from here
+                session = Session(key, folder, self.agent_factory, self.max_upload_bytes)
+                if key in self._expired_keys:
+                    self._expired_keys.discard(key)
+                    session.transcript.add_note("🕰️ The previous session was closed after being idle; this is a "
+                                                "fresh one (new memory, empty workspace).")
+                self._sessions[key] = session
+            session.touch()
+            return session
+
+    def install(self, key: str, root: Path) -> Session:
+        """A new session rooted at `root` (a saved chat's folder) for `key`; the key's previous one is closed."""
+        session = Session(key, root, self.agent_factory, self.max_upload_bytes)
+        with self._lock:
+            old = self._sessions.get(key)
+            self._sessions[key] = session
+            if old is not None:
+                self._closed.append(old)
+        if old is not None:
+            old.close()
+        return session
+
+    def rekey(self, old_key: str, key: str, when: Callable[[Session], bool] = lambda s: True) -> Session | None:
+        """Move the live session of `old_key` (a reloaded tab's) to the tab's new `key`, if `when(session)`."""
+        session = self.peek(old_key)
+        if session is None or old_key == key or not when(session):
+            return None
+        with self._lock:
+            if self._sessions.get(old_key) is not session:
+                return None
+            del self._sessions[old_key]
+            replaced = self._sessions.get(key)
+            self._sessions[key] = session
+            session.key = key
+            session.detached_at = None
+            session.handed_over = True  # the new tab's page streams its run (AgentDeckApp.reattach)
+            if replaced is not None:
+                self._closed.append(replaced)
+        if replaced is not None:
+            replaced.close()
+        session.touch()
+        return session
+
+    def make_room(self, for_session: Session) -> None:
+        """Keep live sandboxes under the cap: idle ones are closed first, least recently used first (their
+        memory stays, and the next message rebuilds the variables as reopening a chat does).
+
+        The place is promised to `for_session` until its agent exists (at most RESERVATION_S), so two runs
+        starting at the same moment cannot both take the last place."""
+        with self._admission:
+            now = time.monotonic()
+            self._reserved = {k: (s, at) for k, (s, at) in self._reserved.items()
+                              if now - at < RESERVATION_S and not s.holds_sandbox and s.closed_at is None}
+            if for_session.holds_sandbox:
+                return
+            with self._lock:
+                holders = [s for s in self._sessions.values() if s.holds_sandbox and s is not for_session]
+            promised = [s for s, _ in self._reserved.values() if s is not for_session]
+            excess = len(holders) + len(promised) + 1 - self.max_sandboxes
+            for session in sorted(holders, key=lambda s: s.last_active):
+                if excess <= 0:
+                    break
+                if session.hibernate():
+                    excess -= 1
+            if excess > 0:
+                raise ServerBusyError(f"The server is busy: all {self.max_sandboxes} sandboxes are running code "
+                                      "for someone. Try again in a minute.")
+            self._reserved[id(for_session)] = (for_session, now)
+
+    def peek(self, key: str) -> Session | None:
+        with self._lock:
+            return self._sessions.get(key)
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def close(self, key: str, expired: bool = False) -> None:
+        with self._lock:
+            session = self._sessions.pop(key, None)
+            if session is None:
+                return
+            self._closed.append(session)
+            if expired:
+                self._expired_keys.add(key)
+        session.close()
+
+    def reap(self, now: float | None = None) -> None:
+        """Close sessions idle for longer than the timeout; delete workspaces whose grace period is over."""
+        now = now or time.time()
+        with self._lock:
+            sessions = list(self._sessions.items())
+        idle = [k for k, s in sessions if self._expired(k, s, now)]
+        for key in idle:
+            self.close(key, expired=True)
+        with self._lock:
+            due = [s for s in self._closed if s.closed_at is not None and now - s.closed_at >= self.grace_s]
+            self._closed = [s for s in self._closed if s not in due]
+        for session in due:
+            session.remove_files()
+
+    def _expired(self, key: str, session: Session, now: float) -> bool:
+        """Idle past the timeout; or no page holds it (an API client) and it is idle or only waiting for a
+        decision; or paused for a decision nobody made in `decision_timeout_s` (it holds a sandbox)."""
+        quiet = now - session.last_active
+        if quiet > self.idle_timeout_s:
+            return True
+        if session.detached_at is not None and now - session.detached_at > self.reattach_grace_s:
+            return True  # its page went away during a run and did not come back
+        if quiet <= min(self.pageless_idle_s, self.decision_timeout_s):
+            return False
+        paused = session.running and has_pending(session)
+        if quiet > self.pageless_idle_s and (not session.running or paused) and not self.presence.has_page(key):
+            return True
+        return paused and quiet > self.decision_timeout_s
+
+    def start_reaper(self, interval_s: float = 30.0) -> None:
+        if self._reaper is not None:
+            return
+
+        def loop() -> None:
+            while not self._stop.wait(interval_s):
+                try:
+                    self.reap()
+                except Exception:  # never let the reaper die
+                    pass
+
+        self._reaper = threading.Thread(target=loop, name="agentdeck-reaper", daemon=True)
+        self._reaper.start()
+
+    def shutdown(self) -> None:
+        """Close every session and delete every workspace (server shutdown)."""
+        self._stop.set()
+        with self._lock:
+            keys = list(self._sessions)
+        for key in keys:
+            self.close(key)
+        with self._lock:
+            closed, self._closed = self._closed, []
+        for session in closed:
+            session.remove_files()

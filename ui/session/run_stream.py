@@ -1,0 +1,153 @@
+"""A run's events on their way to the chat: `drain` reads the agent's event stream (with a timeout, for the
+heartbeat) and applies what came to the session's transcript, yielding whenever there is something new to show.
+
+Kept apart from the session because this is the streaming policy (how long to gather a burst, how often to
+update, the heartbeat, giving up on a stop the agent does not confirm), while ui/session/session.py is what a
+session holds. A drain ends when the run finishes or asks for a decision (DecisionRequested); after the
+decision is resolved a new drain picks up the same stream.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agents import events as ev
+from agents.loop.event_stream import EventStream
+from ui.chat.formatting import for_visitor
+
+if TYPE_CHECKING:
+    from ui.session.session import Session
+
+END = object()  # the stream is over
+
+
+@dataclass
+class Failure:
+    """The agent's event stream raised: shown in the chat instead of hanging."""
+    error: BaseException
+
+
+class RunHandle:
+    """One run's event stream and what the UI knows of it (finished, waiting for a decision, stop asked)."""
+
+    def __init__(self, stream: EventStream) -> None:
+        self.stream = stream
+        self.finished = False  # RunFinished (or the end of the stream) has been applied
+        self.waiting_decision: ev.DecisionRequested | None = None
+        self.stop_requested_at: float | None = None
+        self.answered: str | None = None  # the id of the decision a person answered (ui/session/pending_decisions.py)
+        self.drainer: object | None = None  # the drain that reads the stream now (a re-attached page takes over)
+
+    def wake(self) -> None:
+        """Make the drain look at the run now (a stop was asked)."""
+        wake = getattr(self.stream, "wake", None)
+        if wake is not None:
+            wake()
+
+    def wait_for(self, heartbeat: float, stop_grace: float) -> float:
+        """How long the drain may wait for the next event: a heartbeat, or less when a stop is due."""
+        if self.stop_requested_at is None:
+            return heartbeat
+        return max(0.0, min(heartbeat, self.stop_requested_at + stop_grace - time.time()))
+
+    def next_item(self, timeout: float | None) -> Any:
+        """The next event, END, a Failure, or None if nothing came within `timeout` (0: do not wait)."""
+        try:
+            if timeout == 0:
+                return self.stream.get_nowait()
+            return self.stream.get(timeout=timeout)
+        except StopIteration:
+            return END
+        except BaseException as exc:  # the loop itself failed: show it rather than hang
+            return Failure(exc)
+
+
+def burst_deadline(made: float | None, now: float, last_yield: float, gather: float, min_interval: float) -> float:
+    """When to show a burst whose first event was made at `made` (None: now): `gather` seconds after it, and
+    not within `min_interval` of the last update; never later than `gather` from now."""
+    start = now if made is None else min(made, now)
+    return min(max(start + gather, last_yield + min_interval), now + gather)
+
+
+def drain(session: Session, run: RunHandle, min_interval: float, gather: float, heartbeat: float,
+          stop_grace: float) -> Iterator[str]:
+    """Apply `run`'s events to `session`, yielding after each batch (and every `heartbeat` seconds).
+
+    A stop the agent has not confirmed within `stop_grace` seconds ends the run here, keeping its memory
+    (Session.abandon_run). Returns when another drain (a re-attached page) takes the run over."""
+    last_yield = 0.0
+    me = run.drainer = object()
+    while not run.finished:
+        item = run.next_item(timeout=run.wait_for(heartbeat, stop_grace))
+        if run.drainer is not me:  # a reloaded page drains this run now
+            if item is not None:
+                with session.lock:
+                    apply(session, run, item)
+            return
+        if item is None:
+            session.touch()
+            if run.stop_requested_at and time.time() - run.stop_requested_at >= stop_grace:
+                session.abandon_run(run)
+                if run.finished:
+                    yield "events"
+                    return
+            yield "heartbeat"
+            continue
+        # Show a burst (a step's end, the next step's start, streamed text) in one update: gather until `gather`
+        # seconds after its first event was made, and never more than one update per `min_interval`. Counting
+        # from the event's own time, not from when the drain got to it: time it waited while the previous
+        # update went out is part of the window, not added to it. Each event is applied as it arrives, so
+        # the work (publishing a chart, say) is done within the window, not after it.
+        deadline = burst_deadline(getattr(item, "timestamp", None), time.time(), last_yield, gather, min_interval)
+        while True:
+            with session.lock:
+                apply(session, run, item)
+            if run.finished or run.waiting_decision is not None:
+                break
+            item = run.next_item(timeout=max(0.0, deadline - time.time()))
+            if item is None:
+                break
+        session.touch()
+        last_yield = time.time()
+        if not run.finished and run.waiting_decision is None:
+            yield "events"
+            continue
+        # The run ended or waits for a person: show that first, then keep the chat on disk (the save takes a
+        # while; it also happens if the page goes away at this point). A failed save is shown at once.
+        saved = True
+        try:
+            yield "events"
+        finally:
+            with session.lock:
+                saved = session.save_chat("run")
+        if not saved:
+            yield "events"
+        return
+
+
+def apply(session: Session, run: RunHandle, item: Any) -> None:
+    """One queued item: an event for the transcript, the stream's end, or its failure."""
+    if item is END:
+        if not run.finished:
+            run.finished = True
+            if session.transcript.finished is None:
+                session.transcript.add_note("⏹️ The run ended without a result.")
+        return
+    if isinstance(item, Failure):
+        session.transcript.add_note(f'<span class="ad-error">The agent crashed</span> '
+                                    f"{for_visitor(item.error, 'an agent run')}")
+        return
+    before = session.transcript.files_revision
+    session.transcript.apply(item)
+    if session.transcript.files_revision != before:
+        session.files_version += 1  # a new or changed file: the files panel publishes its current version
+    if isinstance(item, (ev.StepStarted, ev.StepFinished, ev.FinalAnswer, ev.RunFinished)):
+        session.clock.append([item.kind, item.step, item.parent_id, item.timestamp])
+    if isinstance(item, ev.StepFinished):
+        session.note_saves()  # the step was saved (or not) in the agent's thread just before
+    if isinstance(item, ev.RunFinished) and item.parent_id is None:
+        run.finished = True
+    elif isinstance(item, ev.DecisionRequested):
+        run.waiting_decision = item

@@ -1,0 +1,63 @@
+"""The files of one message, taken in with per-message and per-workspace limits.
+
+Why: one visitor's uploads share the server's single preview child and its disk with everyone. Without a
+cap, fifty slow spreadsheets in one message keep every other visitor's previews waiting, and repeated
+uploads fill the disk even though each file is under the size limit. Files over a limit are refused by
+name with the reason; the rest of the message goes on.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agents.executor.worker_watch import usage
+from ui.uploads.intake import UploadResult, human_size, ingest_upload
+
+MAX_FILES_PER_MESSAGE = int(os.environ.get("AGENTDECK_MAX_FILES_PER_MESSAGE", "10"))
+WORKSPACE_FACTOR = 4  # the workspace holds this many maximum-size uploads by default
+
+
+def workspace_quota_bytes(max_upload_bytes: int) -> int:
+    raw = os.environ.get("AGENTDECK_MAX_WORKSPACE_MB", "").strip()
+    try:
+        return int(float(raw) * 1024 * 1024) if raw else WORKSPACE_FACTOR * max_upload_bytes
+    except ValueError:
+        return WORKSPACE_FACTOR * max_upload_bytes
+
+
+def workspace_bytes(workspace: Path) -> int:
+    """Bytes the workspace takes on disk, counted as the sandbox's disk limit counts them (an unfinished walk
+    counts as full)."""
+    use = usage([str(workspace)])
+    return use.bytes if use.complete else 1 << 62
+
+
+def ingest_uploads(files: list[tuple[str, str]], workspace: Path, max_upload_bytes: int,
+                   max_files: int = MAX_FILES_PER_MESSAGE, quota_bytes: int | None = None) -> list[UploadResult]:
+    """Each file of a message previewed and copied in, in order, or refused with its reason."""
+    quota = workspace_quota_bytes(max_upload_bytes) if quota_bytes is None else quota_bytes
+    used = workspace_bytes(workspace) if files else 0
+    results: list[UploadResult] = []
+    for index, (path, name) in enumerate(files):
+        size = _size(path)
+        if index >= max_files:
+            results.append(UploadResult(name, size, error=f"`{name}` was not added: at most {max_files} files "
+                                                           "can be sent in one message. Send it with the next one."))
+            continue
+        if used + size > quota:
+            results.append(UploadResult(name, size, error=f"`{name}` was not added: this chat's files would take "
+                                                           f"more than {human_size(quota)}. Start a new chat or "
+                                                           "delete files from this one."))
+            continue
+        result = ingest_upload(path, workspace, name, max_upload_bytes)
+        if result.ok:
+            used += result.size_bytes
+        results.append(result)
+    return results
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

@@ -1,0 +1,148 @@
+"""Upload previews are parsed in a child process with memory and time limits, never in the app.
+
+Why: a visitor's file is hostile input to pandas, openpyxl and pyarrow. An 889 KB Parquet file of zeros
+expands to gigabytes and a crafted .xlsx costs tens of seconds of CPU; in the app process either would
+hurt every other session. The child has an address-space limit, runs below the app's priority, and
+each preview has a deadline: past it the child is killed (and started again for the next file), and
+the person is told the file could not be previewed. One child serves the whole server, one file at a time.
+"""
+from __future__ import annotations
+
+import os
+import re
+import resource
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from agents.executor.protocol import ChannelClosed, FrameReader, ProtocolError, write_frame
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+MEMORY_LIMIT_MB = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", "768"))
+TIME_LIMIT_S = float(os.environ.get("AGENTDECK_PREVIEW_TIMEOUT_S", "15"))
+BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); from ui.uploads.preview_worker import serve; "
+        "serve(int(sys.argv[2]), int(sys.argv[3]))")
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s'\":/]+/)+[^\s'\":/]*")
+
+
+def scrub_paths(text: str, path: str, name: str) -> str:
+    """A reader's message with the server's paths taken out: the upload's own path becomes its name."""
+    return _ABSOLUTE_PATH.sub("…", text.replace(path, name))
+
+
+class PreviewFailed(Exception):
+    """The child could not preview the file (too slow, too big in memory, crashed); the message says which."""
+
+
+class PreviewService:
+    """The app's handle on the preview child: `preview(path, name)` -> (kind, text) or raises."""
+
+    def __init__(self, memory_limit_mb: int = MEMORY_LIMIT_MB, time_limit_s: float = TIME_LIMIT_S) -> None:
+        self.memory_limit_mb = memory_limit_mb
+        self.time_limit_s = time_limit_s
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._out_fd = -1
+        self._reader: FrameReader | None = None
+
+    def _start(self) -> None:
+        cmd_r, cmd_w = os.pipe()
+        res_r, res_w = os.pipe()
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+               "AGENTDECK_PREVIEW_MEMORY_MB": str(self.memory_limit_mb), "HOME": "/tmp"}
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", BOOT, str(PROJECT_ROOT), str(cmd_r), str(res_w)],
+            pass_fds=(cmd_r, res_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, env=env, start_new_session=True, close_fds=True)
+        os.close(cmd_r)
+        os.close(res_w)
+        self._out_fd, self._reader = cmd_w, FrameReader(res_r)
+
+    def _stop(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+        for fd in (self._out_fd, self._reader.fd if self._reader else -1):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._out_fd, self._reader = -1, None
+
+    def preview(self, path: str | Path, name: str) -> tuple[str, str]:
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._stop()
+                self._start()
+            try:
+                write_frame(self._out_fd, {"path": str(path), "name": name})
+                reply = self._reader.read(timeout=self.time_limit_s)
+            except (OSError, ChannelClosed, ProtocolError):
+                reply = {"crashed": True}
+            if reply is None:
+                self._stop()
+                raise PreviewFailed(f"took longer than {self.time_limit_s:.0f} s to read, so it was not added "
+                                    "(a much simpler or smaller file would work)")
+            if reply.get("crashed") or "kind" not in reply and "error" not in reply:
+                self._stop()
+                raise PreviewFailed(f"needed more than {self.memory_limit_mb} MB of memory to read, so it was "
+                                    "not added (is it a compressed file that expands to a huge table?)")
+            if reply.get("error") is not None:
+                from ui.uploads.intake import UploadError
+
+                raise UploadError(scrub_paths(str(reply["error"]), str(path), name))
+            return str(reply["kind"]), str(reply["preview"])
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+
+_service: PreviewService | None = None
+_service_lock = threading.Lock()
+
+
+def preview_service() -> PreviewService:
+    global _service
+    with _service_lock:
+        if _service is None:
+            _service = PreviewService()
+        return _service
+
+
+def serve(fd_in: int, fd_out: int) -> None:
+    """The child: limits first, then one preview per request until the app closes the pipe."""
+    os.nice(5)
+    limit = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", str(MEMORY_LIMIT_MB))) * 1024 * 1024
+    import importlib
+
+    from ui.uploads import intake as uploads
+
+    importlib.import_module("pandas")  # loaded before the limit: the limit is for the file, not the libraries
+
+    with open("/proc/self/status") as fh:
+        vm = next((int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:")), 0)
+    resource.setrlimit(resource.RLIMIT_AS, (vm + limit, vm + limit))
+    reader = FrameReader(fd_in)
+    while True:
+        try:
+            request = reader.read()
+        except (ChannelClosed, ProtocolError):
+            return
+        reply: dict[str, Any]
+        try:
+            kind, preview = uploads.parse_preview(Path(request["path"]), request.get("name"))
+            reply = {"kind": kind, "preview": preview}
+        except uploads.UploadError as exc:
+            reply = {"error": str(exc)}
+        except MemoryError:
+            reply = {"crashed": True}
+        except Exception as exc:
+            reply = {"error": f"could not be read: {uploads.first_error_line(exc)}"}
+        write_frame(fd_out, reply)
