@@ -9,6 +9,7 @@ interleave on the channel: everything the worker writes goes through one lock (`
 from __future__ import annotations
 
 import io
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -121,7 +122,13 @@ class LogFlusher:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, args=(capture, self._stop),
                                         name="log-flusher", daemon=True)
-        self._thread.start()
+        # The flusher is started with SIGINT blocked (threads inherit the mask), so an interrupt always lands in
+        # the main thread, where the code runs: delivered to the flusher, it would not wake a sleeping step.
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self._thread.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
     def stop(self) -> None:
         thread, stop = self._thread, self._stop

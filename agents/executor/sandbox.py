@@ -28,7 +28,12 @@ from .protocol import ChannelClosed, ProtocolError, encode_json, frame
 from .run_result import RunResult
 
 log = logging.getLogger("agents.executor")
-GRACE_S = 1.0  # how long SIGINT may take before the worker is killed
+GRACE_S = 1.0  # how long SIGINT may take before the worker is killed...
+# ...unless the worker has not had the CPU to act on it: on a loaded machine a worker waiting to be scheduled
+# would otherwise be killed (its variables lost) for a stop it would have honoured. It gets more time until it has
+# used GRACE_CPU_S of CPU since the interrupt, and never more than GRACE_MAX_S in all.
+GRACE_CPU_S = 0.25
+GRACE_MAX_S = 5.0
 # How long the app polls for the worker's reply before sleeping: short runs (most agent steps) come back
 # within this window, and skipping the sleep saves a wake-up (a tiny step took 0.18 ms instead of 0.22-0.26).
 # The cost is at most this much CPU per message, yielding to every other runnable thread; and only while no
@@ -362,7 +367,7 @@ class PythonSandbox:
         start = time.monotonic()
         tool_time = 0.0
         stopping: str | None = None
-        grace_end = 0.0
+        grace_end = stop_cpu = stop_time = 0.0
         cpu_start = worker_watch.cpu_seconds(worker.pid)
         next_disk_check = start + CPU_CHECK_S
         while True:
@@ -382,9 +387,13 @@ class PythonSandbox:
                         reason = "timeout"
                 if reason:
                     stopping, grace_end = reason, now + GRACE_S
+                    stop_cpu, stop_time = worker_watch.cpu_seconds(worker.pid), now
                     worker.interrupt()
             if stopping:
                 wait = grace_end - now
+                if wait <= 0 and _starved(worker, stop_cpu, now - stop_time):
+                    grace_end = now + GRACE_CPU_S
+                    wait = GRACE_CPU_S
                 if wait <= 0:
                     self._restart()
                     return run_result.stopped(stopping, logs, True, self.timeout_s, self._disk_over(None))
@@ -468,3 +477,10 @@ class PythonSandbox:
         worker.kill()
         self._restart()
         return run_result.crashed(logs, how, self._settings["memory_limit_mb"])
+
+
+def _starved(worker: WorkerProcess, cpu_at_stop: float, since_stop_s: float) -> bool:
+    """Whether an interrupted worker has not yet had the CPU to honour the interrupt (see GRACE_CPU_S)."""
+    if since_stop_s >= GRACE_MAX_S or worker.dead:
+        return False
+    return worker_watch.cpu_seconds(worker.pid) - cpu_at_stop < GRACE_CPU_S

@@ -124,6 +124,42 @@ def test_interrupt_from_another_thread(tight):
     assert tight.run("kept").output == "yes"
 
 
+def test_a_starved_worker_gets_time_to_honour_an_interrupt(tight, monkeypatch):
+    """On a loaded machine the worker may not run for a while after SIGINT: it is not killed (its variables
+    lost) for a stop it has had no CPU to honour. Simulated by stopping the worker while it is interrupted."""
+    import signal
+
+    from agents.executor import sandbox as sandbox_module
+    from tests.waiting import wait_until
+
+    monkeypatch.setattr(sandbox_module, "GRACE_S", 0.0)  # without the rule, killed at once
+    starved_seen = threading.Event()
+    real_starved = sandbox_module._starved
+
+    def watching(*args):
+        starved = real_starved(*args)
+        if starved:
+            starved_seen.set()
+        return starved
+
+    monkeypatch.setattr(sandbox_module, "_starved", watching)
+    tight.run("kept = 'still here'")
+    result: list = []
+    going = threading.Event()
+    runner = threading.Thread(target=lambda: result.append(tight.run("import time\nprint('going', flush=True)\n"
+                                                                     "time.sleep(60)", on_log=lambda _t: going.set())))
+    runner.start()
+    wait_until(going.is_set, what="the code running")
+    pid = tight._worker.pid
+    os.kill(pid, signal.SIGSTOP)
+    tight.interrupt()
+    wait_until(starved_seen.is_set, what="the sandbox seeing a worker without CPU")
+    os.kill(pid, signal.SIGCONT)
+    runner.join(30)
+    assert result and result[0].error_type == "InterruptedError" and not result[0].state_lost
+    assert tight.run("kept").output == "still here"
+
+
 @pytest.mark.slow
 def test_interrupt_of_c_code_restarts(tight):
     timer = threading.Timer(0.3, tight.interrupt)
