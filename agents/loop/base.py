@@ -183,6 +183,13 @@ class MultiStepAgent(StepRunner):
                 pending.extend(agent.broker.decider.pending())
         return pending
 
+    def continue_from(self, memory: AgentMemory) -> None:
+        """Carry on the conversation held in `memory` (loaded from disk, or an earlier agent's): the next
+        `run(..., reset=False)` continues it, numbering its steps after the memory's last. A loaded memory is
+        screened first: see `agents.loop.restore.restore_agent_memory`."""
+        self.memory = memory
+        self._step_number = memory.last_step_number()
+
     def _agents_tree(self) -> Iterator[MultiStepAgent]:
         yield self
         for agent in self.managed_agents.values():

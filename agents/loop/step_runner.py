@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentInterrupted
 from agents.events import (
+    MemoryCompacted,
     ModelOutput,
     ModelRetrying,
     ModelTextDelta,
@@ -21,7 +22,7 @@ from agents.events import (
 )
 from agents.loop.context import RunContext
 from agents.loop.model_reader import ModelStreamReader
-from agents.memory import ActionStep, PlanningStep
+from agents.memory import ActionStep, PlanningStep, SummaryStep
 from agents.memory.steps import PromptSnapshot
 from agents.models.base import Message, ModelReply
 from agents.prompts import render
@@ -73,6 +74,18 @@ class StepRunner:
         context.emit(ModelOutput(**fields, text=reply.content, token_usage=reply.token_usage, duration_s=duration))
         return reply, duration
 
+    def _compact(self: MultiStepAgent, context: RunContext) -> None:
+        """Let the compactor fold older steps when the prompt is over budget; the step callbacks may veto it."""
+        def review(step: SummaryStep) -> bool:
+            context.check_interrupt()
+            return not any(vote is False for vote in self.step_callbacks.fire(step, self))
+
+        done = self.compactor.maybe_compact(self.memory, self.model, self.prompt_templates, review)
+        if done is not None:
+            context.emit(MemoryCompacted(**context.event_fields(), tokens_before=done.step.tokens_before,
+                                         tokens_after=done.step.tokens_after, steps_folded=done.steps_folded,
+                                         budget=done.budget, summary_source=done.step.source))
+
     # -- planning --------------------------------------------------------------------------------
     def _planning_step(self: MultiStepAgent, task: str, context: RunContext, is_update: bool,
                        remaining_steps: int) -> PlanningStep:
@@ -83,7 +96,7 @@ class StepRunner:
         templates = self.prompt_templates
         variables = self._prompt_variables()
         if is_update:
-            self.compactor.maybe_compact(self, context)
+            self._compact(context)
             messages = ([{"role": "system", "content": render(templates, "planning.update_plan_pre", task=task)}]
                         + self.memory.conversation
                         + [{"role": "user", "content": render(templates, "planning.update_plan_post",
@@ -119,7 +132,7 @@ class StepRunner:
         context.emit(StepStarted(**fields, step_type="action"))
         step = ActionStep(step_number=context.step, run_id=context.run_id)
         step.timing.start_time = time.time()
-        self.compactor.maybe_compact(self, context)  # before reading the prompt: compaction swaps it
+        self._compact(context)  # before reading the prompt: compaction swaps it
         messages = self.memory.messages
         step.model_input_messages = PromptSnapshot(messages)
         try:
@@ -191,7 +204,7 @@ class StepRunner:
     def _answer_after_max_steps(self: MultiStepAgent, task: str, context: RunContext) -> Any:
         """One last model call asking for the best answer from what the memory holds."""
         templates = self.prompt_templates
-        self.compactor.maybe_compact(self, context)
+        self._compact(context)
         messages = ([{"role": "system", "content": render(templates, "final_answer.pre_messages")}]
                     + self.memory.conversation
                     + [{"role": "user", "content": render(templates, "final_answer.post_messages", task=task)}])
