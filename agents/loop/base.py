@@ -18,6 +18,7 @@ from agents.events import Event, FinalAnswer, RunFinished, RunStarted, new_id
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
 from agents.loop.event_stream import EventStream
+from agents.loop.managed import ManagedAgentTool
 from agents.loop.result import RunResult, RunState
 from agents.loop.step_runner import StepRunner
 from agents.loop.tool_runner import ToolRunner
@@ -78,7 +79,7 @@ class MultiStepAgent(StepRunner):
         if isinstance(approval_policy, str):
             approval_policy = ApprovalPolicy.from_mode(approval_policy)
         self.broker = DecisionBroker(approval_policy or ApprovalPolicy(), decider or ExternalDecider())
-        self.runner = ToolRunner(self._callable_tools(), self.broker)
+        self.runner = ToolRunner(self._callable_tools())
         self.step_callbacks = StepCallbacks(step_callbacks)
         self.final_answer_checks = list(final_answer_checks)
         self.prompt_templates = load_prompt_templates(self._prompt_kind(), prompt_templates)
@@ -116,8 +117,6 @@ class MultiStepAgent(StepRunner):
         return indexed
 
     def _callable_tools(self) -> dict[str, Tool]:
-        from agents.loop.managed import ManagedAgentTool
-
         callables: dict[str, Tool] = dict(self.tools)
         for name, agent in self.managed_agents.items():
             callables[name] = ManagedAgentTool(agent)
@@ -183,6 +182,12 @@ class MultiStepAgent(StepRunner):
                 pending.extend(agent.broker.decider.pending())
         return pending
 
+    def run_for_manager(self, task: str, emit: Callable[[Event], None], parent_id: str,
+                        additional_args: dict[str, Any] | None = None) -> RunResult:
+        """Run `task` as a managed agent, inside its manager's run (agents/loop/managed.py): a fresh memory, the
+        events into the manager's stream (`emit`), this run's `parent_id` the manager's call that started it."""
+        return self._execute(task, emit=emit, reset=True, additional_args=additional_args, parent_id=parent_id)
+
     def continue_from(self, memory: AgentMemory) -> None:
         """Carry on the conversation held in `memory` (loaded from disk, or an earlier agent's): the next
         `run(..., reset=False)` continues it, numbering its steps after the memory's last. A loaded memory is
@@ -225,10 +230,9 @@ class MultiStepAgent(StepRunner):
                  history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
                  parent_id: str | None = None) -> RunResult:
         context = RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag,
-                             parent_id=parent_id, step=self._step_number)
+                             broker=self.broker, parent_id=parent_id, step=self._step_number)
         self._interrupt_flag.clear()
         self._last_exception = None
-        self.runner.context = context
         started = time.perf_counter()
         if reset:
             self._reset()
@@ -279,7 +283,7 @@ class MultiStepAgent(StepRunner):
         for steps_done in range(self.max_steps):
             context.check_interrupt()
             self._step_number += 1
-            context.step = self._step_number
+            context.start_step(self._step_number)
             if self.planning_interval and steps_done % self.planning_interval == 0:
                 self._planning_step(task, context, is_update=steps_done > 0,
                                     remaining_steps=self.max_steps - steps_done)

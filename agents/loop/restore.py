@@ -95,9 +95,11 @@ def rebuild_sandbox_state(memory: AgentMemory, agent: Any, rerun_tools: bool = F
     report = SandboxRebuildReport()
     runner = getattr(agent, "runner", None)
     tool_names = set(getattr(runner, "tools", {}) or {})
-    if rerun_tools and runner is not None and runner.context is None:
-        runner.context = RunContext(run_id="rebuild", emit_function=lambda event: None,
-                                    interrupt_flag=threading.Event())
+    tools = None  # without re-running tools, the sandbox's own proxies refuse any call (it is not a run)
+    if rerun_tools and runner is not None:
+        rebuild = RunContext(run_id="rebuild", emit_function=_ignore, interrupt_flag=threading.Event(),
+                             broker=agent.broker)
+        tools = runner.as_callables(rebuild)
     sandbox = agent.sandbox
     for step in memory.action_steps():
         if not step.code:
@@ -109,9 +111,13 @@ def rebuild_sandbox_state(memory: AgentMemory, agent: Any, rerun_tools: bool = F
         if tools_called and not rerun_tools:
             report.skipped.append((step.step_number, "called tools: " + ", ".join(tools_called)))
             continue
-        result = sandbox.run(step.code)
+        result = sandbox.run(step.code, tools=tools)
         report.rerun.append(step.step_number)
         actual = result.logs or ""
         if result.error or actual != (step.logs or ""):
             report.mismatches.append(Mismatch(step.step_number, step.logs or "", actual, result.error or None))
     return report
+
+
+def _ignore(event: Any) -> None:
+    """Where the events of re-run tool calls go: nobody watches a rebuild."""

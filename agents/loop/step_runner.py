@@ -107,7 +107,7 @@ class StepRunner:
         plan = reply.content.replace(_END_PLAN, "").strip()
         step.model_output, step.token_usage = reply.content, reply.token_usage
         context.emit(PlanProposed(**fields, plan=plan, is_update=is_update))
-        decision = self.broker.ask(DecisionKind.PLAN, {"plan": plan}, context)
+        decision = context.ask(DecisionKind.PLAN, {"plan": plan})
         plan_text = render(templates, "planning.plan_message", plan=plan)
         step.decisions = context.take_decisions()
         if decision is not None:
