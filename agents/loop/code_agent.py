@@ -55,15 +55,15 @@ class CodeAgent(MultiStepAgent):
     def _prompt_kind(self) -> str:
         return self.profile.code_prompts
 
-    def _prompt_variables(self) -> dict[str, Any]:
-        return {**super()._prompt_variables(), "authorized_imports": self.profile.prompt_imports(self.authorized_imports)}
+    def prompt_variables(self) -> dict[str, Any]:
+        return {**super().prompt_variables(), "authorized_imports": self.profile.prompt_imports(self.authorized_imports)}
 
     def code_preamble(self) -> str:
         """Lines run before each code block when the prompt file says so (`code_preamble`): the tiny prompt's
         replies are one `final_answer(...)` line that relies on `math` and `pd` being imported."""
         if "code_preamble" not in self.prompt_templates:
             return ""
-        return render(self.prompt_templates, "code_preamble", **self._prompt_variables())
+        return render(self.prompt_templates, "code_preamble", **self.prompt_variables())
 
     # -- sandbox ---------------------------------------------------------------------------------
     @property
@@ -104,7 +104,7 @@ class CodeAgent(MultiStepAgent):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     # -- acting ----------------------------------------------------------------------------------
-    def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
+    def act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
         fields = context.event_fields()
         code = extract_code(reply.content)
         preamble = self.code_preamble()

@@ -31,8 +31,8 @@ class ManagedAgentTool(Tool):
     takes_context = True  # the sub-run emits into the manager's run
 
     def __init__(self, agent: TeamMember) -> None:
-        self.name = agent.name  # type: ignore[misc]
-        self.description = agent.description  # type: ignore[misc]
+        self.name = agent.name or ""  # type: ignore[misc]  # (a managed agent's name and description are checked
+        self.description = agent.description or ""  # type: ignore[misc]  # by its manager)
         self.inputs = {  # type: ignore[misc]
             "task": {"type": "string", "description": "The task for this team member, with all details it needs."},
             "additional_args": {"type": "object", "nullable": True,

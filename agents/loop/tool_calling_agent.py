@@ -31,12 +31,12 @@ class ToolCallingAgent(MultiStepAgent):
         self.max_parallel_calls = max(1, max_parallel_calls)
         super().__init__(tools=tools, model=model, **kwargs)
 
-    def _native_tool_schemas(self) -> list[dict] | None:
+    def native_tool_schemas(self) -> list[dict] | None:
         if not getattr(self.model, "supports_native_tools", False):
             return None
         return [tool.to_openai_schema() for tool in self.runner.tools.values()]
 
-    def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
+    def act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
         calls = list(reply.tool_calls) or parse_tool_calls(reply.content)
         if not calls:
             step.error = render(self.prompt_templates, "parse_error")
