@@ -64,3 +64,22 @@ def test_code_cannot_reach_tools_through_a_finished_run(make_code_agent):
     assert events[-1].output == "done" and calls == ["a"]
     result = agent.sandbox.run("lookup('b')")
     assert result.error and "outside of a run" in result.error and calls == ["a"]
+
+
+def test_step_numbers_continue_across_follow_ups_and_restart_after_a_reset(make_tool_agent):
+    """Each run has its own StepRunner; the conversation's step count is the agent's, carried between runs."""
+    @tool
+    def noop() -> str:
+        """Do nothing."""
+        return "nothing"
+
+    agent, _ = make_tool_agent([call("noop"), call("final_answer", answer=1), call("final_answer", answer=2),
+                                call("final_answer", answer=3)], tools=[noop])
+
+    def action_steps(events) -> list[int]:
+        return [e.step for e in events if isinstance(e, ev.StepStarted) and e.step_type == "action"]
+
+    assert action_steps(agent.run("first", stream=True)) == [1, 2]
+    assert action_steps(agent.run("follow-up", stream=True, reset=False)) == [3]
+    assert [s.step_number for s in agent.memory.action_steps()] == [1, 2, 3]
+    assert action_steps(agent.run("new task", stream=True)) == [1]
