@@ -21,7 +21,7 @@ class InstantSandbox:
     def __init__(self) -> None:
         self.x = 0
 
-    def run(self, code: str, on_log=None, cancel=None) -> InstantResult:
+    def run(self, code: str, on_log=None, cancel=None, tools=None) -> InstantResult:
         if "final_answer" in code:
             return InstantResult(logs="", output=self.x, is_final_answer=True)
         self.x += 1

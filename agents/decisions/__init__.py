@@ -1,9 +1,8 @@
 """Pauses for a human decision: plan review, code approval, tool-call approval and questions."""
-from agents.decisions.broker import DecisionBroker, Rejected, current_broker
+from agents.decisions.broker import DecisionBroker, Rejected
 from agents.decisions.deciders import Decider, ExternalDecider, ScriptedDecider, TerminalDecider
 from agents.decisions.policy import APPROVAL_MODES, ApprovalPolicy
 from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome
 
 __all__ = ["APPROVAL_MODES", "ApprovalPolicy", "Decider", "Decision", "DecisionBroker", "DecisionKind",
-           "DecisionRequest", "ExternalDecider", "Outcome", "Rejected", "ScriptedDecider", "TerminalDecider",
-           "current_broker"]
+           "DecisionRequest", "ExternalDecider", "Outcome", "Rejected", "ScriptedDecider", "TerminalDecider"]

@@ -1,7 +1,10 @@
-"""DecisionBroker: asks for a decision when the policy says so, emitting the request and the outcome as events."""
+"""DecisionBroker: asks for a decision when the policy says so, emitting the request and the outcome as events.
+
+The run that asks is always passed in (`context`); the broker keeps no ambient state, so nothing of a
+finished run can answer a question asked outside it.
+"""
 from __future__ import annotations
 
-import threading
 from typing import Any, Protocol
 
 from agents.decisions.deciders import Decider
@@ -28,21 +31,10 @@ class _EventContext(Protocol):
     def check_interrupt(self) -> None: ...
 
 
-_local = threading.local()
-
-
-def current_broker() -> tuple[DecisionBroker, Any] | None:
-    """The broker and run context of the tool call running on this thread (used by `ask_user`)."""
-    return getattr(_local, "active", None)
-
-
 class DecisionBroker:
     def __init__(self, policy: ApprovalPolicy, decider: Decider) -> None:
         self.policy = policy
         self.decider = decider
-
-    def bind_to_thread(self, context: _EventContext | None) -> None:
-        _local.active = (self, context) if context is not None else None
 
     def ask(self, kind: DecisionKind, payload: dict[str, Any], context: _EventContext,
             tool_name: str = "", tool_flagged: bool = False) -> Decision | None:

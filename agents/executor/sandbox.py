@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import artifacts as _artifacts
@@ -277,12 +277,14 @@ class PythonSandbox:
                 pass
 
     def run(self, code: str, on_log: Callable[[str], None] | None = None,
-            cancel: threading.Event | None = None) -> RunResult:
+            cancel: threading.Event | None = None, tools: Mapping[str, Callable] | None = None) -> RunResult:
         """Run ``code`` in the sandbox; never raises for problems of the code itself.
 
         ``cancel`` is the caller's stop flag: when it is set (even before the worker is up, or before this
         call started), the code is interrupted as by ``interrupt()``. ``interrupt()`` alone only acts on a
         run already in progress, so callers that can be stopped at any moment should pass ``cancel``.
+        ``tools``: the callables this run's tool calls go to, by name, in place of the registered ones (an
+        agent binds them to its run); only names given to ``register_tools`` can be called.
         """
         on_log = on_log or self.on_log
         with self._run_lock:
@@ -313,7 +315,7 @@ class PythonSandbox:
                 with _running_sandboxes:
                     worker.send({"op": "run", "id": run_id, "code": code, "step": self._step,
                                  "timeout_s": self.timeout_s, "stream": on_log is not None})
-                    result = self._wait(worker, run_id, on_log, cancel)
+                    result = self._wait(worker, run_id, on_log, cancel, tools)
             except (OSError, ChannelClosed):
                 result = self._crashed(worker, [])
             finally:
@@ -359,8 +361,8 @@ class PythonSandbox:
         result.error = message if result.error is None else f"{result.error}\n{message}"
         result.error_type = result.error_type or "DiskLimitError"
 
-    def _wait(self, worker: WorkerProcess, run_id: str, on_log,
-              cancel: threading.Event | None = None) -> RunResult:
+    def _wait(self, worker: WorkerProcess, run_id: str, on_log, cancel: threading.Event | None = None,
+              tools: Mapping[str, Callable] | None = None) -> RunResult:
         logs: list[str] = []
         logged = overflow = 0
         log_limit = self._settings["max_output_chars"] + run_result.NOTE_ROOM
@@ -429,7 +431,7 @@ class PythonSandbox:
                         log.exception("on_log callback failed")
             elif op == "tool":
                 t0 = time.monotonic()
-                reply = self._call_tool(msg)
+                reply = self._call_tool(msg, tools)
                 tool_time += time.monotonic() - t0
                 worker.send(reply)
             else:
@@ -451,9 +453,11 @@ class PythonSandbox:
         except OSError:
             pass
 
-    def _call_tool(self, msg: dict) -> dict:
+    def _call_tool(self, msg: dict, tools: Mapping[str, Callable] | None = None) -> dict:
         name, call_id = msg.get("name"), msg.get("call_id")
-        fn = self._tools.get(name) if isinstance(name, str) else None
+        fn = None
+        if isinstance(name, str) and name in self._tools:
+            fn = self._tools[name] if tools is None else tools.get(name)
         args, kwargs = msg.get("args") or [], msg.get("kwargs") or {}
         if fn is None or not isinstance(args, list) or not isinstance(kwargs, dict):
             return {"op": "tool_result", "call_id": call_id, "ok": False, "error": f"unknown tool {name!r}"}

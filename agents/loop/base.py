@@ -1,9 +1,10 @@
 """MultiStepAgent: the run loop shared by the code and tool-calling agents.
 
-A run is a sequence of steps (optional planning, then acting) that emits typed events through a
-RunContext. `run(stream=True)` runs the loop in a background thread and returns its EventStream
-(agents/loop/event_stream.py), so nested sub-agents, tool calls from sandboxed code and paused decisions all
-stream the same way.
+The agent holds what lasts across runs: its settings, tools, memory, decisions broker and compactor. Each
+run is an object of its own: a RunContext (the run's ids, events, stop flag, decisions) driven by a
+StepRunner (agents/loop/step_runner.py), which the agent builds and hands itself. `run(stream=True)` runs
+it in a background thread and returns its EventStream (agents/loop/event_stream.py), so nested sub-agents,
+tool calls from sandboxed code and paused decisions all stream the same way.
 """
 from __future__ import annotations
 
@@ -13,26 +14,25 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
-from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError, RunBudgetExceededError
-from agents.events import Event, FinalAnswer, RunFinished, RunStarted, new_id
+from agents.errors import ConfigurationError
+from agents.events import Event, new_id
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
 from agents.loop.event_stream import EventStream
+from agents.loop.managed import ManagedAgentTool
 from agents.loop.result import RunResult, RunState
-from agents.loop.step_runner import StepRunner
+from agents.loop.step_runner import FinalAnswerCheck, StepRunner
 from agents.loop.tool_runner import ToolRunner
-from agents.memory import AgentMemory, FinalAnswerStep, HistoryStep, TaskStep
+from agents.memory import ActionStep, AgentMemory, HistoryStep
 from agents.memory.compaction import make_compactor
-from agents.models.base import Message, Model, TokenUsage
+from agents.models.base import Message, Model, ModelReply
 from agents.prompts import load_prompt_templates, render
 from agents.prompts.profiles import describe_task, example_messages
 from agents.tooling.base import Tool
 
-FinalAnswerCheck = Callable[[Any, AgentMemory], bool]
 
-
-class MultiStepAgent(StepRunner):
-    """Base agent. Subclasses set `prompt_kind` and implement `_act(step, reply, context)`."""
+class MultiStepAgent:
+    """Base agent. Subclasses set `prompt_kind` and implement `act(step, reply, run)`."""
 
     prompt_kind = ""
     stop_sequences: list[str] = []
@@ -78,7 +78,7 @@ class MultiStepAgent(StepRunner):
         if isinstance(approval_policy, str):
             approval_policy = ApprovalPolicy.from_mode(approval_policy)
         self.broker = DecisionBroker(approval_policy or ApprovalPolicy(), decider or ExternalDecider())
-        self.runner = ToolRunner(self._callable_tools(), self.broker)
+        self.runner = ToolRunner(self._callable_tools())
         self.step_callbacks = StepCallbacks(step_callbacks)
         self.final_answer_checks = list(final_answer_checks)
         self.prompt_templates = load_prompt_templates(self._prompt_kind(), prompt_templates)
@@ -86,8 +86,8 @@ class MultiStepAgent(StepRunner):
         # Keeps prompts under `context_budget` tokens (default: from the model); compaction=False turns it off.
         self.compactor = make_compactor(context_budget, compaction)
         self._interrupt_flag = threading.Event()
+        #: The conversation's latest step number: a follow-up run numbers its steps after it.
         self._step_number = 0
-        self._last_exception: BaseException | None = None
 
     # -- set-up ----------------------------------------------------------------------------------
     def _prompt_kind(self) -> str:
@@ -116,15 +116,13 @@ class MultiStepAgent(StepRunner):
         return indexed
 
     def _callable_tools(self) -> dict[str, Tool]:
-        from agents.loop.managed import ManagedAgentTool
-
         callables: dict[str, Tool] = dict(self.tools)
         for name, agent in self.managed_agents.items():
             callables[name] = ManagedAgentTool(agent)
         return callables
 
     def system_prompt(self) -> str:
-        return render(self.prompt_templates, "system_prompt", **self._prompt_variables())
+        return render(self.prompt_templates, "system_prompt", **self.prompt_variables())
 
     def prompt_examples(self) -> list[Message]:
         """Worked examples shown as earlier chat turns, when the prompt file has them (the tiny prompts)."""
@@ -134,7 +132,8 @@ class MultiStepAgent(StepRunner):
         """The task for `text` with uploaded `files`, worded the way this agent's prompts expect."""
         return describe_task(self.prompt_templates, text, files, unusable)
 
-    def _prompt_variables(self) -> dict[str, Any]:
+    def prompt_variables(self) -> dict[str, Any]:
+        """The variables the prompt templates are rendered with."""
         return {"tools": list(self.tools.values()), "managed_agents": list(self.managed_agents.values()),
                 "custom_instructions": self.instructions}
 
@@ -154,8 +153,8 @@ class MultiStepAgent(StepRunner):
         result = self._execute(emit=logger.handle if logger else _ignore, **arguments)
         if return_result:
             return result
-        if result.state is RunState.ERROR and self._last_exception is not None:
-            raise self._last_exception
+        if result.state is RunState.ERROR and result.exception is not None:
+            raise result.exception
         return result.output
 
     def interrupt(self) -> None:
@@ -182,6 +181,19 @@ class MultiStepAgent(StepRunner):
             if isinstance(agent.broker.decider, ExternalDecider):
                 pending.extend(agent.broker.decider.pending())
         return pending
+
+    def run_for_manager(self, task: str, emit: Callable[[Event], None], parent_id: str,
+                        additional_args: dict[str, Any] | None = None) -> RunResult:
+        """Run `task` as a managed agent, inside its manager's run (agents/loop/managed.py): a fresh memory, the
+        events into the manager's stream (`emit`), this run's `parent_id` the manager's call that started it."""
+        return self._execute(task, emit=emit, reset=True, additional_args=additional_args, parent_id=parent_id)
+
+    def continue_from(self, memory: AgentMemory) -> None:
+        """Carry on the conversation held in `memory` (loaded from disk, or an earlier agent's): the next
+        `run(..., reset=False)` continues it, numbering its steps after the memory's last. A loaded memory is
+        screened first: see `agents.loop.restore.restore_agent_memory`."""
+        self.memory = memory
+        self._step_number = memory.last_step_number()
 
     def _agents_tree(self) -> Iterator[MultiStepAgent]:
         yield self
@@ -217,43 +229,23 @@ class MultiStepAgent(StepRunner):
     def _execute(self, task: str, emit: Callable[[Event], None], reset: bool = True,
                  history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
                  parent_id: str | None = None) -> RunResult:
-        context = RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag,
-                             parent_id=parent_id, step=self._step_number)
+        """Start a run: a new RunContext and StepRunner; the agent's own part is preparing its memory."""
+        run = RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag,
+                         broker=self.broker, parent_id=parent_id, step=self._step_number)
         self._interrupt_flag.clear()
-        self._last_exception = None
-        self.runner.context = context
         started = time.perf_counter()
         if reset:
             self._reset()
-        first_step_index = len(self.memory.steps)
+        steps = StepRunner(self, run, last_step_number=self._step_number, started=started)
         self.memory.set_system_prompt(self.system_prompt(), self.prompt_examples())
         if history:
             self._add_history(history)
         if additional_args:
             task = self._hand_over_arguments(task, additional_args)
-        self.memory.add_step(TaskStep(task=task, run_id=context.run_id,
-                                      messages=[{"role": "user", "content": render(self.prompt_templates, "task", task=task)}]))
-        emit(RunStarted(**context.event_fields(), task=task, agent_name=self.name or type(self).__name__,
-                        model_id=getattr(self.model, "model_id", "model"), max_steps=self.max_steps))
-        state, output, error = RunState.SUCCESS, None, None
         try:
-            output, state = self._loop(task, context)
-        except AgentInterrupted:
-            state = RunState.INTERRUPTED
-        except (AgentDeckError, OSError) as exc:
-            state, error, self._last_exception = RunState.ERROR, f"{type(exc).__name__}: {exc}", exc
-        except Exception as exc:  # unexpected: keep the app alive and report it
-            state, error, self._last_exception = RunState.ERROR, f"Internal error: {type(exc).__name__}: {exc}", exc
-        steps = self.memory.steps[first_step_index:]
-        usage = sum((getattr(s, "token_usage", TokenUsage()) for s in steps), TokenUsage())
-        if state in (RunState.SUCCESS, RunState.MAX_STEPS):
-            self.memory.add_step(FinalAnswerStep(output=output, run_id=context.run_id))
-            emit(FinalAnswer(**context.event_fields(), value=output))
-        duration = time.perf_counter() - started
-        emit(RunFinished(**context.event_fields(), state=state.value, output=output, duration_s=duration,
-                         token_usage=usage, steps=sum(1 for s in steps if s.step_type == "action"), error=error))
-        return RunResult(output=output, state=state, run_id=context.run_id, steps=list(steps),
-                         token_usage=usage, duration_s=duration, error=error)
+            return steps.execute(task)
+        finally:
+            self._step_number = steps.last_step_number
 
     def _add_history(self, history: list[Message]) -> None:
         checked: list[Message] = []
@@ -268,29 +260,14 @@ class MultiStepAgent(StepRunner):
         listing = "\n".join(f"- {key}: {value!r}"[:500] for key, value in additional_args.items())
         return f"{task}\n\nYou have been given these additional arguments:\n{listing}"
 
-    def _loop(self, task: str, context: RunContext) -> tuple[Any, RunState]:
-        for steps_done in range(self.max_steps):
-            context.check_interrupt()
-            self._step_number += 1
-            context.step = self._step_number
-            if self.planning_interval and steps_done % self.planning_interval == 0:
-                self._planning_step(task, context, is_update=steps_done > 0,
-                                    remaining_steps=self.max_steps - steps_done)
-            finished, output = self._action_step(context)
-            if finished:
-                return output, RunState.SUCCESS
-            self._check_token_budget(context)
-        return self._answer_after_max_steps(task, context), RunState.MAX_STEPS
+    # -- what subclasses provide to the step mechanics --------------------------------------------
+    def act(self, step: ActionStep, reply: ModelReply, run: RunContext) -> None:
+        """Act on the model's reply: fill in `step` (code, tool calls, observations, error, final answer)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement act(step, reply, run).")
 
-    def _check_token_budget(self, context: RunContext) -> None:
-        if not self.max_tokens_per_run:
-            return
-        used = sum((getattr(s, "token_usage", None) or TokenUsage() for s in self.memory.steps
-                    if getattr(s, "run_id", None) == context.run_id), TokenUsage()).total_tokens
-        if used > self.max_tokens_per_run:
-            raise RunBudgetExceededError(
-                f"this run used {used:,} model tokens, over the budget of {self.max_tokens_per_run:,} per run that "
-                "the server's operator set; the steps so far are kept, and a new message continues from them.")
+    def native_tool_schemas(self) -> list[dict] | None:
+        """The tools as native tool-call schemas for the model, or None to let it write actions as text."""
+        return None
 
 
 def _ignore(event: Event) -> None:

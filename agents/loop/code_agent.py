@@ -55,15 +55,15 @@ class CodeAgent(MultiStepAgent):
     def _prompt_kind(self) -> str:
         return self.profile.code_prompts
 
-    def _prompt_variables(self) -> dict[str, Any]:
-        return {**super()._prompt_variables(), "authorized_imports": self.profile.prompt_imports(self.authorized_imports)}
+    def prompt_variables(self) -> dict[str, Any]:
+        return {**super().prompt_variables(), "authorized_imports": self.profile.prompt_imports(self.authorized_imports)}
 
     def code_preamble(self) -> str:
         """Lines run before each code block when the prompt file says so (`code_preamble`): the tiny prompt's
         replies are one `final_answer(...)` line that relies on `math` and `pd` being imported."""
         if "code_preamble" not in self.prompt_templates:
             return ""
-        return render(self.prompt_templates, "code_preamble", **self._prompt_variables())
+        return render(self.prompt_templates, "code_preamble", **self.prompt_variables())
 
     # -- sandbox ---------------------------------------------------------------------------------
     @property
@@ -75,7 +75,7 @@ class CodeAgent(MultiStepAgent):
 
                 sandbox = PythonSandbox(workdir=str(self.workdir), authorized_imports=list(self.authorized_imports),
                                         timeout_s=self.executor_timeout_s, **self.sandbox_options)
-                sandbox.register_tools(self.runner.as_callables())
+                sandbox.register_tools(self.runner.as_callables(None))  # each run binds its own (_execute_code)
                 self._sandbox = sandbox
             return self._sandbox
 
@@ -104,7 +104,7 @@ class CodeAgent(MultiStepAgent):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     # -- acting ----------------------------------------------------------------------------------
-    def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
+    def act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
         fields = context.event_fields()
         code = extract_code(reply.content)
         preamble = self.code_preamble()
@@ -115,7 +115,7 @@ class CodeAgent(MultiStepAgent):
             context.emit(StepError(**fields, error_type="ParsingError", message="The reply held no code block."))
             return
         context.emit(CodeProposed(**fields, code=code))
-        decision = self.broker.ask(DecisionKind.CODE, {"code": code}, context)
+        decision = context.ask(DecisionKind.CODE, {"code": code})
         if decision is not None and decision.outcome is Outcome.REJECT:
             step.code = code
             step.error = render(self.prompt_templates, "observations.rejected_by_user", reason=decision.reason)
@@ -133,7 +133,7 @@ class CodeAgent(MultiStepAgent):
             raise AgentInterrupted(step.error)
         has_output = result.output is not None and not result.is_final_answer
         output_text = _shorten(repr(result.output)) if has_output else ""
-        logs_shown, output_text = self._screen_execution(step, output_text)
+        logs_shown, output_text = self._screen_execution(step, output_text, context)
         step.observations = render(self.prompt_templates, "execution_observation", logs=logs_shown,
                                    has_output=has_output, output=output_text)
         if result.error:
@@ -157,9 +157,9 @@ class CodeAgent(MultiStepAgent):
             streamed.append(text)
             context.emit(ExecutionLog(**fields, text=text))
 
-        self.runner.begin_step()
         started = time.perf_counter()
-        result = sandbox.run(code, on_log=stream_log, cancel=context.interrupt_flag)
+        result = sandbox.run(code, on_log=stream_log, cancel=context.interrupt_flag,
+                             tools=self.runner.as_callables(context))
         step.execution_duration_s = time.perf_counter() - started
         step.logs = result.logs or ""
         already_sent = "".join(streamed)
@@ -168,16 +168,16 @@ class CodeAgent(MultiStepAgent):
             context.emit(ExecutionLog(**fields, text=rest))
         return result
 
-    def _screen_execution(self, step: ActionStep, output_text: str) -> tuple[str, str]:
+    def _screen_execution(self, step: ActionStep, output_text: str, context: RunContext) -> tuple[str, str]:
         """Record the tools the code called; if any, their output may be in the logs: fence logs and output
         as data, with a warning line for each call whose output looked like instructions (agents/guard.py)."""
-        step.tool_calls = list(self.runner.step_calls)
+        step.tool_calls = list(context.tool_calls)
         if all(call.name in UNSCREENED_TOOLS for call in step.tool_calls):
             return step.logs, output_text
         source = "execution logs (contains tool output)"
         logs = fence(step.logs, source) if step.logs else ""
         output_text = fence(output_text, source) if output_text else output_text
-        warnings = dict.fromkeys(warning_line(f"tool:{c.name}") for c in step.tool_calls if c.id in self.runner.step_findings)
+        warnings = dict.fromkeys(warning_line(f"tool:{c.name}") for c in step.tool_calls if c.id in context.tool_findings)
         return "\n".join([*warnings, logs]).strip(), output_text
 
     def _emit_artifact(self, artifact: Any, step: ActionStep, context: RunContext) -> None:

@@ -1,12 +1,21 @@
-"""RunContext: what every part of a running step needs to emit events and honour interrupts."""
+"""RunContext: the run object. Everything a run's parts need travels in it, passed explicitly: the ids its
+events carry, where they go, the stop flag, the way to ask the person, and what the current step has gathered
+(its decisions, the tool calls it made and what their output was flagged for).
+
+Nothing of a run is kept on a thread or in a module: a tool that needs the run gets it as an argument
+(agents/tooling/context.py), and code running in the sandbox reaches tools through callables bound to it.
+"""
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from agents.decisions import Decision, DecisionBroker, DecisionKind
 from agents.errors import AgentInterrupted
 from agents.events import Event
+from agents.models.base import ToolCall
 
 
 @dataclass
@@ -14,10 +23,15 @@ class RunContext:
     run_id: str
     emit_function: Callable[[Event], None]
     interrupt_flag: threading.Event
+    #: The agent's broker: decisions asked during this run go through it (`ask`).
+    broker: DecisionBroker
     parent_id: str | None = None
     step: int = 0
     #: Decisions made during the current step; the step runner moves them into the step's record.
     decisions: list[dict] = field(default_factory=list)
+    #: The current step's successful tool calls, and the injection findings in their output by call id.
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_findings: dict[str, list] = field(default_factory=dict)
 
     def emit(self, event: Event) -> None:
         self.emit_function(event)
@@ -25,6 +39,17 @@ class RunContext:
     def check_interrupt(self) -> None:
         if self.interrupt_flag.is_set():
             raise AgentInterrupted("The run was stopped.")
+
+    def ask(self, kind: DecisionKind, payload: dict[str, Any], tool_name: str = "",
+            tool_flagged: bool = False) -> Decision | None:
+        """Ask the person when the policy says so (None when it lets the action through); see DecisionBroker."""
+        return self.broker.ask(kind, payload, self, tool_name=tool_name, tool_flagged=tool_flagged)
+
+    def start_step(self, number: int) -> None:
+        """Move on to step `number`: what the previous step's tool calls gathered is forgotten."""
+        self.step = number
+        self.tool_calls = []
+        self.tool_findings = {}
 
     def take_decisions(self) -> list[dict]:
         taken, self.decisions = self.decisions, []

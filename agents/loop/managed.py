@@ -1,16 +1,26 @@
 """Managed agents: a sub-agent wrapped as a tool its manager calls from code or a JSON tool call."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from agents.errors import AgentInterrupted, ToolError
-from agents.loop.result import RunState
-from agents.loop.tool_runner import current_call
+from agents.events import Event
+from agents.loop.result import RunResult, RunState
 from agents.prompts import render
 from agents.tooling.base import Tool
+from agents.tooling.context import ToolContext
 
-if TYPE_CHECKING:
-    from agents.loop.base import MultiStepAgent
+
+class TeamMember(Protocol):
+    """What a manager needs of a managed agent (MultiStepAgent provides it)."""
+
+    name: str | None
+    description: str | None
+    prompt_templates: dict[str, Any]
+
+    def run_for_manager(self, task: str, emit: Callable[[Event], None], parent_id: str,
+                        additional_args: dict[str, Any] | None = None) -> RunResult: ...
 
 
 class ManagedAgentTool(Tool):
@@ -18,10 +28,11 @@ class ManagedAgentTool(Tool):
     `parent_id` set to the id of the call that started it."""
 
     output_type = "string"
+    takes_context = True  # the sub-run emits into the manager's run
 
-    def __init__(self, agent: MultiStepAgent) -> None:
-        self.name = agent.name  # type: ignore[misc]
-        self.description = agent.description  # type: ignore[misc]
+    def __init__(self, agent: TeamMember) -> None:
+        self.name = agent.name or ""  # type: ignore[misc]  # (a managed agent's name and description are checked
+        self.description = agent.description or ""  # type: ignore[misc]  # by its manager)
         self.inputs = {  # type: ignore[misc]
             "task": {"type": "string", "description": "The task for this team member, with all details it needs."},
             "additional_args": {"type": "object", "nullable": True,
@@ -30,13 +41,10 @@ class ManagedAgentTool(Tool):
         self.agent = agent
         super().__init__()
 
-    def forward(self, task: str, additional_args: dict[str, Any] | None = None) -> str:
-        call = current_call()
-        if call is None:
-            raise ToolError(f"Managed agent {self.name!r} can only be called from its manager's run.")
+    def forward(self, task: str, additional_args: dict[str, Any] | None = None, *, context: ToolContext) -> str:
         full_task = render(self.agent.prompt_templates, "managed_agent.task", name=self.name, task=task)
-        result = self.agent._execute(full_task, emit=call.context.emit_function, reset=True,
-                                     additional_args=additional_args, parent_id=call.call_id)
+        result = self.agent.run_for_manager(full_task, emit=context.run.emit, parent_id=context.call_id,
+                                            additional_args=additional_args)
         if result.state is RunState.INTERRUPTED:
             raise AgentInterrupted(f"Managed agent {self.name!r} was stopped.")
         if result.state is RunState.ERROR:

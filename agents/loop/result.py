@@ -25,6 +25,8 @@ class RunResult:
     token_usage: TokenUsage = field(default_factory=TokenUsage)
     duration_s: float = 0.0
     error: str | None = None
+    #: The exception that ended a run in error (`run()` raises it again unless `return_result=True`).
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
 
     @property
     def max_steps_reached(self) -> bool:

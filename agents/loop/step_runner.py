@@ -1,68 +1,165 @@
-"""The mechanics of one step: calling the model with streaming, planning, acting, and the max-steps answer.
+"""StepRunner: one run of an agent, step by step. It owns the run's state (the RunContext, where the run's
+steps start in memory, when it started, the step count) and the mechanics of each step: calling the model
+with streaming, planning, acting, final-answer checks, compaction, the max-steps answer.
 
-Kept apart from `base.py` (run orchestration) so each file holds one concept. Mixed into MultiStepAgent.
+Composition, not a mixin: the agent (agents/loop/base.py) builds one per run and hands it itself, seen
+through `StepAgent`, the narrow view below; what a run needs travels in its RunContext, passed explicitly.
 """
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from agents.decisions import DecisionKind, Outcome
-from agents.errors import AgentInterrupted
+from agents.errors import AgentDeckError, AgentInterrupted, RunBudgetExceededError
 from agents.events import (
+    FinalAnswer,
+    MemoryCompacted,
     ModelOutput,
     ModelRetrying,
     ModelTextDelta,
     Observation,
     PlanProposed,
+    RunFinished,
+    RunStarted,
     StepError,
     StepFinished,
     StepStarted,
 )
+from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
 from agents.loop.model_reader import ModelStreamReader
-from agents.memory import ActionStep, PlanningStep
+from agents.loop.result import RunResult, RunState
+from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, PlanningStep, SummaryStep, TaskStep
+from agents.memory.compaction import Compactor
 from agents.memory.steps import PromptSnapshot
-from agents.models.base import Message, ModelReply
+from agents.models.base import Message, Model, ModelReply, TokenUsage
 from agents.prompts import render
-
-if TYPE_CHECKING:
-    from agents.loop.base import MultiStepAgent
 
 _END_PLAN = "<end_plan>"
 
+FinalAnswerCheck = Callable[[Any, AgentMemory], bool]
+
+
+class StepAgent(Protocol):
+    """What the step mechanics need of an agent: its settings, its memory, and how it acts (MultiStepAgent)."""
+
+    name: str | None
+    model: Model
+    memory: AgentMemory
+    prompt_templates: dict[str, Any]
+    compactor: Compactor
+    step_callbacks: StepCallbacks
+    final_answer_checks: list[FinalAnswerCheck]
+    stop_sequences: list[str]
+    max_steps: int
+    planning_interval: int | None
+    max_tokens_per_run: int | None
+
+    def prompt_variables(self) -> dict[str, Any]: ...
+
+    def native_tool_schemas(self) -> list[dict] | None: ...
+
+    def act(self, step: ActionStep, reply: ModelReply, run: RunContext) -> None: ...
+
 
 class StepRunner:
-    """Step mechanics; relies on the attributes MultiStepAgent sets up."""
+    """One run: `execute(task)` records the task, runs the steps and reports the result."""
 
-    def _call_model(self: MultiStepAgent, messages: list[Message], context: RunContext,
-                    stop_sequences: list[str] | None = None, tools: list[dict] | None = None,
-                    **options: Any) -> tuple[ModelReply, float]:
+    def __init__(self, agent: StepAgent, run: RunContext, last_step_number: int, started: float) -> None:
+        self.agent = agent
+        self.run = run
+        #: The conversation's latest step number; this run's steps are numbered after it.
+        self.last_step_number = last_step_number
+        self.started = started
+        #: Where this run's steps start in the memory (a history step, when given, is the run's first).
+        self.first_step_index = len(agent.memory.steps)
+
+    # -- the run -----------------------------------------------------------------------------------
+    def execute(self, task: str) -> RunResult:
+        """Record the task, run the steps until an answer, Stop, an error or the step limit; never raises for
+        those (the result says what happened, with the exception that ended it)."""
+        agent, run = self.agent, self.run
+        agent.memory.add_step(TaskStep(task=task, run_id=run.run_id, messages=[
+            {"role": "user", "content": render(agent.prompt_templates, "task", task=task)}]))
+        run.emit(RunStarted(**run.event_fields(), task=task, agent_name=agent.name or type(agent).__name__,
+                            model_id=getattr(agent.model, "model_id", "model"), max_steps=agent.max_steps))
+        state, output, error = RunState.SUCCESS, None, None
+        exception: BaseException | None = None
+        try:
+            output, state = self._steps(task)
+        except AgentInterrupted:
+            state = RunState.INTERRUPTED
+        except (AgentDeckError, OSError) as exc:
+            state, error, exception = RunState.ERROR, f"{type(exc).__name__}: {exc}", exc
+        except Exception as exc:  # unexpected: keep the app alive and report it
+            state, error, exception = RunState.ERROR, f"Internal error: {type(exc).__name__}: {exc}", exc
+        steps = agent.memory.steps[self.first_step_index:]
+        usage = sum((getattr(s, "token_usage", TokenUsage()) for s in steps), TokenUsage())
+        if state in (RunState.SUCCESS, RunState.MAX_STEPS):
+            agent.memory.add_step(FinalAnswerStep(output=output, run_id=run.run_id))
+            run.emit(FinalAnswer(**run.event_fields(), value=output))
+        duration = time.perf_counter() - self.started
+        run.emit(RunFinished(**run.event_fields(), state=state.value, output=output, duration_s=duration,
+                             token_usage=usage, steps=sum(1 for s in steps if s.step_type == "action"), error=error))
+        return RunResult(output=output, state=state, run_id=run.run_id, steps=list(steps),
+                         token_usage=usage, duration_s=duration, error=error, exception=exception)
+
+    def _steps(self, task: str) -> tuple[Any, RunState]:
+        agent, run = self.agent, self.run
+        for steps_done in range(agent.max_steps):
+            run.check_interrupt()
+            self.last_step_number += 1
+            run.start_step(self.last_step_number)
+            if agent.planning_interval and steps_done % agent.planning_interval == 0:
+                self.planning_step(task, is_update=steps_done > 0, remaining_steps=agent.max_steps - steps_done)
+            finished, output = self.action_step()
+            if finished:
+                return output, RunState.SUCCESS
+            self._check_token_budget()
+        return self.answer_after_max_steps(task), RunState.MAX_STEPS
+
+    def _check_token_budget(self) -> None:
+        limit = self.agent.max_tokens_per_run
+        if not limit:
+            return
+        used = sum((getattr(s, "token_usage", None) or TokenUsage() for s in self.agent.memory.steps
+                    if getattr(s, "run_id", None) == self.run.run_id), TokenUsage()).total_tokens
+        if used > limit:
+            raise RunBudgetExceededError(
+                f"this run used {used:,} model tokens, over the budget of {limit:,} per run that "
+                "the server's operator set; the steps so far are kept, and a new message continues from them.")
+
+    # -- the model -----------------------------------------------------------------------------------
+    def call_model(self, messages: list[Message], stop_sequences: list[str] | None = None,
+                   tools: list[dict] | None = None, **options: Any) -> tuple[ModelReply, float]:
         """Stream the model's reply as text deltas; return the assembled reply and the time it took.
 
         The reply is read in a helper thread (agents/loop/model_reader.py) so that Stop takes effect
         within a fraction of a second even when the provider stalls or asks to wait before a retry.
         """
+        agent, run = self.agent, self.run
         started = time.perf_counter()
         reply: ModelReply | None = None
         pieces: list[str] = []
-        fields = context.event_fields()
+        fields = run.event_fields()
         reader = ModelStreamReader(
-            lambda: self.model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools, **options),
-            name=f"model-{self.name or type(self).__name__}")
+            lambda: agent.model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools, **options),
+            name=f"model-{agent.name or type(agent).__name__}")
         try:
-            for delta in reader.deltas(context.interrupt_flag.is_set):
+            for delta in reader.deltas(run.interrupt_flag.is_set):
                 if delta.retry is not None:
                     notice = delta.retry
                     if notice.discarded_text:
                         pieces.clear()  # the call starts again from scratch
-                    context.emit(ModelRetrying(**fields, reason=notice.reason, attempt=notice.attempt,
-                                               max_retries=notice.max_retries, wait_s=notice.wait_s,
-                                               retry_after_s=notice.retry_after_s,
-                                               discarded_text=notice.discarded_text))
+                    run.emit(ModelRetrying(**fields, reason=notice.reason, attempt=notice.attempt,
+                                           max_retries=notice.max_retries, wait_s=notice.wait_s,
+                                           retry_after_s=notice.retry_after_s,
+                                           discarded_text=notice.discarded_text))
                 if delta.content:
                     pieces.append(delta.content)
-                    context.emit(ModelTextDelta(**fields, text=delta.content))
+                    run.emit(ModelTextDelta(**fields, text=delta.content))
                 if delta.reply is not None:
                     reply = delta.reply
         finally:
@@ -70,33 +167,56 @@ class StepRunner:
         if reply is None:
             reply = ModelReply(content="".join(pieces))
         duration = time.perf_counter() - started
-        context.emit(ModelOutput(**fields, text=reply.content, token_usage=reply.token_usage, duration_s=duration))
+        run.emit(ModelOutput(**fields, text=reply.content, token_usage=reply.token_usage, duration_s=duration))
         return reply, duration
 
-    # -- planning --------------------------------------------------------------------------------
-    def _planning_step(self: MultiStepAgent, task: str, context: RunContext, is_update: bool,
-                       remaining_steps: int) -> PlanningStep:
-        fields = context.event_fields()
-        context.emit(StepStarted(**fields, step_type="planning"))
-        step = PlanningStep(step_number=context.step, is_update=is_update)
+    def _reply_options(self) -> dict[str, Any]:
+        """Per-call options from the prompt file: `response_prefix`, the start of every action reply, for
+        adapters that can continue a reply (local models); others never get it."""
+        prefix = self.agent.prompt_templates.get("response_prefix")
+        if prefix and getattr(self.agent.model, "supports_response_prefix", False):
+            return {"response_prefix": str(prefix)}
+        return {}
+
+    # -- compaction ----------------------------------------------------------------------------------
+    def compact(self) -> None:
+        """Let the compactor fold older steps when the prompt is over budget; the step callbacks may veto it."""
+        agent, run = self.agent, self.run
+        done = agent.compactor.maybe_compact(agent.memory, agent.model, agent.prompt_templates, self._review_summary)
+        if done is not None:
+            run.emit(MemoryCompacted(**run.event_fields(), tokens_before=done.step.tokens_before,
+                                     tokens_after=done.step.tokens_after, steps_folded=done.steps_folded,
+                                     budget=done.budget, summary_source=done.step.source))
+
+    def _review_summary(self, step: SummaryStep) -> bool:
+        """The compactor's review: Stop wins; then any step callback returning exactly False vetoes."""
+        self.run.check_interrupt()
+        return not any(vote is False for vote in self.agent.step_callbacks.fire(step, self.agent))
+
+    # -- planning ------------------------------------------------------------------------------------
+    def planning_step(self, task: str, is_update: bool, remaining_steps: int) -> PlanningStep:
+        agent, run = self.agent, self.run
+        fields = run.event_fields()
+        run.emit(StepStarted(**fields, step_type="planning"))
+        step = PlanningStep(step_number=run.step, is_update=is_update)
         step.timing.start_time = time.time()
-        templates = self.prompt_templates
-        variables = self._prompt_variables()
+        templates = agent.prompt_templates
         if is_update:
-            self.compactor.maybe_compact(self, context)
+            self.compact()
             messages = ([{"role": "system", "content": render(templates, "planning.update_plan_pre", task=task)}]
-                        + self.memory.conversation
+                        + agent.memory.conversation
                         + [{"role": "user", "content": render(templates, "planning.update_plan_post",
                                                               remaining_steps=remaining_steps)}])
         else:
-            messages = [{"role": "user", "content": render(templates, "planning.initial_plan", task=task, **variables)}]
-        reply, _ = self._call_model(messages, context, stop_sequences=[_END_PLAN])
+            messages = [{"role": "user", "content": render(templates, "planning.initial_plan", task=task,
+                                                           **agent.prompt_variables())}]
+        reply, _ = self.call_model(messages, stop_sequences=[_END_PLAN])
         plan = reply.content.replace(_END_PLAN, "").strip()
         step.model_output, step.token_usage = reply.content, reply.token_usage
-        context.emit(PlanProposed(**fields, plan=plan, is_update=is_update))
-        decision = self.broker.ask(DecisionKind.PLAN, {"plan": plan}, context)
+        run.emit(PlanProposed(**fields, plan=plan, is_update=is_update))
+        decision = run.ask(DecisionKind.PLAN, {"plan": plan})
         plan_text = render(templates, "planning.plan_message", plan=plan)
-        step.decisions = context.take_decisions()
+        step.decisions = run.take_decisions()
         if decision is not None:
             if decision.outcome is Outcome.EDIT:
                 plan, step.edited_by_user = decision.edited, True
@@ -107,30 +227,31 @@ class StepRunner:
         step.messages = [{"role": "assistant", "content": plan_text},
                          {"role": "user", "content": render(templates, "planning.proceed")}]
         step.timing.end_time = time.time()
-        self.memory.add_step(step)
-        self.step_callbacks.fire(step, self)
-        context.emit(StepFinished(**fields, step_type="planning", duration_s=step.timing.duration_s,
-                                  token_usage=step.token_usage))
+        agent.memory.add_step(step)
+        agent.step_callbacks.fire(step, agent)
+        run.emit(StepFinished(**fields, step_type="planning", duration_s=step.timing.duration_s,
+                              token_usage=step.token_usage))
         return step
 
-    # -- acting ----------------------------------------------------------------------------------
-    def _action_step(self: MultiStepAgent, context: RunContext) -> tuple[bool, Any]:
-        fields = context.event_fields()
-        context.emit(StepStarted(**fields, step_type="action"))
-        step = ActionStep(step_number=context.step, run_id=context.run_id)
+    # -- acting --------------------------------------------------------------------------------------
+    def action_step(self) -> tuple[bool, Any]:
+        agent, run = self.agent, self.run
+        fields = run.event_fields()
+        run.emit(StepStarted(**fields, step_type="action"))
+        step = ActionStep(step_number=run.step, run_id=run.run_id)
         step.timing.start_time = time.time()
-        self.compactor.maybe_compact(self, context)  # before reading the prompt: compaction swaps it
-        messages = self.memory.messages
+        self.compact()  # before reading the prompt: compaction swaps it
+        messages = agent.memory.messages
         step.model_input_messages = PromptSnapshot(messages)
         try:
-            reply, step.model_duration_s = self._call_model(
-                messages, context, stop_sequences=self.stop_sequences or None,
-                tools=self._native_tool_schemas(), **self._reply_options(),
+            reply, step.model_duration_s = self.call_model(
+                messages, stop_sequences=agent.stop_sequences or None, tools=agent.native_tool_schemas(),
+                **self._reply_options(),
             )
             step.model_output, step.token_usage = reply.content, reply.token_usage
-            self._act(step, reply, context)
+            agent.act(step, reply, run)
             if step.is_final_answer:
-                self._check_final_answer(step, context)
+                self._check_final_answer(step)
         except AgentInterrupted:
             step.error = step.error or "The run was stopped by the user."
             raise
@@ -139,64 +260,54 @@ class StepRunner:
             raise
         finally:
             step.timing.end_time = time.time()
-            step.decisions = context.take_decisions()
+            step.decisions = run.take_decisions()
             step.messages = self._step_messages(step)
-            context.emit(Observation(**fields, text=step.messages[-1]["content"]))
-            self.memory.add_step(step)
-            self.step_callbacks.fire(step, self)
-            context.emit(StepFinished(**fields, step_type="action", duration_s=step.timing.duration_s,
-                                      token_usage=step.token_usage))
+            run.emit(Observation(**fields, text=step.messages[-1]["content"]))
+            agent.memory.add_step(step)
+            agent.step_callbacks.fire(step, agent)
+            run.emit(StepFinished(**fields, step_type="action", duration_s=step.timing.duration_s,
+                                  token_usage=step.token_usage))
         return step.is_final_answer, step.action_output
 
-    def _native_tool_schemas(self) -> list[dict] | None:
-        return None
-
-    def _reply_options(self: MultiStepAgent) -> dict[str, Any]:
-        """Per-call options from the prompt file: `response_prefix`, the start of every action reply, for
-        adapters that can continue a reply (local models); others never get it."""
-        prefix = self.prompt_templates.get("response_prefix")
-        if prefix and getattr(self.model, "supports_response_prefix", False):
-            return {"response_prefix": str(prefix)}
-        return {}
-
-    def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
-        raise NotImplementedError
-
-    def _step_messages(self: MultiStepAgent, step: ActionStep) -> list[Message]:
+    def _step_messages(self, step: ActionStep) -> list[Message]:
         """The messages this step adds to the prompt: the model's reply, then what came of it."""
+        templates = self.agent.prompt_templates
         messages: list[Message] = [{"role": "assistant", "content": step.model_output}]
         if step.error:
-            text = render(self.prompt_templates, "observations.error", error=step.error)
+            text = render(templates, "observations.error", error=step.error)
             if step.observations:
-                text = render(self.prompt_templates, "observations.observation", observation=step.observations) + "\n" + text
+                text = render(templates, "observations.observation", observation=step.observations) + "\n" + text
         else:
-            text = render(self.prompt_templates, "observations.observation", observation=step.observations)
+            text = render(templates, "observations.observation", observation=step.observations)
         messages.append({"role": "user", "content": text})
         return messages
 
-    def _check_final_answer(self: MultiStepAgent, step: ActionStep, context: RunContext) -> None:
+    def _check_final_answer(self, step: ActionStep) -> None:
         """Run the final-answer checks; a failing check turns the answer into an error the model sees."""
-        for check in self.final_answer_checks:
+        for check in self.agent.final_answer_checks:
             check_name = getattr(check, "__name__", type(check).__name__)
             try:
-                passed, reason = bool(check(step.action_output, self.memory)), f"check {check_name!r} returned False"
+                passed = bool(check(step.action_output, self.agent.memory))
+                reason = f"check {check_name!r} returned False"
             except Exception as exc:
                 passed, reason = False, f"check {check_name!r} failed: {exc}"
             if not passed:
                 step.is_final_answer = False
-                step.error = render(self.prompt_templates, "observations.final_answer_rejected", reason=reason)
-                context.emit(StepError(**context.event_fields(), error_type="FinalAnswerCheckFailed", message=reason))
+                step.error = render(self.agent.prompt_templates, "observations.final_answer_rejected", reason=reason)
+                self.run.emit(StepError(**self.run.event_fields(), error_type="FinalAnswerCheckFailed",
+                                        message=reason))
                 return
 
-    def _answer_after_max_steps(self: MultiStepAgent, task: str, context: RunContext) -> Any:
+    def answer_after_max_steps(self, task: str) -> Any:
         """One last model call asking for the best answer from what the memory holds."""
-        templates = self.prompt_templates
-        self.compactor.maybe_compact(self, context)
+        agent, run = self.agent, self.run
+        templates = agent.prompt_templates
+        self.compact()
         messages = ([{"role": "system", "content": render(templates, "final_answer.pre_messages")}]
-                    + self.memory.conversation
+                    + agent.memory.conversation
                     + [{"role": "user", "content": render(templates, "final_answer.post_messages", task=task)}])
-        context.emit(StepStarted(**context.event_fields(), step_type="final"))
-        reply, duration = self._call_model(messages, context)
-        context.emit(StepFinished(**context.event_fields(), step_type="final", duration_s=duration,
-                                  token_usage=reply.token_usage))
+        run.emit(StepStarted(**run.event_fields(), step_type="final"))
+        reply, duration = self.call_model(messages)
+        run.emit(StepFinished(**run.event_fields(), step_type="final", duration_s=duration,
+                              token_usage=reply.token_usage))
         return reply.content

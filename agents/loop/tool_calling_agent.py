@@ -11,6 +11,7 @@ from agents.events import StepError
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
 from agents.loop.parsing import parse_tool_calls
+from agents.loop.tool_runner import fenced_output
 from agents.memory import ActionStep
 from agents.models.base import ModelReply, ToolCall
 from agents.prompts import render
@@ -30,12 +31,12 @@ class ToolCallingAgent(MultiStepAgent):
         self.max_parallel_calls = max(1, max_parallel_calls)
         super().__init__(tools=tools, model=model, **kwargs)
 
-    def _native_tool_schemas(self) -> list[dict] | None:
+    def native_tool_schemas(self) -> list[dict] | None:
         if not getattr(self.model, "supports_native_tools", False):
             return None
         return [tool.to_openai_schema() for tool in self.runner.tools.values()]
 
-    def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
+    def act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
         calls = list(reply.tool_calls) or parse_tool_calls(reply.content)
         if not calls:
             step.error = render(self.prompt_templates, "parse_error")
@@ -48,7 +49,6 @@ class ToolCallingAgent(MultiStepAgent):
         if reply.tool_calls:  # keep native calls visible in the transcript the model sees next
             step.model_output = (reply.content + "\n" if reply.content else "") + "Calling tools:\n" + json.dumps(
                 [{"name": c.name, "arguments": c.arguments} for c in calls], default=str)
-        self.runner.begin_step()
         results = self._run_calls(calls, context)
         lines: list[str] = []
         errors: list[str] = []
@@ -58,7 +58,7 @@ class ToolCallingAgent(MultiStepAgent):
             elif call.name == "final_answer":
                 step.is_final_answer, step.action_output = True, output
             else:
-                shown = self.runner.fenced_output(call.name, call.id, output)  # outside data, fenced
+                shown = fenced_output(call.name, call.id, output, context)  # outside data, fenced
                 lines.append(f"{call.name} returned:\n{shown}" if len(calls) > 1 else shown)
         step.observations = "\n\n".join(lines)
         if errors:

@@ -1,129 +1,105 @@
 """ToolRunner: calls tools for an agent — events, approval pauses, argument checks and error wrapping.
 
 Both agents use it: the ToolCallingAgent for JSON/native calls, the CodeAgent for calls that arrive
-from sandboxed code over the worker channel. Managed agents and `ask_user` read the current call
-from a thread-local.
+from sandboxed code over the worker channel. It keeps no run state: every call names its run (a
+RunContext), and tools that need the run (`ask_user`, managed agents) get it as a ToolContext.
 """
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-from agents.decisions import DecisionBroker, DecisionKind, Outcome, Rejected
+from agents.decisions import DecisionKind, Outcome, Rejected
 from agents.errors import ToolError
 from agents.events import InjectionFlagged, ToolCallProposed, ToolCallResult, new_id
 from agents.guard import detect_injection, fence, warning_line
 from agents.loop.context import RunContext
 from agents.models.base import ToolCall
 from agents.tooling.base import Tool
+from agents.tooling.context import ToolContext
 
 MAX_EVENT_OUTPUT_CHARS = 4000
 #: Tools whose output is not outside data: the answer itself, and the user's own reply.
 UNSCREENED_TOOLS = frozenset({"final_answer", "ask_user"})
 
-_local = threading.local()
-
-
-@dataclass
-class ActiveCall:
-    call_id: str
-    context: RunContext
-
-
-def current_call() -> ActiveCall | None:
-    """The tool call running on this thread, if any."""
-    return getattr(_local, "call", None)
-
 
 class ToolRunner:
-    def __init__(self, tools: dict[str, Tool], broker: DecisionBroker) -> None:
+    def __init__(self, tools: dict[str, Tool]) -> None:
         self.tools = tools
-        self.broker = broker
-        self.context: RunContext | None = None  # set by the agent at each step
-        self.begin_step()
 
-    def call(self, name: str, arguments: dict[str, Any], context: RunContext | None = None,
-             call_id: str | None = None, positional: tuple[Any, ...] = ()) -> Any:
-        """Run tool `name` with `positional` and keyword `arguments`, pausing for approval when the policy says so."""
-        context = context or self.context
-        if context is None:
-            raise ToolError(f"Tool {name!r} was called outside of a run.")
+    def call(self, name: str, arguments: dict[str, Any], run: RunContext, call_id: str | None = None,
+             positional: tuple[Any, ...] = ()) -> Any:
+        """Run tool `name` in `run` with `positional` and keyword `arguments`, pausing for approval when the
+        policy says so."""
         tool = self.tools.get(name)
         if tool is None:
             raise ToolError(f"Unknown tool {name!r}. Available tools: {', '.join(sorted(self.tools)) or 'none'}.")
         call_id = call_id or new_id()
-        fields = context.event_fields()
+        fields = run.event_fields()
         try:
             # Name positional arguments (`lookup('a')` from code) so that what a person sees, edits and
             # approves is always `{input_name: value}`; bad arguments fail here, before anyone is asked.
             shown_arguments = tool.bind_arguments(positional, arguments)
         except ToolError as exc:
             raw = {"args": list(positional), **arguments} if positional else dict(arguments)
-            context.emit(ToolCallProposed(**fields, call_id=call_id, tool_name=name, arguments=raw))
-            context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=str(exc), is_error=True))
+            run.emit(ToolCallProposed(**fields, call_id=call_id, tool_name=name, arguments=raw))
+            run.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=str(exc), is_error=True))
             raise
-        arguments, positional = shown_arguments, ()
-        context.emit(ToolCallProposed(**fields, call_id=call_id, tool_name=name, arguments=shown_arguments))
-        decision = self.broker.ask(
+        arguments = shown_arguments
+        run.emit(ToolCallProposed(**fields, call_id=call_id, tool_name=name, arguments=shown_arguments))
+        decision = run.ask(
             DecisionKind.TOOL_CALL, {"tool_name": name, "arguments": shown_arguments, "call_id": call_id},
-            context, tool_name=name, tool_flagged=tool.requires_approval,
+            tool_name=name, tool_flagged=tool.requires_approval,
         )
         if decision is not None and decision.outcome is Outcome.REJECT:
-            context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name,
+            run.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name,
                                         output=f"Rejected by the user: {decision.reason}", is_error=True))
             raise Rejected(f"The user rejected the call to {name}: {decision.reason or 'no reason given'}")
         if decision is not None and decision.outcome is Outcome.EDIT:
             arguments = dict(decision.edited)
-        previous = current_call()
-        _local.call = ActiveCall(call_id=call_id, context=context)
-        self.broker.bind_to_thread(context)
         try:
-            output = tool(**arguments)
+            output = tool.invoke(arguments, ToolContext(call_id=call_id, run=run))
         except (ToolError, Rejected) as exc:
-            context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=str(exc), is_error=True))
+            run.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=str(exc), is_error=True))
             raise
         except Exception as exc:
             message = f"Tool {name!r} failed: {type(exc).__name__}: {exc}"
-            context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=message, is_error=True))
+            run.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=message, is_error=True))
             raise ToolError(message) from exc
-        finally:
-            _local.call = previous
         text = str(output)
-        self._record(name, call_id, {"args": list(positional), **arguments} if positional else arguments, text, context)
+        self._record(name, call_id, arguments, text, run)
         if len(text) > MAX_EVENT_OUTPUT_CHARS:
             text = text[:MAX_EVENT_OUTPUT_CHARS] + f"... [{len(text) - MAX_EVENT_OUTPUT_CHARS} more characters]"
-        context.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=text))
+        run.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=text))
         return output
 
     # -- what the calls of a step brought in (guard against prompt injection, agents/guard.py) --------
-    def begin_step(self) -> None:
-        """Forget the previous step's calls; agents call this before acting."""
-        self.step_calls: list[ToolCall] = []
-        self.step_findings: dict[str, list] = {}
-
-    def _record(self, name: str, call_id: str, arguments: dict[str, Any], text: str, context: RunContext) -> None:
-        """Remember a successful call and screen its output; flagged output emits InjectionFlagged."""
-        self.step_calls.append(ToolCall(name=name, arguments=dict(arguments), id=call_id))
+    def _record(self, name: str, call_id: str, arguments: dict[str, Any], text: str, run: RunContext) -> None:
+        """Remember a successful call in the run's step and screen its output; flagged output emits InjectionFlagged."""
+        run.tool_calls.append(ToolCall(name=name, arguments=dict(arguments), id=call_id))
         if name in UNSCREENED_TOOLS:
             return
         findings = detect_injection(text)
         if findings:
-            self.step_findings[call_id] = findings
-            context.emit(InjectionFlagged(**context.event_fields(), source=f"tool:{name}", excerpt=findings[0].excerpt))
+            run.tool_findings[call_id] = findings
+            run.emit(InjectionFlagged(**run.event_fields(), source=f"tool:{name}", excerpt=findings[0].excerpt))
 
-    def fenced_output(self, name: str, call_id: str, output: Any) -> str:
-        """A call's output as the model sees it: fenced as data from `tool:<name>`, a warning line first if flagged."""
-        if name in UNSCREENED_TOOLS:
-            return str(output)
-        text = fence(output, f"tool:{name}")
-        return warning_line(f"tool:{name}") + "\n" + text if call_id in self.step_findings else text
-
-    def as_callables(self) -> dict[str, Any]:
-        """Plain callables for the sandbox: each forwards a call from code to `call`."""
-        def make(name: str):
+    def as_callables(self, run: RunContext | None) -> dict[str, Callable[..., Any]]:
+        """Plain callables for the sandbox, each forwarding a call from code to `call` in `run`. With no run
+        (what a sandbox is given between runs), they refuse."""
+        def make(name: str) -> Callable[..., Any]:
             def proxy(*args: Any, **kwargs: Any) -> Any:
-                return self.call(name, kwargs, positional=args)
+                if run is None:
+                    raise ToolError(f"Tool {name!r} was called outside of a run.")
+                return self.call(name, kwargs, run, positional=args)
             proxy.__name__ = name
             return proxy
         return {name: make(name) for name in self.tools}
+
+
+def fenced_output(name: str, call_id: str, output: Any, run: RunContext) -> str:
+    """A call's output as the model sees it: fenced as data from `tool:<name>`, a warning line first if flagged."""
+    if name in UNSCREENED_TOOLS:
+        return str(output)
+    text = fence(output, f"tool:{name}")
+    return warning_line(f"tool:{name}") + "\n" + text if call_id in run.tool_findings else text

@@ -14,31 +14,30 @@ How it works
 - The summary call goes straight to `model.generate` (no streaming, no ModelOutput events); it is not an
   action step; its token usage is recorded on the SummaryStep. If it fails or comes back empty, a
   deterministic summary (`fallback_summary`) lists the folded steps with shortened observations.
-- Veto contract: before the SummaryStep is installed, the compactor calls the agent's step callbacks with
-  it (`step_callbacks.fire(summary_step, agent)`: callbacks for every step and those registered for
+- Veto contract: before the SummaryStep is installed, the compactor hands it to its `review` callback. The
+  agent loop's review (agents/loop/step_runner.py) checks for Stop, then calls the agent's step callbacks
+  with it (`step_callbacks.fire(summary_step, agent)`: callbacks for every step and those registered for
   "summary"/SummaryStep). If any callback returns exactly `False`, the compaction is vetoed: nothing is
   installed, no event is emitted, and the compactor does not try again until the prompt has grown by a
   further quarter of the budget. Any other return value (None, True, ...) lets it through.
 - Installing: the SummaryStep is appended to `memory.steps` (every folded step stays there and in the saved
-  document); the prompt is rebuilt by `prompt_from_steps`, which lays out the steps around the latest
-  SummaryStep (its `kept_steps` say which earlier steps stay verbatim). A `MemoryCompacted` event carries
-  the token counts before and after, the number of steps folded, the budget and the summary's source.
+  document); the prompt is rebuilt by `prompt_from_steps` (memory.py), which lays out the steps around the
+  latest SummaryStep (its `kept_steps` say which earlier steps stay verbatim). The compactor returns a
+  `Compaction`, from which the loop emits a `MemoryCompacted` event: the token counts before and after, the
+  number of steps folded, the budget and the summary's source.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agents.events import MemoryCompacted
+from agents.errors import ConfigurationError
+from agents.memory.memory import AgentMemory, latest_summary
 from agents.memory.steps import ActionStep, MemoryStep, PlanningStep, SummaryStep
-from agents.models.base import Message, message_text
+from agents.models.base import Message, Model, TokenUsage, message_text
 from agents.prompts import render
-
-if TYPE_CHECKING:
-    from agents.loop.base import MultiStepAgent
-    from agents.loop.context import RunContext
 
 DEFAULT_CONTEXT_BUDGET = 32_000
 BUDGET_ENV = "AGENTDECK_CONTEXT_BUDGET"
@@ -68,42 +67,13 @@ def is_summary_request(messages: Sequence[Message]) -> bool:
     return bool(messages) and SUMMARY_MARKER in message_text(messages[0])
 
 
-def prompt_from_steps(system_messages: list[Message], steps: Sequence[MemoryStep]) -> list[Message]:
-    """The prompt the steps add up to, honouring the latest SummaryStep.
-
-    Without a summary: the system messages, then every step's messages in order. With one at index `s`:
-    the steps before `s` listed in its `kept_steps` stay verbatim, the summary's message takes the place of
-    the first step it folds, and every step after `s` follows.
-    """
-    messages = list(system_messages)
-    last = next((i for i in range(len(steps) - 1, -1, -1) if isinstance(steps[i], SummaryStep)), None)
-    if last is None:
-        for step in steps:
-            messages.extend(step.messages)
-        return messages
-    summary = steps[last]
-    kept = set(summary.kept_steps)
-    placed = False
-    for index in range(last):
-        step = steps[index]
-        if index in kept:
-            messages.extend(step.messages)
-        elif step.messages and not placed:
-            messages.extend(summary.messages)
-            placed = True
-    if not placed:
-        messages.extend(summary.messages)
-    for step in steps[last + 1:]:
-        messages.extend(step.messages)
-    return messages
-
-
 def _prompt_step_indices(steps: Sequence[MemoryStep], end: int) -> list[int]:
     """Indices (< end) of the steps whose messages are in the current prompt."""
-    last = next((i for i in range(end - 1, -1, -1) if isinstance(steps[i], SummaryStep)), None)
-    if last is None:
+    latest = latest_summary(steps[:end])
+    if latest is None:
         return [i for i in range(end) if steps[i].messages]
-    kept = set(steps[last].kept_steps)
+    last, summary = latest
+    kept = set(summary.kept_steps)
     return [i for i in range(end) if steps[i].messages and (i in kept or i >= last)]
 
 
@@ -178,8 +148,26 @@ def fallback_summary(steps: Sequence[MemoryStep], previous_summary: str, max_cha
 
 
 @dataclass
+class Compaction:
+    """What one compaction did: the installed summary step, and the figures the loop's MemoryCompacted event carries."""
+
+    step: SummaryStep
+    steps_folded: int
+    budget: int
+
+
+#: Called with the summary step before it is installed; returning False vetoes it. The agent loop's review
+#: checks for Stop and asks the step callbacks (see the veto contract above).
+SummaryReview = Callable[[SummaryStep], bool]
+
+
+@dataclass
 class Compactor:
-    """Keeps an agent's prompt under its context budget. One per agent (it tracks the prompt's size)."""
+    """Keeps a memory's prompt under the context budget. One per agent (it tracks the prompt's size).
+
+    It takes narrow inputs: the memory, the model that counts tokens and writes the summary, the prompt
+    templates, and a review callback; it knows nothing of the agent loop.
+    """
 
     context_budget: int | None = None
     enabled: bool = True
@@ -201,40 +189,41 @@ class Compactor:
     _retry_above: int = field(default=0, init=False, repr=False)
 
     # -- sizes -----------------------------------------------------------------------------------
-    def budget(self, agent: MultiStepAgent) -> int:
-        return int(self.context_budget) if self.context_budget else default_budget(agent.model)
+    def budget(self, model: Model) -> int:
+        return int(self.context_budget) if self.context_budget else default_budget(model)
 
-    def prompt_tokens(self, agent: MultiStepAgent) -> int:
-        """Tokens of `agent.memory.messages`, counting only what was appended since the last call."""
-        messages = agent.memory.messages
-        if messages is not self._tracked or agent.model is not self._tracked_model or len(messages) < self._tracked_length:
-            self._tracked, self._tracked_model, self._tracked_length, self._tracked_tokens = messages, agent.model, 0, 0
+    def prompt_tokens(self, memory: AgentMemory, model: Model) -> int:
+        """Tokens of `memory.messages`, counting only what was appended since the last call."""
+        messages = memory.messages
+        if messages is not self._tracked or model is not self._tracked_model or len(messages) < self._tracked_length:
+            self._tracked, self._tracked_model, self._tracked_length, self._tracked_tokens = messages, model, 0, 0
         if len(messages) > self._tracked_length:
-            self._tracked_tokens += agent.model.count_tokens(list(messages[self._tracked_length:]))
+            self._tracked_tokens += model.count_tokens(list(messages[self._tracked_length:]))
             self._tracked_length = len(messages)
         return self._tracked_tokens
 
     # -- the check run before each model call ---------------------------------------------------
-    def maybe_compact(self, agent: MultiStepAgent, context: RunContext) -> SummaryStep | None:
+    def maybe_compact(self, memory: AgentMemory, model: Model, templates: dict[str, Any],
+                      review: SummaryReview) -> Compaction | None:
         """Compact when the prompt about to be sent is over the budget; cheap otherwise."""
         if not self.enabled:
             return None
-        tokens = self.prompt_tokens(agent)
-        budget = self.budget(agent)
+        tokens = self.prompt_tokens(memory, model)
+        budget = self.budget(model)
         if tokens <= budget or tokens <= self._retry_above:
             return None
-        return self.compact(agent, context, tokens_before=tokens)
+        return self.compact(memory, model, templates, review, tokens_before=tokens)
 
-    def compact(self, agent: MultiStepAgent, context: RunContext, tokens_before: int | None = None) -> SummaryStep | None:
-        """Fold older steps into a summary now. Returns the installed SummaryStep, or None (nothing to fold, or vetoed)."""
-        memory = agent.memory
+    def compact(self, memory: AgentMemory, model: Model, templates: dict[str, Any], review: SummaryReview,
+                tokens_before: int | None = None) -> Compaction | None:
+        """Fold older steps into a summary now. Returns what was installed, or None (nothing to fold, or vetoed)."""
         steps = memory.steps
         end = len(steps)
-        budget = self.budget(agent)
-        tokens_before = self.prompt_tokens(agent) if tokens_before is None else tokens_before
+        budget = self.budget(model)
+        tokens_before = self.prompt_tokens(memory, model) if tokens_before is None else tokens_before
         summary_tokens = max(48, int(budget * self.summary_ratio))
         target = int(budget * self.target_ratio)
-        count = agent.model.count_tokens
+        count = model.count_tokens
         in_prompt = _prompt_step_indices(steps, end)
         base_tokens = count(list(memory.system_prompt.messages)) + summary_tokens + 16
         step_tokens: dict[int, int] = {}
@@ -257,60 +246,55 @@ class Compactor:
         if not folded_real:
             self._retry_above = tokens_before + budget // 4  # nothing left to fold: don't retry every step
             return None
-        previous = next((steps[i] for i in reversed(folded) if isinstance(steps[i], SummaryStep)), None)
+        previous = next((s for s in (steps[i] for i in reversed(folded)) if isinstance(s, SummaryStep)), None)
         previous_text = previous.summary if previous is not None else ""
         previous_count = previous.folded_steps if previous is not None else 0
         folded_steps = [steps[i] for i in folded_real]
 
-        summary_text, usage, source = self._write_summary(agent, folded_steps, previous_text, summary_tokens, budget)
-        context.check_interrupt()
+        summary_text, usage, source = self._write_summary(memory, model, templates, folded_steps, previous_text,
+                                                          summary_tokens, budget)
         total_folded = previous_count + sum(1 for s in folded_steps if isinstance(s, (ActionStep, PlanningStep)))
         step = SummaryStep(summary=summary_text, folded_steps=total_folded, kept_steps=sorted(kept),
                            source=source, tokens_before=tokens_before, token_usage=usage)
-        step.messages = [{"role": "user", "content": render(agent.prompt_templates, "compaction.summary_message",
+        step.messages = [{"role": "user", "content": render(templates, "compaction.summary_message",
                                                             summary=summary_text, folded_steps=total_folded)}]
-        votes = agent.step_callbacks.fire(step, agent)
-        if any(vote is False for vote in votes):
+        if not review(step):
             self.vetoes += 1
             self._retry_above = tokens_before + budget // 4
             return None
         steps.append(step)
         memory.rebuild_prompt()
-        tokens_after = self.prompt_tokens(agent)
-        step.tokens_after = tokens_after
+        step.tokens_after = self.prompt_tokens(memory, model)
         self._retry_above = 0
         self.compactions += 1
-        context.emit(MemoryCompacted(**context.event_fields(), tokens_before=tokens_before, tokens_after=tokens_after,
-                                     steps_folded=len(folded_steps), budget=budget, summary_source=source))
-        return step
+        return Compaction(step=step, steps_folded=len(folded_steps), budget=budget)
 
     # -- the summary -----------------------------------------------------------------------------
-    def summary_request(self, agent: MultiStepAgent, folded: Sequence[MemoryStep], previous_summary: str,
-                        summary_tokens: int, budget: int) -> list[Message]:
-        templates = agent.prompt_templates
+    def summary_request(self, memory: AgentMemory, templates: dict[str, Any], folded: Sequence[MemoryStep],
+                        previous_summary: str, summary_tokens: int, budget: int) -> list[Message]:
         max_chars = max(2_000, int(budget * CHARS_PER_TOKEN * 0.6))
         transcript = _transcript(folded, max_chars)
         max_words = max(30, summary_tokens * 3 // 4)
         return [
             {"role": "system", "content": render(templates, "compaction.system", max_words=max_words)},
-            {"role": "user", "content": render(templates, "compaction.request", task=_shorten(agent.memory.last_task(), 2_000),
+            {"role": "user", "content": render(templates, "compaction.request",
+                                               task=_shorten(memory.last_task(), 2_000),
                                                previous_summary=previous_summary, transcript=transcript)},
         ]
 
-    def _write_summary(self, agent: MultiStepAgent, folded: Sequence[MemoryStep], previous_summary: str,
-                       summary_tokens: int, budget: int):
-        from agents.models.base import TokenUsage
-
+    def _write_summary(self, memory: AgentMemory, model: Model, templates: dict[str, Any],
+                       folded: Sequence[MemoryStep], previous_summary: str, summary_tokens: int,
+                       budget: int) -> tuple[str, TokenUsage, str]:
         max_chars = summary_tokens * CHARS_PER_TOKEN
-        messages = self.summary_request(agent, folded, previous_summary, summary_tokens, budget)
+        messages = self.summary_request(memory, templates, folded, previous_summary, summary_tokens, budget)
         try:
-            reply = agent.model.generate(messages)
+            reply = model.generate(messages)
             text, usage = (reply.content or "").strip(), reply.token_usage
         except Exception:  # any model failure: the deterministic fallback keeps the run going
             text, usage = "", TokenUsage()
         if text:
             return _shorten(text, max_chars), usage, "model"
-        intro = render(agent.prompt_templates, "compaction.fallback_intro")
+        intro = render(templates, "compaction.fallback_intro")
         body = fallback_summary(folded, previous_summary, max_chars - len(intro) - 1, self.observation_chars)
         return intro + "\n" + body, usage, "fallback"
 
@@ -337,7 +321,6 @@ def make_compactor(context_budget: int | None = None, compaction: Any = None) ->
     `compaction` is None (defaults), False (never compact), a dict of Compactor settings, or a Compactor.
     """
     if context_budget is not None and (not isinstance(context_budget, int) or context_budget < 64):
-        from agents.errors import ConfigurationError
         raise ConfigurationError("context_budget must be a number of tokens (at least 64), or None for the model's default.")
     if isinstance(compaction, Compactor):
         if context_budget is not None:
@@ -349,5 +332,4 @@ def make_compactor(context_budget: int | None = None, compaction: Any = None) ->
         return Compactor(context_budget=context_budget)
     if isinstance(compaction, dict):
         return Compactor(context_budget=context_budget, **compaction)
-    from agents.errors import ConfigurationError
     raise ConfigurationError("compaction must be None, False, a dict of settings or a Compactor.")

@@ -1,17 +1,61 @@
-"""AgentMemory: the steps of an agent's conversation and the prompt they add up to."""
+"""AgentMemory: the steps of an agent's conversation and the prompt they add up to.
+
+Memory is data: it knows nothing of the agent loop. Saving and loading live in `serialize.py`, compaction
+(which reads a memory and appends a summary step) in `compaction.py`.
+"""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from agents.memory.steps import ActionStep, MemoryStep, PlanningStep, SystemPromptStep, TaskStep
+from agents.memory.steps import ActionStep, MemoryStep, PlanningStep, SummaryStep, SystemPromptStep, TaskStep
 from agents.models.base import Message
+
+
+def latest_summary(steps: Sequence[MemoryStep]) -> tuple[int, SummaryStep] | None:
+    """The latest SummaryStep and its index, if any."""
+    for index in range(len(steps) - 1, -1, -1):
+        step = steps[index]
+        if isinstance(step, SummaryStep):
+            return index, step
+    return None
+
+
+def prompt_from_steps(system_messages: list[Message], steps: Sequence[MemoryStep]) -> list[Message]:
+    """The prompt the steps add up to, honouring the latest SummaryStep.
+
+    Without a summary: the system messages, then every step's messages in order. With one at index `s`:
+    the steps before `s` listed in its `kept_steps` stay verbatim, the summary's message takes the place of
+    the first step it folds, and every step after `s` follows.
+    """
+    messages = list(system_messages)
+    latest = latest_summary(steps)
+    if latest is None:
+        for step in steps:
+            messages.extend(step.messages)
+        return messages
+    last, summary = latest
+    kept = set(summary.kept_steps)
+    placed = False
+    for index in range(last):
+        step = steps[index]
+        if index in kept:
+            messages.extend(step.messages)
+        elif step.messages and not placed:
+            messages.extend(summary.messages)
+            placed = True
+    if not placed:
+        messages.extend(summary.messages)
+    for step in steps[last + 1:]:
+        messages.extend(step.messages)
+    return messages
 
 
 class AgentMemory:
     """Holds the steps and keeps the model's prompt as an append-only list of messages.
 
     `messages` is maintained incrementally: recording a step appends that step's pre-rendered messages.
-    Compaction swaps in a shorter prompt (`replace_prompt`) while `steps` keeps every step.
+    After compaction or loading, `rebuild_prompt` lays the prompt out again from the steps, while `steps`
+    keeps every step.
     """
 
     def __init__(self, system_prompt: str = "", examples: list[Message] | tuple = ()) -> None:
@@ -44,16 +88,10 @@ class AgentMemory:
         self.steps.clear()
         self._messages = list(self.system_prompt.messages)
 
-    def replace_prompt(self, messages: list[Message]) -> None:
-        """Install a new prompt (after compaction or loading); later steps append to it."""
-        self._messages = list(messages)
-
     def rebuild_prompt(self) -> None:
         """Rebuild the prompt from every step's cached messages (after loading a saved memory or compacting).
 
         The latest SummaryStep, if any, stands in for the earlier steps it folded (see compaction.py)."""
-        from agents.memory.compaction import prompt_from_steps
-
         self._messages = prompt_from_steps(self.system_prompt.messages, self.steps)
 
     # -- reading ---------------------------------------------------------------------------------
@@ -77,27 +115,10 @@ class AgentMemory:
                 return step.task
         return ""
 
+    def last_step_number(self) -> int:
+        """The number of the latest planning or action step (0 for none): a run continuing this memory numbers
+        its steps after it."""
+        return max((getattr(step, "step_number", 0) for step in self.steps), default=0)
+
     def __len__(self) -> int:
         return len(self.steps)
-
-    # -- saving and loading (agents/memory/serialize.py) -------------------------------------------
-    def to_dict(self) -> dict:
-        """A JSON-safe, versioned document of every step (see serialize.memory_to_dict)."""
-        from agents.memory.serialize import memory_to_dict
-        return memory_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> AgentMemory:
-        from agents.memory.serialize import memory_from_dict
-        return memory_from_dict(data)
-
-    def save(self, path, secret: bytes | str | None = None) -> None:
-        """Write the memory as signed JSON (secret: given, else AGENTDECK_SECRET / the secret file)."""
-        from agents.memory.serialize import save_memory
-        save_memory(self, path, secret)
-
-    @classmethod
-    def load(cls, path, secret: bytes | str | None = None, **limits) -> AgentMemory:
-        """Read a signed memory document; refuses tampered, foreign, oversize or unknown-version files."""
-        from agents.memory.serialize import load_memory
-        return load_memory(path, secret, **limits)

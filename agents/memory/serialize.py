@@ -36,7 +36,7 @@ from typing import Any
 from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
 from agents.memory.codec import VALUE_FIELDS, field_error, is_json, json_safe, step_from_dict, step_to_dict
 from agents.memory.memory import AgentMemory
-from agents.memory.steps import ActionStep
+from agents.memory.steps import ActionStep, PromptSnapshot
 
 FORMAT = "agentdeck-memory"
 SCHEMA_VERSION = 1
@@ -138,8 +138,6 @@ def memory_from_dict(document: Any, max_steps: int = MAX_STEPS) -> AgentMemory:
 def _restore_prompt_snapshots(memory: AgentMemory) -> None:
     """Give loaded action steps their `model_input_messages` back where the rebuilt prompt holds it exactly:
     steps before any compaction (the prompt was append-only up to then). Others keep only the length."""
-    from agents.memory.steps import PromptSnapshot
-
     for step in memory.steps:
         if step.step_type == "summary":
             return

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from agents.errors import ToolDefinitionError, ToolInputError
+from agents.errors import ToolDefinitionError, ToolError, ToolInputError
+from agents.tooling.context import ToolContext
 
 #: Input and output types a tool may declare, with the Python types accepted for each.
 TOOL_TYPES: dict[str, tuple[type, ...]] = {
@@ -29,6 +30,8 @@ class Tool:
     `inputs` maps each argument name to `{"type": <TOOL_TYPES key>, "description": str}` and optionally
     `"nullable": True` (the argument may be omitted or None) and `"enum": [...]`.
     Set `requires_approval = True` for tools that write or send something: approval policies use it.
+    Set `takes_context = True` for tools that need the run they are called in (to ask the person, to start a
+    sub-run): `forward` then receives `context=ToolContext(...)` from the tool runner (agents/tooling/context.py).
     """
 
     name: ClassVar[str] = ""
@@ -36,6 +39,7 @@ class Tool:
     inputs: ClassVar[dict[str, dict[str, Any]]] = {}
     output_type: ClassVar[str] = "any"
     requires_approval: ClassVar[bool] = False
+    takes_context: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.validate_definition()
@@ -113,7 +117,19 @@ class Tool:
         return checked
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(**self.bind_arguments(args, kwargs))
+        """Call the tool directly, outside any run (its arguments checked as in a run)."""
+        return self._forward_checked(self.bind_arguments(args, kwargs), None)
+
+    def invoke(self, arguments: dict[str, Any], context: ToolContext | None = None) -> Any:
+        """Check `arguments` and run the tool; the tool runner's way in, handing `context` to tools that take it."""
+        return self._forward_checked(self.bind_arguments((), arguments), context)
+
+    def _forward_checked(self, arguments: dict[str, Any], context: ToolContext | None) -> Any:
+        if not self.takes_context:
+            return self.forward(**arguments)
+        if context is None:
+            raise ToolError(f"{self.name} can only be used inside an agent run.")
+        return self.forward(**arguments, context=context)
 
     def to_openai_schema(self) -> dict[str, Any]:
         """The tool as an OpenAI-style function definition (used for native tool calling)."""

@@ -8,7 +8,7 @@ import pytest
 from agents import events as ev
 from agents import tool
 from agents.decisions import ApprovalPolicy, Decision, ScriptedDecider, TerminalDecider
-from agents.errors import ConfigurationError
+from agents.errors import ConfigurationError, ToolError
 from agents.tooling.ask_user import AskUserTool
 from tests.agents.conftest import call, code
 
@@ -125,6 +125,19 @@ def test_ask_user_answer_becomes_observation(make_code_agent):
     assert agent.run("t") == "blue"
     assert decider.requests[0].payload == {"question": "Which colour?"}
     assert "blue" in model.calls[1][-1]["content"]
+
+
+def test_ask_user_outside_a_run_gets_no_stale_answer(make_tool_agent):
+    """After a run, nothing of it lingers on the thread: ask_user called outside a run refuses instead of
+    asking the finished run's decider (which would hand back a stale answer)."""
+    decider = ScriptedDecider([Decision.reply("blue"), Decision.reply("STALE")])
+    ask_user = AskUserTool()
+    agent, _ = make_tool_agent([call("ask_user", question="Which colour?"), call("final_answer", answer="done")],
+                               tools=[ask_user], decider=decider)
+    assert agent.run("t") == "done" and len(decider.requests) == 1  # the run asked once, on this thread
+    with pytest.raises(ToolError, match="only be used inside an agent run"):
+        ask_user("Which colour now?")
+    assert len(decider.requests) == 1  # the finished run's decider was not asked again
 
 
 # -- answering from another thread, time limits, validation ---------------------------------------

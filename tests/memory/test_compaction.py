@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from agents import AgentMemory, tool
 from agents import events as ev
+from agents.loop.restore import restore_agent_memory
 from agents.memory import ActionStep, PlanningStep, SummaryStep, TaskStep
 from agents.memory.codec import step_to_dict
 from agents.memory.compaction import Compactor, choose_kept_steps, default_budget, fallback_summary
-from agents.memory.restore import restore_agent_memory
+from agents.memory.serialize import save_memory
 from agents.models.base import message_text
 from agents.models.replay import ReplayModel
 from tests.agents.conftest import call
@@ -187,7 +188,7 @@ def test_history_survives_compaction_save_load_and_follow_up(make_tool_agent, tm
     assert any(isinstance(s, SummaryStep) for s in agent.memory.steps)
     assert model.calls[-1][1] == history[0] and model.calls[-1][2] == history[1]  # between system prompt and task
     assert "Collect the records." in model.calls[-1][3]["content"]
-    agent.memory.save(tmp_path / "m.json", secret=secret)
+    save_memory(agent.memory, tmp_path / "m.json", secret=secret)
     follow = SummaryAwareReplay([call("fetch", n=7), call("fetch", n=8), call("fetch", n=9), call("fetch", n=10),
                                  call("final_answer", answer="Ada")])
     fresh, _ = make_tool_agent(follow, tools=[fetch], context_budget=BUDGET)
@@ -209,3 +210,36 @@ def test_compactor_can_be_used_directly():
     memory = AgentMemory("sys")
     memory.add_step(TaskStep(task="t", messages=[{"role": "user", "content": "t"}]))
     assert Compactor(context_budget=500).enabled and memory.messages[-1]["content"] == "t"
+
+
+def test_compactor_takes_a_memory_model_templates_and_a_review_not_an_agent():
+    """Memory is data: compaction needs no agent, only the memory, a model, the templates and a review callback."""
+    from agents.prompts import load_prompt_templates
+
+    templates = load_prompt_templates("tool_calling_agent")
+    model = SummaryAwareReplay([])
+
+    def filled_memory() -> AgentMemory:
+        memory = AgentMemory("sys")
+        task = "Collect the records."
+        memory.add_step(TaskStep(task=task, messages=[{"role": "user", "content": task}]))
+        for n in range(1, 9):
+            memory.add_step(ActionStep(step_number=n, observations=f"RECORD-{n}", messages=[
+                {"role": "assistant", "content": f"fetch({n})"},
+                {"role": "user", "content": f"RECORD-{n} " + "lorem ipsum dolor sit amet " * 40}]))
+        return memory
+
+    vetoing, reviewed = Compactor(context_budget=BUDGET), []
+    memory = filled_memory()
+    before = list(memory.messages)
+    assert vetoing.maybe_compact(memory, model, templates, lambda step: reviewed.append(step) or False) is None
+    assert len(reviewed) == 1 and vetoing.vetoes == 1 and memory.messages == before  # a veto installs nothing
+
+    compactor = Compactor(context_budget=BUDGET)
+    memory = filled_memory()
+    done = compactor.maybe_compact(memory, model, templates, lambda step: True)
+    assert done is not None and memory.steps[-1] is done.step and done.budget == BUDGET
+    assert done.step.tokens_before > BUDGET >= done.step.tokens_after == model.count_tokens(memory.messages)
+    assert done.steps_folded == done.step.folded_steps >= 5 and 0 in done.step.kept_steps  # the task stays verbatim
+    assert done.step.source == "model" and len(model.summary_calls) == 2  # the vetoed summary was written too
+    assert any("SUMMARY" in message_text(m) for m in memory.messages)

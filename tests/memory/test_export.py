@@ -5,9 +5,9 @@ import nbformat
 import pytest
 
 from agents import AgentMemory, tool
+from agents.loop.restore import rebuild_sandbox_state
 from agents.memory import ActionStep, FinalAnswerStep, TaskStep
 from agents.memory.export import save_notebook, to_markdown, to_notebook
-from agents.memory.restore import rebuild_sandbox_state
 from tests.agents.conftest import code
 from tests.memory.conftest import needs_sandbox
 

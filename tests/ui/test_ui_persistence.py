@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from ui_testlib import chat_text, code_reply, run_app, text_of, write_transcript
 
+from agents.loop.restore import Mismatch, SandboxRebuildReport
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
-from agents.memory.restore import Mismatch, SandboxRebuildReport
 from ui.app import AgentDeckApp
 from ui.chat.render import Transcript
 from ui.saved.restore import rebuild_note, replay_memory

@@ -172,7 +172,7 @@ def rebuild_note(report: Any, restored_steps: int, headline: str = "♻️ **Cha
 def carry_memory_into(agent: Any, memory: AgentMemory, transcript: Transcript, headline: str) -> None:
     """Give `agent` the memory (screening it for injected instructions), rebuild its sandbox's variables by
     re-running the recorded code, and say in the chat what happened (`headline` first)."""
-    from agents.memory.restore import rebuild_sandbox_state, restore_agent_memory
+    from agents.loop.restore import rebuild_sandbox_state, restore_agent_memory
 
     flagged: list[ev.Event] = []
     restore_agent_memory(agent, memory, emit=flagged.append)

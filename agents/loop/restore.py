@@ -1,5 +1,7 @@
-"""Putting a loaded memory to work: install it in an agent (screening it for injected instructions) and
-rebuild the sandbox's variables by re-running the recorded code steps.
+"""Restoring an agent from a saved memory: the agent continues the conversation (the memory screened for
+injected instructions first), and its sandbox's variables are rebuilt by re-running the recorded code steps.
+
+Memory itself is data (agents/memory): this is the loop's side, which knows the agent, its sandbox and its tools.
 """
 from __future__ import annotations
 
@@ -8,45 +10,23 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agents.events import InjectionFlagged
+from agents.loop.base import MultiStepAgent
+from agents.loop.context import RunContext
 from agents.memory.memory import AgentMemory
+from agents.memory.screening import flag_loaded_observations
 from agents.memory.serialize import load_memory
 from agents.memory.steps import ActionStep
 
-if TYPE_CHECKING:
-    from agents.loop.base import MultiStepAgent
 
-# -- putting a loaded memory to work ------------------------------------------------------------------
 @dataclass
 class RestoreReport:
     steps: int
     step_number: int
     #: (source, finding) for loaded observations that look like injected instructions.
     findings: list[tuple[str, Any]] = field(default_factory=list)
-
-
-def flag_loaded_observations(memory: AgentMemory) -> list[tuple[str, Any]]:
-    """Screen the observations of a loaded memory; flagged steps get the warning line in their prompt message."""
-    from agents.guard import detect_injection, unfence, warning_line
-
-    flagged: list[tuple[str, Any]] = []
-    for step in memory.action_steps():
-        text = "\n".join(part for part in (step.observations, step.error or "") if part)
-        findings = detect_injection(unfence(text)) if text else []
-        if not findings:
-            continue
-        source = f"memory:step {step.step_number}"
-        flagged.extend((source, finding) for finding in findings)
-        note = warning_line(source)
-        for message in reversed(step.messages):
-            if message.get("role") == "user" and isinstance(message.get("content"), str):
-                if note not in message["content"]:
-                    message["content"] = note + "\n" + message["content"]
-                break
-    if flagged:
-        memory.rebuild_prompt()
-    return flagged
 
 
 def restore_agent_memory(agent: MultiStepAgent, source: AgentMemory | str | os.PathLike,
@@ -57,19 +37,14 @@ def restore_agent_memory(agent: MultiStepAgent, source: AgentMemory | str | os.P
     emitted as `InjectionFlagged` through `emit` when given, and the flagged step's observation gets a
     warning line. Sandbox state is not restored here: see `rebuild_sandbox_state`.
     """
-    from agents.events import InjectionFlagged
-
     memory = source if isinstance(source, AgentMemory) else load_memory(source, secret)
     findings = flag_loaded_observations(memory)
-    numbers = [getattr(s, "step_number", 0) for s in memory.steps]
-    step_number = max(numbers, default=0)
-    agent.memory = memory
-    agent._step_number = step_number
+    agent.continue_from(memory)
     if emit is not None:
         for source_label, finding in findings:
             number = int(source_label.rsplit(" ", 1)[-1])
             emit(InjectionFlagged(run_id="restore", step=number, source=source_label, excerpt=finding.excerpt))
-    return RestoreReport(steps=len(memory.steps), step_number=step_number, findings=findings)
+    return RestoreReport(steps=len(memory.steps), step_number=memory.last_step_number(), findings=findings)
 
 
 @dataclass
@@ -95,7 +70,8 @@ class SandboxRebuildReport:
         text = f"Re-ran {len(self.rerun)} code steps, skipped {len(self.skipped)}, {len(self.mismatches)} mismatches."
         for mismatch in self.mismatches:
             text += f"\n- step {mismatch.step_number}: " + (
-                f"error {mismatch.error}" if mismatch.error else f"output {mismatch.actual[:80]!r} != {mismatch.expected[:80]!r}")
+                f"error {mismatch.error}" if mismatch.error
+                else f"output {mismatch.actual[:80]!r} != {mismatch.expected[:80]!r}")
         return text
 
 
@@ -116,13 +92,14 @@ def rebuild_sandbox_state(memory: AgentMemory, agent: Any, rerun_tools: bool = F
     - Each re-run step's printed output is compared with the recorded logs; a difference, or an error now,
       is reported as a Mismatch with the step number. `final_answer` in re-run code only records a value.
     """
-    from agents.loop.context import RunContext
-
     report = SandboxRebuildReport()
     runner = getattr(agent, "runner", None)
     tool_names = set(getattr(runner, "tools", {}) or {})
-    if rerun_tools and runner is not None and runner.context is None:
-        runner.context = RunContext(run_id="rebuild", emit_function=lambda event: None, interrupt_flag=threading.Event())
+    tools = None  # without re-running tools, the sandbox's own proxies refuse any call (it is not a run)
+    if rerun_tools and runner is not None:
+        rebuild = RunContext(run_id="rebuild", emit_function=_ignore, interrupt_flag=threading.Event(),
+                             broker=agent.broker)
+        tools = runner.as_callables(rebuild)
     sandbox = agent.sandbox
     for step in memory.action_steps():
         if not step.code:
@@ -134,9 +111,13 @@ def rebuild_sandbox_state(memory: AgentMemory, agent: Any, rerun_tools: bool = F
         if tools_called and not rerun_tools:
             report.skipped.append((step.step_number, "called tools: " + ", ".join(tools_called)))
             continue
-        result = sandbox.run(step.code)
+        result = sandbox.run(step.code, tools=tools)
         report.rerun.append(step.step_number)
         actual = result.logs or ""
         if result.error or actual != (step.logs or ""):
             report.mismatches.append(Mismatch(step.step_number, step.logs or "", actual, result.error or None))
     return report
+
+
+def _ignore(event: Any) -> None:
+    """Where the events of re-run tool calls go: nobody watches a rebuild."""
