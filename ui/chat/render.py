@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agents import events as ev
+from ui.chat.file_links import FileLinker
 from ui.chat.formatting import (
     IMAGE_EXTENSIONS,
     clip,
@@ -26,10 +27,12 @@ from ui.chat.formatting import (
     scrub_server_paths,
     thought_without_code,
 )
+from ui.chat.step_output import error_line, step_preview
 from ui.chat.tree import ChatTree, Node
 
 WAITING_MARK = " · ✋ waiting for you"
 CONTINUE_HINT = "Send **continue** to let the agent go on from where it stopped (it keeps its steps and variables)"
+LOGS_LABEL = "📜 *Output*\n\n"
 NO_ANSWER_GUESS = ("⏱️ **Not a final answer**: the agent ran out of steps. Asked for its best guess from the steps "
                    "so far, the model wrote (nothing here was checked by running code):")
 
@@ -45,7 +48,8 @@ class Transcript(ChatTree):
         self.decision_nodes: dict[str, Node] = {}
         self.files: list[dict[str, Any]] = []  # non-image artifacts: {"path", "relative_path", "size_bytes"}
         self.files_revision = 0  # counts new or changed non-image files (the files panel shows their latest)
-        self._raw_logs: dict[str, str] = {}
+        self._raw_logs: dict[str, str] = {}  # step node id -> everything its code printed
+        self._step_errors: dict[str, str] = {}  # step node id -> its error as the preview shows it
         self._images_shown: set[tuple] = set()  # (scope, content digest or path) of the images in the chat
         self.top_run_id: str | None = None
         self.current_step = 0  # steps taken in the current run (the agent's own numbering goes on across runs)
@@ -101,6 +105,8 @@ class Transcript(ChatTree):
                     started=e.timestamp)
         self.step_nodes[(e.run_id, e.parent_id, e.step)] = node
         self._add(node, parent=self._step_parent(e))
+        # Where the step's key output shows once it is done (empty, so not shown, until then).
+        self._add(Node(f"{node.id}/output"), parent=self._step_parent(e))
         if e.parent_id is None:
             self.current_step = max(0, e.step - self.first_step)
             self.out_of_steps = self.out_of_steps or kind == "final"
@@ -176,12 +182,14 @@ class Transcript(ChatTree):
             node.parts["result"] = "**Result:**\n" + fence(e.output)
 
     def _on_execution_log(self, e: ev.ExecutionLog) -> None:
+        """What the code prints goes into its step, which is open while it runs: it shows as it streams."""
         if not e.text:
             return
-        node = self._child(self._step_node(e), "logs", "📜 Execution logs", e)
+        step = self._step_node(e)
+        node = step if step is not None else self._child(None, "logs", "📜 Output", e)
         raw = self._raw_logs.get(node.id, "") + e.text
         self._raw_logs[node.id] = raw
-        node.parts["text"] = fence(raw)
+        node.parts["logs"] = LOGS_LABEL + fence(raw)
 
     def _on_observation(self, e: ev.Observation) -> None:
         """What the model is sent after the step (logs, last value, errors, fenced tool output), as it is;
@@ -190,7 +198,7 @@ class Transcript(ChatTree):
         if not text:
             return
         step = self._step_node(e)
-        logs = self._raw_logs.get(f"{step.id}/logs", "") if step is not None else ""
+        logs = self._raw_logs.get(step.id, "") if step is not None else ""
         if logs.strip() and text.removeprefix("Observation:").strip() == f"Execution logs:\n{logs.strip()}":
             return
         node = self._child(step, "observation", "👁️ What the model sees next", e)
@@ -220,11 +228,15 @@ class Transcript(ChatTree):
         if e.error_type == "RejectedByUser":  # a person's decision, not a failure: show their reason
             node = self._child(step, f"rejected-{self._counter}", "🚫 You rejected this step", e)
             node.parts["text"] = f"Reason: {e.message}" if e.message and e.message != "Rejected." else "No reason given."
+            if step is not None:
+                self._step_errors[step.id] = "🚫 You rejected this step. " + node.parts["text"]
             return
         node = self._child(step, f"error-{self._counter}", f"💥 Error: {e.error_type}", e)
         node.parts["text"] = f'<span class="ad-error">{e.error_type}</span>\n\n' + fence(e.message)
         if step is not None and "⚠️" not in (step.title or ""):
             step.title = f"{step.title} ⚠️"
+        if step is not None:
+            self._step_errors[step.id] = error_line(e.error_type, e.message)
 
     def _on_injection_flagged(self, e: ev.InjectionFlagged) -> None:
         node = self._child(self._step_node(e), f"injection-{self._counter}", f"🛡️ Suspicious instructions in {e.source}", e)
@@ -285,12 +297,24 @@ class Transcript(ChatTree):
         node = self._step_node(e)
         if node is None:
             return
-        node.status = "done"
         node.duration = round(e.duration_s, 2)
         tokens = format_tokens(e.token_usage)
         if tokens:
             node.log = tokens
+        self._finish_step(node)
+
+    def _finish_step(self, node: Node) -> None:
+        """Fold the step (Gradio closes a thought whose status is done) and show its key output under it."""
+        node.status = "done"
         self._close_children(node)
+        preview = self.by_id.get(f"{node.id}/output")
+        if preview is None:
+            return
+        title = (node.title or "the step").replace(" ⚠️", "").replace(WAITING_MARK, "")
+        saved = FileLinker(self.workdir, self.publish).link(node.parts["files"]) if "files" in node.parts else ""
+        text = step_preview(title, self._raw_logs.get(node.id, ""), saved, self._step_errors.get(node.id, ""))
+        if text:
+            preview.parts["text"] = text
 
     def _close_children(self, node: Node) -> None:
         for child in node.children:
@@ -307,7 +331,10 @@ class Transcript(ChatTree):
             guess = "\n".join("> " + line for line in format_value(e.value).splitlines())
             self._add(Node(self._new_id("guess"), parts={"text": NO_ANSWER_GUESS + "\n\n" + guess}))
             return
-        self._add(Node(self._new_id("answer"), parts={"text": format_value(e.value)}))
+        text = format_value(e.value)
+        if isinstance(e.value, str):
+            text = FileLinker(self.workdir, self.publish).link(text)
+        self._add(Node(self._new_id("answer"), parts={"text": text}))
         value = e.value
         if isinstance(value, str) and os.path.splitext(value)[1].lower() in IMAGE_EXTENSIONS:
             path = value if os.path.isabs(value) or not self.workdir else os.path.join(self.workdir, value)
@@ -329,11 +356,13 @@ class Transcript(ChatTree):
         self.waiting = None
         self.retrying = None
         self.run_tokens = e.token_usage
-        for node in self.by_id.values():
+        for node in list(self.by_id.values()):
             if node.status == "pending":
-                node.status = "done"
                 if node.duration is None and node.title and not node.title.startswith("✋"):
                     node.duration = round(max(0.0, e.timestamp - node.started), 2)
+                if node.id.startswith("step:"):
+                    self._finish_step(node)
+                node.status = "done"
         state = str(getattr(e.state, "value", e.state))
         if state == "interrupted":
             self.add_note("⏹️ Stopped. You can send a new message to continue.")

@@ -1,0 +1,75 @@
+"""What a finished step shows under its folded title: the first lines of what its code printed (data frames as
+tables), the files it saved (as links) and the first line of its error.
+
+Why: a finished step folds to one line, so what it found would take a click (two, when the logs were a
+nested collapsible) to read. The chat shows this preview as a plain message right under the step; the step
+itself keeps the code and the whole output. The text is Markdown for the chat (ui/chat/tree.py neutralises
+it like every message).
+"""
+from __future__ import annotations
+
+from ui.chat.formatting import clip, fence
+from ui.chat.tables import split_tables, to_markdown
+
+#: A preview shows at most this many printed lines (tables count their rows) and this many tables.
+PREVIEW_LINES = 12
+PREVIEW_TABLES = 2
+#: Only the start of long logs is searched for tables.
+SEARCHED_CHARS = 20_000
+#: The class the chat's CSS (ui/web/responsive.py) knows a preview by; ui/chat/safe_markdown.py keeps it.
+MARKER = '<span class="ad-step-output"></span>'
+
+
+def _trimmed(lines: list[str]) -> list[str]:
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
+
+
+def logs_preview(logs: str, step_title: str) -> str:
+    """The start of `logs` as Markdown: text lines fenced, printed frames as tables, and what is left out."""
+    lines = logs.rstrip().split("\n")
+    segments = split_tables("\n".join(lines)[:SEARCHED_CHARS])
+    budget, tables, consumed = PREVIEW_LINES, 0, 0
+    blocks: list[str] = []
+    for segment in segments:
+        if budget <= 0 or (segment.table is not None and tables >= PREVIEW_TABLES):
+            break
+        if segment.table is not None:
+            tables += 1
+            blocks.append(to_markdown(segment.table))
+            budget -= min(len(segment.table.rows), PREVIEW_LINES // 2)
+            consumed += segment.size
+            continue
+        shown = segment.lines[:budget]
+        consumed += len(shown)
+        budget -= len(shown)
+        if _trimmed(shown):
+            blocks.append(fence("\n".join(_trimmed(shown))))
+    left = len(_trimmed(lines[consumed:]))
+    if left:
+        blocks.append(f"*… {left} more line{'s' if left != 1 else ''} of output: open **{step_title}** for all of it.*")
+    return "\n\n".join(blocks)
+
+
+def step_preview(step_title: str, logs: str, saved: str = "", error: str = "") -> str:
+    """The preview of a finished step ('' when it printed, saved and failed nothing)."""
+    blocks = []
+    if logs.strip():
+        blocks.append(logs_preview(logs, step_title))
+    if saved:
+        blocks.append(saved)
+    if error:
+        blocks.append(error)
+    if not blocks:
+        return ""
+    return MARKER + "\n\n" + "\n\n".join(blocks)
+
+
+def error_line(error_type: str, message: str) -> str:
+    """An error's last non-empty line (where Python puts the exception), styled as the chat's errors are."""
+    lines = [line for line in message.strip().splitlines() if line.strip()]
+    last = clip(lines[-1], 300) if lines else error_type
+    return f'<span class="ad-error">{error_type}</span> `{last.replace("`", "ˋ")}`'

@@ -1,0 +1,26 @@
+"""How the chat's steps look: one compact line per folded step, its key output right under it, tables that read.
+
+Why: Gradio gives every message its own padded bubble, so a folded step (one 46 px line) took 104 px and a
+run of steps read as boxes separated by empty bands; tables inherited the prose font and broke numbers
+inside cells. Steps and their previews (ui/chat/step_output.py, found by their `ad-step-output` marker) sit
+close together, indented under the step; tables are compact, keep numbers whole, align them right and
+scroll sideways when wide. Colours come from Gradio's theme variables, so dark mode follows.
+"""
+from __future__ import annotations
+
+CSS = """
+#chat .message-row:has(.thought-group) { padding-top: 2px; padding-bottom: 2px; }
+#chat .message-row:has(.thought-group) .message { margin-bottom: 0; padding-top: 0; padding-bottom: 0; }
+#chat .message-row .thought-group { margin: 2px 0; padding: 2px var(--spacing-md); }
+#chat .message-row:has(.ad-step-output) { padding-top: 0; padding-bottom: 6px; }
+#chat .message:has(.ad-step-output) { margin-bottom: 0; padding-top: 0; padding-left: calc(var(--spacing-md) + 32px); }
+#chat p:has(> .ad-step-output:only-child) { display: none; }
+#chat .message:has(.ad-step-output) .md { font-size: var(--text-sm); }
+#chat .message:has(.ad-step-output) .md > * { margin-top: 4px; margin-bottom: 4px; }
+#chat .message:has(.ad-step-output) pre { padding: 6px 10px; }
+#chat .md table { display: block; width: max-content; max-width: 100%; overflow-x: auto; font-size: var(--text-sm);
+                  margin: 4px 0; border-collapse: collapse; }
+#chat .md table th, #chat .md table td { padding: 2px 10px; white-space: nowrap; line-height: 1.4; }
+#chat .md table td[align=right], #chat .md table th[align=right] { text-align: right;
+                                                                  font-variant-numeric: tabular-nums; }
+"""
