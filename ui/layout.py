@@ -131,6 +131,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                                          after_runs=[submitted, example, *recorded], new_chat_event=cleared)
         files_panel_ui.wire_delete_confirm(app, demo, files_panel, delete_confirm)
         responsive.wire(demo)
+        chat_view.wire(demo)
         demo.unload(app.on_unload)
     return demo
 
