@@ -147,8 +147,9 @@ def test_the_running_step_is_open_and_finished_steps_show_their_tables_and_chart
         assert chat.get_by_text("progress: 2 of 2").first.is_visible()
         # No empty bands: each folded step's box is followed closely by what comes next.
         gaps = page.evaluate("""() => {
-            const boxes = [...document.querySelectorAll(
-                '#chat .thought-group, #chat .message:has(.ad-step-output) .md, #chat .message-row:has(img) .flex-wrap')]
+            const shown = '#chat .thought-group, #chat .message:has(.ad-step-output) .md, '
+                        + '#chat .message-row:has(img) .flex-wrap';
+            const boxes = [...document.querySelectorAll(shown)]
                 .filter(el => !el.parentElement.closest('.thought-group')).map(el => el.getBoundingClientRect());
             return boxes.slice(1).map((box, i) => box.top - boxes[i].bottom);
         }""")
