@@ -4,12 +4,11 @@ a DataFrame answer is a table; files named in an answer are links to their publi
 in dark mode. Screenshots go to SCREENSHOT_DIR (docs/ with `make screenshots`)."""
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
+from browser_driver import BROWSER_MARKS, chat_text, open_page, scroll_chat_to, send, wait_for_text, wait_in_view
 from test_narrow_and_dark_browser import contrast, page_at
 from ui_testlib import PENGUINS, SCREENSHOT_DIR, code_reply, run_app, write_transcript
 
@@ -64,47 +63,6 @@ def step_group(page, title: str):
 
 def is_open(page, title: str) -> bool:
     return step_group(page, title).locator(".title").first.evaluate("t => t.classList.contains('expanded')")
-
-
-def wait_in_view(page, locator) -> None:
-    """Wait until the element is inside the chat's scrolled view, once folding steps have finished moving (the
-    chat follows the output as the run streams)."""
-    locator.wait_for()
-    locator.evaluate("""el => new Promise((resolve, reject) => {
-        const log = document.querySelector('#chat [role=log]'), deadline = Date.now() + 15000;
-        const moving = () => document.getAnimations().some(a => a.playState === 'running'
-                                                                 && a.effect.getComputedTiming().endTime !== Infinity);
-        const check = () => {
-            const box = el.getBoundingClientRect(), view = log.getBoundingClientRect();
-            if (!moving() && box.height > 0 && box.top >= view.top && box.bottom <= view.bottom) return resolve(true);
-            if (Date.now() > deadline) return reject(new Error('not in the chat view: ' + el.innerText));
-            requestAnimationFrame(check);
-        };
-        check();
-    })""")
-
-
-def scroll_chat_to(page, locator, timeout: float = 15.0) -> None:
-    """Scroll the chat (not the page) so that `locator` is at its top, again whenever a late update of the
-    finished run scrolls it back down (Gradio follows new values), until it has stayed there for a second."""
-    deadline, steady_since = time.time() + timeout, None
-    while time.time() < deadline:
-        moved = locator.evaluate("""el => {
-            const log = document.querySelector('#chat [role=log]');
-            const off = el.getBoundingClientRect().top - log.getBoundingClientRect().top;
-            const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 1;
-            if (Math.abs(off) <= 2 || (off > 0 && atEnd)) return false;
-            log.scrollTop += off;
-            return true;
-        }""")
-        if moved:
-            steady_since = None
-        elif steady_since is None:
-            steady_since = time.time()
-        elif time.time() - steady_since >= 1.0:
-            return
-        time.sleep(0.1)
-    raise AssertionError("the chat kept scrolling away")
 
 
 def run_to_the_answer(page, data: Path, on_streaming=None) -> None:
