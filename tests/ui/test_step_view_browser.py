@@ -116,7 +116,7 @@ def test_the_running_step_is_open_and_finished_steps_show_their_tables_and_chart
         answer = chat.locator(".message-row").last
         assert answer.locator("table tr").count() >= 11
         assert "10 of 344 rows and" in answer.inner_text()
-        scroll_chat_to(page, step_group(page, "Step 1"))
+        scroll_chat_to(page, step_group(page, "Step 3"))
         shot(page, "steps")
 
 
