@@ -14,8 +14,8 @@ from ui.chat.tables import split_tables, to_markdown
 #: A preview shows at most this many printed lines (tables count their rows) and this many tables.
 PREVIEW_LINES = 12
 PREVIEW_TABLES = 2
-#: Only the start of long logs is searched for tables.
-SEARCHED_CHARS = 20_000
+#: Only the start of long logs is searched for tables (this runs once per step, on the streaming thread).
+SEARCHED_CHARS = 12_000
 #: The class the chat's CSS (ui/web/responsive.py) knows a preview by; ui/chat/safe_markdown.py keeps it.
 MARKER = '<span class="ad-step-output"></span>'
 
@@ -31,7 +31,13 @@ def _trimmed(lines: list[str]) -> list[str]:
 def logs_preview(logs: str, step_title: str) -> str:
     """The start of `logs` as Markdown: text lines fenced, printed frames as tables, and what is left out."""
     lines = logs.rstrip().split("\n")
-    segments = split_tables("\n".join(lines)[:SEARCHED_CHARS])
+    searched = "\n".join(lines)
+    cut = len(searched) > SEARCHED_CHARS
+    if cut:
+        searched = searched[:searched.rfind("\n", 0, SEARCHED_CHARS) + 1 or SEARCHED_CHARS].rstrip("\n")
+    segments = split_tables(searched)
+    if cut and segments and segments[-1].table is not None:
+        segments[-1].table.complete = False
     budget, tables, consumed = PREVIEW_LINES, 0, 0
     blocks: list[str] = []
     for segment in segments:

@@ -21,10 +21,11 @@ MAX_CELL_CHARS = 60
 #: Text longer than this (lines) is not searched for tables.
 MAX_LINES = 400
 #: At most this many lines are parsed in all while looking for tables in one text (bounds the retries).
-PARSE_BUDGET_LINES = 4000
+PARSE_BUDGET_LINES = 2000
 
 _GUTTER = re.compile(r"\S {2,}\S")
 _HEADER_ONLY = re.compile(r"^ {2,}\S")
+_WORD = re.compile(r"[^ ]+")
 _SHAPE = re.compile(r"^\[(\d+) rows x (\d+) columns\]$")
 _SERIES_FOOTER = re.compile(r"^(?:(?:Name|Length|Freq): .*, )*dtype: [\w\[\], ]+$")
 _NUMBER = re.compile(r"^[-+]?(?:\d[\d,_]*)?(?:\.\d+)?(?:[eE][-+]?\d+)?%?$")
@@ -42,13 +43,18 @@ class Table:
     shape: tuple[int, int] | None = None  # pandas' "[N rows x M columns]" footer
     caption: str = ""  # a Series' "Name: ..., dtype: ..." line
     notes: list[str] = field(default_factory=list)
+    complete: bool = True  # False: the text was cut inside the table, so its size is unknown
 
 
 # ----- pandas' text -> Table ---------------------------------------------------------------------------
 def _column_spans(lines: list[str]) -> list[tuple[int, int]]:
     """[start, end) of each column: the stretches between positions where every line has two or more spaces."""
     width = max(len(line) for line in lines)
-    blank = [all(i >= len(line) or line[i] == " " for line in lines) for i in range(width)]
+    used = bytearray(width)  # 1 where some line has a character
+    for line in lines:
+        for word in _WORD.finditer(line):
+            used[word.start():word.end()] = b"\x01" * (word.end() - word.start())
+    blank = [not flag for flag in used]
     spans: list[tuple[int, int]] = []
     start: int | None = None
     gap = 0
@@ -148,9 +154,13 @@ def split_tables(text: str) -> list[Segment]:
     plain: list[str] = []
     i = work = 0
     while i < len(lines):
+        if work > PARSE_BUDGET_LINES:  # searched enough: the rest stays text
+            plain.extend(lines[i:])
+            break
         end = _region_at(lines, i)
         table = None
         # The frame may end before the run of aligned lines does: try a few ends, within a bound on the work.
+        work += 1
         for cut in range(end, max(i + 1, end - 3), -1):
             if work > PARSE_BUDGET_LINES:
                 break
@@ -248,7 +258,9 @@ def to_markdown(table: Table, max_rows: int = MAX_ROWS, max_columns: int = MAX_C
     shown_rows = sum(1 for row in rows if not _is_ellipsis(row))
     total_rows, total_columns = table.shape or (sum(1 for r in table.rows if not _is_ellipsis(r)), len(data_header))
     cut = []
-    if shown_rows < total_rows:
+    if not table.complete and not table.shape:
+        cut.append(f"the first {shown_rows} rows")
+    elif shown_rows < total_rows:
         cut.append(f"{shown_rows} of {total_rows:,} rows")
     if shown_columns_count < total_columns:
         cut.append(f"{shown_columns_count} of {total_columns:,} columns")
