@@ -168,7 +168,8 @@ def test_edit_a_code_step_and_the_edited_code_runs(page) -> None:
     page.locator("#approve-btn").click()
     panel_hidden(page)
     wait_for_text(page, "answer from the edited code")
-    assert "Your edited code" in chat_text(page) and "✋ Decision: edit" in chat_text(page)
+    page.locator("#chat").get_by_text("✋ Decision: edit").last.click()  # the decision folds once made: open it
+    wait_for_text(page, "Your edited code")
     open_last_step(page)
     wait_for_text(page, "edited code ran\n")
     assert "original code ran\n" not in chat_text(page)
