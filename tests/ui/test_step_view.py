@@ -123,3 +123,41 @@ def test_a_data_frame_answer_is_a_table_and_named_files_are_links(workspace_tran
     answer = t.messages()[-1]["content"]
     assert answer.startswith("Written to [summary.csv](gradio_api/file=")
     assert answer.count("](gradio_api/file=") == 2 and str(workspace) not in answer
+
+
+def test_a_tool_steps_results_and_failures_show_under_it() -> None:
+    t = Transcript()
+    t.apply(ev.StepStarted(**base(1), step_type="action"))
+    t.apply(ev.ToolCallProposed(**base(1), call_id="c1", tool_name="web_search", arguments={"query": "penguins"}))
+    t.apply(ev.ToolCallResult(**base(1), call_id="c1", tool_name="web_search",
+                              output="".join(f"result {i}\n" for i in range(10))))
+    t.apply(ev.ToolCallProposed(**base(1), call_id="c2", tool_name="send_email", arguments={"to": "eve"}))
+    t.apply(ev.ToolCallResult(**base(1), call_id="c2", tool_name="send_email", is_error=True,
+                              output="Rejected by the user: never email Eve"))
+    t.apply(ev.ToolCallProposed(**base(1), call_id="c3", tool_name="final_answer", arguments={"answer": "done"}))
+    t.apply(ev.ToolCallResult(**base(1), call_id="c3", tool_name="final_answer", output="done"))
+    finish(t)
+    content = preview_of(t.messages(), "Step 1")["content"]
+    assert "🛠️ **web_search**\n```\nresult 0\n" in content and "… (4 more lines)" in content
+    assert '<span class="ad-error">send_email failed</span>\n```\nRejected by the user: never email Eve' in content
+    assert "final_answer" not in content  # the answer shows as the answer
+
+
+def test_the_preview_follows_what_the_step_asked_and_comes_before_its_charts(tmp_path: Path) -> None:
+    chart = tmp_path / "chart.png"
+    chart.write_bytes(b"\x89PNG\r\n\x1a\n")
+    t = Transcript()
+    code_step(t)
+    t.apply(ev.DecisionRequested(**base(1), request_id="q1", request_kind="question",
+                                 payload={"question": "Which colour?"}))
+    t.add_user("teal")
+    t.apply(ev.DecisionMade(**base(1), request_id="q1", request_kind="question", outcome="answer", detail="teal"))
+    t.apply(ev.ExecutionLog(**base(1), text="colour is teal\n"))
+    t.apply(ev.ArtifactCreated(**base(1), path=str(chart), relative_path="chart.png", artifact_kind="image"))
+    finish(t)
+    shown = [m["content"] if isinstance(m["content"], str) else "<image>" for m in t.messages()
+             if "metadata" not in m]  # what shows without a click: the plain messages, in order
+    order = [next(i for i, c in enumerate(shown) if needle in c)
+             for needle in ("Which colour?", "teal", "colour is teal", "<image>")]
+    assert len(set(order)) == 4, shown
+    assert order == sorted(order), shown

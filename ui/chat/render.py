@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +26,8 @@ from ui.chat.formatting import (
     scrub_server_paths,
     thought_without_code,
 )
-from ui.chat.step_output import error_line, step_preview
+from ui.chat.status_line import status_line
+from ui.chat.step_output import CallOutcome, StepRecord, error_line, step_preview
 from ui.chat.tree import ChatTree, Node
 
 WAITING_MARK = " · ✋ waiting for you"
@@ -48,8 +48,8 @@ class Transcript(ChatTree):
         self.decision_nodes: dict[str, Node] = {}
         self.files: list[dict[str, Any]] = []  # non-image artifacts: {"path", "relative_path", "size_bytes"}
         self.files_revision = 0  # counts new or changed non-image files (the files panel shows their latest)
-        self._raw_logs: dict[str, str] = {}  # step node id -> everything its code printed
-        self._step_errors: dict[str, str] = {}  # step node id -> its error as the preview shows it
+        self._raw_logs: dict[str, str] = {}  # logs without a step (node id -> everything printed)
+        self._steps: dict[str, StepRecord] = {}  # step node id -> what it produced, for its preview
         self._images_shown: set[tuple] = set()  # (scope, content digest or path) of the images in the chat
         self.top_run_id: str | None = None
         self.current_step = 0  # steps taken in the current run (the agent's own numbering goes on across runs)
@@ -104,9 +104,9 @@ class Transcript(ChatTree):
         node = Node(f"step:{e.run_id}:{e.parent_id or ''}:{e.step}:{kind}", title=title, status="pending",
                     started=e.timestamp)
         self.step_nodes[(e.run_id, e.parent_id, e.step)] = node
-        self._add(node, parent=self._step_parent(e))
-        # Where the step's key output shows once it is done (empty, so not shown, until then).
-        self._add(Node(f"{node.id}/output"), parent=self._step_parent(e))
+        parent = self._step_parent(e)
+        self._add(node, parent=parent)
+        self._steps[node.id] = StepRecord(siblings=parent.children if parent is not None else self.roots)
         if e.parent_id is None:
             self.current_step = max(0, e.step - self.first_step)
             self.out_of_steps = self.out_of_steps or kind == "final"
@@ -175,6 +175,9 @@ class Transcript(ChatTree):
             node = self._child(self._step_node(e), f"result-{e.call_id}", f"🛠️ {e.tool_name}", e)
         node.status = "done"
         node.duration = round(max(0.0, e.timestamp - node.started), 2)
+        step = self._step_node(e)
+        if step is not None and step.id in self._steps and node in step.children:
+            self._steps[step.id].calls.append(CallOutcome(e.tool_name, str(e.output), e.is_error))
         if e.is_error:
             node.title = f"💥 {e.tool_name} failed"
             node.parts["result"] = "**Error:**\n" + fence(e.output)
@@ -186,10 +189,14 @@ class Transcript(ChatTree):
         if not e.text:
             return
         step = self._step_node(e)
-        node = step if step is not None else self._child(None, "logs", "📜 Output", e)
-        raw = self._raw_logs.get(node.id, "") + e.text
-        self._raw_logs[node.id] = raw
-        node.parts["logs"] = LOGS_LABEL + fence(raw)
+        if step is not None and step.id in self._steps:
+            record = self._steps[step.id]
+            record.logs += e.text
+            step.parts["logs"] = LOGS_LABEL + fence(record.logs)
+            return
+        node = self._child(None, "logs", "📜 Output", e)
+        self._raw_logs[node.id] = self._raw_logs.get(node.id, "") + e.text
+        node.parts["logs"] = LOGS_LABEL + fence(self._raw_logs[node.id])
 
     def _on_observation(self, e: ev.Observation) -> None:
         """What the model is sent after the step (logs, last value, errors, fenced tool output), as it is;
@@ -198,7 +205,7 @@ class Transcript(ChatTree):
         if not text:
             return
         step = self._step_node(e)
-        logs = self._raw_logs.get(step.id, "") if step is not None else ""
+        logs = self._steps[step.id].logs if step is not None and step.id in self._steps else ""
         if logs.strip() and text.removeprefix("Observation:").strip() == f"Execution logs:\n{logs.strip()}":
             return
         node = self._child(step, "observation", "👁️ What the model sees next", e)
@@ -228,15 +235,15 @@ class Transcript(ChatTree):
         if e.error_type == "RejectedByUser":  # a person's decision, not a failure: show their reason
             node = self._child(step, f"rejected-{self._counter}", "🚫 You rejected this step", e)
             node.parts["text"] = f"Reason: {e.message}" if e.message and e.message != "Rejected." else "No reason given."
-            if step is not None:
-                self._step_errors[step.id] = "🚫 You rejected this step. " + node.parts["text"]
+            if step is not None and step.id in self._steps:
+                self._steps[step.id].error = "🚫 You rejected this step. " + node.parts["text"]
             return
         node = self._child(step, f"error-{self._counter}", f"💥 Error: {e.error_type}", e)
         node.parts["text"] = f'<span class="ad-error">{e.error_type}</span>\n\n' + fence(e.message)
         if step is not None and "⚠️" not in (step.title or ""):
             step.title = f"{step.title} ⚠️"
-        if step is not None:
-            self._step_errors[step.id] = error_line(e.error_type, e.message)
+        if step is not None and step.id in self._steps:
+            self._steps[step.id].error = error_line(e.error_type, e.message)
 
     def _on_injection_flagged(self, e: ev.InjectionFlagged) -> None:
         node = self._child(self._step_node(e), f"injection-{self._counter}", f"🛡️ Suspicious instructions in {e.source}", e)
@@ -307,14 +314,16 @@ class Transcript(ChatTree):
         """Fold the step (Gradio closes a thought whose status is done) and show its key output under it."""
         node.status = "done"
         self._close_children(node)
-        preview = self.by_id.get(f"{node.id}/output")
-        if preview is None:
+        record = self._steps.pop(node.id, None)
+        if record is None:
             return
         title = (node.title or "the step").replace(" ⚠️", "").replace(WAITING_MARK, "")
         saved = FileLinker(self.workdir, self.publish).link(node.parts["files"]) if "files" in node.parts else ""
-        text = step_preview(title, self._raw_logs.get(node.id, ""), saved, self._step_errors.get(node.id, ""))
+        text = step_preview(title, record, saved)
         if text:
-            preview.parts["text"] = text
+            preview = Node(f"{node.id}/output", parts={"text": text})
+            record.place(preview)
+            self.by_id[preview.id] = preview
 
     def _close_children(self, node: Node) -> None:
         for child in node.children:
@@ -347,7 +356,10 @@ class Transcript(ChatTree):
         identity = digest or path
         self._images_shown.add(("step", e.run_id, e.parent_id, e.step, identity))
         self._images_shown.add(("run", e.run_id, identity))
-        self._add(Node(self._new_id("image"), file=image_message(path, alt)))
+        image = self._add(Node(self._new_id("image"), file=image_message(path, alt)))
+        step = self._step_node(e)
+        if step is not None and step.id in self._steps:
+            self._steps[step.id].images.append(image)
 
     def _on_run_finished(self, e: ev.RunFinished) -> None:
         if e.parent_id is not None:
@@ -375,23 +387,5 @@ class Transcript(ChatTree):
 
     # ----- status line -----------------------------------------------------------------------------
     def status_text(self, now: float | None = None) -> str:
-        """A quiet one-line summary: step, elapsed time and tokens."""
-        if self.finished is not None:
-            e = self.finished
-            state = str(getattr(e.state, "value", e.state))
-            tokens = format_tokens(e.token_usage) or "0 tokens"
-            state = {"max_steps": "no answer (out of steps)", "error": "no answer (error)",
-                     "interrupted": "stopped"}.get(state, state)
-            return f"{state} · {e.steps} steps · {e.duration_s:.1f} s · {tokens}"
-        if not self.run_started:
-            return ""
-        elapsed = (now or time.time()) - self.run_started
-        if self.waiting:
-            what = "your answer" if self.waiting == "question" else f"your decision ({self.waiting.replace('_', ' ')})"
-            return f"✋ waiting for {what} · step {self.current_step}/{self.max_steps}"
-        if self.retrying is not None:
-            r = self.retrying
-            left = max(0.0, r.timestamp + r.wait_s - (now or time.time()))
-            return (f"⏳ {r.reason} · retry {r.attempt}/{r.max_retries} in {left:.0f} s · "
-                    f"step {self.current_step}/{self.max_steps}")
-        return f"running · step {self.current_step}/{self.max_steps} · {elapsed:.1f} s"
+        """A quiet one-line summary: step, elapsed time and tokens (ui/chat/status_line.py)."""
+        return status_line(self, now)
