@@ -161,3 +161,23 @@ def test_the_preview_follows_what_the_step_asked_and_comes_before_its_charts(tmp
              for needle in ("Which colour?", "teal", "colour is teal", "<image>")]
     assert len(set(order)) == 4, shown
     assert order == sorted(order), shown
+
+
+def test_a_reopened_chat_shows_the_same_step_view(workspace_transcript) -> None:
+    from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
+    from ui.saved.restore import replay_memory
+
+    t, workspace = workspace_transcript
+    (workspace / "summary.csv").write_text("species,mass\n")
+    memory = AgentMemory()
+    for step in (TaskStep(task="Summarise"),
+                 ActionStep(step_number=1, model_output="Thought: go", code="print(summary)",
+                            logs=str(SUMMARY) + "\n", artifacts=["summary.csv"]),
+                 FinalAnswerStep(output=repr(SUMMARY))):
+        memory.add_step(step)
+    replay_memory(t, memory, [], workspace)
+    messages = t.messages()
+    assert by_title(messages, "Step 1")["metadata"]["status"] == "done"
+    content = preview_of(messages, "Step 1")["content"]
+    assert "| Gentoo | 5076.0 |" in content and "📄 Saved: [`summary.csv`](gradio_api/file=" in content
+    assert messages[-1]["content"].startswith("| species | body\\_mass\\_g |")
