@@ -43,7 +43,8 @@ test-browser: install chromium
 
 # Refresh the README's screenshots (docs/screenshot-*.png) from the browser tests.
 screenshots: install chromium
-	AGENTDECK_SCREENSHOT_DIR=$(CURDIR)/docs $(PYTEST) -q -m browser tests/ui/test_ui_browser.py tests/ui/test_ui_approvals_browser.py
+	AGENTDECK_SCREENSHOT_DIR=$(CURDIR)/docs $(PYTEST) -q -m browser tests/ui/test_ui_browser.py tests/ui/test_ui_approvals_browser.py \
+	  tests/ui/test_step_view_browser.py
 
 bench: install
 	$(BIN)/python bench/agent_loop.py

@@ -15,7 +15,7 @@ from ui.chat.stream_outputs import StreamOutputs
 from ui.panels import approval_panel, approvals, chat_delete, history_layout
 from ui.panels import files as files_panel_ui
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names
-from ui.web import responsive, sign_in
+from ui.web import chat_view, responsive, sign_in
 from ui.web.input_lock import lock_on, unlock_after
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ CSS = """
 .ad-header h1 { margin-bottom: 0; }
 .ad-header p { margin-top: 2px; color: var(--body-text-color-subdued); }
 """
-CSS += approval_panel.CSS + files_panel_ui.CSS + responsive.CSS + chat_delete.CSS
+CSS += approval_panel.CSS + files_panel_ui.CSS + chat_view.CSS + responsive.CSS + chat_delete.CSS
 
 PLACEHOLDER = (
     "**Ask the agent to analyse data, write code or make charts.**  \n"
@@ -131,6 +131,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                                          after_runs=[submitted, example, *recorded], new_chat_event=cleared)
         files_panel_ui.wire_delete_confirm(app, demo, files_panel, delete_confirm)
         responsive.wire(demo)
+        chat_view.wire(demo)
         demo.unload(app.on_unload)
     return demo
 

@@ -82,3 +82,44 @@ def panel_links(page, wait_for: str | None = None, timeout: float = 15.0) -> lis
         if wait_for is None or any(wait_for in href for href in links) or time.time() > deadline:
             return links
         time.sleep(0.2)
+
+
+def wait_in_view(page, locator) -> None:
+    """Wait until the element is inside the chat's scrolled view, once folding steps have finished moving (the
+    chat follows the output as the run streams)."""
+    locator.wait_for()
+    locator.evaluate("""el => new Promise((resolve, reject) => {
+        const log = document.querySelector('#chat [role=log]'), deadline = Date.now() + 15000;
+        const moving = () => document.getAnimations().some(a => a.playState === 'running'
+                                                                 && a.effect.getComputedTiming().endTime !== Infinity);
+        const check = () => {
+            const box = el.getBoundingClientRect(), view = log.getBoundingClientRect();
+            if (!moving() && box.height > 0 && box.top >= view.top && box.bottom <= view.bottom) return resolve(true);
+            if (Date.now() > deadline) return reject(new Error('not in the chat view: ' + el.innerText));
+            requestAnimationFrame(check);
+        };
+        check();
+    })""")
+
+
+def scroll_chat_to(page, locator, timeout: float = 15.0) -> None:
+    """Scroll the chat (not the page) so that `locator` is at its top, again whenever a late update of the
+    finished run scrolls it back down (Gradio follows new values), until it has stayed there for a second."""
+    deadline, steady_since = time.time() + timeout, None
+    while time.time() < deadline:
+        moved = locator.evaluate("""el => {
+            const log = document.querySelector('#chat [role=log]');
+            const off = el.getBoundingClientRect().top - log.getBoundingClientRect().top;
+            const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 1;
+            if (Math.abs(off) <= 2 || (off > 0 && atEnd)) return false;
+            log.scrollTop += off;
+            return true;
+        }""")
+        if moved:
+            steady_since = None
+        elif steady_since is None:
+            steady_since = time.time()
+        elif time.time() - steady_since >= 1.0:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the chat kept scrolling away")

@@ -16,6 +16,7 @@ from ui.chat.safe_markdown import neutralize
     ("```y`\n<div style=position:fixed>\n```", "&lt;div style=position:fixed>"),
     ("```\nx\n   ```\n<a href=h style=position:fixed>", "&lt;a href=h"),
     ('<span class="ad-error">Error</span> <b>x</b>', '<span class="ad-error">Error</span> &lt;b>x&lt;/b>'),
+    ('<span class="ad-step-output"></span> <b onclick=x>', '<span class="ad-step-output"></span> &lt;b onclick=x>'),
     ("<form action=http://h><input type=password></form>", "&lt;form action=http://h>&lt;input"),
     ("<div style='position:fixed'>x</div>", "&lt;div style='position:fixed'>"),
 ])

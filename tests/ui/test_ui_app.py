@@ -12,6 +12,8 @@ import pytest
 from gradio_client import Client, handle_file
 from ui_testlib import PENGUINS, code_reply, run_app, write_transcript
 
+from ui.chat.render import LOGS_LABEL
+
 pytestmark = pytest.mark.slow
 
 
@@ -199,7 +201,8 @@ def test_stop_interrupts_running_code_and_session_stays_usable(slow_app: str) ->
     chat = job.result(timeout=20)[0]
     assert time.time() - stopped_at < 5, "Stop should end the run at once, not after the 30 s sleep"
     text = chat_text(chat)
-    logs = "".join(text_of(m) for m in chat if title(m).startswith("📜"))
+    # A step holds its code, then what the code printed (after the output label).
+    logs = "".join(text_of(m).partition(LOGS_LABEL)[2] for m in chat if title(m).startswith("Step"))
     assert "Stopped" in text and "sleeping" in logs and "woke up" not in logs
     assert all((m.get("metadata") or {}).get("status") != "pending" for m in chat)
     updates, _ = run(client, "are you still there?")

@@ -103,10 +103,16 @@ def edit_code(page, code: str) -> None:
     page.keyboard.insert_text(code)  # inserted as is: no auto-closed brackets or auto-indent
 
 
+def open_thought(page, title: str) -> None:
+    """Open the last folded message titled `title` (a click on an open one would fold it)."""
+    heading = page.locator("#chat .thought-group > .title", has_text=title).last
+    if not heading.evaluate("t => t.classList.contains('expanded')"):
+        heading.click()
+
+
 def open_last_step(page) -> None:
-    """Open the last step of the chat and its logs (finished steps fold up)."""
+    """Open the last step of the chat (finished steps fold up; what they printed is in them, and under them)."""
     page.locator("#chat").get_by_text(re.compile(r"^Step \d+$")).last.click()
-    page.locator("#chat").get_by_text("📜 Execution logs").last.click()
     time.sleep(0.3)
 
 
@@ -169,7 +175,8 @@ def test_edit_a_code_step_and_the_edited_code_runs(page) -> None:
     page.locator("#approve-btn").click()
     panel_hidden(page)
     wait_for_text(page, "answer from the edited code")
-    assert "Your edited code" in chat_text(page) and "✋ Decision: edit" in chat_text(page)
+    open_thought(page, "✋ Decision: edit")  # a decision folds once made
+    wait_for_text(page, "Your edited code")
     open_last_step(page)
     wait_for_text(page, "edited code ran\n")
     assert "original code ran\n" not in chat_text(page)
@@ -223,8 +230,8 @@ def test_reject_a_plan_with_a_reason(page) -> None:
     page.locator("#plan-reject-btn").click()
     wait_for_text(page, "nothing deleted")
     panel_hidden(page)
-    text = chat_text(page)
-    assert "Decision: reject" in text and "Never delete files here." in text
+    open_thought(page, "✋ Decision: reject")  # a decision folds once made
+    wait_for_text(page, "Never delete files here.")
     # The message box was locked while the resumed run streamed, and is given back at its end.
     page.wait_for_function("!document.querySelector('#task-input textarea').disabled", timeout=15_000)
 

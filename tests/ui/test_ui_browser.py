@@ -9,7 +9,16 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from browser_driver import BROWSER_MARKS, chat_text, open_page, panel_links, send, wait_for_text
+from browser_driver import (
+    BROWSER_MARKS,
+    chat_text,
+    open_page,
+    panel_links,
+    scroll_chat_to,
+    send,
+    wait_for_text,
+    wait_in_view,
+)
 from ui_testlib import ANALYSIS_SCRIPT, PENGUINS, SCREENSHOT_DIR, SLOW_SCRIPT, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
@@ -60,10 +69,10 @@ def test_data_analysis_run_in_the_browser(page) -> None:
     links = panel_links(page, "species_summary.csv")
     assert any(href.endswith("species_summary.csv") for href in links), links
     assert any(href.endswith("penguins.csv") for href in links), links
-    # Open Step 2 to show its code and logs, then take the showcase screenshots.
-    page.locator("#chat").get_by_text("Step 2", exact=False).first.click()
-    time.sleep(0.5)
-    page.locator("#chat img[src*='flipper_vs_mass']").first.scroll_into_view_if_needed()
+    # Finished steps are folded; what they printed (tables) and drew is in sight without a click.
+    steps = page.locator("#chat .thought-group").filter(has=page.locator(".title", has_text="Step 1")).first
+    scroll_chat_to(page, steps)
+    wait_in_view(page, page.locator("#chat .message:has(.ad-step-output) table tr", has_text="Chinstrap").first)
     shot(page, "analysis")
     status = page.locator("#run-status").inner_text()
     assert re.search(r"success · 3 steps · [\d.]+ s · [\d,]+ tokens", status), status

@@ -54,10 +54,12 @@ def test_step_streams_then_finishes_with_duration_and_tokens() -> None:
     assert step["metadata"]["status"] == "done"
     assert step["metadata"]["duration"] == 1.23
     assert step["metadata"]["log"] == "150 tokens (120 in · 30 out)"
-    assert step["content"] == "Thought: I will count.\n\n```python\nprint(len(df))\n```"
-    logs = by_title(messages, "📜 Execution logs")
-    assert logs["metadata"]["parent_id"] == step["metadata"]["id"]
-    assert "344" in logs["content"]
+    # The step holds its code and what it printed (no nested collapsible to open)...
+    assert step["content"] == "Thought: I will count.\n\n```python\nprint(len(df))\n```\n\n📜 *Output*\n\n```\n344\n```"
+    # ...and, folded, shows what it printed right under its title, as a plain message.
+    after = messages[messages.index(step) + 1:]
+    preview = next(m for m in after if (m.get("metadata") or {}).get("parent_id") != step["metadata"]["id"])
+    assert "metadata" not in preview and "```\n344\n```" in preview["content"]
     # What the model is sent next is shown whole, nested under its step (it carries the last value, 7).
     seen = by_title(messages, "👁️ What the model sees next")
     assert seen["metadata"]["parent_id"] == step["metadata"]["id"]
@@ -71,7 +73,8 @@ def test_an_observation_that_only_repeats_the_logs_is_not_shown_twice() -> None:
     t.apply(ev.Observation(**base(1), text="Observation:\nExecution logs:\n344"))
     t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=0.5, token_usage=TokenUsage(10, 5)))
     titles = [m.get("metadata", {}).get("title") for m in t.messages()]
-    assert "📜 Execution logs" in titles and "👁️ What the model sees next" not in titles
+    assert "👁️ What the model sees next" not in titles
+    assert "344" in by_title(t.messages(), "Step 1")["content"]
     # Anything beyond the logs (an error, a truncation note, a value) is what the model sees: shown.
     t.apply(ev.StepStarted(**base(2), step_type="action"))
     t.apply(ev.ExecutionLog(**base(2), text="345\n"))
@@ -106,10 +109,9 @@ def test_managed_agent_steps_nest_under_the_call() -> None:
     top = by_title(messages, "Step 1")
     call = by_title(messages, "🛠️ researcher")
     sub = by_title(messages, "↳ Step 1")
-    sub_logs = [m for m in messages if m.get("metadata", {}).get("parent_id") == sub["metadata"]["id"]]
     assert call["metadata"]["parent_id"] == top["metadata"]["id"]
     assert sub["metadata"]["parent_id"] == call["metadata"]["id"]
-    assert sub_logs and "found" in sub_logs[0]["content"]
+    assert "found" in sub["content"]
     assert call["metadata"]["status"] == "done" and call["metadata"]["duration"] == 2.5
     assert "Managed agent **researcher**" in call["content"] and "the answer" in call["content"]
     # Parents come before their children in the flat list (the Chatbot needs that to nest).

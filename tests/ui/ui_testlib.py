@@ -30,7 +30,7 @@ def code_reply(thought: str, code: str) -> str:
 ANALYSIS_SCRIPT = [
     code_reply("Load the uploaded table and look at it.",
                "import pandas as pd\ndf = pd.read_csv('penguins.csv')\nprint('shape', df.shape)\n"
-               "print(df['species'].value_counts().to_dict())"),
+               "print(df['species'].value_counts())"),
     code_reply("Plot flipper length against body mass and save a summary.",
                "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
                "fig, ax = plt.subplots(figsize=(6, 4))\n"
@@ -39,7 +39,7 @@ ANALYSIS_SCRIPT = [
                "ax.set_xlabel('flipper length (mm)')\nax.set_ylabel('body mass (g)')\nax.legend()\n"
                "fig.savefig('flipper_vs_mass.png', dpi=80)\nplt.close(fig)\n"
                "summary = df.groupby('species')['body_mass_g'].mean().round(1)\n"
-               "summary.to_csv('species_summary.csv')\nprint(summary.to_dict())"),
+               "summary.to_csv('species_summary.csv')\nprint(summary)"),
     code_reply("I have what I need.",
                "final_answer(f'{len(df)} penguins. Mean body mass (g): {summary.to_dict()}')"),
     # The follow-up ("now split it by island") uses `df` from the same sandbox.

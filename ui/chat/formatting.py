@@ -12,6 +12,8 @@ import os
 import re
 from typing import Any
 
+from ui.chat.tables import table_of_frame, text_with_tables, to_markdown
+
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp"}
 MAX_BLOCK_CHARS = 6000
 
@@ -51,15 +53,14 @@ def thought_without_code(text: str) -> str:
 
 
 def format_value(value: Any) -> str:
+    """An answer as chat Markdown: text as it is (a data frame printed in it as a table), frames as tables."""
     if value is None:
         return "(no answer)"
     if isinstance(value, str):
-        return value
-    if hasattr(value, "to_markdown"):
-        try:
-            return value.to_markdown()
-        except Exception:  # tabulate missing, odd index...
-            pass
+        return text_with_tables(value)
+    table = table_of_frame(value)
+    if table is not None:
+        return to_markdown(table)
     if hasattr(value, "to_string"):
         return fence(value.to_string())
     if isinstance(value, (dict, list)):

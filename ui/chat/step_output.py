@@ -1,0 +1,124 @@
+"""What a finished step shows under its folded title: the first lines of what its code printed (data frames as
+tables), the results of the tools it called, the files it saved (as links) and its error.
+
+Why: a finished step folds to one line, so what it found would take a click (two, when the logs were a
+nested collapsible) to read. The chat shows this preview as a plain message under the step, after what the
+step added at its level while it ran (a question and its answer) and before its charts; the step itself keeps
+the code and the whole output. The text is Markdown for the chat (ui/chat/tree.py neutralises it like every
+message).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ui.chat.formatting import clip, fence
+from ui.chat.tables import split_tables, to_markdown
+from ui.chat.tree import Node
+
+#: A preview shows at most this many printed lines (tables count their rows) and this many tables.
+PREVIEW_LINES = 12
+PREVIEW_TABLES = 2
+#: A tool's result shows at most this many lines.
+CALL_LINES = 6
+#: Only the start of long logs is searched for tables (this runs once per step, on the streaming thread).
+SEARCHED_CHARS = 12_000
+#: The class the chat's CSS (ui/web/chat_view.py) knows a preview by; ui/chat/safe_markdown.py keeps it.
+MARKER = '<span class="ad-step-output"></span>'
+
+
+@dataclass
+class CallOutcome:
+    tool_name: str
+    output: str
+    is_error: bool = False
+
+
+@dataclass
+class StepRecord:
+    """What one step produced, kept for its preview, and where the preview goes."""
+    siblings: list[Node]  # the list the step's node sits in (the chat's top level, or a tool call's children)
+    logs: str = ""
+    error: str = ""
+    calls: list[CallOutcome] = field(default_factory=list)
+    images: list[Node] = field(default_factory=list)  # charts shown at the step's level while it ran
+
+    def place(self, preview: Node) -> None:
+        """Put the preview after everything the step added at its level, before its charts."""
+        index = len(self.siblings)
+        for image in self.images:
+            if image in self.siblings:
+                index = min(index, self.siblings.index(image))
+        self.siblings.insert(index, preview)
+
+
+def _trimmed(lines: list[str]) -> list[str]:
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
+
+
+def logs_preview(logs: str, step_title: str) -> str:
+    """The start of `logs` as Markdown: text lines fenced, printed frames as tables, and what is left out."""
+    lines = logs.rstrip().split("\n")
+    searched = "\n".join(lines)
+    cut = len(searched) > SEARCHED_CHARS
+    if cut:
+        searched = searched[:searched.rfind("\n", 0, SEARCHED_CHARS) + 1 or SEARCHED_CHARS].rstrip("\n")
+    segments = split_tables(searched)
+    if cut and segments and segments[-1].table is not None:
+        segments[-1].table.complete = False
+    budget, tables, consumed = PREVIEW_LINES, 0, 0
+    blocks: list[str] = []
+    for segment in segments:
+        if budget <= 0 or (segment.table is not None and tables >= PREVIEW_TABLES):
+            break
+        if segment.table is not None:
+            tables += 1
+            blocks.append(to_markdown(segment.table))
+            budget -= min(len(segment.table.rows), PREVIEW_LINES // 2)
+            consumed += segment.size
+            continue
+        shown = segment.lines[:budget]
+        consumed += len(shown)
+        budget -= len(shown)
+        if _trimmed(shown):
+            blocks.append(fence("\n".join(_trimmed(shown))))
+    left = len(_trimmed(lines[consumed:]))
+    if left:
+        blocks.append(f"*… {left} more line{'s' if left != 1 else ''} of output: open **{step_title}** for all of it.*")
+    return "\n\n".join(blocks)
+
+
+def call_preview(call: CallOutcome) -> str:
+    """A tool's result (or failure) in a few lines."""
+    lines = _trimmed(call.output.strip().split("\n"))
+    shown = "\n".join(lines[:CALL_LINES])
+    if len(lines) > CALL_LINES:
+        shown += f"\n… ({len(lines) - CALL_LINES} more lines)"
+    if call.is_error:
+        return f'<span class="ad-error">{call.tool_name} failed</span>\n' + fence(shown)
+    return f"🛠️ **{call.tool_name}**\n" + fence(shown)
+
+
+def step_preview(step_title: str, record: StepRecord, saved: str = "") -> str:
+    """The preview of a finished step ('' when it printed, called, saved and failed nothing)."""
+    blocks = []
+    if record.logs.strip():
+        blocks.append(logs_preview(record.logs, step_title))
+    blocks += [call_preview(call) for call in record.calls if call.tool_name != "final_answer"]
+    if saved:
+        blocks.append(saved)
+    if record.error:
+        blocks.append(record.error)
+    if not blocks:
+        return ""
+    return MARKER + "\n\n" + "\n\n".join(blocks)
+
+
+def error_line(error_type: str, message: str) -> str:
+    """An error's last non-empty line (where Python puts the exception), styled as the chat's errors are."""
+    lines = [line for line in message.strip().splitlines() if line.strip()]
+    last = clip(lines[-1], 300) if lines else error_type
+    return f'<span class="ad-error">{error_type}</span> `{last.replace("`", "ˋ")}`'

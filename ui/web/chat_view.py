@@ -1,0 +1,72 @@
+"""How the chat's steps look: one compact line per folded step, its key output right under it, tables that read.
+
+Why: Gradio gives every message its own padded bubble, so a folded step (one 46 px line) took 104 px and a
+run of steps read as boxes separated by empty bands; tables inherited the prose font and broke numbers
+inside cells. Steps and their previews (ui/chat/step_output.py, found by their `ad-step-output` marker) sit
+close together, indented under the step; tables are compact, keep numbers whole, align them right and
+scroll sideways when wide. Colours come from Gradio's theme variables, so dark mode follows.
+
+The chat also stays at its bottom while the person has not scrolled up: Gradio scrolls only when a new value
+arrives, so a chart that finished loading a moment later pushed the running step's output out of sight, and
+later updates no longer counted as "at the bottom".
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+#: Keeps the chat's scroller at the bottom when its content grows, unless the person scrolled away from it.
+FOLLOW_OUTPUT_JS = """
+() => {
+  const follow = (log) => {
+    if (log.adFollow) return;
+    log.adFollow = true;
+    let pinned = true;
+    const atBottom = () => log.scrollTop + log.clientHeight >= log.scrollHeight - 80;
+    log.addEventListener('scroll', () => { pinned = atBottom(); }, {passive: true});
+    const sizes = new ResizeObserver(() => { if (pinned && !atBottom()) log.scrollTop = log.scrollHeight; });
+    const watch = () => { for (const child of log.children) sizes.observe(child); };
+    new MutationObserver(watch).observe(log, {childList: true});
+    watch();
+  };
+  let tries = 0;
+  const attach = () => {
+    const chat = document.querySelector('#chat');
+    if (!chat) return (++tries < 200) && setTimeout(attach, 50);
+    const find = () => { const log = chat.querySelector('[role=log]'); if (log) follow(log); };
+    new MutationObserver(find).observe(chat, {childList: true, subtree: true});
+    find();
+  };
+  attach();
+}
+"""
+
+CSS = """
+#chat .message-row:has(.thought-group) { padding-top: 2px; padding-bottom: 2px; }
+#chat .message-row:has(.thought-group) .message { margin-bottom: 0; padding-top: 0; padding-bottom: 0; }
+#chat .message-row .thought-group { margin: 2px 0; padding: 2px var(--spacing-md); }
+#chat .message-row .thought-group .title .md { flex-shrink: 0; }
+#chat .message-row:has(.image-container) { padding-top: 2px; padding-bottom: 2px; }
+#chat .message-row:has(.image-container) .message { margin-bottom: 0; }
+#chat .message-row:has(.ad-step-output) { padding-top: 0; padding-bottom: 6px; }
+#chat .message:has(.ad-step-output) { margin-bottom: 0; padding-top: 0; padding-left: calc(var(--spacing-md) + 32px); }
+#chat p:has(> .ad-step-output:only-child) { display: none; }
+#chat .message:has(.ad-step-output) .md { font-size: var(--text-sm); }
+#chat .message:has(.ad-step-output) .md > * { margin-top: 4px; margin-bottom: 4px; }
+#chat .message:has(.ad-step-output) pre { padding: 6px 10px; }
+#chat .md table { display: block; width: max-content; max-width: 100%; overflow-x: auto; font-size: var(--text-sm);
+                  margin: 4px 0; border-collapse: collapse; }
+#chat .md table th, #chat .md table td { padding: 2px 10px; white-space: nowrap; line-height: 1.4; }
+#chat .md a code { text-decoration: underline; }
+@media (max-width: 768px) {
+  #chat .message:has(.ad-step-output) { padding-left: calc(var(--spacing-md) + 8px); }
+}
+#chat .md table td[align=right], #chat .md table th[align=right] { text-align: right;
+                                                                  font-variant-numeric: tabular-nums; }
+"""
+
+
+def wire(demo: gr.Blocks) -> Any:
+    """Make the chat follow its output when the page loads."""
+    return demo.load(None, js=FOLLOW_OUTPUT_JS)
