@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,9 @@ from ui.chat.published_files import FilePublisher, Published
 from ui.chat.render import Transcript
 from ui.panels import files as files_panel
 from ui.saved.restore import carry_memory_into
-from ui.session import run_stream, stopping
+from ui.session import rewind, run_stream, stopping
 from ui.session.pending_decisions import answer_question, apply_approval_mode, waiting_note
+from ui.session.rewind import LastMessage
 from ui.session.run_stream import RunHandle
 from ui.settings import RunSettings
 from ui.uploads.batch import ingest_uploads
@@ -89,8 +90,10 @@ class Session:
         return files_panel.shown_paths(self)
 
     # ----- runs ----------------------------------------------------------------------------------------
-    def start_run(self, text: str, files: list[tuple[str, str]], settings: RunSettings) -> bool:
-        """Add the person's message (and files) to the chat and start the agent. False if nothing started."""
+    def start_run(self, text: str, files: list[tuple[str, str]], settings: RunSettings,
+                  kept: Sequence[UploadResult] = ()) -> bool:
+        """Add the person's message (and files) to the chat and start the agent. False if nothing started.
+        `kept`: uploads already in the workspace that go with the message again (a resent message's)."""
         self.touch()
         stopping.finish_settling(self)  # a stopped run's agent is kept or replaced before the next run
         with self.lock:
@@ -102,7 +105,7 @@ class Session:
                 self.transcript.add_note(waiting_note(self)
                                          or "⏳ A run is still going: wait for it, or press Stop.")
                 return False
-            results = ingest_uploads(files, self.workspace, self.max_upload_bytes)
+            results = ingest_uploads(files, self.workspace, self.max_upload_bytes) + list(kept)
             good = [r for r in results if r.ok]
             earlier = list(self.uploads)  # a small model is told about them again with each message
             self.uploads.extend(good)
@@ -131,6 +134,16 @@ class Session:
             self.transcript.finished = None
             self.run = RunHandle(agent.run(task, stream=True, reset=False))
             return True
+
+    def last_message(self) -> LastMessage | None:
+        """What the person sent last (its text and uploads), for Edit; None before the first message."""
+        return rewind.last_message(self)
+
+    def rewind_last_turn(self, settings: RunSettings, action: str = "retry") -> LastMessage:
+        """Retry / Edit: the conversation as it was before the last message (memory, chat, variables rebuilt,
+        saved), and that message, to send again with `start_run(..., kept=message.uploads)`. Raises
+        RewindRefused when it cannot happen now (ui/session/rewind.py)."""
+        return rewind.rewind_last_turn(self, settings, action)
 
     def _agent_for(self, settings: RunSettings) -> Any:
         if self.agent is not None and settings != self.agent_settings:
