@@ -13,20 +13,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gradio as gr
 
 from ui.chat.published_files import root_url_of
 from ui.chat.stream_outputs import Shown
 from ui.session.pending_decisions import set_approval_mode
-from ui.session.rewind import RewindRefused, refusal
-from ui.settings import RunSettings
+from ui.session.rewind import RewindRefused
+from ui.settings import RunSettings, SignInNeededError
 from ui.web.input_lock import lock_on, unlock_after
-from ui.web.sign_in import SignInNeededError
 
 if TYPE_CHECKING:
-    from ui.app import AgentDeckApp
     from ui.session.session import Session
 
 RETRY, EDIT = "retry", "edit your last message"
@@ -41,6 +39,19 @@ CSS = """
 #edit-panel { border: 2px solid var(--color-accent); border-radius: 10px; padding: 10px 12px; }
 #edit-panel .ad-edit-title p { margin: 0 0 4px 0; }
 """
+
+
+class RunHost(Protocol):
+    """What these handlers use of the app (ui.app.AgentDeckApp, not imported here: it builds this panel)."""
+    history: Any  # ui/panels/history.py: its `leases` say which tab holds a chat
+
+    def session_for(self, request: Any) -> Session: ...
+    def stream_update(self, session: Session, shown: Shown, input_update: Any = None) -> tuple: ...
+    def stream_run(self, session: Session, shown: Shown) -> Iterator[tuple]: ...
+    def _settings(self, *form: Any, token: Any = None) -> RunSettings: ...
+    def _admit(self, request: Any, session: Session) -> None: ...
+    def _limited(self, updates: Iterator[tuple], request: Any) -> Iterator[tuple]: ...
+    def _ask_to_sign_in(self, session: Session, request: Any, from_page: bool) -> Iterator[tuple]: ...
 
 
 @dataclass
@@ -76,7 +87,7 @@ def build_editor() -> RetryControls:
 class RetryHandlers:
     """Handlers of the buttons and the edit box; they use the app's sessions, settings and stream helpers."""
 
-    def __init__(self, app: AgentDeckApp) -> None:
+    def __init__(self, app: RunHost) -> None:
         self.app = app
         self._unsent: set[str] = set()  # tabs whose edited message was refused (their edit box opens again)
         self._lock = threading.Lock()
@@ -85,8 +96,7 @@ class RetryHandlers:
     def open_editor(self, request: gr.Request) -> tuple:
         """Show the edit box with the last message's text, or say why there is nothing to edit now."""
         session = self.app.session_for(request)
-        with session.lock:
-            why = refusal(session, EDIT)
+        why = session.rewind_refusal(EDIT)
         message = session.last_message() if why is None else None
         if message is None:
             gr.Warning(why or "There is no message to edit yet: send one first.")
@@ -133,8 +143,7 @@ class RetryHandlers:
             self._note_unsent(key, text)
             yield from app._ask_to_sign_in(session, request, from_page=getattr(event, "target", None) is not None)
             return
-        with session.lock:
-            why = refusal(session, action)
+        why = session.rewind_refusal(action)
         if why is None and text is not None and not text.strip():
             message = session.last_message()
             why = EMPTY_EDIT if message is None or not message.uploads else None
@@ -184,7 +193,7 @@ class RetryHandlers:
                 self._unsent.add(key)
 
 
-def wire(app: AgentDeckApp, controls: RetryControls, settings: list[Any], approval_mode: Any,
+def wire(app: RunHost, controls: RetryControls, settings: list[Any], approval_mode: Any,
          run_options: dict[str, Any]) -> list[Any]:
     """Connect the buttons and the edit box; returns the streaming events (for the chains that follow runs)."""
     handlers = RetryHandlers(app)

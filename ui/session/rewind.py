@@ -1,4 +1,5 @@
 """Retry and Edit-and-resend: a conversation rewound to before its last message, which then runs again.
+The parts of it; `Session.rewind_last_turn` (ui/session/session.py) puts them together.
 
 What "before the last message" means for each part of a session:
 - memory: the steps from the last message's TaskStep on are dropped (in a copy whose prompt is rebuilt from the
@@ -22,19 +23,14 @@ replay script its next reply), else a new one is built first; if that fails, not
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from agents.memory import ActionStep, AgentMemory, TaskStep
 from agents.memory.restore import restore_agent_memory
-from ui.chat.formatting import for_visitor
 from ui.chat.render import Transcript
 from ui.saved.restore import carry_memory_into, replay_memory, uploads_of
-from ui.session import stopping
 from ui.uploads.intake import UploadResult
-
-if TYPE_CHECKING:
-    from ui.session.session import Session
-    from ui.settings import RunSettings
 
 HEADLINE = "↩️ **Rewound to before your last message.**"
 
@@ -50,13 +46,9 @@ class LastMessage:
     uploads: tuple[UploadResult, ...] = ()
 
 
-def last_message(session: Session) -> LastMessage | None:
-    """The session's last message, or None before the first one."""
-    with session.lock:
-        if not session.turns:
-            return None
-        turn = session.turns[-1]
-        return LastMessage(str(turn.get("text") or ""), tuple(uploads_of(turn, session.workspace)))
+def message_of(turn: dict[str, Any], workspace: Path) -> LastMessage:
+    """A saved message (one of a session's turns) as it can be sent again."""
+    return LastMessage(str(turn.get("text") or ""), tuple(uploads_of(turn, workspace)))
 
 
 def last_turn_start(memory: AgentMemory | None, turns: list[dict[str, Any]]) -> int | None:
@@ -88,77 +80,32 @@ def files_written(steps: list[Any]) -> list[str]:
     return list(dict.fromkeys(path for step in steps if isinstance(step, ActionStep) for path in step.artifacts))
 
 
-def refusal(session: Session, action: str) -> str | None:
-    """Why `action` ("retry", "edit your last message") cannot happen now, or None (call with the lock)."""
-    if session.closed_at is not None:
+def refusal(closed: bool, running: bool, waiting: bool, has_message: bool, action: str) -> str | None:
+    """Why `action` ("retry", "edit your last message") cannot happen now, or None."""
+    if closed:
         return "This chat was closed here: reload the page to continue it."
-    if session.running:
-        if session.run is not None and session.run.waiting_decision is not None:
-            return (f"The agent is waiting for your decision: answer it in the panel under the chat (or press "
-                    f"Stop), then {action}.")
+    if running and waiting:
+        return (f"The agent is waiting for your decision: answer it in the panel under the chat (or press Stop), "
+                f"then {action}.")
+    if running:
         return f"A run is going: wait for it to end (or press Stop), then {action}."
-    if not session.turns:
+    if not has_message:
         return f"There is no message to {action.split(' ')[0]} yet: send one first."
     return None
 
 
-def rewind_last_turn(session: Session, settings: RunSettings, action: str = "retry") -> LastMessage:
-    """Rewind `session` to before its last message (see the module's docstring) and return that message, to
-    be sent again with `Session.start_run(..., kept=message.uploads)`. Raises RewindRefused, changing nothing,
-    when a run is going, there is no message, or a needed new agent cannot be built."""
-    stopping.finish_settling(session)  # a stopped run's agent is kept or replaced first
-    with session.lock:
-        why = refusal(session, action)
-        if why is not None:
-            raise RewindRefused(why)
-        turns = list(session.turns)
-        message = LastMessage(str(turns[-1].get("text") or ""), tuple(uploads_of(turns[-1], session.workspace)))
-        memory = session.memory
-        start = last_turn_start(memory, turns)
-        if memory is not None and start is None:
-            start = len(memory.steps)  # the last message's run left no step: every step is kept
-        reuse = session.agent is not None and settings == session.agent_settings
-    replacement = None
-    if not reuse:  # built before anything changes, and outside the lock (loading a model may take a while)
-        try:
-            replacement = session.agent_factory(settings, session.workspace)
-        except Exception as exc:
-            raise RewindRefused(f"Could not start the agent ({for_visitor(exc, 'starting the agent')}). Nothing "
-                                "was changed.") from None
-    with session.lock:
-        changed = refusal(session, action) or (None if session.turns == turns else
-                                               "The chat changed meanwhile: look at it again, then retry.")
-        if changed is not None:
-            if replacement is not None:
-                stopping.close_quietly(replacement)
-            raise RewindRefused(changed)
-        kept = memory_before(memory, start) if memory is not None else AgentMemory()
-        undone = files_written(memory.steps[start:]) if memory is not None else []
-        if replacement is not None:
-            session._close_agent()
-            session.use_agent(replacement, settings)
-        else:
-            restart = getattr(session.agent, "restart_sandbox", None)
-            if restart is not None:
-                restart()  # the undone answer's variables go with its worker
-        session.hibernated = None
-        transcript = Transcript(str(session.workspace), publish=session.publish)
-        session.uploads = replay_memory(transcript, kept, turns[:-1], session.workspace)
-        session.transcript, session.turns = transcript, turns[:-1]
-        session.files_version += 1
-        session.clock = []
-        _install(session.agent, kept, transcript)
-        if undone:
-            names = ", ".join(f"`{name}`" for name in undone)
-            transcript.add_note(f"Files the undone answer wrote stay in the workspace: {names}.")
-        session.save_chat("rewind")  # on disk now: a reload shows the rewound chat even if the next run fails
-    return message
-
-
-def _install(agent: Any, kept: AgentMemory, transcript: Transcript) -> None:
-    """Give the agent the kept memory; with code steps, rebuild their variables in its fresh sandbox."""
+def rewound_chat(transcript: Transcript, kept: AgentMemory, turns: list[dict[str, Any]], workspace: Path,
+                 agent: Any, undone: list[str]) -> list[UploadResult]:
+    """Fill `transcript` (new) with the chat as it was before the last message, give `agent` the kept memory
+    (with code steps, their variables rebuilt in its fresh sandbox) and note what happened. Returns the uploads
+    of the kept messages."""
+    uploads = replay_memory(transcript, kept, turns, workspace)
     if kept.steps:
         carry_memory_into(agent, kept, transcript, HEADLINE)
-        return
-    restore_agent_memory(agent, kept)
-    transcript.add_note(f"{HEADLINE} The agent starts again from an empty memory and a fresh sandbox.")
+    else:
+        restore_agent_memory(agent, kept)
+        transcript.add_note(f"{HEADLINE} The agent starts again from an empty memory and a fresh sandbox.")
+    if undone:
+        names = ", ".join(f"`{name}`" for name in undone)
+        transcript.add_note(f"Files the undone answer wrote stay in the workspace: {names}.")
+    return uploads
