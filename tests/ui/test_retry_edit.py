@@ -293,3 +293,18 @@ def test_last_turn_start_finds_the_last_message_s_task_step() -> None:
     assert last_turn_start(memory, turns) == 2
     assert last_turn_start(memory, [*turns, {"task": "c"}]) is None  # the last message left no step
     assert last_turn_start(memory, []) is None and last_turn_start(None, turns) is None
+
+
+def test_a_chat_whose_sandbox_was_closed_to_make_room_is_rewound_with_a_new_agent(tmp_path: Path) -> None:
+    live = LiveApp(tmp_path, StallingModel([code_reply("Set it.", "x = 41\nfinal_answer('x is set')"), SET_Y, CHECK]))
+    try:
+        tab = Tab(live)
+        tab.send("Set x")
+        tab.send("Set y")
+        assert tab.session.hibernate()  # idle: its agent and sandbox closed, its memory kept for the next message
+        tab.retry()
+        chat = tab.chat()
+        assert NEW_ANSWER in chat and "old answer" not in chat and "Sandbox restarted" not in chat
+        assert tab.session.hibernated is None and final_answers(tab.session.agent.memory) == ["x is set", NEW_ANSWER]
+    finally:
+        live.close()
