@@ -122,7 +122,8 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         unlock_after(example)
         recorded = [button.click(recorded_handler(app, i), api_name=f"recorded_demo_{i}", **run_options)
                     for i, button in enumerate(demo_buttons)]
-        resent = retry.wire(app, editor, settings, approval_mode, run_options)  # Retry, Edit and resend
+        resent = retry.wire(app, editor, settings, approval_mode, run_options,  # Retry, Edit and resend
+                            close_on=[new_btn.click, history.chat_list.select, history.takeover_btn.click])
         stopped = stop_btn.click(app.stop, outputs=[status], api_name="stop", concurrency_limit=None,
                                  show_progress="hidden")
         cleared = new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,

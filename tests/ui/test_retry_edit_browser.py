@@ -76,6 +76,11 @@ def test_retry_then_edit_and_resend_replace_the_last_answer(app_url: str) -> Non
         text = chat_text(page)
         assert "Which variables are there?" in text and "Set y" not in text and "retried answer" not in text
 
+        page.locator("#edit-last-btn").click()  # an edit box left open closes with the chat it belongs to
+        page.locator("#edit-panel").wait_for(state="visible")
+        page.locator("#new-chat-btn").click()
+        page.locator("#edit-panel").wait_for(state="hidden")
+
 
 def test_retry_before_any_message_says_there_is_nothing_to_retry(app_url: str) -> None:
     with open_page(app_url) as page:

@@ -194,10 +194,14 @@ class RetryHandlers:
 
 
 def wire(app: RunHost, controls: RetryControls, settings: list[Any], approval_mode: Any,
-         run_options: dict[str, Any]) -> list[Any]:
-    """Connect the buttons and the edit box; returns the streaming events (for the chains that follow runs)."""
+         run_options: dict[str, Any], close_on: list[Any]) -> list[Any]:
+    """Connect the buttons and the edit box; returns the streaming events (for the chains that follow runs).
+    `close_on`: triggers that show another chat (New chat, a chat opened from the list): the edit box closes,
+    so it never sends one chat's text in place of another chat's last message."""
     handlers = RetryHandlers(app)
     quick = dict(concurrency_limit=None, show_progress="hidden", api_visibility="private")
+    for trigger in close_on:
+        trigger(handlers.close_editor, outputs=[controls.panel], **quick)
     lock_on(controls.retry_btn.click)  # the message box is locked while the resent message runs
     retried = controls.retry_btn.click(handlers.retry, inputs=[*settings, approval_mode], api_name="retry",
                                        **run_options)
