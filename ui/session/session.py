@@ -173,8 +173,9 @@ class Session:
                 raise rewind.RewindRefused(f"Could not start the agent ({for_visitor(exc, 'starting the agent')}). "
                                            "Nothing was changed.") from None
         with self.lock:
-            changed = self.rewind_refusal(action) or (None if self.turns == turns else
-                                                      "The chat changed meanwhile: look at it again, then retry.")
+            changed = self.rewind_refusal(action)
+            if changed is None and (self.turns != turns or (replacement is None and self.agent is None)):
+                changed = "The chat changed meanwhile (or its sandbox was closed to make room): try again."
             if changed is not None:
                 if replacement is not None:
                     stopping.close_quietly(replacement)
