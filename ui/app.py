@@ -27,11 +27,11 @@ from ui.session.pending_decisions import has_pending, set_approval_mode
 from ui.session.presence import PresenceMiddleware
 from ui.session.registry import ServerBusyError, SessionRegistry
 from ui.session.session import Session
-from ui.settings import AppConfig, RunSettings, SettingsRefusedError, build_agent, model_note
+from ui.settings import AppConfig, RunSettings, SettingsRefusedError, SignInNeededError, build_agent, model_note
 from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, ExampleSelectData, check_version
 from ui.web.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
 from ui.web.security_headers import SecurityHeadersMiddleware
-from ui.web.sign_in import SignInNeededError, build_page, sign_in_message, visitor_token
+from ui.web.sign_in import build_page, sign_in_message, visitor_token
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 

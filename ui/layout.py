@@ -2,7 +2,7 @@
 
 Stable element ids used by tests and outside checks: chat, task-input, stop-btn, new-chat-btn,
 files-panel, model-picker (plus run-status, run-clock, approval-mode, approval-panel and the ids in
-ui/panels/approval_panel.py, settings-*).
+ui/panels/approval_panel.py and ui/panels/retry.py, settings-*).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from ui.chat.stream_outputs import StreamOutputs
-from ui.panels import approval_panel, approvals, chat_delete, history_layout
+from ui.panels import approval_panel, approvals, chat_delete, history_layout, retry
 from ui.panels import files as files_panel_ui
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names
 from ui.web import chat_view, responsive, sign_in
@@ -31,7 +31,7 @@ CSS = """
 .ad-header h1 { margin-bottom: 0; }
 .ad-header p { margin-top: 2px; color: var(--body-text-color-subdued); }
 """
-CSS += approval_panel.CSS + files_panel_ui.CSS + chat_view.CSS + responsive.CSS + chat_delete.CSS
+CSS += approval_panel.CSS + files_panel_ui.CSS + chat_view.CSS + responsive.CSS + chat_delete.CSS + retry.CSS
 
 PLACEHOLDER = (
     "**Ask the agent to analyse data, write code or make charts.**  \n"
@@ -60,6 +60,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                 )
                 status = gr.Markdown("", elem_id="run-status")
                 approval = approval_panel.build_approval_panel()  # hidden until the agent waits for a decision
+                editor = retry.build_editor()  # the edit box of ✏️ Edit, hidden until it is pressed
                 task_input = gr.MultimodalTextbox(
                     elem_id="task-input", file_count="multiple", sources=["upload"], show_label=False,
                     placeholder="Type a task, attach data files, press Enter…", autofocus=True, max_lines=12,
@@ -67,6 +68,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                 with gr.Row():
                     stop_btn = gr.Button("⏹ Stop", elem_id="stop-btn", variant="stop", size="sm")
                     new_btn = gr.Button("🗒 New chat", elem_id="new-chat-btn", variant="secondary", size="sm")
+                    editor.retry_btn, editor.edit_btn = retry.build_buttons()  # ui/panels/retry.py
                     history.takeover_btn = gr.Button("📑 Take over here", elem_id="take-over-btn", variant="primary",
                                                      size="sm", visible=False)  # ui/panels/history.py: claim
                 with gr.Row(elem_id="recorded-demos"):
@@ -120,15 +122,17 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         unlock_after(example)
         recorded = [button.click(recorded_handler(app, i), api_name=f"recorded_demo_{i}", **run_options)
                     for i, button in enumerate(demo_buttons)]
+        resent = retry.wire(app, editor, settings, approval_mode, run_options,  # Retry, Edit and resend
+                            close_on=[new_btn.click, history.chat_list.select, history.takeover_btn.click])
         stopped = stop_btn.click(app.stop, outputs=[status], api_name="stop", concurrency_limit=None,
                                  show_progress="hidden")
         cleared = new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,
                       show_progress="hidden")
         sign_in.wire(app, demo, model, note, history.list_note, sign_in_md)  # notes for a signed-in visitor
         approvals.wire(demo, app, approval, approval_mode, approval_note, planning, max_steps, outputs, task_input,
-                       chat, files_panel, status, after=[submitted, example, stopped, cleared])
+                       chat, files_panel, status, after=[submitted, example, *resent, stopped, cleared])
         history_layout.wire_history_panel(app, history, demo, chat, task_input, files_panel, status, clock, settings,
-                                         after_runs=[submitted, example, *recorded], new_chat_event=cleared)
+                                         after_runs=[submitted, example, *recorded, *resent], new_chat_event=cleared)
         files_panel_ui.wire_delete_confirm(app, demo, files_panel, delete_confirm)
         responsive.wire(demo)
         chat_view.wire(demo)

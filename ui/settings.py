@@ -54,6 +54,11 @@ class SettingsRefusedError(ValueError):
     """A visitor chose a model, tool or import the server's operator did not allow; the message says which."""
 
 
+class SignInNeededError(Exception):
+    """A Hugging Face model was asked for with neither the visitor's token nor a server key (the page offers
+    its sign-in: ui/web/sign_in.py)."""
+
+
 def _list_env(name: str) -> tuple[str, ...] | None:
     raw = os.environ.get(name)
     if raw is None or not raw.strip():

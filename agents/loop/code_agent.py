@@ -84,6 +84,14 @@ class CodeAgent(MultiStepAgent):
         if self._sandbox is not None:
             self._sandbox.reset()
 
+    def restart_sandbox(self) -> None:
+        """Forget every variable, import and function the code made: its next code runs in a fresh worker.
+        For a conversation rewound to an earlier point, whose recorded code is then re-run there."""
+        with self._sandbox_lock:
+            sandbox = self._sandbox
+        if sandbox is not None:
+            sandbox.reset()
+
     def _hand_over_arguments(self, task: str, additional_args: dict[str, Any]) -> str:
         self.sandbox.send_variables(additional_args)
         names = ", ".join(additional_args)

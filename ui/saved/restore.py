@@ -37,7 +37,9 @@ def _take_turn(turns: list[dict[str, Any]], task: str) -> dict[str, Any] | None:
     return None
 
 
-def _uploads_of(turn: dict[str, Any] | None, workspace: Path) -> list[UploadResult]:
+def uploads_of(turn: dict[str, Any] | None, workspace: Path) -> list[UploadResult]:
+    """The uploads a saved message sent that are still in the workspace (a name that is not a plain file name,
+    or a file since deleted, is left out)."""
     results = []
     for item in (turn or {}).get("uploads") or []:
         name = str(item.get("name") or "")
@@ -83,7 +85,7 @@ def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[
             run_steps, run_tokens, run_seconds = 0, TokenUsage(), 0.0
             show_unfinished(transcript, turns, tasks, step.task)
             turn = _take_turn(turns, step.task)
-            files = _uploads_of(turn, workspace)
+            files = uploads_of(turn, workspace)
             uploads += files
             transcript.add_user(turn.get("text", "") if turn else step.task, [str(r.path) for r in files])
             transcript.add_uploads(files)

@@ -315,7 +315,8 @@ class ChatStore:
 
     def save_session(self, chat: SavedChat, session: Any, reason: str, memory: Any = None) -> None:
         """Called by the session: when the person sends a message ("start": their message is kept even if the
-        run never finishes a step), after each finished step ("step"), at decision pauses and after a run.
+        run never finishes a step), after each finished step ("step"), at decision pauses and after a run, and
+        when Retry or Edit rewinds the chat to before its last message ("rewind").
         `memory`: a snapshot to save instead of the session's (a stopped run still going)."""
         turns = [t for t in list(getattr(session, "turns", []) or []) if isinstance(t, dict)]
         title = turns[0].get("text", "") if turns else ""
@@ -323,8 +324,10 @@ class ChatStore:
         if not isinstance(memory, AgentMemory):
             memory = getattr(getattr(session, "agent", None), "memory", None)
         steps = sum(1 for s in memory.steps if s.step_type == "action") if isinstance(memory, AgentMemory) else None
-        if isinstance(memory, AgentMemory) and (memory.steps or (turns and not chat.memory_path.exists())):
-            # Every turn is kept, also one whose run has no step on disk yet: a reopened chat shows it.
+        if isinstance(memory, AgentMemory) and (memory.steps or reason == "rewind"
+                                                or (turns and not chat.memory_path.exists())):
+            # Every turn is kept, also one whose run has no step on disk yet: a reopened chat shows it. A rewound
+            # chat (ui/session/rewind.py) is written even with no step left, over the version it undid.
             metadata = {"turns": turns, "settings": settings_dict(getattr(session, "agent_settings", None))}
             self.save_memory(chat, memory, metadata)
         if reason == "step":

@@ -10,19 +10,21 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from agents import events as ev
 from agents.guard import detect_injection
+from agents.memory import AgentMemory
 from ui.chat.formatting import for_visitor
 from ui.chat.published_files import FilePublisher, Published
 from ui.chat.render import Transcript
 from ui.panels import files as files_panel
 from ui.saved.restore import carry_memory_into
-from ui.session import run_stream, stopping
+from ui.session import rewind, run_stream, stopping
 from ui.session.pending_decisions import answer_question, apply_approval_mode, waiting_note
+from ui.session.rewind import LastMessage
 from ui.session.run_stream import RunHandle
 from ui.settings import RunSettings
 from ui.uploads.batch import ingest_uploads
@@ -89,8 +91,10 @@ class Session:
         return files_panel.shown_paths(self)
 
     # ----- runs ----------------------------------------------------------------------------------------
-    def start_run(self, text: str, files: list[tuple[str, str]], settings: RunSettings) -> bool:
-        """Add the person's message (and files) to the chat and start the agent. False if nothing started."""
+    def start_run(self, text: str, files: list[tuple[str, str]], settings: RunSettings,
+                  kept: Sequence[UploadResult] = ()) -> bool:
+        """Add the person's message (and files) to the chat and start the agent. False if nothing started.
+        `kept`: uploads already in the workspace that go with the message again (a resent message's)."""
         self.touch()
         stopping.finish_settling(self)  # a stopped run's agent is kept or replaced before the next run
         with self.lock:
@@ -102,7 +106,7 @@ class Session:
                 self.transcript.add_note(waiting_note(self)
                                          or "⏳ A run is still going: wait for it, or press Stop.")
                 return False
-            results = ingest_uploads(files, self.workspace, self.max_upload_bytes)
+            results = ingest_uploads(files, self.workspace, self.max_upload_bytes) + list(kept)
             good = [r for r in results if r.ok]
             earlier = list(self.uploads)  # a small model is told about them again with each message
             self.uploads.extend(good)
@@ -131,6 +135,66 @@ class Session:
             self.transcript.finished = None
             self.run = RunHandle(agent.run(task, stream=True, reset=False))
             return True
+
+    # ----- rewinding (Retry, Edit and resend: ui/session/rewind.py) -------------------------------------
+    def rewind_refusal(self, action: str) -> str | None:
+        """Why `action` ("retry", "edit your last message") cannot happen now, or None."""
+        with self.lock:
+            waiting = self.run is not None and self.run.waiting_decision is not None
+            return rewind.refusal(self.closed_at is not None, self.running, waiting, bool(self.turns), action)
+
+    def last_message(self) -> LastMessage | None:
+        """What the person sent last (its text and uploads), for Edit; None before the first message."""
+        with self.lock:
+            return rewind.message_of(self.turns[-1], self.workspace) if self.turns else None
+
+    def rewind_last_turn(self, settings: RunSettings, action: str = "retry") -> LastMessage:
+        """Retry / Edit: the conversation as it was before the last message (memory, chat, variables rebuilt,
+        saved at once), and that message, to send again with `start_run(..., kept=message.uploads)`.
+
+        The agent is kept when `settings` are its own (its sandbox restarted), else a new one is built before
+        anything changes. Raises RewindRefused, changing nothing, when a run is going, there is no message yet,
+        or that new agent cannot be built."""
+        stopping.finish_settling(self)  # a stopped run's agent is kept or replaced first
+        with self.lock:
+            why = self.rewind_refusal(action)
+            if why is not None:
+                raise rewind.RewindRefused(why)
+            turns, memory = list(self.turns), self.memory
+            start = rewind.last_turn_start(memory, turns)
+            if memory is not None and start is None:
+                start = len(memory.steps)  # the last message's run left no step: every step is kept
+            reuse = self.agent is not None and settings == self.agent_settings
+        replacement = None
+        if not reuse:  # built before anything changes, outside the lock (loading a model may take a while)
+            try:
+                replacement = self.agent_factory(settings, self.workspace)
+            except Exception as exc:
+                raise rewind.RewindRefused(f"Could not start the agent ({for_visitor(exc, 'starting the agent')}). "
+                                           "Nothing was changed.") from None
+        with self.lock:
+            changed = self.rewind_refusal(action)
+            if changed is None and (self.turns != turns or (replacement is None and self.agent is None)):
+                changed = "The chat changed meanwhile (or its sandbox was closed to make room): try again."
+            if changed is not None:
+                if replacement is not None:
+                    stopping.close_quietly(replacement)
+                raise rewind.RewindRefused(changed)
+            if replacement is not None:
+                self._close_agent()
+                self.use_agent(replacement, settings)
+            else:
+                restart = getattr(self.agent, "restart_sandbox", None)
+                if restart is not None:
+                    restart()  # the undone answer's variables go with its worker
+            kept = rewind.memory_before(memory, start) if memory is not None else AgentMemory()
+            undone = rewind.files_written(memory.steps[start:]) if memory is not None else []
+            transcript = Transcript(str(self.workspace), publish=self.publish)
+            self.uploads = rewind.rewound_chat(transcript, kept, turns[:-1], self.workspace, self.agent, undone)
+            self.transcript, self.turns, self.hibernated, self.clock = transcript, turns[:-1], None, []
+            self.files_version += 1
+            self.save_chat("rewind")  # on disk now: a reload shows the rewound chat even if the next run fails
+        return rewind.message_of(turns[-1], self.workspace)
 
     def _agent_for(self, settings: RunSettings) -> Any:
         if self.agent is not None and settings != self.agent_settings:

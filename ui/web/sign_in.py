@@ -24,10 +24,6 @@ LOG = logging.getLogger("agentdeck")
 BUTTON_PLACE = "the **Sign in with Hugging Face** button at the top of the right-hand column"
 
 
-class SignInNeededError(Exception):
-    """A Hugging Face model was asked for with neither the visitor's token nor a server key."""
-
-
 def build_page(app: AgentDeckApp, build: Callable[[AgentDeckApp], gr.Blocks]) -> gr.Blocks:
     """`build(app)`; when Gradio's local mock of the login fails while the page is put together (it checks the
     token with the Hub: offline, or a token the Hub refuses), the page again without the button, and one line

@@ -1,0 +1,217 @@
+"""Retry and Edit in the web UI: the two buttons next to Stop, the edit box under the chat, their handlers.
+
+🔁 Retry sends the last message again from the state before it; ✏️ Edit opens a box with the last message's
+text, and its Send runs the edited text in its place. Either rewinds the session first (ui/session/rewind.py):
+memory, chat and variables as before the last message, saved at once; that message's uploads go with it again.
+Both are refused, with a note in the chat saying why, while a run is going or waits for a decision, before the
+first message, and while another tab holds the chat (ui/session/lease.py: it offers Take over here instead).
+
+Stable element ids: retry-btn, edit-last-btn, edit-panel, edit-text, edit-send-btn, edit-cancel-btn.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import gradio as gr
+
+from ui.chat.published_files import root_url_of
+from ui.chat.stream_outputs import Shown
+from ui.session.pending_decisions import set_approval_mode
+from ui.session.rewind import RewindRefused
+from ui.settings import RunSettings, SignInNeededError
+from ui.web.input_lock import lock_on, unlock_after
+
+if TYPE_CHECKING:
+    from ui.session.session import Session
+
+RETRY, EDIT = "retry", "edit your last message"
+REWINDING = "↩️ Rewinding to before your last message: rebuilding the sandbox's variables…"
+NOT_RETRIED = "↩️ **Nothing was retried**: "
+NOT_SENT = "✏️ **Your edited message was not sent** (it is still in the edit box): "
+HELD_ELSEWHERE = ("this chat is open in another tab, which continued it last. Press **Take over here** to load the "
+                  "chat as it is now and continue it in this tab.")
+EMPTY_EDIT = "the message is empty. Type your message, or press Cancel."
+
+CSS = """
+#edit-panel { border: 2px solid var(--color-accent); border-radius: 10px; padding: 10px 12px; }
+#edit-panel .ad-edit-title p { margin: 0 0 4px 0; }
+"""
+
+
+class RunHost(Protocol):
+    """What these handlers use of the app (ui.app.AgentDeckApp, not imported here: it builds this panel)."""
+    history: Any  # ui/panels/history.py: its `leases` say which tab holds a chat
+
+    def session_for(self, request: Any) -> Session: ...
+    def stream_update(self, session: Session, shown: Shown, input_update: Any = None) -> tuple: ...
+    def stream_run(self, session: Session, shown: Shown) -> Iterator[tuple]: ...
+    def _settings(self, *form: Any, token: Any = None) -> RunSettings: ...
+    def _admit(self, request: Any, session: Session) -> None: ...
+    def _limited(self, updates: Iterator[tuple], request: Any) -> Iterator[tuple]: ...
+    def _ask_to_sign_in(self, session: Session, request: Any, from_page: bool) -> Iterator[tuple]: ...
+
+
+@dataclass
+class RetryControls:
+    """The components (built inside the layout's Blocks: the edit box first, then the buttons in their row)."""
+    panel: Any
+    text: Any
+    send_btn: Any
+    cancel_btn: Any
+    retry_btn: Any = None
+    edit_btn: Any = None
+
+
+def build_buttons() -> tuple[Any, Any]:
+    """🔁 Retry and ✏️ Edit (call inside the row of Stop and New chat)."""
+    retry_btn = gr.Button("🔁 Retry", elem_id="retry-btn", variant="secondary", size="sm")
+    edit_btn = gr.Button("✏️ Edit last message", elem_id="edit-last-btn", variant="secondary", size="sm")
+    return retry_btn, edit_btn
+
+
+def build_editor() -> RetryControls:
+    """The edit box under the chat, hidden until ✏️ Edit is pressed."""
+    with gr.Column(visible=False, elem_id="edit-panel") as panel:
+        gr.Markdown("✏️ **Edit your last message.** Sending it replaces that message and its answer: the agent "
+                    "starts again from before it (its files stay attached).", elem_classes="ad-edit-title")
+        text = gr.Textbox(show_label=False, lines=2, max_lines=12, elem_id="edit-text", interactive=True)
+        with gr.Row():
+            send_btn = gr.Button("Send edited message", elem_id="edit-send-btn", variant="primary", size="sm")
+            cancel_btn = gr.Button("Cancel", elem_id="edit-cancel-btn", variant="secondary", size="sm")
+    return RetryControls(panel, text, send_btn, cancel_btn)
+
+
+class RetryHandlers:
+    """Handlers of the buttons and the edit box; they use the app's sessions, settings and stream helpers."""
+
+    def __init__(self, app: RunHost) -> None:
+        self.app = app
+        self._unsent: set[str] = set()  # tabs whose edited message was refused (their edit box opens again)
+        self._lock = threading.Lock()
+
+    # the edit box ----------------------------------------------------------------------------------------
+    def open_editor(self, request: gr.Request) -> tuple:
+        """Show the edit box with the last message's text, or say why there is nothing to edit now."""
+        session = self.app.session_for(request)
+        why = session.rewind_refusal(EDIT)
+        message = session.last_message() if why is None else None
+        if message is None:
+            gr.Warning(why or "There is no message to edit yet: send one first.")
+            return gr.skip(), gr.skip()
+        return gr.Column(visible=True), message.text
+
+    @staticmethod
+    def close_editor() -> Any:
+        return gr.Column(visible=False)
+
+    def reopen_if_unsent(self, request: gr.Request) -> Any:
+        """After Send: the edit box comes back (with the person's text) if the edited message was not sent."""
+        key = getattr(request, "session_hash", None) or "anonymous"
+        with self._lock:
+            unsent = key in self._unsent
+            self._unsent.discard(key)
+        return gr.Column(visible=True) if unsent else gr.skip()
+
+    # the streaming handlers ------------------------------------------------------------------------------
+    def retry(self, model: str, agent_type: str, max_steps: float, planning_interval: float, tools: list[str],
+              imports: str, approval_mode: str | None, request: gr.Request,
+              oauth_token: gr.OAuthToken | None = None, event: gr.EventData = None) -> Iterator[tuple]:
+        """🔁 Retry: the last message again, from the state before it."""
+        form = (model, agent_type, max_steps, planning_interval, tools, imports)
+        yield from self._resend(None, form, approval_mode, request, oauth_token, event)
+
+    def edit_resend(self, text: str, model: str, agent_type: str, max_steps: float, planning_interval: float,
+                    tools: list[str], imports: str, approval_mode: str | None, request: gr.Request,
+                    oauth_token: gr.OAuthToken | None = None, event: gr.EventData = None) -> Iterator[tuple]:
+        """Send edited: the edited text in place of the last message, from the state before it."""
+        form = (model, agent_type, max_steps, planning_interval, tools, imports)
+        yield from self._resend(str(text or ""), form, approval_mode, request, oauth_token, event)
+
+    def _resend(self, text: str | None, form: tuple, approval_mode: str | None, request: gr.Request,
+                token: gr.OAuthToken | None, event: Any) -> Iterator[tuple]:
+        app = self.app
+        session = app.session_for(request)
+        key = getattr(request, "session_hash", None) or "anonymous"
+        action, refused_note = (RETRY, NOT_RETRIED) if text is None else (EDIT, NOT_SENT)
+        shown = Shown(root_url=root_url_of(request))
+        try:
+            settings = app._settings(*form, token=token)
+        except SignInNeededError:
+            self._note_unsent(key, text)
+            yield from app._ask_to_sign_in(session, request, from_page=getattr(event, "target", None) is not None)
+            return
+        why = session.rewind_refusal(action)
+        if why is None and text is not None and not text.strip():
+            message = session.last_message()
+            why = EMPTY_EDIT if message is None or not message.uploads else None
+        if why is None:
+            session.refused = app.history.leases.claim(key, session)
+            why = HELD_ELSEWHERE if session.refused is not None else None
+        if why is not None:
+            self._note_unsent(key, text)
+            with session.lock:
+                session.transcript.add_note(refused_note + why)
+            yield app.stream_update(session, shown)
+            return
+        try:
+            app._admit(request, session)  # a sandbox for the rebuilt variables, within the visitor's limits
+        except gr.Error:
+            self._note_unsent(key, text)
+            raise
+        set_approval_mode(session, approval_mode)
+        yield from app._limited(self._rewind_and_run(session, key, text, settings, shown, refused_note), request)
+
+    def _rewind_and_run(self, session: Session, key: str, text: str | None, settings: RunSettings, shown: Shown,
+                        refused_note: str) -> Iterator[tuple]:
+        app = self.app
+        with session.lock:
+            before = session.transcript
+            pending = before.add_note(REWINDING)
+        yield app.stream_update(session, shown)  # re-running the earlier code may take a while
+        try:
+            message = session.rewind_last_turn(settings, RETRY if text is None else EDIT)
+        except RewindRefused as exc:
+            self._note_unsent(key, text)
+            with session.lock:
+                if pending in before.roots:
+                    before.roots.remove(pending)
+                session.transcript.add_note(refused_note + str(exc))
+            yield app.stream_update(session, shown)
+            return
+        yield app.stream_update(session, shown)  # the chat as it was before the last message
+        started = session.start_run(message.text if text is None else text, [], settings, kept=message.uploads)
+        yield app.stream_update(session, shown)
+        if started:
+            yield from app.stream_run(session, shown)
+
+    def _note_unsent(self, key: str, text: str | None) -> None:
+        if text is not None:
+            with self._lock:
+                self._unsent.add(key)
+
+
+def wire(app: RunHost, controls: RetryControls, settings: list[Any], approval_mode: Any,
+         run_options: dict[str, Any], close_on: list[Any]) -> list[Any]:
+    """Connect the buttons and the edit box; returns the streaming events (for the chains that follow runs).
+    `close_on`: triggers that show another chat (New chat, a chat opened from the list): the edit box closes,
+    so it never sends one chat's text in place of another chat's last message."""
+    handlers = RetryHandlers(app)
+    quick = dict(concurrency_limit=None, show_progress="hidden", api_visibility="private")
+    for trigger in close_on:
+        trigger(handlers.close_editor, outputs=[controls.panel], **quick)
+    lock_on(controls.retry_btn.click)  # the message box is locked while the resent message runs
+    retried = controls.retry_btn.click(handlers.retry, inputs=[*settings, approval_mode], api_name="retry",
+                                       **run_options)
+    unlock_after(retried)
+    controls.edit_btn.click(handlers.open_editor, outputs=[controls.panel, controls.text], **quick)
+    controls.cancel_btn.click(handlers.close_editor, outputs=[controls.panel], **quick)
+    lock_on(controls.send_btn.click)
+    hidden = controls.send_btn.click(handlers.close_editor, outputs=[controls.panel], **quick)
+    edited = hidden.then(handlers.edit_resend, inputs=[controls.text, *settings, approval_mode],
+                         api_name="edit_last_message", **run_options)
+    unlock_after(edited)
+    edited.then(handlers.reopen_if_unsent, outputs=[controls.panel], **quick)
+    return [retried, edited]
