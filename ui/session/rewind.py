@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.memory import ActionStep, AgentMemory, TaskStep
-from agents.memory.restore import restore_agent_memory
+from agents.loop.restore import restore_agent_memory
 from ui.chat.render import Transcript
 from ui.saved.restore import carry_memory_into, replay_memory, uploads_of
 from ui.uploads.intake import UploadResult
