@@ -126,9 +126,10 @@ class MultiStepAgent(StepRunner):
     def system_prompt(self) -> str:
         return render(self.prompt_templates, "system_prompt", **self._prompt_variables())
 
-    def prompt_examples(self) -> list[Message]:
-        """Worked examples shown as earlier chat turns, when the prompt file has them (the tiny prompts)."""
-        return example_messages(self.prompt_templates, getattr(self, "authorized_imports", ()))
+    def prompt_examples(self, task: str = "") -> list[Message]:
+        """Worked examples shown as earlier chat turns, when the prompt file has them (the tiny prompts);
+        with a task, those the prompt file chooses for it."""
+        return example_messages(self.prompt_templates, getattr(self, "authorized_imports", ()), task)
 
     def describe_task(self, text: str, files: Any = (), unusable: Any = ()) -> str:
         """The task for `text` with uploaded `files`, worded the way this agent's prompts expect."""
@@ -226,13 +227,16 @@ class MultiStepAgent(StepRunner):
         if reset:
             self._reset()
         first_step_index = len(self.memory.steps)
-        self.memory.set_system_prompt(self.system_prompt(), self.prompt_examples())
+        history_message = None
         if history:
             self._add_history(history)
+            history_message = self.memory.steps[-1].messages[0]
         if additional_args:
             task = self._hand_over_arguments(task, additional_args)
-        self.memory.add_step(TaskStep(task=task, run_id=context.run_id,
-                                      messages=[{"role": "user", "content": render(self.prompt_templates, "task", task=task)}]))
+        self.memory.set_system_prompt(self.system_prompt(), self.prompt_examples(task))
+        task_message = {"role": "user", "content": render(self.prompt_templates, "task", task=task)}
+        context.first_message = history_message or task_message
+        self.memory.add_step(TaskStep(task=task, run_id=context.run_id, messages=[task_message]))
         emit(RunStarted(**context.event_fields(), task=task, agent_name=self.name or type(self).__name__,
                         model_id=getattr(self.model, "model_id", "model"), max_steps=self.max_steps))
         state, output, error = RunState.SUCCESS, None, None

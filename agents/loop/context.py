@@ -18,6 +18,8 @@ class RunContext:
     step: int = 0
     #: Decisions made during the current step; the step runner moves them into the step's record.
     decisions: list[dict] = field(default_factory=list)
+    #: The first prompt message this run added (its history, else its task): where it begins in the prompt.
+    first_message: dict | None = None
 
     def emit(self, event: Event) -> None:
         self.emit_function(event)

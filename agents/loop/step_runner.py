@@ -120,12 +120,12 @@ class StepRunner:
         step = ActionStep(step_number=context.step, run_id=context.run_id)
         step.timing.start_time = time.time()
         self.compactor.maybe_compact(self, context)  # before reading the prompt: compaction swaps it
-        messages = self.memory.messages
+        messages = self._prompt_for_step(context)
         step.model_input_messages = PromptSnapshot(messages)
         try:
             reply, step.model_duration_s = self._call_model(
                 messages, context, stop_sequences=self.stop_sequences or None,
-                tools=self._native_tool_schemas(), **self._reply_options(),
+                tools=self._native_tool_schemas(), **self._reply_options(context),
             )
             step.model_output, step.token_usage = reply.content, reply.token_usage
             self._act(step, reply, context)
@@ -151,13 +151,27 @@ class StepRunner:
     def _native_tool_schemas(self) -> list[dict] | None:
         return None
 
-    def _reply_options(self: MultiStepAgent) -> dict[str, Any]:
-        """Per-call options from the prompt file: `response_prefix`, the start of every action reply, for
-        adapters that can continue a reply (local models); others never get it."""
+    def _reply_options(self: MultiStepAgent, context: RunContext | None = None) -> dict[str, Any]:
+        """Per-call options from the prompt file, for adapters that can continue a reply (local models); others
+        never get them. `response_prefix`: the start of every action reply. `retry_temperature`: a step after a
+        failed step of the same run samples at that temperature (a greedy model retried with the same prompt
+        wrote the same failing line ten times)."""
+        if not getattr(self.model, "supports_response_prefix", False):
+            return {}
+        options: dict[str, Any] = {}
         prefix = self.prompt_templates.get("response_prefix")
-        if prefix and getattr(self.model, "supports_response_prefix", False):
-            return {"response_prefix": str(prefix)}
-        return {}
+        if prefix:
+            options["response_prefix"] = str(prefix)
+        temperature = self.prompt_templates.get("retry_temperature")
+        last = self.memory.steps[-1] if self.memory.steps else None
+        if temperature and context is not None and isinstance(last, ActionStep) and last.error \
+                and last.run_id == context.run_id:
+            options.update(do_sample=True, temperature=float(temperature))
+        return options
+
+    def _prompt_for_step(self: MultiStepAgent, context: RunContext) -> list[Message]:
+        """What the model is sent for an action step: the memory's prompt (an agent may show less of it)."""
+        return self.memory.messages
 
     def _act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
         raise NotImplementedError
