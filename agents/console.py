@@ -12,6 +12,7 @@ class ConsoleRenderer:
     def __init__(self, verbosity: int = NORMAL, console: Any = None) -> None:
         self.verbosity = verbosity
         self._console = console
+        self._step_offsets: dict[str, int] = {}  # per run: the agent's step number before the run's first step
 
     @property
     def console(self):
@@ -35,8 +36,9 @@ class ConsoleRenderer:
         self.console.print(Panel(event.task, title=f"{event.agent_name} · {event.model_id}", border_style="cyan"))
 
     def _on_step_started(self, event: ev.StepStarted) -> None:
-        if event.step_type == "action":
-            self.console.rule(f"{self._indent(event)}Step {event.step}", style="dim")
+        if event.step_type == "action":  # numbered within the run (the agent counts across a conversation)
+            number = event.step - self._step_offsets.setdefault(event.run_id, event.step - 1)
+            self.console.rule(f"{self._indent(event)}Step {number}", style="dim")
 
     def _on_model_text_delta(self, event: ev.ModelTextDelta) -> None:
         if self.verbosity >= DEBUG:

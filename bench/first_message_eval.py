@@ -1,15 +1,22 @@
 """The first message, measured: simple questions asked through the app's own agent, as a newcomer would.
 
-Usage: python bench/first_message_eval.py [--model embedded:smollm2] [--only 0,3,12] [--json out.json]
+Usage: python bench/first_message_eval.py [--model embedded:smollm2] [--only 0,3,12] [--set new] [--json out.json]
+                                         [--trace trace.json]
 
 Each question goes to a fresh session of the real app controller (`AgentDeckApp`: its agent factory, the
 settings form's defaults, the upload path of a message with files), so the model gets exactly the prompt
 the browser's first message gets. Questions cover arithmetic, short strings and one-column facts about an
-uploaded table (the bundled seattle-weather.csv and penguins.csv, and airports.csv made here). The
-expected answers are computed here with pandas, for grading only: the agent never sees them.
+uploaded table (the bundled seattle-weather.csv and penguins.csv, and airports.csv and cities.csv made here),
+and a few follow-ups (a second message in the same chat, only the second graded). The expected answers are
+computed here with pandas, for grading only: the agent never sees them.
 
-Prints one line per question, then the accuracy, the median seconds per question (from sending the message
-to the end of the run) and the machine's load average before and after (other work slows the CPU model).
+Two sets: "original" (the first 24 questions, measured before the small-model prompt's examples were
+chosen) and "new" (written after, of the same kinds, never used to tune the prompt): their accuracies are
+reported apart, so a prompt fitted to the first set shows.
+
+Prints one line per question, then the accuracy (per set), the median seconds per question (from sending
+the graded message to the end of its run) and the machine's load average before and after (other work
+slows the CPU model).
 """
 from __future__ import annotations
 
@@ -34,12 +41,15 @@ ASSETS = ROOT / "ui" / "assets"
 class Question:
     text: str
     expected: Any
-    file: str | None = None  # the file sent with the message, if any
+    file: str | None = None  # the file sent with the (first) message, if any
+    before: tuple[str, ...] = ()  # messages sent first in the same chat, not graded (a follow-up)
+    set: str = "original"
 
 
 @dataclass
 class Outcome:
     question: str
+    set: str
     file: str | None
     expected: Any
     answer: Any
@@ -64,15 +74,31 @@ def make_airports(folder: Path) -> Path:
     return path
 
 
+def make_cities(folder: Path) -> Path:
+    """A small made-up table of cities (fixed seed)."""
+    rng = random.Random(42)
+    countries = ["Norway", "Chile", "Kenya", "Japan", "Peru"]
+    weights = [3, 6, 4, 2, 2]
+    lines = ["city,country,population,area_km2"]
+    for _ in range(30):
+        name = "".join(rng.choice("bcdfglmnprstv") + rng.choice("aeiou") for _ in range(3)).title()
+        lines.append(f"{name},{rng.choices(countries, weights)[0]},{rng.randint(2000, 900000)},"
+                     f"{rng.randint(5, 800)}.{rng.randint(0, 9)}")
+    path = folder / "cities.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 def questions(folder: Path) -> list[Question]:
     """The evaluation set, with expected answers computed from the data."""
     import pandas as pd
 
     weather_path, penguins_path = ASSETS / "seattle-weather.csv", ASSETS / "penguins.csv"
-    airports_path = make_airports(folder)
-    weather, penguins, airports = (pd.read_csv(p) for p in (weather_path, penguins_path, airports_path))
-    w, p, a = str(weather_path), str(penguins_path), str(airports_path)
-    return [
+    airports_path, cities_path = make_airports(folder), make_cities(folder)
+    weather, penguins, airports, cities = (pd.read_csv(p) for p in (weather_path, penguins_path, airports_path,
+                                                                    cities_path))
+    w, p, a, c = str(weather_path), str(penguins_path), str(airports_path), str(cities_path)
+    original = [
         Question("What is 17 * 23?", 17 * 23),
         Question("What is 1234 + 5678?", 1234 + 5678),
         Question("What is 2 to the power of 10?", 2 ** 10),
@@ -98,6 +124,29 @@ def questions(folder: Path) -> list[Question]:
         Question("Which state has the most airports?", airports["state"].mode()[0], a),
         Question("What is the highest elevation_ft?", airports["elevation_ft"].max(), a),
     ]
+    new = [
+        Question("What is 250 - 73?", 250 - 73),
+        Question("What is 36 times 11?", 36 * 11),
+        Question("What is 7 to the power of 3?", 7 ** 3),
+        Question('Reverse "stressed".', "desserts"),
+        Question('How many letters are in the word "encyclopedia"?', len("encyclopedia")),
+        Question('Write "open source" in upper case.', "OPEN SOURCE"),
+        Question('How many times does the letter a appear in "banana bread"?', "banana bread".count("a")),
+        Question("How many rows are in the table?", len(penguins), p),
+        Question("What is the minimum of bill_depth_mm?", penguins["bill_depth_mm"].min(), p),
+        Question("What is the highest precipitation?", weather["precipitation"].max(), w),
+        Question("What is the average temp_min?", weather["temp_min"].mean(), w),
+        Question("Which country appears most often?", cities["country"].mode()[0], c),
+        Question("How many distinct values does country have?", cities["country"].nunique(), c),
+        Question("What is the largest population?", cities["population"].max(), c),
+        Question("How many columns does the table have?", cities.shape[1], c),
+        # Follow-ups: the second message of a chat is graded.
+        Question("What is the smallest area_km2?", cities["area_km2"].min(), c,
+                 before=("What is the largest population?",)),
+        Question('Reverse the string "python".', "nohtyp", before=("What is 17 * 23?",)),
+        Question("What is 9 times 9?", 81, w, before=("What is the mean of wind?",)),
+    ]
+    return original + [Question(q.text, q.expected, q.file, q.before, "new") for q in new]
 
 
 def is_correct(answer: Any, expected: Any) -> bool:
@@ -122,12 +171,12 @@ def ask(app: Any, settings: Any, question: Question, index: int) -> Outcome:
     """One message on a fresh session of the app, waited for to the end of its run."""
     session = app.registry.get(f"eval-{index}-{time.time_ns()}")
     files = [(question.file, Path(question.file).name)] if question.file else []
-    started = time.perf_counter()
     try:
-        if not session.start_run(question.text, files, settings):
-            raise RuntimeError("the app did not start a run")
-        for _ in session.drain():
-            pass
+        for earlier in question.before:  # a follow-up: the earlier messages first, the file with the first
+            _send(session, earlier, files, settings)
+            files = []
+        started = time.perf_counter()
+        _send(session, question.text, files, settings)
         seconds = time.perf_counter() - started
         finished = session.transcript.finished
         answer = finished.output if finished is not None else None
@@ -136,8 +185,51 @@ def ask(app: Any, settings: Any, question: Question, index: int) -> Outcome:
     finally:
         app.registry.close(session.key)
     correct = state == "success" and is_correct(answer, question.expected)
-    return Outcome(question.text, Path(question.file).name if question.file else None, _plain(question.expected),
+    return Outcome(question.text, question.set, Path(question.file).name if question.file else None,
+                   _plain(question.expected),
                    _plain(answer), correct, state, steps, round(seconds, 2))
+
+
+def _send(session: Any, text: str, files: list[tuple[str, str]], settings: Any) -> None:
+    """One message, waited for to the end of its run."""
+    if not session.start_run(text, files, settings):
+        raise RuntimeError("the app did not start a run")
+    for _ in session.drain():
+        pass
+
+
+class ModelTrace:
+    """Records every model call of local models (the turns they were sent, their reply) while it is entered."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled, self.calls = enabled, []
+        self._original: Any = None
+
+    def __enter__(self) -> ModelTrace:
+        if not self.enabled:
+            return self
+        from agents.models.chat_messages import to_text_turns
+        from agents.models.transformers_model import TransformersModel
+
+        self._original = original = TransformersModel.generate_stream
+        calls = self.calls
+
+        def traced(model: Any, messages: list, *args: Any, **kwargs: Any) -> Any:
+            call = {"turns": to_text_turns(messages), "options": {k: v for k, v in kwargs.items() if k != "tools"}}
+            calls.append(call)
+            for delta in original(model, messages, *args, **kwargs):
+                if delta.reply is not None:
+                    call["reply"] = delta.reply.content
+                yield delta
+
+        TransformersModel.generate_stream = traced  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._original is not None:
+            from agents.models.transformers_model import TransformersModel
+
+            TransformersModel.generate_stream = self._original  # type: ignore[method-assign]
 
 
 def _plain(value: Any) -> Any:
@@ -148,7 +240,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="", help="model string (default: the app's own choice)")
     parser.add_argument("--only", default="", help="comma-separated question numbers to run")
+    parser.add_argument("--set", default="", choices=["", "original", "new"], help="run only this set")
     parser.add_argument("--json", default="", help="also write every outcome to this JSON file")
+    parser.add_argument("--trace", default="", help="write what the model was sent and replied, per question, to "
+                                                     "this JSON file (to see why an answer is wrong)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -167,26 +262,40 @@ def main() -> int:
                                          ", ".join(config.authorized_imports))
         items = questions(Path(folder))
         chosen = [int(i) for i in args.only.split(",") if i.strip()] or list(range(len(items)))
+        chosen = [i for i in chosen if not args.set or items[i].set == args.set]
         load_before = load_average()
         print(f"model {config.model} · {len(chosen)} questions · load average before: {load_before}")
-        outcomes = []
+        outcomes, traces = [], []
         for index in chosen:
-            outcome = ask(app, settings, items[index], index)
+            with ModelTrace(enabled=bool(args.trace)) as trace:
+                outcome = ask(app, settings, items[index], index)
+            traces.append({"question": index, "calls": trace.calls})
             outcomes.append(outcome)
             mark = "ok " if outcome.correct else "BAD"
+            follow = " (follow-up)" if items[index].before else ""
             print(f"{mark} {index:2d} {outcome.seconds:6.1f} s {outcome.steps:2d} steps {outcome.state:9s} "
-                  f"{outcome.question[:50]!r} ({outcome.file or 'no file'}) -> {str(outcome.answer)[:40]!r} "
+                  f"{outcome.question[:50]!r} ({outcome.file or 'no file'}){follow} -> {str(outcome.answer)[:40]!r} "
                   f"(expected {outcome.expected!r})", flush=True)
         correct = sum(o.correct for o in outcomes)
         median = statistics.median(o.seconds for o in outcomes)
         summary = {"model": config.model, "questions": len(outcomes), "correct": correct,
                    "accuracy": round(correct / len(outcomes), 3), "median_s": round(median, 1),
-                   "load_before": load_before, "load_after": load_average(), "cpus": os.cpu_count()}
+                   "load_before": load_before, "load_after": load_average(), "cpus": os.cpu_count(),
+                   "sets": {}}
+        for name in ("original", "new"):
+            part = [o for o in outcomes if o.set == name]
+            if part:
+                summary["sets"][name] = {"questions": len(part), "correct": sum(o.correct for o in part),
+                                         "median_s": round(statistics.median(o.seconds for o in part), 1)}
+                print(f"{name} set: {sum(o.correct for o in part)}/{len(part)} correct · median "
+                      f"{statistics.median(o.seconds for o in part):.1f} s")
         print(f"accuracy {correct}/{len(outcomes)} ({summary['accuracy']:.0%}) · median {median:.1f} s per question "
               f"· load average before {load_before}, after {summary['load_after']} ({os.cpu_count()} CPUs)")
         if args.json:
             Path(args.json).write_text(json.dumps({"summary": summary, "outcomes": [asdict(o) for o in outcomes]},
                                                   indent=1, default=str))
+        if args.trace:
+            Path(args.trace).write_text(json.dumps(traces, indent=1, default=str))
         return 0 if correct == len(outcomes) else 1
 
 

@@ -124,9 +124,14 @@ class MultiStepAgent:
     def system_prompt(self) -> str:
         return render(self.prompt_templates, "system_prompt", **self.prompt_variables())
 
-    def prompt_examples(self) -> list[Message]:
-        """Worked examples shown as earlier chat turns, when the prompt file has them (the tiny prompts)."""
-        return example_messages(self.prompt_templates, getattr(self, "authorized_imports", ()))
+    def prompt_examples(self, task: str = "") -> list[Message]:
+        """Worked examples shown as earlier chat turns, when the prompt file has them (the tiny prompts);
+        with a task, those the prompt file chooses for it."""
+        return example_messages(self.prompt_templates, getattr(self, "authorized_imports", ()), task)
+
+    def prompt_for_step(self, run: RunContext) -> list[Message]:
+        """What the model is sent for an action step: the memory's prompt (an agent may show less of it)."""
+        return self.memory.messages
 
     def describe_task(self, text: str, files: Any = (), unusable: Any = ()) -> str:
         """The task for `text` with uploaded `files`, worded the way this agent's prompts expect."""
@@ -237,13 +242,17 @@ class MultiStepAgent:
         if reset:
             self._reset()
         steps = StepRunner(self, run, last_step_number=self._step_number, started=started)
-        self.memory.set_system_prompt(self.system_prompt(), self.prompt_examples())
+        history_message = None
         if history:
             self._add_history(history)
+            history_message = self.memory.steps[-1].messages[0]
         if additional_args:
             task = self._hand_over_arguments(task, additional_args)
+        self.memory.set_system_prompt(self.system_prompt(), self.prompt_examples(task))
+        task_message = {"role": "user", "content": render(self.prompt_templates, "task", task=task)}
+        run.first_message = history_message or task_message
         try:
-            return steps.execute(task)
+            return steps.execute(task, task_message)
         finally:
             self._step_number = steps.last_step_number
 

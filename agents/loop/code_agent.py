@@ -58,6 +58,20 @@ class CodeAgent(MultiStepAgent):
     def prompt_variables(self) -> dict[str, Any]:
         return {**super().prompt_variables(), "authorized_imports": self.profile.prompt_imports(self.authorized_imports)}
 
+    def prompt_for_step(self, context: RunContext) -> list:
+        """A profile without `earlier_runs` (the tiny one) is sent the system prompt, its examples and this run
+        only: a 135M model copied an earlier answer, right or wrong, into the next one. The memory keeps every
+        step (saved chats, exports, the sandbox's variables); a compacted prompt that no longer holds the run's
+        first message is sent whole."""
+        messages = self.memory.messages
+        if self.profile.earlier_runs or context.first_message is None:
+            return messages
+        head = len(self.memory.system_prompt.messages)
+        for index in range(len(messages) - 1, head - 1, -1):
+            if messages[index] is context.first_message:
+                return messages[:head] + messages[index:]
+        return messages
+
     def code_preamble(self) -> str:
         """Lines run before each code block when the prompt file says so (`code_preamble`): the tiny prompt's
         replies are one `final_answer(...)` line that relies on `math` and `pd` being imported."""

@@ -32,6 +32,8 @@ class RunContext:
     #: The current step's successful tool calls, and the injection findings in their output by call id.
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_findings: dict[str, list] = field(default_factory=dict)
+    #: The first prompt message this run added (its history, else its task): where it begins in the prompt.
+    first_message: dict | None = None
 
     def emit(self, event: Event) -> None:
         self.emit_function(event)

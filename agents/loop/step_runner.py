@@ -61,6 +61,8 @@ class StepAgent(Protocol):
 
     def native_tool_schemas(self) -> list[dict] | None: ...
 
+    def prompt_for_step(self, run: RunContext) -> list[Message]: ...
+
     def act(self, step: ActionStep, reply: ModelReply, run: RunContext) -> None: ...
 
 
@@ -77,12 +79,12 @@ class StepRunner:
         self.first_step_index = len(agent.memory.steps)
 
     # -- the run -----------------------------------------------------------------------------------
-    def execute(self, task: str) -> RunResult:
+    def execute(self, task: str, task_message: Message | None = None) -> RunResult:
         """Record the task, run the steps until an answer, Stop, an error or the step limit; never raises for
         those (the result says what happened, with the exception that ended it)."""
         agent, run = self.agent, self.run
-        agent.memory.add_step(TaskStep(task=task, run_id=run.run_id, messages=[
-            {"role": "user", "content": render(agent.prompt_templates, "task", task=task)}]))
+        message = task_message or {"role": "user", "content": render(agent.prompt_templates, "task", task=task)}
+        agent.memory.add_step(TaskStep(task=task, run_id=run.run_id, messages=[message]))
         run.emit(RunStarted(**run.event_fields(), task=task, agent_name=agent.name or type(agent).__name__,
                             model_id=getattr(agent.model, "model_id", "model"), max_steps=agent.max_steps))
         state, output, error = RunState.SUCCESS, None, None
@@ -171,12 +173,22 @@ class StepRunner:
         return reply, duration
 
     def _reply_options(self) -> dict[str, Any]:
-        """Per-call options from the prompt file: `response_prefix`, the start of every action reply, for
-        adapters that can continue a reply (local models); others never get it."""
-        prefix = self.agent.prompt_templates.get("response_prefix")
-        if prefix and getattr(self.agent.model, "supports_response_prefix", False):
-            return {"response_prefix": str(prefix)}
-        return {}
+        """Per-call options from the prompt file, for adapters that can continue a reply (local models); others
+        never get them. `response_prefix`: the start of every action reply. `retry_temperature`: a step after a
+        failed step of the same run samples at that temperature (a greedy model retried with the same prompt
+        wrote the same failing line ten times)."""
+        agent = self.agent
+        if not getattr(agent.model, "supports_response_prefix", False):
+            return {}
+        options: dict[str, Any] = {}
+        prefix = agent.prompt_templates.get("response_prefix")
+        if prefix:
+            options["response_prefix"] = str(prefix)
+        temperature = agent.prompt_templates.get("retry_temperature")
+        last = agent.memory.steps[-1] if agent.memory.steps else None
+        if temperature and isinstance(last, ActionStep) and last.error and last.run_id == self.run.run_id:
+            options.update(do_sample=True, temperature=float(temperature))
+        return options
 
     # -- compaction ----------------------------------------------------------------------------------
     def compact(self) -> None:
@@ -241,7 +253,7 @@ class StepRunner:
         step = ActionStep(step_number=run.step, run_id=run.run_id)
         step.timing.start_time = time.time()
         self.compact()  # before reading the prompt: compaction swaps it
-        messages = agent.memory.messages
+        messages = agent.prompt_for_step(run)
         step.model_input_messages = PromptSnapshot(messages)
         try:
             reply, step.model_duration_s = self.call_model(

@@ -26,7 +26,8 @@ EMBEDDED_NOTE = (
     "Using the small embedded model (SmolLM2-135M, on this machine's CPU, no key needed). It can answer simple "
     "questions in a step or two: arithmetic, short text edits (reverse, upper case, count letters) and one fact "
     "about one column of an uploaded table (rows, columns, max, min, mean, most frequent or distinct values). "
-    "It cannot do multi-step analysis, charts or web searches. **For real work, one step:** set HF_TOKEN (a free "
+    "It answers each message on its own (it does not see earlier answers), often picks the wrong column, and "
+    "cannot do multi-step analysis, charts or web searches. **For real work, one step:** set HF_TOKEN (a free "
     "Hugging Face token) and restart, and Qwen2.5-Coder-32B is used; or set OPENAI_API_KEY / ANTHROPIC_API_KEY, "
     f"or {MODEL_ENV} to any model (e.g. 'openai/gpt-4.1-mini', 'ollama/qwen2.5-coder:7b').")
 

@@ -7,6 +7,9 @@ the benchmarks.
 """
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +29,9 @@ class PromptProfile:
     code_prompts: str  # the CodeAgent's prompt file (agents/prompts/<name>.yaml)
     tools: tuple[str, ...] | None = None
     imports: tuple[str, ...] | None = None
+    #: Whether the model is sent the earlier messages of the conversation with a new one (a tiny model is not:
+    #: it copied earlier answers, right or wrong, into the next; it is told about earlier uploads instead).
+    earlier_runs: bool = True
 
     def keeps_tool(self, name: str) -> bool:
         return self.tools is None or name in self.tools
@@ -45,7 +51,7 @@ TINY_IMPORTS = ("math", "statistics", "pandas")
 PROFILES: dict[str, PromptProfile] = {
     "default": PromptProfile("default", "code_agent"),
     # No tools: a tiny model calls web tools with invented arguments and cannot use what they return.
-    "tiny": PromptProfile("tiny", "code_agent_tiny", tools=(), imports=TINY_IMPORTS),
+    "tiny": PromptProfile("tiny", "code_agent_tiny", tools=(), imports=TINY_IMPORTS, earlier_runs=False),
 }
 
 
@@ -54,22 +60,61 @@ def profile_for(model: Any) -> PromptProfile:
     return PROFILES.get(str(getattr(model, "prompt_style", "default") or "default"), PROFILES["default"])
 
 
-def example_messages(templates: dict[str, Any], imports: Iterable[str] = ()) -> list[dict[str, str]]:
+def example_messages(templates: dict[str, Any], imports: Iterable[str] = (), task: str = "") -> list[dict[str, str]]:
     """The prompt's worked examples as chat turns (a person's task, the model's reply); an example that
-    `needs` a module the code may not import is left out.
+    `needs` a module the code may not import is left out. With a `task` and an `example_choice.count` in the
+    prompt file, only that many examples are shown: those most like the task, the closest last.
 
     Why turns and not text in the system prompt: small chat models copy the form of earlier replies far
-    more faithfully than examples quoted inside instructions (measured with bench/first_message_eval.py).
+    more faithfully than examples quoted inside instructions. Why a choice: a 135M model copies the form of
+    the nearest examples, so a string task after table examples came back as `pd.read_csv(...)`, and fewer
+    turns are also faster on a CPU (measured with bench/first_message_eval.py).
     """
-    messages: list[dict[str, str]] = []
     imports = set(imports)
+    pairs: list[tuple[str, str]] = []
     for example in templates.get("examples") or ():
         if example.get("needs") and example["needs"] not in imports:
             continue
-        task = describe_task(templates, example["task"], files=example.get("files") or ())
-        messages.append({"role": "user", "content": render(templates, "task", task=task)})
-        messages.append({"role": "assistant", "content": str(example["reply"]).strip()})
+        described = describe_task(templates, example["task"], files=example.get("files") or ())
+        pairs.append((render(templates, "task", task=described), str(example["reply"]).strip()))
+    choice = templates.get("example_choice") or {}
+    count = int(choice.get("count") or 0)
+    if task.strip() and 0 < count < len(pairs):
+        marker = str(choice.get("files_marker") or "")
+        pairs = nearest_examples(pairs, render(templates, "task", task=task), count, marker)
+    messages: list[dict[str, str]] = []
+    for text, reply in pairs:
+        messages.append({"role": "user", "content": text})
+        messages.append({"role": "assistant", "content": reply})
     return messages
+
+
+def _words(text: str) -> set[str]:
+    """The words of a text; numbers left out (which numbers a question holds says nothing of its form)."""
+    return {word for word in re.findall(r"[a-z0-9_]+", text.lower()) if not word.isdigit()}
+
+
+def nearest_examples(pairs: list[tuple[str, str]], task: str, count: int,
+                     files_marker: str = "") -> list[tuple[str, str]]:
+    """The `count` examples whose task shares the most words with `task`, rarer words weighing more (so
+    "reverse" or "columns" count, "the" and "what" hardly). The closest comes last, next to the task;
+    ties keep the prompt file's order.
+
+    `files_marker`: the text that says a task has uploaded files. An example of the same kind as the task
+    (both with files or both without) counts as sharing one more word of the rarest kind, so a question
+    without files is shown arithmetic and strings before tables, yet a strong match of words can still win.
+    """
+    example_words = [_words(text) for text, _ in pairs]
+    seen_in = Counter(word for words in example_words for word in words)
+    weight = {word: math.log((len(pairs) + 1) / (n + 0.5)) for word, n in seen_in.items()}
+    wanted = _words(task)
+    scores = [sum(weight[w] for w in words & wanted) for words in example_words]
+    if files_marker:
+        bonus, with_files = max(weight.values(), default=0.0), files_marker in task
+        scores = [score + bonus * ((files_marker in text) == with_files)
+                  for score, (text, _) in zip(scores, pairs, strict=True)]
+    chosen = sorted(range(len(pairs)), key=lambda i: (-scores[i], i))[:count]
+    return [pairs[i] for i in sorted(chosen, key=lambda i: (scores[i], -i))]
 
 
 def describe_task(templates: dict[str, Any], text: str, files: Sequence[dict[str, Any]] = (),

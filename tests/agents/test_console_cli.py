@@ -81,3 +81,16 @@ def test_model_retry_is_printed_with_its_reason_and_wait():
                                      wait_s=12.0, retry_after_s=12.0, discarded_text=True))
     out = buffer.getvalue()
     assert "rate limited (HTTP 429): retry 2/4 in 12.0 s" in out and "partial reply is discarded" in out
+
+
+def test_a_follow_up_runs_steps_are_numbered_within_the_run():
+    """The agent numbers steps across the conversation; the console counts them within each run."""
+    buffer = io.StringIO()
+    renderer = ConsoleRenderer(1, console=Console(file=buffer, width=100, color_system=None))
+    model = ReplayModel([call("final_answer", answer="a"), call("say", text="x"), call("final_answer", answer="b")])
+    agent = ToolCallingAgent(tools=[], model=model, verbosity=0)
+    for task, reset in (("first?", True), ("second?", False)):
+        for event in agent.run(task, stream=True, reset=reset):
+            renderer.handle(event)
+    out = buffer.getvalue()
+    assert out.count("Step 1") == 2 and "Step 2" in out and "Step 3" not in out, out

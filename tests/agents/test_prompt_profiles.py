@@ -85,11 +85,11 @@ def test_a_tiny_run_answers_in_one_step_with_the_prefix_and_preamble(make_code_a
     model = TinyReplay(['```python\nfinal_answer(pd.read_csv("t.csv")["x"].max())\n```'])
     agent, _ = make_code_agent(model, authorized_imports=["pandas"], workdir=workdir)
     task = agent.describe_task("What is the highest x?", [{"name": "t.csv", "columns": ["x", "y"]}])
-    assert task == "File t.csv is in the current directory. Columns: x, y.\nWhat is the highest x?"
+    assert task == 'File t.csv is in the current directory. Columns: "x", "y".\nWhat is the highest x?'
     result = agent.run(task, return_result=True)
     assert result.output == 5 and result.state.value == "success"
     assert sum(1 for s in result.steps if s.step_type == "action") == 1
-    assert model.options == [{"response_prefix": "```python\nfinal_answer("}]
+    assert model.options == [{"response_prefix": "```python\nfinal_answer"}]
     assert agent.memory.action_steps().__next__().code.startswith("import math\nimport statistics\nimport pandas as pd\n")
     # What the model was sent: system, examples, then the task.
     sent = model.calls[0]
@@ -125,7 +125,98 @@ def test_a_small_model_is_told_about_earlier_uploads_with_each_follow_up() -> No
 
     earlier = [{"name": "weather.csv", "columns": ["date", "temp_max"]}]
     tiny = describe_task(load_prompt_templates("code_agent_tiny"), "What is the maximum of temp_max?", earlier=earlier)
-    assert "File weather.csv is in the current directory. Columns: date, temp_max." in tiny
+    assert 'File weather.csv is in the current directory. Columns: "date", "temp_max".' in tiny
     assert tiny.endswith("What is the maximum of temp_max?")
     full = describe_task(load_prompt_templates("code_agent"), "What is the maximum of temp_max?", earlier=earlier)
     assert full == "What is the maximum of temp_max?"
+
+
+def _example_tasks(messages: list[dict]) -> list[str]:
+    return [m["content"].splitlines()[-1] for m in messages if m["role"] == "user"]
+
+
+def test_a_tiny_model_is_shown_the_examples_most_like_its_task_the_closest_last() -> None:
+    """A 135M model copies the form of the nearest examples: a string task after table examples came back as
+    `pd.read_csv(...)`. The prompt file says how many to show; a task with files gets table examples."""
+    from agents.prompts import load_prompt_templates
+    from agents.prompts.profiles import describe_task, example_messages
+
+    templates = load_prompt_templates("code_agent_tiny")
+    imports = ["math", "statistics", "pandas"]
+    count = templates["example_choice"]["count"]
+    everything = example_messages(templates, imports)
+    assert len(everything) > 2 * count  # without a task: every example (the agent's initial prompt)
+
+    strings = _example_tasks(example_messages(templates, imports, 'Reverse the string "bird".'))
+    assert len(strings) == count and strings[-1].startswith("Reverse ")
+    assert not any("Columns" in t or "rows" in t for t in strings[-4:])
+
+    table = describe_task(templates, "What is the highest score?", [{"name": "games.csv",
+                                                                    "columns": ["player", "score"]}])
+    chosen = example_messages(templates, imports, table)
+    assert len(chosen) == 2 * count
+    assert all("is in the current directory" in m["content"] for m in chosen if m["role"] == "user")
+    assert _example_tasks(chosen)[-1].startswith("What is the highest ")
+    # The examples' files are made up: none is an upload, so their names cannot be mistaken for it.
+    assert "games.csv" not in "".join(m["content"] for m in chosen)
+
+    arithmetic = _example_tasks(example_messages(templates, imports, "What is 19 times 3?"))
+    assert arithmetic[-1] == "What is 6 times 8?"
+    assert not any("is in the current directory" in m["content"]
+                   for m in example_messages(templates, imports, "What is 19 times 3?"))
+
+
+def test_each_run_of_a_tiny_model_gets_the_examples_for_its_own_task(make_code_agent) -> None:
+    model = TinyReplay(['```python\nfinal_answer("dlrow"[::-1])\n```', "```python\nfinal_answer(6 * 7)\n```"])
+    agent, _ = make_code_agent(model, authorized_imports=["pandas"])
+    assert agent.run('Reverse the string "world".') == "world"
+    assert agent.run("What is 6 times 7?", reset=False) == 42
+    shown = 2 * agent.prompt_templates["example_choice"]["count"]
+    first, second = (_example_tasks(call[1:1 + shown]) for call in model.calls)
+    assert first[-1].startswith("Reverse the string") and second[-1] == "What is 6 times 8?"
+    # A follow-up is sent its examples and its own task only: the 135M model copied earlier answers into the
+    # next one. The memory keeps every step.
+    assert model.calls[1][1 + shown:] == [{"role": "user", "content": "New task:\nWhat is 6 times 7?"}]
+    assert not any("world" in m["content"] for m in model.calls[1])
+    assert any(getattr(s, "task", "") == 'Reverse the string "world".' for s in agent.memory.steps)
+
+
+def test_a_tiny_models_retry_sees_its_own_run_and_a_capable_model_sees_the_conversation(make_code_agent) -> None:
+    tiny = TinyReplay(["```python\nfinal_answer(1)\n```", "```python\nfinal_answer(undefined_name)\n```",
+                       "```python\nfinal_answer(2)\n```"])
+    agent, _ = make_code_agent(tiny, max_steps=3)
+    assert agent.run("What is 0 + 1?") == 1
+    assert agent.run("What is 1 + 1?", reset=False) == 2
+    retry = tiny.calls[-1]
+    assert "What is 1 + 1?" in retry[-3]["content"] and "NameError" in retry[-1]["content"]
+    assert not any("0 + 1" in m["content"] for m in retry)
+
+    capable = ReplayModel(["```python\nfinal_answer(1)\n```", "```python\nfinal_answer(2)\n```"])
+    agent, _ = make_code_agent(capable)
+    agent.run("What is 0 + 1?")
+    assert agent.run("What is 1 + 1?", reset=False) == 2
+    assert any("What is 0 + 1?" in m["content"] for m in capable.calls[-1])
+
+
+def test_the_reply_prefix_stops_before_the_bracket_so_a_quote_can_follow_in_one_token() -> None:
+    """The tokenizer writes `("` as one token: a prefix ending in `(` left the model only a lone `"`, and it
+    answered `""[::-1]` for "reverse hello". Every example reply continues the prefix."""
+    from agents.prompts import load_prompt_templates
+
+    templates = load_prompt_templates("code_agent_tiny")
+    prefix = templates["response_prefix"]
+    assert prefix.endswith("final_answer")
+    assert all(str(e["reply"]).startswith(prefix + "(") for e in templates["examples"])
+
+
+def test_a_tiny_models_step_after_a_failed_one_samples_instead_of_repeating_itself(make_code_agent) -> None:
+    """Greedy decoding with the same prompt wrote the same failing line at every retry."""
+    model = TinyReplay(["```python\nfinal_answer(missing)\n```", "```python\nfinal_answer(3)\n```",
+                        "```python\nfinal_answer(4)\n```"])
+    agent, _ = make_code_agent(model)
+    assert agent.run("What is 1 + 2?") == 3
+    prefix = {"response_prefix": "```python\nfinal_answer"}
+    temperature = agent.prompt_templates["retry_temperature"]
+    assert model.options == [prefix, {**prefix, "do_sample": True, "temperature": temperature}]
+    assert agent.run("What is 2 + 2?", reset=False) == 4
+    assert model.options[-1] == prefix  # a new run starts greedy again

@@ -241,6 +241,36 @@ def test_a_run_without_an_answer_says_so_with_its_own_step_count_and_offers_to_c
     assert t.status_text().startswith("no answer (out of steps) · 2 steps")
 
 
+def test_a_follow_up_runs_steps_are_numbered_within_the_run_as_the_status_counts_them() -> None:
+    """The agent numbers steps across the conversation (a follow-up's first step is its 4th); the chat titles
+    them within the run, so "Step 2" is what the status calls step 2/10. Managed agents and a chat rebuilt from
+    saved memory (runs start at 0 there, steps keep the agent's numbers) count the same way."""
+    t = Transcript()
+    t.apply(ev.RunStarted(**base(0), task="q1", agent_name="CodeAgent", model_id="m", max_steps=10))
+    for step in (1, 2, 3):
+        code_step(t, step)
+    t.apply(ev.RunFinished(**base(3), state="success", output=1, duration_s=1.0, token_usage=TokenUsage(1, 1), steps=3))
+    t.apply(ev.RunStarted(**base(3, run="run2"), task="q2", agent_name="CodeAgent", model_id="m", max_steps=10))
+    code_step(t, 4, run="run2")
+    assert "running · step 1/10" in t.status_text(now=101.0)
+    code_step(t, 5, run="run2")
+    assert "running · step 2/10" in t.status_text(now=101.0)
+    t.apply(ev.ToolCallProposed(**base(5, run="run2"), call_id="c1", tool_name="helper", arguments={"task": "x"}))
+    t.apply(ev.RunStarted(**base(7, parent="c1", run="sub"), task="x", agent_name="helper", model_id="m",
+                          max_steps=3))
+    code_step(t, 8, parent="c1", run="sub")
+    titles = [m.get("metadata", {}).get("title", "") for m in t.messages()]
+    assert titles == ["Step 1", "Step 2", "Step 3", "Step 1", "Step 2", "🛠️ helper", "↳ Step 1"], titles
+    assert "step 2/10" in t.status_text(now=101.0)
+
+    restored = Transcript()  # as ui/saved/restore.py replays a saved second run
+    restored.apply(ev.RunStarted(**base(0, run="r2"), task="q2", agent_name="restored", model_id="", max_steps=0))
+    for step in (4, 5):
+        code_step(restored, step, run="r2")
+    titles = [m.get("metadata", {}).get("title", "") for m in restored.messages()]
+    assert titles == ["Step 1", "Step 2"], titles
+
+
 def test_a_failed_run_offers_to_continue_and_a_good_one_shows_its_answer_plainly() -> None:
     t = Transcript()
     t.apply(ev.RunStarted(**base(0), task="q", agent_name="CodeAgent", model_id="m", max_steps=3))

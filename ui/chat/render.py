@@ -52,8 +52,10 @@ class Transcript(ChatTree):
         self._steps: dict[str, StepRecord] = {}  # step node id -> what it produced, for its preview
         self._images_shown: set[tuple] = set()  # (scope, content digest or path) of the images in the chat
         self.top_run_id: str | None = None
-        self.current_step = 0  # steps taken in the current run (the agent's own numbering goes on across runs)
-        self.first_step = 0  # the agent's step number when the current run started
+        self.current_step = 0  # the current run's step, numbered within the run (as its step titles are)
+        #: The agent's step number before each run's first step, by run id: the agent numbers its steps across
+        #: the whole conversation, a person counts them within the run (titles and the status must agree).
+        self.run_step_offsets: dict[str, int] = {}
         self.out_of_steps = False  # the current run used all its steps: its answer is only a best guess
         self.max_steps = 0
         self.run_started = 0.0
@@ -89,16 +91,25 @@ class Transcript(ChatTree):
             self.max_steps = e.max_steps
             self.run_started = e.timestamp
             self.current_step = 0
-            self.first_step = e.step
             self.out_of_steps = False
             self.finished = None
         elif e.parent_id in self.call_nodes:
             node = self.call_nodes[e.parent_id]
             node.parts["agent"] = f"Managed agent **{e.agent_name}** is working on: {clip(e.task, 500)}"
 
+    def step_in_run(self, e: ev.Event) -> int:
+        """The event's step numbered within its run: the run's first step is 1.
+
+        The offset comes from the run's first step seen, not from `RunStarted.step`, so a chat rebuilt from
+        saved memory (whose runs start at 0 there while its steps keep the agent's numbers) counts the same way."""
+        offset = self.run_step_offsets.setdefault(e.run_id, e.step - 1)
+        return max(1, e.step - offset)
+
     def _on_step_started(self, e: ev.StepStarted) -> None:
         kind = e.step_type
-        title = {"planning": "🧭 Planning", "final": "⏱️ Out of steps: asking for a best guess"}.get(kind, f"Step {e.step}")
+        number = self.step_in_run(e)
+        title = {"planning": "🧭 Planning",
+                 "final": "⏱️ Out of steps: asking for a best guess"}.get(kind, f"Step {number}")
         if e.parent_id:
             title = "↳ " + title
         node = Node(f"step:{e.run_id}:{e.parent_id or ''}:{e.step}:{kind}", title=title, status="pending",
@@ -108,7 +119,7 @@ class Transcript(ChatTree):
         self._add(node, parent=parent)
         self._steps[node.id] = StepRecord(siblings=parent.children if parent is not None else self.roots)
         if e.parent_id is None:
-            self.current_step = max(0, e.step - self.first_step)
+            self.current_step = number
             self.out_of_steps = self.out_of_steps or kind == "final"
 
     def _on_model_retrying(self, e: ev.ModelRetrying) -> None:
