@@ -61,7 +61,7 @@ def test_resume_after_reload_and_after_restart(tmp_path: Path) -> None:
                 wait_for_text(page, "Set a variable please", where="#chat-list")
                 send(page, "Add one to it")
                 wait_for_text(page, "Now 43")  # the final answer used the rebuilt variable
-                page.locator("#chat").get_by_text("Step 3", exact=False).first.click()  # open it: its output is in it
+                page.locator("#chat").get_by_text("Step 1", exact=False).last.click()  # this run's own step 1
                 wait_for_text(page, "still 43", timeout=10)
                 page.screenshot(path=str(tmp_path / "resumed.png"))
         finally:
