@@ -129,7 +129,7 @@ def ask(app: Any, settings: Any, question: Question, index: int) -> Outcome:
         for _ in session.drain():
             pass
         seconds = time.perf_counter() - started
-        finished = session.transcript.finished
+        finished = session.record.transcript.finished
         answer = finished.output if finished is not None else None
         state = str(getattr(finished, "state", "no result"))
         steps = int(getattr(finished, "steps", 0))

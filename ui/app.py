@@ -23,7 +23,6 @@ from ui.chat.published_files import root_url_of
 from ui.chat.stream_outputs import EMPTY_MESSAGE, Shown, StreamOutputs, session_outputs
 from ui.saved.store import secret_file, storage_is_ephemeral
 from ui.session.heap import freeze_long_lived_objects
-from ui.session.pending_decisions import has_pending, set_approval_mode
 from ui.session.presence import PresenceMiddleware
 from ui.session.registry import ServerBusyError, SessionRegistry
 from ui.session.session import Session
@@ -136,14 +135,13 @@ class AgentDeckApp:
         if not (text.strip() or files):
             yield from self._stream(session, text, files, settings, request)
             return
-        session.refused = self.history.leases.claim(getattr(request, "session_hash", None) or "anonymous", session)
+        session.record_refusal(self.history.leases.claim(getattr(request, "session_hash", None) or "anonymous",
+                                                         session))
         if session.refused is not None:  # the chat is open in another tab: nothing is sent, the text stays
-            with session.lock:
-                session.transcript.add_note(session.refused)
             yield self.stream_update(session, Shown(root_url=root_url_of(request)), gr.skip())
             return
         self._admit(request, session)
-        set_approval_mode(session, approval_mode)
+        session.set_approval_mode(approval_mode)
         yield from self._limited(self._stream(session, text, files, settings, request), request)
 
     def run_example(self, model: str, agent_type: str, max_steps: float, planning_interval: float, tools: list[str],
@@ -164,7 +162,7 @@ class AgentDeckApp:
             yield from self._ask_to_sign_in(session, request, from_page=getattr(evt, "target", None) is not None)
             return
         self._admit(request, session)
-        set_approval_mode(session, approval_mode)
+        session.set_approval_mode(approval_mode)
         yield from self._limited(self._stream(session, example["text"], files, settings, request), request)
 
     def _admit(self, request: gr.Request | None, session: Session) -> None:
@@ -208,10 +206,7 @@ class AgentDeckApp:
         message = sign_in_message(self.config.hf_login, from_page, [demo["label"] for demo in RECORDED_DEMOS])
         if not from_page:
             raise gr.Error(message, print_exception=False)
-        with session.lock:
-            roots = session.transcript.roots
-            if not roots or roots[-1].parts.get("text") != message:  # said once, however often it is tried
-                session.transcript.add_note(message)
+        session.record.add_note(message, once=True)  # said once, however often it is tried
         yield self.stream_update(session, Shown(root_url=root_url_of(request)), gr.skip())
 
     def run_recorded(self, index: int, request: gr.Request) -> Iterator[tuple]:
@@ -248,8 +243,8 @@ class AgentDeckApp:
         key = getattr(request, "session_hash", None)
         if key:
             session = self.registry.peek(key)
-            if session is not None and (session.running or has_pending(session)):
-                session.detached_at = time.time()
+            if session is not None and (session.running or session.has_pending()):
+                session.detach()
                 return
             self.registry.close(key)
 
@@ -258,14 +253,9 @@ class AgentDeckApp:
         goes on (from the page before a reload, or a closed tab), stream it from where it is: the chat so far,
         then live. Only once per hand-over: a second drain would end the one this page already streams."""
         session = self.registry.peek(getattr(request, "session_hash", None) or "anonymous")
-        handed_over = False
-        if session is not None:
-            with session.lock:
-                handed_over, session.handed_over = session.handed_over, False
-        if not handed_over or not session.running or session.run.waiting_decision is not None:
+        if session is None or not session.take_hand_over():
             yield (gr.skip(),) * 5
             return
-        session.detached_at = None
         yield from self.stream_run(session, Shown(root_url=root_url_of(request)))
 
     @staticmethod

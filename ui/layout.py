@@ -129,7 +129,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                        chat, files_panel, status, after=[submitted, example, stopped, cleared])
         history_layout.wire_history_panel(app, history, demo, chat, task_input, files_panel, status, clock, settings,
                                          after_runs=[submitted, example, *recorded], new_chat_event=cleared)
-        files_panel_ui.wire_delete_confirm(app, demo, files_panel, delete_confirm)
+        files_panel_ui.wire_delete_confirm(app.registry, demo, files_panel, delete_confirm)
         responsive.wire(demo)
         demo.unload(app.on_unload)
     return demo

@@ -33,7 +33,7 @@ def test_markdown_export_of_an_upload_run(tmp_path: Path, monkeypatch: pytest.Mo
         list(app.run({"text": "Summarise my notes", "files": [str(upload)]}, *form, Req("tab")))
         session = app.registry.peek("tab")
         held = str(session.agent.memory.steps)  # what the model was given: fenced, with the server path
-        assert "<data source=" in held and str(session.workspace) in held
+        assert "<data source=" in held and str(session.record.workspace) in held
         markdown = Path(app.history.export_markdown(Req("tab"))).read_text()
     finally:
         app.registry.shutdown()

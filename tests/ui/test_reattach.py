@@ -49,7 +49,7 @@ def test_a_reloaded_tab_takes_the_run_back_and_streams_the_rest(app: LiveApp) ->
     app.model.release()  # the model answers: the rest arrives on the reloaded page
     updates = [first, *stream]
     assert text_of(updates[-1][0][-1]) == "42" and not session.running
-    memory, _ = ChatStore(app.config.data_dir).load_memory(session.saved)
+    memory, _ = ChatStore(app.config.data_dir).load_memory(session.record.saved)
     assert [s.step_type for s in memory.steps] == ["task", "action", "action", "final_answer"]
 
 
@@ -75,7 +75,7 @@ def test_after_the_grace_period_the_run_is_stopped_and_saved(app: LiveApp) -> No
     assert app.session("tab") is session and session.running
     app.app.registry.reap(now=time.time() + app.config.reattach_grace_s + 1)
     assert app.session("tab") is None and session.closed_at is not None and not session.running
-    memory, metadata = ChatStore(app.config.data_dir).load_memory(session.saved)
+    memory, metadata = ChatStore(app.config.data_dir).load_memory(session.record.saved)
     assert [s.step_type for s in memory.steps] == ["task", "action"] and metadata["turns"][0]["text"] == "Set x, then answer"
     reopened = app.load(token, key="later")
     assert "Set x, then answer" in chat_text(reopened[1]) and "x is set" in chat_text(reopened[1])
@@ -89,7 +89,7 @@ def test_a_tab_already_open_joins_the_run_when_it_opens_the_chat(app: LiveApp) -
     run_until_step_2_hangs(app, token)
     session = app.session("tab")
     app.load(token, key="other")  # opened while the run goes on: it does not show that chat
-    chat_id = session.saved.id
+    chat_id = session.record.saved.id
     open_chat = lambda: list(app.app.history.open_chat({"token": token}, chat_id, *app.form(), Req("other")))[-1]
     refused = open_chat()
     assert app.session("tab") is session and session.running and app.session("other") is not session
@@ -105,5 +105,5 @@ def test_a_tab_already_open_joins_the_run_when_it_opens_the_chat(app: LiveApp) -
     app.model.release()
     assert text_of(list(stream)[-1][0][-1]) == "42"
     assert next(app.app.reattach(Req("other"))) == (gr.skip(),) * 5  # streamed once per hand-over
-    memory, _ = ChatStore(app.config.data_dir).load_memory(session.saved)
+    memory, _ = ChatStore(app.config.data_dir).load_memory(session.record.saved)
     assert [s.step_type for s in memory.steps] == ["task", "action", "action", "final_answer"]

@@ -37,7 +37,7 @@ def send(app: AgentDeckApp, key: str, text: str = "hi", from_page: bool = True) 
 
 def chat_notes(app: AgentDeckApp, key: str) -> list[str]:
     session = app.registry.peek(key)
-    return [str(m.get("content")) for m in session.transcript.messages()]
+    return [str(m.get("content")) for m in session.record.transcript.messages()]
 
 
 def test_a_page_without_sign_in_gets_a_note_in_the_chat_naming_what_is_on_the_page(tmp_path: Path,
@@ -121,14 +121,14 @@ def test_recorded_demos_play_for_anyone_each_in_a_fresh_chat(tmp_path: Path, mon
         for index, demo in enumerate(RECORDED_DEMOS):  # one after the other in the same tab
             updates: list[Any] = list(app.run_recorded(index, Req("demo-tab")))
             session = app.registry.peek("demo-tab")
-            text = "\n".join(str(m.get("content")) for m in session.transcript.messages())
+            text = "\n".join(str(m.get("content")) for m in session.record.transcript.messages())
             assert expected[index] in text, text[-2000:]  # the recorded code ran to its final answer
             others = [phrase for i, phrase in enumerate(expected) if i != index]
             assert not any(phrase in text for phrase in others)  # the recorded analysis alone, not a continuation
             tasks = [step for step in session.agent.memory.steps if getattr(step, "step_type", "") == "task"]
             assert len(tasks) == 1 and tasks[0].task.startswith(demo["text"])  # this task alone
             assert any(".png" in str(m.get("content"))
-                       for m in session.transcript.messages() if isinstance(m.get("content"), dict))
+                       for m in session.record.transcript.messages() if isinstance(m.get("content"), dict))
             assert updates
     finally:
         app.registry.shutdown()

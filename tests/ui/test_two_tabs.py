@@ -35,7 +35,7 @@ def test_the_second_tab_is_told_and_can_take_over(tmp_path: Path) -> None:
         app.run("second from A", key="A")
         assert "open in another tab" in chat_text(app.run("again from B", key="B")[-1][0])
 
-        chat = app.session("A").saved
+        chat = app.session("A").record.saved
         memory, metadata = ChatStore(app.config.data_dir).load_memory(chat)  # whole, and every turn in order
         assert [t["text"] for t in metadata["turns"]] == ["first from A", "from B", "second from A"]
         assert [s.output for s in memory.steps if s.step_type == "final_answer"] == ["answer 1", "answer 2", "answer 3"]

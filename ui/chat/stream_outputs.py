@@ -48,13 +48,14 @@ class Shown:
 
 def session_outputs(session: Session, shown: Shown, input_update: Any = None) -> tuple:
     """(chat, message box, files, status, clock): the chat and status in full, the rest only if changed."""
+    record = session.record
     with session.lock:
-        messages = session.transcript.messages()
-        status = session.transcript.status_text()
-        clock = {"sent_at": time.time(), "events": session.take_clock()}
-        if shown.files_version != session.files_version:
-            shown.files_version = session.files_version
-            shown.files = session.file_paths() or None
+        messages = record.transcript.messages()
+        status = record.transcript.status_text()
+        clock = {"sent_at": time.time(), "events": record.take_clock()}
+        if shown.files_version != record.files_version:
+            shown.files_version = record.files_version
+            shown.files = record.file_paths() or None
             files = shown.files
         elif shown.files is not None and len(shown.files) > FILES_RESENT_UP_TO:
             files = gr.skip()

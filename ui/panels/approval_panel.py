@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from ui.chat.safe_markdown import neutralize
-from ui.session.pending_decisions import normalise_mode, pending_request
+from ui.session.pending_decisions import normalise_mode
 
 if TYPE_CHECKING:
     from ui.session.session import Session
@@ -136,7 +136,7 @@ def view(session: Session, shown_id: str | None = None, message: str | None = No
     When the request is the one already shown (`shown_id`), the editable boxes and the message (None) are
     left alone, so a person's edits and the last complaint are never overwritten.
     """
-    request = pending_request(session)
+    request = session.pending_request()
     out = view_hidden(message or "")
     if request is None:
         return out

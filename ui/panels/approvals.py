@@ -1,7 +1,7 @@
 """Human in the loop in the web UI: the handlers of the approval panel and mode selector, and their wiring.
 
-A click on the panel (ui/panels/approval_panel.py) resolves the paused run's decision (ui/session/pending_decisions.py,
-`agent.resolve_decision`), and a new drain of the same run continues the chat. A question from `ask_user`
+A click on the panel (ui/panels/approval_panel.py) resolves the paused run's decision (`Session.resolve`, which
+calls `agent.resolve_decision`), and a new drain of the same run continues the chat. A question from `ask_user`
 is shown in the chat, and the person's next message is the answer. A reloaded tab gets its session back
 (and the pending decision) with a token kept in the tab's sessionStorage.
 """
@@ -21,14 +21,7 @@ from ui.chat.formatting import fence
 from ui.chat.published_files import root_url_of
 from ui.chat.stream_outputs import Shown
 from ui.panels.approval_panel import ApprovalPanel, arguments_json, as_tuple, view, view_hidden
-from ui.session.pending_decisions import (
-    has_pending,
-    normalise_mode,
-    pending_request,
-    resolve,
-    resumable,
-    set_approval_mode,
-)
+from ui.session.pending_decisions import normalise_mode
 from ui.web.input_lock import lock_on, unlock_after
 
 if TYPE_CHECKING:
@@ -55,7 +48,7 @@ class ApprovalHandlers:
     def set_mode(self, mode: str, planning: Any, max_steps: Any, request: gr.Request) -> tuple:
         """The approval mode for this tab's next runs; plan review turns planning on when it was off."""
         mode = normalise_mode(mode)
-        set_approval_mode(self._session(request), mode)
+        self._session(request).set_approval_mode(mode)
         try:
             planning_off = int(planning or 0) <= 0
         except (TypeError, ValueError):
@@ -73,7 +66,7 @@ class ApprovalHandlers:
     # decide -----------------------------------------------------------------------------------------
     def _decide(self, shown_id: str | None, request: gr.Request, decide) -> tuple:
         session = self._session(request)
-        pending = pending_request(session)
+        pending = session.pending_request()
         if pending is None or (shown_id and pending.request_id != shown_id):
             return as_tuple(view(session, shown_id, "This decision was already made or has expired."))
         try:
@@ -81,7 +74,7 @@ class ApprovalHandlers:
         except ValueError as exc:  # a bad edit: say so, keep everything as it is
             return as_tuple(view(session, pending.request_id, f"⚠️ {exc}"))
         try:
-            resolve(session, pending, decision, shown)
+            session.resolve(pending, decision, shown)
         except Exception as exc:  # expired or refused by the agent
             return as_tuple(view(session, shown_id, f"⚠️ {exc}"))
         return as_tuple(view(session, pending.request_id))
@@ -140,7 +133,7 @@ class ApprovalHandlers:
         """Stream the rest of a paused run once its decision is answered (or it was stopped)."""
         session = self._session(request)
         shown = Shown(root_url=root_url_of(request))  # the message box keeps what was typed during the pause
-        if not resumable(session):
+        if not session.claim_paused_run():
             yield (gr.skip(),) * 5
             return
         yield from self.app.stream_run(session, shown)
@@ -159,14 +152,14 @@ class ApprovalHandlers:
             self._tabs[token] = key
             if len(self._tabs) > 2 * len(registry) + 100:  # forget tabs whose sessions are gone
                 self._tabs = {t: k for t, k in self._tabs.items() if k == key or registry.peek(k) is not None}
-        session = registry.rekey(old_key, key, when=lambda s: s.running or has_pending(s)) if old_key else None
+        session = registry.rekey(old_key, key, when=lambda s: s.running or s.has_pending()) if old_key else None
         skip = gr.skip()
         if session is None:
             return (token, skip, skip, skip, skip, *as_tuple({**view_hidden(), "task_input": skip}))
         with session.lock:
-            messages = session.transcript.messages()
-            status = session.transcript.status_text()
-            files = session.file_paths() or None
+            messages = session.record.transcript.messages()
+            status = session.record.transcript.status_text()
+            files = session.record.file_paths() or None
             session_mode = session.approval_mode
         return (token, messages, files, f"<small>{status}</small>" if status else "", session_mode,
                 *as_tuple(view(session)))

@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from agents.memory import AgentMemory
-from ui.chat.formatting import for_visitor
 from ui.chat.stream_outputs import Shown, session_outputs
-from ui.saved.restore import carry_memory_into, replay_memory, show_unfinished
 from ui.saved.store import (
     ChatStore,
     ChatStoreError,
@@ -33,7 +31,6 @@ from ui.saved.store import (
     valid_token,
 )
 from ui.session.lease import ChatLeases
-from ui.session.pending_decisions import has_pending
 from ui.session.registry import ServerBusyError
 from ui.settings import RunSettings, SettingsRefusedError, available_tools
 
@@ -87,17 +84,8 @@ class HistoryController:
     def adopt(self, key: str, session: Session) -> Session:
         """A tab bound to an owner whose session is not a saved chat yet (new after an idle close): make it one."""
         owner = self.tabs.get(key)
-        if owner is None or session.saved is not None:
-            return session
-        with session.lock:
-            if session.saved is not None or session.agent is not None or session.uploads or session.running:
-                return session
-            chat = self.store.create(owner)
-            old_root = session.root
-            session.saved, session.root, session.workspace = chat, chat.folder, chat.workspace
-            session.transcript.workdir = str(chat.workspace)
-        import shutil
-        shutil.rmtree(old_root, ignore_errors=True)
+        if owner is not None and session.record.saved is None:
+            session.keep_in(lambda: self.store.create(owner))
         return session
 
     # ----- views --------------------------------------------------------------------------------
@@ -109,28 +97,27 @@ class HistoryController:
     def _view(self, session: Session, state: Any, owner: str, settings: tuple | None = None,
               input_update: Any = None, gr_warning: str | None = None) -> tuple:
         base = session_outputs(session, Shown(), input_update)
-        selected = session.saved.id if session.saved is not None and session.saved.kept else None
+        chat = session.record.saved
+        selected = chat.id if chat is not None and chat.kept else None
         form = settings if settings is not None else (gr.skip(),) * 6
         if gr_warning:
             gr.Warning(gr_warning)
         return (state, *base, self.list_update(owner, selected), *form)
 
     def _fresh(self, key: str, owner: str, note: str | None = None) -> Session:
-        chat = self.store.create(owner)
-        session = self.app.registry.install(key, chat.folder)
-        session.saved = chat
+        session = self.app.registry.install(key, self.store.create(owner))
         if note:
-            session.transcript.add_note(note)
+            session.record.add_note(note)
         return session
 
     def _held_elsewhere(self, owner: str, chat_id: str) -> Session | None:
         """The live session (under another tab key) holding this chat, if its run goes on or waits for a
         decision."""
-        registry = self.app.registry
-        with registry._lock:
-            sessions = list(registry._sessions.values())
-        return next((s for s in sessions if s.saved is not None and s.saved.owner == owner
-                     and s.saved.id == chat_id and (s.running or has_pending(s))), None)
+        def holds(session: Session) -> bool:
+            chat = session.record.saved
+            return chat is not None and chat.owner == owner and chat.id == chat_id
+
+        return next((s for s in self.app.registry.sessions() if holds(s) and (s.running or s.has_pending())), None)
 
     def take_over(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
                   imports: Any, request: gr.Request) -> Iterator[tuple]:
@@ -138,7 +125,7 @@ class HistoryController:
         owner, state = self.identify(state, request)
         key = self.tab_key(request)
         session = self.app.registry.peek(key)
-        chat_id = session.saved.id if session is not None and session.saved is not None else None
+        chat_id = _saved_id(session)
         other = self.leases.holder(chat_id, key) if chat_id else None
         if other is not None and other.running and other.detached_at is None:
             yield (*self._view(session, state, owner, gr_warning="The other tab is running this chat: wait for "
@@ -163,8 +150,9 @@ class HistoryController:
         live = self.app.registry.peek(key)
         form = (model, agent_type, max_steps, planning, tools, imports)
         # A live session shown again keeps its settings in the form, or the next message would start a new agent.
-        if current and live is not None and live.saved is not None and live.saved.id == current \
-                and live.saved.owner == owner:  # this tab already holds the chat (e.g. taken back by ui/panels/approvals.py)
+        live_chat = live.record.saved if live is not None else None
+        # This tab already holds the chat (e.g. taken back by ui/panels/approvals.py):
+        if current and live_chat is not None and live_chat.id == current and live_chat.owner == owner:
             yield self._view(live, state, owner, settings=self._form_values(settings_dict(live.agent_settings), form))
             return
         paused = self._held_elsewhere(owner, current) if current else None
@@ -187,7 +175,7 @@ class HistoryController:
         session = self.app.registry.peek(key)
         if session is None:
             session = self._fresh(key, owner)
-        elif session.saved is None:  # made by another handler of this tab (never replace it: it may be running)
+        elif session.record.saved is None:  # made by another handler of this tab (never replace it: it may be running)
             session = self.adopt(key, session)
         yield self._view(session, state, owner)
 
@@ -207,7 +195,7 @@ class HistoryController:
             return
         chat = self.store.get(owner, chat_id)
         if chat is None or not chat.kept:
-            session = current if current is not None and current.saved is not None else self._fresh(key, owner)
+            session = current if _saved_id(current) is not None else self._fresh(key, owner)
             yield self._view(session, state, owner, gr_warning="That chat does not exist (it may have been deleted).")
             return
         running = self._held_elsewhere(owner, chat.id)
@@ -224,21 +212,11 @@ class HistoryController:
             yield self._view(session, state, owner, gr_warning=str(exc))
             return
         self.store.set_current(owner, chat.id)
-        session = self.app.registry.install(key, chat.folder)
-        session.saved = chat
+        session = self.app.registry.install(key, chat)
         self.leases.hold(chat.id, key)
-        turns = [t for t in metadata.get("turns") or [] if isinstance(t, dict)]
-        session.turns = turns
-        if memory is None or not memory.steps:  # the first run finished no step: the messages are kept
-            with session.lock:
-                show_unfinished(session.transcript, [dict(t) for t in turns], set(), None)
+        if not session.record.reopen(memory, metadata.get("turns") or []):  # no step finished: messages only
             yield self._view(session, state, owner)
             return
-        with session.lock:
-            session.uploads = replay_memory(session.transcript, memory, turns, chat.workspace)
-            session.files_version += 1
-            pending = session.transcript.add_note("♻️ Restoring the agent: rebuilding the sandbox's variables…",
-                                                  title=None)
         yield self._view(session, state, owner, input_update=gr.MultimodalTextbox(interactive=False))
 
         values = self._form_values(metadata.get("settings"), form)
@@ -248,30 +226,16 @@ class HistoryController:
             config = self.app.config
             values = (config.model, values[1], values[2], values[3], (), ", ".join(config.authorized_imports))
             settings = RunSettings.from_form(config, *values)
-            with session.lock:
-                session.transcript.add_note(f"This chat's saved settings are not offered here ({exc}); it continues "
-                                            f"with the server's model {config.model}.")
+            session.record.add_note(f"This chat's saved settings are not offered here ({exc}); it continues "
+                                    f"with the server's model {config.model}.")
         try:
             self.app.registry.make_room(session)  # a reopened chat's sandbox counts against the server's cap
         except ServerBusyError:
-            with session.lock:
-                session.transcript.roots.remove(pending)
-                session.hibernated = memory  # rebuilt with the next message, when a sandbox is free
-                session.transcript.add_note("♻️ **Chat reopened.** The server is busy now, so its variables will "
-                                            "be rebuilt with your next message.")
-            yield self._view(session, state, owner, settings=values, input_update=gr.MultimodalTextbox(interactive=True))
+            session.restore_later(memory)  # rebuilt with the next message, when a sandbox is free
+            yield self._view(session, state, owner, settings=values,
+                             input_update=gr.MultimodalTextbox(interactive=True))
             return
-        with session.lock:
-            session.transcript.roots.remove(pending)
-            try:
-                agent = self.app.registry.agent_factory(settings, chat.workspace)
-            except Exception as exc:
-                session.transcript.add_note(f'<span class="ad-error">Could not start the agent</span> '
-                                            f"{for_visitor(exc, 'restoring an agent')}. The conversation is shown, but the next "
-                                            "message starts with an empty memory.")
-            else:
-                carry_memory_into(agent, memory, session.transcript, "♻️ **Chat restored.**")
-                session.use_agent(agent, settings)
+        session.restore_agent(memory, settings)
         form_update = (values[0], values[1], values[2], values[3], values[4], values[5])
         yield self._view(session, state, owner, settings=form_update,
                          input_update=gr.MultimodalTextbox(interactive=True))
@@ -280,13 +244,12 @@ class HistoryController:
         """Opening a chat whose run goes on in another session. Loading it from disk would show it without
         the run, and this tab's next message would save over the run's turn. A run whose page went away is
         moved to this tab (`AgentDeckApp.reattach` streams the rest); one shown in a live tab is left there."""
-        chat_id = running.saved.id
+        chat_id = _saved_id(running)
         moved = None
         if running.detached_at is not None:
             moved = self.app.registry.rekey(running.key, key, when=lambda s: s.detached_at is not None)
         if moved is None:
-            current = self.app.registry.peek(key)
-            shown = current.saved.id if current is not None and current.saved is not None else None
+            shown = _saved_id(self.app.registry.peek(key))
             gr.Warning("This chat is running in another tab: continue it there, or open it here once its run "
                        "has ended (or that tab is closed).")
             yield (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 6)
@@ -327,7 +290,7 @@ class HistoryController:
         """The side list after a run (a new chat appears once its first message is sent)."""
         owner, state = self.identify(state, request)
         session = self.app.registry.peek(self.tab_key(request))
-        selected = session.saved.id if session is not None and session.saved is not None else None
+        selected = _saved_id(session)
         refused = session is not None and session.refused is not None
         return state, self.list_update(owner, selected), gr.Button(visible=refused)
 
@@ -346,7 +309,7 @@ class HistoryController:
         owner, state = self.identify(state, request)
         key = self.tab_key(request)
         current = self.app.registry.peek(key)
-        is_open = current is not None and current.saved is not None and current.saved.id == chat_id
+        is_open = current is not None and _saved_id(current) == chat_id
         if is_open and current.running:
             return self._view(current, state, owner, gr_warning="This chat is running: press Stop first.")
         if not self.store.delete(owner, chat_id):
@@ -354,7 +317,7 @@ class HistoryController:
             return self._view(session, state, owner, gr_warning="That chat does not exist.")
         if is_open or current is None:
             if current is not None:
-                current.saved = None  # its folder is gone
+                current.record.forget_saved()  # its folder is gone
             session = self._fresh(key, owner)
             return self._view(session, state, owner)
         return self._view(current, state, owner)
@@ -368,14 +331,14 @@ class HistoryController:
             if session.running:
                 raise ChatStoreError("Wait for the run to finish before exporting.")
             memory = getattr(session.agent, "memory", None)
-            chat = session.saved
+            chat = session.record.saved
             if (memory is None or not memory.steps) and chat is not None:
                 memory, _ = self.store.load_memory(chat)
             if memory is None or not memory.steps:
                 raise ChatStoreError("Nothing to export yet: send a message first.")
             meta = chat.meta() if chat is not None else None
             title = meta.title if meta else "AgentDeck conversation"
-            folder = (chat.exports if chat is not None else session.root / "exports")
+            folder = (chat.exports if chat is not None else session.record.root / "exports")
             folder.mkdir(parents=True, exist_ok=True)
             return session, memory, folder, title
 
@@ -405,8 +368,11 @@ class HistoryController:
             gr.Warning(str(exc))
             return gr.skip()
         path = folder / f"{self._file_stem(title)}{extension}"
-        write(memory, session.workspace, path, title)
-        return session.publish(path).path
+        write(memory, session.record.workspace, path, title)
+        return session.record.publish(path).path
 
 
-# ----- layout ----------------------------------------------------------------------------------------
+def _saved_id(session: Session | None) -> str | None:
+    """The id of the saved chat `session` holds, if any."""
+    chat = session.record.saved if session is not None else None
+    return chat.id if chat is not None else None
