@@ -15,8 +15,6 @@ ENTRY_POINTS = {"agents.__main__"}
 KNOWN_CIRCLES: list[set[str]] = [
     {"agents.loop.base", "agents.loop.managed", "agents.loop.step_runner", "agents.memory", "agents.memory.compaction",
      "agents.memory.memory", "agents.memory.serialize"},
-    # Controllers and panels typed against the app that builds them (issue 20: composed from services instead).
-    {"ui.app", "ui.panels.approvals", "ui.panels.history_layout", "ui.panels.history", "ui.layout", "ui.web.sign_in"},
 ]
 
 

@@ -132,7 +132,7 @@ def test_stop_while_waiting_for_a_decision_keeps_memory(apps, tmp_path: Path) ->
     app.app.stop(Req("tab"))
     from ui.panels.approvals import ApprovalHandlers
 
-    list(ApprovalHandlers(app.app).resume(Req("tab")))  # the page chains this after Stop
+    list(ApprovalHandlers(app.app.services).resume(Req("tab")))  # the page chains this after Stop
     assert session.record.transcript.finished.state == "interrupted" and not session.running
     assert "should not run\n" not in chat_text(session.record.transcript.messages())
     memory, metadata = saved(app)

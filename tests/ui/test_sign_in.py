@@ -9,6 +9,7 @@ import gradio as gr
 import pytest
 
 from ui.app import RECORDED_DEMOS, AgentDeckApp
+from ui.panels.history import HistoryController
 from ui.saved.store import settings_dict
 from ui.settings import AppConfig, RunSettings, build_agent
 from ui.web.gradio_compat import ExampleSelectData
@@ -135,16 +136,16 @@ def test_recorded_demos_play_for_anyone_each_in_a_fresh_chat(tmp_path: Path, mon
 
 
 def test_saved_chats_are_keyed_by_the_signed_in_user(tmp_path: Path) -> None:
-    app = AgentDeckApp(hf_config(tmp_path))
+    history = HistoryController(AgentDeckApp(hf_config(tmp_path)).services)
     alice = gr.OAuthProfile({"preferred_username": "alice", "name": "Alice", "picture": "",
                              "profile": "https://huggingface.co/alice"})
-    owner_a, state = app.history.identify(None, Req("tab-a"), alice)
-    owner_other_browser, _ = app.history.identify(None, Req("tab-b"), alice)
+    owner_a, state = history.identify(None, Req("tab-a"), alice)
+    owner_other_browser, _ = history.identify(None, Req("tab-b"), alice)
     assert owner_a == owner_other_browser  # the same person on two browsers: one list of chats
-    anonymous, _ = app.history.identify(state, Req("tab-c"))
+    anonymous, _ = history.identify(state, Req("tab-c"))
     assert anonymous != owner_a
-    app.history.bind("tab-a", owner_a)
-    assert app.history.identify(state, Req("tab-a"))[0] == owner_a  # later events of the signed-in tab
+    history.bind("tab-a", owner_a)
+    assert history.identify(state, Req("tab-a"))[0] == owner_a  # later events of the signed-in tab
 
 
 # ----- where the button goes, and the page's notes once signed in ----------------------------------

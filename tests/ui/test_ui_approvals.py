@@ -52,7 +52,7 @@ class Harness:
         self.config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", authorized_imports=(),
                                 max_steps=6)
         self.app = AgentDeckApp(self.config)
-        self.handlers = ApprovalHandlers(self.app)
+        self.handlers = ApprovalHandlers(self.app.services)
         self.req = Req("tab-1")
         self.planning = planning
         self.tools = list(tools)

@@ -22,6 +22,7 @@ import gradio as gr
 from gradio.data_classes import GradioModel, GradioRootModel
 
 from ui.chat.published_files import add_urls
+from ui.components import ChatColumn
 
 if TYPE_CHECKING:
     from ui.session.session import Session
@@ -70,11 +71,11 @@ def session_outputs(session: Session, shown: Shown, input_update: Any = None) ->
 class StreamOutputs:
     """The five output components of the streaming events, to postprocess their values before Gradio sees them.
 
-    Events whose handler yields `render(...)` must be wired with postprocess=False (ui/layout.py, ui/panels/approvals.py).
+    Events whose handler yields `render(...)` must be wired with postprocess=False (ui/layout.py, the panels).
     """
 
-    def __init__(self, chat: Any, task_input: Any, files: Any, status: Any, clock: Any) -> None:
-        self.components = (chat, task_input, files, status, clock)
+    def __init__(self, column: ChatColumn) -> None:
+        self.components = tuple(column.outputs())
 
     def render(self, values: tuple, shown: Shown | None = None) -> tuple:
         if shown is None:

@@ -76,12 +76,18 @@ VIEW_KEYS = ("request_id", "panel", "plan_box", "plan_editor", "plan_reject_reas
              "task_input")
 
 
-def build_mode_selector(default: str) -> tuple[Any, Any]:
-    """The approval mode dropdown and the note under it."""
+@dataclass
+class ModeSelector:
+    """The approval mode dropdown (right-hand column) and the note under it."""
+    mode: Any
+    note: Any
+
+
+def build_mode_selector(default: str) -> ModeSelector:
     mode = gr.Dropdown(MODE_CHOICES, value=normalise_mode(default), label="Approval mode", elem_id="approval-mode",
                        info=MODE_INFO, interactive=True)
     note = gr.Markdown("", elem_id="approval-mode-note")
-    return mode, note
+    return ModeSelector(mode, note)
 
 
 def build_approval_panel() -> ApprovalPanel:

@@ -11,7 +11,7 @@ import json
 import secrets
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gradio as gr
 
@@ -20,13 +20,12 @@ from agents.decisions import Decision
 from ui.chat.formatting import fence
 from ui.chat.published_files import root_url_of
 from ui.chat.stream_outputs import Shown
-from ui.panels.approval_panel import ApprovalPanel, arguments_json, as_tuple, view, view_hidden
+from ui.components import Page
+from ui.panels.approval_panel import ApprovalPanel, ModeSelector, arguments_json, as_tuple, view, view_hidden
+from ui.services import Services
 from ui.session.pending_decisions import normalise_mode
+from ui.session.session import Session
 from ui.web.input_lock import lock_on, unlock_after
-
-if TYPE_CHECKING:
-    from ui.app import AgentDeckApp
-    from ui.session.session import Session
 
 PLAN_MODES = ("review_plans", "all")  # modes that need a plan to review
 TOKEN_KEY = "agentdeck-session"
@@ -34,15 +33,15 @@ TOKEN_KEY = "agentdeck-session"
 
 # ----- the handlers ------------------------------------------------------------------------------------
 class ApprovalHandlers:
-    """Event handlers of the panel; they use the app's session registry and its output helper."""
+    """Event handlers of the panel, built from the services (ui/services.py)."""
 
-    def __init__(self, app: AgentDeckApp) -> None:
-        self.app = app
+    def __init__(self, services: Services) -> None:
+        self.services = services
         self._tabs: dict[str, str] = {}  # a tab's token (kept in its sessionStorage) -> its current session key
         self._tabs_lock = threading.Lock()
 
     def _session(self, request: Any) -> Session:
-        return self.app.session_for(request)
+        return self.services.session_for(request)
 
     # mode -------------------------------------------------------------------------------------------
     def set_mode(self, mode: str, planning: Any, max_steps: Any, request: gr.Request) -> tuple:
@@ -136,15 +135,15 @@ class ApprovalHandlers:
         if not session.claim_paused_run():
             yield (gr.skip(),) * 5
             return
-        yield from self.app.stream_run(session, shown)
+        yield from self.services.streamer.stream_run(session, shown)
 
     # reload -----------------------------------------------------------------------------------------
     def restore(self, token: str, mode: str, request: gr.Request) -> tuple:
         """On page load: a reloaded tab takes back its session if its run goes on or waits for a decision (with
-        the chat and the panel; `AgentDeckApp.reattach` then streams the run); every tab gets a token to keep
+        the chat and the panel; `RunStreamer.reattach` then streams the run); every tab gets a token to keep
         in its sessionStorage for that."""
         key = getattr(request, "session_hash", None) or "anonymous"
-        registry = self.app.registry
+        registry = self.services.registry
         with self._tabs_lock:
             old_key = self._tabs.get(str(token or "")) if token else None
             if old_key is None:
@@ -165,19 +164,19 @@ class ApprovalHandlers:
                 *as_tuple(view(session)))
 
 
-def wire(demo: gr.Blocks, app: AgentDeckApp, panel: ApprovalPanel, mode: Any, mode_note: Any, planning: Any,
-         max_steps: Any, run_outputs: list[Any], task_input: Any, chat: Any, files_panel: Any, status: Any,
+def wire(demo: gr.Blocks, services: Services, panel: ApprovalPanel, selector: ModeSelector, page: Page,
          after: list[Any]) -> ApprovalHandlers:
     """Connect the panel: the mode selector, the decision buttons, the reload restore, and after each event
     in `after` (runs, examples, Stop, New chat) a resume of a stopped paused run and a panel refresh."""
-    handlers = ApprovalHandlers(app)
-    view_outputs = panel.view_outputs(task_input)
+    handlers = ApprovalHandlers(services)
+    column, form, mode = page.column, page.form, selector.mode
+    view_outputs = panel.view_outputs(column.task_input)
     quick = dict(concurrency_limit=None, show_progress="hidden")
-    stream = dict(outputs=run_outputs, concurrency_limit=app.config.max_runs, concurrency_id="runs",
-                  show_progress="hidden", postprocess=False)  # app.stream_update renders (ui/chat/stream_outputs.py)
+    stream = dict(outputs=column.outputs(), concurrency_limit=services.config.max_runs, concurrency_id="runs",
+                  show_progress="hidden", postprocess=False)  # the streamer renders (ui/chat/stream_outputs.py)
     private = dict(api_visibility="private")
 
-    mode.input(handlers.set_mode, inputs=[mode, planning, max_steps], outputs=[planning, mode_note],
+    mode.input(handlers.set_mode, inputs=[mode, form.planning, form.max_steps], outputs=[form.planning, selector.note],
                api_name="set_approval_mode", **quick)
 
     def chain(event: Any, resume_name: str | None = None, unlock: bool = False) -> None:
@@ -203,10 +202,10 @@ def wire(demo: gr.Blocks, app: AgentDeckApp, panel: ApprovalPanel, mode: Any, mo
     # A reloaded tab finds its session again: the token lives in the tab's sessionStorage (per tab, kept on reload).
     token = gr.Textbox(visible=False, elem_id="session-token")
     demo.load(handlers.restore, inputs=[token, mode],
-              outputs=[token, chat, files_panel, status, mode, *view_outputs],
+              outputs=[token, column.chat, column.files_panel, column.status, mode, *view_outputs],
               js=f"(token, mode) => [sessionStorage.getItem('{TOKEN_KEY}') || '', mode]",
               **private, **quick).then(
         None, inputs=[token], outputs=None,
         js=f"(token) => {{ if (token) sessionStorage.setItem('{TOKEN_KEY}', token); return []; }}").then(
-        app.reattach, **private, **stream)  # a run handed back to the reloaded tab streams on
+        services.streamer.reattach, **private, **stream)  # a run handed back to the reloaded tab streams on
     return handlers

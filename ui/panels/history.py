@@ -1,8 +1,7 @@
 """Saved chats in the UI: the side list (open, rename, delete), resume after a reload or a restart, exports.
 
-Who owns a chat: the browser's random token, kept in `gr.BrowserState` (the browser's localStorage, so it
-survives reloads and app restarts), hashed into the owner key (ui/saved/store.py); with login on, the
-signed-in user. Each tab's server-side session is bound to its owner when the page loads.
+Who owns a chat: the browser's random token or the signed-in user (ui/saved/owners.py). Each tab's
+server-side session is bound to its owner when the page loads.
 
 Reopening a chat: its signed memory is loaded (refused as a whole when tampered with or foreign), the
 conversation is rebuilt in the chat by feeding ui/chat/render.py's Transcript the events the memory's steps
@@ -13,80 +12,46 @@ it with reset=False), and the sandbox's variables are rebuilt by re-running the 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gradio as gr
 
 from agents.memory import AgentMemory
 from ui.chat.stream_outputs import Shown, session_outputs
-from ui.saved.store import (
-    ChatStore,
-    ChatStoreError,
-    clean_title,
-    new_token,
-    settings_dict,
-    valid_token,
-)
-from ui.session.lease import ChatLeases
+from ui.saved.owners import tab_key
+from ui.saved.store import ChatStoreError, clean_title, settings_dict
+from ui.services import Services
 from ui.session.registry import ServerBusyError
+from ui.session.session import Session
 from ui.settings import RunSettings, SettingsRefusedError, available_tools
-
-if TYPE_CHECKING:
-    from ui.app import AgentDeckApp
-    from ui.session.session import Session
 
 
 # ----- the controller --------------------------------------------------------------------------------
 class HistoryController:
-    """Handlers of the side list; one per server, next to AgentDeckApp."""
+    """Handlers of the side list, built from the services (ui/services.py): the sessions, the saved chats,
+    the tabs' owners and the chat leases. It holds no state of its own."""
 
-    def __init__(self, app: AgentDeckApp) -> None:
-        self.app = app
-        self.store = ChatStore(app.config.data_dir)
-        self.store.sweep_unused()
-        self.tabs: dict[str, str] = {}  # tab (session hash) -> owner key
-        self.leases = ChatLeases(app.registry)  # which tab continues which chat (ui/session/lease.py)
-        self._lock = threading.Lock()
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.config = services.config
+        self.registry = services.registry
+        self.store = services.store
+        self.owners = services.owners
+        self.leases = services.leases  # which tab continues which chat (ui/session/lease.py)
 
     # ----- identity -----------------------------------------------------------------------------
     def identify(self, state: Any, request: gr.Request | None,
                  profile: gr.OAuthProfile | None = None) -> tuple[str, dict[str, Any]]:
-        """(owner key, browser state to store): the signed-in Hugging Face user's, the password user's, else the
-        browser's own random token (a new one when it has none)."""
-        state = dict(state) if isinstance(state, dict) else {}
-        if not valid_token(state.get("token")):
-            state = {"token": new_token()}
-        hf_user = getattr(profile, "username", None) if profile is not None else None
-        if hf_user is None:
-            with self._lock:
-                bound = self.tabs.get(self.tab_key(request))
-            if bound is not None and bound != self.store.owner_for_token(state["token"]):
-                return bound, state  # this tab's page load identified a signed-in user
-        username = f"hf:{hf_user}" if hf_user else getattr(request, "username", None)
-        owner = self.store.owner_for_user(username) if username else self.store.owner_for_token(state["token"])
-        return owner, state
-
-    @staticmethod
-    def tab_key(request: gr.Request | None) -> str:
-        return getattr(request, "session_hash", None) or "anonymous"
+        """(owner key, browser state to store): see ui/saved/owners.py."""
+        return self.owners.identify(state, request, profile)
 
     def bind(self, key: str, owner: str) -> None:
-        with self._lock:
-            self.tabs[key] = owner
+        self.owners.bind(key, owner)
 
     def forget(self, request: gr.Request) -> None:
-        with self._lock:
-            self.tabs.pop(self.tab_key(request), None)
-
-    def adopt(self, key: str, session: Session) -> Session:
-        """A tab bound to an owner whose session is not a saved chat yet (new after an idle close): make it one."""
-        owner = self.tabs.get(key)
-        if owner is not None and session.record.saved is None:
-            session.keep_in(lambda: self.store.create(owner))
-        return session
+        self.owners.forget(request)
 
     # ----- views --------------------------------------------------------------------------------
     def list_update(self, owner: str, selected: str | None = None) -> Any:
@@ -105,7 +70,7 @@ class HistoryController:
         return (state, *base, self.list_update(owner, selected), *form)
 
     def _fresh(self, key: str, owner: str, note: str | None = None) -> Session:
-        session = self.app.registry.install(key, self.store.create(owner))
+        session = self.registry.install(key, self.store.create(owner))
         if note:
             session.record.add_note(note)
         return session
@@ -117,14 +82,14 @@ class HistoryController:
             chat = session.record.saved
             return chat is not None and chat.owner == owner and chat.id == chat_id
 
-        return next((s for s in self.app.registry.sessions() if holds(s) and (s.running or s.has_pending())), None)
+        return next((s for s in self.registry.sessions() if holds(s) and (s.running or s.has_pending())), None)
 
     def take_over(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
                   imports: Any, request: gr.Request) -> Iterator[tuple]:
         """Take over here: reload the chat from disk in this tab, which now continues it."""
         owner, state = self.identify(state, request)
-        key = self.tab_key(request)
-        session = self.app.registry.peek(key)
+        key = tab_key(request)
+        session = self.registry.peek(key)
         chat_id = _saved_id(session)
         other = self.leases.holder(chat_id, key) if chat_id else None
         if other is not None and other.running and other.detached_at is None:
@@ -136,7 +101,7 @@ class HistoryController:
             yield (*view, gr.Button(visible=False))
 
     def _busy(self, key: str) -> bool:
-        current = self.app.registry.peek(key)
+        current = self.registry.peek(key)
         return current is not None and current.running
 
     # ----- handlers -----------------------------------------------------------------------------
@@ -144,10 +109,10 @@ class HistoryController:
                 imports: Any, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Iterator[tuple]:
         """Page load: give the browser its identity, list its chats and reopen the one it had open."""
         owner, state = self.identify(state, request, profile)
-        key = self.tab_key(request)
+        key = tab_key(request)
         self.bind(key, owner)
         current = self.store.current(owner)
-        live = self.app.registry.peek(key)
+        live = self.registry.peek(key)
         form = (model, agent_type, max_steps, planning, tools, imports)
         # A live session shown again keeps its settings in the form, or the next message would start a new agent.
         live_chat = live.record.saved if live is not None else None
@@ -157,8 +122,8 @@ class HistoryController:
             return
         paused = self._held_elsewhere(owner, current) if current else None
         if paused is not None and paused.detached_at is not None:  # its page went away: this tab takes it over
-            moved = self.app.registry.rekey(paused.key, key, when=lambda s: s.detached_at is not None)
-            if moved is not None:  # the chat as it is; `AgentDeckApp.reattach` streams the rest
+            moved = self.registry.rekey(paused.key, key, when=lambda s: s.detached_at is not None)
+            if moved is not None:  # the chat as it is; `RunStreamer.reattach` streams the rest
                 self.leases.hold(current, key)
                 yield self._view(moved, state, owner,
                                  settings=self._form_values(settings_dict(moved.agent_settings), form))
@@ -172,23 +137,23 @@ class HistoryController:
         if current and self.store.get(owner, current) is not None:
             yield from self._open(key, owner, state, current, form)
             return
-        session = self.app.registry.peek(key)
+        session = self.registry.peek(key)
         if session is None:
             session = self._fresh(key, owner)
         elif session.record.saved is None:  # made by another handler of this tab (never replace it: it may be running)
-            session = self.adopt(key, session)
+            session = self.services.adopt(key, session)
         yield self._view(session, state, owner)
 
     def open_chat(self, state: Any, chat_id: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any,
                   tools: Any, imports: Any, request: gr.Request) -> Iterator[tuple]:
         """A click on a chat in the side list."""
         owner, state = self.identify(state, request)
-        key = self.tab_key(request)
+        key = tab_key(request)
         self.bind(key, owner)
         yield from self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports))
 
     def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: tuple) -> Iterator[tuple]:
-        current = self.app.registry.peek(key)
+        current = self.registry.peek(key)
         if self._busy(key):
             yield self._view(current, state, owner, gr_warning="A run is still going: wait for it or press Stop "
                                                                "before opening another chat.")
@@ -212,7 +177,7 @@ class HistoryController:
             yield self._view(session, state, owner, gr_warning=str(exc))
             return
         self.store.set_current(owner, chat.id)
-        session = self.app.registry.install(key, chat)
+        session = self.registry.install(key, chat)
         self.leases.hold(chat.id, key)
         if not session.record.reopen(memory, metadata.get("turns") or []):  # no step finished: messages only
             yield self._view(session, state, owner)
@@ -221,15 +186,15 @@ class HistoryController:
 
         values = self._form_values(metadata.get("settings"), form)
         try:
-            settings = RunSettings.from_form(self.app.config, *values)
+            settings = RunSettings.from_form(self.config, *values)
         except SettingsRefusedError as exc:  # saved under settings this server no longer offers
-            config = self.app.config
+            config = self.config
             values = (config.model, values[1], values[2], values[3], (), ", ".join(config.authorized_imports))
             settings = RunSettings.from_form(config, *values)
             session.record.add_note(f"This chat's saved settings are not offered here ({exc}); it continues "
                                     f"with the server's model {config.model}.")
         try:
-            self.app.registry.make_room(session)  # a reopened chat's sandbox counts against the server's cap
+            self.registry.make_room(session)  # a reopened chat's sandbox counts against the server's cap
         except ServerBusyError:
             session.restore_later(memory)  # rebuilt with the next message, when a sandbox is free
             yield self._view(session, state, owner, settings=values,
@@ -243,13 +208,13 @@ class HistoryController:
     def _join_run(self, key: str, owner: str, state: Any, running: Session, form: tuple) -> Iterator[tuple]:
         """Opening a chat whose run goes on in another session. Loading it from disk would show it without
         the run, and this tab's next message would save over the run's turn. A run whose page went away is
-        moved to this tab (`AgentDeckApp.reattach` streams the rest); one shown in a live tab is left there."""
+        moved to this tab (`RunStreamer.reattach` streams the rest); one shown in a live tab is left there."""
         chat_id = _saved_id(running)
         moved = None
         if running.detached_at is not None:
-            moved = self.app.registry.rekey(running.key, key, when=lambda s: s.detached_at is not None)
+            moved = self.registry.rekey(running.key, key, when=lambda s: s.detached_at is not None)
         if moved is None:
-            shown = _saved_id(self.app.registry.peek(key))
+            shown = _saved_id(self.registry.peek(key))
             gr.Warning("This chat is running in another tab: continue it there, or open it here once its run "
                        "has ended (or that tab is closed).")
             yield (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 6)
@@ -278,18 +243,18 @@ class HistoryController:
     def after_new_chat(self, state: Any, request: gr.Request) -> tuple:
         """After New chat: this browser's open chat is the new (empty) one; refresh the list."""
         owner, state = self.identify(state, request)
-        key = self.tab_key(request)
+        key = tab_key(request)
         self.bind(key, owner)
-        session = self.app.registry.peek(key)
+        session = self.registry.peek(key)
         if session is not None:
-            self.adopt(key, session)
+            self.services.adopt(key, session)
         self.store.set_current(owner, None)
         return state, self.list_update(owner)
 
     def refresh(self, state: Any, request: gr.Request) -> tuple:
         """The side list after a run (a new chat appears once its first message is sent)."""
         owner, state = self.identify(state, request)
-        session = self.app.registry.peek(self.tab_key(request))
+        session = self.registry.peek(tab_key(request))
         selected = _saved_id(session)
         refused = session is not None and session.refused is not None
         return state, self.list_update(owner, selected), gr.Button(visible=refused)
@@ -307,8 +272,8 @@ class HistoryController:
 
     def delete_chat(self, state: Any, chat_id: Any, request: gr.Request) -> tuple:
         owner, state = self.identify(state, request)
-        key = self.tab_key(request)
-        current = self.app.registry.peek(key)
+        key = tab_key(request)
+        current = self.registry.peek(key)
         is_open = current is not None and _saved_id(current) == chat_id
         if is_open and current.running:
             return self._view(current, state, owner, gr_warning="This chat is running: press Stop first.")
@@ -324,7 +289,7 @@ class HistoryController:
 
     # ----- exports ------------------------------------------------------------------------------
     def _export_source(self, request: gr.Request) -> tuple[Session, AgentMemory, Path, str]:
-        session = self.app.registry.peek(self.tab_key(request))
+        session = self.registry.peek(tab_key(request))
         if session is None:
             raise ChatStoreError("Nothing to export yet.")
         with session.lock:
