@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from browser_driver import BROWSER_MARKS, chat_text, open_page, panel_links, send, wait_for_text
+from browser_driver import BROWSER_MARKS, chat_text, next_frames, open_page, panel_links, send, wait_for_text
 from ui_testlib import ANALYSIS_SCRIPT, PENGUINS, SCREENSHOT_DIR, SLOW_SCRIPT, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
@@ -62,7 +62,7 @@ def test_data_analysis_run_in_the_browser(page) -> None:
     assert any(href.endswith("penguins.csv") for href in links), links
     # Open Step 2 to show its code and logs, then take the showcase screenshots.
     page.locator("#chat").get_by_text("Step 2", exact=False).first.click()
-    time.sleep(0.5)
+    next_frames(page)
     page.locator("#chat img[src*='flipper_vs_mass']").first.scroll_into_view_if_needed()
     shot(page, "analysis")
     status = page.locator("#run-status").inner_text()
@@ -74,7 +74,8 @@ def test_stop_during_a_long_step_then_new_chat(page) -> None:
     wait_for_text(page, "time.sleep(30)")
     # While the run streams, the message box is locked (by the page: ui/web/input_lock.py).
     assert page.evaluate("document.querySelector('#task-input textarea').disabled")
-    time.sleep(1)  # the sandbox is warm from the first run, so the code is running by now
+    page.locator("#chat").get_by_text("📜 Execution logs").last.click()
+    wait_for_text(page, "sleeping")  # the code runs now (it printed before its long sleep)
     started = time.time()
     page.locator("#stop-btn").click()
     wait_for_text(page, "Stopped", timeout=15)
@@ -83,7 +84,7 @@ def test_stop_during_a_long_step_then_new_chat(page) -> None:
     page.locator("#chat").evaluate(
         "chat => chat.querySelectorAll('*').forEach(el => { if (el.scrollHeight > el.clientHeight + 5) "
         "el.scrollTop = el.scrollHeight; })")
-    time.sleep(0.3)
+    next_frames(page)
     shot(page, "stopped")
     # The session is still usable after a stop.
     send(page, "Still there?")
