@@ -16,13 +16,12 @@ from typing import Any
 
 import gradio as gr
 
-from ui.chat.published_files import root_url_of
 from ui.chat.stream_outputs import EMPTY_MESSAGE, Shown
 from ui.services import Services
 from ui.session.registry import ServerBusyError
 from ui.session.session import Session
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError
-from ui.web.gradio_compat import ExampleSelectData
+from ui.web.gradio_compat import ExampleSelectData, root_url_of
 from ui.web.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
 from ui.web.sign_in import SignInNeededError, sign_in_message, visitor_token
 

@@ -8,7 +8,6 @@ ui/panels/approval_panel.py, settings-*).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import gradio as gr
 
@@ -19,6 +18,7 @@ from ui.panels import approval_panel, approvals, chat_delete, history_layout
 from ui.panels import files as files_panel_ui
 from ui.settings import AGENT_TYPES, available_tools, default_tool_names, model_note
 from ui.web import responsive, sign_in
+from ui.web.gradio_compat import chat_examples
 from ui.web.input_lock import lock_on, unlock_after
 
 CSS = """
@@ -146,10 +146,3 @@ def recorded_handler(app: AgentDeckApp, index: int) -> Callable[..., Iterator[tu
         yield from app.run_recorded(index, request)
 
     return play
-
-
-def chat_examples(examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The chat's examples for Gradio, as copies: Gradio turns their `files` lists into its own file records in
-    place, and `AgentDeckApp.run_example` reads the paths from the originals."""
-    return [{key: list(value) if isinstance(value, list) else value for key, value in example.items() if key != "_"}
-            for example in examples]

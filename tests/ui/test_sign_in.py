@@ -12,9 +12,9 @@ from ui.app import RECORDED_DEMOS, AgentDeckApp
 from ui.panels.history import HistoryController
 from ui.saved.store import settings_dict
 from ui.settings import AppConfig, RunSettings, build_agent
-from ui.web.gradio_compat import ExampleSelectData
+from ui.web.gradio_compat import MOCK_ACCESS_TOKEN, ExampleSelectData
 from ui.web.hf_login_env import hf_login_from_env
-from ui.web.sign_in import MOCK_ACCESS_TOKEN, visitor_token
+from ui.web.sign_in import visitor_token
 
 
 class Req:

@@ -11,10 +11,10 @@ from typing import Any
 
 import gradio as gr
 
-from ui.chat.published_files import root_url_of
 from ui.chat.stream_outputs import Shown, StreamOutputs, session_outputs
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
+from ui.web.gradio_compat import root_url_of
 
 
 class RunStreamer:

@@ -18,13 +18,13 @@ import gradio as gr
 from agents import events as ev
 from agents.decisions import Decision
 from ui.chat.formatting import fence
-from ui.chat.published_files import root_url_of
 from ui.chat.stream_outputs import Shown
 from ui.components import Page
 from ui.panels.approval_panel import ApprovalPanel, ModeSelector, arguments_json, as_tuple, view, view_hidden
 from ui.services import Services
 from ui.session.pending_decisions import normalise_mode
 from ui.session.session import Session
+from ui.web.gradio_compat import root_url_of
 from ui.web.input_lock import lock_on, unlock_after
 
 PLAN_MODES = ("review_plans", "all")  # modes that need a plan to review

@@ -16,6 +16,7 @@ from ui.chat.safe_markdown import neutralize
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
 from ui.session.workspace_files import FileRemovalError
+from ui.web.gradio_compat import ASK_JS, INTERCEPT_JS  # the × listener knows Gradio's File markup
 
 CSS = """
 #files-panel tr.file td.filename, #export-file tr.file td.filename {
@@ -30,30 +31,6 @@ CSS = """
 .ad-offscreen { position: absolute !important; left: -10000px !important; width: 1px !important;
                 height: 1px !important; overflow: hidden !important; }
 """
-
-
-#: Gradio's × on a file of a read-only File only drops it from the browser's list, without telling the server.
-#: This listener (capture phase, so it runs before Gradio's) takes the click instead: it hands the file's
-#: row (index and name) to a hidden button's event, whose handler asks for confirmation.
-INTERCEPT_JS = """
-() => {
-  if (window.agentdeckFilesRemove) return;
-  window.agentdeckFilesRemove = true;
-  document.addEventListener('click', (event) => {
-    const button = event.target.closest && event.target.closest('#files-panel button.label-clear-button');
-    if (!button) return;
-    event.preventDefault();
-    event.stopImmediatePropagation();
-    const row = button.closest('tr');
-    const rows = Array.from(document.querySelectorAll('#files-panel tr.file'));
-    const cell = row && row.querySelector('td.filename');
-    window.agentdeckFileToRemove = rows.indexOf(row) + ':' + (cell ? cell.getAttribute('aria-label') : '');
-    const ask = document.querySelector('#file-remove-ask');
-    if (ask) ask.click();
-  }, true);
-}
-"""
-ASK_JS = "(current) => [window.agentdeckFileToRemove || '']"
 
 
 def listed_file(session: Session, row: str) -> str | None:

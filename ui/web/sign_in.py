@@ -17,6 +17,7 @@ import gradio as gr
 
 from ui.settings import AppConfig
 from ui.settings import model_note as generic_note
+from ui.web.gradio_compat import MOCK_ACCESS_TOKEN
 from ui.web.hf_login_env import on_a_space
 
 LOG = logging.getLogger("agentdeck")
@@ -43,7 +44,6 @@ def build_page(config: AppConfig, build: Callable[[], gr.Blocks]) -> gr.Blocks:
         return build()
 
 
-MOCK_ACCESS_TOKEN = "mock-oauth-token-for-local-dev"  # what Gradio's local mock login hands out (gradio/oauth.py)
 
 
 def visitor_token(token: gr.OAuthToken | None) -> str | None:
