@@ -8,7 +8,8 @@ which keep these invariants:
 - a saved chat is kept on disk with each message, step, pause and run end;
 - a closed session starts nothing.
 What the person sees and what is saved (chat, files, the saved chat) is `session.record`
-(ui/session/chat_record.py), which shares the session's lock.
+(ui/session/chat_record.py), which shares the session's lock; the agent, its settings and the memory kept for
+the next agent are its AgentSlot (ui/session/agent_slot.py).
 
 The run lives here, not in a web worker, so the streaming handler can return while the run waits for a
 person's decision: `drain` applies its events (policy in ui/session/run_stream.py), `pending_request`,
