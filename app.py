@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agents.errors import ConfigurationError
-from ui.app import create_app, launch
+from ui.server import create_app, launch
 from ui.settings import AppConfig
 
 try:

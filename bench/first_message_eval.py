@@ -178,7 +178,7 @@ def ask(app: Any, settings: Any, question: Question, index: int) -> Outcome:
         started = time.perf_counter()
         _send(session, question.text, files, settings)
         seconds = time.perf_counter() - started
-        finished = session.transcript.finished
+        finished = session.record.transcript.finished
         answer = finished.output if finished is not None else None
         state = str(getattr(finished, "state", "no result"))
         steps = int(getattr(finished, "steps", 0))

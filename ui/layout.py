@@ -1,4 +1,5 @@
-"""The Blocks layout: chat, approvals (ui/panels/approval_panel.py) and input on the left; files and settings on the right.
+"""The Blocks layout: chat, approvals (ui/panels/approval_panel.py) and input on the left; files and settings on
+the right; the saved chats in the sidebar. It composes the page: each panel is wired from the services.
 
 Stable element ids used by tests and outside checks: chat, task-input, stop-btn, new-chat-btn,
 files-panel, model-picker (plus run-status, run-clock, approval-mode, approval-panel and the ids in
@@ -7,19 +8,18 @@ ui/panels/approval_panel.py and ui/panels/retry.py, settings-*).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
+from ui.app import EXAMPLES, RECORDED_DEMOS, AgentDeckApp
 from ui.chat.stream_outputs import StreamOutputs
+from ui.components import ChatColumn, Page, SettingsForm
 from ui.panels import approval_panel, approvals, chat_delete, history_layout, retry
 from ui.panels import files as files_panel_ui
-from ui.settings import AGENT_TYPES, available_tools, default_tool_names
+from ui.settings import AGENT_TYPES, available_tools, default_tool_names, model_note
 from ui.web import chat_view, responsive, sign_in
+from ui.web.gradio_compat import chat_examples
 from ui.web.input_lock import lock_on, unlock_after
-
-if TYPE_CHECKING:
-    from ui.app import AgentDeckApp
 
 CSS = """
 #chat .ad-error { color: #b42318; background: #fef3f2; border: 1px solid #fecdca; border-radius: 4px;
@@ -41,15 +41,17 @@ PLACEHOLDER = (
 
 
 def build_blocks(app: AgentDeckApp) -> gr.Blocks:
-    from ui.app import EXAMPLES, RECORDED_DEMOS
-
-    config = app.config
+    """The page: the chat's handlers (`app`) wired to the chat column; each panel built and wired from the
+    services (ui/services.py), never from the app."""
+    services = app.services
+    config = services.config
     tools = available_tools()
     # Uploads Gradio stored and the app already copied into a workspace go after an hour (checked every 15 min).
     with gr.Blocks(title="AgentDeck", fill_height=True, delete_cache=(900, 3600)) as demo:
-        history = history_layout.build_history_panel(app)  # the side list of saved chats, exports
+        history = history_layout.build_history_panel(services)  # the side list of saved chats, exports
         with gr.Row(elem_classes="ad-header"):
-            gr.Markdown("# AgentDeck\nA workbench for code-writing agents: watch each step, code, log and chart as it happens.")
+            gr.Markdown("# AgentDeck\nA workbench for code-writing agents: watch each step, code, log and chart "
+                        "as it happens.")
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=420):
                 chat = gr.Chatbot(
@@ -83,11 +85,11 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                                     allow_custom_value=config.free_choice, elem_id="model-picker",
                                     info=("Single-user install: any model string is accepted."
                                           if config.free_choice else None))
-                note = gr.Markdown(app.describe_model(config.model), elem_id="model-note")
+                note = gr.Markdown(model_note(config.model), elem_id="model-note")
                 files_panel = gr.File(label="Files (uploads and outputs)", elem_id="files-panel",
                                       file_count="multiple", interactive=False)
                 delete_confirm = files_panel_ui.build_delete_confirm()  # the × asks before deleting
-                approval_mode, approval_note = approval_panel.build_mode_selector(config.approval_mode)
+                mode_selector = approval_panel.build_mode_selector(config.approval_mode)
                 with gr.Accordion("⚙️ Agent settings", open=False, elem_id="settings"):
                     agent_type = gr.Radio(list(AGENT_TYPES), value="code", label="Agent type",
                                           elem_id="settings-agent-type")
@@ -106,12 +108,15 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                     gr.Markdown("A changed model or setting starts a new agent with your next message "
                                 "(the files stay).")
         clock = gr.JSON(visible=False, elem_id="run-clock")
-        app.stream_outputs = StreamOutputs(chat, task_input, files_panel, status, clock)
+        page = Page(ChatColumn(chat, task_input, files_panel, status, clock),
+                    SettingsForm(model, agent_type, max_steps, planning, tool_names, imports))
+        services.streamer.outputs = StreamOutputs(page.column)
 
-        settings = [model, agent_type, max_steps, planning, tool_names, imports]
-        outputs = [chat, task_input, files_panel, status, clock]
+        settings = page.form.inputs()
+        outputs = page.column.outputs()
+        approval_mode = mode_selector.mode
         run_options = dict(outputs=outputs, concurrency_limit=config.max_runs, concurrency_id="runs",
-                           show_progress="hidden", postprocess=False)  # app.stream_update renders (ui/chat/stream_outputs.py)
+                           show_progress="hidden", postprocess=False)  # the streamer renders (ui/chat/streamer.py)
         lock_on(task_input.submit)  # before the run's listener: see ui/web/input_lock.py
         lock_on(chat.example_select)
         submitted = task_input.submit(app.run, inputs=[task_input, *settings, approval_mode], api_name="run",
@@ -122,35 +127,28 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         unlock_after(example)
         recorded = [button.click(recorded_handler(app, i), api_name=f"recorded_demo_{i}", **run_options)
                     for i, button in enumerate(demo_buttons)]
-        resent = retry.wire(app, editor, settings, approval_mode, run_options,  # Retry, Edit and resend
+        resent = retry.wire(services, editor, page, approval_mode,  # Retry, Edit and resend
                             close_on=[new_btn.click, history.chat_list.select, history.takeover_btn.click])
         stopped = stop_btn.click(app.stop, outputs=[status], api_name="stop", concurrency_limit=None,
                                  show_progress="hidden")
         cleared = new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,
                       show_progress="hidden")
-        sign_in.wire(app, demo, model, note, history.list_note, sign_in_md)  # notes for a signed-in visitor
-        approvals.wire(demo, app, approval, approval_mode, approval_note, planning, max_steps, outputs, task_input,
-                       chat, files_panel, status, after=[submitted, example, *resent, stopped, cleared])
-        history_layout.wire_history_panel(app, history, demo, chat, task_input, files_panel, status, clock, settings,
-                                         after_runs=[submitted, example, *recorded, *resent], new_chat_event=cleared)
-        files_panel_ui.wire_delete_confirm(app, demo, files_panel, delete_confirm)
+        sign_in.wire(demo, config, model, note, history.list_note, sign_in_md)  # notes for a signed-in visitor
+        approvals.wire(demo, services, approval, mode_selector, page,
+                       after=[submitted, example, *resent, stopped, cleared])
+        history_layout.wire_history_panel(demo, services, history, page,
+                                          after_runs=[submitted, example, *recorded, *resent], new_chat_event=cleared)
+        files_panel_ui.wire_delete_confirm(services.registry, demo, files_panel, delete_confirm)
         responsive.wire(demo)
         chat_view.wire(demo)
         demo.unload(app.on_unload)
     return demo
 
 
-def recorded_handler(app: Any, index: int) -> Callable[..., Iterator[tuple]]:
+def recorded_handler(app: AgentDeckApp, index: int) -> Callable[..., Iterator[tuple]]:
     """The click handler of one recorded-analysis button (Gradio reads the request from the type hint)."""
 
     def play(request: gr.Request) -> Iterator[tuple]:
         yield from app.run_recorded(index, request)
 
     return play
-
-
-def chat_examples(examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The chat's examples for Gradio, as copies: Gradio turns their `files` lists into its own file records in
-    place, and `AgentDeckApp.run_example` reads the paths from the originals."""
-    return [{key: list(value) if isinstance(value, list) else value for key, value in example.items() if key != "_"}
-            for example in examples]

@@ -5,7 +5,6 @@ Never a downloaded browser: Playwright launches /usr/bin/chromium (installed by 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +24,41 @@ BROWSER_MARKS = [
 ]
 
 
+#: Counts the page's server events: each POST to Gradio's queue (`window.adJoined`) and each event the queue's
+#: stream reports finished (`window.adCompleted`), so a test can wait for the events an action started to end.
+EVENT_COUNTER_JS = """
+(() => {
+  window.adJoined = 0;
+  window.adCompleted = 0;
+  const original = window.fetch;
+  window.fetch = async (...args) => {
+    const response = await original(...args);
+    const url = String((args[0] && args[0].url) || args[0]);
+    if (url.includes('/queue/join')) window.adJoined += 1;
+    if (!url.includes('/queue/data') || !response.body) return response;
+    const [mine, theirs] = response.body.tee();
+    (async () => {
+      const reader = mine.getReader();
+      const decoder = new TextDecoder();
+      let pending = '';
+      for (;;) {
+        const {done, value} = await reader.read();
+        if (done) break;
+        pending += decoder.decode(value, {stream: true});
+        let end;
+        while ((end = pending.indexOf('\\n\\n')) >= 0) {
+          if (pending.slice(0, end).includes('"process_completed"')) window.adCompleted += 1;
+          pending = pending.slice(end + 2);
+        }
+      }
+    })();
+    return new Response(theirs, {status: response.status, statusText: response.statusText,
+                                 headers: response.headers});
+  };
+})();
+"""
+
+
 def launch(playwright):
     """Debian's Chromium, headless, with nothing reaching for the network."""
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -37,6 +71,7 @@ def open_page(url: str) -> Iterator:
     with sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         context = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
+        context.add_init_script(EVENT_COUNTER_JS)
         page = context.new_page()
         page.set_default_timeout(30_000)
         page.goto(url)
@@ -53,11 +88,31 @@ def chat_text(page, where: str = "#chat") -> str:
 
 
 def wait_for_text(page, needle: str, timeout: float = 30.0, where: str = "#chat") -> None:
-    deadline = time.time() + timeout
-    while needle not in chat_text(page, where):
-        if time.time() > deadline:
-            raise AssertionError(f"{needle!r} never appeared in {where}:\n{chat_text(page, where)[-2000:]}")
-        time.sleep(0.1)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function("([where, needle]) => (document.querySelector(where)?.innerText || '').includes(needle)",
+                               arg=[where, needle], timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"{needle!r} never appeared in {where}:\n{chat_text(page, where)[-2000:]}") from None
+
+
+def server_events(page) -> int:
+    """How many server events the page has started so far (see EVENT_COUNTER_JS)."""
+    return page.evaluate("window.adJoined")
+
+
+def wait_for_events(page, since: int, count: int, timeout: float = 30.0) -> None:
+    """Wait until `count` more server events than `since` were started and every event started has ended: the
+    handlers (and the events chained after them) an action set off have all run."""
+    page.wait_for_function("([since, count]) => window.adJoined >= since + count "
+                           "&& window.adCompleted >= window.adJoined", arg=[since, count], timeout=timeout * 1000)
+
+
+def next_frames(page, frames: int = 2) -> None:
+    """Wait until the browser has painted `frames` more frames (a change the page just made is on screen)."""
+    page.evaluate("n => new Promise(done => { const step = k => k ? requestAnimationFrame(() => step(k - 1)) "
+                  ": done(); step(n); })", frames)
 
 
 def send(page, text: str, files: list[Path] = (), timeout_ms: int = 40_000) -> None:
@@ -75,13 +130,18 @@ def send(page, text: str, files: list[Path] = (), timeout_ms: int = 40_000) -> N
 
 
 def panel_links(page, wait_for: str | None = None, timeout: float = 15.0) -> list[str]:
-    """The download links of the files panel (names are shortened on screen, hrefs are whole)."""
-    deadline = time.time() + timeout
-    while True:
-        links = [a.get_attribute("href") or "" for a in page.locator("#files-panel a").all()]
-        if wait_for is None or any(wait_for in href for href in links) or time.time() > deadline:
-            return links
-        time.sleep(0.2)
+    """The download links of the files panel (names are shortened on screen, hrefs are whole), once one of them
+    contains `wait_for` (or after `timeout`, for the caller's assertion to say what is there)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    if wait_for is not None:
+        try:
+            page.wait_for_function("part => [...document.querySelectorAll('#files-panel a')]"
+                                   ".some(a => (a.getAttribute('href') || '').includes(part))",
+                                   arg=wait_for, timeout=timeout * 1000)
+        except PlaywrightTimeout:
+            pass
+    return [a.get_attribute("href") or "" for a in page.locator("#files-panel a").all()]
 
 
 def wait_in_view(page, locator) -> None:
@@ -105,21 +165,22 @@ def wait_in_view(page, locator) -> None:
 def scroll_chat_to(page, locator, timeout: float = 15.0) -> None:
     """Scroll the chat (not the page) so that `locator` is at its top, again whenever a late update of the
     finished run scrolls it back down (Gradio follows new values), until it has stayed there for a second."""
-    deadline, steady_since = time.time() + timeout, None
-    while time.time() < deadline:
-        moved = locator.evaluate("""el => {
-            const log = document.querySelector('#chat [role=log]');
+    locator.wait_for()
+    locator.evaluate("""(el, timeout) => new Promise((resolve, reject) => {
+        const log = document.querySelector('#chat [role=log]'), deadline = Date.now() + timeout;
+        let steadySince = null;
+        const check = () => {
             const off = el.getBoundingClientRect().top - log.getBoundingClientRect().top;
             const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 1;
-            if (Math.abs(off) <= 2 || (off > 0 && atEnd)) return false;
-            log.scrollTop += off;
-            return true;
-        }""")
-        if moved:
-            steady_since = None
-        elif steady_since is None:
-            steady_since = time.time()
-        elif time.time() - steady_since >= 1.0:
-            return
-        time.sleep(0.1)
-    raise AssertionError("the chat kept scrolling away")
+            if (Math.abs(off) <= 2 || (off > 0 && atEnd)) {
+                steadySince = steadySince ?? Date.now();
+                if (Date.now() - steadySince >= 1000) return resolve(true);
+            } else {
+                log.scrollTop += off;
+                steadySince = null;
+            }
+            if (Date.now() > deadline) return reject(new Error('the chat kept scrolling away'));
+            requestAnimationFrame(check);
+        };
+        check();
+    })""", timeout * 1000)

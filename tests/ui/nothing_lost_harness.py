@@ -15,6 +15,7 @@ from ui_testlib import chat_text, code_reply, text_of, write_transcript  # noqa:
 from agents.models.replay import ReplayModel
 from tests.waiting import wait_until  # noqa: F401 - re-exported
 from ui.app import AgentDeckApp
+from ui.panels.history import HistoryController
 from ui.settings import AppConfig, build_agent
 
 # The scripted turns these tests share: a variable set in step 1, used later; a step that runs a long time.
@@ -65,6 +66,7 @@ class LiveApp:
                                 max_steps=6)
         self.model = model
         self.app = AgentDeckApp(self.config)
+        self.history = HistoryController(self.app.services)  # the saved-chats list, as the page wires it
 
         def factory(settings: Any, workdir: Path) -> Any:
             agent = build_agent(settings, workdir, self.config)
@@ -77,7 +79,7 @@ class LiveApp:
         return (self.config.model, "code", 6, 0, [], "")
 
     def load(self, token: str, key: str = "tab") -> tuple:
-        return list(self.app.history.on_load({"token": token}, *self.form(), Req(key)))[-1]
+        return list(self.history.on_load({"token": token}, *self.form(), Req(key)))[-1]
 
     def run(self, text: str, key: str = "tab", mode: str | None = None) -> list[tuple]:
         return list(self.app.run({"text": text, "files": []}, *self.form(), Req(key), mode))

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ui.chat.file_links import MAX_LINKS, file_url, link_files
+from ui.chat.file_links import MAX_LINKS, link_files
 from ui.chat.published_files import FilePublisher
+from ui.web.gradio_compat import page_file_url
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def test_workspace_files_named_in_an_answer_become_links(session) -> None:
     assert published == [str(workspace / "summary.csv"), str(workspace / "out" / "chart.png")]
     url = text.split("(", 1)[1].split(")", 1)[0]
     copy = url.removeprefix("gradio_api/file=")
-    assert Path(copy).read_text().startswith("species,mass") and url == file_url(copy)
+    assert Path(copy).read_text().startswith("species,mass") and url == page_file_url(copy)
 
 
 def test_an_absolute_workspace_path_is_linked_by_its_relative_name(session) -> None:

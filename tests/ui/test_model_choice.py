@@ -72,7 +72,7 @@ def test_the_picker_shows_the_reason_and_a_run_is_refused_before_it_starts(tmp_p
         with pytest.raises(gr.Error, match="cannot be used"):
             list(app.run({"text": "What is 17 * 23?", "files": []}, "foo/bar", "code", 5, 0, [], "", Req()))
         assert app.session_for(Req()).agent is None  # no agent was built, no run started
-        assert "What is 17 * 23?" not in str(app.session_for(Req()).transcript.messages())
+        assert "What is 17 * 23?" not in str(app.session_for(Req()).record.transcript.messages())
     finally:
         app.registry.close(Req.session_hash)
 

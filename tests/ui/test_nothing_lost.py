@@ -42,7 +42,7 @@ def start(apps: list, tmp_path: Path, replies: list[str], stall_at: tuple[int, .
 
 def saved(app: LiveApp, key: str = "tab"):
     """(memory, metadata) of the tab's chat as it is on disk now."""
-    chat = app.session(key).saved
+    chat = app.session(key).record.saved
     return ChatStore(app.config.data_dir).load_memory(chat)
 
 
@@ -58,13 +58,13 @@ def last_chat(updates: list[tuple]) -> str:
 def test_stop_during_code_keeps_memory_and_the_same_variables(apps, tmp_path: Path) -> None:
     app, _ = start(apps, tmp_path, [SET_X, SLOW, ANSWER])
     thread, updates = app.run_in_thread("Set x, then wait")
-    wait_until(lambda: "sleeping" in chat_text(app.session().transcript.messages()), what="the slow code")
+    wait_until(lambda: "sleeping" in chat_text(app.session().record.transcript.messages()), what="the slow code")
     agent = app.session().agent
     app.app.stop(Req("tab"))
     thread.join(30)
     assert not thread.is_alive()
     session = app.session()
-    assert session.transcript.finished.state == "interrupted" and "Stopped" in last_chat(updates)
+    assert session.record.transcript.finished.state == "interrupted" and "Stopped" in last_chat(updates)
     assert session.agent is agent  # the loop confirms (at once, or in the background): same agent and sandbox
     # On disk: the stopped step too, once the agent recorded it (at once, or when it confirms the stop).
     wait_until(lambda: step_types(saved(app)[0]) == ["task", "action", "action"], what="the stopped step on disk")
@@ -99,11 +99,11 @@ def test_an_agent_that_cannot_confirm_a_stop_is_replaced_and_its_memory_kept(app
     thread, updates = app.run_in_thread("Set x, then think")
     wait_until(app.model.stalled[1].is_set, what="the stalled model call")
     session = app.session()
-    session.stop_wait_s = 0.2  # the next message waits this long for the stopped agent (3 s in the app)
+    session.stop_settler.wait_s = 0.2  # the next message waits this long for the stopped agent (3 s in the app)
     app.app.stop(Req("tab"))
     thread.join(30)
     assert not thread.is_alive() and not app.model.gates[1].is_set()  # ended while the model still hangs
-    assert "Stopped" in last_chat(updates) and not session.running and session.settling is not None
+    assert "Stopped" in last_chat(updates) and not session.running and session.stop_settler.settling
     memory, _ = saved(app)  # the steps so far are on disk at once
     assert step_types(memory) == ["task", "action"] and "x = 41" in memory.steps[1].code
 
@@ -132,9 +132,9 @@ def test_stop_while_waiting_for_a_decision_keeps_memory(apps, tmp_path: Path) ->
     app.app.stop(Req("tab"))
     from ui.panels.approvals import ApprovalHandlers
 
-    list(ApprovalHandlers(app.app).resume(Req("tab")))  # the page chains this after Stop
-    assert session.transcript.finished.state == "interrupted" and not session.running
-    assert "should not run\n" not in chat_text(session.transcript.messages())
+    list(ApprovalHandlers(app.app.services).resume(Req("tab")))  # the page chains this after Stop
+    assert session.record.transcript.finished.state == "interrupted" and not session.running
+    assert "should not run\n" not in chat_text(session.record.transcript.messages())
     memory, metadata = saved(app)
     assert [t["text"] for t in metadata["turns"]] == ["Set x", "Try something risky"]
     assert step_types(memory)[:2] == ["task", "action"] and step_types(memory).count("task") == 2
@@ -182,7 +182,7 @@ def test_a_full_disk_is_shown_at_once_and_keeps_the_older_save(apps, tmp_path: P
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     app, _ = start(apps, tmp_path, [SET_X, ANSWER, code_reply("Again.", "final_answer(x + 2)")])
     app.run("Set x")
-    folder = app.session().saved.folder
+    folder = app.session().record.saved.folder
     before = (folder / "memory.json").read_bytes()
     real_fsync = os.fsync
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from agents import events as ev
-from ui.chat.published_files import FilePublisher, NotPublishable, add_urls, file_url, root_url_of
+from ui.chat.published_files import FilePublisher, NotPublishable, add_urls
 from ui.chat.render import Transcript
+from ui.web.gradio_compat import file_url, root_url_of
 
 PNG_A = b"\x89PNG\r\n\x1a\n" + b"A" * 64
 PNG_B = b"\x89PNG\r\n\x1a\n" + b"B" * 64

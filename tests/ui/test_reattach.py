@@ -33,7 +33,7 @@ def run_until_step_2_hangs(app: LiveApp, token: str) -> None:
 
 
 def test_a_reloaded_tab_takes_the_run_back_and_streams_the_rest(app: LiveApp) -> None:
-    handlers = ApprovalHandlers(app.app)
+    handlers = ApprovalHandlers(app.app.services)
     tab_token = handlers.restore("", "autonomous", Req("tab"))[0]  # what the page keeps in sessionStorage
     run_until_step_2_hangs(app, new_token())
     session = app.session("tab")
@@ -43,13 +43,13 @@ def test_a_reloaded_tab_takes_the_run_back_and_streams_the_rest(app: LiveApp) ->
     restored = handlers.restore(tab_token, "autonomous", Req("tab-reloaded"))
     assert app.session("tab-reloaded") is session and app.session("tab") is None and session.detached_at is None
     assert "Set x, then answer" in chat_text(restored[1]) and "x is set" in chat_text(restored[1])  # the chat so far
-    stream = app.app.reattach(Req("tab-reloaded"))
+    stream = app.app.streamer.reattach(Req("tab-reloaded"))
     first = next(stream)
     assert "x is set" in chat_text(first[0])
     app.model.release()  # the model answers: the rest arrives on the reloaded page
     updates = [first, *stream]
     assert text_of(updates[-1][0][-1]) == "42" and not session.running
-    memory, _ = ChatStore(app.config.data_dir).load_memory(session.saved)
+    memory, _ = ChatStore(app.config.data_dir).load_memory(session.record.saved)
     assert [s.step_type for s in memory.steps] == ["task", "action", "action", "final_answer"]
 
 
@@ -60,7 +60,7 @@ def test_a_new_tab_of_the_same_browser_takes_over_a_run_whose_tab_was_closed(app
     app.app.on_unload(Req("tab"))  # the tab is closed
     out = app.load(token, key="new-tab")  # the same browser opens the app again: its open chat is that one
     assert app.session("new-tab") is session and "x is set" in chat_text(out[1])
-    stream = app.app.reattach(Req("new-tab"))
+    stream = app.app.streamer.reattach(Req("new-tab"))
     next(stream)
     app.model.release()
     assert text_of(list(stream)[-1][0][-1]) == "42"
@@ -75,7 +75,7 @@ def test_after_the_grace_period_the_run_is_stopped_and_saved(app: LiveApp) -> No
     assert app.session("tab") is session and session.running
     app.app.registry.reap(now=time.time() + app.config.reattach_grace_s + 1)
     assert app.session("tab") is None and session.closed_at is not None and not session.running
-    memory, metadata = ChatStore(app.config.data_dir).load_memory(session.saved)
+    memory, metadata = ChatStore(app.config.data_dir).load_memory(session.record.saved)
     assert [s.step_type for s in memory.steps] == ["task", "action"] and metadata["turns"][0]["text"] == "Set x, then answer"
     reopened = app.load(token, key="later")
     assert "Set x, then answer" in chat_text(reopened[1]) and "x is set" in chat_text(reopened[1])
@@ -89,21 +89,21 @@ def test_a_tab_already_open_joins_the_run_when_it_opens_the_chat(app: LiveApp) -
     run_until_step_2_hangs(app, token)
     session = app.session("tab")
     app.load(token, key="other")  # opened while the run goes on: it does not show that chat
-    chat_id = session.saved.id
-    open_chat = lambda: list(app.app.history.open_chat({"token": token}, chat_id, *app.form(), Req("other")))[-1]
+    chat_id = session.record.saved.id
+    open_chat = lambda: list(app.history.open_chat({"token": token}, chat_id, *app.form(), Req("other")))[-1]
     refused = open_chat()
     assert app.session("tab") is session and session.running and app.session("other") is not session
     assert refused[1] == {"__type__": "update"}  # the chat shown is left as it was
-    assert next(app.app.reattach(Req("other"))) == (gr.skip(),) * 5
+    assert next(app.app.streamer.reattach(Req("other"))) == (gr.skip(),) * 5
 
     app.app.on_unload(Req("tab"))  # the running tab is closed
     opened = open_chat()
     assert app.session("other") is session and app.session("tab") is None
     assert "x is set" in chat_text(opened[1])
-    stream = app.app.reattach(Req("other"))
+    stream = app.app.streamer.reattach(Req("other"))
     next(stream)
     app.model.release()
     assert text_of(list(stream)[-1][0][-1]) == "42"
-    assert next(app.app.reattach(Req("other"))) == (gr.skip(),) * 5  # streamed once per hand-over
-    memory, _ = ChatStore(app.config.data_dir).load_memory(session.saved)
+    assert next(app.app.streamer.reattach(Req("other"))) == (gr.skip(),) * 5  # streamed once per hand-over
+    memory, _ = ChatStore(app.config.data_dir).load_memory(session.record.saved)
     assert [s.step_type for s in memory.steps] == ["task", "action", "action", "final_answer"]

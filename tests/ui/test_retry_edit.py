@@ -33,7 +33,7 @@ class Tab:
 
     def __init__(self, live: LiveApp, key: str = "tab", token: str | None = None) -> None:
         self.live, self.key, self.token = live, key, token or new_token()
-        self.handlers = RetryHandlers(live.app)
+        self.handlers = RetryHandlers(live.app.services)
         live.load(self.token, key=key)
 
     def send(self, text: str) -> list[tuple]:
@@ -50,14 +50,14 @@ class Tab:
         return self.live.session(self.key)
 
     def chat(self) -> str:
-        return chat_text(self.session.transcript.messages())
+        return chat_text(self.session.record.transcript.messages())
 
     def user_texts(self) -> list[str]:
-        return [m["content"] for m in self.session.transcript.messages()
+        return [m["content"] for m in self.session.record.transcript.messages()
                 if m["role"] == "user" and isinstance(m["content"], str)]
 
     def saved(self) -> tuple[AgentMemory, dict]:
-        memory, metadata = ChatStore(self.live.config.data_dir).load_memory(self.session.saved)
+        memory, metadata = ChatStore(self.live.config.data_dir).load_memory(self.session.record.saved)
         return memory, metadata
 
 
@@ -79,7 +79,8 @@ def test_retry_gives_a_new_answer_in_place_of_the_old_with_the_variables_from_be
         assert tab.user_texts() == ["Set x", "Set y"]  # the message once, where it was
         assert "Rewound to before your last message" in chat and "Re-ran 1 recorded code step" in chat
         memory = tab.session.agent.memory
-        assert [s.task for s in memory.steps if isinstance(s, TaskStep)] == [t["task"] for t in tab.session.turns]
+        turns = tab.session.record.turns
+        assert [s.task for s in memory.steps if isinstance(s, TaskStep)] == [t["task"] for t in turns]
         assert final_answers(memory) == ["x is set", NEW_ANSWER]
         saved, metadata = tab.saved()  # the saved chat is the rewound one, with the new answer
         assert final_answers(saved) == ["x is set", NEW_ANSWER]
@@ -149,11 +150,11 @@ def test_uploads_of_the_message_stay_and_go_with_it_again(tmp_path: Path) -> Non
                           *live.form(), Req(tab.key)))
         tab.edit("What is the total amount?")
         session = tab.session
-        assert "8" in tab.chat() and (session.workspace / "sales.csv").is_file()
-        assert [r.safe_name for r in session.uploads] == ["sales.csv"]
+        assert "8" in tab.chat() and (session.record.workspace / "sales.csv").is_file()
+        assert [r.safe_name for r in session.record.uploads] == ["sales.csv"]
         task = str(live.model.calls[-1][-1]["content"])
         assert "What is the total amount?" in task and "sales.csv" in task and "region" in task  # preview again
-        assert any(isinstance(m["content"], dict) and m["role"] == "user" for m in session.transcript.messages())
+        assert any(isinstance(m["content"], dict) and m["role"] == "user" for m in session.record.transcript.messages())
         _, metadata = tab.saved()
         assert [u["name"] for u in metadata["turns"][-1]["uploads"]] == ["sales.csv"]
     finally:
@@ -191,7 +192,7 @@ def test_nothing_to_retry_and_a_running_chat_are_refused_with_nothing_changed(tm
         wait_until(lambda: live.model.stalled[1].is_set(), what="the second run to wait for its model")
         tab.retry()
         assert "Nothing was retried**: A run is going" in tab.chat()
-        assert [t["text"] for t in tab.session.turns] == ["Set x", "Answer slowly"]
+        assert [t["text"] for t in tab.session.record.turns] == ["Set x", "Answer slowly"]
         live.model.release()
         thread.join(30)
         assert "late" in tab.chat()
@@ -205,7 +206,7 @@ def test_an_empty_edit_is_refused(tmp_path: Path) -> None:
         tab = Tab(live)
         tab.send("Set x")
         tab.edit("   ")
-        assert "the message is empty" in tab.chat() and [t["text"] for t in tab.session.turns] == ["Set x"]
+        assert "the message is empty" in tab.chat() and [t["text"] for t in tab.session.record.turns] == ["Set x"]
     finally:
         live.close()
 
@@ -232,7 +233,7 @@ def test_a_new_agent_that_cannot_start_changes_nothing(tmp_path: Path) -> None:
         assert "Nothing was retried**: Could not start the agent (RuntimeError: no such model here). Nothing was " \
                "changed." in chat and "Rewinding" not in chat and "old answer" in chat
         assert tab.session.agent is agent and final_answers(agent.memory) == ["x is set", "old answer"]
-        assert [t["text"] for t in tab.session.turns] == ["Set x", "Add one"]
+        assert [t["text"] for t in tab.session.record.turns] == ["Set x", "Add one"]
         tab.retry()  # with the agent's own settings it works
         assert "42" in tab.chat() and "old answer" not in tab.chat()
     finally:
@@ -250,10 +251,10 @@ def test_retry_respects_the_tab_that_holds_the_chat(tmp_path: Path) -> None:
         b = Tab(live, "B", token)  # the same browser's second tab opens the chat: it holds it now
         a.retry()
         assert "Nothing was retried**: this chat is open in another tab" in a.chat()
-        assert live.app.history.refresh({"token": token}, Req("A"))[2].visible  # Take over here is offered
+        assert live.history.refresh({"token": token}, Req("A"))[2].visible  # Take over here is offered
         b.retry()
         assert NEW_ANSWER in b.chat()
-        taken = list(live.app.history.take_over({"token": token}, *live.form(), Req("A")))[-1]
+        taken = list(live.history.take_over({"token": token}, *live.form(), Req("A")))[-1]
         shown = chat_text(taken[1])
         assert NEW_ANSWER in shown and "old answer" not in shown  # A loads the rewound chat from disk
     finally:
@@ -266,7 +267,7 @@ def test_the_app_factory_keeps_the_agent_and_its_model_and_rebuilds_once(tmp_pat
     config = AppConfig(model=f"replay:{script}", data_dir=tmp_path / "data", authorized_imports=(), max_steps=4,
                        free_choice=True)
     app = AgentDeckApp(config)
-    handlers, req = RetryHandlers(app), Req("tab")
+    handlers, req = RetryHandlers(app.services), Req("tab")
     form = (config.model, "code", 4, 0, [], "")
     try:
         for text in ("Set x", "Set y"):
@@ -275,9 +276,9 @@ def test_the_app_factory_keeps_the_agent_and_its_model_and_rebuilds_once(tmp_pat
         agent = session.agent
         list(handlers.retry(*form, None, req))
         assert session.agent is agent  # same settings: same agent, its model's next reply is the new answer
-        assert NEW_ANSWER in chat_text(session.transcript.messages())
+        assert NEW_ANSWER in chat_text(session.record.transcript.messages())
         list(handlers.retry(config.model, "code", 3, 0, [], "", None, req))  # changed settings: a new agent
-        text = chat_text(session.transcript.messages())
+        text = chat_text(session.record.transcript.messages())
         assert session.agent is not agent and NEW_ANSWER not in text
         assert final_answers(session.agent.memory) == ["x is set", "x is set"]  # its own script, from reply 1
         assert text.count("Re-ran 1 recorded code step") == 1 and "Settings changed" not in text  # rebuilt once
@@ -305,6 +306,6 @@ def test_a_chat_whose_sandbox_was_closed_to_make_room_is_rewound_with_a_new_agen
         tab.retry()
         chat = tab.chat()
         assert NEW_ANSWER in chat and "old answer" not in chat and "Sandbox restarted" not in chat
-        assert tab.session.hibernated is None and final_answers(tab.session.agent.memory) == ["x is set", NEW_ANSWER]
+        assert tab.session.holds_sandbox and final_answers(tab.session.memory) == ["x is set", NEW_ANSWER]
     finally:
         live.close()

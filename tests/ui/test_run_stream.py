@@ -6,8 +6,9 @@ from pathlib import Path
 from agents import events as ev
 from agents.loop.event_stream import EventStream
 from agents.models.base import TokenUsage
-from ui.session.run_stream import RunHandle, burst_deadline
+from ui.session.run_stream import burst_deadline
 from ui.session.session import Session
+from ui.settings import RunSettings
 
 
 def test_the_window_counts_from_when_the_first_event_was_made() -> None:
@@ -23,14 +24,24 @@ def test_the_window_counts_from_when_the_first_event_was_made() -> None:
 
 
 def session_with_run(tmp_path: Path, events: list[ev.Event]) -> Session:
-    session = Session("k", tmp_path / "s", agent_factory=None, max_upload_bytes=1000)
+    """A session whose run (started as the app starts one) emits `events`."""
 
     def body(emit):
         for event in events:
             emit(event)
 
-    session.run = RunHandle(EventStream(body, on_abandon=lambda: None, thread_name="test-run"))
+    class Agent:
+        def run(self, task: str, stream: bool, reset: bool) -> EventStream:
+            return EventStream(body, on_abandon=lambda: None, thread_name="test-run")
+
+    session = Session("k", tmp_path / "s", agent_factory=lambda settings, workspace: Agent(), max_upload_bytes=1000)
+    assert session.start_run("go", [], RunSettings(model="replay:none"))
     return session
+
+
+def step_message(session: Session) -> dict:
+    return next(m for m in session.record.transcript.messages()
+                if (m.get("metadata") or {}).get("title", "").startswith("Step 1"))
 
 
 def fields(step: int) -> dict:
@@ -47,9 +58,9 @@ def test_a_burst_is_one_update_and_a_pause_ends_the_drain(tmp_path: Path) -> Non
     updates = list(session.drain())
     assert updates == ["events"]
     assert session.run.waiting_decision is not None and not session.run.finished
-    step = next(m for m in session.transcript.messages() if (m.get("metadata") or {}).get("title", "").startswith("Step 1"))
+    step = step_message(session)
     assert step["metadata"]["status"] == "pending"  # StepFinished was not read yet
     assert list(session.drain()) == ["events"]  # the rest: StepFinished, then the end of the stream
     assert session.run.finished
-    step = next(m for m in session.transcript.messages() if (m.get("metadata") or {}).get("title", "").startswith("Step 1"))
+    step = step_message(session)
     assert step["metadata"]["status"] == "done"

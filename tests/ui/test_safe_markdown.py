@@ -37,13 +37,17 @@ def test_titles_and_logs_of_chat_messages_are_neutralised_too() -> None:
     assert "<form" not in shown["log"]
 
 
-def test_the_approval_panel_shows_the_agents_question_as_text(monkeypatch) -> None:
+def test_the_approval_panel_shows_the_agents_question_as_text() -> None:
     import ui.panels.approval_panel as panel
     from agents import events as ev
 
     request = ev.DecisionRequested(run_id="r", step=1, request_id="q1", request_kind="question",
                                    payload={"question": '<img src="http://evil.test/?d=1"> Which file?'})
-    monkeypatch.setattr(panel, "pending_request", lambda session: request)
-    shown = panel.view(object())["question_text"]
+
+    class Paused:  # a session paused on that question
+        def pending_request(self) -> ev.DecisionRequested:
+            return request
+
+    shown = panel.view(Paused())["question_text"]
     value = shown["value"] if isinstance(shown, dict) else shown.value
     assert "<img" not in value and "Which file?" in value

@@ -73,13 +73,13 @@ def test_sandbox_cap_closes_idle_ones_first(tmp_path: Path) -> None:
     registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: _FakeAgent(), max_sandboxes=2)
     first, second, third = (registry.get(k) for k in ("a", "b", "c"))
     for session, when in ((first, 10.0), (second, 20.0)):
-        session.agent = _FakeAgent()
-        session.last_active = when
+        session.use_agent(_FakeAgent(), None)
+        session.touch(when)
     old_agent = first.agent
     registry.make_room(third)
-    assert first.agent is None and old_agent.closed and first.hibernated is old_agent.memory
+    assert first.agent is None and old_agent.closed and first.memory is old_agent.memory
     assert second.agent is not None
-    third.agent = _FakeAgent()
+    third.use_agent(_FakeAgent(), None)
     for session in (second, third):
         session.hibernate = lambda: False  # both holders busy (running code): no room
     with pytest.raises(ServerBusyError, match="busy"):
@@ -92,32 +92,30 @@ def test_a_place_promised_to_a_starting_run_is_not_given_twice(tmp_path: Path) -
 
     registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: _FakeAgent(), max_sandboxes=2)
     holder, first, second = (registry.get(k) for k in ("h", "a", "b"))
-    holder.agent = _FakeAgent()
+    holder.use_agent(_FakeAgent(), None)
     holder.hibernate = lambda: False  # running code: cannot be closed
     registry.make_room(first)  # promised the last place; its agent is not built yet
     with pytest.raises(ServerBusyError):
         registry.make_room(second)
-    first.agent = _FakeAgent()  # the promise is kept: it now counts as a holder, and only once
+    first.use_agent(_FakeAgent(), None)  # the promise is kept: it now counts as a holder, and only once
     first.hibernate = lambda: False  # its run is going
     with pytest.raises(ServerBusyError):
         registry.make_room(second)
-    first.agent = None
-    first.close()  # a closed session's promise is void
+    first.close()  # a closed session's promise is void (and its sandbox is closed)
     registry.make_room(second)
 
 
 def test_a_run_paused_for_a_decision_does_not_hold_its_sandbox_forever(tmp_path: Path, monkeypatch) -> None:
-    import ui.session.registry as registry_module
+    from ui.session.session import Session
 
     presence = PagePresence()
     registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: None, idle_timeout_s=7200,
                                pageless_idle_s=120, presence=presence, decision_timeout_s=600)
     api, tab = registry.get("api"), registry.get("tab")
     presence.opened("tab")
-    paused = {api, tab}
-    monkeypatch.setattr(registry_module, "has_pending", lambda session: session in paused)
-    for session in (api, tab):
-        session.run = type("Run", (), {"finished": False})()  # running, paused on a decision
+    paused, running = {api, tab}, {api, tab}  # running, paused on a decision
+    monkeypatch.setattr(Session, "has_pending", lambda session: session in paused)
+    monkeypatch.setattr(Session, "running", property(lambda session: session in running))
     start = max(api.last_active, tab.last_active)
     registry.reap(now=start + 121)
     assert registry.peek("api") is None, "an API client's paused run is reaped like an idle one"
@@ -125,7 +123,7 @@ def test_a_run_paused_for_a_decision_does_not_hold_its_sandbox_forever(tmp_path:
     registry.reap(now=start + 601)
     assert registry.peek("tab") is None
     working = registry.get("worker")
-    working.run = type("Run", (), {"finished": False})()  # running code, not paused: kept
+    running.add(working)  # running code, not paused: kept
     registry.reap(now=working.last_active + 601)
     assert registry.peek("worker") is working
 

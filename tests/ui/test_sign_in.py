@@ -9,11 +9,12 @@ import gradio as gr
 import pytest
 
 from ui.app import RECORDED_DEMOS, AgentDeckApp
+from ui.panels.history import HistoryController
 from ui.saved.store import settings_dict
 from ui.settings import AppConfig, RunSettings, build_agent
-from ui.web.gradio_compat import ExampleSelectData
+from ui.web.gradio_compat import MOCK_ACCESS_TOKEN, ExampleSelectData
 from ui.web.hf_login_env import hf_login_from_env
-from ui.web.sign_in import MOCK_ACCESS_TOKEN, visitor_token
+from ui.web.sign_in import visitor_token
 
 
 class Req:
@@ -37,7 +38,7 @@ def send(app: AgentDeckApp, key: str, text: str = "hi", from_page: bool = True) 
 
 def chat_notes(app: AgentDeckApp, key: str) -> list[str]:
     session = app.registry.peek(key)
-    return [str(m.get("content")) for m in session.transcript.messages()]
+    return [str(m.get("content")) for m in session.record.transcript.messages()]
 
 
 def test_a_page_without_sign_in_gets_a_note_in_the_chat_naming_what_is_on_the_page(tmp_path: Path,
@@ -108,7 +109,7 @@ def test_a_signed_in_visitor_passes_the_check(tmp_path: Path, monkeypatch) -> No
     monkeypatch.delenv("HF_TOKEN", raising=False)
     app = AgentDeckApp(hf_config(tmp_path))
     token = gr.OAuthToken(token="hf_visitor", scope="inference-api", expires_at=None)
-    settings = app._settings("hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas", token=token)
+    settings = app.gate.settings("hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas", token=token)
     assert settings.hf_token == "hf_visitor"
 
 
@@ -121,30 +122,30 @@ def test_recorded_demos_play_for_anyone_each_in_a_fresh_chat(tmp_path: Path, mon
         for index, demo in enumerate(RECORDED_DEMOS):  # one after the other in the same tab
             updates: list[Any] = list(app.run_recorded(index, Req("demo-tab")))
             session = app.registry.peek("demo-tab")
-            text = "\n".join(str(m.get("content")) for m in session.transcript.messages())
+            text = "\n".join(str(m.get("content")) for m in session.record.transcript.messages())
             assert expected[index] in text, text[-2000:]  # the recorded code ran to its final answer
             others = [phrase for i, phrase in enumerate(expected) if i != index]
             assert not any(phrase in text for phrase in others)  # the recorded analysis alone, not a continuation
             tasks = [step for step in session.agent.memory.steps if getattr(step, "step_type", "") == "task"]
             assert len(tasks) == 1 and tasks[0].task.startswith(demo["text"])  # this task alone
             assert any(".png" in str(m.get("content"))
-                       for m in session.transcript.messages() if isinstance(m.get("content"), dict))
+                       for m in session.record.transcript.messages() if isinstance(m.get("content"), dict))
             assert updates
     finally:
         app.registry.shutdown()
 
 
 def test_saved_chats_are_keyed_by_the_signed_in_user(tmp_path: Path) -> None:
-    app = AgentDeckApp(hf_config(tmp_path))
+    history = HistoryController(AgentDeckApp(hf_config(tmp_path)).services)
     alice = gr.OAuthProfile({"preferred_username": "alice", "name": "Alice", "picture": "",
                              "profile": "https://huggingface.co/alice"})
-    owner_a, state = app.history.identify(None, Req("tab-a"), alice)
-    owner_other_browser, _ = app.history.identify(None, Req("tab-b"), alice)
+    owner_a, state = history.identify(None, Req("tab-a"), alice)
+    owner_other_browser, _ = history.identify(None, Req("tab-b"), alice)
     assert owner_a == owner_other_browser  # the same person on two browsers: one list of chats
-    anonymous, _ = app.history.identify(state, Req("tab-c"))
+    anonymous, _ = history.identify(state, Req("tab-c"))
     assert anonymous != owner_a
-    app.history.bind("tab-a", owner_a)
-    assert app.history.identify(state, Req("tab-a"))[0] == owner_a  # later events of the signed-in tab
+    history.bind("tab-a", owner_a)
+    assert history.identify(state, Req("tab-a"))[0] == owner_a  # later events of the signed-in tab
 
 
 # ----- where the button goes, and the page's notes once signed in ----------------------------------

@@ -12,6 +12,7 @@ import pytest
 from gradio_client import Client, handle_file
 from ui_testlib import PENGUINS, code_reply, run_app, write_transcript
 
+from tests.waiting import wait_until
 from ui.chat.render import LOGS_LABEL
 
 pytestmark = pytest.mark.slow
@@ -187,15 +188,13 @@ def test_files_reach_the_browser_only_as_published_copies(tmp_path: Path) -> Non
 def test_stop_interrupts_running_code_and_session_stays_usable(slow_app: str) -> None:
     client = Client(slow_app, verbose=False, download_files=False)
     job = client.submit({"text": "take your time", "files": []}, api_name="/run")
-    deadline = time.time() + 30
-    while time.time() < deadline:
+
+    def code_running() -> bool:  # the code printed before its long sleep (in its running step, after the label)
         outputs = job.outputs()
-        if outputs and "time.sleep(30)" in chat_text(outputs[-1][0]):
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("the slow step never started")
-    time.sleep(1)  # the sandbox is warm (step 1), so the code is running by now
+        return bool(outputs) and "sleeping" in "".join(text_of(m).partition(LOGS_LABEL)[2] for m in outputs[-1][0]
+                                                       if title(m).startswith("Step"))
+
+    wait_until(code_running, what="the slow step's code to run")
     stopped_at = time.time()
     client.predict(api_name="/stop")
     chat = job.result(timeout=20)[0]

@@ -16,7 +16,6 @@ from ui import settings as ui_settings
 from ui.app import AgentDeckApp
 from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
-from ui.session.pending_decisions import pending_request
 from ui.settings import AppConfig
 
 SEND_EMAIL_TOOLS = '''
@@ -53,7 +52,7 @@ class Harness:
         self.config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", authorized_imports=(),
                                 max_steps=6)
         self.app = AgentDeckApp(self.config)
-        self.handlers = ApprovalHandlers(self.app)
+        self.handlers = ApprovalHandlers(self.app.services)
         self.req = Req("tab-1")
         self.planning = planning
         self.tools = list(tools)
@@ -81,7 +80,7 @@ class Harness:
         return result
 
     def chat(self) -> str:
-        messages = self.session.transcript.messages()
+        messages = self.session.record.transcript.messages()
         return "\n".join(f"{(m.get('metadata') or {}).get('title', '')}\n{m['content']}" for m in messages)
 
     def model_calls(self) -> list[list[dict]]:
@@ -125,10 +124,10 @@ def test_edited_plan_reaches_the_model(harness) -> None:
     assert _visible(view["panel"]) and _visible(view["plan_box"]) and not _visible(view["card"])
     assert _value(view["plan_editor"]) == "1. Look at the data.\n2. Answer."
     assert "🧭 Plan · ✋ waiting for you" in h.chat() and "waiting for your decision (plan)" in \
-        h.session.transcript.status_text()
+        h.session.record.transcript.status_text()
     after = h.decide("continue_plan", "1. Use the EDITED approach.\n2. Answer.")
     assert not _visible(after["panel"])
-    assert h.session.transcript.finished.state == "success"
+    assert h.session.record.transcript.finished.state == "success"
     prompt = "\n".join(str(m["content"]) for m in h.model_calls()[1])
     assert "EDITED approach" in prompt and "Look at the data" not in prompt
     assert h.session.agent.memory.latest_plan().plan.startswith("1. Use the EDITED approach")
@@ -146,7 +145,7 @@ def test_rejected_plan_tells_the_model_why(harness) -> None:
     assert _visible(view["plan_box"]) and _value(view["plan_reject_reason"]) == ""  # a fresh reason box
     after = h.decide("reject", "Never delete files; list them instead.")
     assert not _visible(after["panel"])
-    assert h.session.transcript.finished.state == "success"
+    assert h.session.record.transcript.finished.state == "success"
     prompt = "\n".join(str(m["content"]) for m in h.model_calls()[1])
     assert "Never delete files; list them instead." in prompt  # the reason reached the model
     chat = h.chat()
@@ -182,7 +181,7 @@ def test_code_approved_then_edited_code_runs(harness) -> None:
     assert "edited code ran" in chat and "original code ran\n" not in chat.split("Your edited code")[1]
     steps = list(h.session.agent.memory.action_steps())
     assert steps[1].code == "print('edited code ran')" and steps[1].logs == "edited code ran\n"
-    assert h.session.transcript.finished.output == "all done"
+    assert h.session.record.transcript.finished.output == "all done"
     assert not _visible(h.view()["panel"])
 
 
@@ -221,7 +220,7 @@ def test_tool_call_bad_json_then_rejected_with_reason(harness, tmp_path: Path, m
     h.decide("approve", "", json.dumps({"to": "bob@example.com", "body": "hi again"}))
     assert outbox.read_text() == "bob@example.com: hi again\n"
     assert "sent to bob@example.com" in h.chat() and "Your edited arguments" in h.chat()
-    assert h.session.transcript.finished.output == "mail handled"
+    assert h.session.record.transcript.finished.output == "mail handled"
 
 
 def test_ask_user_question_is_answered_by_the_next_message(harness) -> None:
@@ -236,8 +235,8 @@ def test_ask_user_question_is_answered_by_the_next_message(harness) -> None:
     assert "❓ **The agent asks:** Which colour should the chart be?" in h.chat()
     h.send("blue")
     assert "blue" in "\n".join(str(m["content"]) for m in h.model_calls()[1])
-    assert "colour is blue" in h.chat() and h.session.transcript.finished.output == "a blue chart"
-    assert [m["content"] for m in h.session.transcript.messages() if m["role"] == "user"] == \
+    assert "colour is blue" in h.chat() and h.session.record.transcript.finished.output == "a blue chart"
+    assert [m["content"] for m in h.session.record.transcript.messages() if m["role"] == "user"] == \
         ["Make me a chart", "blue"]
     assert h.view()["task_input"]["placeholder"].startswith("Type a task")
 
@@ -260,7 +259,7 @@ def test_reload_keeps_the_pending_decision(harness) -> None:
     assert _visible(view["card"]) and _value(view["edit_code"]) == "print('after reload')"
     h.decide("approve", "print('after reload')", "")
     h.decide("approve", "final_answer('resumed')", "")
-    assert "after reload" in h.chat() and old.transcript.finished.output == "resumed"
+    assert "after reload" in h.chat() and old.record.transcript.finished.output == "resumed"
 
     # A made-up token gets a new one and nothing else; an idle session is closed on unload as before.
     other = h.handlers.restore("made-up-token", "autonomous", Req("tab-2"))
@@ -278,19 +277,19 @@ def test_stop_while_waiting_ends_the_run(harness) -> None:
     assert _visible(h.view()["card"])
     h.app.stop(h.req)
     list(h.handlers.resume(h.req))  # the page chains this after Stop
-    assert h.session.transcript.finished.state == "interrupted" and "Stopped" in h.chat()
+    assert h.session.record.transcript.finished.state == "interrupted" and "Stopped" in h.chat()
     assert "should not run\n" not in h.chat() and not _visible(h.view()["panel"])
     h.set_mode("autonomous")  # applies to the same agent (same memory), no new agent
     agent = h.session.agent
     h.send("carry on")
-    assert h.session.agent is agent and h.session.transcript.finished.output == "still usable"
+    assert h.session.agent is agent and h.session.record.transcript.finished.output == "still usable"
 
 
 def test_mode_changes_apply_to_the_next_run_of_the_same_agent(harness) -> None:
     h = harness([code_reply("One.", "final_answer('first')"), code_reply("Two.", "final_answer('second')")])
     h.send("first task")
     agent = h.session.agent
-    assert h.session.transcript.finished.output == "first" and not agent.broker.policy.approve_code
+    assert h.session.record.transcript.finished.output == "first" and not agent.broker.policy.approve_code
     h.set_mode("approve_code")
     assert agent.broker.policy.approve_code  # switched between runs, memory kept
     h.send("second task")
@@ -301,8 +300,8 @@ def test_mode_changes_apply_to_the_next_run_of_the_same_agent(harness) -> None:
     twice = dict(zip(VIEW_KEYS, h.handlers.approve(None, "final_answer('second')", "", h.req)))  # a double click
     assert "already made" in _value(twice["message"]) and not _visible(twice["panel"])
     list(h.handlers.resume(h.req))
-    assert h.session.transcript.finished.output == "second"
-    assert pending_request(h.session) is None
+    assert h.session.record.transcript.finished.output == "second"
+    assert h.session.pending_request() is None
 
 
 @pytest.mark.slow

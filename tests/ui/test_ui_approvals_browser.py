@@ -8,12 +8,20 @@ run starts with a plan. docs/screenshot-approval.png shows a pending code approv
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
+from browser_driver import (
+    BROWSER_MARKS,
+    chat_text,
+    next_frames,
+    open_page,
+    send,
+    server_events,
+    wait_for_events,
+    wait_for_text,
+)
 from ui_testlib import PENGUINS, SCREENSHOT_DIR, code_reply, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
@@ -90,10 +98,11 @@ def page(hitl_app):
 
 
 def choose_mode(page, label: str) -> None:
+    before = server_events(page)
     page.locator("#approval-mode input").click()
     page.get_by_role("option", name=label).click()
     page.wait_for_function("l => document.querySelector('#approval-mode input').value === l", arg=label)
-    time.sleep(0.3)  # the choice reaches the server before the next message
+    wait_for_events(page, before, 1)  # the choice reached the server before the next message
 
 
 def edit_code(page, code: str) -> None:
@@ -103,17 +112,19 @@ def edit_code(page, code: str) -> None:
     page.keyboard.insert_text(code)  # inserted as is: no auto-closed brackets or auto-indent
 
 
-def open_thought(page, title: str) -> None:
-    """Open the last folded message titled `title` (a click on an open one would fold it)."""
-    heading = page.locator("#chat .thought-group > .title", has_text=title).last
+def open_thought(page, title: str | re.Pattern) -> None:
+    """Open the last folded message whose title has `title` (a click on an open one would fold it), and wait
+    until it is open."""
+    heading = page.locator("#chat .thought-group > .title").filter(has=page.get_by_text(title)).last
     if not heading.evaluate("t => t.classList.contains('expanded')"):
         heading.click()
+    heading.evaluate("t => new Promise(done => { const open = () => t.classList.contains('expanded') ? done(true) "
+                     ": requestAnimationFrame(open); open(); })")
 
 
 def open_last_step(page) -> None:
     """Open the last step of the chat (finished steps fold up; what they printed is in them, and under them)."""
-    page.locator("#chat").get_by_text(re.compile(r"^Step \d+$")).last.click()
-    time.sleep(0.3)
+    open_thought(page, re.compile(r"^Step \d+$"))
 
 
 def panel_hidden(page, timeout: float = 30.0) -> None:
@@ -156,7 +167,7 @@ def test_approve_a_code_step(page) -> None:
     wait_for_text(page, " · ✋ waiting for you")
     assert "approved code ran: {" not in chat_text(page)  # shown, not run yet
     assert "waiting for your decision" in page.locator("#run-status").inner_text()
-    time.sleep(0.5)
+    next_frames(page)  # the panel is drawn before the screenshot
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOT_DIR / "screenshot-approval.png"))
     page.locator("#approve-btn").click()
@@ -192,9 +203,11 @@ def test_reject_a_tool_call_with_a_reason(page, hitl_app) -> None:
     assert "send_email" in page.locator("#edit-tool-name").inner_text()
     # Broken JSON is refused with a message; the decision stays.
     args.fill('{"to": "bob@example.com", body: }')
+    before = server_events(page)
     page.locator("#approve-btn").click()
     page.locator("#approval-message").get_by_text("not valid JSON").wait_for()
-    time.sleep(1)  # the panel refresh after the click keeps the message and the text
+    wait_for_events(page, before, 3)  # the click, the resume and the panel refresh after it have all run
+    next_frames(page)
     assert page.locator("#approval-message").is_visible()
     assert args.input_value() == '{"to": "bob@example.com", body: }'
     page.locator("#reject-reason textarea").fill("wrong recipient, never email Eve")

@@ -12,6 +12,7 @@ import pytest
 from browser_driver import (
     BROWSER_MARKS,
     chat_text,
+    next_frames,
     open_page,
     panel_links,
     scroll_chat_to,
@@ -83,7 +84,7 @@ def test_stop_during_a_long_step_then_new_chat(page) -> None:
     wait_for_text(page, "time.sleep(30)")
     # While the run streams, the message box is locked (by the page: ui/web/input_lock.py).
     assert page.evaluate("document.querySelector('#task-input textarea').disabled")
-    time.sleep(1)  # the sandbox is warm from the first run, so the code is running by now
+    wait_for_text(page, "sleeping")  # the code runs now (it printed before its long sleep; a running step is open)
     started = time.time()
     page.locator("#stop-btn").click()
     wait_for_text(page, "Stopped", timeout=15)
@@ -92,7 +93,7 @@ def test_stop_during_a_long_step_then_new_chat(page) -> None:
     page.locator("#chat").evaluate(
         "chat => chat.querySelectorAll('*').forEach(el => { if (el.scrollHeight > el.clientHeight + 5) "
         "el.scrollTop = el.scrollHeight; })")
-    time.sleep(0.3)
+    next_frames(page)
     shot(page, "stopped")
     # The session is still usable after a stop.
     send(page, "Still there?")

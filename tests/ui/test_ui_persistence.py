@@ -18,6 +18,7 @@ from agents.loop.restore import Mismatch, SandboxRebuildReport
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
 from ui.app import AgentDeckApp
 from ui.chat.render import Transcript
+from ui.panels.history import HistoryController
 from ui.saved.restore import rebuild_note, replay_memory
 from ui.saved.store import ChatStore, ChatStoreError, default_data_dir, new_token, server_secret
 from ui.settings import AppConfig
@@ -240,12 +241,13 @@ class App:
         self.config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", authorized_imports=(),
                                 max_steps=6)
         self.app = AgentDeckApp(self.config)
+        self.history = HistoryController(self.app.services)  # the saved-chats list, as the page wires it
 
     def form(self) -> tuple:
         return (self.config.model, "code", 6, 0, [], "")
 
     def load(self, token: str, key: str = "tab") -> tuple:
-        return list(self.app.history.on_load({"token": token}, *self.form(), Req(key)))[-1]
+        return list(self.history.on_load({"token": token}, *self.form(), Req(key)))[-1]
 
     def run(self, text: str, key: str = "tab") -> tuple:
         return list(self.app.run({"text": text, "files": []}, *self.form(), Req(key)))[-1]
@@ -262,7 +264,7 @@ def test_resume_in_a_fresh_app_uses_memory_and_rebuilt_variables(tmp_path: Path)
         assert state == {"token": token} and chat == []
         chat = first.run("Set a variable please")[0]
         assert "The value is 42" in chat_text(chat)
-        chat_id = first.app.registry.peek("tab").saved.id
+        chat_id = first.app.registry.peek("tab").record.saved.id
     finally:
         first.close()  # saved chats survive the shutdown; only unused folders go
     owner_dir = tmp_path / "data" / "owners" / ChatStore(tmp_path / "data").owner_for_token(token)
@@ -286,11 +288,11 @@ def test_resume_in_a_fresh_app_uses_memory_and_rebuilt_variables(tmp_path: Path)
         agent = second.app.registry.peek("new-tab").agent
         assert [s.step_type for s in agent.memory.steps].count("task") == 2  # run(..., reset=False) on the restored memory
         # Exports of the resumed chat.
-        md = Path(second.app.history.export_markdown(Req("new-tab")))
+        md = Path(second.history.export_markdown(Req("new-tab")))
         markdown = md.read_text()
         for needle in ("Set a variable please", "answer_value = 6 * 7", "The value is 42", "Add one to it", "43"):
             assert needle in markdown, needle
-        nb_path = Path(second.app.history.export_notebook(Req("new-tab")))
+        nb_path = Path(second.history.export_notebook(Req("new-tab")))
         import nbformat
 
         notebook = nbformat.read(str(nb_path), as_version=4)
@@ -319,12 +321,12 @@ def test_reopening_a_chat_on_a_full_server_waits_for_a_sandbox(tmp_path: Path) -
     second.app.registry.max_sandboxes = 1
     try:
         busy = second.app.registry.get("someone-else")
-        busy.agent = type("Busy", (), {"interrupt": lambda self: None, "close": lambda self: None})()
+        busy.use_agent(type("Busy", (), {"interrupt": lambda self: None, "close": lambda self: None})(), None)
         busy.hibernate = lambda: False  # running code: cannot make room
         text = chat_text(second.load(token, key="new-tab")[1])
         assert "The value is 42" in text and "server is busy" in text and "Chat restored" not in text
         assert second.app.registry.peek("new-tab").agent is None
-        busy.agent = None  # the other run ended and its sandbox closed
+        busy.close()  # the other session ended: its sandbox is closed
         chat = second.run("Add one to it", key="new-tab")[0]
         assert "still 43" in chat_text(chat) and text_of(chat[-1]) == "43"
     finally:
@@ -337,25 +339,25 @@ def test_another_browser_cannot_open_the_chat_even_with_its_id(tmp_path: Path) -
     try:
         app.load(token)
         app.run("mine")
-        chat_id = app.app.registry.peek("tab").saved.id
+        chat_id = app.app.registry.peek("tab").record.saved.id
         intruder = new_token()
         out = app.load(intruder, key="intruder-tab")
         assert out[1] == [] and listed(out[6])[1] == []
-        opened = list(app.app.history.open_chat({"token": intruder}, chat_id, *app.form(), Req("intruder-tab")))[-1]
+        opened = list(app.history.open_chat({"token": intruder}, chat_id, *app.form(), Req("intruder-tab")))[-1]
         assert "mine" not in chat_text(opened[1]) and listed(opened[6])[1] == []
-        renamed = app.app.history.rename_chat({"token": intruder}, chat_id, "stolen", Req("intruder-tab"))
+        renamed = app.history.rename_chat({"token": intruder}, chat_id, "stolen", Req("intruder-tab"))
         assert listed(renamed[0])[1] == []
-        app.app.history.delete_chat({"token": intruder}, chat_id, Req("intruder-tab"))
-        assert app.app.history.store.list(app.app.history.store.owner_for_token(token))[0].title == "mine"
+        app.history.delete_chat({"token": intruder}, chat_id, Req("intruder-tab"))
+        assert app.history.store.list(app.history.store.owner_for_token(token))[0].title == "mine"
         # The owner renames and deletes; New chat starts a fresh saved chat, and the old one stays.
         state = {"token": token}
-        assert listed(app.app.history.rename_chat(state, chat_id, "Renamed", Req("tab"))[0])[1][0][0].startswith("Renamed")
+        assert listed(app.history.rename_chat(state, chat_id, "Renamed", Req("tab"))[0])[1][0][0].startswith("Renamed")
         app.app.new_chat(Req("tab"))
-        app.app.history.after_new_chat(state, Req("tab"))
-        assert app.app.registry.peek("tab").saved.id != chat_id
-        assert app.app.history.store.current(app.app.history.store.owner_for_token(token)) is None
-        out = app.app.history.delete_chat(state, chat_id, Req("tab"))
-        assert listed(out[6])[1] == [] and app.app.history.store.get(app.app.history.store.owner_for_token(token), chat_id) is None
+        app.history.after_new_chat(state, Req("tab"))
+        assert app.app.registry.peek("tab").record.saved.id != chat_id
+        assert app.history.store.current(app.history.store.owner_for_token(token)) is None
+        out = app.history.delete_chat(state, chat_id, Req("tab"))
+        assert listed(out[6])[1] == [] and app.history.store.get(app.history.store.owner_for_token(token), chat_id) is None
     finally:
         app.close()
 
@@ -366,7 +368,7 @@ def test_tampered_chat_is_refused_in_the_ui(tmp_path: Path) -> None:
     try:
         app.load(token)
         app.run("keep this")
-        saved = app.app.registry.peek("tab").saved
+        saved = app.app.registry.peek("tab").record.saved
         data = saved.memory_path.read_text()
         saved.memory_path.write_text(data.replace("keep this", "changed!!"))
         out = app.load(token, key="other-tab")
@@ -374,7 +376,7 @@ def test_tampered_chat_is_refused_in_the_ui(tmp_path: Path) -> None:
         assert "Could not open the saved chat" in text and "signature does not match" in text
         assert "answer_value" not in text  # nothing of it was loaded
         session = app.app.registry.peek("other-tab")
-        assert session.agent is None and session.saved.id != saved.id and saved.memory_path.exists()
+        assert session.agent is None and session.record.saved.id != saved.id and saved.memory_path.exists()
     finally:
         app.close()
 
@@ -385,9 +387,9 @@ def test_reaper_keeps_saved_chats_and_drops_unused_ones(tmp_path: Path) -> None:
     try:
         app.load(token)
         app.run("keep me")
-        kept = app.app.registry.peek("tab").saved
+        kept = app.app.registry.peek("tab").record.saved
         app.load(new_token(), key="idle-tab")
-        unused = app.app.registry.peek("idle-tab").saved
+        unused = app.app.registry.peek("idle-tab").record.saved
         app.app.registry.close("tab")
         app.app.registry.close("idle-tab")
         app.app.registry.grace_s = 0

@@ -31,7 +31,8 @@ class Chat:
         list(self.app.run({"text": text, "files": []}, model, "code", 4, 0, [], "", self.req))
 
     def texts(self) -> list[str]:
-        return [str(m["content"] if isinstance(m, dict) else m.content) for m in self.session.transcript.messages()]
+        messages = self.session.record.transcript.messages()
+        return [str(m["content"] if isinstance(m, dict) else m.content) for m in messages]
 
     def close(self) -> None:
         self.app.registry.close(self.req.session_hash)

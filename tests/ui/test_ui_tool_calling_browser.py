@@ -8,12 +8,19 @@ reaches the model, which answers accordingly). One app and one tab for the modul
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
+from browser_driver import (
+    BROWSER_MARKS,
+    chat_text,
+    open_page,
+    send,
+    server_events,
+    wait_for_events,
+    wait_for_text,
+)
 from ui_testlib import run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
@@ -76,11 +83,12 @@ def test_choose_the_tool_calling_agent_and_tool_approval(page) -> None:
     page.locator("#settings-agent-type").get_by_text("tool-calling").click()
     page.locator("#settings-tools").get_by_text("send_email", exact=False).click()
     page.locator("#settings").get_by_text("Agent settings").click()
+    before = server_events(page)
     page.locator("#approval-mode input").click()
     page.get_by_role("option", name="Approve sensitive tool calls").click()
     page.wait_for_function("() => document.querySelector('#approval-mode input').value === "
                            "'Approve sensitive tool calls'")
-    time.sleep(0.3)  # the choices reach the server before the first message
+    wait_for_events(page, before, 1)  # the choices reached the server before the first message
     assert page.locator("#approval-panel").count() == 0
 
 

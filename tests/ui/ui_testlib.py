@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.waiting import wait_until
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 #: Where browser tests save screenshots: docs/ when refreshing the README's pictures (`make screenshots` sets
 #: AGENTDECK_SCREENSHOT_DIR), else a temporary folder, so a test run leaves the tracked files alone.
@@ -85,18 +87,20 @@ def run_app(transcript: Path, data_dir: Path, extra_env: dict[str, str] | None =
     proc = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "app.py")], cwd=PROJECT_ROOT, env=env,
                             stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
+    def serving() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"app.py exited early:\n{log_path.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url + "config", timeout=2):
+                return True
+        except OSError:
+            return False
+
     try:
-        deadline = time.time() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"app.py exited early:\n{log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(url + "config", timeout=2):
-                    break
-            except OSError:
-                if time.time() > deadline:
-                    raise RuntimeError(f"app.py did not start:\n{log_path.read_text()[-3000:]}")
-                time.sleep(0.3)
+        try:
+            wait_until(serving, timeout=timeout, what="app.py to serve its page", poll_s=0.1)
+        except AssertionError:
+            raise RuntimeError(f"app.py did not start:\n{log_path.read_text()[-3000:]}") from None
         RUNNING[url] = proc
         yield url
     finally:

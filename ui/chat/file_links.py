@@ -13,8 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gradio.route_utils import API_PREFIX
-from gradio_client.utils import encode_file_path
+from ui.web.gradio_compat import page_file_url
 
 #: At most this many names are linked in one text (each costs a publish: a copy of a new file).
 MAX_LINKS = 20
@@ -25,11 +24,6 @@ _INLINE_CODE = re.compile(r"(`+)([^`\n]+?)\1(?!`)")
 _LEAVE = re.compile(r"\[[^\]\n]*\]\([^)\n]*\)|<[a-z]+://[^>\s]*>|\b[a-z][a-z0-9+.\-]*://\S+", re.IGNORECASE)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]])")
-
-
-def file_url(published_path: str) -> str:
-    """The page-relative URL of a published file (Gradio's file route under the app's own path)."""
-    return f"{API_PREFIX.lstrip('/')}/file={encode_file_path(published_path)}"
 
 
 class FileLinker:
@@ -95,7 +89,7 @@ class FileLinker:
         if len(self._links) < MAX_LINKS and _inside(path, self.workdir):
             try:
                 if os.path.isfile(path) and _inside(os.path.realpath(path), self.workdir):
-                    url = file_url(self.publish(path).path)
+                    url = page_file_url(self.publish(path).path)
             except (OSError, ValueError):  # not publishable (a link, unreadable...): left as text
                 url = None
         self._links[path] = url

@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gradio.route_utils import API_PREFIX, get_api_call_path, get_root_url
-from gradio.utils import get_upload_folder
-from gradio_client.utils import encode_file_path
+from ui.web.gradio_compat import file_url, upload_folder
 
 CHUNK = 1 << 20
 
@@ -42,7 +40,7 @@ def publish_root() -> Path:
     """Where every session's published files live: a folder of Gradio's upload folder (which it serves).
     Worked out once: finding it takes system calls, and a thread that makes one on the streaming path gives
     up the interpreter lock and may wait for it behind every other session's thread."""
-    return Path(get_upload_folder()) / "agentdeck"
+    return upload_folder() / "agentdeck"
 
 
 @dataclass(frozen=True)
@@ -129,24 +127,6 @@ def _real_path_of(fd: int, fallback: str | Path) -> str:
         return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:  # no /proc (not Linux): resolve the path instead
         return os.path.realpath(fallback)
-
-
-def root_url_of(request: Any) -> str | None:
-    """The app's public URL as the browser sees it (behind proxies too), computed as Gradio does for its own
-    file URLs; None without an HTTP request (a direct call), and then Gradio fills the URLs in itself."""
-    http_request = getattr(request, "request", None)
-    if http_request is None or not hasattr(http_request, "url"):
-        return None
-    try:
-        app = http_request.scope.get("app")
-        return get_root_url(request=http_request, route_path=get_api_call_path(request=http_request),
-                            root_path=getattr(app, "root_path", None))
-    except Exception:  # an unusual request: let Gradio work the URLs out
-        return None
-
-
-def file_url(published_path: str, root_url: str) -> str:
-    return f"{root_url}{API_PREFIX}/file={encode_file_path(published_path)}"
 
 
 def add_urls(value: Any, root_url: str | None) -> Any:

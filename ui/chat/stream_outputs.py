@@ -8,7 +8,8 @@ Three Gradio costs shape this module; with many runs streaming they decided the 
   * Gradio postprocesses each output in its own hop from its one event loop to a worker thread, so every
     update costs five thread hand-offs, and with many runs streaming these queue up behind each other. So
     the streaming events are wired with postprocess=False, and `StreamOutputs.render` runs the components'
-    own postprocess here, in the handler's thread: the browser gets exactly what Gradio would have sent.
+    own postprocess here, in the handler's thread (ui/web/gradio_compat.py `browser_value`): the browser gets
+    exactly what Gradio would have sent.
   * Gradio checks every file of an output on every update (0.4 ms each, on its event loop). Files are
     published copies with absolute URLs (ui/chat/published_files.py), which it passes through.
 """
@@ -19,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
-from gradio.data_classes import GradioModel, GradioRootModel
 
 from ui.chat.published_files import add_urls
+from ui.components import ChatColumn
+from ui.web.gradio_compat import browser_value, chat_message_values
 
 if TYPE_CHECKING:
     from ui.session.session import Session
@@ -48,13 +50,14 @@ class Shown:
 
 def session_outputs(session: Session, shown: Shown, input_update: Any = None) -> tuple:
     """(chat, message box, files, status, clock): the chat and status in full, the rest only if changed."""
+    record = session.record
     with session.lock:
-        messages = session.transcript.messages()
-        status = session.transcript.status_text()
-        clock = {"sent_at": time.time(), "events": session.take_clock()}
-        if shown.files_version != session.files_version:
-            shown.files_version = session.files_version
-            shown.files = session.file_paths() or None
+        messages = record.transcript.messages()
+        status = record.transcript.status_text()
+        clock = {"sent_at": time.time(), "events": record.take_clock()}
+        if shown.files_version != record.files_version:
+            shown.files_version = record.files_version
+            shown.files = record.file_paths() or None
             files = shown.files
         elif shown.files is not None and len(shown.files) > FILES_RESENT_UP_TO:
             files = gr.skip()
@@ -69,28 +72,29 @@ def session_outputs(session: Session, shown: Shown, input_update: Any = None) ->
 class StreamOutputs:
     """The five output components of the streaming events, to postprocess their values before Gradio sees them.
 
-    Events whose handler yields `render(...)` must be wired with postprocess=False (ui/layout.py, ui/panels/approvals.py).
+    Events whose handler yields `render(...)` must be wired with postprocess=False (ui/layout.py, the panels).
     """
 
-    def __init__(self, chat: Any, task_input: Any, files: Any, status: Any, clock: Any) -> None:
-        self.components = (chat, task_input, files, status, clock)
+    def __init__(self, column: ChatColumn) -> None:
+        self.components = tuple(column.outputs())
 
     def render(self, values: tuple, shown: Shown | None = None) -> tuple:
         if shown is None:
-            return tuple(_render(component, value) for component, value in zip(self.components, values))
+            return tuple(browser_value(component, value) for component, value in zip(self.components, values))
         chat, task_input, files, status, clock = self.components
         messages, input_value, file_paths, status_value, clock_value = values
-        return (render_chat(chat, messages, shown.rendered, shown.root_url), _render(task_input, input_value),
-                render_files(files, file_paths, shown), _render(status, status_value), _render(clock, clock_value))
+        return (render_chat(chat, messages, shown.rendered, shown.root_url), browser_value(task_input, input_value),
+                render_files(files, file_paths, shown), browser_value(status, status_value),
+                browser_value(clock, clock_value))
 
 
 def render_files(component: Any, paths: Any, shown: Shown) -> Any:
     """The files panel's value, postprocessed once per list of files (the same list is sent again unchanged)."""
     if not isinstance(paths, list):
-        return _render(component, paths)
+        return browser_value(component, paths)
     key, value = shown.rendered_files
     if key != paths:
-        key, value = list(paths), add_urls(_render(component, paths), shown.root_url)
+        key, value = list(paths), add_urls(browser_value(component, paths), shown.root_url)
         shown.rendered_files = (key, value)
     return value
 
@@ -103,7 +107,7 @@ def render_chat(chat: Any, messages: Any, cache: dict, root_url: str | None = No
     the current messages only. Published files get their absolute URL (`root_url`).
     """
     if not isinstance(messages, list):
-        return _render(chat, messages)
+        return browser_value(chat, messages)
     out: list = []
     used: dict = {}
     for message in messages:
@@ -112,7 +116,7 @@ def render_chat(chat: Any, messages: Any, cache: dict, root_url: str | None = No
         if done is None:
             done = cache.get(key) if key is not None else None
         if done is None:
-            done = add_urls([_dump(m) for m in chat.postprocess([message]).root], root_url)
+            done = add_urls(chat_message_values(chat, message), root_url)
         if key is not None:
             used[key] = done
         out.extend(done)
@@ -141,16 +145,3 @@ def _message_key(message: Any) -> tuple | None:
     if extra:
         return None
     return message.get("role"), content, tuple(sorted(metadata.items())) if metadata else ()
-
-
-def _render(component: Any, value: Any) -> Any:
-    """A value as the browser receives it; in an update dict, only its value (gr.skip() passes as it is)."""
-    if isinstance(value, dict) and "update" in value.get("__type__", ""):
-        if "value" in value:
-            value = {**value, "value": _dump(component.postprocess(value["value"]))}
-        return value
-    return _dump(component.postprocess(value))
-
-
-def _dump(value: Any) -> Any:
-    return value.model_dump() if isinstance(value, (GradioModel, GradioRootModel)) else value

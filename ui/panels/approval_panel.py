@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from ui.chat.safe_markdown import neutralize
-from ui.session.pending_decisions import normalise_mode, pending_request
+from ui.session.pending_decisions import normalise_mode
 
 if TYPE_CHECKING:
     from ui.session.session import Session
@@ -76,12 +76,18 @@ VIEW_KEYS = ("request_id", "panel", "plan_box", "plan_editor", "plan_reject_reas
              "task_input")
 
 
-def build_mode_selector(default: str) -> tuple[Any, Any]:
-    """The approval mode dropdown and the note under it."""
+@dataclass
+class ModeSelector:
+    """The approval mode dropdown (right-hand column) and the note under it."""
+    mode: Any
+    note: Any
+
+
+def build_mode_selector(default: str) -> ModeSelector:
     mode = gr.Dropdown(MODE_CHOICES, value=normalise_mode(default), label="Approval mode", elem_id="approval-mode",
                        info=MODE_INFO, interactive=True)
     note = gr.Markdown("", elem_id="approval-mode-note")
-    return mode, note
+    return ModeSelector(mode, note)
 
 
 def build_approval_panel() -> ApprovalPanel:
@@ -136,7 +142,7 @@ def view(session: Session, shown_id: str | None = None, message: str | None = No
     When the request is the one already shown (`shown_id`), the editable boxes and the message (None) are
     left alone, so a person's edits and the last complaint are never overwritten.
     """
-    request = pending_request(session)
+    request = session.pending_request()
     out = view_hidden(message or "")
     if request is None:
         return out

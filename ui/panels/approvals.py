@@ -1,7 +1,7 @@
 """Human in the loop in the web UI: the handlers of the approval panel and mode selector, and their wiring.
 
-A click on the panel (ui/panels/approval_panel.py) resolves the paused run's decision (ui/session/pending_decisions.py,
-`agent.resolve_decision`), and a new drain of the same run continues the chat. A question from `ask_user`
+A click on the panel (ui/panels/approval_panel.py) resolves the paused run's decision (`Session.resolve`, which
+calls `agent.resolve_decision`), and a new drain of the same run continues the chat. A question from `ask_user`
 is shown in the chat, and the person's next message is the answer. A reloaded tab gets its session back
 (and the pending decision) with a token kept in the tab's sessionStorage.
 """
@@ -11,29 +11,21 @@ import json
 import secrets
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gradio as gr
 
 from agents import events as ev
 from agents.decisions import Decision
 from ui.chat.formatting import fence
-from ui.chat.published_files import root_url_of
 from ui.chat.stream_outputs import Shown
-from ui.panels.approval_panel import ApprovalPanel, arguments_json, as_tuple, view, view_hidden
-from ui.session.pending_decisions import (
-    has_pending,
-    normalise_mode,
-    pending_request,
-    resolve,
-    resumable,
-    set_approval_mode,
-)
+from ui.components import Page
+from ui.panels.approval_panel import ApprovalPanel, ModeSelector, arguments_json, as_tuple, view, view_hidden
+from ui.services import Services
+from ui.session.pending_decisions import normalise_mode
+from ui.session.session import Session
+from ui.web.gradio_compat import root_url_of
 from ui.web.input_lock import lock_on, unlock_after
-
-if TYPE_CHECKING:
-    from ui.app import AgentDeckApp
-    from ui.session.session import Session
 
 PLAN_MODES = ("review_plans", "all")  # modes that need a plan to review
 TOKEN_KEY = "agentdeck-session"
@@ -41,21 +33,21 @@ TOKEN_KEY = "agentdeck-session"
 
 # ----- the handlers ------------------------------------------------------------------------------------
 class ApprovalHandlers:
-    """Event handlers of the panel; they use the app's session registry and its output helper."""
+    """Event handlers of the panel, built from the services (ui/services.py)."""
 
-    def __init__(self, app: AgentDeckApp) -> None:
-        self.app = app
+    def __init__(self, services: Services) -> None:
+        self.services = services
         self._tabs: dict[str, str] = {}  # a tab's token (kept in its sessionStorage) -> its current session key
         self._tabs_lock = threading.Lock()
 
     def _session(self, request: Any) -> Session:
-        return self.app.session_for(request)
+        return self.services.session_for(request)
 
     # mode -------------------------------------------------------------------------------------------
     def set_mode(self, mode: str, planning: Any, max_steps: Any, request: gr.Request) -> tuple:
         """The approval mode for this tab's next runs; plan review turns planning on when it was off."""
         mode = normalise_mode(mode)
-        set_approval_mode(self._session(request), mode)
+        self._session(request).set_approval_mode(mode)
         try:
             planning_off = int(planning or 0) <= 0
         except (TypeError, ValueError):
@@ -73,7 +65,7 @@ class ApprovalHandlers:
     # decide -----------------------------------------------------------------------------------------
     def _decide(self, shown_id: str | None, request: gr.Request, decide) -> tuple:
         session = self._session(request)
-        pending = pending_request(session)
+        pending = session.pending_request()
         if pending is None or (shown_id and pending.request_id != shown_id):
             return as_tuple(view(session, shown_id, "This decision was already made or has expired."))
         try:
@@ -81,7 +73,7 @@ class ApprovalHandlers:
         except ValueError as exc:  # a bad edit: say so, keep everything as it is
             return as_tuple(view(session, pending.request_id, f"⚠️ {exc}"))
         try:
-            resolve(session, pending, decision, shown)
+            session.resolve(pending, decision, shown)
         except Exception as exc:  # expired or refused by the agent
             return as_tuple(view(session, shown_id, f"⚠️ {exc}"))
         return as_tuple(view(session, pending.request_id))
@@ -140,18 +132,18 @@ class ApprovalHandlers:
         """Stream the rest of a paused run once its decision is answered (or it was stopped)."""
         session = self._session(request)
         shown = Shown(root_url=root_url_of(request))  # the message box keeps what was typed during the pause
-        if not resumable(session):
+        if not session.claim_paused_run():
             yield (gr.skip(),) * 5
             return
-        yield from self.app.stream_run(session, shown)
+        yield from self.services.streamer.stream_run(session, shown)
 
     # reload -----------------------------------------------------------------------------------------
     def restore(self, token: str, mode: str, request: gr.Request) -> tuple:
         """On page load: a reloaded tab takes back its session if its run goes on or waits for a decision (with
-        the chat and the panel; `AgentDeckApp.reattach` then streams the run); every tab gets a token to keep
+        the chat and the panel; `RunStreamer.reattach` then streams the run); every tab gets a token to keep
         in its sessionStorage for that."""
         key = getattr(request, "session_hash", None) or "anonymous"
-        registry = self.app.registry
+        registry = self.services.registry
         with self._tabs_lock:
             old_key = self._tabs.get(str(token or "")) if token else None
             if old_key is None:
@@ -159,32 +151,32 @@ class ApprovalHandlers:
             self._tabs[token] = key
             if len(self._tabs) > 2 * len(registry) + 100:  # forget tabs whose sessions are gone
                 self._tabs = {t: k for t, k in self._tabs.items() if k == key or registry.peek(k) is not None}
-        session = registry.rekey(old_key, key, when=lambda s: s.running or has_pending(s)) if old_key else None
+        session = registry.rekey(old_key, key, when=lambda s: s.running or s.has_pending()) if old_key else None
         skip = gr.skip()
         if session is None:
             return (token, skip, skip, skip, skip, *as_tuple({**view_hidden(), "task_input": skip}))
         with session.lock:
-            messages = session.transcript.messages()
-            status = session.transcript.status_text()
-            files = session.file_paths() or None
+            messages = session.record.transcript.messages()
+            status = session.record.transcript.status_text()
+            files = session.record.file_paths() or None
             session_mode = session.approval_mode
         return (token, messages, files, f"<small>{status}</small>" if status else "", session_mode,
                 *as_tuple(view(session)))
 
 
-def wire(demo: gr.Blocks, app: AgentDeckApp, panel: ApprovalPanel, mode: Any, mode_note: Any, planning: Any,
-         max_steps: Any, run_outputs: list[Any], task_input: Any, chat: Any, files_panel: Any, status: Any,
+def wire(demo: gr.Blocks, services: Services, panel: ApprovalPanel, selector: ModeSelector, page: Page,
          after: list[Any]) -> ApprovalHandlers:
     """Connect the panel: the mode selector, the decision buttons, the reload restore, and after each event
     in `after` (runs, examples, Stop, New chat) a resume of a stopped paused run and a panel refresh."""
-    handlers = ApprovalHandlers(app)
-    view_outputs = panel.view_outputs(task_input)
+    handlers = ApprovalHandlers(services)
+    column, form, mode = page.column, page.form, selector.mode
+    view_outputs = panel.view_outputs(column.task_input)
     quick = dict(concurrency_limit=None, show_progress="hidden")
-    stream = dict(outputs=run_outputs, concurrency_limit=app.config.max_runs, concurrency_id="runs",
-                  show_progress="hidden", postprocess=False)  # app.stream_update renders (ui/chat/stream_outputs.py)
+    stream = dict(outputs=column.outputs(), concurrency_limit=services.config.max_runs, concurrency_id="runs",
+                  show_progress="hidden", postprocess=False)  # the streamer renders (ui/chat/stream_outputs.py)
     private = dict(api_visibility="private")
 
-    mode.input(handlers.set_mode, inputs=[mode, planning, max_steps], outputs=[planning, mode_note],
+    mode.input(handlers.set_mode, inputs=[mode, form.planning, form.max_steps], outputs=[form.planning, selector.note],
                api_name="set_approval_mode", **quick)
 
     def chain(event: Any, resume_name: str | None = None, unlock: bool = False) -> None:
@@ -210,10 +202,10 @@ def wire(demo: gr.Blocks, app: AgentDeckApp, panel: ApprovalPanel, mode: Any, mo
     # A reloaded tab finds its session again: the token lives in the tab's sessionStorage (per tab, kept on reload).
     token = gr.Textbox(visible=False, elem_id="session-token")
     demo.load(handlers.restore, inputs=[token, mode],
-              outputs=[token, chat, files_panel, status, mode, *view_outputs],
+              outputs=[token, column.chat, column.files_panel, column.status, mode, *view_outputs],
               js=f"(token, mode) => [sessionStorage.getItem('{TOKEN_KEY}') || '', mode]",
               **private, **quick).then(
         None, inputs=[token], outputs=None,
         js=f"(token) => {{ if (token) sessionStorage.setItem('{TOKEN_KEY}', token); return []; }}").then(
-        app.reattach, **private, **stream)  # a run handed back to the reloaded tab streams on
+        services.streamer.reattach, **private, **stream)  # a run handed back to the reloaded tab streams on
     return handlers

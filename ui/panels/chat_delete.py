@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 
 from ui.chat.safe_markdown import neutralize
+from ui.panels.history import HistoryController
 
 CSS = """
 #export-file:has(> .empty) { display: none; }
@@ -37,7 +38,7 @@ def build() -> ChatDeleteConfirm:
     return ChatDeleteConfirm(box, question, yes, no)
 
 
-def ask(history: Any, state: Any, chat_id: Any, request: gr.Request) -> tuple:
+def ask(history: HistoryController, state: Any, chat_id: Any, request: gr.Request) -> tuple:
     """(confirmation box, its question) for the selected chat, or a warning when none is selected."""
     owner, _ = history.identify(state, request)
     title = next((m.title for m in history.store.list(owner) if m.id == chat_id), None)
@@ -52,7 +53,8 @@ def hide() -> Any:
     return gr.update(visible=False)
 
 
-def wire(history: Any, panel: Any, confirm: ChatDeleteConfirm, view: list[Any], light: dict[str, Any]) -> None:
+def wire(history: HistoryController, panel: Any, confirm: ChatDeleteConfirm, view: list[Any],
+         light: dict[str, Any]) -> None:
     """Delete asks; "Delete chat" deletes the chat selected in the list (selecting another one closes the
     question, so what is deleted is what was named)."""
     def ask_for(state: Any, chat_id: Any, request: gr.Request) -> tuple:

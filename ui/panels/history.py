@@ -1,8 +1,7 @@
 """Saved chats in the UI: the side list (open, rename, delete), resume after a reload or a restart, exports.
 
-Who owns a chat: the browser's random token, kept in `gr.BrowserState` (the browser's localStorage, so it
-survives reloads and app restarts), hashed into the owner key (ui/saved/store.py); with login on, the
-signed-in user. Each tab's server-side session is bound to its owner when the page loads.
+Who owns a chat: the browser's random token or the signed-in user (ui/saved/owners.py). Each tab's
+server-side session is bound to its owner when the page loads.
 
 Reopening a chat: its signed memory is loaded (refused as a whole when tampered with or foreign), the
 conversation is rebuilt in the chat by feeding ui/chat/render.py's Transcript the events the memory's steps
@@ -13,92 +12,46 @@ it with reset=False), and the sandbox's variables are rebuilt by re-running the 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gradio as gr
 
 from agents.memory import AgentMemory
-from ui.chat.formatting import for_visitor
 from ui.chat.stream_outputs import Shown, session_outputs
-from ui.saved.restore import carry_memory_into, replay_memory, show_unfinished
-from ui.saved.store import (
-    ChatStore,
-    ChatStoreError,
-    clean_title,
-    new_token,
-    settings_dict,
-    valid_token,
-)
-from ui.session.lease import ChatLeases
-from ui.session.pending_decisions import has_pending
+from ui.saved.owners import tab_key
+from ui.saved.store import ChatStoreError, clean_title, settings_dict
+from ui.services import Services
 from ui.session.registry import ServerBusyError
+from ui.session.session import Session
 from ui.settings import RunSettings, SettingsRefusedError, available_tools
-
-if TYPE_CHECKING:
-    from ui.app import AgentDeckApp
-    from ui.session.session import Session
 
 
 # ----- the controller --------------------------------------------------------------------------------
 class HistoryController:
-    """Handlers of the side list; one per server, next to AgentDeckApp."""
+    """Handlers of the side list, built from the services (ui/services.py): the sessions, the saved chats,
+    the tabs' owners and the chat leases. It holds no state of its own."""
 
-    def __init__(self, app: AgentDeckApp) -> None:
-        self.app = app
-        self.store = ChatStore(app.config.data_dir)
-        self.store.sweep_unused()
-        self.tabs: dict[str, str] = {}  # tab (session hash) -> owner key
-        self.leases = ChatLeases(app.registry)  # which tab continues which chat (ui/session/lease.py)
-        self._lock = threading.Lock()
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.config = services.config
+        self.registry = services.registry
+        self.store = services.store
+        self.owners = services.owners
+        self.leases = services.leases  # which tab continues which chat (ui/session/lease.py)
 
     # ----- identity -----------------------------------------------------------------------------
     def identify(self, state: Any, request: gr.Request | None,
                  profile: gr.OAuthProfile | None = None) -> tuple[str, dict[str, Any]]:
-        """(owner key, browser state to store): the signed-in Hugging Face user's, the password user's, else the
-        browser's own random token (a new one when it has none)."""
-        state = dict(state) if isinstance(state, dict) else {}
-        if not valid_token(state.get("token")):
-            state = {"token": new_token()}
-        hf_user = getattr(profile, "username", None) if profile is not None else None
-        if hf_user is None:
-            with self._lock:
-                bound = self.tabs.get(self.tab_key(request))
-            if bound is not None and bound != self.store.owner_for_token(state["token"]):
-                return bound, state  # this tab's page load identified a signed-in user
-        username = f"hf:{hf_user}" if hf_user else getattr(request, "username", None)
-        owner = self.store.owner_for_user(username) if username else self.store.owner_for_token(state["token"])
-        return owner, state
-
-    @staticmethod
-    def tab_key(request: gr.Request | None) -> str:
-        return getattr(request, "session_hash", None) or "anonymous"
+        """(owner key, browser state to store): see ui/saved/owners.py."""
+        return self.owners.identify(state, request, profile)
 
     def bind(self, key: str, owner: str) -> None:
-        with self._lock:
-            self.tabs[key] = owner
+        self.owners.bind(key, owner)
 
     def forget(self, request: gr.Request) -> None:
-        with self._lock:
-            self.tabs.pop(self.tab_key(request), None)
-
-    def adopt(self, key: str, session: Session) -> Session:
-        """A tab bound to an owner whose session is not a saved chat yet (new after an idle close): make it one."""
-        owner = self.tabs.get(key)
-        if owner is None or session.saved is not None:
-            return session
-        with session.lock:
-            if session.saved is not None or session.agent is not None or session.uploads or session.running:
-                return session
-            chat = self.store.create(owner)
-            old_root = session.root
-            session.saved, session.root, session.workspace = chat, chat.folder, chat.workspace
-            session.transcript.workdir = str(chat.workspace)
-        import shutil
-        shutil.rmtree(old_root, ignore_errors=True)
-        return session
+        self.owners.forget(request)
 
     # ----- views --------------------------------------------------------------------------------
     def list_update(self, owner: str, selected: str | None = None) -> Any:
@@ -109,36 +62,35 @@ class HistoryController:
     def _view(self, session: Session, state: Any, owner: str, settings: tuple | None = None,
               input_update: Any = None, gr_warning: str | None = None) -> tuple:
         base = session_outputs(session, Shown(), input_update)
-        selected = session.saved.id if session.saved is not None and session.saved.kept else None
+        chat = session.record.saved
+        selected = chat.id if chat is not None and chat.kept else None
         form = settings if settings is not None else (gr.skip(),) * 6
         if gr_warning:
             gr.Warning(gr_warning)
         return (state, *base, self.list_update(owner, selected), *form)
 
     def _fresh(self, key: str, owner: str, note: str | None = None) -> Session:
-        chat = self.store.create(owner)
-        session = self.app.registry.install(key, chat.folder)
-        session.saved = chat
+        session = self.registry.install(key, self.store.create(owner))
         if note:
-            session.transcript.add_note(note)
+            session.record.add_note(note)
         return session
 
     def _held_elsewhere(self, owner: str, chat_id: str) -> Session | None:
         """The live session (under another tab key) holding this chat, if its run goes on or waits for a
         decision."""
-        registry = self.app.registry
-        with registry._lock:
-            sessions = list(registry._sessions.values())
-        return next((s for s in sessions if s.saved is not None and s.saved.owner == owner
-                     and s.saved.id == chat_id and (s.running or has_pending(s))), None)
+        def holds(session: Session) -> bool:
+            chat = session.record.saved
+            return chat is not None and chat.owner == owner and chat.id == chat_id
+
+        return next((s for s in self.registry.sessions() if holds(s) and (s.running or s.has_pending())), None)
 
     def take_over(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
                   imports: Any, request: gr.Request) -> Iterator[tuple]:
         """Take over here: reload the chat from disk in this tab, which now continues it."""
         owner, state = self.identify(state, request)
-        key = self.tab_key(request)
-        session = self.app.registry.peek(key)
-        chat_id = session.saved.id if session is not None and session.saved is not None else None
+        key = tab_key(request)
+        session = self.registry.peek(key)
+        chat_id = _saved_id(session)
         other = self.leases.holder(chat_id, key) if chat_id else None
         if other is not None and other.running and other.detached_at is None:
             yield (*self._view(session, state, owner, gr_warning="The other tab is running this chat: wait for "
@@ -149,7 +101,7 @@ class HistoryController:
             yield (*view, gr.Button(visible=False))
 
     def _busy(self, key: str) -> bool:
-        current = self.app.registry.peek(key)
+        current = self.registry.peek(key)
         return current is not None and current.running
 
     # ----- handlers -----------------------------------------------------------------------------
@@ -157,20 +109,21 @@ class HistoryController:
                 imports: Any, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Iterator[tuple]:
         """Page load: give the browser its identity, list its chats and reopen the one it had open."""
         owner, state = self.identify(state, request, profile)
-        key = self.tab_key(request)
+        key = tab_key(request)
         self.bind(key, owner)
         current = self.store.current(owner)
-        live = self.app.registry.peek(key)
+        live = self.registry.peek(key)
         form = (model, agent_type, max_steps, planning, tools, imports)
         # A live session shown again keeps its settings in the form, or the next message would start a new agent.
-        if current and live is not None and live.saved is not None and live.saved.id == current \
-                and live.saved.owner == owner:  # this tab already holds the chat (e.g. taken back by ui/panels/approvals.py)
+        live_chat = live.record.saved if live is not None else None
+        # This tab already holds the chat (e.g. taken back by ui/panels/approvals.py):
+        if current and live_chat is not None and live_chat.id == current and live_chat.owner == owner:
             yield self._view(live, state, owner, settings=self._form_values(settings_dict(live.agent_settings), form))
             return
         paused = self._held_elsewhere(owner, current) if current else None
         if paused is not None and paused.detached_at is not None:  # its page went away: this tab takes it over
-            moved = self.app.registry.rekey(paused.key, key, when=lambda s: s.detached_at is not None)
-            if moved is not None:  # the chat as it is; `AgentDeckApp.reattach` streams the rest
+            moved = self.registry.rekey(paused.key, key, when=lambda s: s.detached_at is not None)
+            if moved is not None:  # the chat as it is; `RunStreamer.reattach` streams the rest
                 self.leases.hold(current, key)
                 yield self._view(moved, state, owner,
                                  settings=self._form_values(settings_dict(moved.agent_settings), form))
@@ -184,30 +137,30 @@ class HistoryController:
         if current and self.store.get(owner, current) is not None:
             yield from self._open(key, owner, state, current, form)
             return
-        session = self.app.registry.peek(key)
+        session = self.registry.peek(key)
         if session is None:
             session = self._fresh(key, owner)
-        elif session.saved is None:  # made by another handler of this tab (never replace it: it may be running)
-            session = self.adopt(key, session)
+        elif session.record.saved is None:  # made by another handler of this tab (never replace it: it may be running)
+            session = self.services.adopt(key, session)
         yield self._view(session, state, owner)
 
     def open_chat(self, state: Any, chat_id: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any,
                   tools: Any, imports: Any, request: gr.Request) -> Iterator[tuple]:
         """A click on a chat in the side list."""
         owner, state = self.identify(state, request)
-        key = self.tab_key(request)
+        key = tab_key(request)
         self.bind(key, owner)
         yield from self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports))
 
     def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: tuple) -> Iterator[tuple]:
-        current = self.app.registry.peek(key)
+        current = self.registry.peek(key)
         if self._busy(key):
             yield self._view(current, state, owner, gr_warning="A run is still going: wait for it or press Stop "
                                                                "before opening another chat.")
             return
         chat = self.store.get(owner, chat_id)
         if chat is None or not chat.kept:
-            session = current if current is not None and current.saved is not None else self._fresh(key, owner)
+            session = current if _saved_id(current) is not None else self._fresh(key, owner)
             yield self._view(session, state, owner, gr_warning="That chat does not exist (it may have been deleted).")
             return
         running = self._held_elsewhere(owner, chat.id)
@@ -224,54 +177,30 @@ class HistoryController:
             yield self._view(session, state, owner, gr_warning=str(exc))
             return
         self.store.set_current(owner, chat.id)
-        session = self.app.registry.install(key, chat.folder)
-        session.saved = chat
+        session = self.registry.install(key, chat)
         self.leases.hold(chat.id, key)
-        turns = [t for t in metadata.get("turns") or [] if isinstance(t, dict)]
-        session.turns = turns
-        if memory is None or not memory.steps:  # the first run finished no step: the messages are kept
-            with session.lock:
-                show_unfinished(session.transcript, [dict(t) for t in turns], set(), None)
+        if not session.record.reopen(memory, metadata.get("turns") or []):  # no step finished: messages only
             yield self._view(session, state, owner)
             return
-        with session.lock:
-            session.uploads = replay_memory(session.transcript, memory, turns, chat.workspace)
-            session.files_version += 1
-            pending = session.transcript.add_note("♻️ Restoring the agent: rebuilding the sandbox's variables…",
-                                                  title=None)
         yield self._view(session, state, owner, input_update=gr.MultimodalTextbox(interactive=False))
 
         values = self._form_values(metadata.get("settings"), form)
         try:
-            settings = RunSettings.from_form(self.app.config, *values)
+            settings = RunSettings.from_form(self.config, *values)
         except SettingsRefusedError as exc:  # saved under settings this server no longer offers
-            config = self.app.config
+            config = self.config
             values = (config.model, values[1], values[2], values[3], (), ", ".join(config.authorized_imports))
             settings = RunSettings.from_form(config, *values)
-            with session.lock:
-                session.transcript.add_note(f"This chat's saved settings are not offered here ({exc}); it continues "
-                                            f"with the server's model {config.model}.")
+            session.record.add_note(f"This chat's saved settings are not offered here ({exc}); it continues "
+                                    f"with the server's model {config.model}.")
         try:
-            self.app.registry.make_room(session)  # a reopened chat's sandbox counts against the server's cap
+            self.registry.make_room(session)  # a reopened chat's sandbox counts against the server's cap
         except ServerBusyError:
-            with session.lock:
-                session.transcript.roots.remove(pending)
-                session.hibernated = memory  # rebuilt with the next message, when a sandbox is free
-                session.transcript.add_note("♻️ **Chat reopened.** The server is busy now, so its variables will "
-                                            "be rebuilt with your next message.")
-            yield self._view(session, state, owner, settings=values, input_update=gr.MultimodalTextbox(interactive=True))
+            session.restore_later(memory)  # rebuilt with the next message, when a sandbox is free
+            yield self._view(session, state, owner, settings=values,
+                             input_update=gr.MultimodalTextbox(interactive=True))
             return
-        with session.lock:
-            session.transcript.roots.remove(pending)
-            try:
-                agent = self.app.registry.agent_factory(settings, chat.workspace)
-            except Exception as exc:
-                session.transcript.add_note(f'<span class="ad-error">Could not start the agent</span> '
-                                            f"{for_visitor(exc, 'restoring an agent')}. The conversation is shown, but the next "
-                                            "message starts with an empty memory.")
-            else:
-                carry_memory_into(agent, memory, session.transcript, "♻️ **Chat restored.**")
-                session.use_agent(agent, settings)
+        session.restore_agent(memory, settings)
         form_update = (values[0], values[1], values[2], values[3], values[4], values[5])
         yield self._view(session, state, owner, settings=form_update,
                          input_update=gr.MultimodalTextbox(interactive=True))
@@ -279,14 +208,13 @@ class HistoryController:
     def _join_run(self, key: str, owner: str, state: Any, running: Session, form: tuple) -> Iterator[tuple]:
         """Opening a chat whose run goes on in another session. Loading it from disk would show it without
         the run, and this tab's next message would save over the run's turn. A run whose page went away is
-        moved to this tab (`AgentDeckApp.reattach` streams the rest); one shown in a live tab is left there."""
-        chat_id = running.saved.id
+        moved to this tab (`RunStreamer.reattach` streams the rest); one shown in a live tab is left there."""
+        chat_id = _saved_id(running)
         moved = None
         if running.detached_at is not None:
-            moved = self.app.registry.rekey(running.key, key, when=lambda s: s.detached_at is not None)
+            moved = self.registry.rekey(running.key, key, when=lambda s: s.detached_at is not None)
         if moved is None:
-            current = self.app.registry.peek(key)
-            shown = current.saved.id if current is not None and current.saved is not None else None
+            shown = _saved_id(self.registry.peek(key))
             gr.Warning("This chat is running in another tab: continue it there, or open it here once its run "
                        "has ended (or that tab is closed).")
             yield (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 6)
@@ -315,19 +243,19 @@ class HistoryController:
     def after_new_chat(self, state: Any, request: gr.Request) -> tuple:
         """After New chat: this browser's open chat is the new (empty) one; refresh the list."""
         owner, state = self.identify(state, request)
-        key = self.tab_key(request)
+        key = tab_key(request)
         self.bind(key, owner)
-        session = self.app.registry.peek(key)
+        session = self.registry.peek(key)
         if session is not None:
-            self.adopt(key, session)
+            self.services.adopt(key, session)
         self.store.set_current(owner, None)
         return state, self.list_update(owner)
 
     def refresh(self, state: Any, request: gr.Request) -> tuple:
         """The side list after a run (a new chat appears once its first message is sent)."""
         owner, state = self.identify(state, request)
-        session = self.app.registry.peek(self.tab_key(request))
-        selected = session.saved.id if session is not None and session.saved is not None else None
+        session = self.registry.peek(tab_key(request))
+        selected = _saved_id(session)
         refused = session is not None and session.refused is not None
         return state, self.list_update(owner, selected), gr.Button(visible=refused)
 
@@ -344,9 +272,9 @@ class HistoryController:
 
     def delete_chat(self, state: Any, chat_id: Any, request: gr.Request) -> tuple:
         owner, state = self.identify(state, request)
-        key = self.tab_key(request)
-        current = self.app.registry.peek(key)
-        is_open = current is not None and current.saved is not None and current.saved.id == chat_id
+        key = tab_key(request)
+        current = self.registry.peek(key)
+        is_open = current is not None and _saved_id(current) == chat_id
         if is_open and current.running:
             return self._view(current, state, owner, gr_warning="This chat is running: press Stop first.")
         if not self.store.delete(owner, chat_id):
@@ -354,28 +282,28 @@ class HistoryController:
             return self._view(session, state, owner, gr_warning="That chat does not exist.")
         if is_open or current is None:
             if current is not None:
-                current.saved = None  # its folder is gone
+                current.record.forget_saved()  # its folder is gone
             session = self._fresh(key, owner)
             return self._view(session, state, owner)
         return self._view(current, state, owner)
 
     # ----- exports ------------------------------------------------------------------------------
     def _export_source(self, request: gr.Request) -> tuple[Session, AgentMemory, Path, str]:
-        session = self.app.registry.peek(self.tab_key(request))
+        session = self.registry.peek(tab_key(request))
         if session is None:
             raise ChatStoreError("Nothing to export yet.")
         with session.lock:
             if session.running:
                 raise ChatStoreError("Wait for the run to finish before exporting.")
             memory = getattr(session.agent, "memory", None)
-            chat = session.saved
+            chat = session.record.saved
             if (memory is None or not memory.steps) and chat is not None:
                 memory, _ = self.store.load_memory(chat)
             if memory is None or not memory.steps:
                 raise ChatStoreError("Nothing to export yet: send a message first.")
             meta = chat.meta() if chat is not None else None
             title = meta.title if meta else "AgentDeck conversation"
-            folder = (chat.exports if chat is not None else session.root / "exports")
+            folder = (chat.exports if chat is not None else session.record.root / "exports")
             folder.mkdir(parents=True, exist_ok=True)
             return session, memory, folder, title
 
@@ -405,8 +333,11 @@ class HistoryController:
             gr.Warning(str(exc))
             return gr.skip()
         path = folder / f"{self._file_stem(title)}{extension}"
-        write(memory, session.workspace, path, title)
-        return session.publish(path).path
+        write(memory, session.record.workspace, path, title)
+        return session.record.publish(path).path
 
 
-# ----- layout ----------------------------------------------------------------------------------------
+def _saved_id(session: Session | None) -> str | None:
+    """The id of the saved chat `session` holds, if any."""
+    chat = session.record.saved if session is not None else None
+    return chat.id if chat is not None else None

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gradio as gr
 
+from ui.components import Page
 from ui.panels import chat_delete
+from ui.panels.history import HistoryController
 from ui.saved.store import storage_is_ephemeral
-
-if TYPE_CHECKING:
-    from ui.app import AgentDeckApp
-    from ui.panels.history import HistoryController
+from ui.services import Services
 
 
 @dataclass
@@ -32,17 +31,17 @@ class HistoryPanel:
 
 
 
-def build_history_panel(app: AgentDeckApp) -> HistoryPanel:
+def build_history_panel(services: Services) -> HistoryPanel:
     """The side list of saved chats and the export buttons (call inside the Blocks)."""
-    history: HistoryController = app.history
-    browser_state = gr.BrowserState(None, storage_key="agentdeck-browser", secret=history.store.browser_state_secret())
+    browser_state = gr.BrowserState(None, storage_key="agentdeck-browser",
+                                    secret=services.store.browser_state_secret())
     with gr.Sidebar(label="Chats", open=True, elem_id="history-sidebar", width=300):
         gr.Markdown("### 💬 Your chats")
         list_note = gr.Markdown("Chats are saved on this server for this browser. Click one to reopen it.",
                                 elem_id="chat-list-note")
-        if storage_is_ephemeral(app.config.data_dir):
+        if storage_is_ephemeral(services.config.data_dir):
             gr.Markdown("⚠️ Saved chats may be lost when this Space restarts (it has no persistent storage).",
-                        elem_id="storage-note")  # the operator's remedy goes to the log (ui/app.py create_app)
+                        elem_id="storage-note")  # the operator's remedy goes to the log (ui/server.py create_app)
         chat_list = gr.Radio(choices=[], value=None, show_label=False, elem_id="chat-list", container=False)
         with gr.Row():
             title_box = gr.Textbox(placeholder="New title for the selected chat", show_label=False, max_lines=1,
@@ -59,23 +58,23 @@ def build_history_panel(app: AgentDeckApp) -> HistoryPanel:
                         export_file, list_note, delete_confirm=delete_confirm)
 
 
-def wire_history_panel(app: AgentDeckApp, panel: HistoryPanel, demo: gr.Blocks, chat: Any, task_input: Any,
-                       files_panel: Any, status: Any, clock: Any, settings: list[Any],
-                       after_runs: list[Any], new_chat_event: Any) -> None:
+def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel, page: Page,
+                       after_runs: list[Any], new_chat_event: Any) -> HistoryController:
     """The side list's events; `after_runs` are the run events (the list refreshes when they end)."""
-    history: HistoryController = app.history
-    view = [panel.browser_state, chat, task_input, files_panel, status, clock, panel.chat_list, *settings]
-    heavy = dict(concurrency_limit=app.config.max_runs, concurrency_id="runs", show_progress="hidden")
+    history = HistoryController(services)
+    settings = page.form.inputs()
+    view = [panel.browser_state, *page.column.outputs(), panel.chat_list, *settings]
+    heavy = dict(concurrency_limit=services.config.max_runs, concurrency_id="runs", show_progress="hidden")
     light = dict(concurrency_limit=None, show_progress="hidden")
-    run_outputs = [chat, task_input, files_panel, status, clock]
-    reattach = dict(outputs=run_outputs, postprocess=False, api_visibility="private", **heavy)
+    reattach = dict(outputs=page.column.outputs(), postprocess=False, api_visibility="private", **heavy)
+    streamer = services.streamer
     refresh = dict(inputs=[panel.browser_state], outputs=[panel.browser_state, panel.chat_list, panel.takeover_btn],
                    api_visibility="private", **light)
     # A run taken over from a closed page streams on; then the list shows the chat this tab ends up with.
     demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="browser_session",
-              **heavy).then(app.reattach, **reattach).then(history.refresh, **refresh)
+              **heavy).then(streamer.reattach, **reattach).then(history.refresh, **refresh)
     panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list, *settings], outputs=view,
-                           api_name="open_chat", **heavy).then(app.reattach, **reattach)
+                           api_name="open_chat", **heavy).then(streamer.reattach, **reattach)
     panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
                            outputs=[panel.chat_list, panel.title_box], api_name="rename_chat", **light)
     panel.title_box.submit(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
@@ -87,8 +86,9 @@ def wire_history_panel(app: AgentDeckApp, panel: HistoryPanel, demo: gr.Blocks, 
         event.then(history.refresh, **refresh)
     panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state, *settings],
                              outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy).then(
-        app.reattach, **reattach)
+        streamer.reattach, **reattach)
     if new_chat_event is not None:
         new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
                             outputs=[panel.browser_state, panel.chat_list], api_visibility="private", **light)
     demo.unload(history.forget)
+    return history

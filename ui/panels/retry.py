@@ -13,19 +13,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import gradio as gr
 
-from ui.chat.published_files import root_url_of
 from ui.chat.stream_outputs import Shown
-from ui.session.pending_decisions import set_approval_mode
+from ui.components import Page
+from ui.services import Services
 from ui.session.rewind import RewindRefused
+from ui.session.session import Session
 from ui.settings import RunSettings, SignInNeededError
+from ui.web.gradio_compat import root_url_of
 from ui.web.input_lock import lock_on, unlock_after
-
-if TYPE_CHECKING:
-    from ui.session.session import Session
 
 RETRY, EDIT = "retry", "edit your last message"
 REWINDING = "↩️ Rewinding to before your last message: rebuilding the sandbox's variables…"
@@ -39,19 +38,6 @@ CSS = """
 #edit-panel { border: 2px solid var(--color-accent); border-radius: 10px; padding: 10px 12px; }
 #edit-panel .ad-edit-title p { margin: 0 0 4px 0; }
 """
-
-
-class RunHost(Protocol):
-    """What these handlers use of the app (ui.app.AgentDeckApp, not imported here: it builds this panel)."""
-    history: Any  # ui/panels/history.py: its `leases` say which tab holds a chat
-
-    def session_for(self, request: Any) -> Session: ...
-    def stream_update(self, session: Session, shown: Shown, input_update: Any = None) -> tuple: ...
-    def stream_run(self, session: Session, shown: Shown) -> Iterator[tuple]: ...
-    def _settings(self, *form: Any, token: Any = None) -> RunSettings: ...
-    def _admit(self, request: Any, session: Session) -> None: ...
-    def _limited(self, updates: Iterator[tuple], request: Any) -> Iterator[tuple]: ...
-    def _ask_to_sign_in(self, session: Session, request: Any, from_page: bool) -> Iterator[tuple]: ...
 
 
 @dataclass
@@ -85,17 +71,18 @@ def build_editor() -> RetryControls:
 
 
 class RetryHandlers:
-    """Handlers of the buttons and the edit box; they use the app's sessions, settings and stream helpers."""
+    """Handlers of the buttons and the edit box, built from the services (ui/services.py): the sessions, the
+    checks before a run (its gate) and the run's streamer."""
 
-    def __init__(self, app: RunHost) -> None:
-        self.app = app
+    def __init__(self, services: Services) -> None:
+        self.services = services
         self._unsent: set[str] = set()  # tabs whose edited message was refused (their edit box opens again)
         self._lock = threading.Lock()
 
     # the edit box ----------------------------------------------------------------------------------------
     def open_editor(self, request: gr.Request) -> tuple:
         """Show the edit box with the last message's text, or say why there is nothing to edit now."""
-        session = self.app.session_for(request)
+        session = self.services.session_for(request)
         why = session.rewind_refusal(EDIT)
         message = session.last_message() if why is None else None
         if message is None:
@@ -132,45 +119,46 @@ class RetryHandlers:
 
     def _resend(self, text: str | None, form: tuple, approval_mode: str | None, request: gr.Request,
                 token: gr.OAuthToken | None, event: Any) -> Iterator[tuple]:
-        app = self.app
-        session = app.session_for(request)
+        services, gate = self.services, self.services.gate
+        session = services.session_for(request)
         key = getattr(request, "session_hash", None) or "anonymous"
         action, refused_note = (RETRY, NOT_RETRIED) if text is None else (EDIT, NOT_SENT)
         shown = Shown(root_url=root_url_of(request))
         try:
-            settings = app._settings(*form, token=token)
+            settings = gate.settings(*form, token=token)
         except SignInNeededError:
             self._note_unsent(key, text)
-            yield from app._ask_to_sign_in(session, request, from_page=getattr(event, "target", None) is not None)
+            yield from gate.ask_to_sign_in(session, request, from_page=getattr(event, "target", None) is not None)
             return
         why = session.rewind_refusal(action)
         if why is None and text is not None and not text.strip():
             message = session.last_message()
             why = EMPTY_EDIT if message is None or not message.uploads else None
-        if why is None:
-            session.refused = app.history.leases.claim(key, session)
-            why = HELD_ELSEWHERE if session.refused is not None else None
+        if why is None:  # another tab holds the chat: the Take over button shows (a refusal recorded)
+            held = services.leases.claim(key, session)
+            why = HELD_ELSEWHERE if held is not None else None
+            session.record_refusal(None if why is None else refused_note + why)
+        else:
+            session.record.add_note(refused_note + why)
         if why is not None:
             self._note_unsent(key, text)
-            with session.lock:
-                session.transcript.add_note(refused_note + why)
-            yield app.stream_update(session, shown)
+            yield services.streamer.update(session, shown)
             return
         try:
-            app._admit(request, session)  # a sandbox for the rebuilt variables, within the visitor's limits
+            gate.admit(request, session)  # a sandbox for the rebuilt variables, within the visitor's limits
         except gr.Error:
             self._note_unsent(key, text)
             raise
-        set_approval_mode(session, approval_mode)
-        yield from app._limited(self._rewind_and_run(session, key, text, settings, shown, refused_note), request)
+        session.set_approval_mode(approval_mode)
+        yield from gate.limited(self._rewind_and_run(session, key, text, settings, shown, refused_note), request)
 
     def _rewind_and_run(self, session: Session, key: str, text: str | None, settings: RunSettings, shown: Shown,
                         refused_note: str) -> Iterator[tuple]:
-        app = self.app
+        streamer = self.services.streamer
         with session.lock:
-            before = session.transcript
+            before = session.record.transcript
             pending = before.add_note(REWINDING)
-        yield app.stream_update(session, shown)  # re-running the earlier code may take a while
+        yield streamer.update(session, shown)  # re-running the earlier code may take a while
         try:
             message = session.rewind_last_turn(settings, RETRY if text is None else EDIT)
         except RewindRefused as exc:
@@ -178,14 +166,14 @@ class RetryHandlers:
             with session.lock:
                 if pending in before.roots:
                     before.roots.remove(pending)
-                session.transcript.add_note(refused_note + str(exc))
-            yield app.stream_update(session, shown)
+                session.record.add_note(refused_note + str(exc))
+            yield streamer.update(session, shown)
             return
-        yield app.stream_update(session, shown)  # the chat as it was before the last message
+        yield streamer.update(session, shown)  # the chat as it was before the last message
         started = session.start_run(message.text if text is None else text, [], settings, kept=message.uploads)
-        yield app.stream_update(session, shown)
+        yield streamer.update(session, shown)
         if started:
-            yield from app.stream_run(session, shown)
+            yield from streamer.stream_run(session, shown)
 
     def _note_unsent(self, key: str, text: str | None) -> None:
         if text is not None:
@@ -193,12 +181,16 @@ class RetryHandlers:
                 self._unsent.add(key)
 
 
-def wire(app: RunHost, controls: RetryControls, settings: list[Any], approval_mode: Any,
-         run_options: dict[str, Any], close_on: list[Any]) -> list[Any]:
+def wire(services: Services, controls: RetryControls, page: Page, approval_mode: Any,
+         close_on: list[Any]) -> list[Any]:
     """Connect the buttons and the edit box; returns the streaming events (for the chains that follow runs).
     `close_on`: triggers that show another chat (New chat, a chat opened from the list): the edit box closes,
     so it never sends one chat's text in place of another chat's last message."""
-    handlers = RetryHandlers(app)
+    handlers = RetryHandlers(services)
+    settings = page.form.inputs()
+    run_options = dict(outputs=page.column.outputs(), concurrency_limit=services.config.max_runs,
+                       concurrency_id="runs", show_progress="hidden",
+                       postprocess=False)  # the streamer renders (ui/chat/streamer.py)
     quick = dict(concurrency_limit=None, show_progress="hidden", api_visibility="private")
     for trigger in close_on:
         trigger(handlers.close_editor, outputs=[controls.panel], **quick)

@@ -126,9 +126,9 @@ class SavedChat:
     def meta(self) -> ChatMeta | None:
         return self.store._read_meta(self.meta_path, self.id)
 
-    def save(self, session: Any, reason: str, memory: Any = None) -> None:
-        """The session hook (ui.session.session.Session.save_chat): see ChatStore.save_session."""
-        self.store.save_session(self, session, reason, memory)
+    def save(self, reason: str, turns: list[dict[str, Any]], memory: AgentMemory | None, settings: Any) -> None:
+        """The session's save (ui/session/chat_record.py): see ChatStore.save_chat."""
+        self.store.save_chat(self, reason, turns, memory, settings)
 
     def __repr__(self) -> str:
         return f"SavedChat({self.id})"
@@ -313,22 +313,21 @@ class ChatStore:
             raise ChatStoreError(f"This saved chat could not be read: {exc.strerror or exc}.") from None
         return memory, metadata if isinstance(metadata, dict) else {}
 
-    def save_session(self, chat: SavedChat, session: Any, reason: str, memory: Any = None) -> None:
+    def save_chat(self, chat: SavedChat, reason: str, turns: list[dict[str, Any]], memory: AgentMemory | None,
+                  settings: Any) -> None:
         """Called by the session: when the person sends a message ("start": their message is kept even if the
         run never finishes a step), after each finished step ("step"), at decision pauses and after a run, and
         when Retry or Edit rewinds the chat to before its last message ("rewind").
-        `memory`: a snapshot to save instead of the session's (a stopped run still going)."""
-        turns = [t for t in list(getattr(session, "turns", []) or []) if isinstance(t, dict)]
+        `turns`: what the person sent; `memory`: the conversation (None before the first agent); `settings`:
+        the agent's RunSettings."""
+        turns = [t for t in turns if isinstance(t, dict)]
         title = turns[0].get("text", "") if turns else ""
-        memory = memory if memory is not None else getattr(session, "memory", None)
-        if not isinstance(memory, AgentMemory):
-            memory = getattr(getattr(session, "agent", None), "memory", None)
         steps = sum(1 for s in memory.steps if s.step_type == "action") if isinstance(memory, AgentMemory) else None
         if isinstance(memory, AgentMemory) and (memory.steps or reason == "rewind"
                                                 or (turns and not chat.memory_path.exists())):
             # Every turn is kept, also one whose run has no step on disk yet: a reopened chat shows it. A rewound
             # chat (ui/session/rewind.py) is written even with no step left, over the version it undid.
-            metadata = {"turns": turns, "settings": settings_dict(getattr(session, "agent_settings", None))}
+            metadata = {"turns": turns, "settings": settings_dict(settings)}
             self.save_memory(chat, memory, metadata)
         if reason == "step":
             return  # the list's entry (meta) changes when a message is sent and when a run ends

@@ -33,13 +33,14 @@ class ChatLeases:
         with self._lock:
             holder = self._holders.get(chat_id)
         other = self.registry.peek(holder) if holder and holder != key else None
-        if other is None or other.saved is None or other.saved.id != chat_id or other.closed_at is not None:
+        chat = other.record.saved if other is not None else None
+        if other is None or chat is None or chat.id != chat_id or other.closed_at is not None:
             return None
         return other
 
     def claim(self, key: str, session: Session) -> str | None:
         """Before a message is sent: None if this tab may continue its chat (it takes the lease), else why not."""
-        chat = session.saved
+        chat = session.record.saved
         if chat is None or not chat.kept:
             return None
         if self.holder(chat.id, key) is not None:

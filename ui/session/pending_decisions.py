@@ -1,20 +1,20 @@
-"""A paused run's decision, on the session side: which request is open, answering it, claiming the run again.
+"""A paused run's decision: which approval mode a run gets, and which request of a paused run is still open.
 
-The agent pauses with a DecisionRequested event (agents/decisions); the session's drain stops there and
-the streaming handler returns, so no web worker is held while a person decides. These functions are what
-the panel's handlers (ui/panels/approvals.py), the session (a message that answers `ask_user`) and the app (a
-closing tab) ask of a paused session. Also the approval mode a session's next runs get. No Gradio here.
+The agent pauses with a DecisionRequested event (agents/decisions); the session's drain stops there and the
+streaming handler returns, so no web worker is held while a person decides. The session answers for its
+paused run (`Session.pending_request`, `Session.resolve`, `Session.claim_paused_run`); these are the pieces
+it uses that need no session. No Gradio here.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agents import events as ev
-from agents.decisions import APPROVAL_MODES, ApprovalPolicy, Decision
-from agents.errors import ConfigurationError
+from agents.decisions import APPROVAL_MODES, ApprovalPolicy
+from ui.session.run_stream import RunHandle
 
-if TYPE_CHECKING:
-    from ui.session.session import Session
+WAITING_NOTE = ("✋ The agent is waiting for your decision in the panel under the chat: approve or reject it first "
+                "(or press Stop). Your message was not sent to the agent.")
 
 
 def normalise_mode(mode: Any) -> str:
@@ -30,76 +30,25 @@ def apply_approval_mode(agent: Any, mode: str) -> None:
             broker.policy = ApprovalPolicy.from_mode(normalise_mode(mode))
 
 
-def set_approval_mode(session: Session, mode: Any) -> None:
-    """The tab's approval mode for its session's next runs (None leaves it as it is)."""
-    if mode is None:
-        return
-    with session.lock:
-        session.approval_mode = normalise_mode(mode)
-        if session.agent is not None and not session.running:
-            apply_approval_mode(session.agent, session.approval_mode)
-
-
-def pending_request(session: Session) -> ev.DecisionRequested | None:
-    """The decision the session's run is paused on and nobody has answered yet, else None."""
-    with session.lock:
-        run, agent = session.run, session.agent
-        if run is None or run.finished or agent is None:
-            return None
-        waiting = run.waiting_decision
-        if waiting is None or getattr(run, "answered", None) == waiting.request_id:
-            return None
-        try:
-            pending_ids = {r.id for r in agent.pending_decisions()}
-        except Exception:
-            return None
-        return waiting if waiting.request_id in pending_ids else None
-
-
-def has_pending(session: Session) -> bool:
-    return pending_request(session) is not None
-
-
-def resolve(session: Session, request: ev.DecisionRequested, decision: Decision, shown: str = "") -> None:
-    """Answer `request` and note the person's version in the chat. Raises ConfigurationError if it expired."""
-    with session.lock:
-        if session.run is None or session.agent is None or session.run.answered == request.request_id:
-            raise ConfigurationError("This decision was already made.")  # e.g. two quick clicks
-        session.agent.resolve_decision(request.request_id, decision)
-        session.run.answered = request.request_id
-        node = session.transcript.decision_nodes.get(request.request_id)
-        if node is not None and shown:
-            node.parts["edited"] = shown
-    session.touch()
-
-
-def answer_question(session: Session, text: str) -> bool:
-    """If the run waits for an answer to `ask_user`, `text` is that answer: resolve it. True if it was."""
-    request = pending_request(session)
-    if request is None or request.request_kind != "question" or not text.strip():
-        return False
-    with session.lock:
-        session.transcript.add_user(text)
-    resolve(session, request, Decision.reply(text))
-    return True
-
-
-def waiting_note(session: Session) -> str | None:
-    """Why a new message cannot start a run now, when the run waits for a decision."""
-    request = pending_request(session)
-    if request is None:
+def open_request(run: RunHandle | None, agent: Any) -> ev.DecisionRequested | None:
+    """The decision `run` is paused on, if nobody has answered it yet and `agent` still waits for it."""
+    if run is None or run.finished or agent is None:
         return None
-    return ("✋ The agent is waiting for your decision in the panel under the chat: approve or reject it first "
-            "(or press Stop). Your message was not sent to the agent.")
+    waiting = run.waiting_decision
+    if waiting is None or run.answered == waiting.request_id:
+        return None
+    try:
+        pending_ids = {r.id for r in agent.pending_decisions()}
+    except Exception:
+        return None
+    return waiting if waiting.request_id in pending_ids else None
 
 
-def resumable(session: Session) -> bool:
-    """Claim a paused run whose decision was answered (or that was stopped) for a new drain."""
-    with session.lock:
-        run = session.run
-        if run is None or run.finished or run.waiting_decision is None:
-            return False
-        if getattr(run, "answered", None) != run.waiting_decision.request_id and not run.stop_requested_at:
-            return False
-        run.waiting_decision = None  # claimed: a second resume finds nothing to do
-        return True
+def claim_for_resume(run: RunHandle | None) -> bool:
+    """Claim a paused run whose decision was answered (or that was stopped) for a new drain: True once."""
+    if run is None or run.finished or run.waiting_decision is None:
+        return False
+    if run.answered != run.waiting_decision.request_id and not run.stop_requested_at:
+        return False
+    run.waiting_decision = None  # claimed: a second resume finds nothing to do
+    return True

@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ui.session.pending_decisions import has_pending
+from ui.saved.store import SavedChat
+from ui.session.agent_slot import AgentFactory
 from ui.session.presence import PRESENCE, PagePresence
-from ui.session.session import AgentFactory, Session
+from ui.session.session import Session
 
 RESERVATION_S = 120.0  # a sandbox place promised to a starting run is counted this long at most
 
@@ -58,15 +59,15 @@ class SessionRegistry:
                 session = Session(key, folder, self.agent_factory, self.max_upload_bytes)
                 if key in self._expired_keys:
                     self._expired_keys.discard(key)
-                    session.transcript.add_note("🕰️ The previous session was closed after being idle; this is a "
+                    session.record.add_note("🕰️ The previous session was closed after being idle; this is a "
                                                 "fresh one (new memory, empty workspace).")
                 self._sessions[key] = session
             session.touch()
             return session
 
-    def install(self, key: str, root: Path) -> Session:
-        """A new session rooted at `root` (a saved chat's folder) for `key`; the key's previous one is closed."""
-        session = Session(key, root, self.agent_factory, self.max_upload_bytes)
+    def install(self, key: str, chat: SavedChat) -> Session:
+        """A new session in a saved chat's folder for `key`; the key's previous one is closed."""
+        session = Session(key, chat.folder, self.agent_factory, self.max_upload_bytes, saved=chat)
         with self._lock:
             old = self._sessions.get(key)
             self._sessions[key] = session
@@ -87,14 +88,11 @@ class SessionRegistry:
             del self._sessions[old_key]
             replaced = self._sessions.get(key)
             self._sessions[key] = session
-            session.key = key
-            session.detached_at = None
-            session.handed_over = True  # the new tab's page streams its run (AgentDeckApp.reattach)
+            session.hand_over(key)  # the new tab's page streams its run
             if replaced is not None:
                 self._closed.append(replaced)
         if replaced is not None:
             replaced.close()
-        session.touch()
         return session
 
     def make_room(self, for_session: Session) -> None:
@@ -126,6 +124,11 @@ class SessionRegistry:
     def peek(self, key: str) -> Session | None:
         with self._lock:
             return self._sessions.get(key)
+
+    def sessions(self) -> list[Session]:
+        """Every live session, as they are now."""
+        with self._lock:
+            return list(self._sessions.values())
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -164,7 +167,7 @@ class SessionRegistry:
             return True  # its page went away during a run and did not come back
         if quiet <= min(self.pageless_idle_s, self.decision_timeout_s):
             return False
-        paused = session.running and has_pending(session)
+        paused = session.running and session.has_pending()
         if quiet > self.pageless_idle_s and (not session.running or paused) and not self.presence.has_page(key):
             return True
         return paused and quiet > self.decision_timeout_s

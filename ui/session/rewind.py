@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.memory import ActionStep, AgentMemory, TaskStep
 from agents.loop.restore import restore_agent_memory
+from agents.memory import ActionStep, AgentMemory, TaskStep
 from ui.chat.render import Transcript
 from ui.saved.restore import carry_memory_into, replay_memory, uploads_of
 from ui.uploads.intake import UploadResult

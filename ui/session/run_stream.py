@@ -11,14 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agents import events as ev
 from agents.loop.event_stream import EventStream
-from ui.chat.formatting import for_visitor
-
-if TYPE_CHECKING:
-    from ui.session.session import Session
 
 END = object()  # the stream is over
 
@@ -37,7 +33,7 @@ class RunHandle:
         self.finished = False  # RunFinished (or the end of the stream) has been applied
         self.waiting_decision: ev.DecisionRequested | None = None
         self.stop_requested_at: float | None = None
-        self.answered: str | None = None  # the id of the decision a person answered (ui/session/pending_decisions.py)
+        self.answered: str | None = None  # the id of the decision a person answered (Session.resolve)
         self.drainer: object | None = None  # the drain that reads the stream now (a re-attached page takes over)
 
     def wake(self) -> None:
@@ -71,7 +67,22 @@ def burst_deadline(made: float | None, now: float, last_yield: float, gather: fl
     return min(max(start + gather, last_yield + min_interval), now + gather)
 
 
-def drain(session: Session, run: RunHandle, min_interval: float, gather: float, heartbeat: float,
+class DrainTarget(Protocol):
+    """What a drain asks of the session whose run it reads (ui/session/session.py's Session)."""
+
+    def touch(self) -> None: ...
+
+    def apply_item(self, run: RunHandle, item: Any) -> None:
+        """Apply one queued item (an event, END or a Failure) under the session's lock."""
+
+    def abandon_run(self, run: RunHandle) -> None:
+        """End a run whose stop the agent did not confirm in time, keeping its memory."""
+
+    def save_run(self) -> bool:
+        """Keep the chat on disk at the run's end or pause; False if that failed."""
+
+
+def drain(session: DrainTarget, run: RunHandle, min_interval: float, gather: float, heartbeat: float,
           stop_grace: float) -> Iterator[str]:
     """Apply `run`'s events to `session`, yielding after each batch (and every `heartbeat` seconds).
 
@@ -83,8 +94,7 @@ def drain(session: Session, run: RunHandle, min_interval: float, gather: float, 
         item = run.next_item(timeout=run.wait_for(heartbeat, stop_grace))
         if run.drainer is not me:  # a reloaded page drains this run now
             if item is not None:
-                with session.lock:
-                    apply(session, run, item)
+                session.apply_item(run, item)
             return
         if item is None:
             session.touch()
@@ -102,8 +112,7 @@ def drain(session: Session, run: RunHandle, min_interval: float, gather: float, 
         # the work (publishing a chart, say) is done within the window, not after it.
         deadline = burst_deadline(getattr(item, "timestamp", None), time.time(), last_yield, gather, min_interval)
         while True:
-            with session.lock:
-                apply(session, run, item)
+            session.apply_item(run, item)
             if run.finished or run.waiting_decision is not None:
                 break
             item = run.next_item(timeout=max(0.0, deadline - time.time()))
@@ -120,34 +129,7 @@ def drain(session: Session, run: RunHandle, min_interval: float, gather: float, 
         try:
             yield "events"
         finally:
-            with session.lock:
-                saved = session.save_chat("run")
+            saved = session.save_run()
         if not saved:
             yield "events"
         return
-
-
-def apply(session: Session, run: RunHandle, item: Any) -> None:
-    """One queued item: an event for the transcript, the stream's end, or its failure."""
-    if item is END:
-        if not run.finished:
-            run.finished = True
-            if session.transcript.finished is None:
-                session.transcript.add_note("⏹️ The run ended without a result.")
-        return
-    if isinstance(item, Failure):
-        session.transcript.add_note(f'<span class="ad-error">The agent crashed</span> '
-                                    f"{for_visitor(item.error, 'an agent run')}")
-        return
-    before = session.transcript.files_revision
-    session.transcript.apply(item)
-    if session.transcript.files_revision != before:
-        session.files_version += 1  # a new or changed file: the files panel publishes its current version
-    if isinstance(item, (ev.StepStarted, ev.StepFinished, ev.FinalAnswer, ev.RunFinished)):
-        session.clock.append([item.kind, item.step, item.parent_id, item.timestamp])
-    if isinstance(item, ev.StepFinished):
-        session.note_saves()  # the step was saved (or not) in the agent's thread just before
-    if isinstance(item, ev.RunFinished) and item.parent_id is None:
-        run.finished = True
-    elif isinstance(item, ev.DecisionRequested):
-        run.waiting_decision = item

@@ -1,13 +1,24 @@
-"""One browser tab's session: its agent (memory + sandbox), workspace, transcript, uploads and current run.
+"""One browser tab's session: its agent (memory + sandbox), its run, and the record of its conversation.
 
-A session starts runs (`start_run`: the person's message and files into the chat, then the agent's event
-stream), streams them into its transcript (`drain`, see ui/session/run_stream.py), stops them, and resets or closes
-itself. The run lives here, not in a web worker, so the streaming handler can return while a run waits
-for a person's decision. All live sessions are kept by ui/session/registry.py.
+The session owns its state: handlers and panels read its properties and change it only through its methods,
+which keep these invariants:
+- one run at a time: `start_run` refuses a second (a message to a run waiting for an answer is that answer);
+- the agent and the settings it was built with change together, and the memory of an agent that is closed
+  (changed settings, a sandbox closed to make room, a stop the agent did not confirm) goes to the next one;
+- a saved chat is kept on disk with each message, step, pause and run end;
+- a closed session starts nothing.
+What the person sees and what is saved (chat, files, the saved chat) is `session.record`
+(ui/session/chat_record.py), which shares the session's lock; the agent, its settings and the memory kept for
+the next agent are its AgentSlot (ui/session/agent_slot.py).
+
+The run lives here, not in a web worker, so the streaming handler can return while the run waits for a
+person's decision: `drain` applies its events (policy in ui/session/run_stream.py), `pending_request`,
+`resolve` and `claim_paused_run` answer a pause, `interrupt` and `abandon_run` stop it (ui/session/stopping.py),
+`rewind_last_turn` undoes the last message for Retry and Edit (ui/session/rewind.py).
+All live sessions are kept by ui/session/registry.py.
 """
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -15,80 +26,126 @@ from pathlib import Path
 from typing import Any
 
 from agents import events as ev
-from agents.guard import detect_injection
+from agents.decisions import Decision
+from agents.errors import ConfigurationError
 from agents.memory import AgentMemory
 from ui.chat.formatting import for_visitor
-from ui.chat.published_files import FilePublisher, Published
-from ui.chat.render import Transcript
-from ui.panels import files as files_panel
 from ui.saved.restore import carry_memory_into
+from ui.saved.store import SavedChat
 from ui.session import rewind, run_stream, stopping
-from ui.session.pending_decisions import answer_question, apply_approval_mode, waiting_note
+from ui.session.agent_slot import AgentFactory, AgentSlot
+from ui.session.chat_record import ChatRecord
+from ui.session.pending_decisions import (
+    WAITING_NOTE,
+    apply_approval_mode,
+    claim_for_resume,
+    normalise_mode,
+    open_request,
+)
 from ui.session.rewind import LastMessage
-from ui.session.run_stream import RunHandle
+from ui.session.run_stream import END, Failure, RunHandle
+from ui.session.workspace_files import FileRemovalError
 from ui.settings import RunSettings
-from ui.uploads.batch import ingest_uploads
 from ui.uploads.intake import UploadResult, agent_task_text
 
-AgentFactory = Callable[[RunSettings, Path], Any]
-SLEPT_NOTE = ("💤 **Sandbox restarted**: it was closed while idle to make room on the server; its variables were "
-              "rebuilt from the recorded steps.")
+BUSY_RUN_NOTE = "⏳ A run is still going: wait for it, or press Stop."
+BUSY_NOTE = "♻️ **Chat reopened.** The server is busy now, so its variables will be rebuilt with your next message."
 
 
 class Session:
-    def __init__(self, key: str, root: Path, agent_factory: AgentFactory, max_upload_bytes: int) -> None:
-        self.key = key
-        self.root = root
-        self.workspace = root / "workspace"
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        self.agent_factory = agent_factory
-        self.max_upload_bytes = max_upload_bytes
-        self.lock = threading.RLock()
-        self.agent: Any = None
-        self.agent_settings: RunSettings | None = None
-        self.hibernated: Any = None  # the memory of an agent closed to make room (rebuilt on the next message)
-        self.hibernated_why = SLEPT_NOTE  # the chat's note when the next agent gets that memory
-        self.publisher = FilePublisher()  # copies of the files the browser shows (ui/chat/published_files.py)
-        self.transcript = Transcript(str(self.workspace), publish=self.publish)
-        self.uploads: list[UploadResult] = []
-        self.run: RunHandle | None = None
-        self.last_active = time.time()
-        self.closed_at: float | None = None
-        self.files_version = 0
-        self.clock: list[list[Any]] = []  # (kind, step, event timestamp) of step-level events not yet sent
-        self.approval_mode = "autonomous"  # which pauses the next run makes (ui/session/pending_decisions.py)
-        self.saved: Any = None  # ui.saved.store.SavedChat when this chat is kept on disk (see ui/panels/history.py)
-        self.turns: list[dict[str, Any]] = []  # what the person sent (text, uploads), to rebuild a saved chat
-        self.save_failed: str | None = None  # why the last save failed (None: the chat on disk is current)
-        self.save_notes: list[str] = []  # save outcomes for the chat, noted by a thread that may touch it
-        self.detached_at: float | None = None  # when the page went away while a run went on (ui/reattach.py)
-        self.handed_over = False  # moved to another tab whose page has not started draining its run yet
-        self.refused: str | None = None  # why the last message was not sent (the chat is open in another tab)
-        self.settling: threading.Thread | None = None  # waits for a stopped run's end (ui/session/stopping.py)
-        self.stop_settle_s, self.stop_wait_s = stopping.STOP_SETTLE_S, stopping.STOP_WAIT_S
+    def __init__(self, key: str, root: Path, agent_factory: AgentFactory, max_upload_bytes: int,
+                 saved: SavedChat | None = None) -> None:
+        self._key = key
+        self._max_upload_bytes = max_upload_bytes
+        self.lock = threading.RLock()  # hold it to read several properties as one consistent view
+        self._record = ChatRecord(root, self.lock, saved)
+        self._slot = AgentSlot(agent_factory, on_step=self._save_step)  # the agent, its settings, kept memory
+        self._run: RunHandle | None = None
+        self._last_active = time.time()
+        self._closed_at: float | None = None
+        self._approval_mode = "autonomous"  # which pauses the next run makes
+        self._detached_at: float | None = None  # when the page went away while a run went on
+        self._handed_over = False  # moved to another tab whose page has not started draining its run yet
+        self._refused: str | None = None  # why the last message was not sent (the chat is open in another tab)
+        self._stop = stopping.StopSettler()  # waits for a stopped run's end (abandon_run)
 
-    # ----- state ---------------------------------------------------------------------------------------
+    # ----- what others read ----------------------------------------------------------------------------
+    @property
+    def key(self) -> str:
+        """The tab's session hash (a reloaded tab takes the session under its new one: `hand_over`)."""
+        return self._key
+
+    @property
+    def record(self) -> ChatRecord:
+        """The chat, the files and the saved chat (ui/session/chat_record.py)."""
+        return self._record
+
+    @property
+    def agent(self) -> Any:
+        return self._slot.agent
+
+    @property
+    def agent_settings(self) -> RunSettings | None:
+        return self._slot.settings
+
+    @property
+    def run(self) -> RunHandle | None:
+        return self._run
+
     @property
     def running(self) -> bool:
-        return self.run is not None and not self.run.finished
+        return self._run is not None and not self._run.finished
 
-    def touch(self) -> None:
-        self.last_active = time.time()
+    @property
+    def holds_sandbox(self) -> bool:
+        return self._slot.agent is not None
 
     @property
     def memory(self) -> Any:
-        """The conversation so far: the live agent's memory, or the one kept for the next agent (closed to make
-        room, or stopped without confirming)."""
-        agent = self.agent
-        return getattr(agent, "memory", None) if agent is not None else self.hibernated
+        """The conversation so far: the live agent's memory, or the one kept for the next agent."""
+        return self._slot.memory
 
-    def publish(self, path: str | Path) -> Published:
-        """The published copy of a file of this session's folder, as it is now (NotPublishable if it cannot be)."""
-        return self.publisher.publish(path, inside=self.root)
+    @property
+    def approval_mode(self) -> str:
+        return self._approval_mode
 
-    def file_paths(self) -> list[str]:
-        """The files panel: every file of the workspace, uploads first, as published copies (ui/panels/files.py)."""
-        return files_panel.shown_paths(self)
+    @property
+    def last_active(self) -> float:
+        return self._last_active
+
+    @property
+    def closed_at(self) -> float | None:
+        return self._closed_at
+
+    @property
+    def detached_at(self) -> float | None:
+        return self._detached_at
+
+    @property
+    def refused(self) -> str | None:
+        return self._refused
+
+    @property
+    def stop_settler(self) -> stopping.StopSettler:
+        """Whether a stopped run's agent may still confirm the stop in the background (and its timings)."""
+        return self._stop
+
+    def touch(self, now: float | None = None) -> None:
+        self._last_active = time.time() if now is None else now
+
+    def record_refusal(self, reason: str | None) -> None:
+        """Why the person's last message was not sent (None: it was); the chat says so."""
+        with self.lock:
+            self._refused = reason
+            if reason is not None:
+                self._record.add_note(reason)
+
+    def remove_file(self, relative: str) -> str:
+        """Delete a listed workspace file (given relative to the workspace), not while a run goes on."""
+        with self.lock:
+            if self.running:
+                raise FileRemovalError("A run is going: wait for it to finish (or press Stop) before deleting files.")
+            return self._record.remove_file(relative)
 
     # ----- runs ----------------------------------------------------------------------------------------
     def start_run(self, text: str, files: list[tuple[str, str]], settings: RunSettings,
@@ -96,57 +153,49 @@ class Session:
         """Add the person's message (and files) to the chat and start the agent. False if nothing started.
         `kept`: uploads already in the workspace that go with the message again (a resent message's)."""
         self.touch()
-        stopping.finish_settling(self)  # a stopped run's agent is kept or replaced before the next run
+        if self._stop.finish():  # a stopped run's agent did not confirm in time: replaced before the next run
+            self._replace_agent(self._slot.agent)
         with self.lock:
-            if self.closed_at is not None:
+            if self._closed_at is not None:
                 raise RuntimeError("This session was closed.")
             if self.running:
-                if answer_question(self, text):  # the run waits for an answer: this is it
+                if self._answer_question(text):  # the run waits for an answer: this is it
                     return True
-                self.transcript.add_note(waiting_note(self)
-                                         or "⏳ A run is still going: wait for it, or press Stop.")
+                waiting = self.pending_request() is not None
+                self._record.add_note(WAITING_NOTE if waiting else BUSY_RUN_NOTE)
                 return False
-            results = ingest_uploads(files, self.workspace, self.max_upload_bytes) + list(kept)
+            results, earlier = self._record.take_message(text, files, self._max_upload_bytes, kept)
             good = [r for r in results if r.ok]
-            earlier = list(self.uploads)  # a small model is told about them again with each message
-            self.uploads.extend(good)
-            if good:
-                self.files_version += 1
-            self.transcript.add_user(text, [str(r.path) for r in good])
-            self.transcript.add_uploads(results)
-            for r in good:  # the agent is warned too (ui/uploads.agent_task_text); show the person
-                for finding in detect_injection(r.preview):
-                    self.transcript.apply(ev.InjectionFlagged(run_id="upload", step=0, source=f"upload:{r.safe_name}",
-                                                              excerpt=finding.excerpt))
             if not text.strip() and not good:
                 return False
             try:
-                agent = self._agent_for(settings)
-                apply_approval_mode(agent, self.approval_mode)
+                agent = self._slot.agent_for(settings, self._record.workspace, self._record.transcript)
+                apply_approval_mode(agent, self._approval_mode)
             except Exception as exc:
-                self.transcript.add_note(f'<span class="ad-error">Could not start the agent</span> '
-                                         f"{for_visitor(exc, 'starting the agent')}")
+                self._record.add_note(f'<span class="ad-error">Could not start the agent</span> '
+                                      f"{for_visitor(exc, 'starting the agent')}")
                 return False
+            # A small model is told about the earlier messages' files again with each message.
             task = agent_task_text(text, results, getattr(agent, "prompt_templates", None), earlier)
-            self.turns.append({"task": task, "text": text, "uploads": [
-                {"name": r.safe_name, "original": r.original_name, "size": r.size_bytes, "kind": r.kind,
-                 "preview": r.preview} for r in good]})
+            self._record.add_turn(task, text, good)
             self.save_chat("start")  # the person's message is on disk before the agent starts
-            self.transcript.finished = None
-            self.run = RunHandle(agent.run(task, stream=True, reset=False))
+            self._record.transcript.finished = None
+            self._run = RunHandle(agent.run(task, stream=True, reset=False))
             return True
 
     # ----- rewinding (Retry, Edit and resend: ui/session/rewind.py) -------------------------------------
     def rewind_refusal(self, action: str) -> str | None:
         """Why `action` ("retry", "edit your last message") cannot happen now, or None."""
         with self.lock:
-            waiting = self.run is not None and self.run.waiting_decision is not None
-            return rewind.refusal(self.closed_at is not None, self.running, waiting, bool(self.turns), action)
+            waiting = self._run is not None and self._run.waiting_decision is not None
+            return rewind.refusal(self._closed_at is not None, self.running, waiting, bool(self._record.turns),
+                                  action)
 
     def last_message(self) -> LastMessage | None:
         """What the person sent last (its text and uploads), for Edit; None before the first message."""
         with self.lock:
-            return rewind.message_of(self.turns[-1], self.workspace) if self.turns else None
+            turns = self._record.turns
+            return rewind.message_of(turns[-1], self._record.workspace) if turns else None
 
     def rewind_last_turn(self, settings: RunSettings, action: str = "retry") -> LastMessage:
         """Retry / Edit: the conversation as it was before the last message (memory, chat, variables rebuilt,
@@ -155,91 +204,57 @@ class Session:
         The agent is kept when `settings` are its own (its sandbox restarted), else a new one is built before
         anything changes. Raises RewindRefused, changing nothing, when a run is going, there is no message yet,
         or that new agent cannot be built."""
-        stopping.finish_settling(self)  # a stopped run's agent is kept or replaced first
+        if self._stop.finish():  # a stopped run's agent did not confirm in time: replaced first
+            self._replace_agent(self._slot.agent)
         with self.lock:
             why = self.rewind_refusal(action)
             if why is not None:
                 raise rewind.RewindRefused(why)
-            turns, memory = list(self.turns), self.memory
+            turns, memory = self._record.turns, self.memory
             start = rewind.last_turn_start(memory, turns)
             if memory is not None and start is None:
                 start = len(memory.steps)  # the last message's run left no step: every step is kept
-            reuse = self.agent is not None and settings == self.agent_settings
+            reuse = self._slot.agent is not None and settings == self._slot.settings
         replacement = None
         if not reuse:  # built before anything changes, outside the lock (loading a model may take a while)
             try:
-                replacement = self.agent_factory(settings, self.workspace)
+                replacement = self._slot.build(settings, self._record.workspace)
             except Exception as exc:
                 raise rewind.RewindRefused(f"Could not start the agent ({for_visitor(exc, 'starting the agent')}). "
                                            "Nothing was changed.") from None
         with self.lock:
             changed = self.rewind_refusal(action)
-            if changed is None and (self.turns != turns or (replacement is None and self.agent is None)):
+            if changed is None and (self._record.turns != turns or (replacement is None and self._slot.agent is None)):
                 changed = "The chat changed meanwhile (or its sandbox was closed to make room): try again."
             if changed is not None:
                 if replacement is not None:
                     stopping.close_quietly(replacement)
                 raise rewind.RewindRefused(changed)
             if replacement is not None:
-                self._close_agent()
-                self.use_agent(replacement, settings)
+                self._slot.close()
+                self._slot.use(replacement, settings)
             else:
-                restart = getattr(self.agent, "restart_sandbox", None)
+                restart = getattr(self._slot.agent, "restart_sandbox", None)
                 if restart is not None:
                     restart()  # the undone answer's variables go with its worker
+            self._slot.keep_for_next(None)  # the agent gets the kept memory now, not at its next run
             kept = rewind.memory_before(memory, start) if memory is not None else AgentMemory()
             undone = rewind.files_written(memory.steps[start:]) if memory is not None else []
-            transcript = Transcript(str(self.workspace), publish=self.publish)
-            self.uploads = rewind.rewound_chat(transcript, kept, turns[:-1], self.workspace, self.agent, undone)
-            self.transcript, self.turns, self.hibernated, self.clock = transcript, turns[:-1], None, []
-            self.files_version += 1
+            self._record.rewind_to(kept, turns[:-1], self._slot.agent, undone)
             self.save_chat("rewind")  # on disk now: a reload shows the rewound chat even if the next run fails
-        return rewind.message_of(turns[-1], self.workspace)
-
-    def _agent_for(self, settings: RunSettings) -> Any:
-        if self.agent is not None and settings != self.agent_settings:
-            # Changed settings need a new agent, but the conversation goes on: the new agent gets the memory
-            # and its sandbox re-runs the recorded code, so follow-ups still see earlier variables.
-            memory = self.agent.memory
-            replacement = self.agent_factory(settings, self.workspace)  # if this fails, the old agent stays
-            self._close_agent()
-            self.use_agent(replacement, settings)
-            if memory.steps:
-                carry_memory_into(self.agent, memory, self.transcript,
-                                  "⚙️ **Settings changed**: the new agent continues this conversation.")
-        if self.agent is None:
-            self.use_agent(self.agent_factory(settings, self.workspace), settings)
-            memory, self.hibernated, why = self.hibernated, None, self.hibernated_why
-            if memory is not None and memory.steps:
-                carry_memory_into(self.agent, memory, self.transcript, why)
-        return self.agent
+        return rewind.message_of(turns[-1], self._record.workspace)
 
     def use_agent(self, agent: Any, settings: RunSettings | None) -> None:
-        """Make `agent` this session's; each step it finishes is saved at once (a crash loses at most the step
-        in progress)."""
-        self.agent, self.agent_settings = agent, settings
-        callbacks = getattr(agent, "step_callbacks", None)
-        if callbacks is not None and hasattr(callbacks, "add"):
-            callbacks.add(self._save_step)
+        """Make `agent` (built with `settings`) this session's; each step it finishes is saved at once (a crash
+        loses at most the step in progress)."""
+        with self.lock:
+            self._slot.use(agent, settings)
 
     def _save_step(self, step: Any, agent: Any) -> None:
         """A step callback, in the agent's thread: the memory is complete and nobody else changes it now. The
         chat is not touched from here: the drain notes the outcome with the step's end (StepFinished)."""
-        if agent is self.agent and self.saved is not None:
+        if agent is self._slot.agent and self._record.saved is not None:
             self.save_chat("step", announce=False)
-
-    def hibernate(self) -> bool:
-        """Close the idle agent and its sandbox, keeping its memory for the next message. False if busy."""
-        with self.lock:
-            if self.agent is None or self.running:
-                return False
-            self.hibernated, self.hibernated_why = self.agent.memory, SLEPT_NOTE
-            self._close_agent()
-            return True
-
-    @property
-    def holds_sandbox(self) -> bool:
-        return self.agent is not None
 
     def drain(self, min_interval: float = 0.05, gather: float = 0.02, heartbeat: float = 1.0,
               stop_grace: float = 0.6) -> Iterator[str]:
@@ -248,59 +263,91 @@ class Session:
         Ends when the run has finished, or after a DecisionRequested (the run waits for a person; call
         drain again once the decision is resolved).
         """
-        run = self.run
+        run = self._run
         if run is None:
             return
         run.waiting_decision = None
         yield from run_stream.drain(self, run, min_interval, gather, heartbeat, stop_grace)
 
-    def save_chat(self, reason: str, announce: bool = True, memory: Any = None) -> bool:
-        """Keep a saved chat on disk: the person's message when sent ("start"), each finished step ("step"), at
-        a pause and at the run's end ("run"). A failure is noted in the chat (at once with `announce`, else by
-        the drain with the step's end); the older save stays as it was. `memory`: this one instead of the
-        session's. False if it failed."""
-        if self.saved is None:
+    def apply_item(self, run: RunHandle, item: Any) -> None:
+        """One queued item of `run` (the drain's): an event for the chat, the stream's end, or its failure."""
+        with self.lock:
+            if item is END:
+                if not run.finished:
+                    run.finished = True
+                    if self._record.transcript.finished is None:
+                        self._record.add_note("⏹️ The run ended without a result.")
+                return
+            if isinstance(item, Failure):
+                self._record.add_note(f'<span class="ad-error">The agent crashed</span> '
+                                      f"{for_visitor(item.error, 'an agent run')}")
+                return
+            self._record.apply(item)
+            if isinstance(item, ev.RunFinished) and item.parent_id is None:
+                run.finished = True
+            elif isinstance(item, ev.DecisionRequested):
+                run.waiting_decision = item
+
+    def hibernate(self) -> bool:
+        """Close the idle agent and its sandbox, keeping its memory for the next message. False if busy."""
+        with self.lock:
+            if self._slot.agent is None or self.running:
+                return False
+            self._slot.hibernate()
             return True
-        try:
-            self.saved.save(self, reason, memory)
-        except Exception as exc:  # the chat goes on; the person learns at once that it was not saved
-            why = for_visitor(exc, "saving a chat")
-            if self.save_failed is None:
-                self.save_notes.append(f'<span class="ad-error">Could not save this chat</span> {why}. The chat '
-                                       "goes on here, and the last good save is kept on disk; it is saved again "
-                                       "with the next step.")
-            self.save_failed = why
-            ok = False
-        else:
-            if self.save_failed is not None:
-                self.save_notes.append("💾 Saved again: the chat on disk is up to date.")
-            self.save_failed = None
-            ok = True
-        if announce:
-            self.note_saves()
-        return ok
 
-    def note_saves(self) -> None:
-        """Show the save outcomes waiting for the chat (call with the session's lock, or from its thread)."""
-        while self.save_notes:
-            self.transcript.add_note(self.save_notes.pop(0))
-
-    def remove_files(self) -> None:
-        """Delete the session's folder, unless it is a saved chat (only the person's Delete removes those)."""
-        self.publisher.remove()
-        if self.saved is not None and self.saved.kept:
+    # ----- a paused run ----------------------------------------------------------------------------------
+    def set_approval_mode(self, mode: Any) -> None:
+        """The approval mode of this session's next runs (None leaves it as it is)."""
+        if mode is None:
             return
-        shutil.rmtree(self.root, ignore_errors=True)
+        with self.lock:
+            self._approval_mode = normalise_mode(mode)
+            if self._slot.agent is not None and not self.running:
+                apply_approval_mode(self._slot.agent, self._approval_mode)
 
-    def take_clock(self) -> list[list[Any]]:
-        clock, self.clock = self.clock, []
-        return clock
+    def pending_request(self) -> ev.DecisionRequested | None:
+        """The decision the run is paused on and nobody has answered yet, else None."""
+        with self.lock:
+            return open_request(self._run, self._slot.agent)
 
+    def has_pending(self) -> bool:
+        return self.pending_request() is not None
+
+    def resolve(self, request: ev.DecisionRequested, decision: Decision, shown: str = "") -> None:
+        """Answer `request`; `shown`: the person's version, noted in the chat. ConfigurationError if it expired."""
+        with self.lock:
+            run, agent = self._run, self._slot.agent
+            if run is None or agent is None or run.answered == request.request_id:
+                raise ConfigurationError("This decision was already made.")  # e.g. two quick clicks
+            agent.resolve_decision(request.request_id, decision)
+            run.answered = request.request_id
+            node = self._record.transcript.decision_nodes.get(request.request_id)
+            if node is not None and shown:
+                node.parts["edited"] = shown
+        self.touch()
+
+    def _answer_question(self, text: str) -> bool:
+        """If the run waits for an answer to `ask_user`, `text` is that answer: resolve it. True if it was."""
+        request = self.pending_request()
+        if request is None or request.request_kind != "question" or not text.strip():
+            return False
+        with self.lock:
+            self._record.transcript.add_user(text)
+        self.resolve(request, Decision.reply(text))
+        return True
+
+    def claim_paused_run(self) -> bool:
+        """Claim a paused run whose decision was answered (or that was stopped) for a new drain: True once."""
+        with self.lock:
+            return claim_for_resume(self._run)
+
+    # ----- stopping ------------------------------------------------------------------------------------
     def interrupt(self) -> bool:
         """Stop the run at once (the agent stops its sandbox code). The session stays usable."""
         self.touch()
         with self.lock:
-            run, agent = self.run, self.agent
+            run, agent = self._run, self._slot.agent
             if run is None or run.finished or agent is None:
                 return False
             run.stop_requested_at = time.time()
@@ -309,47 +356,119 @@ class Session:
         return True
 
     def abandon_run(self, run: RunHandle) -> None:
-        """The agent did not confirm the stop in time: the run ends in the chat now, nothing is lost
-        (ui/session/stopping.py)."""
-        stopping.abandon_run(self, run)
-
-    def _close_agent(self) -> None:
-        agent, self.agent, self.agent_settings = self.agent, None, None
+        """The agent did not confirm the stop within the grace period: end the run in the chat now, save the
+        steps so far, and let the agent confirm in the background (ui/session/stopping.py)."""
+        with self.lock:
+            if run.finished or run is not self._run:
+                return
+            run.finished = True
+            agent = self._slot.agent
+            self._record.apply(stopping.stopped_event(self._record.transcript))
+            self.save_chat("run", memory=stopping.snapshot_memory(getattr(agent, "memory", None)))
         if agent is not None:
-            stopping.close_quietly(agent)
+            self._stop.start(run, confirmed=lambda: self._keep_stopped(agent),
+                             unconfirmed=lambda: self._replace_agent(agent))
 
+    def _keep_stopped(self, agent: Any) -> None:
+        """The stopped agent confirmed: it stays, and the chat is saved with its stopped step as it recorded it."""
+        with self.lock:
+            if self._slot.agent is agent:
+                self.save_chat("run", announce=False)
+
+    def _replace_agent(self, agent: Any) -> None:
+        """Close `agent` (in the background) and keep its memory for the session's next agent."""
+        with self.lock:
+            if self._slot.replace(agent):
+                self._record.add_note(stopping.CLOSED_NOTE)
+
+    # ----- saving ----------------------------------------------------------------------------------------
+    def save_chat(self, reason: str, announce: bool = True, memory: Any = None) -> bool:
+        """Keep a saved chat on disk: the person's message when sent ("start"), each finished step ("step"), at
+        a pause and at the run's end ("run"). A failure is noted in the chat (at once with `announce`, else by
+        the drain with the step's end); the older save stays as it was. `memory`: this one instead of the
+        session's. False if it failed."""
+        return self._record.save(reason, memory if memory is not None else self.memory, self._slot.settings,
+                                 announce)
+
+    def save_run(self) -> bool:
+        """The drain's save at a run's end or pause (see save_chat)."""
+        with self.lock:
+            return self.save_chat("run")
+
+    def keep_in(self, make_chat: Callable[[], SavedChat]) -> bool:
+        """Make this blank session (no agent, upload or run yet) a saved chat in the folder `make_chat()`
+        gives. False (nothing made) if it is not blank or already kept."""
+        with self.lock:
+            if self._slot.agent is not None or self.running:
+                return False
+            return self._record.keep_in(make_chat)
+
+    def restore_agent(self, memory: Any, settings: RunSettings) -> None:
+        """A reopened chat's agent (after `record.reopen`): built now, given the memory, its sandbox's variables
+        rebuilt."""
+        with self.lock:
+            self._record.end_restoring()
+            try:
+                agent = self._slot.build(settings, self._record.workspace)
+            except Exception as exc:
+                self._record.add_note(f'<span class="ad-error">Could not start the agent</span> '
+                                      f"{for_visitor(exc, 'restoring an agent')}. The conversation is shown, "
+                                      "but the next message starts with an empty memory.")
+                return
+            carry_memory_into(agent, memory, self._record.transcript, "♻️ **Chat restored.**")
+            self.use_agent(agent, settings)
+
+    def restore_later(self, memory: Any) -> None:
+        """A reopened chat whose agent cannot be built now (no sandbox free): the next message builds it."""
+        with self.lock:
+            self._record.end_restoring()
+            self._slot.keep_for_next(memory)
+            self._record.add_note(BUSY_NOTE)
+
+    # ----- tabs --------------------------------------------------------------------------------------------
+    def detach(self) -> None:
+        """The page went away while the run goes on: the registry keeps it a while for a reloaded page."""
+        self._detached_at = time.time()
+
+    def hand_over(self, key: str) -> None:
+        """Another tab (`key`, a reloaded page) takes this session; its page streams the run (`take_hand_over`)."""
+        with self.lock:
+            self._key, self._detached_at, self._handed_over = key, None, True
+        self.touch()
+
+    def take_hand_over(self) -> bool:
+        """True once after `hand_over` if the run goes on and is not paused: the new page streams it now."""
+        with self.lock:
+            handed_over, self._handed_over = self._handed_over, False
+            run = self._run
+            if not handed_over or run is None or run.finished or run.waiting_decision is not None:
+                return False
+            self._detached_at = None
+            return True
+
+    # ----- the end -----------------------------------------------------------------------------------------
     def reset(self) -> None:
         """New chat: stop any run, close the agent and sandbox, empty the workspace and the transcript."""
         self.touch()
         with self.lock:
-            if self.run is not None:
-                self.run.finished = True
-            self.run = None
-            self._close_agent()
-            if self.saved is not None and self.saved.kept:  # a saved chat's files stay: continue in a new chat
-                self.saved = self.saved.store.create(self.saved.owner)
-                self.root, self.workspace = self.saved.folder, self.saved.workspace
-            self.turns = []
-            self.hibernated = None
-            shutil.rmtree(self.workspace, ignore_errors=True)
-            self.workspace.mkdir(parents=True, exist_ok=True)
-            self.publisher.remove()
-            self.transcript = Transcript(str(self.workspace), publish=self.publish)
-            self.uploads = []
-            self.clock = []
-            self.files_version += 1
+            if self._run is not None:
+                self._run.finished = True
+            self._run = None
+            self._slot.clear()
+            self._record.clear()
 
     def close(self) -> None:
         """Free the sandbox now (a run still going is stopped, its steps so far saved); the registry deletes
         the workspace after its grace period."""
         with self.lock:
-            if self.closed_at is None:
-                self.closed_at = time.time()
-            if self.run is not None and not self.run.finished:
-                self.run.finished = True
-                memory = stopping.snapshot_memory(self.agent.memory) if self.agent is not None else self.hibernated
-                self._close_agent()
-                self.hibernated = memory
+            if self._closed_at is None:
+                self._closed_at = time.time()
+            if self._run is not None and not self._run.finished:
+                self._run.finished = True
+                self._slot.close(keep_memory=True)
                 self.save_chat("run", announce=False)
-            self._close_agent()
+            self._slot.close()
 
+    def remove_files(self) -> None:
+        """Delete the session's folder, unless it is a saved chat (the registry, after the grace period)."""
+        self._record.remove_files()

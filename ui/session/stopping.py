@@ -5,22 +5,21 @@ stream ignores the stop until its next piece). Now the run ends in the chat with
 ui/session/run_stream.py) and the steps so far are saved at once. The agent gets a while longer to confirm in the
 background (`STOP_SETTLE_S`): if it does, the session keeps it, sandbox variables and all; if not (or the
 person's next message cannot wait for it), it is closed and its memory goes to the next agent, whose sandbox
-re-runs the recorded code (ui/saved/restore.py).
+re-runs the recorded code (ui/saved/restore.py). The session does this (`Session.abandon_run`); these are the
+pieces it uses that need no session.
 """
 from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from agents import events as ev
 from agents.memory import AgentMemory
 from agents.models.base import TokenUsage
 from ui.chat.render import Transcript
 from ui.session.run_stream import END, Failure, RunHandle
-
-if TYPE_CHECKING:
-    from ui.session.session import Session
 
 STOP_SETTLE_S = 10.0  # how long an unconfirmed stop may still be confirmed in the background
 STOP_WAIT_S = 3.0  # how long the next message waits for that before the agent is replaced
@@ -30,62 +29,45 @@ CLOSED_NOTE = ("The stopped agent did not finish its step, so it was closed. Not
                "are kept, and your next message continues this conversation.")
 
 
-def abandon_run(session: Session, run: RunHandle) -> None:
-    """The agent did not confirm the stop within the grace period: end the run in the chat now, save the
-    steps so far, and let the agent confirm in the background."""
-    with session.lock:
-        if run.finished or run is not session.run:
-            return
-        run.finished = True
-        agent = session.agent
-        session.transcript.apply(stopped_event(session.transcript))
-        session.save_chat("run", memory=snapshot_memory(getattr(agent, "memory", None)))
-        if agent is None:
-            return
-        settler = threading.Thread(target=_settle, args=(session, run, agent), name="agentdeck-stop-settle",
-                                   daemon=True)
-        session.settling = settler
-    settler.start()
+class StopSettler:
+    """Waits in the background for the end of a run whose stop the agent has not confirmed yet: `confirmed()`
+    if it ends within `settle_s`, else `unconfirmed()`. The session's next run waits `wait_s` more at most."""
+
+    def __init__(self, settle_s: float = STOP_SETTLE_S, wait_s: float = STOP_WAIT_S) -> None:
+        self.settle_s, self.wait_s = settle_s, wait_s  # tunable (tests)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def settling(self) -> bool:
+        return self._thread is not None
+
+    def start(self, run: RunHandle, confirmed: Callable[[], None], unconfirmed: Callable[[], None]) -> None:
+        def settle() -> None:
+            (confirmed if wait_for_end(run, self.settle_s) else unconfirmed)()
+
+        self._thread = threading.Thread(target=settle, name="agentdeck-stop-settle", daemon=True)
+        self._thread.start()
+
+    def finish(self) -> bool:
+        """Before the next run: wait for the settling a moment. True if the agent still did not confirm (the
+        session replaces it: `unconfirmed` would come too late)."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return False
+        thread.join(self.wait_s)
+        return thread.is_alive()
 
 
-def _settle(session: Session, run: RunHandle, agent: Any) -> None:
-    """Wait (in the background) for the stopped run's end; keep the agent if it comes, else replace it."""
-    deadline = time.monotonic() + session.stop_settle_s
+def wait_for_end(run: RunHandle, seconds: float) -> bool:
+    """Read a stopped run's remaining events (nobody shows them now) until it ends: True if it ended within
+    `seconds`, False if the agent never confirmed the stop."""
+    deadline = time.monotonic() + seconds
     while True:
         item = run.next_item(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
         if item is END or isinstance(item, Failure):
-            with session.lock:
-                if session.agent is agent:
-                    session.save_chat("run", announce=False)  # with the stopped step, as the agent recorded it
-            return
+            return True
         if item is None and time.monotonic() >= deadline:
-            replace_agent(session, agent)
-            return
-
-
-def finish_settling(session: Session) -> None:
-    """Before a new run: give a stopped run a moment to confirm, else replace its agent (memory kept)."""
-    settler = session.settling
-    if settler is None:
-        return
-    settler.join(session.stop_wait_s)
-    session.settling = None
-    if settler.is_alive():
-        agent = session.agent
-        if agent is not None:
-            replace_agent(session, agent)
-
-
-def replace_agent(session: Session, agent: Any) -> None:
-    """Close `agent` (in the background) and keep its memory for the session's next agent."""
-    with session.lock:
-        if session.agent is not agent:
-            return
-        session.hibernated = snapshot_memory(agent.memory)
-        session.hibernated_why = STOPPED_NOTE
-        session.agent, session.agent_settings = None, None
-        session.transcript.add_note(CLOSED_NOTE)
-    threading.Thread(target=close_quietly, args=(agent,), name="agentdeck-close-stopped", daemon=True).start()
+            return False
 
 
 def snapshot_memory(memory: Any) -> Any:
@@ -116,3 +98,8 @@ def close_quietly(agent: Any) -> None:
         agent.close()
     except Exception:
         pass
+
+
+def close_in_background(agent: Any) -> None:
+    """`close_quietly` in a thread of its own: a stopped agent's close may wait for its loop."""
+    threading.Thread(target=close_quietly, args=(agent,), name="agentdeck-close-stopped", daemon=True).start()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.executor.protocol import ChannelClosed, FrameReader, ProtocolError, write_frame
+from ui.uploads.parsing import UploadError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MEMORY_LIMIT_MB = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", "768"))
@@ -94,8 +95,6 @@ class PreviewService:
                 raise PreviewFailed(f"needed more than {self.memory_limit_mb} MB of memory to read, so it was "
                                     "not added (is it a compressed file that expands to a huge table?)")
             if reply.get("error") is not None:
-                from ui.uploads.intake import UploadError
-
                 raise UploadError(scrub_paths(str(reply["error"]), str(path), name))
             return str(reply["kind"]), str(reply["preview"])
 
@@ -122,7 +121,7 @@ def serve(fd_in: int, fd_out: int) -> None:
     limit = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", str(MEMORY_LIMIT_MB))) * 1024 * 1024
     import importlib
 
-    from ui.uploads import intake as uploads
+    from ui.uploads import parsing as uploads
 
     importlib.import_module("pandas")  # loaded before the limit: the limit is for the file, not the libraries
 

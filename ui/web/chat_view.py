@@ -16,31 +16,7 @@ from typing import Any
 
 import gradio as gr
 
-#: Keeps the chat's scroller at the bottom when its content grows, unless the person scrolled away from it.
-FOLLOW_OUTPUT_JS = """
-() => {
-  const follow = (log) => {
-    if (log.adFollow) return;
-    log.adFollow = true;
-    let pinned = true;
-    const atBottom = () => log.scrollTop + log.clientHeight >= log.scrollHeight - 80;
-    log.addEventListener('scroll', () => { pinned = atBottom(); }, {passive: true});
-    const sizes = new ResizeObserver(() => { if (pinned && !atBottom()) log.scrollTop = log.scrollHeight; });
-    const watch = () => { for (const child of log.children) sizes.observe(child); };
-    new MutationObserver(watch).observe(log, {childList: true});
-    watch();
-  };
-  let tries = 0;
-  const attach = () => {
-    const chat = document.querySelector('#chat');
-    if (!chat) return (++tries < 200) && setTimeout(attach, 50);
-    const find = () => { const log = chat.querySelector('[role=log]'); if (log) follow(log); };
-    new MutationObserver(find).observe(chat, {childList: true, subtree: true});
-    find();
-  };
-  attach();
-}
-"""
+from ui.web.gradio_compat import FOLLOW_OUTPUT_JS
 
 CSS = """
 #chat .message-row:has(.thought-group) { padding-top: 2px; padding-bottom: 2px; }

@@ -1,28 +1,85 @@
-"""Workarounds for Gradio behaviour, in one place, with the Gradio versions they were written for.
+"""Everything AgentDeck does that depends on Gradio's internals, in one place, with the versions it was written for.
 
-Written for Gradio 6.31 (GRADIO_VERSIONS); `check_version()` warns at start-up on any other version, so an
-upgrade is a reason to re-read this module, not a surprise.
+Written and tested for Gradio 6.31 (`TESTED_VERSIONS`); `check_version()` logs a warning at start-up on any other
+version, and tests/ui/test_gradio_compat.py fails when the installed Gradio is outside that range, so an
+upgrade is a reason to re-read this module, not a surprise. What is here, and why each is needed:
+- Serving files: Gradio's upload folder, its root-URL and file-route helpers, and a middleware for
+  gradio_client (published files carry absolute URLs: ui/chat/published_files.py).
+- Rendering updates in the handler's thread: a component's own `postprocess`, Gradio's update dicts
+  (`{"__type__": "update"}`) and its pydantic models (ui/chat/stream_outputs.py explains the cost it saves).
+- Events: `gr.SelectData` for API calls, the chat's example records (Gradio changes them in place), the token
+  of Gradio's local mock login.
+- The page's DOM, in JavaScript: the message box lock (an observer, because Gradio re-renders the textarea),
+  closing the Sidebar on phones, and taking over the × of a read-only File.
+Still outside: CSS selectors on Gradio's markup in the panels' CSS strings (ui/layout.py gathers them).
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from gradio import EventData
+from gradio.data_classes import GradioModel, GradioRootModel
+from gradio.route_utils import API_PREFIX, get_api_call_path, get_root_url
+from gradio.utils import get_upload_folder
+from gradio_client.utils import encode_file_path
+from packaging.version import Version
 
-GRADIO_VERSIONS = ("6.31",)
+#: Gradio versions this module was written and tested for: from the first, below the second.
+TESTED_VERSIONS = ("6.31.0", "6.32.0")
 FILE_ROUTE = "/gradio_api/file="
+LOG = logging.getLogger("agentdeck")
 
 
-def check_version() -> None:
+def tested(version: str) -> bool:
+    """Whether `version` of Gradio is in the range this module was tested with."""
+    low, high = (Version(v) for v in TESTED_VERSIONS)
+    return low <= Version(version) < high
+
+
+def check_version() -> bool:
+    """At start-up: warn (in the log) when the installed Gradio is outside the tested range. True if inside."""
     import gradio
 
-    if not str(gradio.__version__).startswith(GRADIO_VERSIONS):
-        logging.getLogger(__name__).warning(
-            "ui/web/gradio_compat.py was written for Gradio %s; this is %s: re-check its workarounds.",
-            ", ".join(GRADIO_VERSIONS), gradio.__version__)
+    if tested(str(gradio.__version__)):
+        return True
+    LOG.warning("AgentDeck: ui/web/gradio_compat.py was tested with Gradio >=%s,<%s; this is %s: re-check its "
+                "workarounds.", *TESTED_VERSIONS, gradio.__version__)
+    return False
+
+
+# ----- serving files -----------------------------------------------------------------------------------
+def upload_folder() -> Path:
+    """The folder Gradio serves uploaded (and our published) files from."""
+    return Path(get_upload_folder())
+
+
+def root_url_of(request: Any) -> str | None:
+    """The app's public URL as the browser sees it (behind proxies too), computed as Gradio does for its own
+    file URLs; None without an HTTP request (a direct call), and then Gradio fills the URLs in itself."""
+    http_request = getattr(request, "request", None)
+    if http_request is None or not hasattr(http_request, "url"):
+        return None
+    try:
+        app = http_request.scope.get("app")
+        return get_root_url(request=http_request, route_path=get_api_call_path(request=http_request),
+                            root_path=getattr(app, "root_path", None))
+    except Exception:  # an unusual request: let Gradio work the URLs out
+        return None
+
+
+def file_url(published_path: str, root_url: str) -> str:
+    """The URL Gradio serves a file of its upload folder at."""
+    return f"{root_url}{API_PREFIX}/file={encode_file_path(published_path)}"
+
+
+def page_file_url(published_path: str) -> str:
+    """That URL relative to the page (Gradio's file route under the app's own path, so behind a proxy's path
+    prefix too): links in chat text (ui/chat/file_links.py)."""
+    return f"{API_PREFIX.lstrip('/')}/file={encode_file_path(published_path)}"
 
 
 class AbsoluteFileUrlMiddleware:
@@ -53,6 +110,32 @@ class AbsoluteFileUrlMiddleware:
         await self.app(scope, receive, send)
 
 
+# ----- rendering updates ourselves ---------------------------------------------------------------------
+def is_update(value: Any) -> bool:
+    """A Gradio update dict (`gr.update(...)`, `gr.skip()`)."""
+    return isinstance(value, dict) and "update" in str(value.get("__type__", ""))
+
+
+def browser_value(component: Any, value: Any) -> Any:
+    """`value` as the browser receives it from `component`, as Gradio's own postprocessing would send it; in an
+    update dict only its value is postprocessed (gr.skip() passes as it is)."""
+    if is_update(value):
+        if "value" in value:
+            value = {**value, "value": _dump(component.postprocess(value["value"]))}
+        return value
+    return _dump(component.postprocess(value))
+
+
+def chat_message_values(chat: Any, message: Any) -> list[Any]:
+    """One chat message as the browser receives it (Gradio may split one into several)."""
+    return [_dump(m) for m in chat.postprocess([message]).root]
+
+
+def _dump(value: Any) -> Any:
+    return value.model_dump() if isinstance(value, (GradioModel, GradioRootModel)) else value
+
+
+# ----- events --------------------------------------------------------------------------------------------
 class ExampleSelectData(EventData):
     """`gr.SelectData` for the chat's example clicks, also when an API client (gradio_client) calls the event.
 
@@ -66,3 +149,117 @@ class ExampleSelectData(EventData):
         data = data if isinstance(data, dict) else {}
         self.index: Any = data.get("index")
         self.value: Any = data.get("value")
+
+
+def chat_examples(examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chat's examples for Gradio, as copies: Gradio turns their `files` lists into its own file records in
+    place, and the handler (`AgentDeckApp.run_example`) reads the paths from the originals."""
+    return [{key: list(value) if isinstance(value, list) else value for key, value in example.items() if key != "_"}
+            for example in examples]
+
+
+#: What Gradio's local mock of the Hugging Face login hands out as the token (gradio/oauth.py).
+MOCK_ACCESS_TOKEN = "mock-oauth-token-for-local-dev"
+
+
+# ----- the page's DOM ----------------------------------------------------------------------------------
+# The chat's scroller is the element with role=log inside #chat (ui/web/chat_view.py).
+#: Keeps the chat's scroller at the bottom when its content grows, unless the person scrolled away from it.
+FOLLOW_OUTPUT_JS = """
+() => {
+  const follow = (log) => {
+    if (log.adFollow) return;
+    log.adFollow = true;
+    let pinned = true;
+    const atBottom = () => log.scrollTop + log.clientHeight >= log.scrollHeight - 80;
+    log.addEventListener('scroll', () => { pinned = atBottom(); }, {passive: true});
+    const sizes = new ResizeObserver(() => { if (pinned && !atBottom()) log.scrollTop = log.scrollHeight; });
+    const watch = () => { for (const child of log.children) sizes.observe(child); };
+    new MutationObserver(watch).observe(log, {childList: true});
+    watch();
+  };
+  let tries = 0;
+  const attach = () => {
+    const chat = document.querySelector('#chat');
+    if (!chat) return (++tries < 200) && setTimeout(attach, 50);
+    const find = () => { const log = chat.querySelector('[role=log]'); if (log) follow(log); };
+    new MutationObserver(find).observe(chat, {childList: true, subtree: true});
+    find();
+  };
+  attach();
+}
+"""
+
+# The page re-renders the box's textarea when its value is updated (each run clears it), which re-enables it;
+# so the lock is a flag on the box's container, and an observer puts `disabled` back while the flag is set.
+LOCK_JS = """() => {
+  const wrap = document.querySelector('#task-input');
+  if (!wrap) return [];
+  wrap.dataset.adLocked = '1';
+  const hold = () => {
+    const box = wrap.querySelector('textarea');
+    if (box && wrap.dataset.adLocked && !box.disabled) { box.disabled = true; box.blur(); }
+  };
+  if (!wrap.adLockObserver) {
+    wrap.adLockObserver = new MutationObserver(hold);
+    wrap.adLockObserver.observe(wrap, {subtree: true, childList: true, attributes: true,
+                                       attributeFilter: ['disabled']});
+  }
+  hold();
+  return [];
+}"""
+UNLOCK_JS = """() => {
+  const wrap = document.querySelector('#task-input');
+  if (!wrap) return [];
+  delete wrap.dataset.adLocked;
+  const box = wrap.querySelector('textarea');
+  if (box) box.disabled = false;
+  return [];
+}"""
+
+
+#: At most this wide (CSS px), the chats sidebar starts closed (ui/web/responsive.py).
+NARROW_MAX_PX = 768
+#: Gradio's Sidebar has no "closed at start" option: on narrow screens its toggle button is clicked once.
+CLOSE_SIDEBAR_JS = f"""
+() => {{
+  const settle = () => document.documentElement.classList.add('ad-sidebar-settled');
+  if (!window.matchMedia('(max-width: {NARROW_MAX_PX}px)').matches) return settle();
+  let tries = 0;
+  const close = () => {{
+    const sidebar = document.querySelector('#history-sidebar');
+    const toggle = sidebar && sidebar.querySelector('button.toggle-button');
+    if (toggle) {{
+      if (sidebar.classList.contains('open')) toggle.click();
+      return settle();
+    }}
+    if (++tries < 100) return setTimeout(close, 20);
+    settle();  // no sidebar after 2 s: never leave it hidden
+  }};
+  close();
+}}
+"""
+
+
+#: Gradio's × on a file of a read-only File only drops it from the browser's list, without telling the server.
+#: This listener (capture phase, so it runs before Gradio's) takes the click instead: it hands the file's
+#: row (index and name) to a hidden button's event, whose handler asks for confirmation.
+INTERCEPT_JS = """
+() => {
+  if (window.agentdeckFilesRemove) return;
+  window.agentdeckFilesRemove = true;
+  document.addEventListener('click', (event) => {
+    const button = event.target.closest && event.target.closest('#files-panel button.label-clear-button');
+    if (!button) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    const row = button.closest('tr');
+    const rows = Array.from(document.querySelectorAll('#files-panel tr.file'));
+    const cell = row && row.querySelector('td.filename');
+    window.agentdeckFileToRemove = rows.indexOf(row) + ':' + (cell ? cell.getAttribute('aria-label') : '');
+    const ask = document.querySelector('#file-remove-ask');
+    if (ask) ask.click();
+  }, true);
+}
+"""
+ASK_JS = "(current) => [window.agentdeckFileToRemove || '']"

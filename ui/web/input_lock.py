@@ -11,32 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-# The page re-renders the box's textarea when its value is updated (each run clears it), which re-enables it;
-# so the lock is a flag on the box's container, and an observer puts `disabled` back while the flag is set.
-LOCK_JS = """() => {
-  const wrap = document.querySelector('#task-input');
-  if (!wrap) return [];
-  wrap.dataset.adLocked = '1';
-  const hold = () => {
-    const box = wrap.querySelector('textarea');
-    if (box && wrap.dataset.adLocked && !box.disabled) { box.disabled = true; box.blur(); }
-  };
-  if (!wrap.adLockObserver) {
-    wrap.adLockObserver = new MutationObserver(hold);
-    wrap.adLockObserver.observe(wrap, {subtree: true, childList: true, attributes: true,
-                                       attributeFilter: ['disabled']});
-  }
-  hold();
-  return [];
-}"""
-UNLOCK_JS = """() => {
-  const wrap = document.querySelector('#task-input');
-  if (!wrap) return [];
-  delete wrap.dataset.adLocked;
-  const box = wrap.querySelector('textarea');
-  if (box) box.disabled = false;
-  return [];
-}"""
+from ui.web.gradio_compat import LOCK_JS, UNLOCK_JS  # the JavaScript knows Gradio's markup
 
 
 def lock_on(trigger: Callable[..., Any]) -> None:

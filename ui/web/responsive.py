@@ -11,27 +11,7 @@ from typing import Any
 
 import gradio as gr
 
-#: At most this wide (CSS px), the chats sidebar starts closed.
-NARROW_MAX_PX = 768
-
-CLOSE_SIDEBAR_JS = f"""
-() => {{
-  const settle = () => document.documentElement.classList.add('ad-sidebar-settled');
-  if (!window.matchMedia('(max-width: {NARROW_MAX_PX}px)').matches) return settle();
-  let tries = 0;
-  const close = () => {{
-    const sidebar = document.querySelector('#history-sidebar');
-    const toggle = sidebar && sidebar.querySelector('button.toggle-button');
-    if (toggle) {{
-      if (sidebar.classList.contains('open')) toggle.click();
-      return settle();
-    }}
-    if (++tries < 100) return setTimeout(close, 20);
-    settle();  // no sidebar after 2 s: never leave it hidden
-  }};
-  close();
-}}
-"""
+from ui.web.gradio_compat import CLOSE_SIDEBAR_JS, NARROW_MAX_PX
 
 CSS = f"""
 @media (max-width: {NARROW_MAX_PX}px) {{

@@ -11,36 +11,35 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gradio as gr
 
+from ui.settings import AppConfig
+from ui.settings import model_note as generic_note
+from ui.web.gradio_compat import MOCK_ACCESS_TOKEN
 from ui.web.hf_login_env import on_a_space
-
-if TYPE_CHECKING:
-    from ui.app import AgentDeckApp
 
 LOG = logging.getLogger("agentdeck")
 BUTTON_PLACE = "the **Sign in with Hugging Face** button at the top of the right-hand column"
 
 
-def build_page(app: AgentDeckApp, build: Callable[[AgentDeckApp], gr.Blocks]) -> gr.Blocks:
-    """`build(app)`; when Gradio's local mock of the login fails while the page is put together (it checks the
+def build_page(config: AppConfig, build: Callable[[], gr.Blocks]) -> gr.Blocks:
+    """`build()`; when Gradio's local mock of the login fails while the page is put together (it checks the
     token with the Hub: offline, or a token the Hub refuses), the page again without the button, and one line
     in the log. On a Space any failure is raised as it is."""
     try:
-        return build(app)
+        return build()
     except Exception as exc:
-        if not app.config.hf_login or on_a_space():
+        if not config.hf_login or on_a_space():
             raise
         LOG.warning("AgentDeck: no Sign in with Hugging Face button: Gradio's local mock of the login could not "
                     "check this machine's token with the Hub (%s: %s).", type(exc).__name__,
                     " ".join(str(exc).split())[:200])
-        app.config.hf_login = False
-        return build(app)
+        config.hf_login = False
+        return build()
 
 
-MOCK_ACCESS_TOKEN = "mock-oauth-token-for-local-dev"  # what Gradio's local mock login hands out (gradio/oauth.py)
 
 
 def visitor_token(token: gr.OAuthToken | None) -> str | None:
@@ -114,31 +113,29 @@ def _name(profile: gr.OAuthProfile) -> str:
     return "".join(ch for ch in name if ch.isalnum() or ch in "-_.")[:80] or "you"
 
 
-def model_note(app: AgentDeckApp, model: str, profile: gr.OAuthProfile | None) -> str:
+def model_note(config: AppConfig, model: str, profile: gr.OAuthProfile | None) -> str:
     """The note under the model picker, for whether the visitor can use an `hf:` model as they are."""
-    from ui.settings import model_note as generic_note
-
     model = str(model or "")
     if model.startswith("hf:") and not os.environ.get("HF_TOKEN", "").strip():
         if profile is not None:
             return (f"ℹ️ A Hugging Face model: it runs with your own account's inference credits (signed in as "
                     f"{_name(profile)}).")
-        if not app.config.hf_login:
+        if not config.hf_login:
             return "ℹ️ A Hugging Face model: set `HF_TOKEN` before starting the app to use it (or pick another model)."
     return generic_note(model)
 
 
-def wire(app: AgentDeckApp, demo: gr.Blocks, model: Any, note: Any, list_note_md: Any,
+def wire(demo: gr.Blocks, config: AppConfig, model: Any, note: Any, list_note_md: Any,
          sign_in_md: Any | None) -> None:
     """Page load and model changes: the notes say what holds for this visitor (signed in or not)."""
     outputs = [note, list_note_md] + ([sign_in_md] if sign_in_md is not None else [])
 
     def on_load(model_value: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple:
-        notes = (model_note(app, model_value, profile), list_note(profile, request))
+        notes = (model_note(config, model_value, profile), list_note(profile, request))
         return notes + ((sign_in_note(profile),) if sign_in_md is not None else ())
 
     def on_model(model_value: str, profile: gr.OAuthProfile | None = None) -> str:
-        return model_note(app, model_value, profile)
+        return model_note(config, model_value, profile)
 
     demo.load(on_load, inputs=[model], outputs=outputs, api_visibility="private", concurrency_limit=None,
               show_progress="hidden")

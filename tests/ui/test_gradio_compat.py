@@ -1,0 +1,44 @@
+"""The Gradio workarounds (ui/web/gradio_compat.py) are for the Gradio installed: its version is in their tested
+range, and one outside it is reported at start-up."""
+from __future__ import annotations
+
+import logging
+
+import gradio as gr
+import pytest
+
+from ui.web import gradio_compat
+from ui.web.gradio_compat import TESTED_VERSIONS, browser_value, check_version, is_update
+
+
+def test_the_installed_gradio_is_the_one_the_workarounds_were_tested_with() -> None:
+    assert gradio_compat.tested(gr.__version__), (
+        f"Gradio {gr.__version__} is installed; ui/web/gradio_compat.py was tested with >={TESTED_VERSIONS[0]},"
+        f"<{TESTED_VERSIONS[1]}: re-check each workaround there, then widen TESTED_VERSIONS")
+
+
+def test_the_range_includes_its_start_and_excludes_its_end() -> None:
+    low, high = TESTED_VERSIONS
+    assert gradio_compat.tested(low) and not gradio_compat.tested(high)
+    assert not gradio_compat.tested("5.49.1") and not gradio_compat.tested("7.0.0")
+
+
+@pytest.mark.parametrize("version, warned", [(gr.__version__, False), ("7.0.0", True), ("6.0.0", True)])
+def test_start_up_warns_about_an_untested_gradio(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+                                                 version: str, warned: bool) -> None:
+    monkeypatch.setattr(gr, "__version__", version)
+    with caplog.at_level(logging.WARNING, logger="agentdeck"):
+        assert check_version() is not warned
+    messages = [r.getMessage() for r in caplog.records if r.name == "agentdeck"]
+    assert bool(messages) is warned
+    if warned:
+        assert version in messages[0] and "gradio_compat.py" in messages[0]
+
+
+def test_update_dicts_keep_their_properties_and_only_their_value_is_postprocessed() -> None:
+    box = gr.Textbox()
+    assert is_update(gr.skip()) and browser_value(box, gr.skip()) == gr.skip()
+    update = browser_value(box, gr.update(value=12, visible=False))
+    assert is_update(update) and update["visible"] is False and update["value"] == box.postprocess(12)
+    assert browser_value(box, "plain") == "plain" and not is_update("plain")
+    assert gradio_compat.chat_message_values(gr.Chatbot(), {"role": "user", "content": "hi"})[0]["content"]

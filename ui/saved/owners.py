@@ -1,0 +1,53 @@
+"""Who owns a browser tab's saved chats.
+
+The browser's random token, kept in `gr.BrowserState` (the browser's localStorage, so it survives reloads and
+app restarts), hashed into the owner key (ui/saved/store.py); with login on, the signed-in user. Each tab's
+server-side session is bound to its owner when the page loads (`bind`), so later events of the tab, which do
+not all carry the browser state or the signed-in profile, find it again.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ui.saved.store import ChatStore, new_token, valid_token
+
+
+def tab_key(request: Any) -> str:
+    """The tab's key: Gradio's session hash of its page (API calls without one share "anonymous")."""
+    return getattr(request, "session_hash", None) or "anonymous"
+
+
+class TabOwners:
+    def __init__(self, store: ChatStore) -> None:
+        self.store = store
+        self._tabs: dict[str, str] = {}  # tab key -> owner key
+        self._lock = threading.Lock()
+
+    def identify(self, state: Any, request: Any, profile: Any = None) -> tuple[str, dict[str, Any]]:
+        """(owner key, browser state to store): the signed-in Hugging Face user's (`profile`), the password
+        user's, else the browser's own random token (a new one when it has none)."""
+        state = dict(state) if isinstance(state, dict) else {}
+        if not valid_token(state.get("token")):
+            state = {"token": new_token()}
+        hf_user = getattr(profile, "username", None) if profile is not None else None
+        if hf_user is None:
+            bound = self.owner_of(tab_key(request))
+            if bound is not None and bound != self.store.owner_for_token(state["token"]):
+                return bound, state  # this tab's page load identified a signed-in user
+        username = f"hf:{hf_user}" if hf_user else getattr(request, "username", None)
+        owner = self.store.owner_for_user(username) if username else self.store.owner_for_token(state["token"])
+        return owner, state
+
+    def bind(self, key: str, owner: str) -> None:
+        with self._lock:
+            self._tabs[key] = owner
+
+    def owner_of(self, key: str) -> str | None:
+        with self._lock:
+            return self._tabs.get(key)
+
+    def forget(self, request: Any) -> None:
+        """The tab's page went away."""
+        with self._lock:
+            self._tabs.pop(tab_key(request), None)

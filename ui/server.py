@@ -1,0 +1,88 @@
+"""Serving AgentDeck: `create_app` puts the app together (services, the chat's handlers, the page) and
+`launch` serves it (start-up checks, the reaper, the queue, signals). `python app.py` calls both.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+import gradio as gr
+from starlette.middleware import Middleware
+
+from ui.app import ASSETS, AgentDeckApp
+from ui.layout import CSS, build_blocks
+from ui.saved.store import secret_file, storage_is_ephemeral
+from ui.session.heap import freeze_long_lived_objects
+from ui.session.presence import PresenceMiddleware
+from ui.settings import AppConfig
+from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version
+from ui.web.security_headers import SecurityHeadersMiddleware
+from ui.web.sign_in import build_page
+
+
+def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp]:
+    """The page and its handlers: the services, the chat's handlers, and the layout that composes the panels."""
+    config = config or AppConfig.from_env()
+    controller = AgentDeckApp(config)
+    # Without the sign-in button if Gradio's local mock of the login fails (ui/web/sign_in.py).
+    demo = build_page(config, lambda: build_blocks(controller))
+    if storage_is_ephemeral(config.data_dir):  # visitors are told chats may be lost; the remedy is the operator's
+        logging.getLogger("agentdeck").warning(
+            "AgentDeck: saved chats are in %s, which is not persistent storage on this Space: they are lost when "
+            "it restarts. Mount a Storage Bucket: make space SPACE=%s ARGS=\"--bucket auto\".",
+            config.data_dir, os.environ.get("SPACE_ID") or "user/name")
+    return demo, controller
+
+
+def launch_kwargs(config: AppConfig) -> dict[str, Any]:
+    """Arguments for demo.launch(): theme/css (Gradio 6 takes them here), auth, file access, threads."""
+    kwargs: dict[str, Any] = {
+        "css": CSS,
+        "theme": gr.themes.Soft(primary_hue="indigo"),
+        # Only the bundled example files are served from where they lie. The data dir (workspaces, saved chats)
+        # is not served at all: the browser gets published copies of the files it shows (ui/chat/published_files.py).
+        "allowed_paths": [str(ASSETS)],
+        "max_threads": max(40, 2 * config.max_runs + 8),
+        "footer_links": ["api", "settings"],
+        # Gradio refuses bigger uploads itself, before they are stored (the app's own check comes later).
+        "max_file_size": config.max_upload_bytes,
+        "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware), Middleware(PresenceMiddleware),
+                                      Middleware(AbsoluteFileUrlMiddleware)]},
+        # The data dir is allowed (above) but its signing secret must never be served.
+        "blocked_paths": [str(secret_file(config.data_dir))],
+    }
+    if config.auth:
+        kwargs["auth"] = config.auth
+        kwargs["auth_message"] = "AgentDeck: sign in with the username and password the server was started with."
+    return kwargs
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
+def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] | None = None,
+           **overrides: Any) -> tuple[gr.Blocks, AgentDeckApp]:
+    """Serve the app (built here unless `app` is the pair `create_app` returned)."""
+    check_version()
+    config = config or (app[1].config if app else AppConfig.from_env())
+    demo, controller = app or create_app(config)
+    controller.registry.start_reaper()
+    freeze_long_lived_objects()  # after every import and the app itself: see ui/session/heap.py
+    # Many threads share this process's GIL: an agent loop and an event drain per run, Gradio's event loop and
+    # its workers. Handing the GIL over every 1 ms instead of 5 ms lets a drain or the event loop get in
+    # sooner when many runs finish a step at once (bench/ui_load.py: the p95 with 16 sessions).
+    sys.setswitchinterval(0.001)
+    demo.queue(default_concurrency_limit=1)
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (a Space restarting, `kill`) ends the process through SystemExit, so exit handlers run and
+        # the sandbox workers, stopped between steps, are killed with it (agents/executor/process.py).
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    kwargs = launch_kwargs(config)
+    kwargs.update(overrides)
+    demo.launch(**kwargs)
+    return demo, controller

@@ -1,0 +1,56 @@
+"""The small set of services the app's handlers and panels are built from (one of each per server).
+
+The layout (ui/layout.py) composes the page: it builds each panel's components and wires its handlers, giving
+them these services. No panel knows the app (ui/app.py) or another panel's controller.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ui.chat.streamer import RunStreamer
+from ui.saved.owners import TabOwners, tab_key
+from ui.saved.store import ChatStore
+from ui.session.lease import ChatLeases
+from ui.session.registry import SessionRegistry
+from ui.session.session import Session
+from ui.settings import AppConfig, build_agent
+from ui.web.run_gate import RunGate
+
+
+@dataclass
+class Services:
+    config: AppConfig  # what the operator allows
+    registry: SessionRegistry  # every live session, by tab (ui/session/registry.py)
+    store: ChatStore  # saved chats on disk (ui/saved/store.py)
+    owners: TabOwners  # whose saved chats a tab shows (ui/saved/owners.py)
+    leases: ChatLeases  # which tab continues which saved chat (ui/session/lease.py)
+    streamer: RunStreamer  # a session's run as chat updates (ui/chat/streamer.py)
+    gate: RunGate  # the checks before a run starts: settings, sign-in, run limits, a sandbox (ui/web/run_gate.py)
+
+    @classmethod
+    def create(cls, config: AppConfig) -> Services:
+        registry = SessionRegistry(
+            config.data_dir, agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
+            idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
+            pageless_idle_s=config.pageless_idle_s, max_sandboxes=config.max_sandboxes,
+            decision_timeout_s=config.decision_timeout_s, reattach_grace_s=config.reattach_grace_s,
+        )
+        store = ChatStore(config.data_dir)
+        store.sweep_unused()
+        streamer = RunStreamer(registry)
+        return cls(config, registry, store, TabOwners(store), ChatLeases(registry), streamer,
+                   RunGate(config, registry, streamer))
+
+    def session_for(self, request: Any) -> Session:
+        """The tab's session (a new one on first use), kept as a saved chat of the tab's owner."""
+        key = tab_key(request)
+        return self.adopt(key, self.registry.get(key))
+
+    def adopt(self, key: str, session: Session) -> Session:
+        """A tab bound to an owner whose session is not a saved chat yet (new, or new after an idle close):
+        make it one."""
+        owner = self.owners.owner_of(key)
+        if owner is not None and session.record.saved is None:
+            session.keep_in(lambda: self.store.create(owner))
+        return session

@@ -1,0 +1,112 @@
+"""A session's agent, the settings it was built with, and the memory kept for its next agent.
+
+Its invariant: the agent and its settings change together, and the memory of an agent that is closed (changed
+settings, a sandbox closed to make room, a stop the agent did not confirm, a closed session) goes to the next
+agent, whose sandbox re-runs the recorded code (ui/saved/restore.py): nothing of the conversation is lost.
+Used by its session (ui/session/session.py), under the session's lock.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ui.chat.render import Transcript
+from ui.saved.restore import carry_memory_into
+from ui.session import stopping
+from ui.settings import RunSettings
+
+AgentFactory = Callable[[RunSettings, Path], Any]
+SLEPT_NOTE = ("💤 **Sandbox restarted**: it was closed while idle to make room on the server; its variables were "
+              "rebuilt from the recorded steps.")
+SETTINGS_NOTE = "⚙️ **Settings changed**: the new agent continues this conversation."
+
+
+class AgentSlot:
+    def __init__(self, factory: AgentFactory, on_step: Callable[[Any, Any], None]) -> None:
+        self._factory = factory
+        self._on_step = on_step  # a step callback given to every agent (the session saves each step)
+        self._agent: Any = None
+        self._settings: RunSettings | None = None
+        self._kept: Any = None  # the memory of an agent closed meanwhile (given to the next agent)
+        self._kept_why = SLEPT_NOTE  # the chat's note when the next agent gets that memory
+
+    @property
+    def agent(self) -> Any:
+        return self._agent
+
+    @property
+    def settings(self) -> RunSettings | None:
+        return self._settings
+
+    @property
+    def memory(self) -> Any:
+        """The conversation so far: the live agent's memory, or the one kept for the next agent."""
+        agent = self._agent
+        return getattr(agent, "memory", None) if agent is not None else self._kept
+
+    def agent_for(self, settings: RunSettings, workspace: Path, transcript: Transcript) -> Any:
+        """The agent for a run with `settings`: the current one, or a new one that continues the conversation
+        (the chat says so). Raises what the factory raises; the current agent then stays."""
+        if self._agent is not None and settings != self._settings:
+            # Changed settings need a new agent, but the conversation goes on: the new agent gets the memory
+            # and its sandbox re-runs the recorded code, so follow-ups still see earlier variables.
+            memory = self._agent.memory
+            replacement = self._factory(settings, workspace)  # if this fails, the old agent stays
+            self.close()
+            self.use(replacement, settings)
+            if memory.steps:
+                carry_memory_into(replacement, memory, transcript, SETTINGS_NOTE)
+        if self._agent is None:
+            agent = self._factory(settings, workspace)
+            self.use(agent, settings)
+            memory, self._kept, why = self._kept, None, self._kept_why
+            if memory is not None and memory.steps:
+                carry_memory_into(agent, memory, transcript, why)
+        return self._agent
+
+    def use(self, agent: Any, settings: RunSettings | None) -> None:
+        """Make `agent` (built with `settings`) the session's; each step it finishes goes to `on_step`."""
+        self._agent, self._settings = agent, settings
+        callbacks = getattr(agent, "step_callbacks", None)
+        if callbacks is not None and hasattr(callbacks, "add"):
+            callbacks.add(self._on_step)
+
+    def build(self, settings: RunSettings, workspace: Path) -> Any:
+        """A new agent, not the session's yet (`use` makes it so). Raises what the factory raises."""
+        return self._factory(settings, workspace)
+
+    def keep_for_next(self, memory: Any, why: str = SLEPT_NOTE) -> None:
+        """`memory` goes to the next agent, with `why` in the chat then."""
+        self._kept, self._kept_why = memory, why
+
+    def hibernate(self) -> None:
+        """Close the agent and its sandbox; its memory goes to the next agent."""
+        if self._agent is not None:
+            self.keep_for_next(self._agent.memory)
+            self.close()
+
+    def replace(self, agent: Any) -> bool:
+        """A stopped `agent` that never confirmed the stop: closed in the background, a copy of its memory
+        (it may still change) kept for the next agent. False if it is no longer the session's."""
+        if agent is None or self._agent is not agent:
+            return False
+        self.keep_for_next(stopping.snapshot_memory(agent.memory), stopping.STOPPED_NOTE)
+        self._agent, self._settings = None, None
+        stopping.close_in_background(agent)
+        return True
+
+    def close(self, keep_memory: bool = False) -> None:
+        """Close the agent now; with `keep_memory`, a copy of its memory goes to the next agent (a run may
+        still be changing it)."""
+        agent, self._agent, self._settings = self._agent, None, None
+        if agent is None:
+            return
+        if keep_memory:
+            self.keep_for_next(stopping.snapshot_memory(agent.memory))
+        stopping.close_quietly(agent)
+
+    def clear(self) -> None:
+        """New chat: the agent closed, no memory kept."""
+        self.close()
+        self._kept = None

@@ -1,0 +1,75 @@
+"""What every handler that starts a run checks first: the form's settings (what the operator allows, the visitor's
+sign-in), the visitor's run limits and a sandbox for the run (ui/web/rate_limit.py, the registry's cap).
+
+One per server, a service (ui/services.py): the chat's handlers (ui/app.py) and the Retry / Edit panel
+(ui/panels/retry.py) start runs through the same checks, so neither knows the other.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import gradio as gr
+
+from ui.chat.stream_outputs import Shown
+from ui.chat.streamer import RunStreamer
+from ui.session.registry import ServerBusyError, SessionRegistry
+from ui.session.session import Session
+from ui.settings import AppConfig, RunSettings, SettingsRefusedError, SignInNeededError
+from ui.web.gradio_compat import root_url_of
+from ui.web.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
+from ui.web.sign_in import sign_in_message, visitor_token
+
+
+class RunGate:
+    def __init__(self, config: AppConfig, registry: SessionRegistry, streamer: RunStreamer) -> None:
+        self.config = config
+        self.registry = registry
+        self.streamer = streamer
+        self.rate_limiter = RunRateLimiter(config.runs_per_minute, config.runs_at_once)
+        self.demo_labels: list[str] = []  # the recorded analyses' buttons, named to a visitor who needs to sign in
+
+    def settings(self, *form: Any, token: gr.OAuthToken | None = None) -> RunSettings:
+        """The form's settings, checked against what the operator allows (a refusal is shown, nothing runs),
+        with the signed-in visitor's own token for Hugging Face models. SignInNeededError without one."""
+        try:
+            settings = RunSettings.from_form(self.config, *form)
+        except SettingsRefusedError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        hf_token = visitor_token(token)
+        if hf_token:
+            settings = dataclasses.replace(settings, hf_token=hf_token)
+        if self.config.needs_sign_in(settings):
+            raise SignInNeededError(settings.model)
+        return settings
+
+    def admit(self, request: gr.Request | None, session: Session) -> None:
+        """One more run for this visitor and a sandbox for it, or a clear refusal (ui/web/rate_limit.py)."""
+        try:
+            self.rate_limiter.check(visitor_of(request))
+            self.registry.make_room(session)
+        except (RateLimitedError, ServerBusyError) as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+
+    def limited(self, updates: Iterator[tuple], request: gr.Request | None) -> Iterator[tuple]:
+        """Stream `updates` while holding one of the visitor's concurrent-run places."""
+        try:
+            place = self.rate_limiter.running(visitor_of(request))
+            place.__enter__()
+        except RateLimitedError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        try:
+            yield from updates
+        finally:
+            place.__exit__(None, None, None)
+
+    def ask_to_sign_in(self, session: Session, request: gr.Request | None, from_page: bool) -> Iterator[tuple]:
+        """No token for a Hugging Face model. A page gets a note in the chat (not an error: nothing failed; the
+        text stays in the box); an API client, which has no page and no button, an error saying how to pass one.
+        `from_page`: the event came from one of the page's components (API calls name none)."""
+        message = sign_in_message(self.config.hf_login, from_page, self.demo_labels)
+        if not from_page:
+            raise gr.Error(message, print_exception=False)
+        session.record.add_note(message, once=True)  # said once, however often it is tried
+        yield self.streamer.update(session, Shown(root_url=root_url_of(request)), gr.skip())
