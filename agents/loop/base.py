@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from agents import step_events
 from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
 from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError, RunBudgetExceededError
-from agents.events import Event, FinalAnswer, RunFinished, RunStarted, new_id
+from agents.events import Event, new_id
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
 from agents.loop.event_stream import EventStream
@@ -231,13 +232,15 @@ class MultiStepAgent(StepRunner):
             self._add_history(history)
         if additional_args:
             task = self._hand_over_arguments(task, additional_args)
-        self.memory.add_step(TaskStep(task=task, run_id=context.run_id,
-                                      messages=[{"role": "user", "content": render(self.prompt_templates, "task", task=task)}]))
-        emit(RunStarted(**context.event_fields(), task=task, agent_name=self.name or type(self).__name__,
-                        model_id=getattr(self.model, "model_id", "model"), max_steps=self.max_steps))
-        state, output, error = RunState.SUCCESS, None, None
+        task_step = TaskStep(task=task, run_id=context.run_id, agent_name=self.name or type(self).__name__,
+                             model_id=getattr(self.model, "model_id", "model"), max_steps=self.max_steps,
+                             steps_before=context.step,
+                             messages=[{"role": "user", "content": render(self.prompt_templates, "task", task=task)}])
+        self.memory.add_step(task_step)
+        emit(step_events.run_started(task_step, context.event_fields()))
+        state, final, error = RunState.SUCCESS, None, None
         try:
-            output, state = self._loop(task, context)
+            final, state = self._loop(task, context)
         except AgentInterrupted:
             state = RunState.INTERRUPTED
         except (AgentDeckError, OSError) as exc:
@@ -245,15 +248,16 @@ class MultiStepAgent(StepRunner):
         except Exception as exc:  # unexpected: keep the app alive and report it
             state, error, self._last_exception = RunState.ERROR, f"Internal error: {type(exc).__name__}: {exc}", exc
         steps = self.memory.steps[first_step_index:]
-        usage = sum((getattr(s, "token_usage", TokenUsage()) for s in steps), TokenUsage())
-        if state in (RunState.SUCCESS, RunState.MAX_STEPS):
-            self.memory.add_step(FinalAnswerStep(output=output, run_id=context.run_id))
-            emit(FinalAnswer(**context.event_fields(), value=output))
-        duration = time.perf_counter() - started
-        emit(RunFinished(**context.event_fields(), state=state.value, output=output, duration_s=duration,
-                         token_usage=usage, steps=sum(1 for s in steps if s.step_type == "action"), error=error))
-        return RunResult(output=output, state=state, run_id=context.run_id, steps=list(steps),
-                         token_usage=usage, duration_s=duration, error=error)
+        task_step.state, task_step.end_step, task_step.error = state.value, context.step, error
+        task_step.duration_s = time.perf_counter() - started
+        fields = context.event_fields()
+        if final is not None:
+            self.memory.add_step(final)
+            emit(step_events.final_answer(final, fields))
+        finished = step_events.run_finished(task_step, steps, final, fields)
+        emit(finished)
+        return RunResult(output=finished.output, state=state, run_id=context.run_id, steps=list(steps),
+                         token_usage=finished.token_usage, duration_s=finished.duration_s, error=error)
 
     def _add_history(self, history: list[Message]) -> None:
         checked: list[Message] = []
@@ -268,7 +272,8 @@ class MultiStepAgent(StepRunner):
         listing = "\n".join(f"- {key}: {value!r}"[:500] for key, value in additional_args.items())
         return f"{task}\n\nYou have been given these additional arguments:\n{listing}"
 
-    def _loop(self, task: str, context: RunContext) -> tuple[Any, RunState]:
+    def _loop(self, task: str, context: RunContext) -> tuple[FinalAnswerStep, RunState]:
+        """The steps of a run; returns its answer step (not yet in memory) and how the run ended."""
         for steps_done in range(self.max_steps):
             context.check_interrupt()
             self._step_number += 1
@@ -278,7 +283,7 @@ class MultiStepAgent(StepRunner):
                                     remaining_steps=self.max_steps - steps_done)
             finished, output = self._action_step(context)
             if finished:
-                return output, RunState.SUCCESS
+                return FinalAnswerStep(output=output, run_id=context.run_id), RunState.SUCCESS
             self._check_token_budget(context)
         return self._answer_after_max_steps(task, context), RunState.MAX_STEPS
 

@@ -1,27 +1,20 @@
 """The mechanics of one step: calling the model with streaming, planning, acting, and the max-steps answer.
 
 Kept apart from `base.py` (run orchestration) so each file holds one concept. Mixed into MultiStepAgent.
+A step's events are made from its record by agents/step_events.py, the mapping a reopened chat replays.
 """
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING, Any
 
+from agents import step_events
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentInterrupted
-from agents.events import (
-    ModelOutput,
-    ModelRetrying,
-    ModelTextDelta,
-    Observation,
-    PlanProposed,
-    StepError,
-    StepFinished,
-    StepStarted,
-)
+from agents.events import ModelRetrying, ModelTextDelta
 from agents.loop.context import RunContext
 from agents.loop.model_reader import ModelStreamReader
-from agents.memory import ActionStep, PlanningStep
+from agents.memory import ActionStep, FinalAnswerStep, PlanningStep
 from agents.memory.steps import PromptSnapshot
 from agents.models.base import Message, ModelReply
 from agents.prompts import render
@@ -38,7 +31,8 @@ class StepRunner:
     def _call_model(self: MultiStepAgent, messages: list[Message], context: RunContext,
                     stop_sequences: list[str] | None = None, tools: list[dict] | None = None,
                     **options: Any) -> tuple[ModelReply, float]:
-        """Stream the model's reply as text deltas; return the assembled reply and the time it took.
+        """Stream the model's reply as text deltas; return the assembled reply and the time it took (the
+        caller records both in its step and emits the step's ModelOutput).
 
         The reply is read in a helper thread (agents/loop/model_reader.py) so that Stop takes effect
         within a fraction of a second even when the provider stalls or asks to wait before a retry.
@@ -69,17 +63,15 @@ class StepRunner:
             reader.close()
         if reply is None:
             reply = ModelReply(content="".join(pieces))
-        duration = time.perf_counter() - started
-        context.emit(ModelOutput(**fields, text=reply.content, token_usage=reply.token_usage, duration_s=duration))
-        return reply, duration
+        return reply, time.perf_counter() - started
 
     # -- planning --------------------------------------------------------------------------------
     def _planning_step(self: MultiStepAgent, task: str, context: RunContext, is_update: bool,
                        remaining_steps: int) -> PlanningStep:
         fields = context.event_fields()
-        context.emit(StepStarted(**fields, step_type="planning"))
         step = PlanningStep(step_number=context.step, is_update=is_update)
         step.timing.start_time = time.time()
+        context.emit(step_events.step_started(step, fields))
         templates = self.prompt_templates
         variables = self._prompt_variables()
         if is_update:
@@ -90,10 +82,11 @@ class StepRunner:
                                                               remaining_steps=remaining_steps)}])
         else:
             messages = [{"role": "user", "content": render(templates, "planning.initial_plan", task=task, **variables)}]
-        reply, _ = self._call_model(messages, context, stop_sequences=[_END_PLAN])
-        plan = reply.content.replace(_END_PLAN, "").strip()
+        reply, step.model_duration_s = self._call_model(messages, context, stop_sequences=[_END_PLAN])
         step.model_output, step.token_usage = reply.content, reply.token_usage
-        context.emit(PlanProposed(**fields, plan=plan, is_update=is_update))
+        context.emit(step_events.model_output(step, fields))
+        plan = step.plan = reply.content.replace(_END_PLAN, "").strip()
+        context.emit(step_events.plan_proposed(step, fields))
         decision = self.broker.ask(DecisionKind.PLAN, {"plan": plan}, context)
         plan_text = render(templates, "planning.plan_message", plan=plan)
         step.decisions = context.take_decisions()
@@ -109,16 +102,16 @@ class StepRunner:
         step.timing.end_time = time.time()
         self.memory.add_step(step)
         self.step_callbacks.fire(step, self)
-        context.emit(StepFinished(**fields, step_type="planning", duration_s=step.timing.duration_s,
-                                  token_usage=step.token_usage))
+        context.emit(step_events.step_finished(step, fields))
         return step
 
     # -- acting ----------------------------------------------------------------------------------
     def _action_step(self: MultiStepAgent, context: RunContext) -> tuple[bool, Any]:
         fields = context.event_fields()
-        context.emit(StepStarted(**fields, step_type="action"))
         step = ActionStep(step_number=context.step, run_id=context.run_id)
         step.timing.start_time = time.time()
+        context.emit(step_events.step_started(step, fields))
+        self.runner.begin_step()  # the calls this step makes are recorded from here
         self.compactor.maybe_compact(self, context)  # before reading the prompt: compaction swaps it
         messages = self.memory.messages
         step.model_input_messages = PromptSnapshot(messages)
@@ -128,6 +121,7 @@ class StepRunner:
                 tools=self._native_tool_schemas(), **self._reply_options(),
             )
             step.model_output, step.token_usage = reply.content, reply.token_usage
+            context.emit(step_events.model_output(step, fields))
             self._act(step, reply, context)
             if step.is_final_answer:
                 self._check_final_answer(step, context)
@@ -140,12 +134,14 @@ class StepRunner:
         finally:
             step.timing.end_time = time.time()
             step.decisions = context.take_decisions()
+            step.call_records = self.runner.take_records()
             step.messages = self._step_messages(step)
-            context.emit(Observation(**fields, text=step.messages[-1]["content"]))
+            seen = step_events.observation(step, fields)
+            if seen is not None:
+                context.emit(seen)
             self.memory.add_step(step)
             self.step_callbacks.fire(step, self)
-            context.emit(StepFinished(**fields, step_type="action", duration_s=step.timing.duration_s,
-                                      token_usage=step.token_usage))
+            context.emit(step_events.step_finished(step, fields))
         return step.is_final_answer, step.action_output
 
     def _native_tool_schemas(self) -> list[dict] | None:
@@ -185,18 +181,30 @@ class StepRunner:
             if not passed:
                 step.is_final_answer = False
                 step.error = render(self.prompt_templates, "observations.final_answer_rejected", reason=reason)
-                context.emit(StepError(**context.event_fields(), error_type="FinalAnswerCheckFailed", message=reason))
+                self._show_error(step, "FinalAnswerCheckFailed", reason, context)
                 return
 
-    def _answer_after_max_steps(self: MultiStepAgent, task: str, context: RunContext) -> Any:
-        """One last model call asking for the best answer from what the memory holds."""
+    def _show_error(self, step: ActionStep, error_type: str, message: str, context: RunContext) -> None:
+        """Record the error the person is shown for `step` (`step.error` is what the model is told) and emit it."""
+        step.error_type, step.error_message = error_type, "" if message == step.error else message
+        event = step_events.step_error(step, context.event_fields())
+        if event is not None:
+            context.emit(event)
+
+    def _answer_after_max_steps(self: MultiStepAgent, task: str, context: RunContext) -> FinalAnswerStep:
+        """One last model call asking for the best answer from what the memory holds: the run's answer step."""
         templates = self.prompt_templates
+        fields = context.event_fields()
+        final = FinalAnswerStep(run_id=context.run_id)
+        final.guess_timing.start_time = time.time()
+        context.emit(step_events.guess_started(final, fields))
         self.compactor.maybe_compact(self, context)
         messages = ([{"role": "system", "content": render(templates, "final_answer.pre_messages")}]
                     + self.memory.conversation
                     + [{"role": "user", "content": render(templates, "final_answer.post_messages", task=task)}])
-        context.emit(StepStarted(**context.event_fields(), step_type="final"))
-        reply, duration = self._call_model(messages, context)
-        context.emit(StepFinished(**context.event_fields(), step_type="final", duration_s=duration,
-                                  token_usage=reply.token_usage))
-        return reply.content
+        reply, _ = self._call_model(messages, context)
+        final.guess_timing.end_time = time.time()
+        final.output, final.guess_usage = reply.content, reply.token_usage
+        context.emit(step_events.guess_output(final, fields))
+        context.emit(step_events.guess_finished(final, fields))
+        return final

@@ -7,12 +7,11 @@ from typing import Any
 
 from agents.decisions import Rejected
 from agents.errors import ToolError
-from agents.events import StepError
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
 from agents.loop.parsing import parse_tool_calls
 from agents.memory import ActionStep
-from agents.models.base import ModelReply, ToolCall
+from agents.models.base import Message, ModelReply, ToolCall
 from agents.prompts import render
 from agents.tooling.final_answer import FinalAnswerTool
 
@@ -39,16 +38,12 @@ class ToolCallingAgent(MultiStepAgent):
         calls = list(reply.tool_calls) or parse_tool_calls(reply.content)
         if not calls:
             step.error = render(self.prompt_templates, "parse_error")
-            context.emit(StepError(**context.event_fields(), error_type="ParsingError",
-                                   message="The reply held no tool call."))
+            self._show_error(step, "ParsingError", "The reply held no tool call.", context)
             return
         for index, call in enumerate(calls):
             call.id = call.id or f"call_{context.step}_{index}"
         step.tool_calls = calls
-        if reply.tool_calls:  # keep native calls visible in the transcript the model sees next
-            step.model_output = (reply.content + "\n" if reply.content else "") + "Calling tools:\n" + json.dumps(
-                [{"name": c.name, "arguments": c.arguments} for c in calls], default=str)
-        self.runner.begin_step()
+        step.native_tool_calls = bool(reply.tool_calls)
         results = self._run_calls(calls, context)
         lines: list[str] = []
         errors: list[str] = []
@@ -64,6 +59,15 @@ class ToolCallingAgent(MultiStepAgent):
         if errors:
             step.is_final_answer = False
             step.error = "\n".join(errors)
+
+    def _step_messages(self, step: ActionStep) -> list[Message]:
+        """Native calls are not in the reply's text: they are written after it, so the model sees them next."""
+        messages = super()._step_messages(step)
+        if step.native_tool_calls:
+            calls = json.dumps([{"name": c.name, "arguments": c.arguments} for c in step.tool_calls], default=str)
+            text = (step.model_output + "\n" if step.model_output else "") + "Calling tools:\n" + calls
+            messages[0] = {"role": "assistant", "content": text}
+        return messages
 
     def _run_calls(self, calls: list[ToolCall], context: RunContext) -> list[tuple[Any, str | None]]:
         """Run independent calls in parallel (final_answer alone, last); return (output, error) per call."""

@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agents.events import MemoryCompacted
 from agents.memory.steps import ActionStep, MemoryStep, PlanningStep, SummaryStep
 from agents.models.base import Message, message_text
 from agents.prompts import render
+from agents.step_events import memory_compacted
 
 if TYPE_CHECKING:
     from agents.loop.base import MultiStepAgent
@@ -266,7 +266,9 @@ class Compactor:
         context.check_interrupt()
         total_folded = previous_count + sum(1 for s in folded_steps if isinstance(s, (ActionStep, PlanningStep)))
         step = SummaryStep(summary=summary_text, folded_steps=total_folded, kept_steps=sorted(kept),
-                           source=source, tokens_before=tokens_before, token_usage=usage)
+                           source=source, tokens_before=tokens_before, token_usage=usage,
+                           run_id=context.run_id, step_number=context.step, budget=budget,
+                           newly_folded=len(folded_steps))
         step.messages = [{"role": "user", "content": render(agent.prompt_templates, "compaction.summary_message",
                                                             summary=summary_text, folded_steps=total_folded)}]
         votes = agent.step_callbacks.fire(step, agent)
@@ -280,8 +282,7 @@ class Compactor:
         step.tokens_after = tokens_after
         self._retry_above = 0
         self.compactions += 1
-        context.emit(MemoryCompacted(**context.event_fields(), tokens_before=tokens_before, tokens_after=tokens_after,
-                                     steps_folded=len(folded_steps), budget=budget, summary_source=source))
+        context.emit(memory_compacted(step, context.event_fields()))
         return step
 
     # -- the summary -----------------------------------------------------------------------------
