@@ -290,7 +290,9 @@ def _legacy_calls(step: ActionStep, fields: Fields) -> list[Event]:
 def action_events(step: ActionStep, fields: Fields, workdir: Path, after_start: Sequence[Event] = ()) -> list[Event]:
     """An action step's events in the order the loop streams them (`after_start`: a compaction made as the
     step started)."""
-    events: list[Event] = [step_started(step, fields), *after_start, model_output(step, fields)]
+    events: list[Event] = [step_started(step, fields), *after_start]
+    if step.model_duration_s or step.model_output:  # the model answered (a failed call records no duration)
+        events.append(model_output(step, fields))
     decisions = list(step.decisions)
     if step.code is not None:
         events.append(code_proposed(step, fields))

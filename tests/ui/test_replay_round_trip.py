@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_testlib import code_reply, write_transcript
+from ui_testlib import chat_text, code_reply, write_transcript
 
 from agents import events as ev
 from agents.step_events import STREAMING_ONLY, replayable
@@ -186,3 +187,24 @@ def test_a_saved_chat_reopens_with_the_same_events_and_the_same_chat(tmp_path: P
         assert reopened.transcript.status_text() == live_status
     finally:
         reopened_app.close()
+
+
+def test_a_chat_saved_before_error_types_were_recorded_reopens_as_it_showed(tmp_path: Path) -> None:
+    """A memory of schema 1 (tests/memory/data/memory_v1.json, written by the old code) still opens: its
+    rejection shows the person's reason, its failed step an error, then the answer."""
+    from agents.memory import serialize
+    from ui.saved.restore import replay_memory
+
+    document = json.loads((Path(__file__).parents[1] / "memory" / "data" / "memory_v1.json").read_text())
+    secret = b"v1-chat-secret-0123456789"
+    envelope = {"document": document, "signature": {"algorithm": "HMAC-SHA256",
+                                                    "value": serialize.sign(document, secret)}}
+    memory = serialize.loads_memory(serialize.canonical_json(envelope), secret)
+    transcript = Transcript(str(tmp_path))
+    replay_memory(transcript, memory, [{"task": "Work out the total", "text": "What is the total?"}], tmp_path)
+    text = chat_text(transcript.messages())
+    assert "What is the total?" in text and "total 6" in text
+    assert "💥 Error: Error" in text and "ZeroDivisionError" in text
+    assert "🚫 You rejected this step" in text and "Reason: keep the files" in text
+    assert text.count("✋ Decision: approve") == 3 and "✋ Decision: reject" in text
+    assert text.rstrip().endswith("total is 6") and transcript.status_text().startswith("success · 4 steps")
