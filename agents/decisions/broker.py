@@ -72,7 +72,7 @@ class DecisionBroker:
         decision.validate_for(request)
         detail += decision.reason or decision.answer or ("edited" if decision.outcome is Outcome.EDIT else "")
         record.update(outcome=decision.outcome.value, detail=detail, decided_at=time.time(),
-                      edited=decision.edited if decision.outcome is Outcome.EDIT else None)
+                      edited=json_safe(decision.edited) if decision.outcome is Outcome.EDIT else None)
         recorded = getattr(context, "decisions", None)
         if recorded is not None:
             recorded.append(record)
