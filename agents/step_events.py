@@ -144,9 +144,9 @@ def guess_finished(final: FinalAnswerStep, fields: Fields) -> StepFinished:
 def _proposed(step: PlanningStep | ActionStep, kind: str, key: str, recorded: Any) -> Any:
     """What the model proposed, as a person was asked about it (their edit replaces it in the step)."""
     for record in step.decisions:
-        if isinstance(record, dict) and record.get("kind") == kind and isinstance(record.get("payload"), dict) \
-                and key in record["payload"]:
-            return record["payload"][key]
+        if isinstance(record, dict) and record.get("kind") == kind and isinstance(record.get("proposed"), dict) \
+                and key in record["proposed"]:
+            return record["proposed"][key]
     return recorded
 
 
@@ -183,9 +183,10 @@ def step_error(step: ActionStep, fields: Fields) -> StepError | None:
 
 # ----- decisions ----------------------------------------------------------------------------------------
 def decision_requested(record: dict[str, Any], fields: Fields) -> DecisionRequested:
-    """A decision record (agents/decisions/broker.py) as its request."""
+    """A decision record (agents/decisions/broker.py: request_id, kind, proposed, asked_at, outcome, detail, edited,
+    decided_at) as its request."""
     return DecisionRequested(**fields, request_id=str(record.get("request_id", "")),
-                             request_kind=str(record.get("kind", "")), payload=dict(record.get("payload") or {}),
+                             request_kind=str(record.get("kind", "")), payload=dict(record.get("proposed") or {}),
                              timestamp=_at(record.get("asked_at") or 0.0))
 
 
@@ -259,7 +260,7 @@ def _call_events(call: ToolCallRecord, decisions: list[Any], fields: Fields) -> 
     while decisions:
         head = decisions[0]
         kind = head.get("kind") if isinstance(head, dict) else None
-        payload = head.get("payload") if isinstance(head, dict) else None
+        payload = head.get("proposed") if isinstance(head, dict) else None
         ours = (kind == "tool_call" and isinstance(payload, dict) and payload.get("call_id") == call.call_id) \
             or (kind == "question" and call.name == "ask_user")
         if not ours:

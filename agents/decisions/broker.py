@@ -60,7 +60,7 @@ class DecisionBroker:
         if register is not None:
             register(request)
         fields = {"run_id": context.run_id, "step": context.step, "parent_id": context.parent_id}
-        record: dict[str, Any] = {"request_id": request.id, "kind": kind.value, "payload": json_safe(payload),
+        record: dict[str, Any] = {"request_id": request.id, "kind": kind.value, "proposed": json_safe(payload),
                                   "asked_at": time.time()}
         context.emit(step_events.decision_requested(record, fields))
         decision = self.decider.decide(request, self.policy.timeout_s)
