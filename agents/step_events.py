@@ -372,13 +372,16 @@ class _Run:
     def end(self, final: FinalAnswerStep | None) -> list[Event]:
         """The events that close the run: a best guess's step, the answer, RunFinished (when it ended)."""
         self.ended = True
+        fields = self.fields(self.end_step())
+        guess = final is not None and self.task.state == "max_steps"
+        during_guess = self.compactions_at(fields["step"]) if guess else []
+        # A compaction whose step left no record (a planning call stopped) is shown where it came in the memory.
         events: list[Event] = [memory_compacted(s, self.fields(s.step_number)) for s in self.compacted]
         self.compacted = []
-        fields = self.fields(self.end_step())
         if final is not None:
-            if self.task.state == "max_steps":
-                events += [guess_started(final, fields), *self.compactions_at(fields["step"]),
-                           guess_output(final, fields), guess_finished(final, fields)]
+            if guess:
+                events += [guess_started(final, fields), *during_guess, guess_output(final, fields),
+                           guess_finished(final, fields)]
             events.append(final_answer(final, fields))
         if final is not None or self.task.state:
             task = self.task

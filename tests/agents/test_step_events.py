@@ -99,22 +99,32 @@ def test_tool_calls_from_code_replay_between_the_lines_printed(make_code_agent, 
     assert_same(live, replayed(agent, tmp_path))
 
 
+@tool
+def fetch(n: int) -> str:
+    """Fetch a record.
+
+    Args:
+        n: The record number.
+    """
+    return f"RECORD-{n} " + "lorem ipsum dolor sit amet " * 50
+
+
 def test_a_compacted_memory_replays_its_summaries_where_they_were_made(make_tool_agent, tmp_path: Path) -> None:
-    @tool
-    def fetch(n: int) -> str:
-        """Fetch a record.
-
-        Args:
-            n: The record number.
-        """
-        return f"RECORD-{n} " + "lorem ipsum dolor sit amet " * 50
-
     replies = ["PLAN: 1. fetch records 2. answer<end_plan>", *[call("fetch", n=i) for i in range(1, 8)],
                call("final_answer", answer="done")]
     agent, _ = make_tool_agent(SummaryAwareReplay(replies), tools=[fetch], planning_interval=4, max_steps=30,
                                context_budget=1800)
     live = list(agent.run("Collect the records.", stream=True))
     assert sum(isinstance(e, ev.MemoryCompacted) for e in live) >= 1
+    assert_same(live, replayed(agent, tmp_path))
+
+
+def test_a_compaction_while_asking_for_the_best_guess_replays_inside_that_step(make_tool_agent, tmp_path) -> None:
+    replies = [call("fetch", n=i) for i in range(1, 4)] + ["My best guess."]
+    agent, _ = make_tool_agent(SummaryAwareReplay(replies), tools=[fetch], max_steps=3, context_budget=900)
+    live = list(agent.run("Collect the records.", stream=True))
+    guess = next(i for i, e in enumerate(live) if isinstance(e, ev.StepStarted) and e.step_type == "final")
+    assert live[-1].state == "max_steps" and any(isinstance(e, ev.MemoryCompacted) for e in live[guess:])
     assert_same(live, replayed(agent, tmp_path))
 
 
