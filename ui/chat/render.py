@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agents import events as ev
+from agents.guard import detect_injection
 from ui.chat.file_links import FileLinker
 from ui.chat.formatting import (
     IMAGE_EXTENSIONS,
@@ -64,6 +65,24 @@ class Transcript(ChatTree):
         self.finished: ev.RunFinished | None = None
         self.waiting: str | None = None  # the kind of decision the run waits for
         self.retrying: ev.ModelRetrying | None = None  # the model call waiting to be retried, if any
+
+    # ----- the person's side -----------------------------------------------------------------------
+    def add_message(self, text: str, uploads: list[Any]) -> None:
+        """What the person sent, as a live chat and a reopened one show it: the text and the files, the uploads'
+        previews, and a warning for each upload that tries to give instructions (the agent is warned too)."""
+        good = [r for r in uploads if r.ok]
+        self.add_user(text, [str(r.path) for r in good])
+        self.add_uploads(uploads)
+        for r in good:
+            for finding in detect_injection(r.preview):
+                self.apply(ev.InjectionFlagged(run_id="upload", step=0, source=f"upload:{r.safe_name}",
+                                               excerpt=finding.excerpt))
+
+    def add_answer(self, request_id: str, text: str) -> None:
+        """The person's answer to the agent's question, once (shown when sent, and by its DecisionMade)."""
+        node_id = f"answer:{request_id}"
+        if node_id not in self.by_id and text.strip():
+            self._add(Node(node_id, role="user", parts={"text": text}))
 
     # ----- events ----------------------------------------------------------------------------------
     def _step_node(self, event: ev.Event) -> Node | None:
@@ -302,7 +321,9 @@ class Transcript(ChatTree):
             return
         if e.request_kind == "question":
             node.parts.pop("hint", None)
-            if e.outcome != "answer":
+            if e.outcome == "answer":
+                self.add_answer(e.request_id, e.detail)
+            else:
                 node.parts["hint"] = f"*Not answered{': ' + e.detail if e.detail else '.'}*"
             return
         node.status = "done"

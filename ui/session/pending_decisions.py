@@ -79,7 +79,7 @@ def answer_question(session: Session, text: str) -> bool:
     if request is None or request.request_kind != "question" or not text.strip():
         return False
     with session.lock:
-        session.transcript.add_user(text)
+        session.transcript.add_answer(request.request_id, text)  # at once; its DecisionMade finds it shown
     resolve(session, request, Decision.reply(text))
     return True
 

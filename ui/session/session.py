@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from agents import events as ev
-from agents.guard import detect_injection
 from agents.memory import AgentMemory
 from ui.chat.formatting import for_visitor
 from ui.chat.published_files import FilePublisher, Published
@@ -112,12 +110,7 @@ class Session:
             self.uploads.extend(good)
             if good:
                 self.files_version += 1
-            self.transcript.add_user(text, [str(r.path) for r in good])
-            self.transcript.add_uploads(results)
-            for r in good:  # the agent is warned too (ui/uploads.agent_task_text); show the person
-                for finding in detect_injection(r.preview):
-                    self.transcript.apply(ev.InjectionFlagged(run_id="upload", step=0, source=f"upload:{r.safe_name}",
-                                                              excerpt=finding.excerpt))
+            self.transcript.add_message(text, results)  # the agent is warned of uploads that give instructions too
             if not text.strip() and not good:
                 return False
             try:
