@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 from agents.decisions.deciders import Decider
 from agents.decisions.policy import ApprovalPolicy
-from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome
+from agents.decisions.types import Decision, DecisionKind, DecisionRecord, DecisionRequest, Outcome
 from agents.events import DecisionMade, DecisionRequested, Event, new_id
 
 
@@ -62,12 +62,13 @@ class DecisionBroker:
             decision = self.policy.timeout_decision
             detail = "time limit reached; default applied. "
         decision.validate_for(request)
-        detail += decision.reason or decision.answer or ("edited" if decision.outcome is Outcome.EDIT else "")
-        record = getattr(context, "decisions", None)
-        if record is not None:
-            record.append({"request_id": request.id, "kind": kind.value, "outcome": decision.outcome.value,
-                           "detail": detail, "edited": decision.edited if decision.outcome is Outcome.EDIT else None})
+        detail += decision.reason or decision.answer
+        edited = decision.edited if decision.outcome is Outcome.EDIT else None
+        decisions = getattr(context, "decisions", None)
+        if decisions is not None:  # the step keeps it: memory, next prompt and reopened chat say what was changed
+            decisions.append(DecisionRecord(request.id, kind.value, decision.outcome.value, detail, edited,
+                                            dict(payload)).to_dict())
         context.emit(DecisionMade(run_id=context.run_id, step=context.step, parent_id=context.parent_id,
                                   request_id=request.id, request_kind=kind.value, outcome=decision.outcome.value,
-                                  detail=detail))
+                                  detail=detail, edited=edited))
         return decision

@@ -20,6 +20,7 @@ from agents.events import (
     StepStarted,
 )
 from agents.loop.context import RunContext
+from agents.loop.edits import apply_edits, edit_notes
 from agents.loop.model_reader import ModelStreamReader
 from agents.memory import ActionStep, PlanningStep
 from agents.memory.steps import PromptSnapshot
@@ -104,8 +105,10 @@ class StepRunner:
             elif decision.outcome is Outcome.REJECT:
                 plan_text += "\n\n" + render(templates, "observations.rejected_by_user", reason=decision.reason)
         step.plan = plan
-        step.messages = [{"role": "assistant", "content": plan_text},
-                         {"role": "user", "content": render(templates, "planning.proceed")}]
+        proceed = render(templates, "planning.proceed")
+        if step.edited_by_user:  # the model is told the plan it follows is the person's version
+            proceed = render(templates, "planning.plan_edited_by_user") + "\n" + proceed
+        step.messages = [{"role": "assistant", "content": plan_text}, {"role": "user", "content": proceed}]
         step.timing.end_time = time.time()
         self.memory.add_step(step)
         self.step_callbacks.fire(step, self)
@@ -140,6 +143,7 @@ class StepRunner:
         finally:
             step.timing.end_time = time.time()
             step.decisions = context.take_decisions()
+            apply_edits(step)
             step.messages = self._step_messages(step)
             context.emit(Observation(**fields, text=step.messages[-1]["content"]))
             self.memory.add_step(step)
@@ -163,7 +167,8 @@ class StepRunner:
         raise NotImplementedError
 
     def _step_messages(self: MultiStepAgent, step: ActionStep) -> list[Message]:
-        """The messages this step adds to the prompt: the model's reply, then what came of it."""
+        """The messages this step adds to the prompt: the model's reply as it wrote it, then what came of it
+        (first what a person changed before it ran, agents/loop/edits.py)."""
         messages: list[Message] = [{"role": "assistant", "content": step.model_output}]
         if step.error:
             text = render(self.prompt_templates, "observations.error", error=step.error)
@@ -171,7 +176,7 @@ class StepRunner:
                 text = render(self.prompt_templates, "observations.observation", observation=step.observations) + "\n" + text
         else:
             text = render(self.prompt_templates, "observations.observation", observation=step.observations)
-        messages.append({"role": "user", "content": text})
+        messages.append({"role": "user", "content": "\n\n".join([*edit_notes(self.prompt_templates, step), text])})
         return messages
 
     def _check_final_answer(self: MultiStepAgent, step: ActionStep, context: RunContext) -> None:
