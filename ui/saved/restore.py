@@ -7,10 +7,13 @@ mid-conversation: in both cases nothing the person did is lost.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agents import events as ev
+from agents.decisions import DecisionRecord
+from agents.events import new_id
 from agents.guard import unfence
 from agents.memory import (
     ActionStep,
@@ -92,6 +95,7 @@ def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[
             fields = dict(run_id=step_run(step, run_id), step=step.step_number)
             emit(ev.StepStarted(**fields, step_type="planning"))
             emit(ev.PlanProposed(**fields, plan=step.plan, is_update=step.is_update))
+            replay_decisions(transcript, fields, decision_records(step))
             emit(ev.StepFinished(**fields, step_type="planning", duration_s=step.timing.duration_s,
                                  token_usage=step.token_usage))
         elif isinstance(step, ActionStep):
@@ -102,18 +106,23 @@ def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[
             emit(ev.StepStarted(**fields, step_type="action"))
             emit(ev.ModelOutput(**fields, text=step.model_output, token_usage=step.token_usage,
                                 duration_s=step.model_duration_s))
+            decisions = decision_records(step)
             if step.code:
                 emit(ev.CodeProposed(**fields, code=step.code))
+                replay_decisions(transcript, fields, decisions, lambda record: record.kind == "code")
             else:
                 for number, call in enumerate(step.tool_calls):
                     call_id = call.id or f"{fields['run_id']}-{step.step_number}-{number}"
                     emit(ev.ToolCallProposed(**fields, call_id=call_id, tool_name=call.name,
                                              arguments=dict(call.arguments or {})))
+                    replay_decisions(transcript, fields, decisions,
+                                     lambda record, call_id=call_id: record.proposed.get("call_id") == call_id)
                     if len(step.tool_calls) == 1:
                         emit(ev.ToolCallResult(**fields, call_id=call_id, tool_name=call.name,
                                                output=unfence(step.observations or "")))
                 if len(step.tool_calls) != 1 and step.observations:
                     emit(ev.Observation(**fields, text=unfence(step.observations)))
+            replay_decisions(transcript, fields, decisions)  # the rest: calls from code, questions
             if step.logs:
                 emit(ev.ExecutionLog(**fields, text=step.logs))
             for relative in step.artifacts:
@@ -144,6 +153,28 @@ def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[
                                     summary_source=step.source))
     show_unfinished(transcript, turns, tasks, None)
     return uploads
+
+
+def decision_records(step: PlanningStep | ActionStep) -> list[DecisionRecord]:
+    """The step's decisions that can be read (a record that cannot is left out, not an error)."""
+    records = (DecisionRecord.from_dict(data) for data in step.decisions)
+    return [record for record in records if record is not None]
+
+
+def replay_decisions(transcript: Transcript, fields: dict[str, Any], records: list[DecisionRecord],
+                     which: Callable[[DecisionRecord], bool] = lambda record: True) -> None:
+    """Show the recorded decisions `which` selects (and take them from `records`) as the events the live run
+    emitted: the pause with what the agent proposed, the person's answer to a question as their message, then
+    the decision with its reason or edit, so a reopened chat shows them as they were shown live."""
+    for record in [r for r in records if which(r)]:
+        records.remove(record)
+        request_id = record.request_id or new_id()
+        transcript.apply(ev.DecisionRequested(**fields, request_id=request_id, request_kind=record.kind,
+                                              payload=record.proposed))
+        if record.kind == "question" and record.outcome == "answer" and record.detail.strip():
+            transcript.add_user(record.detail)
+        transcript.apply(ev.DecisionMade(**fields, request_id=request_id, request_kind=record.kind,
+                                         outcome=record.outcome, detail=record.detail, edited=record.edited))
 
 
 def step_run(step: Any, fallback: str) -> str:
