@@ -27,14 +27,14 @@ from ui.chat.formatting import (
     thought_without_code,
 )
 from ui.chat.render_decisions import DecisionRendering
-from ui.chat.tree import ChatTree, Node
+from ui.chat.tree import Node
 
 CONTINUE_HINT = "Send **continue** to let the agent go on from where it stopped (it keeps its steps and variables)"
 NO_ANSWER_GUESS = ("⏱️ **Not a final answer**: the agent ran out of steps. Asked for its best guess from the steps "
                    "so far, the model wrote (nothing here was checked by running code):")
 
 
-class Transcript(DecisionRendering, ChatTree):
+class Transcript(DecisionRendering):
     """The chat of one session, fed with agent events and person-side notes."""
 
     def __init__(self, workdir: str | None = None, publish: Callable[[str], str] | None = None) -> None:

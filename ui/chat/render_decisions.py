@@ -5,19 +5,16 @@ the plan, code or tool-call arguments shown there become the person's version (w
 and the decision node keeps both versions. A rejection puts its reason in the decision's title, visible
 without opening anything, and a rejected plan says so in the planning step. Everything comes from the
 DecisionRequested / DecisionMade events, so a live run and a reopened chat (ui/saved/restore.py replays the
-steps' decision records) show the same. Mixed into `Transcript` (ui/chat/render.py).
+steps' decision records) show the same. A base of `Transcript` (ui/chat/render.py).
 """
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agents import events as ev
 from ui.chat.formatting import clip, fence
-from ui.chat.tree import Node
-
-if TYPE_CHECKING:
-    from ui.chat.render import Transcript
+from ui.chat.tree import ChatTree, Node
 
 WAITING_MARK = " · ✋ waiting for you"
 EDITED_MARK = "✏️ *Edited by you before it ran:*"
@@ -42,10 +39,24 @@ def _version(kind: str, value: Any) -> str:
     return str(value)
 
 
-class DecisionRendering:
-    """The `_on_decision_requested` / `_on_decision_made` handlers of the Transcript."""
+class DecisionRendering(ChatTree):
+    """The `_on_decision_requested` / `_on_decision_made` handlers of the Transcript, which sets these up."""
 
-    def _on_decision_requested(self: Transcript, e: ev.DecisionRequested) -> None:
+    waiting: str | None
+    requests: dict[str, ev.DecisionRequested]  # by request id: what each decision was about
+    decision_nodes: dict[str, Node]
+    call_nodes: dict[str, Node]
+
+    def _step_node(self, event: ev.Event) -> Node | None:
+        raise NotImplementedError
+
+    def _step_parent(self, event: ev.Event) -> Node | None:
+        raise NotImplementedError
+
+    def _child(self, step: Node | None, key: str, title: str, event: ev.Event) -> Node:
+        raise NotImplementedError
+
+    def _on_decision_requested(self, e: ev.DecisionRequested) -> None:
         """The run pauses for a person: say what is waiting, and mark the step as waiting for them."""
         payload = e.payload or {}
         self.waiting = e.request_kind
@@ -74,7 +85,7 @@ class DecisionRendering:
         if step is not None and step.title and WAITING_MARK not in step.title:
             step.title += WAITING_MARK
 
-    def _on_decision_made(self: Transcript, e: ev.DecisionMade) -> None:
+    def _on_decision_made(self, e: ev.DecisionMade) -> None:
         self.waiting = None
         step = self._step_node(e)
         if step is not None and step.title:
@@ -105,7 +116,7 @@ class DecisionRendering:
         elif e.detail:
             node.parts["detail"] = e.detail
 
-    def _show_edit(self: Transcript, e: ev.DecisionMade, node: Node, step: Node | None) -> None:
+    def _show_edit(self, e: ev.DecisionMade, node: Node, step: Node | None) -> None:
         """The step shows the person's version (what ran), marked; the decision node keeps both versions."""
         request = self.requests.get(e.request_id)
         payload = request.payload if request is not None else {}
