@@ -8,6 +8,7 @@ One app process and one tab: the tests run in order and read the replay script f
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from test_ui_approvals_browser import MAIL_TOOLS, choose_mode, edit_code, panel_
 from ui_testlib import SCREENSHOT_DIR, code_reply, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
+expect = pytest.importorskip("playwright.sync_api").expect
 
 EDITED_CODE = "print(send_email(to='team@example.com', body='hi'))"
 EDITED_ARGS = {"to": "bob@example.com", "body": "hello Bob"}
@@ -45,9 +47,18 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         yield page
 
 
-def open_thought(page, title: str) -> None:
-    """Open a folded message of the chat by its whole title (the last one with that title)."""
-    page.locator("#chat").get_by_text(title, exact=True).last.click()
+def titled(page, title: str):
+    """The title bars of the chat's folded messages called `title`."""
+    return page.locator("#chat .title").filter(has=page.get_by_text(title, exact=True))
+
+
+def open_thought(page, title: str, every: bool = False) -> None:
+    """Open the last folded message called `title` (or every one), leaving open ones open."""
+    bars = titled(page, title).all() if every else [titled(page, title).last]
+    for bar in bars:
+        if "expanded" not in (bar.get_attribute("class") or "").split():
+            bar.click()
+        expect(bar).to_have_class(re.compile(r"\bexpanded\b"))
 
 
 def wait_for_value(page, selector: str, needle: str) -> None:
@@ -102,8 +113,7 @@ def test_edits_show_what_ran_and_both_versions(page) -> None:
     wait_for_text(page, '"to": "bob@example.com"')
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOT_DIR / "edited-step.png"))
-    for decision in page.locator("#chat").get_by_text("✋ Decision: edit").all():
-        decision.click()
+    open_thought(page, "✋ Decision: edit", every=True)
     wait_for_text(page, "The agent's code (it did not run)")
     text = chat_text(page)
     assert "Your edited plan" in text and "Write to Bob." in text and "Write to Eve." in text  # lists: no "1."
@@ -138,8 +148,7 @@ def test_a_reopened_chat_shows_the_same_decisions(page) -> None:
     open_thought(page, "Step 1")
     wait_for_text(page, "Edited by you before it ran")
     assert EDITED_CODE in chat_text(page) and "eve@example.com" not in chat_text(page)
-    for decision in page.locator("#chat").get_by_text("✋ Decision: edit").all():
-        decision.click()
+    open_thought(page, "✋ Decision: edit", every=True)
     wait_for_text(page, "The agent's code (it did not run)")
     text = chat_text(page)
     assert "Write to Eve." in text and '"to": "bob@example.com"' in text and "Your edited plan" in text
