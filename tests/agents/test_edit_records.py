@@ -137,3 +137,17 @@ def test_decision_records_survive_a_save_and_load(make_code_agent, tmp_path):
 def test_records_that_are_not_records_are_read_as_none_or_without_proposal(data):
     record = DecisionRecord.from_dict(data)
     assert record is None or record.proposed == {}
+
+
+def test_the_markdown_export_says_what_the_person_edited(make_code_agent):
+    from agents.memory.export import EDITED_NOTE, to_markdown
+
+    decider = ScriptedDecider([Decision.edit("1. My plan."), Decision.edit("print('mine')"), Decision.approve()])
+    agent, _ = make_code_agent(["1. Its plan.<end_plan>", code("print('its')"), code("final_answer(1)")],
+                               planning_interval=5, approval_policy="all", decider=decider)
+    agent.run("t")
+    markdown = to_markdown(agent.memory)
+    assert "### Plan (step 1, edited by you)\n\n1. My plan." in markdown and "Its plan" not in markdown
+    step = markdown.split("### Step 1")[1].split("### Step 2")[0]
+    assert step.index(EDITED_NOTE) < step.index("print('mine')") and "print('its')" not in step
+    assert EDITED_NOTE not in markdown.split("### Step 2")[1]
