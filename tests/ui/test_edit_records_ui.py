@@ -193,3 +193,48 @@ def test_an_edited_tool_call_shows_the_arguments_that_ran() -> None:
     assert "eve@x" not in messages["🛠️ send_email"]
     decision = messages["✋ Decision: edit"]
     assert decision.index("bob@x") < decision.index("The agent's arguments (not used)") < decision.index("eve@x")
+
+
+def test_a_tool_calling_agents_edited_call_shows_the_same_live_and_replayed(tmp_path: Path) -> None:
+    from agents import ReplayModel, ToolCallingAgent, tool
+    from agents.decisions import Decision, ScriptedDecider
+    from agents.memory import AgentMemory
+    from tests.agents.conftest import call
+    from ui.saved.restore import replay_memory
+
+    @tool(requires_approval=True)
+    def send_email(to: str, body: str) -> str:
+        """Send an email.
+
+        Args:
+            to: Recipient address.
+            body: Message text.
+        """
+        return f"sent to {to}"
+
+    decider = ScriptedDecider([Decision.edit({"to": "bob@x", "body": "hi"}), Decision.reject("enough mail")])
+    agent = ToolCallingAgent(tools=[send_email], verbosity=0, approval_policy="approve_tools", decider=decider,
+                             model=ReplayModel([call("send_email", to="eve@x", body="hi"),
+                                                call("send_email", to="all@x", body="spam"),
+                                                call("final_answer", answer="done")]))
+    live = Transcript(str(tmp_path))
+    for event in agent.run("Email Bob", stream=True):
+        live.apply(event)
+    agent.memory.save(tmp_path / "m.json", secret="s" * 32)
+    reopened = Transcript(str(tmp_path))
+    replay_memory(reopened, AgentMemory.load(tmp_path / "m.json", secret="s" * 32), [], tmp_path)
+
+    def shown(transcript: Transcript) -> list[tuple[str, str]]:
+        return [((m.get("metadata") or {}).get("title") or "", text_of(m)) for m in transcript.messages()
+                if ((m.get("metadata") or {}).get("title") or "").startswith(("✋", "🛠️"))]
+
+    def decisions(transcript: Transcript) -> list[tuple[str, str]]:
+        return [entry for entry in shown(transcript) if entry[0].startswith("✋")]
+
+    def edited_call(transcript: Transcript) -> str:
+        return next(text for title, text in shown(transcript) if title == "🛠️ send_email")
+
+    assert decisions(reopened) == decisions(live)
+    assert [title for title, _ in decisions(live)] == ["✋ Decision: edit", "✋ Decision: reject · enough mail"]
+    assert edited_call(reopened) == edited_call(live)
+    assert "Edited by you" in edited_call(live) and "bob@x" in edited_call(live) and "eve@x" not in edited_call(live)
