@@ -193,7 +193,8 @@ def decision_requested(record: dict[str, Any], fields: Fields) -> DecisionReques
 def decision_made(record: dict[str, Any], fields: Fields) -> DecisionMade:
     return DecisionMade(**fields, request_id=str(record.get("request_id", "")),
                         request_kind=str(record.get("kind", "")), outcome=str(record.get("outcome", "")),
-                        detail=str(record.get("detail") or ""), timestamp=_at(record.get("decided_at") or 0.0))
+                        detail=str(record.get("detail") or ""), edited=record.get("edited"),
+                        timestamp=_at(record.get("decided_at") or 0.0))
 
 
 def decision_events(record: Any, fields: Fields) -> list[Event]:

@@ -88,6 +88,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                                       file_count="multiple", interactive=False)
                 delete_confirm = files_panel_ui.build_delete_confirm()  # the × asks before deleting
                 approval_mode, approval_note = approval_panel.build_mode_selector(config.approval_mode)
+                approval_covers = approval_panel.build_mode_coverage(config.approval_mode, default_tool_names())
                 with gr.Accordion("⚙️ Agent settings", open=False, elem_id="settings"):
                     agent_type = gr.Radio(list(AGENT_TYPES), value="code", label="Agent type",
                                           elem_id="settings-agent-type")
@@ -108,6 +109,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         clock = gr.JSON(visible=False, elem_id="run-clock")
         app.stream_outputs = StreamOutputs(chat, task_input, files_panel, status, clock)
 
+        approval_panel.wire_mode_coverage(approval_mode, tool_names, approval_covers)
         settings = [model, agent_type, max_steps, planning, tool_names, imports]
         outputs = [chat, task_input, files_panel, status, clock]
         run_options = dict(outputs=outputs, concurrency_limit=config.max_runs, concurrency_id="runs",

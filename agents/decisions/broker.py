@@ -62,7 +62,7 @@ class DecisionBroker:
             decision = self.policy.timeout_decision
             detail = "time limit reached; default applied. "
         decision.validate_for(request)
-        detail += decision.reason or decision.answer or ("edited" if decision.outcome is Outcome.EDIT else "")
+        detail += decision.reason or decision.answer
         record.update(outcome=decision.outcome.value, detail=detail, decided_at=time.time(),
                       edited=json_safe(decision.edited) if decision.outcome is Outcome.EDIT else None)
         recorded = getattr(context, "decisions", None)

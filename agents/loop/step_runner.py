@@ -19,6 +19,7 @@ from agents.errors import AgentDeckError, AgentInterrupted, RunBudgetExceededErr
 from agents.events import ModelRetrying, ModelTextDelta
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
+from agents.loop.edits import apply_edits, edit_notes
 from agents.loop.model_reader import ModelStreamReader
 from agents.loop.result import RunResult, RunState
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, PlanningStep, SummaryStep, TaskStep
@@ -231,8 +232,10 @@ class StepRunner:
             elif decision.outcome is Outcome.REJECT:
                 plan_text += "\n\n" + render(templates, "observations.rejected_by_user", reason=decision.reason)
         step.plan = plan
-        step.messages = [{"role": "assistant", "content": plan_text},
-                         {"role": "user", "content": render(templates, "planning.proceed")}]
+        proceed = render(templates, "planning.proceed")
+        if step.edited_by_user:  # the model is told the plan it follows is the person's version
+            proceed = render(templates, "planning.plan_edited_by_user") + "\n" + proceed
+        step.messages = [{"role": "assistant", "content": plan_text}, {"role": "user", "content": proceed}]
         step.timing.end_time = time.time()
         agent.memory.add_step(step)
         agent.step_callbacks.fire(step, agent)
@@ -269,7 +272,9 @@ class StepRunner:
             step.timing.end_time = time.time()
             step.decisions = run.take_decisions()
             step.call_records = run.take_call_records()
-            step.messages = self._step_messages(step)
+            reply = self._reply_as_written(step)  # before the person's edits set the calls' arguments to what ran
+            apply_edits(step)
+            step.messages = self._step_messages(step, reply)
             seen = step_events.observation(step, fields)
             if seen is not None:
                 run.emit(seen)
@@ -278,14 +283,19 @@ class StepRunner:
             run.emit(step_events.step_finished(step, fields))
         return step.is_final_answer, step.action_output
 
-    def _step_messages(self, step: ActionStep) -> list[Message]:
-        """The messages this step adds to the prompt: the model's reply, then what came of it. Native tool calls
-        are not in the reply's text: they are written after it, so the model sees them next."""
+    @staticmethod
+    def _reply_as_written(step: ActionStep) -> str:
+        """The model's reply as it wrote it. Native tool calls are not in the reply's text: they are written
+        after it, so the model sees them next."""
+        if not step.native_tool_calls:
+            return step.model_output
+        calls = json.dumps([{"name": c.name, "arguments": c.arguments} for c in step.tool_calls], default=str)
+        return (step.model_output + "\n" if step.model_output else "") + "Calling tools:\n" + calls
+
+    def _step_messages(self, step: ActionStep, reply: str) -> list[Message]:
+        """The messages this step adds to the prompt: the model's reply as it wrote it, then what came of it
+        (first what a person changed before it ran, agents/loop/edits.py)."""
         templates = self.agent.prompt_templates
-        reply = step.model_output
-        if step.native_tool_calls:
-            calls = json.dumps([{"name": c.name, "arguments": c.arguments} for c in step.tool_calls], default=str)
-            reply = (reply + "\n" if reply else "") + "Calling tools:\n" + calls
         messages: list[Message] = [{"role": "assistant", "content": reply}]
         if step.error:
             text = render(templates, "observations.error", error=step.error)
@@ -293,7 +303,7 @@ class StepRunner:
                 text = render(templates, "observations.observation", observation=step.observations) + "\n" + text
         else:
             text = render(templates, "observations.observation", observation=step.observations)
-        messages.append({"role": "user", "content": text})
+        messages.append({"role": "user", "content": "\n\n".join([*edit_notes(templates, step), text])})
         return messages
 
     def _check_final_answer(self, step: ActionStep) -> None:

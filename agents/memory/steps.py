@@ -140,7 +140,11 @@ class ActionStep(MemoryStep):
     timing: Timing = field(default_factory=Timing)
     model_duration_s: float = 0.0
     execution_duration_s: float = 0.0
+    #: The person's decisions in this step (agents.decisions.DecisionRecord as dicts), edits with both versions.
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    #: A person edited the code or a tool call's arguments before it ran: `code`/`tool_calls` hold what ran,
+    #: `model_output` what the model wrote.
+    edited_by_user: bool = False
 
     def __post_init__(self) -> None:
         self.step_type = "action"

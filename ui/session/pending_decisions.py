@@ -60,16 +60,14 @@ def has_pending(session: Session) -> bool:
     return pending_request(session) is not None
 
 
-def resolve(session: Session, request: ev.DecisionRequested, decision: Decision, shown: str = "") -> None:
-    """Answer `request` and note the person's version in the chat. Raises ConfigurationError if it expired."""
+def resolve(session: Session, request: ev.DecisionRequested, decision: Decision) -> None:
+    """Answer `request`. Raises ConfigurationError if it expired. The chat shows the decision (and an edit)
+    from the run's DecisionMade event, as a reopened chat does (ui/chat/render_decisions.py)."""
     with session.lock:
         if session.run is None or session.agent is None or session.run.answered == request.request_id:
             raise ConfigurationError("This decision was already made.")  # e.g. two quick clicks
         session.agent.resolve_decision(request.request_id, decision)
         session.run.answered = request.request_id
-        node = session.transcript.decision_nodes.get(request.request_id)
-        if node is not None and shown:
-            node.parts["edited"] = shown
     session.touch()
 
 
