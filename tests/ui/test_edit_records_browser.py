@@ -145,7 +145,7 @@ def test_a_reopened_chat_shows_the_same_decisions(page) -> None:
     for title in DECISION_TITLES:
         assert reopened.count(title) == live.count(title) > 0, title
     assert reopened.count("✋ Decision: approve") == live.count("✋ Decision: approve")
-    open_thought(page, "Step 1")
+    open_thought(page, "Step 1", every=True)  # each run has a Step 1 (steps are numbered within their run)
     wait_for_text(page, "Edited by you before it ran")
     assert EDITED_CODE in chat_text(page) and "eve@example.com" not in chat_text(page)
     open_thought(page, "✋ Decision: edit", every=True)
