@@ -78,6 +78,14 @@ class ConsoleRenderer:
     def _on_decision_requested(self, event: ev.DecisionRequested) -> None:
         self.console.print(f"[yellow]Waiting for your decision on the {event.request_kind}…[/yellow]")
 
+    def _on_decision_made(self, event: ev.DecisionMade) -> None:
+        """Say what the person chose; after an edit, that their version is what runs."""
+        if event.outcome == "edit":
+            self.console.print(f"[yellow]You edited the {event.request_kind.replace('_', ' ')}: your version runs, "
+                               "and the agent is told.[/yellow]")
+        elif event.outcome == "reject":
+            self.console.print(f"[yellow]Rejected{': ' + event.detail if event.detail else ''}[/yellow]")
+
     def _on_injection_flagged(self, event: ev.InjectionFlagged) -> None:
         self.console.print(f"[bold yellow]Possible prompt injection in {event.source}:[/bold yellow] {event.excerpt}")
 

@@ -106,10 +106,13 @@ class DecisionRequested(Event):
 
 @dataclass(kw_only=True)
 class DecisionMade(Event):
+    """A person's answer to a DecisionRequested. With outcome "edit", `edited` is what runs instead of the
+    proposal: the plan or code (str) or the tool call's arguments (dict)."""
     request_id: str
     request_kind: str
     outcome: str  # "approve" | "edit" | "reject" | "answer"
-    detail: str = ""
+    detail: str = ""  # the reason of a rejection, the answer to a question
+    edited: Any = None
 
 
 @dataclass(kw_only=True)

@@ -35,6 +35,9 @@ class SpeechToTextTool(Tool):
     )
     inputs = {"audio": {"type": "audio", "description": "Path to the WAV audio file to transcribe."}}
     output_type = "string"
+    # Reads a file by a path the model chose (anywhere, unless bound to a workspace) and may download its model.
+    requires_approval = True
+    approval_reason = "reads an audio file and may download a speech model"
 
     def __init__(self, model_id: str | None = None, device: str | int | None = None,
                  max_seconds: float = 1800.0) -> None:

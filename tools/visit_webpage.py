@@ -61,6 +61,8 @@ class VisitWebpageTool(Tool):
         },
     }
     output_type = "string"
+    requires_approval = True  # fetches any URL the model chooses
+    approval_reason = "fetches a web page the agent chose"
 
     def __init__(self, allow_private: bool | None = None, max_chars: int = 40_000, timeout: float = 20.0,
                  max_bytes: int = 5_000_000, max_redirects: int = 10, user_agent_header: str | None = None) -> None:

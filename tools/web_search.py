@@ -42,6 +42,8 @@ class WebSearchTool(Tool):
                        "nullable": True, "enum": list(_TIME_RANGES)},
     }
     output_type = "string"
+    requires_approval = True  # the query leaves the app
+    approval_reason = "sends the query to DuckDuckGo"
 
     def __init__(self, max_results: int = 10, region: str = "wt-wt", timeout: int = 10,
                  proxy: str | None = None) -> None:

@@ -41,6 +41,8 @@ class WikipediaSearchTool(Tool):
                      "nullable": True},
     }
     output_type = "string"
+    requires_approval = True  # the query leaves the app
+    approval_reason = "sends the query to Wikipedia"
 
     def __init__(self, base_url: str | None = None, language: str = "en", max_chars: int = 40_000,
                  timeout: float = 15.0, user_agent_header: str | None = None) -> None:

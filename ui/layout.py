@@ -90,6 +90,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                                       file_count="multiple", interactive=False)
                 delete_confirm = files_panel_ui.build_delete_confirm()  # the × asks before deleting
                 mode_selector = approval_panel.build_mode_selector(config.approval_mode)
+                approval_covers = approval_panel.build_mode_coverage(config.approval_mode, default_tool_names())
                 with gr.Accordion("⚙️ Agent settings", open=False, elem_id="settings"):
                     agent_type = gr.Radio(list(AGENT_TYPES), value="code", label="Agent type",
                                           elem_id="settings-agent-type")
@@ -115,6 +116,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         settings = page.form.inputs()
         outputs = page.column.outputs()
         approval_mode = mode_selector.mode
+        approval_panel.wire_mode_coverage(approval_mode, page.form.tools, approval_covers)
         run_options = dict(outputs=outputs, concurrency_limit=config.max_runs, concurrency_id="runs",
                            show_progress="hidden", postprocess=False)  # the streamer renders (ui/chat/streamer.py)
         lock_on(task_input.submit)  # before the run's listener: see ui/web/input_lock.py

@@ -2,7 +2,8 @@
 from agents.decisions.broker import DecisionBroker, Rejected
 from agents.decisions.deciders import Decider, ExternalDecider, ScriptedDecider, TerminalDecider
 from agents.decisions.policy import APPROVAL_MODES, ApprovalPolicy
-from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome
+from agents.decisions.types import Decision, DecisionKind, DecisionRecord, DecisionRequest, Outcome
 
 __all__ = ["APPROVAL_MODES", "ApprovalPolicy", "Decider", "Decision", "DecisionBroker", "DecisionKind",
-           "DecisionRequest", "ExternalDecider", "Outcome", "Rejected", "ScriptedDecider", "TerminalDecider"]
+           "DecisionRecord", "DecisionRequest", "ExternalDecider", "Outcome", "Rejected", "ScriptedDecider",
+           "TerminalDecider"]

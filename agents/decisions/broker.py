@@ -5,12 +5,15 @@ finished run can answer a question asked outside it.
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
+from agents import step_events
 from agents.decisions.deciders import Decider
 from agents.decisions.policy import ApprovalPolicy
 from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome
-from agents.events import DecisionMade, DecisionRequested, Event, new_id
+from agents.events import Event, new_id
+from agents.memory.codec import json_safe
 
 
 class Rejected(Exception):
@@ -38,15 +41,20 @@ class DecisionBroker:
 
     def ask(self, kind: DecisionKind, payload: dict[str, Any], context: _EventContext,
             tool_name: str = "", tool_flagged: bool = False) -> Decision | None:
-        """Return the decision, or None when the policy lets this action through without asking."""
+        """Return the decision, or None when the policy lets this action through without asking.
+
+        The decision is recorded in the step (`context.decisions`): what was asked, what was decided and when;
+        its events are made from that record (agents/step_events.py), so a reopened chat shows it the same."""
         if not self.policy.needs_decision(kind, tool_name=tool_name, tool_flagged=tool_flagged):
             return None
         request = DecisionRequest(id=new_id(), kind=kind, payload=payload, run_id=context.run_id, step=context.step)
         register = getattr(self.decider, "register", None)
         if register is not None:
             register(request)
-        context.emit(DecisionRequested(run_id=context.run_id, step=context.step, parent_id=context.parent_id,
-                                       request_id=request.id, request_kind=kind.value, payload=payload))
+        fields = {"run_id": context.run_id, "step": context.step, "parent_id": context.parent_id}
+        record: dict[str, Any] = {"request_id": request.id, "kind": kind.value, "proposed": json_safe(payload),
+                                  "asked_at": time.time()}
+        context.emit(step_events.decision_requested(record, fields))
         decision = self.decider.decide(request, self.policy.timeout_s)
         context.check_interrupt()
         detail = ""
@@ -54,12 +62,11 @@ class DecisionBroker:
             decision = self.policy.timeout_decision
             detail = "time limit reached; default applied. "
         decision.validate_for(request)
-        detail += decision.reason or decision.answer or ("edited" if decision.outcome is Outcome.EDIT else "")
-        record = getattr(context, "decisions", None)
-        if record is not None:
-            record.append({"request_id": request.id, "kind": kind.value, "outcome": decision.outcome.value,
-                           "detail": detail, "edited": decision.edited if decision.outcome is Outcome.EDIT else None})
-        context.emit(DecisionMade(run_id=context.run_id, step=context.step, parent_id=context.parent_id,
-                                  request_id=request.id, request_kind=kind.value, outcome=decision.outcome.value,
-                                  detail=detail))
+        detail += decision.reason or decision.answer
+        record.update(outcome=decision.outcome.value, detail=detail, decided_at=time.time(),
+                      edited=json_safe(decision.edited) if decision.outcome is Outcome.EDIT else None)
+        recorded = getattr(context, "decisions", None)
+        if recorded is not None:
+            recorded.append(record)
+        context.emit(step_events.decision_made(record, fields))
         return decision

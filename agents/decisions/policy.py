@@ -1,7 +1,9 @@
 """Approval policies: which pauses happen at all."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from agents.decisions.types import Decision, DecisionKind
 from agents.errors import ConfigurationError
@@ -44,6 +46,13 @@ class ApprovalPolicy:
     @property
     def pauses_anything(self) -> bool:
         return self.review_plans or self.approve_code or self.tool_calls != "none"
+
+    def covered_tools(self, tools: Iterable[Any]) -> list[Any]:
+        """The tools whose calls this policy pauses for, by the same rule as the pause itself (the UI lists
+        them next to the mode selector, so the list cannot differ from what happens)."""
+        return [tool for tool in tools if self.needs_decision(
+            DecisionKind.TOOL_CALL, tool_name=getattr(tool, "name", ""),
+            tool_flagged=bool(getattr(tool, "requires_approval", False)))]
 
     def needs_decision(self, kind: DecisionKind, tool_name: str = "", tool_flagged: bool = False) -> bool:
         if kind is DecisionKind.QUESTION:

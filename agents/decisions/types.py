@@ -69,3 +69,36 @@ class Decision:
                 raise ConfigurationError(
                     f"An edit of a {request.kind.value} must be a {expected.__name__}, got {type(self.edited).__name__}."
                 )
+
+
+@dataclass
+class DecisionRecord:
+    """A decision as a step keeps it (`step.decisions`, saved with the chat): what was asked, what the person
+    chose, and for an edit both versions, so the memory, the model's next prompt and a reopened chat can all
+    say what the person changed."""
+    request_id: str
+    kind: str                 # a DecisionKind value
+    outcome: str              # an Outcome value
+    detail: str = ""          # the reason of a rejection, the answer to a question, or a time-limit note
+    edited: Any = None        # what ran instead: the edited plan or code (str) or arguments (dict)
+    proposed: dict[str, Any] = field(default_factory=dict)  # the request's payload: what the agent proposed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"request_id": self.request_id, "kind": self.kind, "outcome": self.outcome, "detail": self.detail,
+                "edited": self.edited, "proposed": dict(self.proposed)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> DecisionRecord | None:
+        """The record in `data` (a step's saved decision), or None when it is not one: a saved chat may be old
+        (no `proposed`) or hand-made, and reopening it must not fail on a record it cannot read."""
+        if not isinstance(data, dict):
+            return None
+        texts = [data.get(key, "") for key in ("request_id", "kind", "outcome", "detail")]
+        if not all(isinstance(text, str) for text in texts) or not texts[1] or not texts[2]:
+            return None
+        proposed = data.get("proposed")
+        return cls(*texts, edited=data.get("edited"), proposed=proposed if isinstance(proposed, dict) else {})
+
+    @property
+    def is_edit(self) -> bool:
+        return self.outcome == Outcome.EDIT.value

@@ -9,13 +9,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agents import step_events
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentInterrupted
-from agents.events import ArtifactCreated, CodeProposed, ExecutionLog, StepError
 from agents.guard import fence, warning_line
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
 from agents.loop.parsing import extract_code
+from agents.loop.step_runner import show_step_error
 from agents.loop.tool_runner import UNSCREENED_TOOLS
 from agents.memory import ActionStep
 from agents.models.base import ModelReply
@@ -134,18 +135,17 @@ class CodeAgent(MultiStepAgent):
             code = f"{preamble}\n{code}"  # shown and recorded as run, so a restored chat re-runs it too
         if code is None:
             step.error = render(self.prompt_templates, "parse_error")
-            context.emit(StepError(**fields, error_type="ParsingError", message="The reply held no code block."))
+            show_step_error(step, "ParsingError", "The reply held no code block.", context)
             return
-        context.emit(CodeProposed(**fields, code=code))
+        step.code = code
+        context.emit(step_events.code_proposed(step, fields))
         decision = context.ask(DecisionKind.CODE, {"code": code})
         if decision is not None and decision.outcome is Outcome.REJECT:
-            step.code = code
             step.error = render(self.prompt_templates, "observations.rejected_by_user", reason=decision.reason)
-            context.emit(StepError(**fields, error_type="RejectedByUser", message=decision.reason or "Rejected."))
+            show_step_error(step, "RejectedByUser", decision.reason or "Rejected.", context)
             return
         if decision is not None and decision.outcome is Outcome.EDIT:
-            code = decision.edited
-        step.code = code
+            code = step.code = decision.edited
         context.check_interrupt()
         result = self._execute_code(code, step, context)
         for artifact in result.artifacts:
@@ -160,7 +160,7 @@ class CodeAgent(MultiStepAgent):
                                    has_output=has_output, output=output_text)
         if result.error:
             step.error = result.error
-            context.emit(StepError(**fields, error_type="ExecutionError", message=result.error))
+            show_step_error(step, "ExecutionError", result.error, context)
             return
         if result.is_final_answer:
             step.is_final_answer = True
@@ -177,8 +177,9 @@ class CodeAgent(MultiStepAgent):
 
         def stream_log(text: str) -> None:
             streamed.append(text)
-            context.emit(ExecutionLog(**fields, text=text))
+            context.emit(step_events.execution_log(text, fields))
 
+        context.log_position = lambda: sum(map(len, streamed))  # where a tool call falls in the logs
         started = time.perf_counter()
         result = sandbox.run(code, on_log=stream_log, cancel=context.interrupt_flag,
                              tools=self.runner.as_callables(context))
@@ -187,7 +188,7 @@ class CodeAgent(MultiStepAgent):
         already_sent = "".join(streamed)
         rest = step.logs[len(already_sent):] if step.logs.startswith(already_sent) else step.logs
         if rest:
-            context.emit(ExecutionLog(**fields, text=rest))
+            context.emit(step_events.execution_log(rest, fields))
         return result
 
     def _screen_execution(self, step: ActionStep, output_text: str, context: RunContext) -> tuple[str, str]:
@@ -204,15 +205,11 @@ class CodeAgent(MultiStepAgent):
 
     def _emit_artifact(self, artifact: Any, step: ActionStep, context: RunContext) -> None:
         relative = str(getattr(artifact, "path", artifact))
-        absolute = Path(relative) if os.path.isabs(relative) else self.workdir / relative
         if os.path.isabs(relative):
             relative = os.path.relpath(relative, self.workdir)
-        kind = getattr(artifact, "kind", None) or ("image" if absolute.suffix.lower() in
-                                                    (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp") else "file")
-        size = getattr(artifact, "size", None)
         step.artifacts.append(relative)
-        context.emit(ArtifactCreated(**context.event_fields(), path=str(absolute), relative_path=relative,
-                                     artifact_kind=kind, size_bytes=int(size or 0)))
+        step.artifact_sizes.append(int(getattr(artifact, "size", None) or 0))
+        context.emit(step_events.artifact_created(step, len(step.artifacts) - 1, self.workdir, context.event_fields()))
 
 
 def _shorten(text: str, limit: int = MAX_OBSERVATION_OUTPUT_CHARS) -> str:

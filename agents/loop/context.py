@@ -16,6 +16,11 @@ from agents.decisions import Decision, DecisionBroker, DecisionKind
 from agents.errors import AgentInterrupted
 from agents.events import Event
 from agents.models.base import ToolCall
+from agents.step_events import ToolCallRecord
+
+
+def _nothing_printed() -> int:
+    return 0
 
 
 @dataclass
@@ -32,6 +37,11 @@ class RunContext:
     #: The current step's successful tool calls, and the injection findings in their output by call id.
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_findings: dict[str, list] = field(default_factory=dict)
+    #: Every tool call of the current step as it went (failed ones too): the step keeps them (`call_records`).
+    call_records: list[ToolCallRecord] = field(default_factory=list)
+    #: How much the current step's code has printed so far (a CodeAgent sets it while its code runs): where a
+    #: tool call falls in the step's logs.
+    log_position: Callable[[], int] = _nothing_printed
     #: The first prompt message this run added (its history, else its task): where it begins in the prompt.
     first_message: dict | None = None
 
@@ -52,10 +62,17 @@ class RunContext:
         self.step = number
         self.tool_calls = []
         self.tool_findings = {}
+        self.call_records = []
+        self.log_position = _nothing_printed
 
     def take_decisions(self) -> list[dict]:
         taken, self.decisions = self.decisions, []
         return taken
+
+    def take_call_records(self) -> list[dict[str, Any]]:
+        """The current step's tool calls as plain records, for the step (its `call_records`)."""
+        taken, self.call_records = self.call_records, []
+        return [record.as_dict() for record in taken]
 
     def event_fields(self) -> dict:
         """The fields every event of this run carries."""

@@ -1,34 +1,25 @@
 """StepRunner: one run of an agent, step by step. It owns the run's state (the RunContext, where the run's
 steps start in memory, when it started, the step count) and the mechanics of each step: calling the model
 with streaming, planning, acting, final-answer checks, compaction, the max-steps answer.
+A step's events are made from its record by agents/step_events.py, the mapping a reopened chat replays.
 
 Composition, not a mixin: the agent (agents/loop/base.py) builds one per run and hands it itself, seen
 through `StepAgent`, the narrow view below; what a run needs travels in its RunContext, passed explicitly.
 """
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from agents import step_events
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentDeckError, AgentInterrupted, RunBudgetExceededError
-from agents.events import (
-    FinalAnswer,
-    MemoryCompacted,
-    ModelOutput,
-    ModelRetrying,
-    ModelTextDelta,
-    Observation,
-    PlanProposed,
-    RunFinished,
-    RunStarted,
-    StepError,
-    StepFinished,
-    StepStarted,
-)
+from agents.events import ModelRetrying, ModelTextDelta
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
+from agents.loop.edits import apply_edits, edit_notes
 from agents.loop.model_reader import ModelStreamReader
 from agents.loop.result import RunResult, RunState
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, PlanningStep, SummaryStep, TaskStep
@@ -84,13 +75,15 @@ class StepRunner:
         those (the result says what happened, with the exception that ended it)."""
         agent, run = self.agent, self.run
         message = task_message or {"role": "user", "content": render(agent.prompt_templates, "task", task=task)}
-        agent.memory.add_step(TaskStep(task=task, run_id=run.run_id, messages=[message]))
-        run.emit(RunStarted(**run.event_fields(), task=task, agent_name=agent.name or type(agent).__name__,
-                            model_id=getattr(agent.model, "model_id", "model"), max_steps=agent.max_steps))
-        state, output, error = RunState.SUCCESS, None, None
+        task_step = TaskStep(task=task, run_id=run.run_id, agent_name=agent.name or type(agent).__name__,
+                             model_id=getattr(agent.model, "model_id", "model"), max_steps=agent.max_steps,
+                             steps_before=self.last_step_number, messages=[message])
+        agent.memory.add_step(task_step)
+        run.emit(step_events.run_started(task_step, run.event_fields()))
+        state, final, error = RunState.SUCCESS, None, None
         exception: BaseException | None = None
         try:
-            output, state = self._steps(task)
+            final, state = self._steps(task)
         except AgentInterrupted:
             state = RunState.INTERRUPTED
         except (AgentDeckError, OSError) as exc:
@@ -98,17 +91,20 @@ class StepRunner:
         except Exception as exc:  # unexpected: keep the app alive and report it
             state, error, exception = RunState.ERROR, f"Internal error: {type(exc).__name__}: {exc}", exc
         steps = agent.memory.steps[self.first_step_index:]
-        usage = sum((getattr(s, "token_usage", TokenUsage()) for s in steps), TokenUsage())
-        if state in (RunState.SUCCESS, RunState.MAX_STEPS):
-            agent.memory.add_step(FinalAnswerStep(output=output, run_id=run.run_id))
-            run.emit(FinalAnswer(**run.event_fields(), value=output))
-        duration = time.perf_counter() - self.started
-        run.emit(RunFinished(**run.event_fields(), state=state.value, output=output, duration_s=duration,
-                             token_usage=usage, steps=sum(1 for s in steps if s.step_type == "action"), error=error))
-        return RunResult(output=output, state=state, run_id=run.run_id, steps=list(steps),
-                         token_usage=usage, duration_s=duration, error=error, exception=exception)
+        task_step.state, task_step.end_step, task_step.error = state.value, run.step, error
+        task_step.duration_s = time.perf_counter() - self.started
+        fields = run.event_fields()
+        if final is not None:
+            agent.memory.add_step(final)
+            run.emit(step_events.final_answer(final, fields))
+        finished = step_events.run_finished(task_step, steps, final, fields)
+        run.emit(finished)
+        return RunResult(output=finished.output, state=state, run_id=run.run_id, steps=list(steps),
+                         token_usage=finished.token_usage, duration_s=finished.duration_s, error=error,
+                         exception=exception)
 
-    def _steps(self, task: str) -> tuple[Any, RunState]:
+    def _steps(self, task: str) -> tuple[FinalAnswerStep, RunState]:
+        """The steps of a run; returns its answer step (not yet in memory) and how the run ended."""
         agent, run = self.agent, self.run
         for steps_done in range(agent.max_steps):
             run.check_interrupt()
@@ -118,7 +114,7 @@ class StepRunner:
                 self.planning_step(task, is_update=steps_done > 0, remaining_steps=agent.max_steps - steps_done)
             finished, output = self.action_step()
             if finished:
-                return output, RunState.SUCCESS
+                return FinalAnswerStep(output=output, run_id=run.run_id), RunState.SUCCESS
             self._check_token_budget()
         return self.answer_after_max_steps(task), RunState.MAX_STEPS
 
@@ -136,7 +132,8 @@ class StepRunner:
     # -- the model -----------------------------------------------------------------------------------
     def call_model(self, messages: list[Message], stop_sequences: list[str] | None = None,
                    tools: list[dict] | None = None, **options: Any) -> tuple[ModelReply, float]:
-        """Stream the model's reply as text deltas; return the assembled reply and the time it took.
+        """Stream the model's reply as text deltas; return the assembled reply and the time it took (the
+        caller records both in its step and emits the step's ModelOutput).
 
         The reply is read in a helper thread (agents/loop/model_reader.py) so that Stop takes effect
         within a fraction of a second even when the provider stalls or asks to wait before a retry.
@@ -168,9 +165,7 @@ class StepRunner:
             reader.close()
         if reply is None:
             reply = ModelReply(content="".join(pieces))
-        duration = time.perf_counter() - started
-        run.emit(ModelOutput(**fields, text=reply.content, token_usage=reply.token_usage, duration_s=duration))
-        return reply, duration
+        return reply, time.perf_counter() - started
 
     def _reply_options(self) -> dict[str, Any]:
         """Per-call options from the prompt file, for adapters that can continue a reply (local models); others
@@ -196,22 +191,22 @@ class StepRunner:
         agent, run = self.agent, self.run
         done = agent.compactor.maybe_compact(agent.memory, agent.model, agent.prompt_templates, self._review_summary)
         if done is not None:
-            run.emit(MemoryCompacted(**run.event_fields(), tokens_before=done.step.tokens_before,
-                                     tokens_after=done.step.tokens_after, steps_folded=done.steps_folded,
-                                     budget=done.budget, summary_source=done.step.source))
+            run.emit(step_events.memory_compacted(done.step, run.event_fields()))
 
     def _review_summary(self, step: SummaryStep) -> bool:
-        """The compactor's review: Stop wins; then any step callback returning exactly False vetoes."""
+        """The compactor's review: Stop wins; then any step callback returning exactly False vetoes. The summary
+        is stamped with the run and the step it was made in first (a reopened chat shows it there)."""
         self.run.check_interrupt()
+        step.run_id, step.step_number = self.run.run_id, self.run.step
         return not any(vote is False for vote in self.agent.step_callbacks.fire(step, self.agent))
 
     # -- planning ------------------------------------------------------------------------------------
     def planning_step(self, task: str, is_update: bool, remaining_steps: int) -> PlanningStep:
         agent, run = self.agent, self.run
         fields = run.event_fields()
-        run.emit(StepStarted(**fields, step_type="planning"))
         step = PlanningStep(step_number=run.step, is_update=is_update)
         step.timing.start_time = time.time()
+        run.emit(step_events.step_started(step, fields))
         templates = agent.prompt_templates
         if is_update:
             self.compact()
@@ -222,10 +217,11 @@ class StepRunner:
         else:
             messages = [{"role": "user", "content": render(templates, "planning.initial_plan", task=task,
                                                            **agent.prompt_variables())}]
-        reply, _ = self.call_model(messages, stop_sequences=[_END_PLAN])
-        plan = reply.content.replace(_END_PLAN, "").strip()
+        reply, step.model_duration_s = self.call_model(messages, stop_sequences=[_END_PLAN])
         step.model_output, step.token_usage = reply.content, reply.token_usage
-        run.emit(PlanProposed(**fields, plan=plan, is_update=is_update))
+        run.emit(step_events.model_output(step, fields))
+        plan = step.plan = reply.content.replace(_END_PLAN, "").strip()
+        run.emit(step_events.plan_proposed(step, fields))
         decision = run.ask(DecisionKind.PLAN, {"plan": plan})
         plan_text = render(templates, "planning.plan_message", plan=plan)
         step.decisions = run.take_decisions()
@@ -236,22 +232,23 @@ class StepRunner:
             elif decision.outcome is Outcome.REJECT:
                 plan_text += "\n\n" + render(templates, "observations.rejected_by_user", reason=decision.reason)
         step.plan = plan
-        step.messages = [{"role": "assistant", "content": plan_text},
-                         {"role": "user", "content": render(templates, "planning.proceed")}]
+        proceed = render(templates, "planning.proceed")
+        if step.edited_by_user:  # the model is told the plan it follows is the person's version
+            proceed = render(templates, "planning.plan_edited_by_user") + "\n" + proceed
+        step.messages = [{"role": "assistant", "content": plan_text}, {"role": "user", "content": proceed}]
         step.timing.end_time = time.time()
         agent.memory.add_step(step)
         agent.step_callbacks.fire(step, agent)
-        run.emit(StepFinished(**fields, step_type="planning", duration_s=step.timing.duration_s,
-                              token_usage=step.token_usage))
+        run.emit(step_events.step_finished(step, fields))
         return step
 
     # -- acting --------------------------------------------------------------------------------------
     def action_step(self) -> tuple[bool, Any]:
         agent, run = self.agent, self.run
         fields = run.event_fields()
-        run.emit(StepStarted(**fields, step_type="action"))
         step = ActionStep(step_number=run.step, run_id=run.run_id)
         step.timing.start_time = time.time()
+        run.emit(step_events.step_started(step, fields))
         self.compact()  # before reading the prompt: compaction swaps it
         messages = agent.prompt_for_step(run)
         step.model_input_messages = PromptSnapshot(messages)
@@ -261,6 +258,7 @@ class StepRunner:
                 **self._reply_options(),
             )
             step.model_output, step.token_usage = reply.content, reply.token_usage
+            run.emit(step_events.model_output(step, fields))
             agent.act(step, reply, run)
             if step.is_final_answer:
                 self._check_final_answer(step)
@@ -273,25 +271,39 @@ class StepRunner:
         finally:
             step.timing.end_time = time.time()
             step.decisions = run.take_decisions()
-            step.messages = self._step_messages(step)
-            run.emit(Observation(**fields, text=step.messages[-1]["content"]))
+            step.call_records = run.take_call_records()
+            reply = self._reply_as_written(step)  # before the person's edits set the calls' arguments to what ran
+            apply_edits(step)
+            step.messages = self._step_messages(step, reply)
+            seen = step_events.observation(step, fields)
+            if seen is not None:
+                run.emit(seen)
             agent.memory.add_step(step)
             agent.step_callbacks.fire(step, agent)
-            run.emit(StepFinished(**fields, step_type="action", duration_s=step.timing.duration_s,
-                                  token_usage=step.token_usage))
+            run.emit(step_events.step_finished(step, fields))
         return step.is_final_answer, step.action_output
 
-    def _step_messages(self, step: ActionStep) -> list[Message]:
-        """The messages this step adds to the prompt: the model's reply, then what came of it."""
+    @staticmethod
+    def _reply_as_written(step: ActionStep) -> str:
+        """The model's reply as it wrote it. Native tool calls are not in the reply's text: they are written
+        after it, so the model sees them next."""
+        if not step.native_tool_calls:
+            return step.model_output
+        calls = json.dumps([{"name": c.name, "arguments": c.arguments} for c in step.tool_calls], default=str)
+        return (step.model_output + "\n" if step.model_output else "") + "Calling tools:\n" + calls
+
+    def _step_messages(self, step: ActionStep, reply: str) -> list[Message]:
+        """The messages this step adds to the prompt: the model's reply as it wrote it, then what came of it
+        (first what a person changed before it ran, agents/loop/edits.py)."""
         templates = self.agent.prompt_templates
-        messages: list[Message] = [{"role": "assistant", "content": step.model_output}]
+        messages: list[Message] = [{"role": "assistant", "content": reply}]
         if step.error:
             text = render(templates, "observations.error", error=step.error)
             if step.observations:
                 text = render(templates, "observations.observation", observation=step.observations) + "\n" + text
         else:
             text = render(templates, "observations.observation", observation=step.observations)
-        messages.append({"role": "user", "content": text})
+        messages.append({"role": "user", "content": "\n\n".join([*edit_notes(templates, step), text])})
         return messages
 
     def _check_final_answer(self, step: ActionStep) -> None:
@@ -306,20 +318,33 @@ class StepRunner:
             if not passed:
                 step.is_final_answer = False
                 step.error = render(self.agent.prompt_templates, "observations.final_answer_rejected", reason=reason)
-                self.run.emit(StepError(**self.run.event_fields(), error_type="FinalAnswerCheckFailed",
-                                        message=reason))
+                show_step_error(step, "FinalAnswerCheckFailed", reason, self.run)
                 return
 
-    def answer_after_max_steps(self, task: str) -> Any:
-        """One last model call asking for the best answer from what the memory holds."""
+    def answer_after_max_steps(self, task: str) -> FinalAnswerStep:
+        """One last model call asking for the best answer from what the memory holds: the run's answer step."""
         agent, run = self.agent, self.run
         templates = agent.prompt_templates
+        fields = run.event_fields()
+        final = FinalAnswerStep(run_id=run.run_id)
+        final.guess_timing.start_time = time.time()
+        run.emit(step_events.guess_started(final, fields))
         self.compact()
         messages = ([{"role": "system", "content": render(templates, "final_answer.pre_messages")}]
                     + agent.memory.conversation
                     + [{"role": "user", "content": render(templates, "final_answer.post_messages", task=task)}])
-        run.emit(StepStarted(**run.event_fields(), step_type="final"))
-        reply, duration = self.call_model(messages)
-        run.emit(StepFinished(**run.event_fields(), step_type="final", duration_s=duration,
-                              token_usage=reply.token_usage))
-        return reply.content
+        reply, _ = self.call_model(messages)
+        final.guess_timing.end_time = time.time()
+        final.output, final.guess_usage = reply.content, reply.token_usage
+        run.emit(step_events.guess_output(final, fields))
+        run.emit(step_events.guess_finished(final, fields))
+        return final
+
+
+def show_step_error(step: ActionStep, error_type: str, message: str, run: RunContext) -> None:
+    """Record the error the person is shown for `step` (`step.error` is what the model is told) and emit it;
+    the agents' `act` calls this for the errors they find (no code, a rejection, a failed run)."""
+    step.error_type, step.error_message = error_type, "" if message == step.error else message
+    event = step_events.step_error(step, run.event_fields())
+    if event is not None:
+        run.emit(event)

@@ -1,16 +1,15 @@
 """ToolCallingAgent: the model acts with tool calls, native where the adapter supports them, else JSON in text."""
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agents.decisions import Rejected
 from agents.errors import ToolError
-from agents.events import StepError
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
 from agents.loop.parsing import parse_tool_calls
+from agents.loop.step_runner import show_step_error
 from agents.loop.tool_runner import fenced_output
 from agents.memory import ActionStep
 from agents.models.base import ModelReply, ToolCall
@@ -40,15 +39,12 @@ class ToolCallingAgent(MultiStepAgent):
         calls = list(reply.tool_calls) or parse_tool_calls(reply.content)
         if not calls:
             step.error = render(self.prompt_templates, "parse_error")
-            context.emit(StepError(**context.event_fields(), error_type="ParsingError",
-                                   message="The reply held no tool call."))
+            show_step_error(step, "ParsingError", "The reply held no tool call.", context)
             return
         for index, call in enumerate(calls):
             call.id = call.id or f"call_{context.step}_{index}"
         step.tool_calls = calls
-        if reply.tool_calls:  # keep native calls visible in the transcript the model sees next
-            step.model_output = (reply.content + "\n" if reply.content else "") + "Calling tools:\n" + json.dumps(
-                [{"name": c.name, "arguments": c.arguments} for c in calls], default=str)
+        step.native_tool_calls = bool(reply.tool_calls)
         results = self._run_calls(calls, context)
         lines: list[str] = []
         errors: list[str] = []

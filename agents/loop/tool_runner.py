@@ -6,12 +6,14 @@ RunContext), and tools that need the run (`ask_user`, managed agents) get it as 
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
+from agents import step_events
 from agents.decisions import DecisionKind, Outcome, Rejected
 from agents.errors import ToolError
-from agents.events import InjectionFlagged, ToolCallProposed, ToolCallResult, new_id
+from agents.events import new_id
 from agents.guard import detect_injection, fence, warning_line
 from agents.loop.context import RunContext
 from agents.models.base import ToolCall
@@ -35,54 +37,54 @@ class ToolRunner:
         if tool is None:
             raise ToolError(f"Unknown tool {name!r}. Available tools: {', '.join(sorted(self.tools)) or 'none'}.")
         call_id = call_id or new_id()
-        fields = run.event_fields()
         try:
             # Name positional arguments (`lookup('a')` from code) so that what a person sees, edits and
             # approves is always `{input_name: value}`; bad arguments fail here, before anyone is asked.
             shown_arguments = tool.bind_arguments(positional, arguments)
         except ToolError as exc:
             raw = {"args": list(positional), **arguments} if positional else dict(arguments)
-            run.emit(ToolCallProposed(**fields, call_id=call_id, tool_name=name, arguments=raw))
-            run.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=str(exc), is_error=True))
+            _finish(_start(name, call_id, raw, run), str(exc), run, is_error=True)
             raise
         arguments = shown_arguments
-        run.emit(ToolCallProposed(**fields, call_id=call_id, tool_name=name, arguments=shown_arguments))
+        record = _start(name, call_id, shown_arguments, run)
         decision = run.ask(
             DecisionKind.TOOL_CALL, {"tool_name": name, "arguments": shown_arguments, "call_id": call_id},
             tool_name=name, tool_flagged=tool.requires_approval,
         )
         if decision is not None and decision.outcome is Outcome.REJECT:
-            run.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name,
-                                        output=f"Rejected by the user: {decision.reason}", is_error=True))
+            _finish(record, f"Rejected by the user: {decision.reason}", run, is_error=True)
             raise Rejected(f"The user rejected the call to {name}: {decision.reason or 'no reason given'}")
         if decision is not None and decision.outcome is Outcome.EDIT:
             arguments = dict(decision.edited)
         try:
             output = tool.invoke(arguments, ToolContext(call_id=call_id, run=run))
         except (ToolError, Rejected) as exc:
-            run.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=str(exc), is_error=True))
+            _finish(record, str(exc), run, is_error=True)
             raise
         except Exception as exc:
             message = f"Tool {name!r} failed: {type(exc).__name__}: {exc}"
-            run.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=message, is_error=True))
+            _finish(record, message, run, is_error=True)
             raise ToolError(message) from exc
         text = str(output)
-        self._record(name, call_id, arguments, text, run)
+        self._record(record, arguments, text, run)
         if len(text) > MAX_EVENT_OUTPUT_CHARS:
             text = text[:MAX_EVENT_OUTPUT_CHARS] + f"... [{len(text) - MAX_EVENT_OUTPUT_CHARS} more characters]"
-        run.emit(ToolCallResult(**fields, call_id=call_id, tool_name=name, output=text))
+        _finish(record, text, run)
         return output
 
     # -- what the calls of a step brought in (guard against prompt injection, agents/guard.py) --------
-    def _record(self, name: str, call_id: str, arguments: dict[str, Any], text: str, run: RunContext) -> None:
+    def _record(self, record: step_events.ToolCallRecord, arguments: dict[str, Any], text: str,
+                run: RunContext) -> None:
         """Remember a successful call in the run's step and screen its output; flagged output emits InjectionFlagged."""
+        name, call_id = record.name, record.call_id
         run.tool_calls.append(ToolCall(name=name, arguments=dict(arguments), id=call_id))
         if name in UNSCREENED_TOOLS:
             return
         findings = detect_injection(text)
         if findings:
             run.tool_findings[call_id] = findings
-            run.emit(InjectionFlagged(**run.event_fields(), source=f"tool:{name}", excerpt=findings[0].excerpt))
+            record.flagged = findings[0].excerpt
+            run.emit(step_events.injection_flagged(record, run.event_fields()))
 
     def as_callables(self, run: RunContext | None) -> dict[str, Callable[..., Any]]:
         """Plain callables for the sandbox, each forwarding a call from code to `call` in `run`. With no run
@@ -95,6 +97,20 @@ class ToolRunner:
             proxy.__name__ = name
             return proxy
         return {name: make(name) for name in self.tools}
+
+
+# -- a call's record: its events are made from it (agents/step_events.py), the run's step keeps it -----------
+def _start(name: str, call_id: str, arguments: dict[str, Any], run: RunContext) -> step_events.ToolCallRecord:
+    record = step_events.ToolCallRecord(call_id=call_id, name=name, arguments=arguments,
+                                        log_offset=run.log_position())
+    run.call_records.append(record)
+    run.emit(step_events.tool_call_proposed(record, run.event_fields()))
+    return record
+
+
+def _finish(record: step_events.ToolCallRecord, output: str, run: RunContext, is_error: bool = False) -> None:
+    record.output, record.is_error, record.ended_at, record.finished = output, is_error, time.time(), True
+    run.emit(step_events.tool_call_result(record, run.event_fields()))
 
 
 def fenced_output(name: str, call_id: str, output: Any, run: RunContext) -> str:

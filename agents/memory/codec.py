@@ -18,6 +18,9 @@ from agents.models.base import TokenUsage, ToolCall
 
 MAX_REPR_CHARS = 100_000
 VALUE_FIELDS = {"action_output", "output"}
+#: Lists of plain records (dicts of JSON values): decisions made in a step, tool calls as they went.
+RECORD_FIELDS = {"decisions", "call_records"}
+OPTIONAL_TEXT = {"code", "error", "error_type"}
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
@@ -111,7 +114,7 @@ def step_to_dict(step: MemoryStep) -> dict[str, Any]:
         elif key == "tool_calls":
             data[key] = [{"id": c.id, "name": c.name, "arguments": {str(k): encode_value(v) for k, v in c.arguments.items()}}
                          for c in value]
-        elif key == "decisions":
+        elif key in RECORD_FIELDS:
             data[key] = [encode_value(d) for d in value]
         elif key in VALUE_FIELDS:
             data[key] = encode_value(value)
@@ -185,9 +188,9 @@ def step_from_dict(data: Any, index: int = 0) -> MemoryStep:
                 raise field_error(index, "tool_calls must be a list of {id, name, arguments}")
             value = [ToolCall(name=c["name"], id=str(c.get("id", "")),
                               arguments={k: decode_value(v) for k, v in c.get("arguments", {}).items()}) for c in value]
-        elif key == "decisions":
+        elif key in RECORD_FIELDS:
             if not isinstance(value, list):
-                raise field_error(index, "decisions must be a list")
+                raise field_error(index, f"{key} must be a list")
             value = [decode_value(d) for d in value]
         elif key in VALUE_FIELDS:
             value = decode_value(value)
@@ -196,8 +199,8 @@ def step_from_dict(data: Any, index: int = 0) -> MemoryStep:
                 raise field_error(index, f"{key} must be true or false")
         elif isinstance(default, (int, float)):
             value = _number(value, index, key)
-        elif isinstance(default, str) or key in ("code", "error"):
-            if not (isinstance(value, str) or (value is None and key in ("code", "error"))):
+        elif isinstance(default, str) or key in OPTIONAL_TEXT:
+            if not (isinstance(value, str) or (value is None and key in OPTIONAL_TEXT)):
                 raise field_error(index, f"{key} must be a string")
         elif isinstance(default, list):
             if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):

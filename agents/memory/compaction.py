@@ -255,7 +255,8 @@ class Compactor:
                                                           summary_tokens, budget)
         total_folded = previous_count + sum(1 for s in folded_steps if isinstance(s, (ActionStep, PlanningStep)))
         step = SummaryStep(summary=summary_text, folded_steps=total_folded, kept_steps=sorted(kept),
-                           source=source, tokens_before=tokens_before, token_usage=usage)
+                           source=source, tokens_before=tokens_before, token_usage=usage, budget=budget,
+                           newly_folded=len(folded_steps))
         step.messages = [{"role": "user", "content": render(templates, "compaction.summary_message",
                                                             summary=summary_text, folded_steps=total_folded)}]
         if not review(step):

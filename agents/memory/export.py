@@ -28,6 +28,7 @@ from agents.memory.steps import (
 from agents.models.base import message_text
 
 _IMAGE_SUFFIXES = {".png"}
+EDITED_NOTE = "*✏️ Edited by you before it ran: shown as it ran.*"
 
 
 def _answer_text(value: Any) -> str:
@@ -64,7 +65,8 @@ def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
         elif isinstance(step, TaskStep):
             parts.append("## Task\n\n" + seen(step.task))
         elif isinstance(step, PlanningStep):
-            parts.append(f"### Plan (step {step.step_number})\n\n" + seen(step.plan))
+            edited = ", edited by you" if step.edited_by_user else ""
+            parts.append(f"### Plan (step {step.step_number}{edited})\n\n" + seen(step.plan))
         elif isinstance(step, SummaryStep):
             parts.append(f"### Summary of {step.folded_steps} earlier steps (compaction)\n\n" + seen(step.summary))
         elif isinstance(step, ActionStep):
@@ -72,6 +74,8 @@ def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
             thought = step.model_output.split("```")[0].strip() if step.code else step.model_output.strip()
             if thought:
                 section.append(seen(thought))
+            if step.edited_by_user:  # what follows is what ran: the person's version
+                section.append(EDITED_NOTE)
             if step.code:
                 section.append(_fenced(relative_paths(step.code, [workspace]), "python"))
             for call in step.tool_calls if not step.code else ():

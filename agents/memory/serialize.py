@@ -1,6 +1,6 @@
 """Saving and loading an agent's memory as a signed, versioned JSON document (never pickle).
 
-Document (schema_version 1):
+Document (schema_version 2; version 1 had no `error_type` on steps, 0 is the first experiments):
 
     {"format": "agentdeck-memory", "schema_version": 1, "saved_at": "<ISO time>", "metadata": {...},
      "system_prompt": "...", "steps": [{"step_type": "action", "step_number": 1, "messages": [...], ...}, ...]}
@@ -39,7 +39,7 @@ from agents.memory.memory import AgentMemory
 from agents.memory.steps import ActionStep, PromptSnapshot
 
 FORMAT = "agentdeck-memory"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SIGNATURE_ALGORITHM = "HMAC-SHA256"
 SECRET_ENV = "AGENTDECK_SECRET"
 SECRET_FILE_ENV = "AGENTDECK_SECRET_FILE"
@@ -85,8 +85,32 @@ def _migrate_v0(document: dict[str, Any]) -> dict[str, Any]:
     return {**document, "format": FORMAT, "schema_version": 1, "metadata": document.get("metadata", {}), "steps": steps}
 
 
+_V1_REJECTION = "The user rejected this action"
+_V1_REASON = " with this reason: "
+
+
+def _migrate_v1(document: dict[str, Any]) -> dict[str, Any]:
+    """v1 did not record an error's type, only the text the model was told. A step with an error gets the type
+    its reopened chat showed then: the person's rejection (their reason, from the one sentence AgentDeck wrote
+    for it) or a plain "Error". Version 2 records the type as the step happens (agents/step_events.py)."""
+    steps = []
+    for raw in document.get("steps", []):
+        step = dict(raw) if isinstance(raw, dict) else raw
+        if isinstance(step, dict) and step.get("step_type") == "action" and "error_type" not in step \
+                and isinstance(step.get("error"), str) and step["error"].strip():
+            first = step["error"].strip().splitlines()[0]
+            if first.startswith(_V1_REJECTION):
+                reason = first[len(_V1_REJECTION):]
+                reason = reason[len(_V1_REASON):] if reason.startswith(_V1_REASON) else ""
+                step["error_type"], step["error_message"] = "RejectedByUser", reason or "Rejected."
+            else:
+                step["error_type"] = "Error"
+        steps.append(step)
+    return {**document, "schema_version": 2, "steps": steps}
+
+
 #: schema_version -> function turning a document of that version into the next version.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _migrate_v0}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _migrate_v0, 1: _migrate_v1}
 
 
 def migrate(document: dict[str, Any]) -> dict[str, Any]:

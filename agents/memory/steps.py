@@ -38,8 +38,19 @@ class HistoryStep(MemoryStep):
 
 @dataclass
 class TaskStep(MemoryStep):
+    """A run's task, and what its start and end events said (agents/step_events.py replays them)."""
     task: str = ""
     run_id: str = ""
+    agent_name: str = ""
+    model_id: str = ""
+    max_steps: int = 0
+    steps_before: int = 0  # the agent's step count when the run started (numbering goes on across runs)
+    #: Filled when the run ends: its RunState value ("" if it never ended, e.g. the server stopped), the step
+    #: count then, its wall time and its error.
+    state: str = ""
+    end_step: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
 
     def __post_init__(self) -> None:
         self.step_type = "task"
@@ -65,6 +76,7 @@ class PlanningStep(MemoryStep):
     decisions: list[dict[str, Any]] = field(default_factory=list)
     token_usage: TokenUsage = field(default_factory=TokenUsage)
     timing: Timing = field(default_factory=Timing)
+    model_duration_s: float = 0.0
 
     def __post_init__(self) -> None:
         self.step_type = "planning"
@@ -112,15 +124,27 @@ class ActionStep(MemoryStep):
     tool_calls: list[ToolCall] = field(default_factory=list)
     observations: str = ""
     logs: str = ""
+    #: What the model is told went wrong; `error_type` and `error_message` are what the person was shown
+    #: (a StepError event): set only when one was, `error_message` "" when it is `error` itself.
     error: str | None = None
+    error_type: str | None = None
+    error_message: str = ""
     artifacts: list[str] = field(default_factory=list)  # workspace-relative paths
+    artifact_sizes: list[int] = field(default_factory=list)  # bytes, by position in `artifacts`
+    #: Every tool call of the step as it went (agents/step_events.py: ToolCallRecord fields), failed ones too.
+    call_records: list[dict[str, Any]] = field(default_factory=list)
+    native_tool_calls: bool = False  # the model called tools natively (not as JSON in its text)
     action_output: Any = None
     is_final_answer: bool = False
     token_usage: TokenUsage = field(default_factory=TokenUsage)
     timing: Timing = field(default_factory=Timing)
     model_duration_s: float = 0.0
     execution_duration_s: float = 0.0
+    #: The person's decisions in this step (agents.decisions.DecisionRecord as dicts), edits with both versions.
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    #: A person edited the code or a tool call's arguments before it ran: `code`/`tool_calls` hold what ran,
+    #: `model_output` what the model wrote.
+    edited_by_user: bool = False
 
     def __post_init__(self) -> None:
         self.step_type = "action"
@@ -130,6 +154,9 @@ class ActionStep(MemoryStep):
 class FinalAnswerStep(MemoryStep):
     output: Any = None
     run_id: str = ""
+    #: After max steps, `output` is the model's best guess from one last call: its timing and token usage.
+    guess_timing: Timing = field(default_factory=Timing)
+    guess_usage: TokenUsage = field(default_factory=TokenUsage)
 
     def __post_init__(self) -> None:
         self.step_type = "final_answer"
@@ -146,6 +173,10 @@ class SummaryStep(MemoryStep):
     tokens_before: int = 0
     tokens_after: int = 0
     token_usage: TokenUsage = field(default_factory=TokenUsage)  # the summary call's usage (not an action step)
+    run_id: str = ""
+    step_number: int = 0  # the step that was starting when the memory was compacted
+    budget: int = 0
+    newly_folded: int = 0  # steps this compaction took out of the prompt (`folded_steps` counts all so far)
 
     def __post_init__(self) -> None:
         self.step_type = "summary"

@@ -29,7 +29,9 @@ class Tool:
 
     `inputs` maps each argument name to `{"type": <TOOL_TYPES key>, "description": str}` and optionally
     `"nullable": True` (the argument may be omitted or None) and `"enum": [...]`.
-    Set `requires_approval = True` for tools that write or send something: approval policies use it.
+    Set `requires_approval = True` for tools that write or send something, or reach outside the app (the web,
+    files outside the workspace, a downloaded model), and say why in `approval_reason`: the approval mode
+    "approve_tools" pauses before their calls and the UI lists them with that reason.
     Set `takes_context = True` for tools that need the run they are called in (to ask the person, to start a
     sub-run): `forward` then receives `context=ToolContext(...)` from the tool runner (agents/tooling/context.py).
     """
@@ -40,6 +42,7 @@ class Tool:
     output_type: ClassVar[str] = "any"
     requires_approval: ClassVar[bool] = False
     takes_context: ClassVar[bool] = False
+    approval_reason: ClassVar[str] = ""  # what a call does outside, shown where the approval mode is chosen
 
     def __init__(self) -> None:
         self.validate_definition()

@@ -31,6 +31,19 @@ def test_quiet_is_silent_normal_shows_steps_debug_shows_stream():
     assert '"final_answer"' in debug
 
 
+def test_decisions_are_printed_with_the_edit_or_the_reason():
+    from agents.decisions import Decision, ScriptedDecider
+
+    buffer = io.StringIO()
+    renderer = ConsoleRenderer(1, console=Console(file=buffer, width=100, color_system=None))
+    agent = ToolCallingAgent(tools=[], model=ReplayModel(["plan<end_plan>", call("final_answer", answer=1)]),
+                             planning_interval=3, approval_policy="review_plans", verbosity=0,
+                             decider=ScriptedDecider([Decision.edit("my plan")]))
+    for event in agent.run("t", stream=True):
+        renderer.handle(event)
+    assert "You edited the plan: your version runs, and the agent is told." in buffer.getvalue()
+
+
 def test_non_streamed_run_prints_only_when_verbose(capsys):
     ToolCallingAgent(tools=[], model=ReplayModel([call("final_answer", answer=1)]), verbosity=0).run("t")
     assert capsys.readouterr().out == ""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -246,3 +247,22 @@ def test_secret_file_created_by_racing_processes_is_never_read_half_written(tmp_
     assert len(secrets) == 1 and len(secrets.pop()) == 64
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert [p.name for p in tmp_path.iterdir()] == ["secret"]  # no temp files left behind
+
+
+V1_DOCUMENT = Path(__file__).parent / "data" / "memory_v1.json"  # saved by AgentDeck before schema 2
+
+
+def test_a_v1_memory_gets_the_error_types_its_chat_showed(tmp_path, secret):
+    """v1 recorded an error's text only: a rejection keeps the person's reason, other errors are plain errors."""
+    document = json.loads(V1_DOCUMENT.read_text(encoding="utf-8"))
+    assert document["schema_version"] == 1 and "error_type" not in json.dumps(document)
+    _write_signed(tmp_path / "v1.json", document, secret)
+    memory = load_memory(tmp_path / "v1.json", secret=secret)
+    steps = list(memory.action_steps())
+    assert [(s.error_type, s.error_message) for s in steps] == [
+        (None, ""), ("Error", ""), ("RejectedByUser", "keep the files"), (None, "")]
+    assert steps[1].error.startswith("Traceback") and memory.steps[-1].output == "total is 6"
+    save_memory(memory, tmp_path / "v2.json", secret=secret)  # saved again: the current version, types kept
+    again = load_memory(tmp_path / "v2.json", secret=secret)
+    assert [s.error_type for s in again.action_steps()] == [None, "Error", "RejectedByUser", None]
+    assert json.loads((tmp_path / "v2.json").read_text())["document"]["schema_version"] == SCHEMA_VERSION == 2

@@ -206,7 +206,7 @@ def test_a_reopened_chat_shows_a_rejection_as_the_persons_reason(tmp_path: Path)
     memory.add_step(TaskStep(task="Clean up", run_id="r1"))
     rejected = render(load_prompt_templates("code_agent"), "observations.rejected_by_user", reason="keep the raw data")
     memory.add_step(ActionStep(step_number=1, run_id="r1", model_output="Thought: delete.", code="import os",
-                               error=rejected))
+                               error=rejected, error_type="RejectedByUser", error_message="keep the raw data"))
     transcript = Transcript(str(tmp_path))
     replay_memory(transcript, memory, [], tmp_path)
     text = chat_text(transcript.messages())

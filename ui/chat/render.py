@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agents import events as ev
+from agents.guard import detect_injection
 from ui.chat.file_links import FileLinker
 from ui.chat.formatting import (
     IMAGE_EXTENSIONS,
@@ -26,18 +27,18 @@ from ui.chat.formatting import (
     scrub_server_paths,
     thought_without_code,
 )
+from ui.chat.render_decisions import WAITING_MARK, DecisionRendering
 from ui.chat.status_line import status_line
 from ui.chat.step_output import CallOutcome, StepRecord, error_line, step_preview
-from ui.chat.tree import ChatTree, Node
+from ui.chat.tree import Node
 
-WAITING_MARK = " · ✋ waiting for you"
 CONTINUE_HINT = "Send **continue** to let the agent go on from where it stopped (it keeps its steps and variables)"
 LOGS_LABEL = "📜 *Output*\n\n"
 NO_ANSWER_GUESS = ("⏱️ **Not a final answer**: the agent ran out of steps. Asked for its best guess from the steps "
                    "so far, the model wrote (nothing here was checked by running code):")
 
 
-class Transcript(ChatTree):
+class Transcript(DecisionRendering):
     """The chat of one session, fed with agent events and person-side notes."""
 
     def __init__(self, workdir: str | None = None, publish: Callable[[str], str] | None = None) -> None:
@@ -46,6 +47,7 @@ class Transcript(ChatTree):
         self.step_nodes: dict[tuple[str, str | None, int], Node] = {}
         self.call_nodes: dict[str, Node] = {}
         self.decision_nodes: dict[str, Node] = {}
+        self.requests: dict[str, ev.DecisionRequested] = {}  # by request id: what each decision was about
         self.files: list[dict[str, Any]] = []  # non-image artifacts: {"path", "relative_path", "size_bytes"}
         self.files_revision = 0  # counts new or changed non-image files (the files panel shows their latest)
         self._raw_logs: dict[str, str] = {}  # logs without a step (node id -> everything printed)
@@ -64,6 +66,24 @@ class Transcript(ChatTree):
         self.finished: ev.RunFinished | None = None
         self.waiting: str | None = None  # the kind of decision the run waits for
         self.retrying: ev.ModelRetrying | None = None  # the model call waiting to be retried, if any
+
+    # ----- the person's side -----------------------------------------------------------------------
+    def add_message(self, text: str, uploads: list[Any]) -> None:
+        """What the person sent, as a live chat and a reopened one show it: the text and the files, the uploads'
+        previews, and a warning for each upload that tries to give instructions (the agent is warned too)."""
+        good = [r for r in uploads if r.ok]
+        self.add_user(text, [str(r.path) for r in good])
+        self.add_uploads(uploads)
+        for r in good:
+            for finding in detect_injection(r.preview):
+                self.apply(ev.InjectionFlagged(run_id="upload", step=0, source=f"upload:{r.safe_name}",
+                                               excerpt=finding.excerpt))
+
+    def add_answer(self, request_id: str, text: str) -> None:
+        """The person's answer to the agent's question, once (shown when sent, and by its DecisionMade)."""
+        node_id = f"answer:{request_id}"
+        if node_id not in self.by_id and text.strip():
+            self._add(Node(node_id, role="user", parts={"text": text}))
 
     # ----- events ----------------------------------------------------------------------------------
     def _step_node(self, event: ev.Event) -> Node | None:
@@ -263,53 +283,6 @@ class Transcript(ChatTree):
     def _on_memory_compacted(self, e: ev.MemoryCompacted) -> None:
         self.add_note(f"Older steps were summarised: {e.tokens_before:,} → {e.tokens_after:,} tokens "
                       f"({e.steps_folded} steps folded).", title="🗜️ Memory compacted", status="done")
-
-    def _on_decision_requested(self, e: ev.DecisionRequested) -> None:
-        """The run pauses for a person: say what is waiting, and mark the step as waiting for them."""
-        payload = e.payload or {}
-        self.waiting = e.request_kind
-        if e.request_kind == "question":  # a plain assistant message, not a collapsed thought
-            node = Node(f"decision:{e.request_id}", started=e.timestamp, parts={
-                "question": f"❓ **The agent asks:** {payload.get('question', '')}",
-                "hint": "*Type your answer in the message box below.*"})
-        else:
-            if e.request_kind == "plan":
-                title, body = "review the plan", "Edit the plan below the chat if you like, then press **Continue**."
-            elif e.request_kind == "code":
-                title, body = "run this code?", "Approve, edit or reject the code above (in the panel below the chat)."
-            elif e.request_kind == "tool_call":
-                args = json.dumps(payload.get("arguments", {}), indent=2, default=str, ensure_ascii=False)
-                title = f"call {payload.get('tool_name', 'a tool')}?"
-                body = f"The agent wants to call **{payload.get('tool_name', '')}** with:\n\n" + fence(args, "json")
-            else:
-                title = e.request_kind
-                body = fence(json.dumps(payload, indent=2, default=str, ensure_ascii=False), "json")
-            node = Node(f"decision:{e.request_id}", title=f"✋ Waiting for your decision: {title}",
-                        status="pending", parts={"payload": body}, started=e.timestamp)
-        self.decision_nodes[e.request_id] = node
-        self._add(node, parent=self._step_parent(e))
-        step = self._step_node(e)
-        if step is not None and step.title and WAITING_MARK not in step.title:
-            step.title += WAITING_MARK
-
-    def _on_decision_made(self, e: ev.DecisionMade) -> None:
-        self.waiting = None
-        step = self._step_node(e)
-        if step is not None and step.title:
-            step.title = step.title.replace(WAITING_MARK, "")
-        node = self.decision_nodes.get(e.request_id)
-        if node is None:
-            return
-        if e.request_kind == "question":
-            node.parts.pop("hint", None)
-            if e.outcome != "answer":
-                node.parts["hint"] = f"*Not answered{': ' + e.detail if e.detail else '.'}*"
-            return
-        node.status = "done"
-        node.title = f"✋ Decision: {e.outcome}"
-        node.duration = round(max(0.0, e.timestamp - node.started), 2)
-        if e.detail and e.detail != "edited":
-            node.parts["detail"] = f"**Reason:** {e.detail}" if e.outcome == "reject" else e.detail
 
     def _on_step_finished(self, e: ev.StepFinished) -> None:
         node = self._step_node(e)

@@ -4,18 +4,22 @@ updates that show a session's pending decision in them (or hide the panel).
 Kept apart from the handlers (ui/panels/approvals.py) so the layout can build the components and every handler
 renders the panel the same way. Stable element ids: approval-mode, approval-panel, plan-editor,
 plan-continue-btn, plan-reject-reason, plan-reject-btn, approval-card, edit-code, edit-tool-name, edit-args,
-approve-btn, reject-btn, reject-reason, approval-message, question-card.
+approve-btn, reject-btn, reject-reason, approval-message, question-card, approval-mode-covers (what the chosen mode
+pauses for, with the tools it covers).
 """
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
+from agents.decisions import ApprovalPolicy
 from ui.chat.safe_markdown import neutralize
 from ui.session.pending_decisions import normalise_mode
+from ui.settings import select_tools
 
 if TYPE_CHECKING:
     from ui.session.session import Session
@@ -88,6 +92,40 @@ def build_mode_selector(default: str) -> ModeSelector:
                        info=MODE_INFO, interactive=True)
     note = gr.Markdown("", elem_id="approval-mode-note")
     return ModeSelector(mode, note)
+
+
+def mode_coverage(mode: Any, tools: Iterable[Any]) -> str:
+    """What `mode` pauses for, naming the chosen tools it covers (by the policy's own rule) and why each needs
+    approval, or saying that it never pauses when none of them does."""
+    policy = ApprovalPolicy.from_mode(normalise_mode(mode))
+    pauses = [what for what, on in (("after each plan", policy.review_plans),
+                                    ("before each code step", policy.approve_code)) if on]
+    if policy.tool_calls == "none":
+        return f"Pauses {' and '.join(pauses)}." if pauses else ""
+    covered = policy.covered_tools(tools)
+    names = ", ".join(f"**{neutralize(tool.name)}**" + (f" ({neutralize(tool.approval_reason)})"
+                                                         if getattr(tool, "approval_reason", "") else "")
+                      for tool in covered)
+    if not covered:
+        return ("⚠️ None of the chosen tools needs approval, so this mode never pauses for a tool call. "
+                "Choose tools in *Agent settings*, or *Approve everything*.")
+    rest = "" if policy.tool_calls == "all" else " Other tools run without asking."
+    return f"Pauses {', '.join([*pauses, 'before each call to'])} {names}.{rest}"
+
+
+def build_mode_coverage(mode: str, tool_names: Iterable[str]) -> Any:
+    """The line under the mode selector that says what the chosen mode pauses for."""
+    return gr.Markdown(mode_coverage(mode, select_tools(tuple(tool_names))), elem_id="approval-mode-covers")
+
+
+def wire_mode_coverage(mode: Any, tool_names: Any, covers: Any) -> None:
+    """Keep the line current when the mode or the chosen tools change (also when a reopened chat sets them)."""
+    def update(chosen_mode: Any, names: Any) -> str:
+        return mode_coverage(chosen_mode, select_tools(tuple(names or ())))
+
+    for component in (mode, tool_names):
+        component.change(update, inputs=[mode, tool_names], outputs=[covers], api_visibility="private",
+                         concurrency_limit=None, show_progress="hidden")
 
 
 def build_approval_panel() -> ApprovalPanel:

@@ -69,11 +69,11 @@ class ApprovalHandlers:
         if pending is None or (shown_id and pending.request_id != shown_id):
             return as_tuple(view(session, shown_id, "This decision was already made or has expired."))
         try:
-            decision, shown = decide(pending)
+            decision = decide(pending)
         except ValueError as exc:  # a bad edit: say so, keep everything as it is
             return as_tuple(view(session, pending.request_id, f"⚠️ {exc}"))
         try:
-            session.resolve(pending, decision, shown)
+            session.resolve(pending, decision)
         except Exception as exc:  # expired or refused by the agent
             return as_tuple(view(session, shown_id, f"⚠️ {exc}"))
         return as_tuple(view(session, pending.request_id))
@@ -88,8 +88,8 @@ class ApprovalHandlers:
             if not edited.strip():
                 raise ValueError("The plan is empty: write a plan, or restore it by reloading the page.")
             if edited.strip() == original.strip():
-                return Decision.approve(), ""
-            return Decision.edit(edited.strip()), "**Your edited plan:**\n\n" + edited.strip()
+                return Decision.approve()
+            return Decision.edit(edited.strip())
         return self._decide(shown_id, request, decide)
 
     def approve(self, shown_id: str | None, code: str, args_text: str, request: gr.Request) -> tuple:
@@ -101,8 +101,8 @@ class ApprovalHandlers:
                 if not edited.strip():
                     raise ValueError("The code is empty: reject the step instead, or write some code.")
                 if edited.strip() == original.strip():
-                    return Decision.approve(), ""
-                return Decision.edit(edited), "**Your edited code:**\n\n" + fence(edited, "python")
+                    return Decision.approve()
+                return Decision.edit(edited)
             if pending.request_kind == "tool_call":
                 original = pending.payload.get("arguments", {})
                 try:
@@ -114,8 +114,8 @@ class ApprovalHandlers:
                     raise ValueError('The arguments must be a JSON object, like {"name": "value"}. '
                                      "Fix them and approve again; nothing was sent.")
                 if edited == original:
-                    return Decision.approve(), ""
-                return Decision.edit(edited), "**Your edited arguments:**\n\n" + fence(arguments_json(edited), "json")
+                    return Decision.approve()
+                return Decision.edit(edited)
             raise ValueError("There is nothing to approve here.")
         return self._decide(shown_id, request, decide)
 
@@ -124,7 +124,7 @@ class ApprovalHandlers:
         def decide(pending: ev.DecisionRequested):
             if pending.request_kind not in ("code", "tool_call", "plan"):
                 raise ValueError("Answer the question in the message box instead.")
-            return Decision.reject(str(reason or "").strip()), ""
+            return Decision.reject(str(reason or "").strip())
         return self._decide(shown_id, request, decide)
 
     # continue the run -------------------------------------------------------------------------------

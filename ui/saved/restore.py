@@ -6,27 +6,16 @@ mid-conversation: in both cases nothing the person did is lost.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from agents import events as ev
-from agents.guard import unfence
-from agents.memory import (
-    ActionStep,
-    AgentMemory,
-    FinalAnswerStep,
-    HistoryStep,
-    PlanningStep,
-    SummaryStep,
-    TaskStep,
-)
-from agents.models.base import TokenUsage, message_text
-from ui.chat.formatting import IMAGE_EXTENSIONS, clip
+from agents import step_events
+from agents.memory import AgentMemory, HistoryStep, TaskStep
+from agents.models.base import message_text
+from ui.chat.formatting import clip
 from ui.chat.render import Transcript
 from ui.uploads.intake import UploadResult
-
-RESTORED_RUN = "restored"
 
 
 # ----- steps -> chat ---------------------------------------------------------------------------------
@@ -64,92 +53,29 @@ def show_unfinished(transcript: Transcript, turns: list[dict[str, Any]], tasks: 
         transcript.add_note(UNFINISHED_NOTE)
 
 
-def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[str, Any]], workspace: Path) -> list[UploadResult]:
-    """Rebuild a chat from a memory: each step becomes the events a live run emitted for it, applied to
-    `transcript` (so the chat looks as it did, rendered by the same code). Turns with no step in the memory
-    (their run was cut short) are shown where they were sent. Returns the uploads found."""
+def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[str, Any]],
+                  workspace: Path) -> list[UploadResult]:
+    """Rebuild a chat from a memory: each step's events, made by the mapping the live run used
+    (agents/step_events.py), applied to `transcript`, so the chat looks as it did, rendered by the same code.
+    The person's messages come from `turns`; turns with no step in the memory (their run was cut short) are
+    shown where they were sent. Returns the uploads found."""
     turns = [dict(t) for t in turns if isinstance(t, dict)]
     tasks = {step.task for step in memory.steps if isinstance(step, TaskStep)}
     uploads: list[UploadResult] = []
-    run_id, run_steps, run_tokens, run_seconds = RESTORED_RUN, 0, TokenUsage(), 0.0
-
-    def emit(event: ev.Event) -> None:
-        transcript.apply(event)
-
-    for index, step in enumerate(memory.steps):
+    for step, events in step_events.replay(memory.steps, workspace):
         if isinstance(step, HistoryStep):
             lines = [f"**{m.get('role', 'user')}:** {clip(message_text(m), 500)}" for m in step.history]
             transcript.add_note("\n\n".join(lines), title="🕘 Earlier conversation", status="done")
         elif isinstance(step, TaskStep):
-            run_id = step.run_id or f"{RESTORED_RUN}-{index}"
-            run_steps, run_tokens, run_seconds = 0, TokenUsage(), 0.0
             show_unfinished(transcript, turns, tasks, step.task)
             turn = _take_turn(turns, step.task)
             files = uploads_of(turn, workspace)
             uploads += files
-            transcript.add_user(turn.get("text", "") if turn else step.task, [str(r.path) for r in files])
-            transcript.add_uploads(files)
-            emit(ev.RunStarted(run_id=run_id, step=0, task=step.task, agent_name="restored", model_id="", max_steps=0))
-        elif isinstance(step, PlanningStep):
-            fields = dict(run_id=step_run(step, run_id), step=step.step_number)
-            emit(ev.StepStarted(**fields, step_type="planning"))
-            emit(ev.PlanProposed(**fields, plan=step.plan, is_update=step.is_update))
-            emit(ev.StepFinished(**fields, step_type="planning", duration_s=step.timing.duration_s,
-                                 token_usage=step.token_usage))
-        elif isinstance(step, ActionStep):
-            fields = dict(run_id=step_run(step, run_id), step=step.step_number)
-            run_steps += 1
-            run_tokens = run_tokens + step.token_usage
-            run_seconds += step.timing.duration_s
-            emit(ev.StepStarted(**fields, step_type="action"))
-            emit(ev.ModelOutput(**fields, text=step.model_output, token_usage=step.token_usage,
-                                duration_s=step.model_duration_s))
-            if step.code:
-                emit(ev.CodeProposed(**fields, code=step.code))
-            else:
-                for number, call in enumerate(step.tool_calls):
-                    call_id = call.id or f"{fields['run_id']}-{step.step_number}-{number}"
-                    emit(ev.ToolCallProposed(**fields, call_id=call_id, tool_name=call.name,
-                                             arguments=dict(call.arguments or {})))
-                    if len(step.tool_calls) == 1:
-                        emit(ev.ToolCallResult(**fields, call_id=call_id, tool_name=call.name,
-                                               output=unfence(step.observations or "")))
-                if len(step.tool_calls) != 1 and step.observations:
-                    emit(ev.Observation(**fields, text=unfence(step.observations)))
-            if step.logs:
-                emit(ev.ExecutionLog(**fields, text=step.logs))
-            for relative in step.artifacts:
-                path = (workspace / relative)
-                if not path.resolve().is_relative_to(workspace.resolve()) or not path.is_file():  # hostile memory
-                    continue
-                kind = "image" if path.suffix.lower() in IMAGE_EXTENSIONS else "file"
-                emit(ev.ArtifactCreated(**fields, path=str(path), relative_path=relative, artifact_kind=kind,
-                                        size_bytes=path.stat().st_size))
-            if step.error:
-                first = step.error.strip().splitlines()[0] if step.error.strip() else ""
-                match = re.match(r"^(\w+(?:Error|Exception|Interrupt))\b", first)
-                rejected = re.match(r"^The user rejected this action(?: with this reason: (.*))?", first)
-                if rejected:  # the person's decision, shown with its reason as it was live
-                    emit(ev.StepError(**fields, error_type="RejectedByUser", message=(rejected.group(1) or "Rejected.")))
-                else:
-                    emit(ev.StepError(**fields, error_type=match.group(1) if match else "Error", message=step.error))
-            emit(ev.StepFinished(**fields, step_type="action", duration_s=step.timing.duration_s,
-                                 token_usage=step.token_usage))
-        elif isinstance(step, FinalAnswerStep):
-            rid = step.run_id or run_id
-            emit(ev.FinalAnswer(run_id=rid, step=run_steps, value=step.output))
-            emit(ev.RunFinished(run_id=rid, step=run_steps, state="success", output=step.output,
-                                duration_s=run_seconds, token_usage=run_tokens, steps=run_steps))
-        elif isinstance(step, SummaryStep):
-            emit(ev.MemoryCompacted(run_id=run_id, step=0, tokens_before=step.tokens_before,
-                                    tokens_after=step.tokens_after, steps_folded=step.folded_steps,
-                                    summary_source=step.source))
+            transcript.add_message(turn.get("text", "") if turn else step.task, files)
+        for event in events:
+            transcript.apply(event)
     show_unfinished(transcript, turns, tasks, None)
     return uploads
-
-
-def step_run(step: Any, fallback: str) -> str:
-    return getattr(step, "run_id", "") or fallback
 
 
 def rebuild_note(report: Any, restored_steps: int, headline: str = "♻️ **Chat restored.**") -> str:

@@ -98,12 +98,7 @@ class ChatRecord:
             self._uploads.extend(good)
             if good:
                 self._files_version += 1
-            self._transcript.add_user(text, [str(r.path) for r in good])
-            self._transcript.add_uploads(results)
-            for r in good:  # the agent is warned too (ui/uploads.agent_task_text); show the person
-                for finding in detect_injection(r.preview):
-                    self._transcript.apply(ev.InjectionFlagged(run_id="upload", step=0, excerpt=finding.excerpt,
-                                                               source=f"upload:{r.safe_name}"))
+            self._transcript.add_message(text, results)  # the agent is warned of uploads that give instructions too
             return results, earlier
 
     def add_turn(self, task: str, text: str, uploads: list[UploadResult]) -> None:

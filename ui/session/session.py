@@ -314,17 +314,15 @@ class Session:
     def has_pending(self) -> bool:
         return self.pending_request() is not None
 
-    def resolve(self, request: ev.DecisionRequested, decision: Decision, shown: str = "") -> None:
-        """Answer `request`; `shown`: the person's version, noted in the chat. ConfigurationError if it expired."""
+    def resolve(self, request: ev.DecisionRequested, decision: Decision) -> None:
+        """Answer `request`. ConfigurationError if it expired. The chat shows the decision (and an edit) from
+        the run's DecisionMade event, as a reopened chat does (ui/chat/render_decisions.py)."""
         with self.lock:
             run, agent = self._run, self._slot.agent
             if run is None or agent is None or run.answered == request.request_id:
                 raise ConfigurationError("This decision was already made.")  # e.g. two quick clicks
             agent.resolve_decision(request.request_id, decision)
             run.answered = request.request_id
-            node = self._record.transcript.decision_nodes.get(request.request_id)
-            if node is not None and shown:
-                node.parts["edited"] = shown
         self.touch()
 
     def _answer_question(self, text: str) -> bool:
@@ -333,7 +331,7 @@ class Session:
         if request is None or request.request_kind != "question" or not text.strip():
             return False
         with self.lock:
-            self._record.transcript.add_user(text)
+            self._record.transcript.add_answer(request.request_id, text)  # at once; its DecisionMade finds it shown
         self.resolve(request, Decision.reply(text))
         return True
 

@@ -1,0 +1,159 @@
+"""Edits and rejections in a real browser (Debian's Chromium + Playwright): a person edits a plan, code and a tool
+call's arguments and rejects a plan with a reason; the chat shows what ran as the person's version and each
+decision with both versions or its reason, live and again after a reload reopens the saved chat. The line under
+the approval mode selector names the tools the mode pauses for.
+
+One app process and one tab: the tests run in order and read the replay script from start to end.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
+from test_ui_approvals_browser import MAIL_TOOLS, choose_mode, edit_code, panel_hidden, plan
+from ui_testlib import SCREENSHOT_DIR, code_reply, run_app, write_transcript
+
+pytestmark = BROWSER_MARKS
+expect = pytest.importorskip("playwright.sync_api").expect
+
+EDITED_CODE = "print(send_email(to='team@example.com', body='hi'))"
+EDITED_ARGS = {"to": "bob@example.com", "body": "hello Bob"}
+SCRIPT = [
+    plan("1. Write to Eve."),
+    code_reply("Send it.", "print(send_email(to='eve@example.com', body='hi'))"),
+    code_reply("Done.", "final_answer('mail handled')"),
+    plan("1. Delete every file."),
+    code_reply("The person said no; nothing is deleted.", "final_answer('nothing deleted')"),
+]
+#: What the chat shows of the decisions without a click: their titles.
+DECISION_TITLES = ["✋ Decision: edit", "✋ Decision: reject · Never delete files here."]
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    base = tmp_path_factory.mktemp("edits")
+    transcript = write_transcript(base / "script.json", SCRIPT)
+    (base / "tools").mkdir()
+    (base / "tools" / "mail_tools.py").write_text(MAIL_TOOLS)
+    (base / "data").mkdir()
+    env = {"AGENTDECK_TOOLS_PATH": str(base / "tools" / "mail_tools.py"), "AGENTDECK_MAX_STEPS": "6",
+           "AGENTDECK_SECRET": "browser-edits-secret-0123456789abcdef"}
+    with run_app(transcript, base / "data", extra_env=env) as url, open_page(url) as page:
+        page.wait_for_function("Object.keys(localStorage).includes('agentdeck-browser')")  # saved chats work
+        yield page
+
+
+def titled(page, title: str):
+    """The title bars of the chat's folded messages called `title`."""
+    return page.locator("#chat .title").filter(has=page.get_by_text(title, exact=True))
+
+
+def open_thought(page, title: str, every: bool = False) -> None:
+    """Open the last folded message called `title` (or every one), leaving open ones open."""
+    bars = titled(page, title).all() if every else [titled(page, title).last]
+    for bar in bars:
+        if "expanded" not in (bar.get_attribute("class") or "").split():
+            bar.click()
+        expect(bar).to_have_class(re.compile(r"\bexpanded\b"))
+
+
+def wait_for_value(page, selector: str, needle: str) -> None:
+    page.wait_for_function("([s, n]) => { const e = document.querySelector(s); "
+                           "return !!e && (e.value || e.innerText || '').includes(n); }", arg=[selector, needle])
+
+
+def test_approval_mode_names_the_tools_it_pauses_for(page) -> None:
+    covers = page.locator("#approval-mode-covers")
+    choose_mode(page, "Approve sensitive tool calls")
+    wait_for_text(page, "web_search", where="#approval-mode-covers")
+    text = covers.inner_text()
+    assert "web_search (sends the query to DuckDuckGo)" in text and "visit_webpage" in text
+    assert "send_email" not in text  # not chosen yet
+    # Choose the mail tool: the line names it at once.
+    page.locator("#settings").get_by_text("Agent settings").click()
+    page.locator("#settings-tools").get_by_text("send_email", exact=False).click()
+    wait_for_text(page, "send_email", where="#approval-mode-covers")
+    page.locator("#settings").get_by_text("Agent settings").click()
+    choose_mode(page, "Review plans")
+    wait_for_text(page, "Pauses after each plan.", where="#approval-mode-covers")
+
+
+def test_edits_show_what_ran_and_both_versions(page) -> None:
+    choose_mode(page, "Approve everything")
+    send(page, "Email the team.")
+    editor = page.locator("#plan-editor textarea")
+    editor.wait_for(state="visible")
+    wait_for_value(page, "#plan-editor textarea", "Write to Eve")
+    editor.fill("1. Write to Bob.")
+    page.locator("#plan-continue-btn").click()
+
+    wait_for_value(page, "#edit-code", "eve@example.com")
+    edit_code(page, EDITED_CODE)
+    page.locator("#approve-btn").click()
+
+    wait_for_value(page, "#edit-args textarea", "team@example.com")  # the call the edited code made
+    page.locator("#edit-args textarea").fill(json.dumps(EDITED_ARGS))
+    page.locator("#approve-btn").click()
+
+    wait_for_value(page, "#edit-code", "mail handled")
+    page.locator("#approve-btn").click()
+    panel_hidden(page)
+    wait_for_text(page, "success", where="#run-status")
+    assert chat_text(page).count("✋ Decision: edit") == 3  # seen without a click
+
+    open_thought(page, "Step 1")
+    wait_for_text(page, "Edited by you before it ran")
+    text = chat_text(page)
+    assert EDITED_CODE in text and "eve@example.com" not in text  # the step shows the code that ran
+    open_thought(page, "🛠️ send_email")
+    wait_for_text(page, '"to": "bob@example.com"')
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT_DIR / "edited-step.png"))
+    open_thought(page, "✋ Decision: edit", every=True)
+    wait_for_text(page, "The agent's code (it did not run)")
+    text = chat_text(page)
+    assert "Your edited plan" in text and "Write to Bob." in text and "Write to Eve." in text  # lists: no "1."
+    assert "print(send_email(to='eve@example.com', body='hi'))" in text  # the agent's version, kept
+    assert "Your edited arguments" in text and "The agent's arguments (not used)" in text
+
+
+def test_a_rejected_plan_shows_its_reason(page) -> None:
+    send(page, "Clean up the workspace.")
+    wait_for_value(page, "#plan-editor textarea", "Delete every file")
+    page.locator("#plan-reject-reason textarea").fill("Never delete files here.")
+    page.locator("#plan-reject-btn").click()
+    wait_for_value(page, "#edit-code", "nothing deleted")  # the step after the rejected plan
+    page.locator("#approve-btn").click()
+    panel_hidden(page)
+    wait_for_text(page, "success", where="#run-status")
+    assert "✋ Decision: reject · Never delete files here." in chat_text(page)  # in the title: no click needed
+    open_thought(page, "🧭 Plan")
+    open_thought(page, "🚫 You rejected this plan")
+    wait_for_text(page, "Reason: Never delete files here.")
+
+
+def test_a_reopened_chat_shows_the_same_decisions(page) -> None:
+    live = chat_text(page)
+    page.reload()
+    page.wait_for_selector("#chat")
+    wait_for_text(page, "Chat restored")
+    reopened = chat_text(page)
+    for title in DECISION_TITLES:
+        assert reopened.count(title) == live.count(title) > 0, title
+    assert reopened.count("✋ Decision: approve") == live.count("✋ Decision: approve")
+    open_thought(page, "Step 1", every=True)  # each run has a Step 1 (steps are numbered within their run)
+    wait_for_text(page, "Edited by you before it ran")
+    assert EDITED_CODE in chat_text(page) and "eve@example.com" not in chat_text(page)
+    open_thought(page, "✋ Decision: edit", every=True)
+    wait_for_text(page, "The agent's code (it did not run)")
+    text = chat_text(page)
+    assert "Write to Eve." in text and '"to": "bob@example.com"' in text and "Your edited plan" in text
+    open_thought(page, "🧭 Plan")
+    open_thought(page, "🚫 You rejected this plan")
+    wait_for_text(page, "Reason: Never delete files here.")
+    page.screenshot(path=str(SCREENSHOT_DIR / "reopened-decisions.png"))
+    assert Path(SCREENSHOT_DIR / "reopened-decisions.png").stat().st_size > 0

@@ -1,0 +1,218 @@
+"""Save -> load -> replay gives the same events and the same chat (issue 20: one mapping from steps to events).
+
+A chat runs through the app's session path (handlers in-process, the replay model, the real sandbox) with
+every kind of step a person sees: plans reviewed, code approved and rejected, printed output, an error, an
+image and a file, a question answered, answers, and a follow-up run. The events the live chat was fed are
+recorded; the chat is saved, reopened in a fresh app on the same data folder (the app after a restart), and the
+events the reopened chat was fed must be the live ones without the streaming-only ones (agents/step_events.py),
+and the chat must be the same. If the loop's emit code and the replay ever map a step differently, this fails.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ui_testlib import chat_text, code_reply, write_transcript
+
+from agents import events as ev
+from agents.step_events import STREAMING_ONLY, replayable
+from ui.app import AgentDeckApp
+from ui.chat.published_files import publish_root
+from ui.chat.render import Transcript
+from ui.panels.approval_panel import VIEW_KEYS
+from ui.panels.approvals import ApprovalHandlers
+from ui.saved.store import new_token
+from ui.settings import AppConfig
+
+#: A 1x1 PNG, written by the agent's code: an image artifact without a plotting library.
+PNG_HEX = ("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+           "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201a5f1f1a90000000049454e44ae426082")
+
+PLAN = "1. Make the numbers.\n2. Save a picture and a table.\n3. Answer.<end_plan>"
+SCRIPT = [
+    PLAN,
+    code_reply("Make the numbers.", "rows = [1, 2, 3]\nprint('rows', rows)"),
+    code_reply("Check a ratio.", "print('before the error')\nprint(sum(rows) / 0)"),
+    code_reply("Save a picture and a table.",
+               f"open('dot.png', 'wb').write(bytes.fromhex('{PNG_HEX}'))\n"
+               "open('numbers.csv', 'w').write('n\\n1\\n2\\n3\\n')\nprint('saved')"),
+    code_reply("Remove the table.", "import os\nos.remove('numbers.csv')"),
+    code_reply("Ask for a colour.", "colour = ask_user('Which colour should the dots be?')\nprint('colour', colour)"),
+    code_reply("Answer.", "final_answer(f'{sum(rows)} {colour} dots')"),
+    "1. Double the total.<end_plan>",
+    code_reply("Double it.", "final_answer(sum(rows) * 2)"),
+]
+MAX_STEPS = 8
+#: Events whose time the chat shows: their timestamps are recorded with the step and must come back too.
+TIMED = (ev.StepStarted, ev.StepFinished, ev.ToolCallProposed, ev.ToolCallResult, ev.DecisionRequested,
+         ev.DecisionMade)
+
+
+class Req:
+    def __init__(self, key: str) -> None:
+        self.session_hash = key
+
+
+@pytest.fixture(autouse=True)
+def _secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTDECK_SECRET", "r" * 40)
+
+
+@pytest.fixture
+def fed(monkeypatch: pytest.MonkeyPatch) -> dict[int, list[ev.Event]]:
+    """Every event each chat (Transcript) is fed, by the chat's id: live runs and reopened chats alike."""
+    received: dict[int, list[ev.Event]] = defaultdict(list)
+    apply = Transcript.apply
+
+    def recording(self: Transcript, event: ev.Event) -> None:
+        received[id(self)].append(event)
+        apply(self, event)
+
+    monkeypatch.setattr(Transcript, "apply", recording)
+    return received
+
+
+class App:
+    """The app on a data folder (a new instance is the app after a restart), driven like the page drives it."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        script = write_transcript(tmp_path / "script.json", SCRIPT)
+        self.config = AppConfig(model=f"replay:{script}", data_dir=tmp_path / "data", authorized_imports=(),
+                                max_steps=MAX_STEPS)
+        self.app = AgentDeckApp(self.config)
+        self.approvals = ApprovalHandlers(self.app)
+        self.req = Req("tab")
+
+    def form(self) -> tuple:
+        return (self.config.model, "code", MAX_STEPS, MAX_STEPS, [], "")
+
+    @property
+    def session(self) -> Any:
+        return self.app.session_for(self.req)
+
+    def load(self, token: str) -> tuple:
+        return list(self.app.history.on_load({"token": token}, *self.form(), self.req))[-1]
+
+    def send(self, text: str) -> None:
+        list(self.app.run({"text": text, "files": []}, *self.form(), self.req, "all"))
+
+    def pending(self) -> ev.DecisionRequested:
+        view = dict(zip(VIEW_KEYS, self.approvals.refresh(None, self.req), strict=True))
+        request_id = view["request_id"]
+        request = next(r for r in self.session.agent.pending_decisions() if r.id == request_id)
+        return request
+
+    def decide(self, name: str, *args: Any) -> None:
+        """Press a panel button as the page does, then stream the rest of the run."""
+        getattr(self.approvals, name)(self.pending().id, *args, self.req)
+        list(self.approvals.resume(self.req))
+
+    def close(self) -> None:
+        self.app.registry.shutdown()
+
+
+def comparable(event: ev.Event) -> tuple[str, dict[str, Any]]:
+    """An event as data: its type and fields, the timestamp only where the chat shows it."""
+    fields = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}
+    if not isinstance(event, TIMED):
+        fields.pop("timestamp")
+    return type(event).__name__, fields
+
+
+SESSION_FOLDER = re.compile(re.escape(str(publish_root())) + r"/[0-9a-f]{32}/")
+
+
+def comparable_chat(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chat's messages, a file shown by its content (each session publishes its own copies of a file, in a
+    folder of its own: a link in a text names that folder, replaced here)."""
+    shown = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, dict):
+            content = {**content, "path": hashlib.sha256(Path(content["path"]).read_bytes()).hexdigest()}
+        elif isinstance(content, str):
+            content = SESSION_FOLDER.sub(f"{publish_root()}/<session>/", content)
+        shown.append({**message, "content": content})
+    return shown
+
+
+def run_the_chat(app: App) -> None:
+    app.send("Count my numbers, draw them and keep a table")
+    app.decide("continue_plan", PLAN.removesuffix("<end_plan>"))  # the plan as proposed: an approval
+    app.decide("approve", "rows = [1, 2, 3]\nprint('rows', rows)", "")
+    app.decide("approve", "print('before the error')\nprint(sum(rows) / 0)", "")  # fails: an error step
+    app.decide("approve", app.pending().payload["code"], "")  # the picture and the table
+    app.decide("reject", "keep the table")
+    app.decide("approve", app.pending().payload["code"], "")  # asks a question...
+    app.send("blue")  # ...answered in the message box
+    app.decide("approve", "final_answer(f'{sum(rows)} {colour} dots')", "")
+    app.send("Now double the total")  # a follow-up run: its steps go on from step 6
+    app.decide("continue_plan", "1. Double the total.")
+    app.decide("approve", "final_answer(sum(rows) * 2)", "")
+
+
+def test_a_saved_chat_reopens_with_the_same_events_and_the_same_chat(tmp_path: Path, fed) -> None:
+    token = new_token()
+    live_app = App(tmp_path)
+    try:
+        live_app.load(token)
+        run_the_chat(live_app)
+        live = live_app.session
+        live_events = fed[id(live.transcript)]
+        live_chat, live_status = comparable_chat(live.transcript.messages()), live.transcript.status_text()
+        assert live.transcript.finished.output == 12 and not live.agent.pending_decisions()
+        # What the live run went through, so the comparison below covers all of it.
+        kinds = {type(e) for e in live_events}
+        assert {ev.ModelTextDelta, ev.PlanProposed, ev.CodeProposed, ev.ExecutionLog, ev.ArtifactCreated,
+                ev.StepError, ev.DecisionRequested, ev.DecisionMade, ev.Observation, ev.FinalAnswer} <= kinds
+        errors = {e.error_type for e in live_events if isinstance(e, ev.StepError)}
+        assert errors == {"ExecutionError", "RejectedByUser"}
+        assert {e.artifact_kind for e in live_events if isinstance(e, ev.ArtifactCreated)} == {"image", "file"}
+        assert {e.request_kind for e in live_events if isinstance(e, ev.DecisionMade)} == {"plan", "code", "question"}
+        assert sum(isinstance(e, ev.RunFinished) for e in live_events) == 2
+    finally:
+        live_app.close()
+
+    reopened_app = App(tmp_path)  # the app after a restart, on the same data folder
+    try:
+        reopened_app.load(token)  # the browser comes back: its current chat is reopened
+        reopened = reopened_app.session
+        assert reopened is not live
+        replayed = fed[id(reopened.transcript)]
+        assert not any(isinstance(e, STREAMING_ONLY) for e in replayed)
+        assert [comparable(e) for e in replayed] == [comparable(e) for e in replayable(live_events)]
+
+        chat = reopened.transcript.messages()
+        assert comparable_chat(chat[:len(live_chat)]) == live_chat
+        restored_notes = chat[len(live_chat):]
+        assert len(restored_notes) == 1 and "Chat restored" in restored_notes[0]["content"]
+        assert reopened.transcript.status_text() == live_status
+    finally:
+        reopened_app.close()
+
+
+def test_a_chat_saved_before_error_types_were_recorded_reopens_as_it_showed(tmp_path: Path) -> None:
+    """A memory of schema 1 (tests/memory/data/memory_v1.json, written by the old code) still opens: its
+    rejection shows the person's reason, its failed step an error, then the answer."""
+    from agents.memory import serialize
+    from ui.saved.restore import replay_memory
+
+    document = json.loads((Path(__file__).parents[1] / "memory" / "data" / "memory_v1.json").read_text())
+    secret = b"v1-chat-secret-0123456789"
+    envelope = {"document": document, "signature": {"algorithm": "HMAC-SHA256",
+                                                    "value": serialize.sign(document, secret)}}
+    memory = serialize.loads_memory(serialize.canonical_json(envelope), secret)
+    transcript = Transcript(str(tmp_path))
+    replay_memory(transcript, memory, [{"task": "Work out the total", "text": "What is the total?"}], tmp_path)
+    text = chat_text(transcript.messages())
+    assert "What is the total?" in text and "total 6" in text
+    assert "💥 Error: Error" in text and "ZeroDivisionError" in text
+    assert "🚫 You rejected this step" in text and "Reason: keep the files" in text
+    assert text.count("✋ Decision: approve") == 3 and "✋ Decision: reject" in text
+    assert text.rstrip().endswith("total is 6") and transcript.status_text().startswith("success · 4 steps")
