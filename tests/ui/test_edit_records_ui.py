@@ -16,6 +16,7 @@ from ui.app import AgentDeckApp
 from ui.chat.render import Transcript
 from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
+from ui.panels.history import HistoryController
 from ui.saved.store import new_token
 from ui.settings import AppConfig
 
@@ -63,14 +64,15 @@ class App:
         self.config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", authorized_imports=(),
                                 max_steps=6)
         self.app = AgentDeckApp(self.config)
-        self.handlers = ApprovalHandlers(self.app)
+        self.handlers = ApprovalHandlers(self.app.services)
+        self.history = HistoryController(self.app.services)  # the saved-chats list, as the page wires it
         self.req, self.token = Req(key), token
 
     def form(self) -> tuple:
         return (self.config.model, "code", 6, 6, ["send_email"], "")
 
     def load(self) -> list[dict]:
-        return list(self.app.history.on_load({"token": self.token}, *self.form(), self.req))[-1][1]
+        return list(self.history.on_load({"token": self.token}, *self.form(), self.req))[-1][1]
 
     def send(self, text: str) -> None:
         list(self.app.run({"text": text, "files": []}, *self.form(), self.req, "all"))
@@ -119,7 +121,7 @@ def test_edits_and_rejections_are_shown_the_same_live_and_reopened(tmp_path: Pat
         live.decide("approve", EDITED_CODE, "")
         live.decide("approve", "", json.dumps(EDITED_ARGS))
         live.decide("approve", "final_answer('mail handled')", "")
-        assert live.session.transcript.finished.output == "mail handled"
+        assert live.session.record.transcript.finished.output == "mail handled"
         told = "\n".join(str(m["content"]) for m in live.session.agent.model.calls[2])
         assert "The user edited your plan" in told
         told = live.session.agent.model.calls[2][-1]["content"]  # after the edited step
@@ -132,8 +134,8 @@ def test_edits_and_rejections_are_shown_the_same_live_and_reopened(tmp_path: Pat
         live.decide("approve", "colour = ask_user('Which colour?')\nprint('colour', colour)", "")
         live.send("teal")
         live.decide("approve", "final_answer(f'kept the files, {colour}')", "")
-        assert live.session.transcript.finished.output == "kept the files, teal"
-        shown_live = decisions_and_edits(live.session.transcript.messages())
+        assert live.session.record.transcript.finished.output == "kept the files, teal"
+        shown_live = decisions_and_edits(live.session.record.transcript.messages())
     finally:
         live.close()
 

@@ -27,6 +27,7 @@ from ui.chat.published_files import publish_root
 from ui.chat.render import Transcript
 from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
+from ui.panels.history import HistoryController
 from ui.saved.store import new_token
 from ui.settings import AppConfig
 
@@ -86,7 +87,8 @@ class App:
         self.config = AppConfig(model=f"replay:{script}", data_dir=tmp_path / "data", authorized_imports=(),
                                 max_steps=MAX_STEPS)
         self.app = AgentDeckApp(self.config)
-        self.approvals = ApprovalHandlers(self.app)
+        self.approvals = ApprovalHandlers(self.app.services)
+        self.history = HistoryController(self.app.services)  # the saved-chats list, as the page wires it
         self.req = Req("tab")
 
     def form(self) -> tuple:
@@ -97,7 +99,7 @@ class App:
         return self.app.session_for(self.req)
 
     def load(self, token: str) -> tuple:
-        return list(self.app.history.on_load({"token": token}, *self.form(), self.req))[-1]
+        return list(self.history.on_load({"token": token}, *self.form(), self.req))[-1]
 
     def send(self, text: str) -> None:
         list(self.app.run({"text": text, "files": []}, *self.form(), self.req, "all"))
@@ -164,9 +166,9 @@ def test_a_saved_chat_reopens_with_the_same_events_and_the_same_chat(tmp_path: P
         live_app.load(token)
         run_the_chat(live_app)
         live = live_app.session
-        live_events = fed[id(live.transcript)]
-        live_chat, live_status = comparable_chat(live.transcript.messages()), live.transcript.status_text()
-        assert live.transcript.finished.output == 12 and not live.agent.pending_decisions()
+        live_events = fed[id(live.record.transcript)]
+        live_chat, live_status = comparable_chat(live.record.transcript.messages()), live.record.transcript.status_text()
+        assert live.record.transcript.finished.output == 12 and not live.agent.pending_decisions()
         # What the live run went through, so the comparison below covers all of it.
         kinds = {type(e) for e in live_events}
         assert {ev.ModelTextDelta, ev.PlanProposed, ev.CodeProposed, ev.ExecutionLog, ev.ArtifactCreated,
@@ -184,15 +186,15 @@ def test_a_saved_chat_reopens_with_the_same_events_and_the_same_chat(tmp_path: P
         reopened_app.load(token)  # the browser comes back: its current chat is reopened
         reopened = reopened_app.session
         assert reopened is not live
-        replayed = fed[id(reopened.transcript)]
+        replayed = fed[id(reopened.record.transcript)]
         assert not any(isinstance(e, STREAMING_ONLY) for e in replayed)
         assert [comparable(e) for e in replayed] == [comparable(e) for e in replayable(live_events)]
 
-        chat = reopened.transcript.messages()
+        chat = reopened.record.transcript.messages()
         assert comparable_chat(chat[:len(live_chat)]) == live_chat
         restored_notes = chat[len(live_chat):]
         assert len(restored_notes) == 1 and "Chat restored" in restored_notes[0]["content"]
-        assert reopened.transcript.status_text() == live_status
+        assert reopened.record.transcript.status_text() == live_status
     finally:
         reopened_app.close()
 
