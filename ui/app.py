@@ -34,6 +34,8 @@ from ui.web.security_headers import SecurityHeadersMiddleware
 from ui.web.sign_in import build_page, sign_in_message, visitor_token
 
 ASSETS = Path(__file__).resolve().parent / "assets"
+#: How long a message sent from a page waits for that page's load to set up its session (`session_for`).
+PAGE_LOAD_WAIT_S = 30.0
 
 EXAMPLES: list[dict[str, Any]] = [
     {
@@ -80,8 +82,11 @@ class AgentDeckApp:
         self.history = HistoryController(self)  # saved chats: the side list, resume, exports
 
     # ----- helpers -------------------------------------------------------------------------------------
-    def session_for(self, request: gr.Request | None) -> Session:
+    def session_for(self, request: gr.Request | None, from_page: bool = False) -> Session:
+        """The tab's session; for an event `from_page`, the one its page load set up (a saved chat)."""
         key = getattr(request, "session_hash", None) or "anonymous"
+        if from_page:
+            self.history.wait_loaded(key, PAGE_LOAD_WAIT_S)
         return self.history.adopt(key, self.registry.get(key))
 
     def stream_update(self, session: Session, shown: Shown, input_update: Any = None) -> tuple:
@@ -117,7 +122,7 @@ class AgentDeckApp:
             tools: list[str], imports: str, request: gr.Request, approval_mode: str | None = None,
             oauth_token: gr.OAuthToken | None = None, event: gr.EventData = None) -> Iterator[tuple]:
         """Send a message (text + files) and stream the agent's run."""
-        session = self.session_for(request)
+        session = self.session_for(request, from_page=getattr(event, "target", None) is not None)
         if isinstance(message, str):
             message = {"text": message, "files": []}
         message = message or {}
@@ -151,7 +156,7 @@ class AgentDeckApp:
                     approval_mode: str | None = None, oauth_token: gr.OAuthToken | None = None) -> Iterator[tuple]:
         """Run one of the chat's examples with its bundled files: the one clicked on the page; called through the
         API (which sends no click), the first one (the penguins data set)."""
-        session = self.session_for(request)
+        session = self.session_for(request, from_page=getattr(evt, "target", None) is not None)
         index = getattr(evt, "index", None)
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(EXAMPLES):
             index = 0

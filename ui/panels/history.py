@@ -37,10 +37,19 @@ from ui.session.lease import ChatLeases
 from ui.session.pending_decisions import has_pending
 from ui.session.registry import ServerBusyError
 from ui.settings import RunSettings, SettingsRefusedError, available_tools
+from ui.web.gradio_compat import ExampleSelectData
 
 if TYPE_CHECKING:
     from ui.app import AgentDeckApp
     from ui.session.session import Session
+
+#: How long a click on a chat running in another tab waits for that tab to be found closed (see `_join_run`).
+JOIN_WAIT_S = 5.0
+
+
+def _page_gone(session: Session) -> bool:
+    """The session's page went away during its run (`AgentDeckApp.on_unload`): another tab may take the run."""
+    return session.detached_at is not None
 
 
 # ----- the controller --------------------------------------------------------------------------------
@@ -54,6 +63,8 @@ class HistoryController:
         self.tabs: dict[str, str] = {}  # tab (session hash) -> owner key
         self.leases = ChatLeases(app.registry)  # which tab continues which chat (ui/session/lease.py)
         self._lock = threading.Lock()
+        self._loaded: set[str] = set()  # tabs whose page load (`on_load`) has set up their session
+        self._load_done = threading.Condition(self._lock)
 
     # ----- identity -----------------------------------------------------------------------------
     def identify(self, state: Any, request: gr.Request | None,
@@ -84,6 +95,15 @@ class HistoryController:
     def forget(self, request: gr.Request) -> None:
         with self._lock:
             self.tabs.pop(self.tab_key(request), None)
+            self._loaded.discard(self.tab_key(request))
+
+    def wait_loaded(self, key: str, timeout: float) -> bool:
+        """Wait until the tab's page load has set up its session (False after `timeout` seconds).
+
+        Why: on a busy server a message sent from a page can reach its handler before the page's load has
+        identified the browser; its run would then go on in a session that is no saved chat, and be lost."""
+        with self._lock:
+            return self._load_done.wait_for(lambda: key in self._loaded, timeout)
 
     def adopt(self, key: str, session: Session) -> Session:
         """A tab bound to an owner whose session is not a saved chat yet (new after an idle close): make it one."""
@@ -157,12 +177,21 @@ class HistoryController:
     def on_load(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
                 imports: Any, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Iterator[tuple]:
         """Page load: give the browser its identity, list its chats and reopen the one it had open."""
+        key = self.tab_key(request)
+        try:
+            yield from self._load(state, (model, agent_type, max_steps, planning, tools, imports), request, profile)
+        finally:  # a message this page sent meanwhile waits for this (`wait_loaded`)
+            with self._lock:
+                self._loaded.add(key)
+                self._load_done.notify_all()
+
+    def _load(self, state: Any, form: tuple, request: gr.Request,
+              profile: gr.OAuthProfile | None) -> Iterator[tuple]:
         owner, state = self.identify(state, request, profile)
         key = self.tab_key(request)
         self.bind(key, owner)
         current = self.store.current(owner)
         live = self.app.registry.peek(key)
-        form = (model, agent_type, max_steps, planning, tools, imports)
         # A live session shown again keeps its settings in the form, or the next message would start a new agent.
         if current and live is not None and live.saved is not None and live.saved.id == current \
                 and live.saved.owner == owner:  # this tab already holds the chat (e.g. taken back by ui/panels/approvals.py)
@@ -193,8 +222,13 @@ class HistoryController:
         yield self._view(session, state, owner)
 
     def open_chat(self, state: Any, chat_id: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any,
-                  tools: Any, imports: Any, request: gr.Request) -> Iterator[tuple]:
-        """A click on a chat in the side list."""
+                  tools: Any, imports: Any, request: gr.Request,
+                  clicked: ExampleSelectData = None) -> Iterator[tuple]:
+        """A click on a chat in the side list: the chat clicked, as the click named it. The list's value sent
+        with the event is read after the click, so an update of the list landing at that moment (the page
+        load's refresh) would turn it into None; API calls, which send no click, name the chat by value."""
+        clicked_id = getattr(clicked, "value", None)
+        chat_id = clicked_id if isinstance(clicked_id, str) and clicked_id else chat_id
         owner, state = self.identify(state, request)
         key = self.tab_key(request)
         self.bind(key, owner)
@@ -282,16 +316,28 @@ class HistoryController:
         the run, and this tab's next message would save over the run's turn. A run whose page went away is
         moved to this tab (`AgentDeckApp.reattach` streams the rest); one shown in a live tab is left there."""
         chat_id = running.saved.id
-        moved = None
-        if running.detached_at is not None:
-            moved = self.app.registry.rekey(running.key, key, when=lambda s: s.detached_at is not None)
+        registry = self.app.registry
+        moved = registry.rekey(running.key, key, when=_page_gone) if _page_gone(running) else None
         if moved is None:
-            current = self.app.registry.peek(key)
+            current = registry.peek(key)
             shown = current.saved.id if current is not None and current.saved is not None else None
-            gr.Warning("This chat is running in another tab: continue it there, or open it here once its run "
-                       "has ended (or that tab is closed).")
-            yield (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 6)
-            return
+            unchanged = (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 6)
+            if not registry.presence.has_page(running.key):  # no page holds it (an API client's run)
+                gr.Warning("This chat is running in another tab: continue it there, or open it here once its run "
+                           "has ended (or that tab is closed).")
+                yield unchanged
+                return
+            # That tab may have been closed a moment ago: the server learns so when its page's heartbeat stream
+            # closes, which can come after this click. Say so, and open the chat here once it does.
+            gr.Warning("This chat is running in another tab: continue it there. If you have just closed that "
+                       "tab, the chat opens here in a moment.")
+            yield unchanged
+            if registry.presence.wait_gone(running.key, JOIN_WAIT_S):
+                moved = registry.rekey(running.key, key, when=_page_gone)
+            if moved is None:
+                if self._held_elsewhere(owner, chat_id) is None:  # its run ended meanwhile: open it from disk
+                    yield from self._open(key, owner, state, chat_id, form)
+                return
         self.store.set_current(owner, chat_id)
         self.leases.hold(chat_id, key)
         yield self._view(moved, state, owner, settings=self._form_values(settings_dict(moved.agent_settings), form))
