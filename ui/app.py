@@ -63,8 +63,9 @@ class AgentDeckApp:
         self.gate.demo_labels = [demo["label"] for demo in RECORDED_DEMOS]
 
     # ----- helpers -------------------------------------------------------------------------------------
-    def session_for(self, request: gr.Request | None) -> Session:
-        return self.services.session_for(request)
+    def session_for(self, request: gr.Request | None, from_page: bool = False) -> Session:
+        """The tab's session; for an event `from_page`, the one its page load set up (a saved chat)."""
+        return self.services.session_for(request, from_page)
 
     def _stream(self, session: Session, text: str, files: list[tuple[str, str]], settings: RunSettings,
                 request: gr.Request | None) -> Iterator[tuple]:
@@ -85,7 +86,7 @@ class AgentDeckApp:
             tools: list[str], imports: str, request: gr.Request, approval_mode: str | None = None,
             oauth_token: gr.OAuthToken | None = None, event: gr.EventData = None) -> Iterator[tuple]:
         """Send a message (text + files) and stream the agent's run."""
-        session = self.session_for(request)
+        session = self.session_for(request, from_page=getattr(event, "target", None) is not None)
         if isinstance(message, str):
             message = {"text": message, "files": []}
         message = message or {}
@@ -118,7 +119,7 @@ class AgentDeckApp:
                     approval_mode: str | None = None, oauth_token: gr.OAuthToken | None = None) -> Iterator[tuple]:
         """Run one of the chat's examples with its bundled files: the one clicked on the page; called through the
         API (which sends no click), the first one (the penguins data set)."""
-        session = self.session_for(request)
+        session = self.session_for(request, from_page=getattr(evt, "target", None) is not None)
         index = getattr(evt, "index", None)
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(EXAMPLES):
             index = 0

@@ -42,9 +42,12 @@ class Services:
         return cls(config, registry, store, TabOwners(store), ChatLeases(registry), streamer,
                    RunGate(config, registry, streamer))
 
-    def session_for(self, request: Any) -> Session:
-        """The tab's session (a new one on first use), kept as a saved chat of the tab's owner."""
+    def session_for(self, request: Any, from_page: bool = False) -> Session:
+        """The tab's session (a new one on first use), kept as a saved chat of the tab's owner. An event
+        `from_page` first waits for that page's load, which binds the tab to its owner (`TabOwners.wait_loaded`)."""
         key = tab_key(request)
+        if from_page:
+            self.owners.wait_loaded(key)
         return self.adopt(key, self.registry.get(key))
 
     def adopt(self, key: str, session: Session) -> Session:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 
+import gradio as gr
 import pytest
 from nothing_lost_harness import ANSWER, SET_X, SLOW, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
 from ui_testlib import code_reply
@@ -206,3 +208,34 @@ def test_a_full_disk_is_shown_at_once_and_keeps_the_older_save(apps, tmp_path: P
     assert "Saved again" in text
     memory, _ = saved(app)
     assert step_types(memory).count("task") == 3
+
+
+def test_a_message_sent_before_the_page_load_is_saved_in_the_chat(apps, tmp_path: Path) -> None:
+    """On a busy server the page's first message can reach the app before its load has identified the
+    browser: the message waits for the load, and its run is the browser's saved chat (not a session that is
+    never saved, missing from the side list)."""
+    app = LiveApp(tmp_path, StallingModel([code_reply("Answer.", "final_answer(42)")]))
+    apps.append(app)
+    owners = app.app.services.owners
+    waiting, wait_loaded = threading.Event(), owners.wait_loaded
+
+    def noted_wait(key: str, timeout: float = 30.0) -> bool:
+        waiting.set()
+        return wait_loaded(key, timeout)
+
+    owners.wait_loaded = noted_wait  # type: ignore[method-assign]
+    from_page = gr.EventData(target=object(), _data={})  # a page's event names its component; API calls none
+    updates: list = []
+    sending = threading.Thread(target=lambda: updates.extend(
+        app.app.run({"text": "Answer me", "files": []}, *app.form(), Req("tab"), None, None, from_page)), daemon=True)
+    sending.start()
+    wait_until(waiting.is_set, what="the message waiting for the page load")
+    token = new_token()
+    app.load(token)  # the page's load arrives after the message
+    sending.join(60)
+    session = app.session("tab")
+    assert text_of(updates[-1][0][-1]) == "42" and session.record.saved is not None and session.record.saved.kept
+    store = ChatStore(app.config.data_dir)
+    assert [m.title for m in store.list(store.owner_for_token(token))] == ["Answer me"]
+    _, metadata = store.load_memory(session.record.saved)
+    assert [t["text"] for t in metadata["turns"]] == ["Answer me"]

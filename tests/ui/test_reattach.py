@@ -10,8 +10,11 @@ import gradio as gr
 import pytest
 from nothing_lost_harness import ANSWER, SET_X, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
 
+from ui.panels import history
 from ui.panels.approvals import ApprovalHandlers
 from ui.saved.store import ChatStore, new_token
+from ui.session.presence import PagePresence
+from ui.web.gradio_compat import ExampleSelectData
 
 
 @pytest.fixture(autouse=True)
@@ -107,3 +110,53 @@ def test_a_tab_already_open_joins_the_run_when_it_opens_the_chat(app: LiveApp) -
     assert next(app.app.streamer.reattach(Req("other"))) == (gr.skip(),) * 5  # streamed once per hand-over
     memory, _ = ChatStore(app.config.data_dir).load_memory(session.record.saved)
     assert [s.step_type for s in memory.steps] == ["task", "action", "action", "final_answer"]
+
+
+def test_a_tab_closed_a_moment_ago_gives_its_run_to_the_tab_that_opens_it(app: LiveApp,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The person closes the running tab and at once opens the chat in another one, whose click reaches the
+    server before it has seen the first tab's page go: the click is told so, and the chat opens with its run
+    as soon as that page is found gone. A running tab that stays open keeps its run."""
+    presence = PagePresence()
+    app.app.registry.presence = presence
+    token = new_token()
+    run_until_step_2_hangs(app, token)
+    session = app.session("tab")
+    presence.opened("tab")  # the running tab's page is open (its heartbeat stream)
+    app.load(token, key="other")
+    chat_id = session.record.saved.id
+
+    def open_chat():
+        return app.history.open_chat({"token": token}, chat_id, *app.form(), Req("other"))
+
+    monkeypatch.setattr(history, "JOIN_WAIT_S", 0.0)  # the running tab stays open
+    kept = list(open_chat())
+    assert len(kept) == 1 and kept[0][1] == {"__type__": "update"}  # the chat shown is left as it was
+    assert app.session("tab") is session and app.session("other") is not session
+
+    monkeypatch.setattr(history, "JOIN_WAIT_S", 30.0)
+    opening = open_chat()
+    assert next(opening)[1] == {"__type__": "update"}  # told, nothing loaded from disk yet
+    app.app.on_unload(Req("tab"))  # then the server sees the tab go: its unload, then its heartbeat stream ends
+    presence.closed("tab")
+    opened = list(opening)[-1]
+    assert app.session("other") is session and app.session("tab") is None
+    assert "x is set" in chat_text(opened[1])
+    stream = app.app.streamer.reattach(Req("other"))
+    next(stream)
+    app.model.release()
+    assert text_of(list(stream)[-1][0][-1]) == "42"
+
+
+def test_the_chat_clicked_opens_even_if_the_list_value_was_reset_meanwhile(app: LiveApp) -> None:
+    """The page sends the side list's value with the click, read after it: a list update landing at that
+    moment (the page load's refresh, which selects nothing in a tab without that chat) makes it None. The
+    click's own data names the chat."""
+    token = new_token()
+    run_until_step_2_hangs(app, token)
+    session = app.session("tab")
+    app.app.on_unload(Req("tab"))  # the running tab was closed
+    app.load(token, key="other")
+    click = ExampleSelectData(None, {"index": 0, "value": session.record.saved.id, "selected": True})
+    opened = list(app.history.open_chat({"token": token}, None, *app.form(), Req("other"), click))[-1]
+    assert app.session("other") is session and "x is set" in chat_text(opened[1])

@@ -27,6 +27,15 @@ from ui.services import Services
 from ui.session.registry import ServerBusyError
 from ui.session.session import Session
 from ui.settings import RunSettings, SettingsRefusedError, available_tools
+from ui.web.gradio_compat import ExampleSelectData
+
+#: How long a click on a chat running in another tab waits for that tab to be found closed (see `_join_run`).
+JOIN_WAIT_S = 5.0
+
+
+def _page_gone(session: Session) -> bool:
+    """The session's page went away during its run (`AgentDeckApp.on_unload`): another tab may take the run."""
+    return session.detached_at is not None
 
 
 # ----- the controller --------------------------------------------------------------------------------
@@ -109,12 +118,18 @@ class HistoryController:
     def on_load(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
                 imports: Any, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Iterator[tuple]:
         """Page load: give the browser its identity, list its chats and reopen the one it had open."""
+        try:
+            yield from self._load(state, (model, agent_type, max_steps, planning, tools, imports), request, profile)
+        finally:  # a message this page sent meanwhile waits for this (`TabOwners.wait_loaded`)
+            self.owners.mark_loaded(tab_key(request))
+
+    def _load(self, state: Any, form: tuple, request: gr.Request,
+              profile: gr.OAuthProfile | None) -> Iterator[tuple]:
         owner, state = self.identify(state, request, profile)
         key = tab_key(request)
         self.bind(key, owner)
         current = self.store.current(owner)
         live = self.registry.peek(key)
-        form = (model, agent_type, max_steps, planning, tools, imports)
         # A live session shown again keeps its settings in the form, or the next message would start a new agent.
         live_chat = live.record.saved if live is not None else None
         # This tab already holds the chat (e.g. taken back by ui/panels/approvals.py):
@@ -146,8 +161,13 @@ class HistoryController:
         yield self._view(session, state, owner)
 
     def open_chat(self, state: Any, chat_id: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any,
-                  tools: Any, imports: Any, request: gr.Request) -> Iterator[tuple]:
-        """A click on a chat in the side list."""
+                  tools: Any, imports: Any, request: gr.Request,
+                  clicked: ExampleSelectData = None) -> Iterator[tuple]:
+        """A click on a chat in the side list: the chat clicked, as the click named it. The list's value sent
+        with the event is read after the click, so an update of the list landing at that moment (the page
+        load's refresh) would turn it into None; API calls, which send no click, name the chat by value."""
+        clicked_id = getattr(clicked, "value", None)
+        chat_id = clicked_id if isinstance(clicked_id, str) and clicked_id else chat_id
         owner, state = self.identify(state, request)
         key = tab_key(request)
         self.bind(key, owner)
@@ -211,15 +231,27 @@ class HistoryController:
         the run, and this tab's next message would save over the run's turn. A run whose page went away is
         moved to this tab (`RunStreamer.reattach` streams the rest); one shown in a live tab is left there."""
         chat_id = _saved_id(running)
-        moved = None
-        if running.detached_at is not None:
-            moved = self.registry.rekey(running.key, key, when=lambda s: s.detached_at is not None)
+        registry = self.registry
+        moved = registry.rekey(running.key, key, when=_page_gone) if _page_gone(running) else None
         if moved is None:
-            shown = _saved_id(self.registry.peek(key))
-            gr.Warning("This chat is running in another tab: continue it there, or open it here once its run "
-                       "has ended (or that tab is closed).")
-            yield (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 6)
-            return
+            shown = _saved_id(registry.peek(key))
+            unchanged = (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 6)
+            if not registry.presence.has_page(running.key):  # no page holds it (an API client's run)
+                gr.Warning("This chat is running in another tab: continue it there, or open it here once its run "
+                           "has ended (or that tab is closed).")
+                yield unchanged
+                return
+            # That tab may have been closed a moment ago: the server learns so when its page's heartbeat stream
+            # closes, which can come after this click. Say so, and open the chat here once it does.
+            gr.Warning("This chat is running in another tab: continue it there. If you have just closed that "
+                       "tab, the chat opens here in a moment.")
+            yield unchanged
+            if registry.presence.wait_gone(running.key, JOIN_WAIT_S):
+                moved = registry.rekey(running.key, key, when=_page_gone)
+            if moved is None:
+                if chat_id is not None and self._held_elsewhere(owner, chat_id) is None:  # its run ended: open it from disk
+                    yield from self._open(key, owner, state, chat_id, form)
+                return
         self.store.set_current(owner, chat_id)
         self.leases.hold(chat_id, key)
         yield self._view(moved, state, owner, settings=self._form_values(settings_dict(moved.agent_settings), form))

@@ -12,6 +12,9 @@ from typing import Any
 
 from ui.saved.store import ChatStore, new_token, valid_token
 
+#: How long a message sent from a page waits for that page's load to set up its session (`wait_loaded`).
+PAGE_LOAD_WAIT_S = 30.0
+
 
 def tab_key(request: Any) -> str:
     """The tab's key: Gradio's session hash of its page (API calls without one share "anonymous")."""
@@ -23,6 +26,8 @@ class TabOwners:
         self.store = store
         self._tabs: dict[str, str] = {}  # tab key -> owner key
         self._lock = threading.Lock()
+        self._loaded: set[str] = set()  # tabs whose page load has set up their session
+        self._load_done = threading.Condition(self._lock)
 
     def identify(self, state: Any, request: Any, profile: Any = None) -> tuple[str, dict[str, Any]]:
         """(owner key, browser state to store): the signed-in Hugging Face user's (`profile`), the password
@@ -51,3 +56,18 @@ class TabOwners:
         """The tab's page went away."""
         with self._lock:
             self._tabs.pop(tab_key(request), None)
+            self._loaded.discard(tab_key(request))
+
+    def mark_loaded(self, key: str) -> None:
+        """The tab's page load is done (whatever came of it): its waiting messages go on."""
+        with self._lock:
+            self._loaded.add(key)
+            self._load_done.notify_all()
+
+    def wait_loaded(self, key: str, timeout: float = PAGE_LOAD_WAIT_S) -> bool:
+        """Wait until the tab's page load has set up its session (False after `timeout` seconds).
+
+        Why: on a busy server a message sent from a page can reach its handler before the page's load has
+        identified the browser; its run would then go on in a session that is no saved chat, and be lost."""
+        with self._lock:
+            return self._load_done.wait_for(lambda: key in self._loaded, timeout)

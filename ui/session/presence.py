@@ -16,7 +16,7 @@ HEARTBEAT_MARK = "/heartbeat/"
 
 class PagePresence:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # notified when a stream closes (`wait_gone`)
         self._open: dict[str, int] = {}
 
     def opened(self, session_hash: str) -> None:
@@ -30,10 +30,19 @@ class PagePresence:
                 self._open[session_hash] = left
             else:
                 self._open.pop(session_hash, None)
+            self._lock.notify_all()
 
     def has_page(self, session_hash: str) -> bool:
         with self._lock:
             return session_hash in self._open
+
+    def wait_gone(self, session_hash: str, timeout: float) -> bool:
+        """Wait until no page holds the session: True then, False if one still does after `timeout` seconds.
+
+        Why: a tab closed a moment ago is still present until the server sees its heartbeat stream close (its
+        unload handlers have run by then), so another tab's click can arrive first."""
+        with self._lock:
+            return self._lock.wait_for(lambda: session_hash not in self._open, timeout)
 
 
 PRESENCE = PagePresence()

@@ -137,11 +137,13 @@ def _dump(value: Any) -> Any:
 
 # ----- events --------------------------------------------------------------------------------------------
 class ExampleSelectData(EventData):
-    """`gr.SelectData` for the chat's example clicks, also when an API client (gradio_client) calls the event.
+    """`gr.SelectData` that also works when an API client (gradio_client) calls the event.
 
     Such a call carries no click data, and `gr.SelectData` then raises a TypeError (`None["index"]`) before the
     handler runs. Gradio builds any `EventData` subclass named in a handler's type hints; this one takes missing
-    data as "no example chosen" (`index` None), and the handler picks its default.
+    data as "nothing clicked" (`index` and `value` None), and the handler picks its default. Used for the chat's
+    example clicks and the side list's chats: the page reads a list's value for a select event after the click,
+    so a list update landing at that moment (the page load's refresh) can replace it; the click's data cannot.
     """
 
     def __init__(self, target: Any, data: Any) -> None:
