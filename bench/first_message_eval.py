@@ -310,6 +310,8 @@ def main() -> int:
     parser.add_argument("--set", default="", choices=["", "original", "new", "held-out"], help="run only this set")
     parser.add_argument("--kind", default="", choices=["", "arithmetic", "string", "table"],
                         help="run only questions of this kind")
+    parser.add_argument("--max-steps", type=int, default=0,
+                        help="steps per run (default: the app's); 1 measures the first reply alone, quickly")
     parser.add_argument("--json", default="", help="also write every outcome to this JSON file")
     parser.add_argument("--trace", default="", help="write what the model was sent and replied, per question, to "
                                                      "this JSON file (to see why an answer is wrong)")
@@ -327,7 +329,8 @@ def main() -> int:
         app = AgentDeckApp(config)
         # The settings form's values on a fresh page (ui/layout.py): model, code agent, steps, no planning,
         # the default tools and the configured imports.
-        settings = RunSettings.from_form(config, config.model, "code", config.max_steps, 0, default_tool_names(),
+        settings = RunSettings.from_form(config, config.model, "code", args.max_steps or config.max_steps, 0,
+                                         default_tool_names(),
                                          ", ".join(config.authorized_imports))
         items = questions(Path(folder))
         chosen = [int(i) for i in args.only.split(",") if i.strip()] or list(range(len(items)))
