@@ -1,7 +1,7 @@
 """The first message, measured: simple questions asked through the app's own agent, as a newcomer would.
 
-Usage: python bench/first_message_eval.py [--model embedded:smollm2] [--only 0,3,12] [--set new] [--json out.json]
-                                         [--trace trace.json]
+Usage: python bench/first_message_eval.py [--model embedded:smollm2] [--only 0,3,12] [--set new] [--kind table]
+                                         [--json out.json] [--trace trace.json]
 
 Each question goes to a fresh session of the real app controller (`AgentDeckApp`: its agent factory, the
 settings form's defaults, the upload path of a message with files), so the model gets exactly the prompt
@@ -10,9 +10,11 @@ uploaded table (the bundled seattle-weather.csv and penguins.csv, and airports.c
 and a few follow-ups (a second message in the same chat, only the second graded). The expected answers are
 computed here with pandas, for grading only: the agent never sees them.
 
-Two sets: "original" (the first 24 questions, measured before the small-model prompt's examples were
-chosen) and "new" (written after, of the same kinds, never used to tune the prompt): their accuracies are
-reported apart, so a prompt fitted to the first set shows.
+Three sets: "original" (the first 24 questions, measured before the small-model prompt's examples were
+chosen), "new" (written after, of the same kinds, not used to tune the first prompt, then looked at while
+tuning the second) and "held-out" (written before the second round of tuning over two more made-up files,
+students.csv and sales.csv, and run only to measure it): their accuracies are reported apart, so a prompt
+fitted to the sets it was tuned on shows.
 
 Prints one line per question, then the accuracy (per set), the median seconds per question (from sending
 the graded message to the end of its run) and the machine's load average before and after (other work
@@ -44,12 +46,21 @@ class Question:
     file: str | None = None  # the file sent with the (first) message, if any
     before: tuple[str, ...] = ()  # messages sent first in the same chat, not graded (a follow-up)
     set: str = "original"
+    table: bool | None = None  # whether the graded question is about the file; None: when it comes with it
+
+    @property
+    def kind(self) -> str:
+        """arithmetic, string or table: what the graded question asks about."""
+        if self.table if self.table is not None else bool(self.file and not self.before):
+            return "table"
+        return "string" if '"' in self.text else "arithmetic"
 
 
 @dataclass
 class Outcome:
     question: str
     set: str
+    kind: str
     file: str | None
     expected: Any
     answer: Any
@@ -85,6 +96,35 @@ def make_cities(folder: Path) -> Path:
         lines.append(f"{name},{rng.choices(countries, weights)[0]},{rng.randint(2000, 900000)},"
                      f"{rng.randint(5, 800)}.{rng.randint(0, 9)}")
     path = folder / "cities.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def make_students(folder: Path) -> Path:
+    """A small made-up table of students (fixed seed), for the held-out set."""
+    rng = random.Random(7)
+    schools = ["Hillside", "Riverside", "Oakwood", "Lakeview"]
+    lines = ["student,school,grade,math_score,reading_score,absences"]
+    for index in range(40):
+        school = rng.choices(schools, [5, 3, 2, 2])[0]
+        lines.append(f"S{index:03d},{school},{rng.choice([6, 7, 8, 9])},{rng.randint(35, 100)},"
+                     f"{rng.randint(30, 100)},{rng.randint(0, 14)}")
+    path = folder / "students.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def make_sales(folder: Path) -> Path:
+    """A small made-up table of sales (fixed seed), for the held-out set."""
+    rng = random.Random(11)
+    regions, products = ["North", "South", "East", "West", "Central"], ["lamp", "chair", "desk", "shelf"]
+    lines = ["order,region,product,units,price_eur,discount,month"]
+    for index in range(60):
+        product = rng.choices(products, [2, 5, 3, 1])[0]
+        lines.append(f"{1000 + index},{rng.choice(regions)},{product},{rng.randint(1, 25)},"
+                     f"{rng.randint(15, 480)}.{rng.randint(0, 99):02d},{rng.choice([0, 5, 10, 15, 20])},"
+                     f"{rng.randint(1, 12)}")
+    path = folder / "sales.csv"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -142,11 +182,38 @@ def questions(folder: Path) -> list[Question]:
         Question("How many columns does the table have?", cities.shape[1], c),
         # Follow-ups: the second message of a chat is graded.
         Question("What is the smallest area_km2?", cities["area_km2"].min(), c,
-                 before=("What is the largest population?",)),
+                 before=("What is the largest population?",), table=True),
         Question('Reverse the string "python".', "nohtyp", before=("What is 17 * 23?",)),
         Question("What is 9 times 9?", 81, w, before=("What is the mean of wind?",)),
     ]
-    return original + [Question(q.text, q.expected, q.file, q.before, "new") for q in new]
+    students_path, sales_path = make_students(folder), make_sales(folder)
+    students, sales = pd.read_csv(students_path), pd.read_csv(sales_path)
+    s, t = str(students_path), str(sales_path)
+    held_out = [
+        Question("What is 48 + 19?", 48 + 19),
+        Question("What is 15 times 15?", 15 * 15),
+        Question("What is 1000 divided by 8?", 1000 / 8),
+        Question('Reverse the string "drawer".', "reward"),
+        Question('Convert "machine learning" to upper case.', "MACHINE LEARNING"),
+        Question('How many characters are in "keyboard"?', len("keyboard")),
+        Question('How many times does the letter e appear in "excellence"?', "excellence".count("e")),
+        Question("How many rows does the table have?", len(students), s),
+        Question("What is the average math_score?", students["math_score"].mean(), s),
+        Question("Which school appears most often?", students["school"].mode()[0], s),
+        Question("What is the lowest reading_score?", students["reading_score"].min(), s),
+        Question("How many distinct values does grade have?", students["grade"].nunique(), s),
+        Question("How many columns does the table have?", sales.shape[1], t),
+        Question("What is the maximum of price_eur?", sales["price_eur"].max(), t),
+        Question("What is the most common product?", sales["product"].mode()[0], t),
+        Question("How many different regions are there?", sales["region"].nunique(), t),
+        Question("What is the mean of discount?", sales["discount"].mean(), t),
+        Question("What is the maximum of bill_length_mm?", penguins["bill_length_mm"].max(), p),
+        Question("What is the highest wind?", weather["wind"].max(), w),
+        Question("What is the minimum of absences?", students["absences"].min(), s,
+                 before=("How many rows does the table have?",), table=True),
+    ]
+    return (original + [Question(q.text, q.expected, q.file, q.before, "new", q.table) for q in new]
+            + [Question(q.text, q.expected, q.file, q.before, "held-out", q.table) for q in held_out])
 
 
 def is_correct(answer: Any, expected: Any) -> bool:
@@ -185,7 +252,7 @@ def ask(app: Any, settings: Any, question: Question, index: int) -> Outcome:
     finally:
         app.registry.close(session.key)
     correct = state == "success" and is_correct(answer, question.expected)
-    return Outcome(question.text, question.set, Path(question.file).name if question.file else None,
+    return Outcome(question.text, question.set, question.kind, Path(question.file).name if question.file else None,
                    _plain(question.expected),
                    _plain(answer), correct, state, steps, round(seconds, 2))
 
@@ -240,7 +307,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="", help="model string (default: the app's own choice)")
     parser.add_argument("--only", default="", help="comma-separated question numbers to run")
-    parser.add_argument("--set", default="", choices=["", "original", "new"], help="run only this set")
+    parser.add_argument("--set", default="", choices=["", "original", "new", "held-out"], help="run only this set")
+    parser.add_argument("--kind", default="", choices=["", "arithmetic", "string", "table"],
+                        help="run only questions of this kind")
+    parser.add_argument("--max-steps", type=int, default=0,
+                        help="steps per run (default: the app's); 1 measures the first reply alone, quickly")
     parser.add_argument("--json", default="", help="also write every outcome to this JSON file")
     parser.add_argument("--trace", default="", help="write what the model was sent and replied, per question, to "
                                                      "this JSON file (to see why an answer is wrong)")
@@ -258,11 +329,13 @@ def main() -> int:
         app = AgentDeckApp(config)
         # The settings form's values on a fresh page (ui/layout.py): model, code agent, steps, no planning,
         # the default tools and the configured imports.
-        settings = RunSettings.from_form(config, config.model, "code", config.max_steps, 0, default_tool_names(),
+        settings = RunSettings.from_form(config, config.model, "code", args.max_steps or config.max_steps, 0,
+                                         default_tool_names(),
                                          ", ".join(config.authorized_imports))
         items = questions(Path(folder))
         chosen = [int(i) for i in args.only.split(",") if i.strip()] or list(range(len(items)))
-        chosen = [i for i in chosen if not args.set or items[i].set == args.set]
+        chosen = [i for i in chosen if (not args.set or items[i].set == args.set)
+                  and (not args.kind or items[i].kind == args.kind)]
         load_before = load_average()
         print(f"model {config.model} · {len(chosen)} questions · load average before: {load_before}")
         outcomes, traces = [], []
@@ -281,13 +354,16 @@ def main() -> int:
         summary = {"model": config.model, "questions": len(outcomes), "correct": correct,
                    "accuracy": round(correct / len(outcomes), 3), "median_s": round(median, 1),
                    "load_before": load_before, "load_after": load_average(), "cpus": os.cpu_count(),
-                   "sets": {}}
-        for name in ("original", "new"):
-            part = [o for o in outcomes if o.set == name]
+                   "sets": {}, "kinds": {}}
+        groups = [("set", name) for name in ("original", "new", "held-out")]
+        groups += [("kind", name) for name in ("arithmetic", "string", "table")]
+        for field, name in groups:
+            part = [o for o in outcomes if getattr(o, field) == name]
             if part:
-                summary["sets"][name] = {"questions": len(part), "correct": sum(o.correct for o in part),
-                                         "median_s": round(statistics.median(o.seconds for o in part), 1)}
-                print(f"{name} set: {sum(o.correct for o in part)}/{len(part)} correct · median "
+                summary["sets" if field == "set" else "kinds"][name] = {
+                    "questions": len(part), "correct": sum(o.correct for o in part),
+                    "median_s": round(statistics.median(o.seconds for o in part), 1)}
+                print(f"{name} {field}: {sum(o.correct for o in part)}/{len(part)} correct · median "
                       f"{statistics.median(o.seconds for o in part):.1f} s")
         print(f"accuracy {correct}/{len(outcomes)} ({summary['accuracy']:.0%}) · median {median:.1f} s per question "
               f"· load average before {load_before}, after {summary['load_after']} ({os.cpu_count()} CPUs)")

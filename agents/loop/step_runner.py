@@ -27,6 +27,7 @@ from agents.memory.compaction import Compactor
 from agents.memory.steps import PromptSnapshot
 from agents.models.base import Message, Model, ModelReply, TokenUsage
 from agents.prompts import render
+from agents.prompts.profiles import name_choice_for
 
 _END_PLAN = "<end_plan>"
 
@@ -68,12 +69,14 @@ class StepRunner:
         self.started = started
         #: Where this run's steps start in the memory (a history step, when given, is the run's first).
         self.first_step_index = len(agent.memory.steps)
+        self.task = ""
 
     # -- the run -----------------------------------------------------------------------------------
     def execute(self, task: str, task_message: Message | None = None) -> RunResult:
         """Record the task, run the steps until an answer, Stop, an error or the step limit; never raises for
         those (the result says what happened, with the exception that ended it)."""
         agent, run = self.agent, self.run
+        self.task = task
         message = task_message or {"role": "user", "content": render(agent.prompt_templates, "task", task=task)}
         task_step = TaskStep(task=task, run_id=run.run_id, agent_name=agent.name or type(agent).__name__,
                              model_id=getattr(agent.model, "model_id", "model"), max_steps=agent.max_steps,
@@ -171,7 +174,8 @@ class StepRunner:
         """Per-call options from the prompt file, for adapters that can continue a reply (local models); others
         never get them. `response_prefix`: the start of every action reply. `retry_temperature`: a step after a
         failed step of the same run samples at that temperature (a greedy model retried with the same prompt
-        wrote the same failing line ten times)."""
+        wrote the same failing line ten times). `name_choice`: the column names of the task's uploads, which the
+        reply may write after `["` (chosen by the model's likelihood, agents/models/name_choice.py)."""
         agent = self.agent
         if not getattr(agent.model, "supports_response_prefix", False):
             return {}
@@ -179,6 +183,9 @@ class StepRunner:
         prefix = agent.prompt_templates.get("response_prefix")
         if prefix:
             options["response_prefix"] = str(prefix)
+        choice = name_choice_for(agent.prompt_templates, self.task)
+        if choice is not None:
+            options["name_choice"] = choice
         temperature = agent.prompt_templates.get("retry_temperature")
         last = agent.memory.steps[-1] if agent.memory.steps else None
         if temperature and isinstance(last, ActionStep) and last.error and last.run_id == self.run.run_id:

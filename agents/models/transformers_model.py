@@ -13,13 +13,14 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agents.errors import ContextWindowExceededError, ModelError, ModelNotFoundError
 from agents.models.base import Message, Model, ModelDelta, ModelReply, TokenUsage, apply_stop_sequences
 from agents.models.chat_messages import plain_prompt, to_text_turns
+from agents.models.name_choice import NameChoice, StageStreamer, score_names
 from agents.models.streaming import EndCutter, StopFilter
 
 logger = logging.getLogger("agents.models")
@@ -38,6 +39,17 @@ class _Loaded:
     tokenizer: Any
     model: Any
     tokenizer_lock: threading.Lock  # fast tokenizers must not encode from two threads at once
+    #: text -> the ids of the tokens whose text starts with it (guided names close their quote with one)
+    starting_with: dict[str, Any] = field(default_factory=dict)
+
+    def tokens_starting_with(self, text: str) -> Any:
+        import torch
+
+        if text not in self.starting_with:
+            pieces = self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))])
+            self.starting_with[text] = torch.tensor([i for i, piece in enumerate(pieces) if piece.startswith(text)],
+                                                    dtype=torch.long)
+        return self.starting_with[text]
 
 
 def pick_device(requested: str | None = None) -> str:
@@ -109,6 +121,44 @@ class _StopOnText:
                 hit = any(pattern.search(text) for pattern in self.end_patterns)
             done.append(hit)
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
+class _AtPattern:
+    """A stopping criterion: the reply so far (prefix included) ends where `pattern` matches (a name starts)."""
+
+    def __init__(self, tokenizer: Any, prompt_length: int, prefix: str, pattern: re.Pattern[str]) -> None:
+        self.tokenizer, self.prompt_length, self.prefix, self.pattern = tokenizer, prompt_length, prefix, pattern
+
+    def match(self, row: Any) -> str | None:
+        """The opener's group 1 (the quote that will close the name) when the reply ends at a name's start."""
+        found = self.pattern.search(self.prefix + self.tokenizer.decode(row[self.prompt_length:],
+                                                                        skip_special_tokens=True))
+        return None if found is None else (found.group(1) if found.groups() else "")
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        return torch.tensor([self.match(row) is not None for row in input_ids], dtype=torch.bool,
+                            device=input_ids.device)
+
+
+class _OnlyAt:
+    """A logits processor: at one position of the sequence, only the given tokens may come."""
+
+    def __init__(self, position: int, allowed: Any) -> None:
+        self.position, self.allowed = position, allowed
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if input_ids.shape[-1] != self.position or not len(self.allowed):
+            return scores
+        kept = scores.new_full(scores.shape, float("-inf"))
+        allowed = self.allowed.to(scores.device)
+        kept[:, allowed] = scores[:, allowed]
+        return kept
+
+
+#: A reply chooses at most this many names (a model looping on `["` cannot make generation endless).
+_MAX_NAMES_PER_REPLY = 4
 
 
 class TransformersModel(Model):
@@ -213,17 +263,23 @@ class TransformersModel(Model):
     def _encode(self, messages: list[Message], prefix: str | None = None) -> Any:
         prefix = self.response_prefix if prefix is None else prefix
         tokenizer = self._loaded.tokenizer
-        turns = to_text_turns(messages)
         with self._loaded.tokenizer_lock:
             if not getattr(tokenizer, "chat_template", None):
-                return tokenizer(plain_prompt(turns) + prefix, return_tensors="pt")
-            try:
-                prompt = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
-            except Exception:
-                turns = to_text_turns(messages, merge_system=True)
-                prompt = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
+                return tokenizer(self._render(messages) + prefix, return_tensors="pt")
             # The template already holds any special tokens it wants.
-            return tokenizer(prompt + prefix, return_tensors="pt", add_special_tokens=False)
+            return tokenizer(self._render(messages) + prefix, return_tensors="pt", add_special_tokens=False)
+
+    def _render(self, messages: list[Message], generation_prompt: bool = True) -> str:
+        """The prompt as text: the tokenizer's chat template, or plain turns for a model without one."""
+        tokenizer = self._loaded.tokenizer
+        turns = to_text_turns(messages)
+        if not getattr(tokenizer, "chat_template", None):
+            return plain_prompt(turns)
+        try:
+            return tokenizer.apply_chat_template(turns, add_generation_prompt=generation_prompt, tokenize=False)
+        except Exception:
+            turns = to_text_turns(messages, merge_system=True)
+            return tokenizer.apply_chat_template(turns, add_generation_prompt=generation_prompt, tokenize=False)
 
     def count_tokens(self, messages: list[Message]) -> int:
         return int(self._encode(messages)["input_ids"].shape[-1])
@@ -253,22 +309,76 @@ class TransformersModel(Model):
         params.update(kwargs)
         return params
 
-    def _run(self, params: dict[str, Any]) -> Any:
+    def _run(self, params: dict[str, Any], choice: NameChoice | None = None, messages: list[Message] | None = None,
+             prefix: str = "") -> Any:
         import torch
 
         with torch.inference_mode():
-            return self._loaded.model.generate(**params)
+            if choice is None or not choice.names:
+                return self._loaded.model.generate(**params)
+            return self._run_guided(params, choice, messages or [], prefix)
+
+    def _run_guided(self, params: dict[str, Any], choice: NameChoice, messages: list[Message], prefix: str) -> Any:
+        """Generate, stopping where a name starts (`choice.opener`); there write the name the model's likelihood
+        prefers among `choice.names` (see name_choice.py), then let the model go on from its cache."""
+        import torch
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        model, tokenizer = self._loaded.model, self._loaded.tokenizer
+        prompt_length = int(params["input_ids"].shape[-1])
+        at_name = _AtPattern(tokenizer, prompt_length, prefix, choice.pattern)
+        params["stopping_criteria"] = StoppingCriteriaList([*(params.get("stopping_criteria") or []), at_name])
+        streamer = StageStreamer(params.pop("streamer")) if params.get("streamer") is not None else None
+        config = params["generation_config"]
+        config.return_dict_in_generate = True  # the cache, to go on after a name
+        budget, scores, sequences = int(config.max_new_tokens), None, params["input_ids"]
+        try:
+            for _ in range(_MAX_NAMES_PER_REPLY + 1):
+                out = model.generate(**params, streamer=streamer)
+                sequences = out.sequences
+                used = int(sequences.shape[-1]) - prompt_length
+                quote = at_name.match(sequences[0])
+                if quote is None or used >= budget:
+                    break
+                if scores is None:
+                    with self._loaded.tokenizer_lock:
+                        covered = int(out.past_key_values.get_seq_length())  # the prompt, computed once
+                        scores = score_names(model, tokenizer, lambda m: self._render(m, False), messages, choice,
+                                             known=(sequences[0][:covered].tolist(), out.past_key_values))
+                if not scores:
+                    break
+                name = max(scores, key=lambda n: scores[n])
+                logger.debug("guided name %r among %s", name, scores)
+                with self._loaded.tokenizer_lock:  # the name; the model's next token must close it (its own way)
+                    written = tokenizer(name, add_special_tokens=False)["input_ids"]
+                    closing = self._loaded.tokens_starting_with(quote)
+                extra = torch.tensor([written], dtype=sequences.dtype, device=sequences.device)
+                if streamer is not None:
+                    streamer.inner.put(extra)
+                    streamer.next_stage()
+                sequences = torch.cat([sequences, extra], dim=-1)
+                if used + len(written) >= budget:
+                    break
+                config.max_new_tokens = budget - used - len(written)
+                params.update(input_ids=sequences, attention_mask=torch.ones_like(sequences),
+                              past_key_values=out.past_key_values,
+                              logits_processor=LogitsProcessorList([_OnlyAt(int(sequences.shape[-1]), closing)]))
+        finally:
+            if streamer is not None:
+                streamer.finish()
+        return sequences
 
     # --- generation --------------------------------------------------------------------------
     def generate(self, messages: list[Message], stop_sequences: list[str] | None = None,
                  tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> ModelReply:
         kwargs = dict(kwargs)
         prefix = str(kwargs.pop("response_prefix", None) or self.response_prefix)
+        choice = kwargs.pop("name_choice", None)
         inputs = self._encode(messages, prefix)
         params = self._generation_kwargs(inputs, stop_sequences, kwargs, prefix=prefix)
         prompt_length = int(params["input_ids"].shape[-1])
         self._check_context(prompt_length)
-        output = self._run(params)
+        output = self._run(params, choice, messages, prefix)
         new_tokens = output[0][prompt_length:]
         text = prefix + self._loaded.tokenizer.decode(new_tokens, skip_special_tokens=True)
         text = EndCutter(self.end_patterns).cut(apply_stop_sequences(text, stop_sequences))
@@ -281,6 +391,7 @@ class TransformersModel(Model):
 
         kwargs = dict(kwargs)
         prefix = str(kwargs.pop("response_prefix", None) or self.response_prefix)
+        choice = kwargs.pop("name_choice", None)
         inputs = self._encode(messages, prefix)
         cancel = threading.Event()
         params = self._generation_kwargs(inputs, stop_sequences, kwargs, cancel, prefix=prefix)
@@ -292,7 +403,7 @@ class TransformersModel(Model):
 
         def work() -> None:
             try:
-                result["output"] = self._run(params)
+                result["output"] = self._run(params, choice, messages, prefix)
             except BaseException as exc:
                 result["error"] = exc
                 streamer.end()

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agents.models.name_choice import NameChoice
 from agents.prompts import render
 
 
@@ -133,3 +134,31 @@ def describe_task(templates: dict[str, Any], text: str, files: Sequence[dict[str
     files = [{"columns": [], "size": "", "path": "", "preview": "", **dict(f)} for f in files]
     earlier = [{"columns": [], **dict(f)} for f in earlier]
     return render(templates, "uploaded_files", text=text, files=files, unusable=list(unusable), earlier=earlier)
+
+
+def name_choice_for(templates: dict[str, Any], task: str) -> NameChoice | None:
+    """Which names a reply to `task` may write where a name starts, as the prompt file says (`name_choice`):
+    the names its `listing` pattern finds in the task (group 1 holds them quoted, as `uploaded_files` wrote
+    them), each with the task rewritten to list it alone (`single`), and the text after the last listing (the
+    person's message) as the evidence the model's likelihood is measured on. None when the prompt file has no
+    `name_choice` or the task lists no names."""
+    spec = templates.get("name_choice") or {}
+    if not spec or not task:
+        return None
+    found = list(re.finditer(str(spec["listing"]), task))
+    listed = [re.findall(r'"([^"]*)"', match.group(1)) for match in found]
+    names = tuple(dict.fromkeys(name for group in listed for name in group if name))
+    evidence = task[found[-1].end():].strip() if found else ""
+    if not names or not evidence:
+        return None
+    variants = {}
+    for name in names:
+        parts, position = [], 0
+        for match, group in zip(found, listed, strict=True):
+            parts.append(task[position:match.start()])
+            if name in group:
+                parts.append(str(spec["single"]).replace("{name}", name))
+            position = match.end()
+        variants[name] = "".join(parts) + task[position:]
+    extra = {key: str(spec[key]) for key in ("opener",) if key in spec}
+    return NameChoice(names=names, task=task, variants=variants, evidence=evidence, **extra)

@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents import ReplayModel
-from agents.prompts.profiles import PROFILES, profile_for
+from agents.prompts import load_prompt_templates
+from agents.prompts.profiles import PROFILES, describe_task, name_choice_for, profile_for
 from tools import tool
 
 
@@ -89,7 +90,10 @@ def test_a_tiny_run_answers_in_one_step_with_the_prefix_and_preamble(make_code_a
     result = agent.run(task, return_result=True)
     assert result.output == 5 and result.state.value == "success"
     assert sum(1 for s in result.steps if s.step_type == "action") == 1
-    assert model.options == [{"response_prefix": "```python\nfinal_answer"}]
+    assert [{k: v for k, v in o.items() if k != "name_choice"} for o in model.options] == [
+        {"response_prefix": "```python\nfinal_answer"}]
+    choice = model.options[0]["name_choice"]  # where it writes a column, one of these (name_choice.py)
+    assert choice.names == ("x", "y") and choice.evidence == "What is the highest x?" and choice.task == task
     assert agent.memory.action_steps().__next__().code.startswith("import math\nimport statistics\nimport pandas as pd\n")
     # What the model was sent: system, examples, then the task.
     sent = model.calls[0]
@@ -220,3 +224,23 @@ def test_a_tiny_models_step_after_a_failed_one_samples_instead_of_repeating_itse
     assert model.options == [prefix, {**prefix, "do_sample": True, "temperature": temperature}]
     assert agent.run("What is 2 + 2?", reset=False) == 4
     assert model.options[-1] == prefix  # a new run starts greedy again
+
+
+def test_a_tiny_task_with_uploads_lets_the_reply_choose_only_their_columns() -> None:
+    """The names a reply may write after `["` are the uploads' columns; each variant lists one name alone (what
+    the model's likelihood of the question is measured under); the question is the evidence."""
+    templates = load_prompt_templates("code_agent_tiny")
+    files = [{"name": "a.csv", "columns": ["day", "wind"]}, {"name": "b.csv", "columns": ["city", "wind"]}]
+    task = describe_task(templates, "What is the mean of wind?", files)
+    choice = name_choice_for(templates, task)
+    assert choice is not None and choice.names == ("day", "wind", "city")
+    assert choice.evidence == "What is the mean of wind?"
+    assert choice.variants["day"] == ('File a.csv is in the current directory. Columns: "day".\n'
+                                      'File b.csv is in the current directory. \nWhat is the mean of wind?')
+    assert choice.variants["wind"].count('Columns: "wind".') == 2
+    assert choice.pattern.search('final_answer(pd.read_csv("a.csv")["') is not None
+    assert choice.pattern.search('final_answer(pd.read_csv("a.csv")') is None
+    # No uploads, or a prompt file without `name_choice` (the full prompt): nothing to choose.
+    assert name_choice_for(templates, "What is 2 + 2?") is None
+    full = load_prompt_templates("code_agent")
+    assert name_choice_for(full, describe_task(full, "What is the mean of wind?", files)) is None

@@ -9,6 +9,7 @@ from tiny_llm import TINY_SCRIPTS
 
 from agents.errors import ModelNotFoundError
 from agents.models import TransformersModel, load_model
+from agents.models.name_choice import NameChoice, score_names
 
 (ADD_TASK, ADD_REPLY), (HELLO_TASK, HELLO_REPLY) = TINY_SCRIPTS
 
@@ -107,3 +108,52 @@ def test_abandoned_stream_stops_generation(model):
     stream.close()  # the consumer goes away: the worker thread must end, not run to max_new_tokens
     assert time.perf_counter() - started < 5
     assert not [t for t in threading.enumerate() if t.name == "agentdeck-generate" and t.is_alive()]
+
+
+def _choice(task: str, names: tuple[str, ...], opener: str) -> NameChoice:
+    return NameChoice(names=names, task=task, variants={n: f"{n}: {task}" for n in names}, evidence=task,
+                      opener=opener)
+
+
+def test_a_guided_name_is_one_of_the_names_and_the_models_likelihood_picks_it(model):
+    """Where the reply reaches the opener, the adapter writes the name under which the model finds the task most
+    likely (score_names), then the model goes on from its cache; streamed and whole replies agree."""
+    names = ("zebra", "yak", "walrus")
+    choice = _choice(ADD_TASK, names, r"\nresult()$")
+    reply = model.generate(ask(ADD_TASK), name_choice=choice).content
+    loaded = model._loaded
+    scores = score_names(loaded.model, loaded.tokenizer, lambda m: model._render(m, False), ask(ADD_TASK), choice)
+    assert set(scores) == set(names) and len(set(scores.values())) == 3
+    best = max(scores, key=lambda n: scores[n])
+    head = ADD_REPLY[: ADD_REPLY.index("\nresult") + len("\nresult")]
+    assert reply.startswith(head + best)  # not the " = 2 + 3" the model learned: only a name may come there
+    streamed = list(model.generate_stream(ask(ADD_TASK), name_choice=choice))
+    assert "".join(d.content for d in streamed if d.content) == reply == streamed[-1].reply.content
+    assert model.generate(ask(ADD_TASK)).content == ADD_REPLY  # without a choice, the learned reply
+
+
+def test_the_token_after_a_guided_name_closes_its_quote(model):
+    """The opener's group is the quote: the model's next token must start with it (its own choice of token)."""
+    choice = _choice(HELLO_TASK, ("abc", "xyz"), r"final_answer\((')$")
+    reply = model.generate(ask(HELLO_TASK), name_choice=choice).content
+    head = "final_answer('"
+    assert head in reply
+    after = reply[reply.index(head) + len(head):]
+    assert after[:3] in ("abc", "xyz") and after[3] == "'"
+
+
+def test_name_scores_reuse_a_known_prompt_cache_without_changing_it(model):
+    """Scoring from the reply's own prompt cache gives the same scores as computing the prompt anew."""
+    import torch
+
+    messages = [{"role": "system", "content": "You add small numbers for people. " * 4}, *ask(ADD_TASK)]
+    choice = _choice(ADD_TASK, ("zebra", "yak", "walrus"), r"\nresult()$")
+    loaded, render = model._loaded, (lambda m: model._render(m, False))
+    fresh = score_names(loaded.model, loaded.tokenizer, render, messages, choice)
+    ids = model._encode(messages)["input_ids"][0].tolist()
+    with torch.inference_mode():
+        cache = loaded.model(torch.tensor([ids]), use_cache=True).past_key_values
+    reused = score_names(loaded.model, loaded.tokenizer, render, messages, choice, known=(ids, cache))
+    assert set(reused) == set(fresh) == {"zebra", "yak", "walrus"}
+    assert all(abs(reused[name] - fresh[name]) < 1e-3 for name in fresh)
+    assert cache.get_seq_length() == len(ids)  # the caller's cache is left whole
