@@ -1,4 +1,4 @@
-# AgentDeck: `make run` sets up and starts the app; `make test` sets up and runs the whole test suite.
+# AgentDeck: `make run` sets up and starts the app; `make test` sets up, lints and runs the whole test suite.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -6,7 +6,7 @@ REQS   := requirements.txt requirements-local.txt requirements-test.txt constrai
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) 2>/dev/null | cksum | cut -d' ' -f1)
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: run test test-fast test-browser screenshots bench install chromium clean space
+.PHONY: run lint test test-fast test-browser screenshots bench install chromium clean space
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,12 @@ chromium:
 	  else echo "Chromium missing: run 'sudo apt-get install chromium' (browser tests will be skipped)"; fi; \
 	fi
 
-test: install chromium
+# ruff over the whole repository, then mypy as pyproject.toml configures it (strict on agents/); zero errors.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: install chromium lint
 	$(PYTEST) -q
 
 test-fast: install
@@ -57,4 +62,4 @@ space: install
 	$(BIN)/python -m ui.deploy $(SPACE) $(ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

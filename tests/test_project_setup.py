@@ -156,3 +156,21 @@ def test_front_matter_lists_only_models_the_space_runs():
 
     spaces = yaml.safe_load((PROJECT_ROOT / "spaces.yaml").read_text(encoding="utf-8"))
     assert spaces["models"] == [HF_DEFAULT.removeprefix("hf:")]
+
+
+def test_make_test_lints_first_with_the_pinned_linters():
+    """`make test` (what CI runs) runs `make lint` (ruff over everything, then mypy as pyproject.toml says) before
+    the tests, with the ruff and mypy versions pinned in requirements-test.txt and constraints.txt."""
+    makefile = (PROJECT_ROOT / "Makefile").read_text(encoding="utf-8")
+    test_rule = re.search(r"^test:([^\n]*)$", makefile, re.MULTILINE)
+    assert test_rule and "lint" in test_rule.group(1).split()
+    lint_recipe = makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    assert "ruff check ." in lint_recipe and re.search(r"\bmypy\s*$", lint_recipe, re.MULTILINE)
+    test_pins = (PROJECT_ROOT / "requirements-test.txt").read_text(encoding="utf-8")
+    constraints = (PROJECT_ROOT / "constraints.txt").read_text(encoding="utf-8")
+    for tool in ("mypy", "ruff"):
+        pin = re.search(rf"^{tool}==(\S+)$", test_pins, re.MULTILINE)
+        assert pin, f"requirements-test.txt does not pin {tool}"
+        assert f"\n{tool}=={pin.group(1)}\n" in constraints
+    mypy_config = (PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8").split("[tool.mypy]", 1)[1]
+    assert "ignore_missing_imports = true" not in mypy_config.split("[[tool.mypy.overrides]]", 1)[0]
