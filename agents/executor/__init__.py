@@ -10,18 +10,17 @@ from .errors import (
     SandboxClosedError,
     SandboxError,
     SandboxStartError,
-    WorkerCrashedError,
 )
-from .sandbox import PythonSandbox, RunResult
+from .execution_result import ExecutionResult
+from .sandbox import PythonSandbox
 
 __all__ = [
     "Artifact",
+    "ExecutionResult",
     "InvalidToolError",
     "InvalidVariableError",
     "PythonSandbox",
-    "RunResult",
     "SandboxClosedError",
     "SandboxError",
     "SandboxStartError",
-    "WorkerCrashedError",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+from typing import Literal
 
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".svg", ".gif", ".webp"})
 MAX_ENTRIES = 20000
@@ -28,7 +29,7 @@ class Artifact:
 
     path: str
     abs_path: str
-    kind: str  # "image" or "file"
+    kind: Literal["image", "file"]
     size: int
     mtime: float
     created: bool

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NoReturn, TypeVar
 
 HELPER_GETATTR = "__sbx_ga__"
 HELPER_DICT = "__sbx_dict__"
@@ -87,6 +89,9 @@ class GuardedCode:
     last_expr: ast.Expression | None
 
 
+_Node = TypeVar("_Node", bound=ast.AST)
+
+
 def _is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
@@ -108,12 +113,11 @@ def check_attr_name(name: str, store: bool = False) -> str | None:
 class _Guard:
     def __init__(self, protected: frozenset[str]):
         self.protected = protected
-        self.needs_helpers = False
 
-    def fail(self, msg: str, node: ast.AST):
+    def fail(self, msg: str, node: ast.AST) -> NoReturn:
         raise GuardError(msg, getattr(node, "lineno", None))
 
-    def bind(self, name: str | None, node: ast.AST, what: str):
+    def bind(self, name: str | None, node: ast.AST, what: str) -> None:
         if name is None:
             return
         if name in self.protected:
@@ -123,7 +127,7 @@ class _Guard:
         if _is_dunder(name) and name not in SPECIAL_METHODS:
             self.fail(f"cannot bind the dunder name '{name}'", node)
 
-    def check_name(self, node: ast.Name):
+    def check_name(self, node: ast.Name) -> None:
         name = node.id
         if isinstance(node.ctx, ast.Load):
             if name.startswith(INTERNAL_PREFIX) or (_is_dunder(name) and name not in SPECIAL_METHODS):
@@ -131,22 +135,21 @@ class _Guard:
         else:
             self.bind(name, node, "assignment" if isinstance(node.ctx, ast.Store) else "del")
 
-    def check_args(self, args: ast.arguments, node: ast.AST):
+    def check_args(self, args: ast.arguments, node: ast.AST) -> None:
         for a in args.posonlyargs + args.args + args.kwonlyargs:
             self.bind(a.arg, node, "parameter")
-        for a in (args.vararg, args.kwarg):
-            if a is not None:
-                self.bind(a.arg, node, "parameter")
+        for star in (args.vararg, args.kwarg):
+            if star is not None:
+                self.bind(star.arg, node, "parameter")
 
-    def check_import_name(self, modname: str | None, node: ast.AST):
+    def check_import_name(self, modname: str | None, node: ast.AST) -> None:
         if modname and any(p.startswith("__") for p in modname.split(".")):
             self.fail(f"importing '{modname}' is not allowed", node)
 
-    def check(self, node: ast.AST):
-        t = type(node)
-        if t is ast.Name:
+    def check(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Name):
             self.check_name(node)
-        elif t is ast.Attribute:
+        elif isinstance(node, ast.Attribute):
             if node.attr == "__dict__":
                 if not isinstance(node.ctx, ast.Load):
                     self.fail("assigning or deleting '__dict__' is not allowed", node)
@@ -154,18 +157,18 @@ class _Guard:
             why = check_attr_name(node.attr, store=not isinstance(node.ctx, ast.Load))
             if why:
                 self.fail(why, node)
-        elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.bind(node.name, node, "def")
             self.check_args(node.args, node)
-        elif t is ast.Lambda:
+        elif isinstance(node, ast.Lambda):
             self.check_args(node.args, node)
-        elif t is ast.ClassDef:
+        elif isinstance(node, ast.ClassDef):
             self.bind(node.name, node, "class")
-        elif t is ast.Import:
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 self.check_import_name(alias.name, node)
                 self.bind(alias.asname or alias.name.partition(".")[0], node, "import")
-        elif t is ast.ImportFrom:
+        elif isinstance(node, ast.ImportFrom):
             if node.level:
                 self.fail("relative imports are not supported in the sandbox", node)
             self.check_import_name(node.module, node)
@@ -173,26 +176,26 @@ class _Guard:
                 if alias.name != "*":
                     self.check_import_name(alias.name, node)
                     self.bind(alias.asname or alias.name, node, "import")
-        elif t is ast.ExceptHandler:
+        elif isinstance(node, ast.ExceptHandler):
             self.bind(node.name, node, "except ... as")
-        elif t in (ast.Global, ast.Nonlocal):
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
             for name in node.names:
                 self.bind(name, node, "global/nonlocal")
-        elif t is ast.MatchAs or t is ast.MatchStar:
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
             self.bind(node.name, node, "match capture")
-        elif t is ast.MatchMapping:
+        elif isinstance(node, ast.MatchMapping):
             self.bind(node.rest, node, "match capture")
-        elif t is ast.MatchClass:
+        elif isinstance(node, ast.MatchClass):
             for attr in node.kwd_attrs:
                 why = check_attr_name(attr)
                 if why:
                     self.fail(why, node)
-        elif t is ast.Assign:
+        elif isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name) and target.id == "__match_args__":
                     self.check_match_args(node.value, node)
 
-    def check_match_args(self, value: ast.AST, node: ast.AST):
+    def check_match_args(self, value: ast.AST, node: ast.AST) -> None:
         if not isinstance(value, (ast.Tuple, ast.List)):
             self.fail("__match_args__ must be a literal tuple of attribute names", node)
         for elt in value.elts:
@@ -209,17 +212,18 @@ class _Guard:
         attr = node.attr
         # New nodes get the location of the node they replace, so the tree never needs a
         # fix_missing_locations() pass (which would walk the whole tree on every run).
-        here = lambda new: ast.copy_location(new, node)  # noqa: E731
+        def here(new: _Node) -> _Node:
+            return ast.copy_location(new, node)
+
         if attr == "__dict__":
             call = ast.Call(here(ast.Name(HELPER_DICT, ast.Load())), [node.value], [])
         elif attr in PIVOT_ATTRS:
             call = ast.Call(here(ast.Name(HELPER_GETATTR, ast.Load())), [node.value, here(ast.Constant(attr))], [])
         else:
             return node
-        self.needs_helpers = True
         return here(call)
 
-    def walk(self, root: ast.AST, rewrite: bool):
+    def walk(self, root: ast.AST, rewrite: bool) -> None:
         stack = [root]
         pop, push = stack.pop, stack.append
         AST = ast.AST
@@ -254,7 +258,8 @@ _CHECKED_TYPES = frozenset({
 })
 
 
-def guard_source(source: str, protected=frozenset(), filename: str = "<code>", rewrite: bool = True) -> GuardedCode:
+def guard_source(source: str, protected: Iterable[str] = frozenset(), filename: str = "<code>",
+                 rewrite: bool = True) -> GuardedCode:
     """Parse, check and (optionally) rewrite ``source``.
 
     Raises SyntaxError for invalid Python and GuardError for refused constructs.
@@ -263,8 +268,10 @@ def guard_source(source: str, protected=frozenset(), filename: str = "<code>", r
     guard = _Guard(frozenset(protected) | {FINAL_ANSWER})
     guard.walk(tree, rewrite)
     last = None
-    if rewrite and tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    final = tree.body[-1] if rewrite and tree.body else None
+    if isinstance(final, ast.Expr):
+        tree.body.pop()
+        last = ast.Expression(final.value)
     return GuardedCode(tree, last)
 
 
@@ -309,7 +316,7 @@ def check_type_expression(text: str) -> None:
             raise GuardError(f"string annotation {text!r} uses the name '{node.id}'")
 
 
-_PANDAS_BAD = re.compile(r"__|\.\s*_|\b(?:%s)\b" % "|".join(sorted(BLOCKED_ATTRS)))
+_PANDAS_BAD = re.compile(rf"__|\.\s*_|\b(?:{'|'.join(sorted(BLOCKED_ATTRS))})\b")
 
 
 def check_pandas_expression(expr: object) -> None:

@@ -15,6 +15,8 @@ import copy
 import os
 import sys
 import types
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _DENIED_EVENTS = frozenset(
@@ -31,12 +33,16 @@ _WRITE_PATH_EVENTS = {
 _READ_PATH_EVENTS = {"os.listdir": (0,), "os.scandir": (0,)}
 
 
-def _own_copy(value):
+_T = TypeVar("_T")
+
+
+def _own_copy(value: _T) -> _T:
     """A function of its own with the same (immutable) code: giving the original a new ``__code__`` changes
     nothing the hook runs."""
     if isinstance(value, types.FunctionType):
-        return types.FunctionType(value.__code__, value.__globals__, value.__name__, value.__defaults__,
-                                  value.__closure__)
+        copied: Any = types.FunctionType(value.__code__, value.__globals__, value.__name__, value.__defaults__,
+                                         value.__closure__)
+        return copied  # type: ignore[no-any-return]  # a FunctionType, as `value` is
     return value
 
 
@@ -62,21 +68,21 @@ class AuditPolicy:
         self.fallback = filesystem_fallback
         self.files_written: set[str] = set()
         self.pid = os.getpid()
+        self._clear_count: Callable[[], None] = self.files_written.clear  # after install(): the hook's count
 
     def start_run(self) -> None:
-        self.files_written = set()
+        self._clear_count()
 
-    def _deny(self, what: str):
+    def _deny(self, what: str) -> NoReturn:
         raise PermissionError(f"{what} is blocked by the sandbox")
 
-    def _real(self, path) -> str:
-        path = os.fsdecode(os.fspath(path))
-        return os.path.realpath(path)
+    def _real(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:
+        return os.path.realpath(os.fsdecode(os.fspath(path)))
 
-    def _under(self, real: str, roots) -> bool:
+    def _under(self, real: str, roots: tuple[str, ...]) -> bool:
         return (real + os.sep).startswith(roots)
 
-    def _check_write(self, path, event: str) -> None:
+    def _check_write(self, path: Any, event: str) -> None:
         real = self._real(path)
         if real in ("/dev/null",):
             return
@@ -91,7 +97,7 @@ class AuditPolicy:
                     )
                 self.files_written.add(real)
 
-    def _check_read(self, path, event: str) -> None:
+    def _check_read(self, path: Any, event: str) -> None:
         if not self.fallback:
             return
         real = self._real(path)
@@ -99,7 +105,7 @@ class AuditPolicy:
             return
         self._deny(f"{event} of {real}")
 
-    def _open(self, args) -> None:
+    def _open(self, args: tuple[Any, ...]) -> None:
         path, mode, flags = args
         if isinstance(path, int):
             self._deny("opening a file descriptor by number")
@@ -112,7 +118,7 @@ class AuditPolicy:
             self._check_read(path, "reading")
 
 
-    def _dispatch(self, event: str, args) -> None:
+    def _dispatch(self, event: str, args: tuple[Any, ...]) -> None:
         if event == "open":
             self._open(args)
         elif event in _DENIED_EVENTS:
@@ -153,11 +159,11 @@ class AuditPolicy:
         private.__class__ = type("AuditPolicy", (), {k: _own_copy(v) for k, v in vars(AuditPolicy).items()
                                                     if k not in ("__dict__", "__weakref__")})
         private.files_written = set()
-        self.start_run = private.files_written.clear  # the worker resets the count through this only
+        self._clear_count = private.files_written.clear  # the worker resets the count through this only
         dispatch = private._dispatch
         busy = [False]  # a closure cell, not an attribute: the checks may raise audited events themselves
 
-        def hook(event: str, args) -> None:
+        def hook(event: str, args: tuple[Any, ...]) -> None:
             if busy[0]:
                 return
             busy[0] = True

@@ -24,6 +24,7 @@ import platform
 import resource
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import filesystem_view, identity, landlock, seccomp
@@ -145,7 +146,7 @@ def apply(cfg: ConfinementConfig) -> list[LayerStatus]:
     """Apply every layer in order; raise ConfinementError when a required one cannot be applied."""
     layers: list[LayerStatus] = []
 
-    def attempt(name, fn, required: bool) -> bool:
+    def attempt(name: str, fn: Callable[[], str], required: bool) -> bool:
         try:
             layers.append(LayerStatus(name, True, fn()))
             return True
@@ -161,7 +162,7 @@ def apply(cfg: ConfinementConfig) -> list[LayerStatus]:
     roots = read_roots(cfg)
     arch = platform.machine().lower()
 
-    def do_view():
+    def do_view() -> str:
         if not cfg.new_root:
             raise RuntimeError("disabled by configuration")
         how = filesystem_view.enter_namespace()
@@ -173,7 +174,7 @@ def apply(cfg: ConfinementConfig) -> list[LayerStatus]:
     attempt("rlimits", lambda: set_limits(cfg, baseline, user_tasks), required=True)
     attempt("identity", lambda: identity.become(cfg.uid), required=True)
 
-    def do_landlock():
+    def do_landlock() -> str:
         if not cfg.use_landlock:
             raise RuntimeError("disabled by configuration")
         res = landlock.restrict(roots, [cfg.workdir, cfg.tmpdir], read_write_files=DEVICE_FILES)
@@ -187,7 +188,7 @@ def apply(cfg: ConfinementConfig) -> list[LayerStatus]:
     # Landlock does not cover mode, owner, time and attribute changes, so seccomp refuses them.
     guard_metadata = not view and cfg.uid is None
 
-    def do_seccomp():
+    def do_seccomp() -> str:
         if not cfg.use_seccomp:
             raise RuntimeError("disabled by configuration")
         arch_name = seccomp.install(deny_metadata=guard_metadata)

@@ -1,7 +1,7 @@
 """Exception types raised to the app by the executor.
 
 Errors inside the sandboxed code never raise in the app: they come back as
-``RunResult.error``. These exceptions are for misuse of the sandbox itself.
+``ExecutionResult.error``. These exceptions are for misuse of the sandbox itself.
 """
 
 from __future__ import annotations
@@ -17,10 +17,6 @@ class SandboxClosedError(SandboxError):
 
 class SandboxStartError(SandboxError):
     """The worker process could not be started or did not become ready."""
-
-
-class WorkerCrashedError(SandboxError):
-    """The worker died unexpectedly (used internally; run() reports it in RunResult)."""
 
 
 class InvalidToolError(SandboxError, ValueError):

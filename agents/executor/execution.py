@@ -16,12 +16,21 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from types import CodeType, FrameType
+from typing import TYPE_CHECKING, Any
 
 from .ast_guard import FINAL_ANSWER, GuardError, format_syntax_error, guard_source
 from .guarded_runtime import SecurityError, ToolCallError
 from .output import FrameWriter, LogFlusher, OutputCapture
 from .plain_compile import compile_plain
 from .protocol import MAX_FRAME_BYTES, encode_json, frame
+
+if TYPE_CHECKING:
+    from .audit import AuditPolicy
+    from .guarded_runtime import Runtime
+
+# What signal.getsignal() returns and signal.signal() takes.
+SignalHandler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 _os_write = os.write
 
@@ -30,7 +39,7 @@ class FinalAnswerSignal(BaseException):
     """Stops the code after final_answer(); BaseException so ``except Exception`` lets it through."""
 
 
-def _filter_tb(te: traceback.TracebackException, seen: set) -> None:
+def _filter_tb(te: traceback.TracebackException, seen: set[int]) -> None:
     if id(te) in seen:
         return
     seen.add(id(te))
@@ -41,18 +50,18 @@ def _filter_tb(te: traceback.TracebackException, seen: set) -> None:
             _filter_tb(sub, seen)
 
 
-def format_user_exception(exc: BaseException, hints: dict[type, str]) -> str:
-    """Traceback trimmed to the code's own frames, plus a hint for limit errors."""
+def format_user_exception(exc: BaseException, hints: dict[type[BaseException], str], file_size_hint: str = "") -> str:
+    """Traceback trimmed to the code's own frames, plus a hint for limit errors (`file_size_hint`: EFBIG)."""
     te = traceback.TracebackException(type(exc), exc, exc.__traceback__, lookup_lines=False,
                                       compact=True, max_group_width=15, max_group_depth=5)
     _filter_tb(te, set())
     text = "".join(te.format()).rstrip()
     for kind, hint in hints.items():
-        if isinstance(kind, type) and isinstance(exc, kind):
+        if isinstance(exc, kind):
             text += f"\n{hint}"
             break
     if isinstance(exc, OSError) and exc.errno == 27:
-        text += f"\n{hints.get('EFBIG', '')}"
+        text += f"\n{file_size_hint}"
     elif isinstance(exc, FileNotFoundError) and str(exc.filename or "").startswith("/"):
         text += ("\nInside the sandbox only the workspace and the library folders exist; "
                  "use paths relative to the workspace.")
@@ -65,7 +74,8 @@ def format_user_exception(exc: BaseException, hints: dict[type, str]) -> str:
 class Executor:
     """Runs steps in one persistent namespace and turns outcomes into result messages."""
 
-    def __init__(self, runtime, audit, settings: dict, write: Callable[[dict], None], read: Callable[[], dict]):
+    def __init__(self, runtime: Runtime, audit: AuditPolicy, settings: dict[str, Any],
+                 write: Callable[[dict[str, Any]], None], read: Callable[[], dict[str, Any]]) -> None:
         self.runtime = runtime
         self.audit = audit
         self.settings = settings
@@ -76,21 +86,21 @@ class Executor:
         self.calls = itertools.count(1)
         self.tool_names: list[str] = []
         self.run_flag = [False]  # read by the SIGINT handler (a list, so the handler never holds the executor)
-        self.signal_defaults: dict[int, object] = {}  # restored after every run (set by the worker)
+        self.signal_defaults: dict[int, SignalHandler] = {}  # restored after every run (set by the worker)
         self.workdir_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # cwd is the workspace
         self._final_live: list[bool] = [False]
-        self._final_box: list = []
+        self._final_box: list[Any] = []
         main = type(sys)("__main__")
         sys.modules["__main__"] = main  # typing/dataclasses resolve user classes here
         self.ns = main.__dict__
         self.ns["__builtins__"] = runtime.builtins
         mem = settings["memory_limit_mb"]
-        self.hints = {
+        self.hints: dict[type[BaseException], str] = {
             MemoryError: f"The sandbox memory limit is {mem} MB; the app can raise it with memory_limit_mb=....",
             RecursionError: "Hint: the recursion is too deep; use a loop or a smaller input.",
-            "EFBIG": (f"The sandbox limits each file to {settings['max_file_size_mb']} MB; the app can "
-                      "raise it with max_file_size_mb=...."),
         }
+        self.file_size_hint = (f"The sandbox limits each file to {settings['max_file_size_mb']} MB; the app can "
+                               "raise it with max_file_size_mb=....")
 
     # --- tools and final_answer -------------------------------------------
     def set_tools(self, names: list[str]) -> None:
@@ -102,21 +112,22 @@ class Executor:
         tools[FINAL_ANSWER] = self._make_final_answer()
         self.runtime.set_tools(tools)
 
-    def _make_tool(self, name: str):
-        def tool(*args, **kwargs):
+    def _make_tool(self, name: str) -> Callable[..., Any]:
+        def tool(*args: Any, **kwargs: Any) -> Any:
             return self._call_tool(name, args, kwargs)
 
         tool.__name__ = tool.__qualname__ = name
         return tool
 
-    def _make_final_answer(self):
+    def _make_final_answer(self) -> Callable[[Any], None]:
         # The function closes over two lists only, never over the executor: nothing reachable from it
         # leads to the worker's channel or its hooks. One kept from an earlier step is inert.
         self._final_live[0] = False
-        live, box = [True], []
+        live: list[bool] = [True]
+        box: list[Any] = []
         self._final_live, self._final_box = live, box
 
-        def final_answer(answer=None):
+        def final_answer(answer: Any = None) -> None:
             """Give the final answer and stop the code."""
             if not live[0]:
                 raise SecurityError("this final_answer belongs to an earlier step")
@@ -125,7 +136,7 @@ class Executor:
 
         return final_answer
 
-    def _call_tool(self, name, args, kwargs):
+    def _call_tool(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         capture = sys.stdout
         if isinstance(capture, OutputCapture) and capture.send is not None:
             capture.stream()
@@ -148,12 +159,12 @@ class Executor:
         raise ToolCallError(f"tool '{name}' failed: {reply.get('error')}")
 
     # --- running a step -----------------------------------------------------
-    def run(self, msg: dict) -> dict:
+    def run(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.run_id = msg["id"]
         step = msg.get("step", 0)
         filename = f"<step {step}>"
         code = msg["code"]
-        result = {"op": "result", "id": self.run_id, "output": None, "output_type": "NoneType",
+        result: dict[str, Any] = {"op": "result", "id": self.run_id, "output": None, "output_type": "NoneType",
                   "is_final": False, "error": None, "error_type": None, "logs": ""}
         try:
             compiled = (compile_plain(code, self.runtime.protected, filename)
@@ -172,9 +183,10 @@ class Executor:
             result.update(error=f"SecurityError: {exc}", error_type="SecurityError")
             return result
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-        send = None
+        send: Callable[[str], None] | None = None
         if msg.get("stream"):
-            send = lambda text: self.write({"op": "log", "id": self.run_id, "text": text})  # noqa: E731
+            def send(text: str) -> None:
+                self.write({"op": "log", "id": self.run_id, "text": text})
         capture = OutputCapture(self.settings["max_output_chars"], send)
         if send is not None:
             self.flusher.watch(capture)
@@ -195,7 +207,7 @@ class Executor:
             except FinalAnswerSignal:
                 pass
             except BaseException as exc:
-                result["error"] = format_user_exception(exc, self.hints)
+                result["error"] = format_user_exception(exc, self.hints, self.file_size_hint)
                 result["error_type"] = type(exc).__name__
             self.run_flag[0] = False
             if box:
@@ -232,7 +244,7 @@ class Executor:
         except (ValueError, OSError):
             pass
 
-    def _save_figures(self, step: int, capture) -> None:
+    def _save_figures(self, step: int, capture: OutputCapture) -> None:
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is None:
             return
@@ -255,7 +267,7 @@ class Executor:
             n += 1
         return path
 
-    def _to_wire(self, value, step: int):
+    def _to_wire(self, value: Any, step: int) -> tuple[Any, str]:
         """The output as JSON-able data when it is plain data, else its (bounded) repr."""
         limit = self.settings["max_result_chars"]
         kind = type(value).__name__
@@ -270,7 +282,9 @@ class Executor:
         if type(value) is int:
             return (value, kind) if value.bit_length() < 3000 else (f"<int with {value.bit_length()} bits>", kind)
         if type(value) is str:
-            return (value if len(value) <= limit else value[:limit] + f"\n[truncated {len(value) - limit} characters]"), kind
+            if len(value) > limit:
+                value = value[:limit] + f"\n[truncated {len(value) - limit} characters]"
+            return value, kind
         if type(value) in (list, tuple, dict):
             try:
                 plain = _plain(value)
@@ -290,7 +304,7 @@ class Executor:
 THREAD_GRACE_S = 0.5
 
 
-def _compile_unguarded(code: str, filename: str, ns: dict):
+def _compile_unguarded(code: str, filename: str, ns: dict[str, Any]) -> tuple[CodeType, CodeType | None]:
     """No guard and the real builtins: what code that bypassed every Python-level layer would have.
 
     Used only when the app starts a sandbox with ``python_layers=False`` (the attack test suite), to
@@ -302,8 +316,10 @@ def _compile_unguarded(code: str, filename: str, ns: dict):
     ns["__builtins__"] = builtins
     tree = ast.parse(code, filename)
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    final = tree.body[-1] if tree.body else None
+    if isinstance(final, ast.Expr):
+        tree.body.pop()
+        last = ast.Expression(final.value)
     body = compile(tree, filename, "exec", dont_inherit=True)
     return body, (compile(last, filename, "eval", dont_inherit=True) if last is not None else None)
 
@@ -326,7 +342,7 @@ class _NotPlain(Exception):
     pass
 
 
-def _plain(value, depth: int = 0, count: list | None = None):
+def _plain(value: Any, depth: int = 0, count: list[int] | None = None) -> Any:
     """A JSON-able copy of small nested lists/tuples/dicts of scalars (numpy scalars
     become Python ones); raises _NotPlain for anything else."""
     count = count if count is not None else [0]
@@ -341,7 +357,7 @@ def _plain(value, depth: int = 0, count: list | None = None):
     if t in (list, tuple):
         return [_plain(v, depth + 1, count) for v in value]
     if t is dict:
-        out = {}
+        out: dict[str, Any] = {}
         for k, v in value.items():
             if type(k) is not str:
                 if type(k) in (int, float, bool) or k is None:
@@ -363,12 +379,12 @@ def _track_explicit_figure_saves() -> None:
         return
     original = figure_module.Figure.savefig
 
-    def savefig(self, *args, **kwargs):
+    def savefig(self: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(self, *args, **kwargs)
         object.__setattr__(self, _SAVED_MARK, True)
         return result
 
-    savefig._agentdeck_wrapped = True
+    savefig._agentdeck_wrapped = True  # type: ignore[attr-defined]  # a mark on the function object
     savefig.__doc__ = original.__doc__
     figure_module.Figure.savefig = savefig
 

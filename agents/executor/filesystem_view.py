@@ -39,7 +39,7 @@ class FilesystemViewError(OSError):
     """The private file system view could not be built."""
 
 
-def _libc():
+def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
@@ -53,8 +53,11 @@ def _check(result: int, what: str) -> None:
         raise FilesystemViewError(err, f"{what}: {os.strerror(err)}")
 
 
-def _mount(libc, source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = (lambda s: None if s is None else s.encode())
+def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | None, flags: int,
+           data: str | None = None) -> None:
+    def enc(text: str | None) -> bytes | None:
+        return None if text is None else text.encode()
+
     _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {source} on {target}")
 
 

@@ -15,6 +15,8 @@ import operator
 import string
 import sys
 import types
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .ast_guard import (
     BLOCKED_ATTRS,
@@ -45,7 +47,7 @@ class ToolCallError(Exception):
     __module__ = "builtins"
 
 
-def _exact_str(name) -> str:
+def _exact_str(name: object) -> str:
     if type(name) is str:
         return name
     if isinstance(name, str):
@@ -66,12 +68,12 @@ def check_format_string(template: str) -> None:
             check_format_string(spec)
 
 
-def _filtered(namespace) -> dict:
+def _filtered(namespace: Mapping[Any, Any]) -> dict[str, Any]:
     return {k: v for k, v in namespace.items() if isinstance(k, str) and not check_attr_name(k)}
 
 
-def _unbound_format(method):
-    def format_(template, *args, **kwargs):
+def _unbound_format(method: Callable[..., Any]) -> Callable[..., Any]:
+    def format_(template: object, *args: Any, **kwargs: Any) -> Any:
         check_format_string(_exact_str(template))
         return method(template, *args, **kwargs)
 
@@ -88,44 +90,44 @@ class SafeFormatter:
         checked = self
 
         class _Inner(string.Formatter):
-            def get_field(self, field_name, args, kwargs):
+            def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
                 check_format_string("{" + field_name + "}")
                 return super().get_field(field_name, args, kwargs)
 
-            def get_value(self, key, args, kwargs):
+            def get_value(self, key: int | str, args: Any, kwargs: Any) -> Any:
                 return checked.get_value(key, args, kwargs)
 
-            def format_field(self, value, format_spec):
+            def format_field(self, value: Any, format_spec: str) -> Any:
                 return checked.format_field(value, format_spec)
 
         self._inner = _Inner()
 
-    def format(self, format_string, /, *args, **kwargs):
+    def format(self, format_string: str, /, *args: Any, **kwargs: Any) -> str:
         return self._inner.vformat(format_string, args, kwargs)
 
-    def vformat(self, format_string, args, kwargs):
+    def vformat(self, format_string: str, args: Any, kwargs: Any) -> str:
         return self._inner.vformat(format_string, args, kwargs)
 
-    def parse(self, format_string):
+    def parse(self, format_string: str) -> Any:
         return self._inner.parse(format_string)
 
-    def get_field(self, field_name, args, kwargs):
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
         check_format_string("{" + field_name + "}")
         return self._inner.get_field(field_name, args, kwargs)
 
-    def get_value(self, key, args, kwargs):
+    def get_value(self, key: int | str, args: Any, kwargs: Any) -> Any:
         if isinstance(key, int):
             return args[key]
         return kwargs[key]
 
-    def format_field(self, value, format_spec):
+    def format_field(self, value: Any, format_spec: str) -> str:
         return format(value, format_spec)
 
-    def convert_field(self, value, conversion):
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
         return self._inner.convert_field(value, conversion)
 
 
-def _safe_attrgetter(*names):
+def _safe_attrgetter(*names: str) -> Callable[[object], Any]:
     for name in names:
         for part in _exact_str(name).split("."):
             why = check_attr_name(part)
@@ -133,25 +135,25 @@ def _safe_attrgetter(*names):
                 raise SecurityError(why)
     real = operator.attrgetter(*names)
 
-    def attrgetter(obj):  # a plain function: type() of it must not give code the unchecked C class
+    def attrgetter(obj: object) -> Any:  # a plain function: type() of it must not give code the unchecked C class
         return real(obj)
 
     return attrgetter
 
 
-def _safe_methodcaller(name, /, *args, **kwargs):
+def _safe_methodcaller(name: str, /, *args: Any, **kwargs: Any) -> Callable[[object], Any]:
     why = check_attr_name(_exact_str(name))
     if why:
         raise SecurityError(why)
     real = operator.methodcaller(name, *args, **kwargs)
 
-    def methodcaller(obj):
+    def methodcaller(obj: object) -> Any:
         return real(obj)
 
     return methodcaller
 
 
-def _SandboxedEnvironmentClass():
+def _SandboxedEnvironmentClass() -> Any:
     try:
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
@@ -159,7 +161,7 @@ def _SandboxedEnvironmentClass():
     return ImmutableSandboxedEnvironment
 
 
-def _sandboxed_template(source, **options):
+def _sandboxed_template(source: str, **options: Any) -> Any:
     """``jinja2.Template(source)`` rendered by jinja2's immutable sandboxed environment."""
     env_class = _SandboxedEnvironmentClass()
     if env_class is None:
@@ -170,7 +172,7 @@ def _sandboxed_template(source, **options):
 class Runtime:
     """The guarded builtins of one worker; rebuilt tool proxies are slotted in per run."""
 
-    def __init__(self, views_factory, policy):
+    def __init__(self, views_factory: Callable[..., ModuleViews], policy: Any) -> None:
         self.replacements: dict[int, object] = {}
         overrides = {
             ("operator", "attrgetter"): _safe_attrgetter,
@@ -188,7 +190,7 @@ class Runtime:
             self.replacements[id(jinja2.Environment)] = _SandboxedEnvironmentClass()
 
     # --- guarded builtins -------------------------------------------------
-    def _post(self, value, obj, name):
+    def _post(self, value: Any, obj: object, name: str) -> Any:
         if isinstance(value, _ModuleType):
             if type(value) is SandboxModule:
                 return value
@@ -204,11 +206,11 @@ class Runtime:
         rep = self.replacements.get(id(value))
         return value if rep is None else rep
 
-    def _make_builtins(self) -> dict:
+    def _make_builtins(self) -> dict[str, Any]:
         post = self._post
         views = self.views
 
-        def getattr(obj, name, *default):
+        def getattr(obj: object, name: object, *default: Any) -> Any:
             name = _exact_str(name)
             if name == "__dict__":
                 return vars(obj)
@@ -217,28 +219,28 @@ class Runtime:
                 raise SecurityError(why)
             return post(_real_getattr(obj, name, *default), obj, name)
 
-        def hasattr(obj, name):
+        def hasattr(obj: object, name: object) -> bool:
             try:
                 getattr(obj, name)
             except AttributeError:
                 return False
             return True
 
-        def setattr(obj, name, value):
+        def setattr(obj: object, name: object, value: Any) -> None:
             name = _exact_str(name)
             why = check_attr_name(name, store=True)
             if why:
                 raise SecurityError(why)
             _real_setattr(obj, name, value)
 
-        def delattr(obj, name):
+        def delattr(obj: object, name: object) -> None:
             name = _exact_str(name)
             why = check_attr_name(name, store=True)
             if why:
                 raise SecurityError(why)
             _real_delattr(obj, name)
 
-        def vars(*args):
+        def vars(*args: Any) -> Any:
             if len(args) != 1:
                 raise SecurityError("vars() needs exactly one argument in the sandbox")
             obj = args[0]
@@ -248,16 +250,16 @@ class Runtime:
                 return _filtered(obj.__dict__)  # no route to type.__dict__['__subclasses__']
             return obj.__dict__
 
-        def ga(obj, name):
+        def ga(obj: object, name: str) -> Any:
             return post(_real_getattr(obj, name), obj, name)
 
-        def open(file, *args, **kwargs):
+        def open(file: Any, *args: Any, **kwargs: Any) -> Any:
             if isinstance(file, int):
                 raise SecurityError("opening file descriptors by number is not allowed in the sandbox")
             return _real_open(file, *args, **kwargs)
 
-        def _stub(name):
-            def stub(*args, **kwargs):
+        def _stub(name: str) -> Callable[..., Any]:
+            def stub(*args: Any, **kwargs: Any) -> Any:
                 if name in ("exit", "quit"):
                     raise SystemExit(*args)
                 raise SecurityError(f"{name}() is not available in the sandbox")
@@ -288,7 +290,7 @@ class Runtime:
         ns["ToolCallError"] = ToolCallError
         return ns
 
-    def set_tools(self, tools: dict[str, object]) -> None:
+    def set_tools(self, tools: Mapping[str, object]) -> None:
         """Install tool proxies (and final_answer) as builtins, which user globals cannot replace."""
         for name in self.protected:
             self.builtins.pop(name, None)

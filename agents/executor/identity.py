@@ -103,14 +103,14 @@ def give_tree(root: str, uid: int, max_entries: int = 50000) -> None:
             os.close(fd)
 
 
-def _drop_bounding_set(libc) -> None:
+def _drop_bounding_set(libc: ctypes.CDLL) -> None:
     for cap in range(64):
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
             break
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 
 
-def _clear_capabilities(libc) -> None:
+def _clear_capabilities(libc: ctypes.CDLL) -> None:
     header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()
     if libc.capset(header, data) != 0:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NoReturn
 
 # Modules any sandbox may import (plus what the app authorizes).
 SAFE_MODULES = frozenset(
@@ -97,13 +98,13 @@ class ModuleViews:
 
     def __init__(self, policy: ImportPolicy, replacements: dict[int, object],
                  overrides: dict[tuple[str, str], object] | None = None,
-                 protected: Callable[[], frozenset] = frozenset):
+                 protected: Callable[[], frozenset[str]] = frozenset) -> None:
         self.policy = policy
         self.replacements = replacements  # id(real builtin) -> guarded version
         self.overrides = overrides or {}
         self.protected = protected
         self._views: dict[str, SandboxModule] = {}
-        self._import_cache: dict[tuple, SandboxModule] = {}
+        self._import_cache: dict[tuple[str, object], SandboxModule] = {}
 
     def refuse(self, name: str) -> ImportError:
         if self.policy.is_allowed(name.partition(".")[0]):
@@ -112,15 +113,6 @@ class ModuleViews:
             f"Import of '{name}' is not allowed in the sandbox. Allowed: {self.policy.describe()}. "
             f"(The app can allow it with authorized_imports=[..., '{name.partition('.')[0]}'].)"
         )
-
-    def filter_value(self, value):
-        """Return what code may see for ``value`` found in a module (or raise)."""
-        if isinstance(value, types.ModuleType):
-            return self.view(value)
-        rep = self.replacements.get(id(value))
-        if rep is not None:
-            return rep
-        return value
 
     def view(self, module: types.ModuleType, partial_ok: bool = False) -> SandboxModule:
         if type(module) is SandboxModule:
@@ -164,7 +156,7 @@ class ModuleViews:
                 ns[key] = self.replacements.get(id(value), value)
         views = self
 
-        def __getattr__(attr: str):
+        def __getattr__(attr: str) -> object:
             if attr.startswith("_") and attr not in _KEEP_PRIVATE and not open_all:
                 raise AttributeError(f"module '{name}' has no public attribute '{attr}'")
             sub = sys.modules.get(f"{name}.{attr}")
@@ -187,7 +179,9 @@ class ModuleViews:
         ns["__getattr__"] = __getattr__
         return view
 
-    def import_module(self, name, globals=None, locals=None, fromlist=(), level=0):
+    def import_module(self, name: str, globals: Mapping[str, object] | None = None,
+                      locals: Mapping[str, object] | None = None, fromlist: Sequence[str] | None = (),
+                      level: int = 0) -> types.ModuleType:
         """The ``__import__`` hook installed in the sandbox's builtins.
 
         C code importing its own helpers (``PyImport_Import`` while a sandbox frame
@@ -206,8 +200,9 @@ class ModuleViews:
             raise ImportError("invalid module name")
         policy = self.policy
         if not policy.is_allowed(name):
-            items = [i for i in (fromlist or ()) if i != "*"]
-            if not items or len(items) != len(fromlist) or not all(
+            names = fromlist or ()
+            items = [i for i in names if i != "*"]
+            if not items or len(items) != len(names) or not all(
                 policy.is_allowed(f"{name}.{i}") for i in items
             ):
                 raise self.refuse(name)
@@ -254,14 +249,14 @@ def _sys_view(real: types.ModuleType) -> SandboxModule:
         if hasattr(real, key):
             ns[key] = getattr(real, key)
 
-    def __getattr__(attr: str):
+    def __getattr__(attr: str) -> NoReturn:
         raise AttributeError(f"sys.{attr} is not available in the sandbox (only: {', '.join(sorted(SYS_VIEW))})")
 
     ns["__getattr__"] = __getattr__
     return view
 
 
-def _denied_origin(value) -> bool:
+def _denied_origin(value: object) -> bool:
     try:
         mod = getattr(value, "__module__", None) if callable(value) else None
     except Exception:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 SYS_CREATE_RULESET = 444  # same number on x86_64 and aarch64
@@ -71,10 +72,10 @@ class LandlockResult:
     skipped_paths: list[str] = field(default_factory=list)
 
 
-_libc = None
+_libc: ctypes.CDLL | None = None
 
 
-def _syscall():
+def _syscall() -> ctypes.CDLL:
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
@@ -101,7 +102,8 @@ def _handled_fs(abi: int) -> int:
     return rights
 
 
-def restrict(read_paths, write_paths, read_write_files=()) -> LandlockResult:
+def restrict(read_paths: Iterable[str], write_paths: Iterable[str],
+             read_write_files: Iterable[str] = ()) -> LandlockResult:
     """Apply Landlock to the calling thread. Raises LandlockError if it cannot."""
     abi = abi_version()
     if abi < 1:
@@ -132,7 +134,7 @@ def restrict(read_paths, write_paths, read_write_files=()) -> LandlockResult:
     return result
 
 
-def _add_path_rule(libc, ruleset_fd: int, path: str, rights: int) -> bool:
+def _add_path_rule(libc: ctypes.CDLL, ruleset_fd: int, path: str, rights: int) -> bool:
     try:
         pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except OSError:

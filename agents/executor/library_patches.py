@@ -8,18 +8,22 @@ and matplotlib's show are wrapped before any code runs. The wrappers copy name a
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, NoReturn, TypeVar
 
 from .ast_guard import GuardError, check_pandas_expression, check_type_expression
 from .guarded_runtime import SecurityError
 
 _real_setattr = setattr
 vars_ = vars
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _like(original):
+def _like(original: object) -> Callable[[_F], _F]:
     """functools.wraps without ``__wrapped__``: a patched entry point must not lead back to the original."""
 
-    def apply(wrapper):
+    def apply(wrapper: _F) -> _F:
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             try:
                 setattr(wrapper, attr, getattr(original, attr))
@@ -34,7 +38,7 @@ def _like(original):
 _patched: set[str] = set()
 
 
-def _replace_everywhere(attr: str, original, replacement, prefixes: tuple[str, ...]) -> None:
+def _replace_everywhere(attr: str, original: object, replacement: object, prefixes: tuple[str, ...]) -> None:
     for modname, mod in list(sys.modules.items()):
         if mod is None or not modname.startswith(prefixes):
             continue
@@ -42,7 +46,7 @@ def _replace_everywhere(attr: str, original, replacement, prefixes: tuple[str, .
             _real_setattr(mod, attr, replacement)
 
 
-def _refuse_in_public_modules(package, names: tuple[str, ...], why: str) -> None:
+def _refuse_in_public_modules(package: ModuleType, names: tuple[str, ...], why: str) -> None:
     """Replace `names` in every public module of `package` (no part of its name starting with "_") by a
     refusal. The private implementation modules, which code cannot import, keep the originals, so library
     functions built on them (numpy's sliding_window_view uses as_strided) still work."""
@@ -64,7 +68,7 @@ def _patch_typing() -> None:
     original = typing.ForwardRef.__init__
 
     @_like(original)
-    def __init__(self, arg, *args, **kwargs):
+    def __init__(self: typing.ForwardRef, arg: Any, *args: Any, **kwargs: Any) -> None:
         if isinstance(arg, str):
             try:
                 check_type_expression(arg)
@@ -74,12 +78,12 @@ def _patch_typing() -> None:
                 raise SecurityError(str(exc)) from None
         original(self, arg, *args, **kwargs)
 
-    typing.ForwardRef.__init__ = __init__
+    _real_setattr(typing.ForwardRef, "__init__", __init__)
 
 
-def _checked_eval(original):
+def _checked_eval(original: Callable[..., Any]) -> Callable[..., Any]:
     @_like(original)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             for arg in (*args, kwargs.get("expr")):
                 check_pandas_expression(arg)
@@ -91,8 +95,8 @@ def _checked_eval(original):
     return wrapper
 
 
-def _refuse(name: str, why: str):
-    def refused(*args, **kwargs):
+def _refuse(name: str, why: str) -> Callable[..., NoReturn]:
+    def refused(*args: Any, **kwargs: Any) -> NoReturn:
         raise SecurityError(f"{name} is disabled in the sandbox ({why})")
 
     refused.__name__ = name
@@ -106,7 +110,8 @@ def _patch_pandas() -> None:
     frame.eval = _checked_eval(frame.eval)
     frame.query = _checked_eval(frame.query)
     _replace_everywhere("eval", pandas.eval, _checked_eval(pandas.eval), ("pandas",))
-    _replace_everywhere("read_pickle", pandas.read_pickle, _refuse("read_pickle", "unpickling can run code"), ("pandas",))
+    _replace_everywhere("read_pickle", pandas.read_pickle, _refuse("read_pickle", "unpickling can run code"),
+                        ("pandas",))
     try:
         from pandas.io.formats.style_render import StylerRenderer
     except ImportError:  # jinja2 missing: no Styler at all
@@ -131,10 +136,10 @@ def _patch_numpy() -> None:
     original_load = numpy.load
 
     @_like(original_load)
-    def load(*args, allow_pickle=False, **kwargs):
+    def load(file: Any, mmap_mode: Any = None, allow_pickle: bool = False, *args: Any, **kwargs: Any) -> Any:
         if allow_pickle:
             raise SecurityError("numpy.load(allow_pickle=True) is disabled in the sandbox (unpickling can run code)")
-        return original_load(*args, allow_pickle=False, **kwargs)
+        return original_load(file, mmap_mode, False, *args, **kwargs)
 
     _replace_everywhere("load", original_load, load, ("numpy",))
     _refuse_in_public_modules(numpy, ("as_strided", "byte_bounds"),
@@ -144,7 +149,7 @@ def _patch_numpy() -> None:
         original_read = fmt.read_array
 
         @_like(original_read)
-        def read_array(fp, allow_pickle=False, *args, **kwargs):
+        def read_array(fp: Any, allow_pickle: bool = False, *args: Any, **kwargs: Any) -> Any:
             if allow_pickle:
                 raise SecurityError("allow_pickle=True is disabled in the sandbox")
             return original_read(fp, False, *args, **kwargs)
@@ -155,7 +160,7 @@ def _patch_numpy() -> None:
 def _patch_matplotlib() -> None:
     import matplotlib.pyplot as plt
 
-    def show(*args, **kwargs):
+    def show(*args: Any, **kwargs: Any) -> None:
         """Figures are saved to the workspace at the end of the run."""
 
     _replace_everywhere("show", plt.show, show, ("matplotlib",))

@@ -13,6 +13,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 _monotonic = time.monotonic
 STREAM_INTERVAL_S = 0.1
@@ -33,16 +34,16 @@ class OutputCapture(io.TextIOBase):
         self._lock = threading.RLock()  # the code's threads and the flusher
 
     @property
-    def encoding(self):
+    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase declares a plain attribute
         return "utf-8"
 
-    def writable(self):
+    def writable(self) -> bool:
         return True
 
-    def isatty(self):
+    def isatty(self) -> bool:
         return False
 
-    def write(self, s):
+    def write(self, s: str) -> int:
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
         n = len(s)
@@ -96,11 +97,11 @@ class OutputCapture(io.TextIOBase):
 class FrameWriter:
     """The worker's one way to write to the channel (a frame at a time, never interleaved)."""
 
-    def __init__(self, write: Callable[[dict], None]) -> None:
+    def __init__(self, write: Callable[[dict[str, Any]], None]) -> None:
         self._write = write
         self.lock = threading.Lock()
 
-    def __call__(self, msg: dict) -> None:
+    def __call__(self, msg: dict[str, Any]) -> None:
         with self.lock:
             self._write(msg)
 

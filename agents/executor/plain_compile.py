@@ -86,7 +86,8 @@ def _needs_guard(source: str) -> bool:
     return False
 
 
-def _checked(body: CodeType, expr: CodeType | None, protected: frozenset[str]):
+def _checked(body: CodeType, expr: CodeType | None,
+             protected: frozenset[str]) -> tuple[CodeType, CodeType | None] | None:
     protected = protected | {FINAL_ANSWER}
     denied = _ALWAYS_CHECKED | protected
     if _names_allowed(body, denied, protected) and (expr is None or _names_allowed(expr, denied, protected)):

@@ -7,8 +7,9 @@ already computed ``sys.path`` instead, without the app's folder), the bootstrap
 loads this folder as a private package (the app's ``agents`` package is never
 imported), and the environment holds only a few harmless variables plus what the
 app explicitly passes. Every thread pool (BLAS, OpenMP, numexpr) is limited to
-the calling thread: the worker must be single-threaded when it confines itself. Commands and results travel over two pipes on fds other than 0/1/2,
-so nothing the code prints at the C level can corrupt the channel.
+the calling thread: the worker must be single-threaded when it confines itself.
+Commands and results travel over two pipes on fds other than 0/1/2, so nothing
+the code prints at the C level can corrupt the channel.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import time
 import weakref
+from typing import Any
 
 from .errors import SandboxStartError
 from .protocol import ChannelClosed, FrameReader, frame
@@ -141,7 +143,7 @@ atexit.register(_kill_live_workers)
 class WorkerProcess:
     """One running worker: its process, its two pipes and its ready report."""
 
-    def __init__(self, init: dict, env: dict[str, str], workdir: str, log_path: str,
+    def __init__(self, init: dict[str, Any], env: dict[str, str], workdir: str, log_path: str,
                  python: str | None = None, start_dir: str | None = None):
         sweep_orphans()
         cmd_r, cmd_w = os.pipe()
@@ -177,7 +179,7 @@ class WorkerProcess:
         # What a worker may send: results and logs are bounded far below this; a frame of millions of nested
         # lists would cost the app gigabytes to parse.
         self.reader = FrameReader(res_r, max_bytes=WORKER_FRAME_BYTES, max_containers=WORKER_FRAME_CONTAINERS)
-        self.ready: dict | None = None
+        self.ready: dict[str, Any] | None = None
         self.dead = False
         self.frozen = False
         self.frozen_at = 0.0
@@ -189,7 +191,7 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def send(self, msg: dict, deadline_s: float = SEND_DEADLINE_S) -> None:
+    def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:
         """Send a command, thawing the worker first; WorkerUnresponsive if it does not take it in time."""
         self.thaw()
         data = memoryview(frame(msg))
@@ -221,7 +223,7 @@ class WorkerProcess:
             except ProcessLookupError:
                 pass
 
-    def wait_ready(self, timeout: float) -> dict:
+    def wait_ready(self, timeout: float) -> dict[str, Any]:
         if self.ready is None:
             try:
                 msg = self.reader.read(timeout=timeout)

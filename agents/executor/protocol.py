@@ -21,6 +21,8 @@ import os
 import select
 import struct
 import time
+from collections.abc import Callable
+from typing import Any, overload
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a worker cannot make the parent allocate more
 _HEADER = struct.Struct(">I")
@@ -34,13 +36,13 @@ class ChannelClosed(ProtocolError):
     """The other side closed its end (the worker exited or crashed)."""
 
 
-def _default(obj):
+def _default(obj: object) -> dict[str, str]:
     if isinstance(obj, (bytes, bytearray, memoryview)):
         return {"$bytes": base64.b64encode(bytes(obj)).decode("ascii")}
     raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
-def _str_default(obj):
+def _str_default(obj: object) -> dict[str, str] | str:
     """Fallback used for tool arguments and results: anything unknown becomes str()."""
     if isinstance(obj, (bytes, bytearray, memoryview)):
         return _default(obj)
@@ -50,14 +52,18 @@ def _str_default(obj):
         return f"<unprintable {type(obj).__name__}>"
 
 
-def _make_encoder(default):
-    c_make_encoder = json.encoder.c_make_encoder
+def _make_encoder(default: Callable[[object], object]) -> Callable[[object], str]:
+    c_make_encoder = getattr(json.encoder, "c_make_encoder", None)  # the C accelerator (not in the stubs)
     if c_make_encoder is None:  # pragma: no cover - CPython always has _json
         enc = json.JSONEncoder(default=default, separators=(",", ":"), ensure_ascii=True)
-        return lambda obj: "".join(enc.iterencode(obj))
+
+        def encode_slowly(obj: object) -> str:
+            return "".join(enc.iterencode(obj))
+
+        return encode_slowly
     basestring = json.encoder.encode_basestring_ascii
 
-    def encode(obj) -> str:
+    def encode(obj: object) -> str:
         # A fresh markers dict per call: a failed encode leaves entries behind.
         inner = c_make_encoder({}, default, basestring, None, ":", ",", False, False, True)
         return "".join(inner(obj, 0))
@@ -65,16 +71,18 @@ def _make_encoder(default):
     return encode
 
 
-def _make_decoder():
-    def object_hook(d):
+def _make_decoder() -> Callable[[str], Any]:
+    def object_hook(d: dict[str, Any]) -> Any:
         if len(d) == 1 and "$bytes" in d:
             return base64.b64decode(d["$bytes"])
         return d
 
     ctx = json.decoder.JSONDecoder(object_hook=object_hook)
-    scanner = json.scanner.c_make_scanner(ctx) if json.scanner.c_make_scanner else ctx.scan_once
+    # The C scanner, else the decoder's own (neither is in the stubs).
+    c_make_scanner = getattr(json.scanner, "c_make_scanner", None)
+    scanner = c_make_scanner(ctx) if c_make_scanner else getattr(ctx, "scan_once")  # noqa: B009
 
-    def decode(text: str):
+    def decode(text: str) -> Any:
         try:
             obj, end = scanner(text, 0)
         except StopIteration as exc:
@@ -97,12 +105,13 @@ _select = select.select
 _sched_yield = os.sched_yield
 
 
-def frame(msg: dict, lenient: bool = False) -> bytes:
+def frame(msg: dict[str, Any], lenient: bool = False) -> bytes:
     data = (encode_json_lenient if lenient else encode_json)(msg).encode("utf-8")
-    return _pack(len(data)) + data
+    header: bytes = _pack(len(data))
+    return header + data
 
 
-def write_frame(fd: int, msg: dict, lenient: bool = False) -> None:
+def write_frame(fd: int, msg: dict[str, Any], lenient: bool = False) -> None:
     data = memoryview(frame(msg, lenient))
     while data:
         n = _os_write(fd, data)
@@ -122,7 +131,7 @@ class FrameReader:
         self.max_containers = max_containers
         self._buf = bytearray()
 
-    def _try_parse(self):
+    def _try_parse(self) -> dict[str, Any] | None:
         buf = self._buf
         if len(buf) < 4:
             return None
@@ -143,7 +152,15 @@ class FrameReader:
             raise ProtocolError("frame is not a JSON object")
         return msg
 
-    def read(self, timeout: float | None = None, wake_fd: int | None = None, spin_s: float = 0.0):
+    @overload
+    def read(self, timeout: None = None, wake_fd: None = None, spin_s: float = 0.0) -> dict[str, Any]: ...
+
+    @overload
+    def read(self, timeout: float | None = None, wake_fd: int | None = None,
+             spin_s: float = 0.0) -> dict[str, Any] | None: ...
+
+    def read(self, timeout: float | None = None, wake_fd: int | None = None,
+             spin_s: float = 0.0) -> dict[str, Any] | None:
         """Return the next message, or None on timeout or when wake_fd becomes readable.
 
         ``spin_s`` polls (yielding the CPU between polls) for that long before sleeping in select(): waking

@@ -16,16 +16,16 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from . import artifacts as _artifacts
-from . import identity, run_result, worker_watch
+from . import execution_result, identity, worker_watch
 from .ast_guard import FINAL_ANSWER
 from .errors import InvalidToolError, InvalidVariableError, SandboxClosedError
+from .execution_result import ExecutionResult
 from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache, worker_sys_path
 from .protocol import ChannelClosed, ProtocolError, encode_json, frame
-from .run_result import RunResult
 
 log = logging.getLogger("agents.executor")
 GRACE_S = 1.0  # how long SIGINT may take before the worker is killed...
@@ -71,14 +71,14 @@ class PythonSandbox:
     Artifacts are reported with ``path`` relative to ``workdir`` and ``abs_path``.
     """
 
-    def __init__(self, workdir: str, authorized_imports=(), timeout_s: float = 30,
+    def __init__(self, workdir: str, authorized_imports: Iterable[str] = (), timeout_s: float = 30,
                  memory_limit_mb: int = 1024, max_output_chars: int = 20000,
                  max_file_size_mb: int = 100, max_files_written: int = 200,
                  env: dict[str, str] | None = None, on_log: Callable[[str], None] | None = None,
                  max_result_chars: int = 100_000, max_open_files: int = 256,
-                 extra_read_paths=(), use_landlock: bool = True, use_seccomp: bool = True,
+                 extra_read_paths: Iterable[str] = (), use_landlock: bool = True, use_seccomp: bool = True,
                  startup_timeout_s: float = 120, nice: int = 5, max_disk_mb: int = 1024,
-                 private_root: bool = True, python_layers: bool = True, max_disk_files: int = 20_000):
+                 private_root: bool = True, python_layers: bool = True, max_disk_files: int = 20_000) -> None:
         os.makedirs(workdir, exist_ok=True)
         self.workdir = os.path.realpath(workdir)
         self.max_disk_mb = int(max_disk_mb)
@@ -96,7 +96,7 @@ class PythonSandbox:
         self._tmpdir = tempfile.mkdtemp(prefix="agentdeck-sbx-")
         if self._uid is not None:
             os.chown(self._tmpdir, self._uid, self._uid)
-        self._settings = {
+        self._settings: dict[str, Any] = {
             "workdir": self.workdir, "tmpdir": self._tmpdir, "app_root": APP_ROOT,
             "authorized_imports": self.authorized_imports, "memory_limit_mb": int(memory_limit_mb),
             "max_output_chars": int(max_output_chars), "max_result_chars": int(max_result_chars),
@@ -110,7 +110,7 @@ class PythonSandbox:
             # False only for the attack test suite: no guard, real builtins, no audit hook (a full bypass).
             "python_layers": bool(python_layers),
         }
-        self._tools: dict[str, Callable] = {}
+        self._tools: dict[str, Callable[..., Any]] = {}
         self._run_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._wake_r, self._wake_w = os.pipe()
@@ -196,17 +196,17 @@ class PythonSandbox:
     def __enter__(self) -> PythonSandbox:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
     # --- security report -------------------------------------------------------
-    def security_report(self) -> dict[str, dict]:
+    def security_report(self) -> dict[str, dict[str, Any]]:
         """Every isolation layer with whether it is active here and what it does."""
         ready = self._ready_worker().ready or {}
         report = {
@@ -224,7 +224,7 @@ class PythonSandbox:
         return [name for name, info in self.security_report().items() if info["active"]]
 
     # --- tools and variables -----------------------------------------------------
-    def register_tools(self, tools: dict[str, Callable]) -> None:
+    def register_tools(self, tools: dict[str, Callable[..., Any]]) -> None:
         """Make callables available to the code by name; they run in this (the app's) process."""
         for name, fn in tools.items():
             if not (isinstance(name, str) and name.isidentifier()) or name.startswith("_"):
@@ -277,7 +277,8 @@ class PythonSandbox:
                 pass
 
     def run(self, code: str, on_log: Callable[[str], None] | None = None,
-            cancel: threading.Event | None = None, tools: Mapping[str, Callable] | None = None) -> RunResult:
+            cancel: threading.Event | None = None,
+            tools: Mapping[str, Callable[..., Any]] | None = None) -> ExecutionResult:
         """Run ``code`` in the sandbox; never raises for problems of the code itself.
 
         ``cancel`` is the caller's stop flag: when it is set (even before the worker is up, or before this
@@ -300,7 +301,8 @@ class PythonSandbox:
                     notes.append("the previous step's code kept writing to the sandbox's channel after it ended")
                 elif worker.frozen and worker_watch.woke_up(worker.pid, worker.frozen_at):
                     notes.append("the previous step's code woke the sandbox up between steps")
-                elif worker.idle_cpu is not None and worker_watch.cpu_seconds(worker.pid) - worker.idle_cpu > IDLE_CPU_S:
+                elif (worker.idle_cpu is not None
+                      and worker_watch.cpu_seconds(worker.pid) - worker.idle_cpu > IDLE_CPU_S):
                     notes.append("the previous step's code kept using the CPU after it ended")
                 if notes:
                     self._restart()
@@ -321,15 +323,16 @@ class PythonSandbox:
             finally:
                 self._running = False
                 self._interrupt = False
-            if not result.state_lost and (result.threads_left or worker_watch.thread_left_running(worker, THREAD_SAMPLE_S)):
+            if not result.state_lost and (result.threads_left
+                                          or worker_watch.thread_left_running(worker, THREAD_SAMPLE_S)):
                 self._restart()
-                run_result.lose_state(result, "a thread it started was still running when the step ended, so the "
+                execution_result.lose_state(result, "a thread it started was still running when the step ended, so the "
                                          "sandbox was restarted to stop it")
             if not worker.dead:
                 worker.idle_cpu = worker_watch.cpu_seconds(worker.pid)
                 worker.freeze()
             for note in notes:
-                run_result.lose_state(result, note + "; the sandbox was restarted")
+                execution_result.lose_state(result, note + "; the sandbox was restarted")
             after = _artifacts.snapshot(self.workdir)
             result.artifacts = _artifacts.diff(self.workdir, before, after)
             self._check_disk(result, self._worker)
@@ -347,7 +350,7 @@ class PythonSandbox:
         return worker_watch.disk_over([self.workdir, self._tmpdir], pid, self.max_disk_mb, self.max_disk_files,
                                       mapped=mapped)
 
-    def _check_disk(self, result: RunResult, worker: WorkerProcess | None) -> None:
+    def _check_disk(self, result: ExecutionResult, worker: WorkerProcess | None) -> None:
         """After a run: over the limits, the temp folder is emptied (with a fresh worker) and the run is told."""
         why = self._disk_over(worker)
         if why is None:
@@ -356,16 +359,17 @@ class PythonSandbox:
         # is emptied with a fresh worker, which gets the new folder only after it exists.
         if worker_watch.usage([self._tmpdir]).files > 1 or (worker and worker_watch.deleted_open_bytes(worker.pid)):
             self._restart(empty_tmp=True)
-            run_result.lose_state(result, "the private temp folder was emptied")
+            execution_result.lose_state(result, "the private temp folder was emptied")
         message = f"DiskLimitError: {why}. Delete files you no longer need."
         result.error = message if result.error is None else f"{result.error}\n{message}"
         result.error_type = result.error_type or "DiskLimitError"
 
-    def _wait(self, worker: WorkerProcess, run_id: str, on_log, cancel: threading.Event | None = None,
-              tools: Mapping[str, Callable] | None = None) -> RunResult:
+    def _wait(self, worker: WorkerProcess, run_id: str, on_log: Callable[[str], None] | None,
+              cancel: threading.Event | None = None,
+              tools: Mapping[str, Callable[..., Any]] | None = None) -> ExecutionResult:
         logs: list[str] = []
         logged = overflow = 0
-        log_limit = self._settings["max_output_chars"] + run_result.NOTE_ROOM
+        log_limit = self._settings["max_output_chars"] + execution_result.NOTE_ROOM
         start = time.monotonic()
         tool_time = 0.0
         stopping: str | None = None
@@ -398,7 +402,7 @@ class PythonSandbox:
                     wait = GRACE_CPU_S
                 if wait <= 0:
                     self._restart()
-                    return run_result.stopped(stopping, logs, True, self.timeout_s, self._disk_over(None))
+                    return execution_result.stopped(stopping, logs, True, self.timeout_s, self._disk_over(None))
             else:
                 wait = min(self.timeout_s - (now - start - tool_time), CPU_CHECK_S)
             try:
@@ -436,16 +440,16 @@ class PythonSandbox:
                 worker.send(reply)
             else:
                 if stopping and msg.get("error_type") == "KeyboardInterrupt":
-                    return run_result.stopped(stopping, logs + [str(msg.get("logs", ""))[:log_limit]], False,
+                    return execution_result.stopped(stopping, logs + [str(msg.get("logs", ""))[:log_limit]], False,
                                               self.timeout_s, self._disk_over(None))
-                return run_result.from_worker(msg, logs, self._settings["max_output_chars"],
+                return execution_result.from_worker(msg, logs, self._settings["max_output_chars"],
                                               self._settings["max_result_chars"])
 
-    def _misbehaved(self, worker: WorkerProcess, logs: list[str], what: str) -> RunResult:
+    def _misbehaved(self, worker: WorkerProcess, logs: list[str], what: str) -> ExecutionResult:
         """The worker broke the protocol: restart it; the run's output is not to be trusted."""
         worker.kill()
         self._restart()
-        return run_result.protocol_error(logs, what)
+        return execution_result.protocol_error(logs, what)
 
     def _drain_wake(self) -> None:
         try:
@@ -453,7 +457,8 @@ class PythonSandbox:
         except OSError:
             pass
 
-    def _call_tool(self, msg: dict, tools: Mapping[str, Callable] | None = None) -> dict:
+    def _call_tool(self, msg: dict[str, Any],
+                   tools: Mapping[str, Callable[..., Any]] | None = None) -> dict[str, Any]:
         name, call_id = msg.get("name"), msg.get("call_id")
         fn = None
         if isinstance(name, str) and name in self._tools:
@@ -472,7 +477,7 @@ class PythonSandbox:
             reply["value"] = str(value)
         return reply
 
-    def _crashed(self, worker: WorkerProcess, logs: list[str]) -> RunResult:
+    def _crashed(self, worker: WorkerProcess, logs: list[str]) -> ExecutionResult:
         try:
             worker.proc.wait(timeout=1)
         except Exception:
@@ -480,7 +485,7 @@ class PythonSandbox:
         how = worker.exit_description()
         worker.kill()
         self._restart()
-        return run_result.crashed(logs, how, self._settings["memory_limit_mb"])
+        return execution_result.crashed(logs, how, self._settings["memory_limit_mb"])
 
 
 def _starved(worker: WorkerProcess, cpu_at_stop: float, since_stop_s: float) -> bool:

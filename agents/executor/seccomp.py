@@ -117,19 +117,19 @@ class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def _nr(name: str, arch_index: int):
+def _nr(name: str, arch_index: int) -> int | None:
     return _SYSCALLS[name][arch_index]
 
 
 def build_filter(arch_index: int, audit_arch: int, pid: int, deny_metadata: bool = False) -> bytes:
     """Assemble the BPF program (labels resolved to relative jumps)."""
-    prog: list[list] = []
+    prog: list[tuple[int, int | str, int | str, int]] = []  # (code, jump if true, jump if false, k); str: a label
     labels: dict[str, int] = {}
 
-    def ins(code, k=0, jt=0, jf=0):
-        prog.append([code, jt, jf, k])
+    def ins(code: int, k: int = 0, jt: int | str = 0, jf: int | str = 0) -> None:
+        prog.append((code, jt, jf, k))
 
-    def label(name):
+    def label(name: str) -> None:
         labels[name] = len(prog)
 
     ins(_LD_W_ABS, _OFF_ARCH)
@@ -189,9 +189,9 @@ def build_filter(arch_index: int, audit_arch: int, pid: int, deny_metadata: bool
     ins(_RET, RET_ERRNO | 0)  # the call returns 0 without running
 
     out = bytearray()
-    for i, (code, jt, jf, k) in enumerate(prog):
-        jt = labels[jt] - i - 1 if isinstance(jt, str) else jt
-        jf = labels[jf] - i - 1 if isinstance(jf, str) else jf
+    for i, (code, jump_true, jump_false, k) in enumerate(prog):
+        jt = labels[jump_true] - i - 1 if isinstance(jump_true, str) else jump_true
+        jf = labels[jump_false] - i - 1 if isinstance(jump_false, str) else jump_false
         if not (0 <= jt < 256 and 0 <= jf < 256):
             raise SeccompError("BPF jump out of range")
         out += struct.pack("=HBBI", code, jt, jf, k)
@@ -211,7 +211,10 @@ def install(deny_metadata: bool = False) -> str:
     libc.syscall.restype = ctypes.c_long
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise SeccompError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
-    res = libc.syscall(ctypes.c_long(_nr("seccomp", arch_index)), ctypes.c_uint(SECCOMP_SET_MODE_FILTER),
+    seccomp_nr = _nr("seccomp", arch_index)
+    if seccomp_nr is None:
+        raise SeccompError(errno.ENOSYS, f"no seccomp() system call number for {machine}")
+    res = libc.syscall(ctypes.c_long(seccomp_nr), ctypes.c_uint(SECCOMP_SET_MODE_FILTER),
                        ctypes.c_uint(SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(prog))
     if res != 0:
         raise SeccompError(ctypes.get_errno() or errno.EINVAL, f"seccomp() failed (result {res})")

@@ -13,6 +13,8 @@ import importlib
 import os
 import signal
 import sys
+from types import FrameType
+from typing import Any
 
 from . import confinement
 from .audit import AuditPolicy
@@ -56,7 +58,8 @@ def _preload(authorized: list[str], warnings: list[str]) -> None:
     patch_loaded_libraries()
 
 
-def _setup(init: dict, fd_out: int):
+def _setup(init: dict[str, Any],
+           fd_out: int) -> tuple[Runtime, AuditPolicy, dict[str, Any], list[confinement.LayerStatus], list[str]]:
     warnings: list[str] = []
     sys.dont_write_bytecode = True
     workdir = os.path.realpath(init["workdir"])
@@ -92,7 +95,7 @@ def main(argv: list[str]) -> None:
     fd_in, fd_out = int(argv[2]), int(argv[3])
     reader = FrameReader(fd_in)
 
-    def write(msg: dict) -> None:
+    def write(msg: dict[str, Any]) -> None:
         write_frame(fd_out, msg)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -110,7 +113,7 @@ def main(argv: list[str]) -> None:
     executor.set_tools(init.get("tools", []))
     run_flag = executor.run_flag
 
-    def on_sigint(signum, frame):
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
         if run_flag[0]:
             raise KeyboardInterrupt
 
@@ -148,7 +151,7 @@ def main(argv: list[str]) -> None:
                     return
 
 
-def _set_vars(executor: Executor, msg: dict) -> dict:
+def _set_vars(executor: Executor, msg: dict[str, Any]) -> dict[str, Any]:
     values = msg.get("values") or {}
     protected = executor.runtime.protected
     for name in values:

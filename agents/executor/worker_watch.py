@@ -13,6 +13,10 @@ import select
 import stat
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .process import WorkerProcess
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -205,7 +209,7 @@ def woke_up(pid: int, frozen_at: float, settle_s: float = 0.05) -> bool:
     return not is_stopped(pid)
 
 
-def thread_left_running(worker, sample_s: float) -> bool:
+def thread_left_running(worker: WorkerProcess, sample_s: float) -> bool:
     """Whether a thread besides the main one still runs, as the kernel sees it (pool threads park in futex)."""
     if worker.dead or task_count(worker.pid) <= 1:
         return False

@@ -41,7 +41,7 @@ def landlock_active(sandbox) -> bool:
 
 @pytest.fixture
 def assert_no_secret():
-    """Check that the app's secret appears nowhere in a RunResult."""
+    """Check that the app's secret appears nowhere in an ExecutionResult."""
 
     def check(result) -> None:
         blob = f"{result.logs}{result.output}{result.error}"

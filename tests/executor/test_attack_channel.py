@@ -72,7 +72,8 @@ def test_a_worker_flooding_output_past_its_limit_is_cut_off(tmp_path):
 def test_hostile_frames_cannot_blow_up_or_crash_the_app(tmp_path):
     with PythonSandbox(str(tmp_path), python_layers=False) as sb:
         for payload in ("b'[' * 200000 + b']' * 200000", "b'[' + b'[],' * 3000000 + b'[]]'"):
-            r = sb.run(f"import os, sys\ndata = {payload}\nos.write(int(sys.argv[3]), len(data).to_bytes(4, 'big') + data)")
+            r = sb.run(f"import os, sys\ndata = {payload}\n"
+                       "os.write(int(sys.argv[3]), len(data).to_bytes(4, 'big') + data)")
             assert r.state_lost and r.error is not None
         assert sb.run("6 * 7").output == 42
 

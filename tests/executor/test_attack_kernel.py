@@ -74,7 +74,8 @@ def run_all(tag):
         return read("link-" + tag)
     attempt(f"{tag}:symlink-read:secret", link_out)
     attempt(f"{tag}:hardlink:library-file", lambda: os.link(P["library_file"], "hard-" + tag))
-    attempt(f"{tag}:rename-out", lambda: os.rename(write_new("mv-" + tag), os.path.join(P["write_dirs"]["parent"], "mv-" + tag)))
+    attempt(f"{tag}:rename-out",
+            lambda: os.rename(write_new("mv-" + tag), os.path.join(P["write_dirs"]["parent"], "mv-" + tag)))
     attempt(f"{tag}:fork", lambda: os.fork())
     attempt(f"{tag}:posix_spawn", lambda: os.posix_spawn("/bin/sh", ["sh", "-c", "true"], {}))
     libc = ctypes.CDLL(None, use_errno=True)
@@ -294,7 +295,8 @@ def test_open_files_cannot_be_parked_out_of_sight_and_no_cross_process_probes(ar
         "a, b = socket.socketpair()\n"
         "fd = os.open('parked.bin', os.O_WRONLY | os.O_CREAT, 0o600)\n"
         "try:\n"
-        "    a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))]); out['sendmsg'] = 'sent'\n"
+        "    a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))])\n"
+        "    out['sendmsg'] = 'sent'\n"
         "except OSError: out['sendmsg'] = -1\n"
         "a.send(b'plain sends still work'); out['send'] = 0 if b.recv(64) else 'broken'\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
@@ -302,7 +304,8 @@ def test_open_files_cannot_be_parked_out_of_sight_and_no_cross_process_probes(ar
         "data = (ctypes.c_uint32 * 6)()\n"
         "out['capget(1)'] = libc.capget(header, data)\n"
         f"lib = open({json.__file__!r}, 'rb')\n"
-        "try:\n    fcntl.flock(lib, fcntl.LOCK_EX | fcntl.LOCK_NB); out['flock'] = 'locked'\nexcept OSError: out['flock'] = -1\n"
+        "try:\n    fcntl.flock(lib, fcntl.LOCK_EX | fcntl.LOCK_NB); out['flock'] = 'locked'\n"
+        "except OSError: out['flock'] = -1\n"
         "os.close(fd); os.unlink('parked.bin')\n"
         "out"
     )
@@ -365,7 +368,8 @@ def test_uploads_from_the_app_become_writable_by_the_code(tmp_path):
 
 def test_pyarrow_pool_reserves_nothing(tmp_path):
     with PythonSandbox(str(tmp_path), authorized_imports=["pandas"]) as sb:
-        r = sb.run("import pandas as pd\ns = pd.Series(['a', 'b'] * 1000, dtype='string[pyarrow]')\nint(s.str.len().sum())")
+        r = sb.run("import pandas as pd\ns = pd.Series(['a', 'b'] * 1000, dtype='string[pyarrow]')\n"
+                   "int(s.str.len().sum())")
         assert r.error is None, r.error
         assert r.output == 2000
 

@@ -80,7 +80,8 @@ def test_deep_deleted_and_many_files_count_against_the_disk_limit(tmp_path):
         r = sb.run(f"import os\nos.makedirs({deep!r})\nopen({deep + '/big.bin'!r}, 'wb').write(b'A' * (30 << 20))")
         assert r.error_type == "DiskLimitError", (r.error, r.logs)
         sb.run("import shutil\nshutil.rmtree('d')")
-        r = sb.run("f = open('h.bin', 'wb'); f.write(b'A' * (30 << 20)); f.flush()\nimport os\nos.unlink('h.bin')\nkeep = [f]")
+        r = sb.run("f = open('h.bin', 'wb'); f.write(b'A' * (30 << 20)); f.flush()\n"
+                   "import os\nos.unlink('h.bin')\nkeep = [f]")
         assert r.error_type == "DiskLimitError"
         r = sb.run("import os\nos.makedirs('many', exist_ok=True)\n"
                    "for i in range(800):\n    open(f'many/{i}', 'w').close()")
@@ -91,7 +92,8 @@ def test_mapped_deleted_files_count_against_the_disk_limit(tmp_path):
         "import os, ctypes\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
         "libc.mmap.restype = ctypes.c_void_p\n"
-        "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]\n"
+        "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,\n"
+        "                      ctypes.c_long]\n"
         "for i in range(4):\n"
         "    name = f'held{i}.bin'\n"
         "    with open(name, 'wb') as fh:\n"

@@ -14,9 +14,7 @@ import textwrap
 import pytest
 
 PKG = os.path.join(os.path.dirname(__file__), "..", "..", "agents", "executor")
-BOOT = (
-    "import sys,types;p=types.ModuleType('sbx');p.__path__=[%r];sys.modules['sbx']=p\n" % os.path.abspath(PKG)
-)
+BOOT = f"import sys,types;p=types.ModuleType('sbx');p.__path__=[{os.path.abspath(PKG)!r}];sys.modules['sbx']=p\n"
 
 
 def run_isolated(code: str) -> subprocess.CompletedProcess:

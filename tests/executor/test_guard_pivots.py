@@ -115,7 +115,8 @@ def test_styler_templates_still_render(sb):
     "import numpy as np\nnp.load.__wrapped__",
     "import typing\ntyping.ForwardRef.__init__.__wrapped__",
     "import pandas as pd\npd.eval.__wrapped__('(1).__class__')",
-    "import pandas as pd\ntype(pd.DataFrame({'a': [1]}).style).env.from_string('{{ cycler.__init__.__globals__ }}').render()",
+    "import pandas as pd\n"
+    "type(pd.DataFrame({'a': [1]}).style).env.from_string('{{ cycler.__init__.__globals__ }}').render()",
     "import signal",
 ])
 def test_pivots_found_by_the_attack_are_closed(sb, code):

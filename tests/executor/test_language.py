@@ -6,7 +6,8 @@ import pytest
 
 CASES = [
     ("walrus", "if (n := 10) > 5:\n    r = n\nr", 10),
-    ("match", "match {'a': 1, 'b': [1, 2, 3]}:\n    case {'a': x, 'b': [_, *rest]}:\n        r = (x, rest)\nr", [1, [2, 3]]),
+    ("match", "match {'a': 1, 'b': [1, 2, 3]}:\n    case {'a': x, 'b': [_, *rest]}:\n"
+     "        r = (x, rest)\nr", [1, [2, 3]]),
     ("match class", "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\n    y: int\n"
      "match P(1, 2):\n    case P(x=1, y=yy):\n        r = yy\nr", 2),
     ("generator send", "def gen():\n    x = yield 1\n    yield x * 2\ng = gen(); next(g)\ng.send(21)", 42),
@@ -14,15 +15,16 @@ CASES = [
     ("global nonlocal", "c = 0\ndef inc():\n    global c\n    c += 1\ndef outer():\n    v = 0\n"
      "    def inner():\n        nonlocal v\n        v += 1\n        return v\n    inner()\n    return inner()\n"
      "inc(); inc()\n(c, outer())", [2, 2]),
-    ("decorators", "import functools\ndef twice(f):\n    @functools.wraps(f)\n    def w(*a):\n        return 2 * f(*a)\n"
-     "    return w\n@twice\ndef sq(x):\n    return x * x\n(sq(3), sq.__name__)", [18, "sq"]),
+    ("decorators", "import functools\ndef twice(f):\n    @functools.wraps(f)\n    def w(*a):\n"
+     "        return 2 * f(*a)\n    return w\n@twice\ndef sq(x):\n    return x * x\n(sq(3), sq.__name__)", [18, "sq"]),
     ("star unpacking", "a, *b, c = range(5)\n[*b, *'xy']", [1, 2, 3, "x", "y"]),
     ("dict unpacking", "d = {**{'x': 1}, 'y': 2, **dict(z=3)}\nd", {"x": 1, "y": 2, "z": 3}),
     ("fstring conversions", "s = 'hi'\nf'{s!r} {s!a} {s:>4} {3.14159:.2f} {s=}'", "'hi' 'hi'   hi 3.14 s='hi'"),
     ("except star", "out = []\ntry:\n    raise ExceptionGroup('g', [ValueError(1), TypeError(2)])\n"
      "except* ValueError as eg:\n    out.append('v')\nexcept* TypeError as eg:\n    out.append('t')\nout", ["v", "t"]),
-    ("user dunders", "class V:\n    def __init__(self, x):\n        self.x = x\n    def __add__(self, o):\n        return V(self.x + o.x)\n"
-     "    def __eq__(self, o):\n        return self.x == o.x\n    def __hash__(self):\n        return hash(self.x)\n"
+    ("user dunders", "class V:\n    def __init__(self, x):\n        self.x = x\n    def __add__(self, o):\n"
+     "        return V(self.x + o.x)\n    def __eq__(self, o):\n        return self.x == o.x\n"
+     "    def __hash__(self):\n        return hash(self.x)\n"
      "    def __len__(self):\n        return self.x\n    def __getitem__(self, i):\n        return i * 2\n"
      "    def __repr__(self):\n        return f'V({self.x})'\n"
      "(V(1) + V(2) == V(3), len(V(4)), V(0)[5], repr(V(7)), {V(1): 1}[V(1)])", [True, 4, 10, "V(7)", 1]),
@@ -41,14 +43,16 @@ CASES = [
     ("matmul", "import numpy as np\nfloat((np.eye(2) @ np.ones(2)).sum())", 2.0),
     ("comprehensions", "{k: v for k, v in zip('ab', range(2))} | {'s': sorted({x % 3 for x in range(10)})}",
      {"a": 0, "b": 1, "s": [0, 1, 2]}),
-    ("try finally", "out = []\ndef f():\n    try:\n        return 1\n    finally:\n        out.append('f')\n(f(), out)", [1, ["f"]]),
+    ("try finally", "out = []\ndef f():\n    try:\n        return 1\n    finally:\n        out.append('f')\n"
+     "(f(), out)", [1, ["f"]]),
     ("recursion", "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(20)", 6765),
     ("slots dataclass", "from dataclasses import dataclass, field\n@dataclass(frozen=True)\nclass P:\n    x: int\n"
      "    tags: list = field(default_factory=list)\nP(1).x", 1),
     ("enum typing", "import enum, typing\nclass Color(enum.Enum):\n    RED = 1\nT = typing.TypeVar('T')\n"
      "def first(xs: typing.List[T]) -> T:\n    return xs[0]\n(Color.RED.name, first([9]))", ["RED", 9]),
     ("type hints", "import typing\nclass A:\n    x: 'int'\ntyping.get_type_hints(A)['x'].__name__", "int"),
-    ("str format ok", "'{} {name}'.format(1, name='n') + '{0}{x[0]}'.format(1, x=[7]) + '{x[0]}'.format_map({'x': [7]})", "1 n177"),
+    ("str format ok", "'{} {name}'.format(1, name='n') + '{0}{x[0]}'.format(1, x=[7]) "
+     "+ '{x[0]}'.format_map({'x': [7]})", "1 n177"),
     ("bigint", "2 ** 200 % 1000", 376),
 ]
 

@@ -171,7 +171,8 @@ def test_edge_cases_agree_with_the_guard():
     taken = [source for source in EDGE_CASES if _check(source)]
     # The common shapes really take the fast path; the risky ones are left to the guard.
     for source in ("f(\n1,\n2)", "x = 1; x", "x.__class__", "final_answer = 3", "class A:\n    pass\n",
-                   "x = 1\r\nx\r\n", "x = 1\n\fx\n", "f(__x=1)", "def f():\n    x.__class__: int\n", "match p:\n    case P(__class__=c):\n        pass\n"):
+                   "x = 1\r\nx\r\n", "x = 1\n\fx\n", "f(__x=1)", "def f():\n    x.__class__: int\n",
+                   "match p:\n    case P(__class__=c):\n        pass\n"):
         assert source not in taken, source
     for source in ("y = [i for i in range(3)]\ny", "final_answer(3)", "'just a string'", "x\n# trailing comment\n\n",
                    "if x:\n    y\nelse:\n    z\n", "x = 1 + \\\n  2\nx\n",

@@ -43,13 +43,15 @@ DUNDER_AND_INTROSPECTION = {
     "reduce": "got = (1).__reduce_ex__(2)",
     "setattr dunder": "def f(): pass\nsetattr(f, '__code__', None)\ngot = 1",
     "hasattr dunder": "got = hasattr(lambda: 0, '__globals__')",
-    "str subclass name": "class S(str):\n    def __eq__(self, o):\n        return False\ngot = getattr(lambda: 0, S('__globals__'))",
+    "str subclass name": "class S(str):\n    def __eq__(self, o):\n        return False\n"
+                         "got = getattr(lambda: 0, S('__globals__'))",
     "dunder name load": "got = __builtins__",
     "dunder import": "got = __import__('os')",
     "dunder loader": "got = __loader__",
     "super thisclass": "class A:\n    def f(self):\n        return super().__thisclass__\ngot = A().f()",
     "typing forward ref": "import typing\ndef f(x: \"__import__('os')\"): pass\ngot = typing.get_type_hints(f)",
-    "typing forward ref call": "import typing\ndef f(x: \"open('/etc/passwd').read()\"): pass\ngot = typing.get_type_hints(f, globalns={})",
+    "typing forward ref call": "import typing\ndef f(x: \"open('/etc/passwd').read()\"): pass\n"
+                               "got = typing.get_type_hints(f, globalns={})",
     "internal helper": "got = __sbx_ga__",
     "internal helper attr": "got = (1).__sbx_x",
 }
@@ -109,6 +111,9 @@ PIVOT_LIBRARIES = {
     "read_pickle": "import pandas as pd\npd.DataFrame({'a': [1]}).to_pickle('p.pkl')\ngot = pd.read_pickle('p.pkl')",
     "np load pickle": "import numpy as np\nnp.save('o.npy', np.array([{'a': 1}], dtype=object), allow_pickle=True)\n"
                       "got = np.load('o.npy', allow_pickle=True)",
+    "np load pickle positional": "import numpy as np\n"
+                                 "np.save('o3.npy', np.array([{'a': 1}], dtype=object), allow_pickle=True)\n"
+                                 "got = np.load('o3.npy', None, True)",
     "np read_array pickle": "import numpy as np\nnp.save('o2.npy', np.array([{}], dtype=object), allow_pickle=True)\n"
                             "f = open('o2.npy', 'rb')\ngot = np.lib.format.read_array(f, allow_pickle=True)",
     "vectorize getattr": "import numpy as np\ngot = np.vectorize(getattr)(np.array([print], dtype=object), '__self__')",
@@ -116,7 +121,8 @@ PIVOT_LIBRARIES = {
     "functools reduce": "import functools\ngot = functools.reduce(getattr, ['__init__', '__globals__'], 1)",
     "dataclass field default": "import dataclasses\ngot = dataclasses.fields.__globals__",
     "patch dunder of library class": "import json\njson.JSONEncoder.__init__ = lambda *a: None\ngot = 1",
-    "setattr dunder of library class": "import typing\nsetattr(typing.ForwardRef, '__init__', lambda *a: None)\ngot = 1",
+    "setattr dunder of library class": "import typing\n"
+                                       "setattr(typing.ForwardRef, '__init__', lambda *a: None)\ngot = 1",
     "fd open": "got = open(4, 'wb')",
     "io fileio fd": "import io\ngot = io.FileIO(4, 'w')",
     "io open fd": "import io\ngot = io.open(3, 'rb')",

@@ -115,8 +115,10 @@ PROCESS_ATTEMPTS = {
     "multiprocessing": "import multiprocessing as mp\np = mp.Process(target=print)\np.start()\np.join()\n"
                        "open('{marker}', 'w').write('x')",
     "pty": "import pty\npty.fork()",
-    "ctypes fork": "import ctypes\nlibc = ctypes.CDLL(None)\nif libc.fork() == 0:\n    libc._exit(0)\nopen('{marker}', 'w')",
-    "asyncio subprocess": "import asyncio\nasync def m():\n    p = await asyncio.create_subprocess_exec('touch', '{marker}')\n"
+    "ctypes fork": "import ctypes\nlibc = ctypes.CDLL(None)\nif libc.fork() == 0:\n    libc._exit(0)\n"
+                   "open('{marker}', 'w')",
+    "asyncio subprocess": "import asyncio\nasync def m():\n"
+                          "    p = await asyncio.create_subprocess_exec('touch', '{marker}')\n"
                           "    await p.wait()\nasyncio.run(m())",
 }
 

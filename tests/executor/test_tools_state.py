@@ -109,7 +109,8 @@ def test_star_import_cannot_shadow_tool(tmp_path):
 
 
 def test_stale_final_answer_cannot_forge_next_step(tsb):
-    tsb.run("saved = final_answer\nclass Later:\n    def __del__(self, fa=final_answer):\n        fa('forged')\nlater = Later()")
+    tsb.run("saved = final_answer\nclass Later:\n    def __del__(self, fa=final_answer):\n        fa('forged')\n"
+            "later = Later()")
     r = tsb.run("later = None\nsaved('forged again')\n1")
     assert not r.is_final_answer
     assert r.output != "forged" and r.output != "forged again"

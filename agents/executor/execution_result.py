@@ -16,8 +16,8 @@ NOTE_ROOM = 500  # room for the worker's own truncation note beyond max_output_c
 
 
 @dataclass
-class RunResult:
-    """Outcome of one run. ``output`` is plain JSON-able data, or the repr of other objects."""
+class ExecutionResult:
+    """Outcome of one `PythonSandbox.run()`. ``output`` is plain JSON-able data, or the repr of other objects."""
 
     logs: str = ""
     output: Any = None
@@ -45,20 +45,20 @@ def short_name(value: Any) -> str | None:
     return text or None
 
 
-def lose_state(result: RunResult, why: str) -> None:
+def lose_state(result: ExecutionResult, why: str) -> None:
     result.state_lost = True
     result.logs += (f"\n[sandbox] {why}: all variables, imports and functions from earlier steps are "
                     "gone; define what you need again.\n")
 
 
-def from_worker(msg: dict, logs: list[str], max_output_chars: int, max_result_chars: int) -> RunResult:
-    """The worker's result message as a RunResult, bounded as the app's settings say."""
+def from_worker(msg: dict[str, Any], logs: list[str], max_output_chars: int, max_result_chars: int) -> ExecutionResult:
+    """The worker's result message as a ExecutionResult, bounded as the app's settings say."""
     limit = max_output_chars + NOTE_ROOM
     text = "".join(logs) + str(msg.get("logs") or "")[:limit + 1]
     if len(text) > limit:
         text = text[:limit] + f"\n[output truncated at max_output_chars={max_output_chars}]\n"
     error = msg.get("error")
-    return RunResult(logs=text, output=bounded_output(msg.get("output"), max_result_chars),
+    return ExecutionResult(logs=text, output=bounded_output(msg.get("output"), max_result_chars),
                      is_final_answer=msg.get("is_final") is True,
                      error=str(error)[:limit] if error is not None else None,
                      error_type=short_name(msg.get("error_type")),
@@ -76,7 +76,7 @@ def bounded_output(value: Any, limit: int) -> Any:
     return value
 
 
-def stopped(reason: str, logs: list[str], lost: bool, timeout_s: float, disk_why: str | None) -> RunResult:
+def stopped(reason: str, logs: list[str], lost: bool, timeout_s: float, disk_why: str | None) -> ExecutionResult:
     if reason == "timeout":
         what = (f"TimeoutError: the code ran longer than the limit of {timeout_s} s "
                 f"(timeout_s={timeout_s}; the app can raise it) and was stopped.")
@@ -89,20 +89,20 @@ def stopped(reason: str, logs: list[str], lost: bool, timeout_s: float, disk_why
                  "functions from earlier steps were lost.")
     else:
         what += " Variables from earlier steps are kept."
-    return RunResult(logs="".join(logs), error=what, state_lost=lost,
+    return ExecutionResult(logs="".join(logs), error=what, state_lost=lost,
                      error_type={"timeout": "TimeoutError", "disk": "DiskLimitError"}.get(reason, "InterruptedError"))
 
 
-def protocol_error(logs: list[str], what: str) -> RunResult:
+def protocol_error(logs: list[str], what: str) -> ExecutionResult:
     """The worker broke the protocol: its state and this run's output cannot be trusted."""
-    return RunResult(logs="".join(logs), error_type="SandboxProtocolError", state_lost=True, untrusted=True,
+    return ExecutionResult(logs="".join(logs), error_type="SandboxProtocolError", state_lost=True, untrusted=True,
                      error=(f"SandboxProtocolError: the sandbox worker {what}. The code may have tampered "
                             "with the sandbox, so its output was discarded and a fresh sandbox was started: "
                             "all variables, imports and functions from earlier steps are gone."))
 
 
-def crashed(logs: list[str], how: str, memory_limit_mb: int) -> RunResult:
-    return RunResult(logs="".join(logs), error_type="WorkerCrashed", state_lost=True,
+def crashed(logs: list[str], how: str, memory_limit_mb: int) -> ExecutionResult:
+    return ExecutionResult(logs="".join(logs), error_type="WorkerCrashed", state_lost=True,
                      error=(f"WorkerCrashed: the sandbox worker stopped unexpectedly ({how}). "
                             f"A fresh worker was started; all state from earlier steps was lost. "
                             f"If the code used a lot of memory, the limit is memory_limit_mb={memory_limit_mb}."))
