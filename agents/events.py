@@ -8,9 +8,18 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from agents.models.base import TokenUsage
+
+# The fields below that take one of a fixed set of values. The decision kinds and outcomes are also
+# `agents.decisions.DecisionKind` / `Outcome` members' values, and a run's end state `agents.loop.RunState`'s.
+StepType = Literal["action", "planning", "final"]  # "final": the best-guess answer asked for after max steps
+RequestKind = Literal["plan", "code", "tool_call", "question"]
+DecisionOutcome = Literal["approve", "edit", "reject", "answer"]
+ArtifactKind = Literal["image", "file"]
+SummarySource = Literal["model", "fallback"]  # "fallback": the summary call failed or came back empty
+RunEndState = Literal["success", "max_steps", "interrupted", "error"]
 
 
 def new_id() -> str:
@@ -42,7 +51,7 @@ class RunStarted(Event):
 
 @dataclass(kw_only=True)
 class StepStarted(Event):
-    step_type: str  # "action" | "planning" | "final"
+    step_type: StepType
 
 
 @dataclass(kw_only=True)
@@ -100,7 +109,7 @@ class ToolCallResult(Event):
 class DecisionRequested(Event):
     """The run is paused until someone answers the request (see agents.decisions)."""
     request_id: str
-    request_kind: str  # "plan" | "code" | "tool_call" | "question"
+    request_kind: RequestKind
     payload: dict[str, Any]
 
 
@@ -109,8 +118,8 @@ class DecisionMade(Event):
     """A person's answer to a DecisionRequested. With outcome "edit", `edited` is what runs instead of the
     proposal: the plan or code (str) or the tool call's arguments (dict)."""
     request_id: str
-    request_kind: str
-    outcome: str  # "approve" | "edit" | "reject" | "answer"
+    request_kind: RequestKind
+    outcome: DecisionOutcome
     detail: str = ""  # the reason of a rejection, the answer to a question
     edited: Any = None
 
@@ -124,7 +133,7 @@ class ExecutionLog(Event):
 class ArtifactCreated(Event):
     path: str          # absolute path on the server
     relative_path: str  # path inside the workspace
-    artifact_kind: str  # "image" | "file"
+    artifact_kind: ArtifactKind
     size_bytes: int = 0
 
 
@@ -152,12 +161,12 @@ class MemoryCompacted(Event):
     tokens_after: int
     steps_folded: int  # steps taken out of the prompt by this compaction (they stay in memory.steps)
     budget: int = 0
-    summary_source: str = "model"  # "model", or "fallback" when the summary call failed or came back empty
+    summary_source: SummarySource = "model"
 
 
 @dataclass(kw_only=True)
 class StepFinished(Event):
-    step_type: str
+    step_type: StepType
     duration_s: float
     token_usage: TokenUsage
 
@@ -169,9 +178,15 @@ class FinalAnswer(Event):
 
 @dataclass(kw_only=True)
 class RunFinished(Event):
-    state: str  # RunState value
+    state: RunEndState
     output: Any
     duration_s: float
     token_usage: TokenUsage
     steps: int
     error: str | None = None
+
+
+def event_types() -> list[type[Event]]:
+    """Every event class defined here: renderers check against it that they handle each one."""
+    return [cls for cls in globals().values()
+            if isinstance(cls, type) and issubclass(cls, Event) and cls is not Event and cls.__module__ == __name__]

@@ -2,20 +2,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from agents.errors import ConfigurationError
+from agents.events import DecisionOutcome, RequestKind
 
 
-class DecisionKind(str, Enum):
+class DecisionKind(StrEnum):
+    _value_: RequestKind  # the values are the events' `request_kind`s
     PLAN = "plan"            # review or edit the plan just made
     CODE = "code"            # approve, edit or reject code before it runs
     TOOL_CALL = "tool_call"  # approve, edit the arguments of, or reject a tool call
     QUESTION = "question"    # the model asked the user something (ask_user)
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
+    _value_: DecisionOutcome
     APPROVE = "approve"
     EDIT = "edit"
     REJECT = "reject"
@@ -26,7 +29,8 @@ class Outcome(str, Enum):
 class DecisionRequest:
     id: str
     kind: DecisionKind
-    payload: dict[str, Any]  # plan: {"plan"}; code: {"code"}; tool_call: {"tool_name","arguments","call_id"}; question: {"question"}
+    # plan: {"plan"}; code: {"code"}; tool_call: {"tool_name", "arguments", "call_id"}; question: {"question"}
+    payload: dict[str, Any]
     run_id: str = ""
     step: int = 0
 
@@ -67,7 +71,8 @@ class Decision:
             expected = dict if request.kind is DecisionKind.TOOL_CALL else str
             if not isinstance(self.edited, expected):
                 raise ConfigurationError(
-                    f"An edit of a {request.kind.value} must be a {expected.__name__}, got {type(self.edited).__name__}."
+                    f"An edit of a {request.kind.value} must be a {expected.__name__}, "
+                    f"got {type(self.edited).__name__}."
                 )
 
 

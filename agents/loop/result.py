@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
+from agents.events import RunEndState
 from agents.memory.steps import MemoryStep
 from agents.models.base import TokenUsage
 
 
-class RunState(str, Enum):
+class RunState(StrEnum):
+    _value_: RunEndState  # the values are `RunFinished.state`'s
     SUCCESS = "success"
     MAX_STEPS = "max_steps"
     INTERRUPTED = "interrupted"
