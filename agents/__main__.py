@@ -4,6 +4,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agents.tooling.base import Tool
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -18,7 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--agent", choices=("code", "tool"), default="code", help="Code agent or tool-calling agent.")
     parser.add_argument("--max-steps", type=int, default=10)
     parser.add_argument("--planning-interval", type=int, default=None)
-    parser.add_argument("--tools", default="", help="Comma-separated built-in tools to enable, e.g. web_search,visit_webpage.")
+    parser.add_argument("--tools", default="",
+                        help="Comma-separated built-in tools to enable, e.g. web_search,visit_webpage.")
     parser.add_argument("--imports", default="", help="Comma-separated extra modules the code may import.")
     parser.add_argument("--approval", default="autonomous",
                         help="autonomous, review_plans, approve_code, approve_tools or all (answered at the prompt).")
@@ -62,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if result.state.value == "success" else 1
 
 
-def _builtin_tools(names: str) -> list:
+def _builtin_tools(names: str) -> list[Tool]:
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     if not wanted:
         return []

@@ -1,7 +1,8 @@
 """ConsoleRenderer: prints a run's events in a terminal with rich. Verbosity 0 is silent."""
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from agents import events as ev
 
@@ -15,7 +16,7 @@ class ConsoleRenderer:
         self._step_offsets: dict[str, int] = {}  # per run: the agent's step number before the run's first step
 
     @property
-    def console(self):
+    def console(self) -> Any:
         if self._console is None:
             from rich.console import Console
             self._console = Console(highlight=False)
@@ -24,9 +25,11 @@ class ConsoleRenderer:
     def handle(self, event: ev.Event) -> None:
         if self.verbosity <= QUIET:
             return
-        method = getattr(self, f"_on_{event.kind}", None)
-        if method is not None:
-            method(event)
+        for cls in type(event).__mro__:  # a subclass of an event prints as that event
+            handler = HANDLERS.get(cls)
+            if handler is not None:
+                handler(self, event)
+                return
 
     def _indent(self, event: ev.Event) -> str:
         return "  " if event.parent_id else ""
@@ -107,3 +110,42 @@ class ConsoleRenderer:
             self.console.print(f"[bold red]Run failed:[/bold red] {event.error}")
         elif event.state != "success" and not event.parent_id:
             self.console.print(f"[yellow]Run ended: {event.state}[/yellow]")
+
+
+E = TypeVar("E", bound=ev.Event)
+_Handler = Callable[[ConsoleRenderer, Any], None]
+
+
+def _handles(event_type: type[E], handler: Callable[[ConsoleRenderer, E], None]) -> tuple[type[ev.Event], _Handler]:
+    """One entry of HANDLERS: the type checker refuses a handler that takes another event type."""
+    return event_type, handler
+
+
+# Which method prints which event, by class (tests/agents/test_console_cli.py checks every event is here or in
+# NOT_SHOWN).
+HANDLERS: dict[type[ev.Event], _Handler] = dict([
+    _handles(ev.RunStarted, ConsoleRenderer._on_run_started),
+    _handles(ev.StepStarted, ConsoleRenderer._on_step_started),
+    _handles(ev.ModelTextDelta, ConsoleRenderer._on_model_text_delta),
+    _handles(ev.ModelRetrying, ConsoleRenderer._on_model_retrying),
+    _handles(ev.PlanProposed, ConsoleRenderer._on_plan_proposed),
+    _handles(ev.CodeProposed, ConsoleRenderer._on_code_proposed),
+    _handles(ev.ToolCallProposed, ConsoleRenderer._on_tool_call_proposed),
+    _handles(ev.ToolCallResult, ConsoleRenderer._on_tool_call_result),
+    _handles(ev.ExecutionLog, ConsoleRenderer._on_execution_log),
+    _handles(ev.ArtifactCreated, ConsoleRenderer._on_artifact_created),
+    _handles(ev.StepError, ConsoleRenderer._on_step_error),
+    _handles(ev.DecisionRequested, ConsoleRenderer._on_decision_requested),
+    _handles(ev.InjectionFlagged, ConsoleRenderer._on_injection_flagged),
+    _handles(ev.MemoryCompacted, ConsoleRenderer._on_memory_compacted),
+    _handles(ev.StepFinished, ConsoleRenderer._on_step_finished),
+    _handles(ev.FinalAnswer, ConsoleRenderer._on_final_answer),
+    _handles(ev.RunFinished, ConsoleRenderer._on_run_finished),
+])
+
+# Events the console does not print, and why.
+NOT_SHOWN: dict[type[ev.Event], str] = {
+    ev.ModelOutput: "the reply was already printed as it streamed (ModelTextDelta, at debug verbosity)",
+    ev.Observation: "what the model is told next, made of the logs, errors and tool results printed before it",
+    ev.DecisionMade: "the decision was just made where it was asked (the terminal prompt or the caller's decider)",
+}

@@ -7,8 +7,8 @@ import sys
 
 from rich.console import Console
 
-from agents import ReplayModel, ToolCallingAgent
-from agents.console import ConsoleRenderer
+from agents import ReplayModel, ToolCallingAgent, events
+from agents.console import HANDLERS, NOT_SHOWN, ConsoleRenderer
 from tests.agents.conftest import call
 from tests.conftest import PROJECT_ROOT
 
@@ -107,3 +107,12 @@ def test_a_follow_up_runs_steps_are_numbered_within_the_run():
             renderer.handle(event)
     out = buffer.getvalue()
     assert out.count("Step 1") == 2 and "Step 2" in out and "Step 3" not in out, out
+
+
+def test_every_event_class_is_printed_or_listed_as_not_printed():
+    missing = [cls.__name__ for cls in events.event_types() if cls not in HANDLERS and cls not in NOT_SHOWN]
+    assert not missing, f"agents/console.py has no handler for {missing}: add one to HANDLERS or NOT_SHOWN"
+    assert not set(HANDLERS) & set(NOT_SHOWN)
+    assert all(reason.strip() for reason in NOT_SHOWN.values())
+    registered = {handler.__name__ for handler in HANDLERS.values()}
+    assert {name for name in vars(ConsoleRenderer) if name.startswith("_on_")} == registered
