@@ -65,10 +65,6 @@ class RunBudgetExceededError(AgentDeckError):
     """A run used more model tokens than the budget its operator set; the message names the budget."""
 
 
-class AgentParsingError(AgentDeckError):
-    """The model's reply holds no action the agent can run."""
-
-
 class AgentInterrupted(AgentDeckError):
     """The run was stopped by `interrupt()`."""
 

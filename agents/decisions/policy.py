@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from agents.decisions.types import Decision, DecisionKind
 from agents.errors import ConfigurationError
 
 APPROVAL_MODES = ("autonomous", "review_plans", "approve_code", "approve_tools", "all")
+ToolCallApproval = Literal["none", "flagged", "all"]
 
 
 @dataclass
@@ -20,7 +21,7 @@ class ApprovalPolicy:
     """
     review_plans: bool = False
     approve_code: bool = False
-    tool_calls: str = "none"
+    tool_calls: ToolCallApproval = "none"
     tools_needing_approval: frozenset[str] = field(default_factory=frozenset)
     timeout_s: float | None = None
     timeout_decision: Decision = field(default_factory=lambda: Decision.reject("No decision came in time."))
@@ -30,9 +31,9 @@ class ApprovalPolicy:
             raise ConfigurationError("ApprovalPolicy.tool_calls must be 'none', 'flagged' or 'all'.")
 
     @classmethod
-    def from_mode(cls, mode: str, **kwargs) -> ApprovalPolicy:
+    def from_mode(cls, mode: str, **kwargs: Any) -> ApprovalPolicy:
         """Build a policy from a mode name: autonomous, review_plans, approve_code, approve_tools, all."""
-        presets = {
+        presets: dict[str, dict[str, Any]] = {
             "autonomous": {},
             "review_plans": {"review_plans": True},
             "approve_code": {"approve_code": True},
@@ -42,10 +43,6 @@ class ApprovalPolicy:
         if mode not in presets:
             raise ConfigurationError(f"Unknown approval mode {mode!r}; choose one of {', '.join(APPROVAL_MODES)}.")
         return cls(**{**presets[mode], **kwargs})
-
-    @property
-    def pauses_anything(self) -> bool:
-        return self.review_plans or self.approve_code or self.tool_calls != "none"
 
     def covered_tools(self, tools: Iterable[Any]) -> list[Any]:
         """The tools whose calls this policy pauses for, by the same rule as the pause itself (the UI lists
