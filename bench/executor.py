@@ -87,7 +87,7 @@ def main() -> None:
         print(f"{'workload':34} {'CPython exec':>13} {'sandbox':>11} {'ratio':>7} {'median ratio':>13} {'pairs':>6}")
         worst = 0.0
         samples = {name: ([], []) for name in WORKLOADS}
-        for name, code in WORKLOADS.items():
+        for code in WORKLOADS.values():
             time_exec(code, ns), time_sandbox(sb, code)  # warm-up
         # Round-robin over the workloads, so a spell of load on this shared machine is spread over all of them
         # instead of deciding one workload's figures. Within a round, a workload's pairs are interleaved so
@@ -121,7 +121,8 @@ def main() -> None:
         base = statistics.median(
             [min(time_exec(step, ns) for _ in range(200)) for _ in range(args.repeat)])
         print(f"{'tiny step x = x + 1; print(x)':34} {base * 1e6:10.1f} us {min(rounds) * 1e3:8.3f} ms"
-              f"  (full round trip, best of {args.repeat} x 200 steps; median {statistics.median(rounds) * 1e3:.3f} ms)")
+              f"  (full round trip, best of {args.repeat} x 200 steps; "
+              f"median {statistics.median(rounds) * 1e3:.3f} ms)")
         print(f"worst compute ratio (best of each workload's pairs): {worst:.2f}x (target <= 1.5x); "
               "tiny step target <= 1 ms")
 

@@ -48,7 +48,8 @@ class SummarizingReplay(ReplayModel):
             printed = re.findall(r"Execution logs:\s*\n(\d+)", request)
             last = printed[-1] if printed else "nothing yet"
             text = (f"The agent has been counting up by one in variable x, one step at a time, printing it each step. "
-                    f"The last value printed in these steps was {last}. No errors. Next: keep counting, then final_answer(x).")
+                    f"The last value printed in these steps was {last}. No errors. "
+                    "Next: keep counting, then final_answer(x).")
             return ModelReply(content=text)
         return super().generate(messages, stop_sequences, tools, **kwargs)
 

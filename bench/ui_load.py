@@ -137,7 +137,7 @@ class BrowserSession:
         response = self.http.post(f"{self.url}{self.endpoint['api']}/upload", files=files)
         response.raise_for_status()
         return [{"path": server_path, "orig_name": path.name, "meta": {"_type": "gradio.FileData"}}
-                for server_path, path in zip(response.json(), paths)]
+                for server_path, path in zip(response.json(), paths, strict=True)]
 
     def submit(self, message: dict) -> Iterator[tuple[float, list]]:
         """Run the endpoint with `message` in the first input; yield (arrival time, all outputs) per update."""
@@ -149,7 +149,8 @@ class BrowserSession:
         joined.raise_for_status()
         event_id = joined.json()["event_id"]
         outputs: list | None = None
-        with self.http.stream("GET", f"{self.url}{api}/queue/data", params={"session_hash": self.session_hash}) as stream:
+        params = {"session_hash": self.session_hash}
+        with self.http.stream("GET", f"{self.url}{api}/queue/data", params=params) as stream:
             buffer = b""
             for chunk in stream.iter_raw():
                 buffer += chunk
@@ -167,7 +168,7 @@ class BrowserSession:
                         if outputs is None:
                             outputs = list(data_in)
                         else:
-                            outputs = [apply_edits(old, diff) for old, diff in zip(outputs, data_in)]
+                            outputs = [apply_edits(old, diff) for old, diff in zip(outputs, data_in, strict=True)]
                         yield arrived, outputs
                     elif kind == "process_completed":
                         if not message_in.get("success", True):
@@ -197,7 +198,7 @@ def run_task(session: BrowserSession, steps: int, files: list[dict], scenario: s
         last = None
         for arrived, update in session.submit({"text": TASK, "files": files}):
             last = update
-            for kind, step, parent, stamp in update[4]["events"]:
+            for kind, _step, _parent, stamp in update[4]["events"]:
                 if kind in ("step_started", "step_finished"):
                     latencies.append(arrived - stamp)
                     server.append(update[4]["sent_at"] - stamp)
@@ -316,7 +317,8 @@ def row(r: Round, steps: int, runs: int, extra: str = "") -> str:
     server = [x * 1000 for x in r.server]
     done = runs - len(r.errors)
     return (f"{r.sessions:>8} {statistics.median(ms) if ms else float('nan'):>10.1f} {percentile(ms, 95):>8.1f} "
-            f"{max(ms, default=float('nan')):>8.1f} {len(ms):>8} {done / r.wall_s:>7.2f} {done * steps / r.wall_s:>8.1f} "
+            f"{max(ms, default=float('nan')):>8.1f} {len(ms):>8} {done / r.wall_s:>7.2f} "
+            f"{done * steps / r.wall_s:>8.1f} "
             f"{statistics.median(server) if server else float('nan'):>8.1f}/{percentile(server, 95):<9.1f} "
             f"{r.cpu_s:>12.2f} {len(r.errors):>6}{extra}")
 
@@ -333,7 +335,8 @@ def report(scenario: str, results: dict, counts: list[int], steps: int) -> tuple
     for n in counts:
         print(row(results["cold"][n], steps, n))
     rounds = len(results["warm"][counts[0]])
-    print(f"Follow-up rounds ({rounds}, pooled; the streaming figure the target applies to). Per-round p95 in brackets.")
+    print(f"Follow-up rounds ({rounds}, pooled; the streaming figure the target applies to). "
+          "Per-round p95 in brackets.")
     print(HEADER)
     warm = {n: pooled(results["warm"][n]) for n in counts}
     for n in counts:

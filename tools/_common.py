@@ -31,5 +31,6 @@ def truncate(text: str, max_chars: int, hint: str = "") -> str:
     if max_chars <= 0 or len(text) <= max_chars:
         return text
     cut = len(text) - max_chars
-    note = f"\n\n[... truncated: showing the first {max_chars:,} of {len(text):,} characters ({cut:,} cut).{' ' + hint if hint else ''}]"
+    extra = " " + hint if hint else ""
+    note = f"\n\n[... truncated: showing the first {max_chars:,} of {len(text):,} characters ({cut:,} cut).{extra}]"
     return text[:max_chars] + note

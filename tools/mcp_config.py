@@ -95,7 +95,9 @@ def parse_mcp_servers(config: str | None) -> list[MCPServerSpec]:
 
 def _split_outside_quotes(text: str, separator: str) -> list[str]:
     """Split on `separator` except inside single or double quotes (so `python -c 'a; b'` stays whole)."""
-    parts, current, quote = [], [], ""
+    parts: list[str] = []
+    current: list[str] = []
+    quote = ""
     for char in text:
         if quote:
             quote = "" if char == quote else quote

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import keyword
 import re
+from collections.abc import Set
 from typing import Any
 
 _JSON_TO_TOOL_TYPE = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean",
@@ -73,7 +74,7 @@ def _python_json_type(value: Any) -> str:
     return "null" if value is None else "string"
 
 
-def identifier(text: str, taken: set[str] = frozenset()) -> str:  # type: ignore[assignment]
+def identifier(text: str, taken: Set[str] = frozenset()) -> str:
     name = re.sub(r"\W", "_", text) or "arg"
     if name[0].isdigit():
         name = "_" + name

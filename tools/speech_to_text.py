@@ -105,9 +105,10 @@ class SpeechToTextTool(Tool):
                             "requirements-local.txt, which this install does not have).") from exc
         local = Path(self.model_id).expanduser()
         if (local.is_absolute() or self.model_id.startswith((".", "~"))) and not local.is_dir():
-            raise ToolError(f"No speech-to-text model folder at {str(local)!r}. Set {STT_MODEL_ENV} to a folder holding "
-                            f"a Whisper checkpoint saved with save_pretrained(), or to a Hugging Face model id such as "
-                            f"{DEFAULT_STT_MODEL!r} (downloaded once while online with `hf download {DEFAULT_STT_MODEL}`).")
+            raise ToolError(f"No speech-to-text model folder at {str(local)!r}. Set {STT_MODEL_ENV} to a folder "
+                            f"holding a Whisper checkpoint saved with save_pretrained(), or to a Hugging Face model id "
+                            f"such as {DEFAULT_STT_MODEL!r} (downloaded once while online with "
+                            f"`hf download {DEFAULT_STT_MODEL}`).")
         device = self.device
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -95,7 +95,7 @@ def load_tools_from_file(path: str | os.PathLike[str]) -> list[Tool]:
         raise UserToolLoadError(_describe_import_error(file, exc)) from exc
 
     tools: dict[str, Tool] = {}
-    for attr, value in vars(module).items():
+    for value in vars(module).values():
         if isinstance(value, Tool):
             tools.setdefault(value.name, value)
     for attr, value in vars(module).items():
@@ -105,8 +105,9 @@ def load_tools_from_file(path: str | os.PathLike[str]) -> list[Tool]:
                 tools[value.name] = value()
             except Exception as exc:
                 line = inspect.getsourcelines(value)[1] if _has_source(value) else "?"
-                raise UserToolLoadError(f"{file}, line {line}: cannot create tool class {attr} without arguments "
-                                        f"({type(exc).__name__}: {exc}). Create an instance in the file instead.") from exc
+                raise UserToolLoadError(
+                    f"{file}, line {line}: cannot create tool class {attr} without arguments "
+                    f"({type(exc).__name__}: {exc}). Create an instance in the file instead.") from exc
     return list(tools.values())
 
 
@@ -125,9 +126,9 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text) or "tools"
 
 
-def _has_source(obj: object) -> bool:
+def _has_source(obj: type) -> bool:
     try:
-        inspect.getsourcelines(obj)  # type: ignore[arg-type]
+        inspect.getsourcelines(obj)
         return True
     except (OSError, TypeError):
         return False

@@ -56,7 +56,8 @@ class VisitWebpageTool(Tool):
         "url": {"type": "string", "description": "The full http(s) URL of the page to read."},
         "offset": {
             "type": "integer",
-            "description": "Character offset into the page's Markdown to start from, to read a long page in parts (default 0).",
+            "description": ("Character offset into the page's Markdown to start from, to read a long page in parts "
+                            "(default 0)."),
             "nullable": True,
         },
     }

@@ -34,9 +34,11 @@ class WebSearchTool(Tool):
     )
     inputs = {
         "query": {"type": "string", "description": "The search query."},
-        "max_results": {"type": "integer", "description": f"How many results to return (1-{MAX_RESULTS_CAP}, default 10).",
+        "max_results": {"type": "integer",
+                        "description": f"How many results to return (1-{MAX_RESULTS_CAP}, default 10).",
                         "nullable": True},
-        "region": {"type": "string", "description": "Region code such as 'us-en', 'uk-en', 'de-de', or 'wt-wt' for no region (default).",
+        "region": {"type": "string",
+                   "description": "Region code such as 'us-en', 'uk-en', 'de-de', or 'wt-wt' for no region (default).",
                    "nullable": True},
         "time_range": {"type": "string", "description": "Only results from the past day, week, month or year.",
                        "nullable": True, "enum": list(_TIME_RANGES)},

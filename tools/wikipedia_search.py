@@ -35,9 +35,11 @@ class WikipediaSearchTool(Tool):
     )
     inputs = {
         "query": {"type": "string", "description": "What to look up: an article title or search keywords."},
-        "mode": {"type": "string", "description": "'summary' (the lead section, default) or 'full' (the whole article).",
+        "mode": {"type": "string",
+                 "description": "'summary' (the lead section, default) or 'full' (the whole article).",
                  "nullable": True, "enum": ["summary", "full"]},
-        "language": {"type": "string", "description": "Wikipedia language code such as 'en', 'de', 'fr' (default 'en').",
+        "language": {"type": "string",
+                     "description": "Wikipedia language code such as 'en', 'de', 'fr' (default 'en').",
                      "nullable": True},
     }
     output_type = "string"

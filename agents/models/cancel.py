@@ -45,7 +45,11 @@ class CancelToken:
                 key = self._next_id
                 self._next_id += 1
                 self._closers[key] = closer
-                return lambda: self._closers.pop(key, None)
+
+                def unregister() -> None:
+                    self._closers.pop(key, None)
+
+                return unregister
         _run(closer)
         return lambda: None
 

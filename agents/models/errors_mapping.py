@@ -250,10 +250,10 @@ def to_model_error(
     endpoint: str | None = None,
     secrets: tuple[str, ...] = (),
     info: ErrorInfo | None = None,
-) -> ModelError:
+) -> ModelError | ConfigurationError:
     """One clear AgentDeck error, whose message says what went wrong and what to do about it."""
     if isinstance(exc, (ModelError, ConfigurationError)):
-        return exc  # type: ignore[return-value]
+        return exc  # already one of ours (a missing key is a ConfigurationError): as it is
     info = info or classify_error(exc)
     detail = redact(info.detail, secrets)
     key_env = key_env or PROVIDER_KEY_ENV.get(provider_of(model_id), "the provider's API key variable")

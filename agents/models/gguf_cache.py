@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from agents.errors import ModelError, ModelNotFoundError
 
@@ -115,7 +116,9 @@ def _write_converted(gguf_path: Path, target: Path) -> None:
 
     folder, name = str(gguf_path.parent), gguf_path.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32, local_files_only=True)
+    # Any: transformers types `hf_quantizer` as a tensor or module, but it is a quantizer that may be None.
+    model: Any = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
+                                                      local_files_only=True)
     # The weights are plain dense tensors now; drop the GGUF quantizer so the model can be saved.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):

@@ -6,7 +6,7 @@ other account. It shares streaming, stop, usage, retry and error handling with L
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 from agents.models.remote import RemoteChatModel, openai_request_options
 from agents.models.retry import ErrorContext
@@ -48,14 +48,16 @@ class InferenceClientModel(RemoteChatModel):
 
         if self.base_url:
             return InferenceClient(base_url=self.base_url, api_key=self.__token, timeout=self.timeout)
-        return InferenceClient(provider=self.provider, token=self.__token, timeout=self.timeout)
+        # The provider is the person's string; huggingface_hub checks it against the providers it knows.
+        return InferenceClient(provider=cast(Any, self.provider), token=self.__token, timeout=self.timeout)
 
     def _error_context(self) -> ErrorContext:
         return ErrorContext(model_id=self.model_id, key_env="HF_TOKEN",
                             endpoint=self.base_url or f"Hugging Face inference (provider {self.provider})",
                             secrets=tuple(s for s in (self.__token,) if s))
 
-    def _send(self, messages, stop, tools, stream, **kwargs):
+    def _send(self, messages: list[dict[str, Any]], stop: list[str] | None, tools: list[dict[str, Any]] | None,
+              stream: bool, **kwargs: Any) -> Any:
         if self._client is None:
             self._client = self._make_client()
         params: dict[str, Any] = {"messages": messages, "stream": stream, **self.request_kwargs, **kwargs}

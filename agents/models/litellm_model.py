@@ -67,7 +67,7 @@ class LiteLLMModel(RemoteChatModel):
         return name
 
     @property
-    def context_size(self) -> int | None:  # type: ignore[override]
+    def context_size(self) -> int | None:
         """From litellm's bundled model map, looked up on first use."""
         if not self._context_looked_up:
             self._context_looked_up = True
@@ -113,7 +113,8 @@ class LiteLLMModel(RemoteChatModel):
         if missing and not (alternative and os.environ.get(alternative)):
             raise MissingApiKeyError(missing_key_message(self.model_id, missing))
 
-    def _send(self, messages, stop, tools, stream, **kwargs):
+    def _send(self, messages: list[dict[str, Any]], stop: list[str] | None, tools: list[dict[str, Any]] | None,
+              stream: bool, **kwargs: Any) -> Any:
         litellm = import_litellm()
         params: dict[str, Any] = {
             "model": self.litellm_model,

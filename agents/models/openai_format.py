@@ -49,9 +49,8 @@ def _tool_call_to_openai(call: Any) -> dict[str, Any]:
     else:
         function = get(call, "function") or call
         name, arguments, call_id = get(function, "name"), get(function, "arguments"), get(call, "id")
-    if not isinstance(arguments, str):
-        arguments = json.dumps(arguments if arguments is not None else {})
-    return {"id": call_id or "", "type": "function", "function": {"name": name, "arguments": arguments}}
+    encoded = arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
+    return {"id": call_id or "", "type": "function", "function": {"name": name, "arguments": encoded}}
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:

@@ -29,7 +29,7 @@ def reply_to_entry(reply: ModelReply) -> dict[str, Any]:
     return entry
 
 
-class _LiteralDumper(yaml.SafeDumper):
+class _LiteralDumper(yaml.SafeDumper):  # type: ignore[misc]  # yaml has no type information here (Any)
     """Writes multi-line strings as `|` blocks so transcripts stay readable."""
 
 
@@ -48,13 +48,14 @@ class RecordingModel(Model):
     session still leaves a usable recording.
     """
 
-    def __init__(self, model: Model, path: str | os.PathLike | None = None) -> None:
+    def __init__(self, model: Model, path: str | os.PathLike[str] | None = None) -> None:
         self.model = model
         self.path = Path(path) if path is not None else None
         self.exchanges: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    # Everything the agent reads from a model comes from the wrapped one.
+    # Everything the agent reads from a model comes from the wrapped one: read-only properties where Model
+    # declares plain attributes (hence the override ignores).
     @property
     def model_id(self) -> str:  # type: ignore[override]
         return self.model.model_id
@@ -103,7 +104,7 @@ class RecordingModel(Model):
             return {"model_id": f"replay:{self.model.model_id}", "recorded_with": self.model.model_id,
                     "exchanges": [dict(exchange) for exchange in self.exchanges]}
 
-    def save(self, path: str | os.PathLike | None = None) -> Path:
+    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write the transcript (YAML, or JSON when the name ends in .json) and return its path."""
         target = Path(path) if path is not None else self.path
         if target is None:

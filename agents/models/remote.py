@@ -65,7 +65,8 @@ class RemoteChatModel(Model):
             return None
         return list(stop_sequences[: self.max_stop_sequences])
 
-    def _request(self, messages, stop_sequences, tools, stream, kwargs) -> Any:
+    def _request(self, messages: list[Message], stop_sequences: list[str] | None,
+                 tools: list[dict[str, Any]] | None, stream: bool, kwargs: dict[str, Any]) -> Any:
         prepared = prepare_messages(messages, images=self.images)
         stop = self._stop_param(stop_sequences)
         try:
@@ -99,7 +100,10 @@ class RemoteChatModel(Model):
             assembler, stop_filter = StreamAssembler(), StopFilter(list(stop_sequences or []))
             response = self._request(messages, stop_sequences, tools, True, kwargs)
             # On Stop, shut the response's socket so a read blocked on a stalled stream returns at once.
-            forget = cancel.on_cancel(lambda: abort_stream(response)) if cancel is not None else (lambda: None)
+            def abort() -> None:
+                abort_stream(response)
+
+            forget = cancel.on_cancel(abort) if cancel is not None else (lambda: None)
             try:
                 for chunk in response:
                     piece = stop_filter.feed(assembler.add(chunk))
@@ -122,7 +126,8 @@ class RemoteChatModel(Model):
         yield ModelDelta(reply=reply)
 
 
-def openai_request_options(stop: list[str] | None, tools: list[dict] | None, stream: bool) -> dict[str, Any]:
+def openai_request_options(stop: list[str] | None, tools: list[dict[str, Any]] | None,
+                           stream: bool) -> dict[str, Any]:
     """The OpenAI-style request fields both hosted adapters send: stop sequences, tools, usage in streams."""
     options: dict[str, Any] = {}
     if stop:

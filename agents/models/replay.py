@@ -81,12 +81,14 @@ class ReplayModel(Model):
         elif isinstance(entry, dict):
             content = str(entry.get("content") or "")
             tool_calls = [
-                ToolCall(name=c["name"], arguments=dict(c.get("arguments") or {}), id=c.get("id") or f"call_{index}_{i}")
+                ToolCall(name=c["name"], arguments=dict(c.get("arguments") or {}),
+                         id=c.get("id") or f"call_{index}_{i}")
                 for i, c in enumerate(entry.get("tool_calls") or [])
             ]
             usage = entry.get("token_usage")
         else:
-            raise ConfigurationError(f"Replay entry {index + 1} must be a string or a mapping, not {type(entry).__name__}.")
+            raise ConfigurationError(
+                f"Replay entry {index + 1} must be a string or a mapping, not {type(entry).__name__}.")
         content = apply_stop_sequences(content, stop_sequences)
         if usage:
             token_usage = TokenUsage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
@@ -95,10 +97,12 @@ class ReplayModel(Model):
             token_usage = TokenUsage(prompt_tokens, estimate_tokens(content))
         return ModelReply(content=content, token_usage=token_usage, tool_calls=tool_calls)
 
-    def generate(self, messages, stop_sequences=None, tools=None, **kwargs) -> ModelReply:
+    def generate(self, messages: list[Message], stop_sequences: list[str] | None = None,
+                 tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> ModelReply:
         return self._next_reply(messages, stop_sequences)
 
-    def generate_stream(self, messages, stop_sequences=None, tools=None, **kwargs) -> Iterator[ModelDelta]:
+    def generate_stream(self, messages: list[Message], stop_sequences: list[str] | None = None,
+                        tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> Iterator[ModelDelta]:
         reply = self._next_reply(messages, stop_sequences)
         text = reply.content
         for start in range(0, len(text), self.chunk_size):

@@ -240,6 +240,7 @@ class TransformersModel(Model):
         offline = (is_local or hub_offline()) if local_files_only is None else local_files_only
         attempts = [True] if offline else [True, False]  # the local cache first: no network if cached
         last_error: BaseException | None = None
+        model: Any  # transformers' own hints for a loaded model's methods are wrong (`.to` takes a device)
         for only_local in attempts:
             try:
                 tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=only_local, **common)
@@ -285,7 +286,7 @@ class TransformersModel(Model):
         return int(self._encode(messages)["input_ids"].shape[-1])
 
     def _generation_kwargs(self, inputs: Any, stop_sequences: list[str] | None, kwargs: dict[str, Any],
-                           cancel: threading.Event | None = None, prefix: str = "") -> dict:
+                           cancel: threading.Event | None = None, prefix: str = "") -> dict[str, Any]:
         from transformers import StoppingCriteriaList
 
         model, tokenizer = self._loaded.model, self._loaded.tokenizer
@@ -298,7 +299,8 @@ class TransformersModel(Model):
         else:
             config.temperature, config.top_p, config.top_k = None, None, None
         if config.pad_token_id is None:
-            config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+            pad = tokenizer.pad_token_id
+            config.pad_token_id = pad if pad is not None else tokenizer.eos_token_id
         params = {key: value.to(model.device) for key, value in inputs.items()}
         params["generation_config"] = config
         if stop_sequences or self.end_patterns or cancel is not None:
@@ -442,7 +444,8 @@ class TransformersModel(Model):
 def _has_weights(folder: Path) -> bool:
     if not (folder / "config.json").is_file():
         return False
-    return any(folder.glob("*.safetensors")) or any(folder.glob("*.bin")) or any(folder.glob("*.safetensors.index.json"))
+    patterns = ("*.safetensors", "*.bin", "*.safetensors.index.json")
+    return any(any(folder.glob(pattern)) for pattern in patterns)
 
 
 def clear_loaded_models() -> None:

@@ -36,9 +36,10 @@ class Tool:
     sub-run): `forward` then receives `context=ToolContext(...)` from the tool runner (agents/tooling/context.py).
     """
 
-    name: ClassVar[str] = ""
-    description: ClassVar[str] = ""
-    inputs: ClassVar[dict[str, dict[str, Any]]] = {}
+    # Usually set on the class; a tool made per object (a managed agent) sets them on the instance.
+    name: str = ""
+    description: str = ""
+    inputs: dict[str, dict[str, Any]] = {}
     output_type: ClassVar[str] = "any"
     requires_approval: ClassVar[bool] = False
     takes_context: ClassVar[bool] = False
@@ -63,7 +64,8 @@ class Tool:
             unknown = [t for t in types if t not in TOOL_TYPES]
             if unknown:
                 raise ToolDefinitionError(
-                    f"Tool {self.name!r}: input {arg!r} has unknown type {unknown[0]!r}; use one of {sorted(TOOL_TYPES)}."
+                    f"Tool {self.name!r}: input {arg!r} has unknown type {unknown[0]!r}; "
+                    f"use one of {sorted(TOOL_TYPES)}."
                 )
         if self.output_type not in TOOL_TYPES:
             raise ToolDefinitionError(
@@ -81,9 +83,10 @@ class Tool:
             args = ()
         if len(args) > len(names):
             raise ToolInputError(
-                f"{self.name}() takes {len(names)} argument(s) ({', '.join(names) or 'none'}) but {len(args)} were given."
+                f"{self.name}() takes {len(names)} argument(s) ({', '.join(names) or 'none'}) "
+                f"but {len(args)} were given."
             )
-        bound = dict(zip(names, args))
+        bound = dict(zip(names, args, strict=False))  # fewer positional arguments than inputs is fine
         for key, value in kwargs.items():
             if key in bound:
                 raise ToolInputError(f"{self.name}() got argument {key!r} twice.")
@@ -95,7 +98,8 @@ class Tool:
         unknown = [k for k in arguments if k not in self.inputs]
         if unknown:
             raise ToolInputError(
-                f"{self.name}() got unexpected argument {unknown[0]!r}; its inputs are: {', '.join(self.inputs) or 'none'}."
+                f"{self.name}() got unexpected argument {unknown[0]!r}; "
+                f"its inputs are: {', '.join(self.inputs) or 'none'}."
             )
         checked: dict[str, Any] = {}
         for arg, spec in self.inputs.items():

@@ -156,6 +156,6 @@ def _build_tool(function: Callable[..., Any], name: str | None, requires_approva
             "__module__": getattr(function, "__module__", __name__),
         },
     )
-    instance = tool_class()
-    instance.__wrapped__ = function  # type: ignore[attr-defined]
+    instance: Tool = tool_class()
+    instance.__wrapped__ = function  # type: ignore[attr-defined]  # like functools.wraps, on the instance
     return instance

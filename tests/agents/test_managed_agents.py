@@ -38,10 +38,12 @@ def test_three_level_run_nests_events():
     assert mid_call.run_id == runs["mid"].run_id
     # Each sub-run's events stream between the call and its result, in order.
     index_call = events.index(top_call)
-    index_result = next(i for i, e in enumerate(events) if isinstance(e, ev.ToolCallResult) and e.call_id == top_call.call_id)
+    index_result = next(i for i, e in enumerate(events)
+                        if isinstance(e, ev.ToolCallResult) and e.call_id == top_call.call_id)
     assert index_call < events.index(runs["mid"]) < events.index(runs["leaf"]) < index_result
     # The managed agents got their task wrapped by the template and the report came back up.
-    assert "find the number" in leaf_model.calls[0][-1]["content"] or "what is the number" in leaf_model.calls[0][-1]["content"]
+    leaf_task = leaf_model.calls[0][-1]["content"]
+    assert "find the number" in leaf_task or "what is the number" in leaf_task
     assert "leaf says 7" in mid_model.calls[1][-1]["content"]
     assert "mid relays" in top_model.calls[1][-1]["content"]
 

@@ -94,7 +94,8 @@ def test_a_tiny_run_answers_in_one_step_with_the_prefix_and_preamble(make_code_a
         {"response_prefix": "```python\nfinal_answer"}]
     choice = model.options[0]["name_choice"]  # where it writes a column, one of these (name_choice.py)
     assert choice.names == ("x", "y") and choice.evidence == "What is the highest x?" and choice.task == task
-    assert agent.memory.action_steps().__next__().code.startswith("import math\nimport statistics\nimport pandas as pd\n")
+    first_code = agent.memory.action_steps().__next__().code
+    assert first_code.startswith("import math\nimport statistics\nimport pandas as pd\n")
     # What the model was sent: system, examples, then the task.
     sent = model.calls[0]
     assert sent[-1]["content"] == "New task:\n" + task and sent[-2]["role"] == "assistant"

@@ -44,6 +44,7 @@ def test_tool_calling_run_with_native_calls_round_trips(tmp_path):
     transcript = tmp_path / "native.yaml"
     recorder = RecordingModel(ReplayModel(script), path=transcript)
     original = list(ToolCallingAgent(tools=[], model=recorder, verbosity=0).run("t", stream=True))
-    replayed = list(ToolCallingAgent(tools=[], model=ReplayModel.from_file(transcript), verbosity=0).run("t", stream=True))
+    replay = ReplayModel.from_file(transcript)
+    replayed = list(ToolCallingAgent(tools=[], model=replay, verbosity=0).run("t", stream=True))
     assert original[-1].output == replayed[-1].output == "done"
     assert _comparable(original) == _comparable(replayed)

@@ -36,7 +36,8 @@ def test_tiny_prompt_renders_with_strict_variables():
     assert "final_answer(<expression>)" in text and "Answer in French." in text and "math" in text
     examples = example_messages(templates, ["math"])
     assert {"role": "assistant", "content": "```python\nfinal_answer(5 + 7)\n```"} in examples
-    assert render(templates, "code_preamble", authorized_imports=["math", "pandas"]) == "import math\nimport pandas as pd"
+    preamble = render(templates, "code_preamble", authorized_imports=["math", "pandas"])
+    assert preamble == "import math\nimport pandas as pd"
     assert render(templates, "parse_error")
     assert render(templates, "execution_observation", logs="", has_output=True, output="3") .endswith("3")
 

@@ -47,7 +47,8 @@ def test_retry_then_success_and_auth_error_not_retried(server, model):
 def test_tool_calls(server, model):
     server.script = [{"type": "reply", "content": "", "tool_calls": [{"name": "add", "arguments": {"a": 1}}]}]
     reply = model.generate(MESSAGES, tools=[{"type": "function", "function": {
-        "name": "add", "description": "Add.", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}}])
+        "name": "add", "description": "Add.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}}])
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [("add", {"a": 1})]
 
 

@@ -116,9 +116,11 @@ def test_long_audio_is_chunked(tiny_whisper: Path, tmp_path: Path) -> None:
 def test_missing_model_gives_clear_error(tmp_path: Path) -> None:
     tool = SpeechToTextTool(model_id=str(tmp_path / "no-such-model"))
     wav = write_wav(tmp_path / "a.wav", _tone(0.2, 16000))
-    with pytest.raises(ToolError, match=r"No speech-to-text model folder at .*no-such-model.*AGENTDECK_STT_MODEL.*hf download"):
+    with pytest.raises(ToolError,
+                       match=r"No speech-to-text model folder at .*no-such-model.*AGENTDECK_STT_MODEL.*hf download"):
         tool(audio=str(wav))
     # a folder that exists but holds no model
     (tmp_path / "empty-model").mkdir()
-    with pytest.raises(ToolError, match=r"Could not load the speech-to-text model .*empty-model.*hf download.*AGENTDECK_STT_MODEL"):
+    with pytest.raises(ToolError, match=r"Could not load the speech-to-text model .*empty-model"
+                                        r".*hf download.*AGENTDECK_STT_MODEL"):
         SpeechToTextTool(model_id=str(tmp_path / "empty-model"))(audio=str(wav))

@@ -123,7 +123,8 @@ def test_catalog_with_user_tools_disabled_flags_and_errors(tmp_path: Path) -> No
     good = _write(tmp_path, "mine.py", GOOD)
     bad = _write(tmp_path, "bad.py", "import not_a_module_xyz\n")
     clash = _write(tmp_path, "clash.py", "from tools import tool\n\n@tool\ndef web_search(q: str) -> str:\n"
-                                         "    '''My own search.\n\n    Args:\n        q: query\n    '''\n    return q\n")
+                                         "    '''My own search.\n\n    Args:\n        q: query\n    '''\n"
+                                         "    return q\n")
     settings = ToolSettings(tools_path=os.pathsep.join(map(str, (good, bad, clash))),
                             disabled_tools=frozenset({"count_words"}))
     with load_tool_catalog(settings) as catalog:

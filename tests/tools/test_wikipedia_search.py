@@ -19,8 +19,9 @@ ARTICLES = {
     },
     ("en", "Mercury"): {"description": "Topics referred to by the same term", "summary": "Mercury may refer to:",
                         "full": "Mercury may refer to: a planet, an element.", "type": "disambiguation"},
-    ("de", "Ada Lovelace"): {"description": "britische Mathematikerin", "summary": "Ada Lovelace war eine britische "
-                             "Mathematikerin.", "full": "Ada Lovelace war eine Mathematikerin.\n\n== Leben ==\nLondon."},
+    ("de", "Ada Lovelace"): {"description": "britische Mathematikerin",
+                             "summary": "Ada Lovelace war eine britische Mathematikerin.",
+                             "full": "Ada Lovelace war eine Mathematikerin.\n\n== Leben ==\nLondon."},
 }
 SEARCH = {"ada": ["Ada Lovelace", "Ada (programming language)"], "mercury": ["Mercury", "Mercury (planet)"]}
 

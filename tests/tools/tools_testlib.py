@@ -114,7 +114,7 @@ def write_wav(path: Path, samples: np.ndarray, rate: int = 16000, channels: int 
 
 def _byte_level_vocab() -> dict[str, int]:
     """GPT-2 style byte-to-unicode table, so every byte has a token and the tokenizer needs no download."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     codes, extra = printable[:], 0
     for byte in range(256):
         if byte not in printable:
@@ -156,5 +156,6 @@ def build_tiny_whisper(folder: Path) -> Path:
     model.generation_config.no_timestamps_token_id = vocab["<|notimestamps|>"]
     model.generation_config.forced_decoder_ids = None
     model.save_pretrained(folder)
-    WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=80), tokenizer=tokenizer).save_pretrained(folder)
+    processor = WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=80), tokenizer=tokenizer)
+    processor.save_pretrained(folder)
     return folder
