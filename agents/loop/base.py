@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
 from agents.errors import ConfigurationError
@@ -30,6 +30,9 @@ from agents.prompts import load_prompt_templates, render
 from agents.prompts.profiles import describe_task, example_messages
 from agents.tooling.base import Tool
 
+if TYPE_CHECKING:
+    from agents.console import ConsoleRenderer
+
 
 class MultiStepAgent:
     """Base agent. Subclasses set `prompt_kind` and implement `act(step, reply, run)`."""
@@ -45,9 +48,9 @@ class MultiStepAgent:
         planning_interval: int | None = None,
         name: str | None = None,
         description: str | None = None,
-        managed_agents: list[MultiStepAgent] | tuple = (),
+        managed_agents: list[MultiStepAgent] | tuple[MultiStepAgent, ...] = (),
         step_callbacks: Any = None,
-        final_answer_checks: list[FinalAnswerCheck] | tuple = (),
+        final_answer_checks: list[FinalAnswerCheck] | tuple[FinalAnswerCheck, ...] = (),
         prompt_templates: dict[str, Any] | None = None,
         instructions: str | None = None,
         approval_policy: ApprovalPolicy | str | None = None,
@@ -109,7 +112,8 @@ class MultiStepAgent:
         indexed: dict[str, MultiStepAgent] = {}
         for agent in agents:
             if not getattr(agent, "name", None) or not getattr(agent, "description", None):
-                raise ConfigurationError("A managed agent needs a `name` and a `description` so its manager can call it.")
+                raise ConfigurationError(
+                    "A managed agent needs a `name` and a `description` so its manager can call it.")
             if agent.name in indexed or agent.name in self.tools:
                 raise ConfigurationError(f"The name {agent.name!r} is used twice among tools and managed agents.")
             indexed[agent.name] = agent
@@ -147,11 +151,12 @@ class MultiStepAgent:
             history: list[Message] | None = None, additional_args: dict[str, Any] | None = None) -> Any:
         """Run `task`. `reset=False` continues the same memory and state (a follow-up question).
 
-        With `stream=True`, returns an EventStream: an iterator of events that can also be read with a timeout. Otherwise returns the final answer, or a
-        RunResult with `return_result=True`. A run that fails (model unreachable, script exhausted)
-        raises its error unless `return_result=True`.
+        With `stream=True`, returns an EventStream: an iterator of events that can also be read with a timeout.
+        Otherwise returns the final answer, or a RunResult with `return_result=True`. A run that fails (model
+        unreachable, script exhausted) raises its error unless `return_result=True`.
         """
-        arguments = {"task": task, "reset": reset, "history": history, "additional_args": additional_args}
+        arguments: dict[str, Any] = {"task": task, "reset": reset, "history": history,
+                                     "additional_args": additional_args}
         if stream:
             return self._stream(arguments)
         logger = self._console()
@@ -217,7 +222,7 @@ class MultiStepAgent:
         self.close()
 
     # -- running ---------------------------------------------------------------------------------
-    def _console(self):
+    def _console(self) -> ConsoleRenderer | None:
         if self.verbosity <= 0:
             return None
         from agents.console import ConsoleRenderer
@@ -260,7 +265,8 @@ class MultiStepAgent:
         checked: list[Message] = []
         for message in history:
             if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
-                raise ConfigurationError("history must be a list of {'role': 'user'|'assistant', 'content': ...} dicts.")
+                raise ConfigurationError(
+                    "history must be a list of {'role': 'user'|'assistant', 'content': ...} dicts.")
             checked.append({"role": message["role"], "content": message.get("content", "")})
         self.memory.add_step(HistoryStep(history=checked, messages=checked))
 
@@ -274,7 +280,7 @@ class MultiStepAgent:
         """Act on the model's reply: fill in `step` (code, tool calls, observations, error, final answer)."""
         raise NotImplementedError(f"{type(self).__name__} must implement act(step, reply, run).")
 
-    def native_tool_schemas(self) -> list[dict] | None:
+    def native_tool_schemas(self) -> list[dict[str, Any]] | None:
         """The tools as native tool-call schemas for the model, or None to let it write actions as text."""
         return None
 

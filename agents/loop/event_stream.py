@@ -14,8 +14,13 @@ from typing import Any
 
 from agents.events import Event
 
-_END = object()
-_WAKE = object()  # put by `wake`: a reader waiting in `get` returns None at once
+
+class _Marker:
+    """A queue item that is no event."""
+
+
+_END = _Marker()
+_WAKE = _Marker()  # put by `wake`: a reader waiting in `get` returns None at once
 
 
 class _Failure:
@@ -23,7 +28,10 @@ class _Failure:
         self.exc = exc
 
 
-def _work(body: Callable[[Callable[[Event], None]], Any], events: queue.SimpleQueue) -> None:
+_Item = Event | _Failure | _Marker
+
+
+def _work(body: Callable[[Callable[[Event], None]], Any], events: queue.SimpleQueue[_Item]) -> None:
     try:
         body(events.put)
     except BaseException as exc:  # a bug in the loop itself: surface it to the consumer
@@ -41,7 +49,7 @@ class EventStream(Iterator[Event]):
 
     def __init__(self, body: Callable[[Callable[[Event], None]], Any], on_abandon: Callable[[], None],
                  thread_name: str) -> None:
-        self._events: queue.SimpleQueue = queue.SimpleQueue()
+        self._events: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._on_abandon = on_abandon
         self._ended = False
         # The thread holds the queue, not this object, so a consumer that drops the stream lets it be collected.
@@ -78,12 +86,12 @@ class EventStream(Iterator[Event]):
         """Make a reader waiting in `get` return (None) now: e.g. to check at once whether a stop took effect."""
         self._events.put(_WAKE)
 
-    def _unwrap(self, item: Any) -> Event | None:
-        if item is _WAKE:
-            return None
-        if item is _END:
-            self._ended = True
-            raise StopIteration
+    def _unwrap(self, item: _Item) -> Event | None:
+        if isinstance(item, _Marker):
+            if item is _END:
+                self._ended = True
+                raise StopIteration
+            return None  # _WAKE
         if isinstance(item, _Failure):
             self._ended = True
             raise item.exc

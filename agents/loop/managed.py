@@ -31,9 +31,9 @@ class ManagedAgentTool(Tool):
     takes_context = True  # the sub-run emits into the manager's run
 
     def __init__(self, agent: TeamMember) -> None:
-        self.name = agent.name or ""  # type: ignore[misc]  # (a managed agent's name and description are checked
-        self.description = agent.description or ""  # type: ignore[misc]  # by its manager)
-        self.inputs = {  # type: ignore[misc]
+        self.name = agent.name or ""  # the manager checked it has a name and a description
+        self.description = agent.description or ""
+        self.inputs = {
             "task": {"type": "string", "description": "The task for this team member, with all details it needs."},
             "additional_args": {"type": "object", "nullable": True,
                                 "description": "Values to hand over (data, file paths, earlier results)."},

@@ -17,7 +17,12 @@ from agents.errors import AgentInterrupted
 from agents.models.base import ModelDelta
 from agents.models.cancel import CancelToken, cancel_scope
 
-_END = object()
+
+class _End:
+    """The queue item after the last delta."""
+
+
+_END = _End()
 POLL_S = 0.1  # how often the waiting step loop looks at the stop flag
 
 
@@ -26,7 +31,10 @@ class _Failure:
         self.exc = exc
 
 
-def _pump(make_stream: Callable[[], Iterator[ModelDelta]], token: CancelToken, out: queue.SimpleQueue) -> None:
+_Item = ModelDelta | _Failure | _End
+
+
+def _pump(make_stream: Callable[[], Iterator[ModelDelta]], token: CancelToken, out: queue.SimpleQueue[_Item]) -> None:
     """The helper thread: pass every delta on until the stream ends, fails, or the token is cancelled."""
     with cancel_scope(token):
         stream = None
@@ -54,7 +62,7 @@ class ModelStreamReader:
 
     def __init__(self, make_stream: Callable[[], Iterator[ModelDelta]], name: str = "model-stream") -> None:
         self.token = CancelToken()
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         context = contextvars.copy_context()  # the model sees the caller's context variables
         self._thread = threading.Thread(target=context.run, args=(_pump, make_stream, self.token, self._queue),
                                         name=name, daemon=True)
@@ -70,7 +78,7 @@ class ModelStreamReader:
                 item = self._queue.get(timeout=poll_s)
             except queue.Empty:
                 continue
-            if item is _END:
+            if isinstance(item, _End):
                 return
             if isinstance(item, _Failure):
                 raise item.exc

@@ -29,9 +29,11 @@ class RestoreReport:
     findings: list[tuple[str, Any]] = field(default_factory=list)
 
 
-def restore_agent_memory(agent: MultiStepAgent, source: AgentMemory | str | os.PathLike,
-                         secret: bytes | str | None = None, emit: Callable[[Any], None] | None = None) -> RestoreReport:
-    """Install a saved memory (a path, or an AgentMemory already loaded) in `agent`, ready for `run(..., reset=False)`.
+def restore_agent_memory(agent: MultiStepAgent, source: AgentMemory | str | os.PathLike[str],
+                         secret: bytes | str | None = None,
+                         emit: Callable[[Any], None] | None = None) -> RestoreReport:
+    """Install a saved memory (a path, or an AgentMemory already loaded) in `agent`, ready for
+    `run(..., reset=False)`.
 
     Loaded observations are screened for injected instructions: each finding is returned in the report,
     emitted as `InjectionFlagged` through `emit` when given, and the flagged step's observation gets a

@@ -27,7 +27,7 @@ def _thread_lock(path: Path) -> threading.Lock:
         return lock
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     with _thread_lock(target):

@@ -58,7 +58,7 @@ class AgentMemory:
     keeps every step.
     """
 
-    def __init__(self, system_prompt: str = "", examples: list[Message] | tuple = ()) -> None:
+    def __init__(self, system_prompt: str = "", examples: list[Message] | tuple[Message, ...] = ()) -> None:
         self.system_prompt = SystemPromptStep(system_prompt=system_prompt,
                                               messages=[{"role": "system", "content": system_prompt}, *examples])
         self.steps: list[MemoryStep] = []
@@ -69,7 +69,7 @@ class AgentMemory:
         self.steps.append(step)
         self._messages.extend(step.messages)
 
-    def set_system_prompt(self, system_prompt: str, examples: list[Message] | tuple = ()) -> None:
+    def set_system_prompt(self, system_prompt: str, examples: list[Message] | tuple[Message, ...] = ()) -> None:
         """The system message, then the prompt's worked examples as chat turns (see agents/prompts/profiles.py)."""
         messages = [{"role": "system", "content": system_prompt}, *examples]
         if messages == self.system_prompt.messages:

@@ -21,7 +21,7 @@ _WARNING = re.compile(r"^Note: text from .{1,160}? looks like it tries to give i
 _ANY_WORKSPACE = re.compile(r"(?<![\w.~/:])(?:/[^\s/'\"`()<>\[\]{},;:]+)*/workspace(?:/|(?=[\s'\"`()<>\[\]{},;:.]|$))")
 
 
-def _prefixes(workspaces: Iterable[str | os.PathLike | None]) -> list[str]:
+def _prefixes(workspaces: Iterable[str | os.PathLike[str] | None]) -> list[str]:
     found: set[str] = set()
     for workspace in workspaces:
         if workspace is None:
@@ -34,14 +34,14 @@ def _prefixes(workspaces: Iterable[str | os.PathLike | None]) -> list[str]:
     return sorted(found, key=len, reverse=True)  # the longest first, so a nested one wins
 
 
-def relative_paths(text: str, workspaces: Iterable[str | os.PathLike | None] = ()) -> str:
+def relative_paths(text: str, workspaces: Iterable[str | os.PathLike[str] | None] = ()) -> str:
     """`text` with absolute paths into a workspace made relative to it (`<ws>/a.csv` -> `a.csv`, `<ws>` -> `.`)."""
     for prefix in _prefixes(workspaces):
         text = re.sub(re.escape(prefix) + r"(/|(?![\w.-]))", lambda m: "" if m.group(1) else ".", text)
     return _ANY_WORKSPACE.sub(lambda m: "" if m.group(0).endswith("/") else ".", text)
 
 
-def as_seen(text: str, workspaces: Iterable[str | os.PathLike | None] = ()) -> str:
+def as_seen(text: str, workspaces: Iterable[str | os.PathLike[str] | None] = ()) -> str:
     """`text` without fence tags and injection warning lines, with workspace paths relative."""
     if not text:
         return text
