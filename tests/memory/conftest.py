@@ -19,7 +19,8 @@ def sandbox_available() -> bool:
     return True
 
 
-needs_sandbox = pytest.mark.skipif(not sandbox_available(), reason="the PythonSandbox (agents.executor) is not available")
+needs_sandbox = pytest.mark.skipif(not sandbox_available(),
+                                   reason="the PythonSandbox (agents.executor) is not available")
 
 
 class SummaryAwareReplay(ReplayModel):

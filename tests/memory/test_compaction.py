@@ -87,7 +87,8 @@ def test_kept_steps_rule():
     outcomes = ["e_old", None, "e_a", "e_b", None, None, "e_c", "e_d", None, "e_e", "e_f"]
     steps += [ActionStep(step_number=i + 1, error=o) for i, o in enumerate(outcomes)]
     kept = choose_kept_steps(steps, keep_last=2, max_errors=5)
-    assert kept == {0, 2, len(steps) - 2, len(steps) - 1}  # task, latest plan, last two (both errors after the last success)
+    # task, latest plan, last two (both errors after the last success)
+    assert kept == {0, 2, len(steps) - 2, len(steps) - 1}
     outcomes = [None, "e1", "e2", "e3", None, "x1", "x2", "x3", "x4"]
     steps = [TaskStep(task="t")] + [ActionStep(step_number=i + 1, error=o) for i, o in enumerate(outcomes)]
     kept = choose_kept_steps(steps, keep_last=1, max_errors=3)
@@ -169,7 +170,8 @@ def test_no_compaction_when_not_needed_and_counting_is_incremental(make_tool_age
     assert default_budget(model) == 32_000
     model.context_size = 8192
     assert default_budget(model) == 8192 - 1024
-    disabled, _ = make_tool_agent(SummaryAwareReplay(_script(6, 0)), tools=[fetch], context_budget=200, compaction=False)
+    disabled, _ = make_tool_agent(SummaryAwareReplay(_script(6, 0)), tools=[fetch], context_budget=200,
+                                  compaction=False)
     assert disabled.compactor.enabled is False
 
 
@@ -181,7 +183,8 @@ def test_fallback_summary_is_bounded():
 
 
 def test_history_survives_compaction_save_load_and_follow_up(make_tool_agent, tmp_path, secret):
-    history = [{"role": "user", "content": "HISTORY-Q: my name is Ada."}, {"role": "assistant", "content": "HISTORY-A: hi Ada."}]
+    history = [{"role": "user", "content": "HISTORY-Q: my name is Ada."},
+               {"role": "assistant", "content": "HISTORY-A: hi Ada."}]
     model = SummaryAwareReplay(_script(successes=6, errors=0))
     agent, _ = make_tool_agent(model, tools=[fetch], planning_interval=100, context_budget=BUDGET)
     agent.run("Collect the records.", history=history)

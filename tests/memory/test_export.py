@@ -8,6 +8,7 @@ from agents import AgentMemory, tool
 from agents.loop.restore import rebuild_sandbox_state
 from agents.memory import ActionStep, FinalAnswerStep, TaskStep
 from agents.memory.export import save_notebook, to_markdown, to_notebook
+from agents.models.base import ToolCall
 from tests.agents.conftest import code
 from tests.memory.conftest import needs_sandbox
 
@@ -56,7 +57,8 @@ def test_notebook_validates_and_reexecutes(make_code_agent, tmp_path):
     markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     assert "Which city is hottest" in markdown and "## Final answer\n\nCairo" in markdown
     assert "undefined_thing" in markdown and "failed" in markdown  # the failed step is shown, not run
-    NotebookClient(notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(workspace)}}).execute()
+    NotebookClient(notebook, timeout=60, kernel_name="python3",
+                   resources={"metadata": {"path": str(workspace)}}).execute()
     rerun = [c for c in notebook.cells if c.cell_type == "code"]
     assert rerun[1].outputs[0]["text"].strip() == "18.333333333333332"
     assert any(o.get("output_type") == "error" for c in rerun for o in c.get("outputs", [])) is False
@@ -78,7 +80,7 @@ def test_exports_from_a_constructed_memory(tmp_path):
     memory.add_step(TaskStep(task="Add numbers", messages=[{"role": "user", "content": "Add numbers"}]))
     memory.add_step(ActionStep(step_number=1, code="x = 1 + 1\nprint(x)", logs="2\n", model_output="Thought: add."))
     memory.add_step(ActionStep(step_number=2, code="y = double(x)\nprint(y)", logs="4\n",
-                               tool_calls=[__import__("agents.models.base", fromlist=["ToolCall"]).ToolCall("double", {"x": 2})]))
+                               tool_calls=[ToolCall("double", {"x": 2})]))
     memory.add_step(FinalAnswerStep(output={"answer": 4}))
     notebook = to_notebook(memory)
     nbformat.validate(notebook)

@@ -35,7 +35,8 @@ def test_markdown_and_notebook_exports_have_no_fences_or_server_paths(tmp_path: 
     ws = tmp_path / "data" / "owners" / "o1" / "c1" / "workspace"
     preview, _ = screen("city,temp\nOslo,4\n", "upload:temps.csv")
     memory = AgentMemory("system")
-    memory.add_step(TaskStep(task=f"Which is coldest?\n\n--- File `temps.csv` (full path {ws}/temps.csv) ---\n{preview}"))
+    memory.add_step(TaskStep(task=f"Which is coldest?\n\n--- File `temps.csv` (full path {ws}/temps.csv) ---\n"
+                                  f"{preview}"))
     memory.add_step(ActionStep(step_number=1, model_output="Thought: read it.\n```python\n...\n```",
                                code=f"import pandas as pd\ndf = pd.read_csv('{ws}/temps.csv')\nprint(df)",
                                logs=fence(f"   city  temp\n0  Oslo     4\nsaved to {ws}/out.csv\n",
