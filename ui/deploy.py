@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     print("Secrets: AGENTDECK_SECRET (generated if the Space has none)"
           + (", HF_TOKEN (yours)" if deploy_plan.server_token else ""))
     if deploy_plan.bucket:
-        print(f"Storage: bucket {deploy_plan.bucket} mounted at {DATA_MOUNT}; AGENTDECK_DATA_DIR={DATA_MOUNT}/agentdeck")
+        print(f"Storage: bucket {deploy_plan.bucket} mounted at {DATA_MOUNT}; "
+              f"AGENTDECK_DATA_DIR={DATA_MOUNT}/agentdeck")
     else:
         print("Storage: none (saved chats are lost when the Space restarts; add --bucket auto to keep them)")
     if args.dry_run:

@@ -158,7 +158,8 @@ class AppConfig:
         """Refuse a bad configured model string (AGENTDECK_MODEL, AGENTDECK_MODELS) at start-up, with the reason."""
         from agents.errors import ConfigurationError
 
-        for variable, model in [("AGENTDECK_MODEL", self.model), *(("AGENTDECK_MODELS", m) for m in self.allowed_models or ())]:
+        configured = [("AGENTDECK_MODEL", self.model), *(("AGENTDECK_MODELS", m) for m in self.allowed_models or ())]
+        for variable, model in configured:
             problem = model_problem(model)
             if problem:
                 raise ConfigurationError(f"{variable} names the model '{model[:120]}', which cannot be used: {problem}")

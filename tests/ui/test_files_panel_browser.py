@@ -44,7 +44,8 @@ def test_files_panel_whole_names_charts_and_confirmed_delete(app_and_data) -> No
         # Whole names: each stem shows all its text (wrapped, not cut with an ellipsis).
         stem = page.locator(f"#files-panel td.filename[aria-label='{LONG_CSV}'] .stem")
         assert stem.inner_text() == LONG_CSV[:-4]
-        assert stem.evaluate("e => getComputedStyle(e).textOverflow !== 'ellipsis' && getComputedStyle(e).overflow === 'visible'")
+        assert stem.evaluate("e => getComputedStyle(e).textOverflow !== 'ellipsis'"
+                             " && getComputedStyle(e).overflow === 'visible'")
         cell = page.locator(f"#files-panel td.filename[aria-label='{LONG_CSV}']")
         assert cell.evaluate("e => e.scrollWidth <= e.clientWidth + 1")  # nothing cut off to the right
         SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)

@@ -88,8 +88,8 @@ def test_the_agent_reads_the_pdf_in_its_sandbox(tmp_path: Path) -> None:
     model = ReplayModel([code_reply("Read page 2.", "from pypdf import PdfReader\n"
                                     "text = PdfReader('report.pdf').pages[1].extract_text()\n"
                                     "final_answer(text.strip())")])
-    agent = CodeAgent(tools=[], model=model, workdir=str(workspace), authorized_imports=list(DEFAULT_AUTHORIZED_IMPORTS),
-                      max_steps=2)
+    agent = CodeAgent(tools=[], model=model, workdir=str(workspace),
+                      authorized_imports=list(DEFAULT_AUTHORIZED_IMPORTS), max_steps=2)
     try:
         assert agent.run(agent_task_text("What does page 2 say?", [result])) == "Revenue grew 12 percent"
     finally:

@@ -87,7 +87,8 @@ def test_final_answer_is_a_plain_message_and_run_summary() -> None:
     code_step(t)
     t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=0.5, token_usage=TokenUsage(10, 5)))
     t.apply(ev.FinalAnswer(**base(1), value=344))
-    t.apply(ev.RunFinished(**base(1), state="success", output=344, duration_s=0.7, token_usage=TokenUsage(10, 5), steps=1))
+    t.apply(ev.RunFinished(**base(1), state="success", output=344, duration_s=0.7, token_usage=TokenUsage(10, 5),
+                           steps=1))
     messages = t.messages()
     assert messages[-1] == {"role": "assistant", "content": "344"}
     assert t.status_text().startswith("success · 1 steps · 0.7 s · 15 tokens")
@@ -104,7 +105,8 @@ def test_managed_agent_steps_nest_under_the_call() -> None:
     t.apply(ev.FinalAnswer(**base(1, "c1", "sub"), value="the answer"))
     t.apply(ev.RunFinished(**base(1, "c1", "sub"), state="success", output="the answer", duration_s=0.3,
                            token_usage=TokenUsage(1, 1), steps=1))
-    t.apply(ev.ToolCallResult(**{**base(1), "timestamp": 102.5}, call_id="c1", tool_name="researcher", output="the answer"))
+    t.apply(ev.ToolCallResult(**{**base(1), "timestamp": 102.5}, call_id="c1", tool_name="researcher",
+                              output="the answer"))
     messages = t.messages()
     top = by_title(messages, "Step 1")
     call = by_title(messages, "🛠️ researcher")

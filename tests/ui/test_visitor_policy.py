@@ -112,7 +112,8 @@ def test_api_cannot_send_the_servers_token_anywhere(tmp_path: Path, attacker_end
             for api_name, inputs in (("/retry", ()), ("/edit_last_message", ("hi",))):  # Retry and Edit too
                 with pytest.raises(Exception) as refused:
                     client.predict(*inputs, model, "code", 5, 0, [], "pandas", "autonomous", api_name=api_name)
-                assert any(s in str(refused.value) for s in ("not offered on this server", "not in the list of choices"))
+                assert any(s in str(refused.value)
+                           for s in ("not offered on this server", "not in the list of choices"))
             # The settings form also reaches the server when a page loads, a chat is opened or taken over: a
             # hostile model there is refused or ignored, never used.
             token = new_token()

@@ -5,8 +5,9 @@ input (a web page it read, an uploaded file). Rendered as HTML, `<img src=http:/
 fetched without a click, a `position:fixed` block covers the page and a `<form>` asks for a password.
 Every `<` outside code blocks becomes `&lt;` (the app's own two class markers are the only tags kept; inside
 inline code a look-alike), and Markdown images become links the person may choose to open. Code blocks,
-found with a CommonMark parser as the renderer finds them, are left exactly as written: they show literally. The page's Content-Security-Policy
-(`ui/web/security_headers.py`) is the second line: images, media and form targets only from the app.
+found with a CommonMark parser as the renderer finds them, are left exactly as written: they show
+literally. The page's Content-Security-Policy (`ui/web/security_headers.py`) is the second line: images,
+media and form targets only from the app.
 """
 from __future__ import annotations
 

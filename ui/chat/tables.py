@@ -83,8 +83,8 @@ def parse_frame(text: str) -> Table | None:
     shape = caption = None
     while lines and not lines[-1].strip():
         lines.pop()
-    if lines and _SHAPE.match(lines[-1].strip()):
-        found = _SHAPE.match(lines.pop().strip())
+    if lines and (found := _SHAPE.match(lines[-1].strip())):
+        lines.pop()
         shape = (int(found.group(1)), int(found.group(2)))
         while lines and not lines[-1].strip():
             lines.pop()
@@ -116,8 +116,8 @@ def parse_frame(text: str) -> Table | None:
     for i, name in enumerate(index_names[:columns]):
         header[i] = name
     if not headers and caption:
-        name = re.match(r"^Name: (.*?), ", caption)
-        header[-1] = name.group(1) if name else ""
+        named = re.match(r"^Name: (.*?), ", caption)
+        header[-1] = named.group(1) if named else ""
     return Table(header=header, rows=grid, index_columns=index_columns, shape=shape, caption=caption or "")
 
 

@@ -12,10 +12,13 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ui.chat.formatting import fence, file_digest
 from ui.chat.safe_markdown import neutralize
+
+if TYPE_CHECKING:  # published_files imports Gradio; the tree does not
+    from ui.chat.published_files import Published
 
 
 @dataclass
@@ -38,7 +41,7 @@ class Node:
 class ChatTree:
     """Nodes by id, in order; the person-side messages; the flat message list."""
 
-    def __init__(self, publish: Callable[[str], str] | None = None) -> None:
+    def __init__(self, publish: Callable[[str], Published] | None = None) -> None:
         self.publish = publish  # a file -> its published copy (ui/chat/published_files.py); None: shown as is
         self.roots: list[Node] = []
         self.by_id: dict[str, Node] = {}
