@@ -31,12 +31,14 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard, get_args
 
 from agents.events import (
     ArtifactCreated,
+    ArtifactKind,
     CodeProposed,
     DecisionMade,
+    DecisionOutcome,
     DecisionRequested,
     Event,
     ExecutionLog,
@@ -48,11 +50,14 @@ from agents.events import (
     ModelTextDelta,
     Observation,
     PlanProposed,
+    RequestKind,
+    RunEndState,
     RunFinished,
     RunStarted,
     StepError,
     StepFinished,
     StepStarted,
+    StepType,
     ToolCallProposed,
     ToolCallResult,
 )
@@ -98,14 +103,15 @@ def final_answer(final: FinalAnswerStep, fields: Fields) -> FinalAnswer:
 def run_finished(task: TaskStep, steps: Sequence[MemoryStep], final: FinalAnswerStep | None,
                  fields: Fields) -> RunFinished:
     """The end of the run of `task`, whose steps (after it) are `steps`; `final` its answer, if it gave one."""
-    return RunFinished(**fields, state=task.state or "success", output=final.output if final is not None else None,
+    state = task.state if _is_end_state(task.state) else "success"  # none (or one the loop never writes)
+    return RunFinished(**fields, state=state, output=final.output if final is not None else None,
                        duration_s=task.duration_s, token_usage=run_usage(steps),
                        steps=sum(1 for s in steps if isinstance(s, ActionStep)), error=task.error)
 
 
 # ----- a step's frame -----------------------------------------------------------------------------------
 def step_started(step: PlanningStep | ActionStep, fields: Fields) -> StepStarted:
-    return StepStarted(**fields, step_type=step.step_type, timestamp=_at(step.timing.start_time))
+    return StepStarted(**fields, step_type=_step_type(step), timestamp=_at(step.timing.start_time))
 
 
 def model_output(step: PlanningStep | ActionStep, fields: Fields) -> ModelOutput:
@@ -121,7 +127,7 @@ def observation(step: ActionStep, fields: Fields) -> Observation | None:
 
 
 def step_finished(step: PlanningStep | ActionStep, fields: Fields) -> StepFinished:
-    return StepFinished(**fields, step_type=step.step_type, duration_s=step.timing.duration_s,
+    return StepFinished(**fields, step_type=_step_type(step), duration_s=step.timing.duration_s,
                         token_usage=step.token_usage, timestamp=_at(step.timing.end_time))
 
 
@@ -162,7 +168,7 @@ def execution_log(text: str, fields: Fields) -> ExecutionLog:
     return ExecutionLog(**fields, text=text)
 
 
-def artifact_kind(relative_path: str) -> str:
+def artifact_kind(relative_path: str) -> ArtifactKind:
     return "image" if Path(relative_path).suffix.lower() in IMAGE_SUFFIXES else "file"
 
 
@@ -182,17 +188,17 @@ def step_error(step: ActionStep, fields: Fields) -> StepError | None:
 
 
 # ----- decisions ----------------------------------------------------------------------------------------
-def decision_requested(record: dict[str, Any], fields: Fields) -> DecisionRequested:
+def decision_requested(record: dict[str, Any], kind: RequestKind, fields: Fields) -> DecisionRequested:
     """A decision record (agents/decisions/broker.py: request_id, kind, proposed, asked_at, outcome, detail, edited,
     decided_at) as its request."""
     return DecisionRequested(**fields, request_id=str(record.get("request_id", "")),
-                             request_kind=str(record.get("kind", "")), payload=dict(record.get("proposed") or {}),
+                             request_kind=kind, payload=dict(record.get("proposed") or {}),
                              timestamp=_at(record.get("asked_at") or 0.0))
 
 
-def decision_made(record: dict[str, Any], fields: Fields) -> DecisionMade:
-    return DecisionMade(**fields, request_id=str(record.get("request_id", "")),
-                        request_kind=str(record.get("kind", "")), outcome=str(record.get("outcome", "")),
+def decision_made(record: dict[str, Any], kind: RequestKind, outcome: DecisionOutcome,
+                  fields: Fields) -> DecisionMade:
+    return DecisionMade(**fields, request_id=str(record.get("request_id", "")), request_kind=kind, outcome=outcome,
                         detail=str(record.get("detail") or ""), edited=record.get("edited"),
                         timestamp=_at(record.get("decided_at") or 0.0))
 
@@ -200,7 +206,28 @@ def decision_made(record: dict[str, Any], fields: Fields) -> DecisionMade:
 def decision_events(record: Any, fields: Fields) -> list[Event]:
     if not isinstance(record, dict):  # an unreadable record (a value that was not JSON): nothing to show
         return []
-    return [decision_requested(record, fields), decision_made(record, fields)]
+    kind, outcome = record.get("kind"), record.get("outcome")
+    if not _is_request_kind(kind) or not _is_outcome(outcome):  # a kind or outcome the loop never writes
+        return []
+    return [decision_requested(record, kind, fields), decision_made(record, kind, outcome, fields)]
+
+
+# Values read from a saved memory are strings; these say which ones the events' Literal fields can take.
+def _is_end_state(value: object) -> TypeGuard[RunEndState]:
+    return value in get_args(RunEndState)
+
+
+def _is_request_kind(value: object) -> TypeGuard[RequestKind]:
+    return value in get_args(RequestKind)
+
+
+def _is_outcome(value: object) -> TypeGuard[DecisionOutcome]:
+    return value in get_args(DecisionOutcome)
+
+
+def _step_type(step: PlanningStep | ActionStep) -> StepType:
+    return "planning" if isinstance(step, PlanningStep) else "action"
+
 
 
 # ----- tool calls ---------------------------------------------------------------------------------------
@@ -344,7 +371,7 @@ def planning_events(step: PlanningStep, fields: Fields, after_start: Sequence[Ev
 def memory_compacted(summary: SummaryStep, fields: Fields) -> MemoryCompacted:
     return MemoryCompacted(**fields, tokens_before=summary.tokens_before, tokens_after=summary.tokens_after,
                            steps_folded=summary.newly_folded or summary.folded_steps, budget=summary.budget,
-                           summary_source=summary.source)
+                           summary_source="fallback" if summary.source == "fallback" else "model")
 
 
 @dataclass

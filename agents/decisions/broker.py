@@ -54,7 +54,7 @@ class DecisionBroker:
         fields = {"run_id": context.run_id, "step": context.step, "parent_id": context.parent_id}
         record: dict[str, Any] = {"request_id": request.id, "kind": kind.value, "proposed": json_safe(payload),
                                   "asked_at": time.time()}
-        context.emit(step_events.decision_requested(record, fields))
+        context.emit(step_events.decision_requested(record, kind.value, fields))
         decision = self.decider.decide(request, self.policy.timeout_s)
         context.check_interrupt()
         detail = ""
@@ -68,5 +68,5 @@ class DecisionBroker:
         recorded = getattr(context, "decisions", None)
         if recorded is not None:
             recorded.append(record)
-        context.emit(step_events.decision_made(record, fields))
+        context.emit(step_events.decision_made(record, kind.value, decision.outcome.value, fields))
         return decision

@@ -98,11 +98,13 @@ class DecisionRecord:
         (no `proposed`) or hand-made, and reopening it must not fail on a record it cannot read."""
         if not isinstance(data, dict):
             return None
-        texts = [data.get(key, "") for key in ("request_id", "kind", "outcome", "detail")]
-        if not all(isinstance(text, str) for text in texts) or not texts[1] or not texts[2]:
+        request_id, kind, outcome, detail = (data.get(key, "") for key in ("request_id", "kind", "outcome", "detail"))
+        texts = (request_id, kind, outcome, detail)
+        if not all(isinstance(text, str) for text in texts) or not kind or not outcome:
             return None
         proposed = data.get("proposed")
-        return cls(*texts, edited=data.get("edited"), proposed=proposed if isinstance(proposed, dict) else {})
+        return cls(request_id, kind, outcome, detail, edited=data.get("edited"),
+                   proposed=proposed if isinstance(proposed, dict) else {})
 
     @property
     def is_edit(self) -> bool:
