@@ -136,6 +136,7 @@ HANDLERS: dict[type[ev.Event], _Handler] = dict([
     _handles(ev.ArtifactCreated, ConsoleRenderer._on_artifact_created),
     _handles(ev.StepError, ConsoleRenderer._on_step_error),
     _handles(ev.DecisionRequested, ConsoleRenderer._on_decision_requested),
+    _handles(ev.DecisionMade, ConsoleRenderer._on_decision_made),
     _handles(ev.InjectionFlagged, ConsoleRenderer._on_injection_flagged),
     _handles(ev.MemoryCompacted, ConsoleRenderer._on_memory_compacted),
     _handles(ev.StepFinished, ConsoleRenderer._on_step_finished),
@@ -147,5 +148,4 @@ HANDLERS: dict[type[ev.Event], _Handler] = dict([
 NOT_SHOWN: dict[type[ev.Event], str] = {
     ev.ModelOutput: "the reply was already printed as it streamed (ModelTextDelta, at debug verbosity)",
     ev.Observation: "what the model is told next, made of the logs, errors and tool results printed before it",
-    ev.DecisionMade: "the decision was just made where it was asked (the terminal prompt or the caller's decider)",
 }

@@ -6,8 +6,9 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents import step_events
 from agents.decisions import DecisionKind, Outcome
@@ -19,9 +20,13 @@ from agents.loop.parsing import extract_code
 from agents.loop.step_runner import show_step_error
 from agents.loop.tool_runner import UNSCREENED_TOOLS
 from agents.memory import ActionStep
-from agents.models.base import ModelReply
+from agents.models.base import Message, Model, ModelReply
 from agents.prompts import render
 from agents.prompts.profiles import profile_for
+from agents.tooling.base import Tool
+
+if TYPE_CHECKING:
+    from agents.executor import ExecutionResult, PythonSandbox
 
 #: Standard-library modules code may always import (the sandbox adds its own safe defaults).
 BASE_IMPORTS = ("collections", "datetime", "itertools", "math", "queue", "random", "re", "stat",
@@ -36,20 +41,23 @@ class CodeAgent(MultiStepAgent):
     prompt_kind = "code_agent"
     stop_sequences = ["Observation:", "Calling tools:"]
 
-    def __init__(self, tools=(), model=None, authorized_imports: list[str] | tuple[str, ...] = (),
-                 workdir: str | os.PathLike | None = None, executor_timeout_s: float = 30.0,
-                 sandbox_options: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(self, tools: Iterable[Tool] = (), model: Model | None = None,
+                 authorized_imports: list[str] | tuple[str, ...] = (), workdir: str | os.PathLike[str] | None = None,
+                 executor_timeout_s: float = 30.0, sandbox_options: dict[str, Any] | None = None,
+                 **kwargs: Any) -> None:
         self.authorized_imports = sorted(set(BASE_IMPORTS) | set(authorized_imports))
         self._owns_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="agentdeck-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.executor_timeout_s = executor_timeout_s
         self.sandbox_options = dict(sandbox_options or {})
-        self._sandbox = None
+        self._sandbox: PythonSandbox | None = None
         self._sandbox_lock = threading.Lock()
         self.profile = profile_for(model)
         # The model's profile decides which of the given tools it is shown (none for a tiny model).
-        self.tools_left_out = [getattr(t, "name", "") for t in tools if not self.profile.keeps_tool(getattr(t, "name", ""))]
+        tools = list(tools)
+        self.tools_left_out = [getattr(t, "name", "") for t in tools
+                               if not self.profile.keeps_tool(getattr(t, "name", ""))]
         tools = [t for t in tools if self.profile.keeps_tool(getattr(t, "name", ""))]
         super().__init__(tools=tools, model=model, **kwargs)
 
@@ -57,9 +65,10 @@ class CodeAgent(MultiStepAgent):
         return self.profile.code_prompts
 
     def prompt_variables(self) -> dict[str, Any]:
-        return {**super().prompt_variables(), "authorized_imports": self.profile.prompt_imports(self.authorized_imports)}
+        return {**super().prompt_variables(),
+                "authorized_imports": self.profile.prompt_imports(self.authorized_imports)}
 
-    def prompt_for_step(self, context: RunContext) -> list:
+    def prompt_for_step(self, context: RunContext) -> list[Message]:
         """A profile without `earlier_runs` (the tiny one) is sent the system prompt, its examples and this run
         only: a 135M model copied an earlier answer, right or wrong, into the next one. The memory keeps every
         step (saved chats, exports, the sandbox's variables); a compacted prompt that no longer holds the run's
@@ -82,7 +91,7 @@ class CodeAgent(MultiStepAgent):
 
     # -- sandbox ---------------------------------------------------------------------------------
     @property
-    def sandbox(self):
+    def sandbox(self) -> PythonSandbox:
         """The agent's sandbox, started on first use."""
         with self._sandbox_lock:
             if self._sandbox is None:
@@ -166,7 +175,7 @@ class CodeAgent(MultiStepAgent):
             step.is_final_answer = True
             step.action_output = result.output
 
-    def _execute_code(self, code: str, step: ActionStep, context: RunContext):
+    def _execute_code(self, code: str, step: ActionStep, context: RunContext) -> ExecutionResult:
         """Run the code, streaming its output as ExecutionLog events while it runs.
 
         The run's stop flag goes to the sandbox as `cancel`, so a Stop pressed while the worker is still
@@ -200,7 +209,8 @@ class CodeAgent(MultiStepAgent):
         source = "execution logs (contains tool output)"
         logs = fence(step.logs, source) if step.logs else ""
         output_text = fence(output_text, source) if output_text else output_text
-        warnings = dict.fromkeys(warning_line(f"tool:{c.name}") for c in step.tool_calls if c.id in context.tool_findings)
+        warnings = dict.fromkeys(warning_line(f"tool:{c.name}") for c in step.tool_calls
+                                 if c.id in context.tool_findings)
         return "\n".join([*warnings, logs]).strip(), output_text
 
     def _emit_artifact(self, artifact: Any, step: ActionStep, context: RunContext) -> None:

@@ -15,7 +15,8 @@ from typing import Any
 from agents.decisions import Decision, DecisionBroker, DecisionKind
 from agents.errors import AgentInterrupted
 from agents.events import Event
-from agents.models.base import ToolCall
+from agents.guard import Finding
+from agents.models.base import Message, ToolCall
 from agents.step_events import ToolCallRecord
 
 
@@ -33,17 +34,17 @@ class RunContext:
     parent_id: str | None = None
     step: int = 0
     #: Decisions made during the current step; the step runner moves them into the step's record.
-    decisions: list[dict] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
     #: The current step's successful tool calls, and the injection findings in their output by call id.
     tool_calls: list[ToolCall] = field(default_factory=list)
-    tool_findings: dict[str, list] = field(default_factory=dict)
+    tool_findings: dict[str, list[Finding]] = field(default_factory=dict)
     #: Every tool call of the current step as it went (failed ones too): the step keeps them (`call_records`).
     call_records: list[ToolCallRecord] = field(default_factory=list)
     #: How much the current step's code has printed so far (a CodeAgent sets it while its code runs): where a
     #: tool call falls in the step's logs.
     log_position: Callable[[], int] = _nothing_printed
     #: The first prompt message this run added (its history, else its task): where it begins in the prompt.
-    first_message: dict | None = None
+    first_message: Message | None = None
 
     def emit(self, event: Event) -> None:
         self.emit_function(event)
@@ -65,7 +66,7 @@ class RunContext:
         self.call_records = []
         self.log_position = _nothing_printed
 
-    def take_decisions(self) -> list[dict]:
+    def take_decisions(self) -> list[dict[str, Any]]:
         taken, self.decisions = self.decisions, []
         return taken
 
@@ -74,6 +75,6 @@ class RunContext:
         taken, self.call_records = self.call_records, []
         return [record.as_dict() for record in taken]
 
-    def event_fields(self) -> dict:
+    def event_fields(self) -> dict[str, Any]:
         """The fields every event of this run carries."""
         return {"run_id": self.run_id, "step": self.step, "parent_id": self.parent_id}

@@ -51,7 +51,7 @@ class StepAgent(Protocol):
 
     def prompt_variables(self) -> dict[str, Any]: ...
 
-    def native_tool_schemas(self) -> list[dict] | None: ...
+    def native_tool_schemas(self) -> list[dict[str, Any]] | None: ...
 
     def prompt_for_step(self, run: RunContext) -> list[Message]: ...
 
@@ -134,7 +134,7 @@ class StepRunner:
 
     # -- the model -----------------------------------------------------------------------------------
     def call_model(self, messages: list[Message], stop_sequences: list[str] | None = None,
-                   tools: list[dict] | None = None, **options: Any) -> tuple[ModelReply, float]:
+                   tools: list[dict[str, Any]] | None = None, **options: Any) -> tuple[ModelReply, float]:
         """Stream the model's reply as text deltas; return the assembled reply and the time it took (the
         caller records both in its step and emits the step's ModelOutput).
 
@@ -279,9 +279,9 @@ class StepRunner:
             step.timing.end_time = time.time()
             step.decisions = run.take_decisions()
             step.call_records = run.take_call_records()
-            reply = self._reply_as_written(step)  # before the person's edits set the calls' arguments to what ran
+            written = self._reply_as_written(step)  # before the person's edits set the calls' arguments to what ran
             apply_edits(step)
-            step.messages = self._step_messages(step, reply)
+            step.messages = self._step_messages(step, written)
             seen = step_events.observation(step, fields)
             if seen is not None:
                 run.emit(seen)

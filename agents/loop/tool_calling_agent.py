@@ -1,6 +1,7 @@
 """ToolCallingAgent: the model acts with tool calls, native where the adapter supports them, else JSON in text."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -12,8 +13,9 @@ from agents.loop.parsing import parse_tool_calls
 from agents.loop.step_runner import show_step_error
 from agents.loop.tool_runner import fenced_output
 from agents.memory import ActionStep
-from agents.models.base import ModelReply, ToolCall
+from agents.models.base import Model, ModelReply, ToolCall
 from agents.prompts import render
+from agents.tooling.base import Tool
 from agents.tooling.final_answer import FinalAnswerTool
 
 MAX_PARALLEL_CALLS = 4
@@ -23,14 +25,15 @@ class ToolCallingAgent(MultiStepAgent):
     prompt_kind = "tool_calling_agent"
     stop_sequences = ["Observation:"]
 
-    def __init__(self, tools=(), model=None, max_parallel_calls: int = MAX_PARALLEL_CALLS, **kwargs: Any) -> None:
+    def __init__(self, tools: Iterable[Tool] = (), model: Model | None = None,
+                 max_parallel_calls: int = MAX_PARALLEL_CALLS, **kwargs: Any) -> None:
         tools = list(tools)
         if not any(t.name == "final_answer" for t in tools):
             tools.append(FinalAnswerTool())
         self.max_parallel_calls = max(1, max_parallel_calls)
         super().__init__(tools=tools, model=model, **kwargs)
 
-    def native_tool_schemas(self) -> list[dict] | None:
+    def native_tool_schemas(self) -> list[dict[str, Any]] | None:
         if not getattr(self.model, "supports_native_tools", False):
             return None
         return [tool.to_openai_schema() for tool in self.runner.tools.values()]
@@ -48,7 +51,7 @@ class ToolCallingAgent(MultiStepAgent):
         results = self._run_calls(calls, context)
         lines: list[str] = []
         errors: list[str] = []
-        for call, (output, error) in zip(calls, results):
+        for call, (output, error) in zip(calls, results, strict=True):
             if error is not None:
                 errors.append(f"{call.name}: {error}")
             elif call.name == "final_answer":
@@ -62,7 +65,9 @@ class ToolCallingAgent(MultiStepAgent):
             step.error = "\n".join(errors)
 
     def _run_calls(self, calls: list[ToolCall], context: RunContext) -> list[tuple[Any, str | None]]:
-        """Run independent calls in parallel (final_answer alone, last); return (output, error) per call."""
+        """Run the calls, in parallel when there are several (up to max_parallel_calls); (output, error) per call,
+        in the calls' order. A final_answer among them runs alongside the others; it ends the run only if no call
+        failed (see above)."""
         def run_one(call: ToolCall) -> tuple[Any, str | None]:
             try:
                 return self.runner.call(call.name, dict(call.arguments), context, call_id=call.id), None

@@ -112,7 +112,8 @@ def step_to_dict(step: MemoryStep) -> dict[str, Any]:
         elif isinstance(value, Timing):
             data[key] = {"start_time": value.start_time, "end_time": value.end_time}
         elif key == "tool_calls":
-            data[key] = [{"id": c.id, "name": c.name, "arguments": {str(k): encode_value(v) for k, v in c.arguments.items()}}
+            data[key] = [{"id": c.id, "name": c.name,
+                          "arguments": {str(k): encode_value(v) for k, v in c.arguments.items()}}
                          for c in value]
         elif key in RECORD_FIELDS:
             data[key] = [encode_value(d) for d in value]
@@ -156,6 +157,7 @@ def step_from_dict(data: Any, index: int = 0) -> MemoryStep:
     fields_by_name = {f.name: f for f in dataclasses.fields(cls)}
     for key, value in data.items():
         if key == "model_input_length":
+            # Only a loaded step has this private attribute (no prompt snapshot to measure): serialize.py reads it.
             step._model_input_length = int(_number(value, index, key))  # type: ignore[attr-defined]
             continue
         if key == "step_type":
@@ -181,7 +183,8 @@ def step_from_dict(data: Any, index: int = 0) -> MemoryStep:
         elif isinstance(default, Timing):
             if not isinstance(value, dict):
                 raise field_error(index, f"{key} must be an object")
-            value = Timing(_number(value.get("start_time", 0.0), index, key), _number(value.get("end_time", 0.0), index, key))
+            value = Timing(_number(value.get("start_time", 0.0), index, key),
+                           _number(value.get("end_time", 0.0), index, key))
         elif key == "tool_calls":
             if not isinstance(value, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str)
                                                       and isinstance(c.get("arguments", {}), dict) for c in value):
@@ -203,7 +206,8 @@ def step_from_dict(data: Any, index: int = 0) -> MemoryStep:
             if not (isinstance(value, str) or (value is None and key in OPTIONAL_TEXT)):
                 raise field_error(index, f"{key} must be a string")
         elif isinstance(default, list):
-            if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+            if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool)
+                                                      for v in value):
                 raise field_error(index, f"{key} must be a list of strings or numbers")
         setattr(step, key, value)
     return step

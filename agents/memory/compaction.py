@@ -84,11 +84,12 @@ def choose_kept_steps(steps: Sequence[MemoryStep], keep_last: int, max_errors: i
     if plans:
         kept.add(plans[-1])
     actions = [i for i, s in enumerate(steps) if isinstance(s, ActionStep)]
+    errors = {i for i, s in enumerate(steps) if isinstance(s, ActionStep) and s.error}
     if keep_last > 0:
         kept.update(actions[-keep_last:])
     pending_errors: list[int] = []  # errors not followed by a successful action step
     for index in actions:
-        if steps[index].error:
+        if index in errors:
             pending_errors.append(index)
         else:
             pending_errors.clear()
@@ -182,7 +183,7 @@ class Compactor:
     # running state
     compactions: int = field(default=0, init=False)
     vetoes: int = field(default=0, init=False)
-    _tracked: list | None = field(default=None, init=False, repr=False)
+    _tracked: list[Message] | None = field(default=None, init=False, repr=False)
     _tracked_model: Any = field(default=None, init=False, repr=False)
     _tracked_length: int = field(default=0, init=False, repr=False)
     _tracked_tokens: int = field(default=0, init=False, repr=False)
@@ -322,7 +323,8 @@ def make_compactor(context_budget: int | None = None, compaction: Any = None) ->
     `compaction` is None (defaults), False (never compact), a dict of Compactor settings, or a Compactor.
     """
     if context_budget is not None and (not isinstance(context_budget, int) or context_budget < 64):
-        raise ConfigurationError("context_budget must be a number of tokens (at least 64), or None for the model's default.")
+        raise ConfigurationError(
+            "context_budget must be a number of tokens (at least 64), or None for the model's default.")
     if isinstance(compaction, Compactor):
         if context_budget is not None:
             compaction.context_budget = context_budget

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.memory.memory import AgentMemory
 from agents.memory.seen_text import as_seen, relative_paths
@@ -26,6 +26,9 @@ from agents.memory.steps import (
     TaskStep,
 )
 from agents.models.base import message_text
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 _IMAGE_SUFFIXES = {".png"}
 EDITED_NOTE = "*✏️ Edited by you before it ran: shown as it ran.*"
@@ -49,7 +52,7 @@ def _tool_names(memory: AgentMemory) -> list[str]:
 
 # -- Markdown ----------------------------------------------------------------------------------------
 def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
-                workspace: str | os.PathLike | None = None) -> str:
+                workspace: str | os.PathLike[str] | None = None) -> str:
     """The conversation as Markdown: tasks, plans, each step's code, output and errors, artifacts, answers.
 
     It shows what the person saw: no prompt fences, and paths relative to `workspace` (agents/memory/seen_text.py).
@@ -98,12 +101,6 @@ def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
     return "\n\n".join(parts) + "\n"
 
 
-def save_markdown(memory: AgentMemory, path: str | os.PathLike, **kwargs: Any) -> Path:
-    target = Path(path)
-    target.write_text(to_markdown(memory, **kwargs), encoding="utf-8")
-    return target
-
-
 # -- Notebook ----------------------------------------------------------------------------------------
 _SETUP = '''# Set up by AgentDeck: in the agent, final_answer() ended the task; here it shows the answer.
 def final_answer(answer=None):
@@ -119,7 +116,8 @@ def _tool_stub(name: str) -> str:
             f"                              \"the output it gave is shown under the cell.\")\n")
 
 
-def to_notebook(memory: AgentMemory, workspace: str | os.PathLike | None = None, title: str = "AgentDeck conversation"):
+def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = None,
+                title: str = "AgentDeck conversation") -> NotebookNode:
     """A nbformat v4 notebook of the conversation; `workspace` is where artifact files are read from."""
     import nbformat
     from nbformat import v4
@@ -143,11 +141,13 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike | None = None,
         elif isinstance(step, PlanningStep):
             cells.append(v4.new_markdown_cell("### Plan\n\n" + seen(step.plan)))
         elif isinstance(step, SummaryStep):
-            cells.append(v4.new_markdown_cell(f"### Summary of {step.folded_steps} earlier steps\n\n" + seen(step.summary)))
+            cells.append(v4.new_markdown_cell(f"### Summary of {step.folded_steps} earlier steps\n\n"
+                                              + seen(step.summary)))
         elif isinstance(step, ActionStep) and step.code:
             if step.error:
                 cells.append(v4.new_markdown_cell(
-                    f"### Step {step.step_number} (failed, not run here)\n\n" + _fenced(relative_paths(step.code, [workspace]), "python")
+                    f"### Step {step.step_number} (failed, not run here)\n\n"
+                    + _fenced(relative_paths(step.code, [workspace]), "python")
                     + "\n\nError:\n\n" + _fenced(seen(step.error), "text")))
                 continue
             outputs = []
@@ -156,7 +156,8 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike | None = None,
             for artifact in step.artifacts:
                 image = _read_image(root, artifact)
                 if image is not None:
-                    outputs.append(v4.new_output("display_data", data={"image/png": image, "text/plain": f"<{artifact}>"}))
+                    data = {"image/png": image, "text/plain": f"<{artifact}>"}
+                    outputs.append(v4.new_output("display_data", data=data))
             metadata: dict[str, Any] = {"agentdeck": {"step_number": step.step_number}}
             if step.tool_calls and any(c.name != "final_answer" for c in step.tool_calls):
                 metadata["tags"] = ["raises-exception"]
@@ -164,7 +165,7 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike | None = None,
             cells.append(cell)
         elif isinstance(step, FinalAnswerStep):
             cells.append(v4.new_markdown_cell("## Final answer\n\n" + seen(_answer_text(step.output))))
-    notebook = v4.new_notebook(cells=cells, metadata={
+    notebook: NotebookNode = v4.new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
         "agentdeck": {"steps": len(memory.steps)},
@@ -187,7 +188,7 @@ def _read_image(root: Path | None, artifact: str) -> str | None:
     return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def save_notebook(memory: AgentMemory, path: str | os.PathLike, workspace: str | os.PathLike | None = None,
+def save_notebook(memory: AgentMemory, path: str | os.PathLike[str], workspace: str | os.PathLike[str] | None = None,
                   **kwargs: Any) -> Path:
     import nbformat
 

@@ -172,7 +172,8 @@ def _restore_prompt_snapshots(memory: AgentMemory) -> None:
 
 # -- signing -----------------------------------------------------------------------------------------
 def canonical_json(document: Any) -> bytes:
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8")
 
 
 def sign(document: dict[str, Any], secret: bytes) -> str:
@@ -182,7 +183,7 @@ def sign(document: dict[str, Any], secret: bytes) -> str:
 _secret_lock = threading.Lock()
 
 
-def load_or_create_secret(path: str | os.PathLike) -> bytes:
+def load_or_create_secret(path: str | os.PathLike[str]) -> bytes:
     """The secret stored at `path`, created (64 random hex characters, mode 0600) when the file is missing."""
     secret_path = Path(path)
     with _secret_lock:
@@ -227,7 +228,8 @@ def resolve_secret(secret: bytes | str | None = None) -> bytes:
     return value
 
 
-def dumps_memory(memory: AgentMemory, secret: bytes | str | None = None, metadata: dict[str, Any] | None = None) -> bytes:
+def dumps_memory(memory: AgentMemory, secret: bytes | str | None = None,
+                 metadata: dict[str, Any] | None = None) -> bytes:
     """The signed file content for `memory`."""
     key = resolve_secret(secret)
     document = memory_to_dict(memory, metadata)
@@ -235,7 +237,7 @@ def dumps_memory(memory: AgentMemory, secret: bytes | str | None = None, metadat
     return canonical_json(envelope)
 
 
-def save_memory(memory: AgentMemory, path: str | os.PathLike, secret: bytes | str | None = None,
+def save_memory(memory: AgentMemory, path: str | os.PathLike[str], secret: bytes | str | None = None,
                 metadata: dict[str, Any] | None = None) -> Path:
     """Write the signed document atomically and serialised per file (agents/memory/atomic.py)."""
     from agents.memory.atomic import atomic_write_bytes
@@ -275,7 +277,7 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed in a memory file")
 
 
-def load_memory(path: str | os.PathLike, secret: bytes | str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES,
+def load_memory(path: str | os.PathLike[str], secret: bytes | str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES,
                 max_steps: int = MAX_STEPS) -> AgentMemory:
     """Load a signed memory file. The size is checked before anything is read or parsed; a tampered or
     foreign file raises MemoryIntegrityError, a newer schema MemorySchemaError, too big MemoryTooLargeError."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from agents.models.base import Message, TokenUsage, ToolCall
 
@@ -82,7 +82,7 @@ class PlanningStep(MemoryStep):
         self.step_type = "planning"
 
 
-class PromptSnapshot(Sequence):
+class PromptSnapshot(Sequence[Message]):
     """The first `length` messages of an append-only prompt list: recorded in O(1) per step.
 
     AgentMemory only ever appends to its prompt list, or swaps in a new list (reset, compaction), so a
@@ -98,7 +98,13 @@ class PromptSnapshot(Sequence):
     def __len__(self) -> int:
         return self._length
 
-    def __getitem__(self, index):
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
             return self._source[: self._length][index]
         if index < 0:

@@ -113,9 +113,11 @@ def test_non_json_values_are_stored_as_tagged_repr(tmp_path, secret):
     save_memory(memory, tmp_path / "m.json", secret=secret)
     loaded = load_memory(tmp_path / "m.json", secret=secret)
     answer = loaded.steps[-1].output
-    assert isinstance(answer, StoredValue) and answer.type_name.startswith("pandas.") and answer.type_name.endswith("DataFrame")
+    assert isinstance(answer, StoredValue)
+    assert answer.type_name.startswith("pandas.") and answer.type_name.endswith("DataFrame")
     assert repr(answer) == repr(frame)
-    assert loaded.steps[1].action_output.type_name == "builtins.set" and loaded.steps[1].decisions == [{"outcome": "approve"}]
+    assert loaded.steps[1].action_output.type_name == "builtins.set"
+    assert loaded.steps[1].decisions == [{"outcome": "approve"}]
     assert _steps(loaded) == _steps(memory)
 
 
@@ -145,7 +147,8 @@ def test_older_schema_is_migrated(tmp_path, secret):
     assert step.observations == "Observation:\n1" and step.timing.duration_s == 2.5
     assert step.token_usage.total_tokens == 0 and step.action_output == [1, 2]
     assert memory.steps[-1].output == "one" and memory.last_task() == "Old task"
-    assert [m["content"] for m in memory.messages] == ["You are old.", "New task:\nOld task", "Thought", "Observation:\n1"]
+    assert [m["content"] for m in memory.messages] == ["You are old.", "New task:\nOld task", "Thought",
+                                                       "Observation:\n1"]
 
 
 def test_newer_schema_is_refused(tmp_path, secret):
