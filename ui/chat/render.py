@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agents import events as ev
 from agents.guard import detect_injection
@@ -32,6 +32,9 @@ from ui.chat.status_line import status_line
 from ui.chat.step_output import CallOutcome, StepRecord, error_line, step_preview
 from ui.chat.tree import Node
 
+if TYPE_CHECKING:  # published_files imports Gradio; the chat does not
+    from ui.chat.published_files import Published
+
 CONTINUE_HINT = "Send **continue** to let the agent go on from where it stopped (it keeps its steps and variables)"
 LOGS_LABEL = "📜 *Output*\n\n"
 NO_ANSWER_GUESS = ("⏱️ **Not a final answer**: the agent ran out of steps. Asked for its best guess from the steps "
@@ -41,7 +44,7 @@ NO_ANSWER_GUESS = ("⏱️ **Not a final answer**: the agent ran out of steps. A
 class Transcript(DecisionRendering):
     """The chat of one session, fed with agent events and person-side notes."""
 
-    def __init__(self, workdir: str | None = None, publish: Callable[[str], str] | None = None) -> None:
+    def __init__(self, workdir: str | None = None, publish: Callable[[str], Published] | None = None) -> None:
         super().__init__(publish)
         self.workdir = workdir
         self.step_nodes: dict[tuple[str, str | None, int], Node] = {}
@@ -101,9 +104,14 @@ class Transcript(DecisionRendering):
         return node
 
     def apply(self, event: ev.Event) -> None:
-        handler = getattr(self, "_on_" + event.kind, None)
-        if handler is not None:
-            handler(event)
+        """Show `event` in the chat (see HANDLERS below; events the chat does not show are NOT_SHOWN).
+
+        A subclass of an event is shown as that event."""
+        for cls in type(event).__mro__:
+            handler = HANDLERS.get(cls)
+            if handler is not None:
+                handler(self, event)
+                return
 
     def _on_run_started(self, e: ev.RunStarted) -> None:
         if e.parent_id is None:
@@ -250,8 +258,9 @@ class Transcript(DecisionRendering):
             # A figure saved again in a later step is a new message; the earlier one keeps showing what it
             # showed then (its published copy).
             shown = self.shown_file(e.path)
-            if shown is not None and ("step", e.run_id, e.parent_id, e.step, shown[1] or e.path) not in self._images_shown:
-                self._add_image(shown, e.relative_path, e)
+            if shown is not None:
+                if ("step", e.run_id, e.parent_id, e.step, shown[1] or e.path) not in self._images_shown:
+                    self._add_image(shown, e.relative_path, e)
         else:
             if all(f["path"] != e.path for f in self.files):
                 self.files.append({"path": e.path, "relative_path": e.relative_path, "size_bytes": e.size_bytes})
@@ -265,7 +274,8 @@ class Transcript(DecisionRendering):
         step = self._step_node(e)
         if e.error_type == "RejectedByUser":  # a person's decision, not a failure: show their reason
             node = self._child(step, f"rejected-{self._counter}", "🚫 You rejected this step", e)
-            node.parts["text"] = f"Reason: {e.message}" if e.message and e.message != "Rejected." else "No reason given."
+            given = e.message and e.message != "Rejected."
+            node.parts["text"] = f"Reason: {e.message}" if given else "No reason given."
             if step is not None and step.id in self._steps:
                 self._steps[step.id].error = "🚫 You rejected this step. " + node.parts["text"]
             return
@@ -277,7 +287,8 @@ class Transcript(DecisionRendering):
             self._steps[step.id].error = error_line(e.error_type, e.message)
 
     def _on_injection_flagged(self, e: ev.InjectionFlagged) -> None:
-        node = self._child(self._step_node(e), f"injection-{self._counter}", f"🛡️ Suspicious instructions in {e.source}", e)
+        node = self._child(self._step_node(e), f"injection-{self._counter}",
+                           f"🛡️ Suspicious instructions in {e.source}", e)
         node.parts["text"] = "The agent was told to ignore these instructions:\n" + fence(e.excerpt)
 
     def _on_memory_compacted(self, e: ev.MemoryCompacted) -> None:
@@ -366,10 +377,49 @@ class Transcript(DecisionRendering):
             self.add_note(f"⏱️ **No answer**: the run ended after {e.steps} of {self.max_steps} steps without a final "
                           f"answer. {CONTINUE_HINT}, or raise *Max steps* in the settings.")
         elif state == "error":
-            self.add_note(f'<span class="ad-error">Run failed</span> {scrub_server_paths(e.error or "an unknown error")}'
+            error = scrub_server_paths(e.error or "an unknown error")
+            self.add_note(f'<span class="ad-error">Run failed</span> {error}'
                           f"\n\n**No answer** came from this run. {CONTINUE_HINT}.")
 
     # ----- status line -----------------------------------------------------------------------------
     def status_text(self, now: float | None = None) -> str:
         """A quiet one-line summary: step, elapsed time and tokens (ui/chat/status_line.py)."""
         return status_line(self, now)
+
+
+E = TypeVar("E", bound=ev.Event)
+_Handler = Callable[[Transcript, Any], None]
+
+
+def _handles(event_type: type[E], handler: Callable[[Transcript, E], None]) -> tuple[type[ev.Event], _Handler]:
+    """One entry of HANDLERS: the type checker refuses a handler that takes another event type."""
+    return event_type, handler
+
+
+# Which method shows which event, by class: renaming an event class cannot silently stop its rendering,
+# and tests/ui/test_render_dispatch.py checks every class in agents/events.py is here or in NOT_SHOWN.
+HANDLERS: dict[type[ev.Event], _Handler] = dict([
+    _handles(ev.RunStarted, Transcript._on_run_started),
+    _handles(ev.StepStarted, Transcript._on_step_started),
+    _handles(ev.ModelRetrying, Transcript._on_model_retrying),
+    _handles(ev.ModelTextDelta, Transcript._on_model_text_delta),
+    _handles(ev.ModelOutput, Transcript._on_model_output),
+    _handles(ev.PlanProposed, Transcript._on_plan_proposed),
+    _handles(ev.CodeProposed, Transcript._on_code_proposed),
+    _handles(ev.ToolCallProposed, Transcript._on_tool_call_proposed),
+    _handles(ev.ToolCallResult, Transcript._on_tool_call_result),
+    _handles(ev.ExecutionLog, Transcript._on_execution_log),
+    _handles(ev.Observation, Transcript._on_observation),
+    _handles(ev.ArtifactCreated, Transcript._on_artifact_created),
+    _handles(ev.StepError, Transcript._on_step_error),
+    _handles(ev.InjectionFlagged, Transcript._on_injection_flagged),
+    _handles(ev.MemoryCompacted, Transcript._on_memory_compacted),
+    _handles(ev.DecisionRequested, Transcript._on_decision_requested),
+    _handles(ev.DecisionMade, Transcript._on_decision_made),
+    _handles(ev.StepFinished, Transcript._on_step_finished),
+    _handles(ev.FinalAnswer, Transcript._on_final_answer),
+    _handles(ev.RunFinished, Transcript._on_run_finished),
+])
+
+# Events the chat deliberately does not show, each with the reason. Empty today: every event shows.
+NOT_SHOWN: dict[type[ev.Event], str] = {}
