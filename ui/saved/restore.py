@@ -35,8 +35,9 @@ def uploads_of(turn: dict[str, Any] | None, workspace: Path) -> list[UploadResul
         path = workspace / name
         if not name or "/" in name or "\\" in name or not path.is_file():
             continue
-        results.append(UploadResult(original_name=str(item.get("original") or name), size_bytes=int(item.get("size") or 0),
-                                    safe_name=name, path=path, kind=item.get("kind"), preview=str(item.get("preview") or "")))
+        results.append(UploadResult(original_name=str(item.get("original") or name),
+                                    size_bytes=int(item.get("size") or 0), safe_name=name, path=path,
+                                    kind=item.get("kind"), preview=str(item.get("preview") or "")))
     return results
 
 
