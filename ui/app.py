@@ -19,7 +19,7 @@ from ui.chat.stream_outputs import EMPTY_MESSAGE, Shown
 from ui.services import Services
 from ui.session.session import Session
 from ui.settings import AppConfig, RunSettings, SignInNeededError
-from ui.web.gradio_compat import ExampleSelectData, root_url_of
+from ui.web.gradio_compat import ExampleSelectData, OptionalEventData, root_url_of
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -84,16 +84,18 @@ class AgentDeckApp:
     # ----- handlers ------------------------------------------------------------------------------------
     def run(self, message: dict | str | None, model: str, agent_type: str, max_steps: float, planning_interval: float,
             tools: list[str], imports: str, request: gr.Request, approval_mode: str | None = None,
-            oauth_token: gr.OAuthToken | None = None, event: gr.EventData = None) -> Iterator[tuple]:
+            oauth_token: gr.OAuthToken | None = None, event: OptionalEventData = None) -> Iterator[tuple]:
         """Send a message (text + files) and stream the agent's run."""
         session = self.session_for(request, from_page=getattr(event, "target", None) is not None)
         if isinstance(message, str):
             message = {"text": message, "files": []}
         message = message or {}
         text = str(message.get("text") or "")
-        files = []
+        files: list[tuple[str, str]] = []
         for item in message.get("files") or []:
             path = item.get("path") if isinstance(item, dict) else str(item)
+            if not isinstance(path, str):
+                continue  # not a file Gradio uploaded
             name = (item.get("orig_name") if isinstance(item, dict) else None) or os.path.basename(path)
             files.append((path, name))
         try:

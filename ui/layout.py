@@ -8,6 +8,7 @@ ui/panels/approval_panel.py and ui/panels/retry.py, settings-*).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import gradio as gr
 
@@ -117,8 +118,9 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         outputs = page.column.outputs()
         approval_mode = mode_selector.mode
         approval_panel.wire_mode_coverage(approval_mode, page.form.tools, approval_covers)
-        run_options = dict(outputs=outputs, concurrency_limit=config.max_runs, concurrency_id="runs",
-                           show_progress="hidden", postprocess=False)  # the streamer renders (ui/chat/streamer.py)
+        # The streamer renders (ui/chat/streamer.py).
+        run_options: dict[str, Any] = dict(outputs=outputs, concurrency_limit=config.max_runs, concurrency_id="runs",
+                                           show_progress="hidden", postprocess=False)
         lock_on(task_input.submit)  # before the run's listener: see ui/web/input_lock.py
         lock_on(chat.example_select)
         submitted = task_input.submit(app.run, inputs=[task_input, *settings, approval_mode], api_name="run",

@@ -28,7 +28,8 @@ def publisher(tmp_path: Path) -> FilePublisher:
     return FilePublisher(root=tmp_path / "published")
 
 
-def test_a_file_is_copied_once_per_version_under_its_content_hash(session_folder: Path, publisher: FilePublisher) -> None:
+def test_a_file_is_copied_once_per_version_under_its_content_hash(session_folder: Path,
+                                                                  publisher: FilePublisher) -> None:
     source = session_folder / "workspace" / "chart.png"
     source.write_bytes(PNG_A)
     first = publisher.publish(source, inside=session_folder)
@@ -73,7 +74,8 @@ def test_urls_are_set_only_on_published_files(session_folder: Path) -> None:
     source.write_text("x\n1\n")
     try:
         published = publisher.publish(source, inside=session_folder).path
-        value = [{"role": "user", "content": [{"file": {"path": published, "url": None, "meta": {"_type": "gradio.FileData"}}}]},
+        file_data = {"path": published, "url": None, "meta": {"_type": "gradio.FileData"}}
+        value = [{"role": "user", "content": [{"file": file_data}]},
                  {"path": "/elsewhere/b.csv", "url": None, "meta": {"_type": "gradio.FileData"}}]
         add_urls(value, "http://host:1/app")
         assert value[0]["content"][0]["file"]["url"] == file_url(published, "http://host:1/app")

@@ -79,7 +79,8 @@ def test_after_the_grace_period_the_run_is_stopped_and_saved(app: LiveApp) -> No
     app.app.registry.reap(now=time.time() + app.config.reattach_grace_s + 1)
     assert app.session("tab") is None and session.closed_at is not None and not session.running
     memory, metadata = ChatStore(app.config.data_dir).load_memory(session.record.saved)
-    assert [s.step_type for s in memory.steps] == ["task", "action"] and metadata["turns"][0]["text"] == "Set x, then answer"
+    assert [s.step_type for s in memory.steps] == ["task", "action"]
+    assert metadata["turns"][0]["text"] == "Set x, then answer"
     reopened = app.load(token, key="later")
     assert "Set x, then answer" in chat_text(reopened[1]) and "x is set" in chat_text(reopened[1])
 
@@ -93,7 +94,10 @@ def test_a_tab_already_open_joins_the_run_when_it_opens_the_chat(app: LiveApp) -
     session = app.session("tab")
     app.load(token, key="other")  # opened while the run goes on: it does not show that chat
     chat_id = session.record.saved.id
-    open_chat = lambda: list(app.history.open_chat({"token": token}, chat_id, *app.form(), Req("other")))[-1]
+
+    def open_chat():
+        return list(app.history.open_chat({"token": token}, chat_id, *app.form(), Req("other")))[-1]
+
     refused = open_chat()
     assert app.session("tab") is session and session.running and app.session("other") is not session
     assert refused[1] == {"__type__": "update"}  # the chat shown is left as it was

@@ -167,7 +167,8 @@ def test_a_saved_chat_reopens_with_the_same_events_and_the_same_chat(tmp_path: P
         run_the_chat(live_app)
         live = live_app.session
         live_events = fed[id(live.record.transcript)]
-        live_chat, live_status = comparable_chat(live.record.transcript.messages()), live.record.transcript.status_text()
+        live_transcript = live.record.transcript
+        live_chat, live_status = comparable_chat(live_transcript.messages()), live_transcript.status_text()
         assert live.record.transcript.finished.output == 12 and not live.agent.pending_decisions()
         # What the live run went through, so the comparison below covers all of it.
         kinds = {type(e) for e in live_events}

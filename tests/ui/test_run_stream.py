@@ -53,7 +53,8 @@ def test_a_burst_is_one_update_and_a_pause_ends_the_drain(tmp_path: Path) -> Non
              ev.StepStarted(**fields(1), step_type="action"),
              ev.CodeProposed(**fields(1), code="print(1)"),
              ev.DecisionRequested(**fields(1), request_id="d1", request_kind="code", payload={"code": "print(1)"}),
-             ev.StepFinished(**fields(1), step_type="action", duration_s=0.1, token_usage=TokenUsage())]  # after the pause: next drain
+             # after the pause: the next drain
+             ev.StepFinished(**fields(1), step_type="action", duration_s=0.1, token_usage=TokenUsage())]
     session = session_with_run(tmp_path, burst)
     updates = list(session.drain())
     assert updates == ["events"]

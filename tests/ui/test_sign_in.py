@@ -233,3 +233,27 @@ def test_a_space_without_sign_in_tells_visitors_what_they_can_do(monkeypatch) ->
     assert "HF_TOKEN" not in text and "owner" in text and "🎬 Penguins" in text
     monkeypatch.delenv("SPACE_ID")
     assert "HF_TOKEN" in sign_in_message(hf_login=False, has_page=True, demo_labels=["🎬 Penguins: a chart"])
+
+
+def test_gradio_hands_the_run_handler_its_event_data() -> None:
+    """`run` tells a page's message from an API call by its event data: Gradio fills the parameter only when its
+    annotation is an EventData class (`gradio_compat.OptionalEventData`), not `EventData | None`."""
+    import inspect
+
+    from gradio import helpers
+
+    event_index = helpers.special_args(AgentDeckApp.run, inputs=None)[2]
+    assert event_index is not None
+    assert list(inspect.signature(AgentDeckApp.run).parameters)[event_index] == "event"
+
+
+def test_gradio_hands_the_chat_list_its_click() -> None:
+    """`open_chat` reads the chat clicked from the click's data (`gradio_compat.OptionalSelectData`), which Gradio
+    fills only when the annotation reads as an EventData class."""
+    import inspect
+
+    from gradio import helpers
+
+    event_index = helpers.special_args(HistoryController.open_chat, inputs=None)[2]
+    assert event_index is not None
+    assert list(inspect.signature(HistoryController.open_chat).parameters)[event_index] == "clicked"

@@ -27,7 +27,9 @@ def text_of(message: dict) -> str:
 
 def files_of(message: dict) -> list[dict]:
     parts = message.get("content") or []
-    return [p["file"] for p in parts if isinstance(p, dict) and p.get("type") == "file"] if isinstance(parts, list) else []
+    if not isinstance(parts, list):
+        return []
+    return [p["file"] for p in parts if isinstance(p, dict) and p.get("type") == "file"]
 
 
 def title(message: dict) -> str:
@@ -139,7 +141,7 @@ def test_two_clients_never_see_each_other(analysis_app: str, tmp_path: Path) -> 
     assert set(results) == {"A", "B"}
     for me, other in (("A", "B"), ("B", "A")):
         updates, _ = results[me]
-        for chat, _, files, _, _ in updates:
+        for chat, _, _files, _, _ in updates:
             text = chat_text(chat)
             assert f"client {other}" not in text
             if me == "A":

@@ -69,12 +69,12 @@ class Harness:
                                  self.tools, "", self.req, mode))
 
     def view(self, shown: str | None = None) -> dict[str, Any]:
-        return dict(zip(VIEW_KEYS, self.handlers.refresh(shown, self.req)))
+        return dict(zip(VIEW_KEYS, self.handlers.refresh(shown, self.req), strict=True))
 
     def decide(self, name: str, *args: Any) -> dict[str, Any]:
         """Press a panel button (approve / reject / continue_plan) as the page would, then stream the rest."""
         shown = self.view()["request_id"]
-        result = dict(zip(VIEW_KEYS, getattr(self.handlers, name)(shown, *args, self.req)))
+        result = dict(zip(VIEW_KEYS, getattr(self.handlers, name)(shown, *args, self.req), strict=True))
         if not _visible(result["panel"]):
             list(self.handlers.resume(self.req))
         return result
@@ -255,7 +255,7 @@ def test_reload_keeps_the_pending_decision(harness) -> None:
     assert restored[0] == token and h.app.registry.peek("tab-1") is None and h.session is old
     assert "Step 1 · ✋ waiting for you" in json.dumps(restored[1], ensure_ascii=False)
     assert restored[4] == "approve_code"
-    view = dict(zip(VIEW_KEYS, restored[5:]))
+    view = dict(zip(VIEW_KEYS, restored[5:], strict=True))
     assert _visible(view["card"]) and _value(view["edit_code"]) == "print('after reload')"
     h.decide("approve", "print('after reload')", "")
     h.decide("approve", "final_answer('resumed')", "")
@@ -263,7 +263,8 @@ def test_reload_keeps_the_pending_decision(harness) -> None:
 
     # A made-up token gets a new one and nothing else; an idle session is closed on unload as before.
     other = h.handlers.restore("made-up-token", "autonomous", Req("tab-2"))
-    assert other[0] not in (token, "made-up-token") and not _visible(dict(zip(VIEW_KEYS, other[5:]))["panel"])
+    assert other[0] not in (token, "made-up-token")
+    assert not _visible(dict(zip(VIEW_KEYS, other[5:], strict=True))["panel"])
     h.app.on_unload(h.req)
     assert h.app.registry.peek("tab-1-reloaded") is None and old.closed_at is not None
     again = h.handlers.restore(token, "autonomous", Req("tab-1-reloaded-twice"))
@@ -295,9 +296,10 @@ def test_mode_changes_apply_to_the_next_run_of_the_same_agent(harness) -> None:
     h.send("second task")
     assert h.session.agent is agent and _visible(h.view()["card"])
     stale = h.handlers.approve("some-old-id", "final_answer('second')", "", h.req)
-    assert "already made or has expired" in _value(dict(zip(VIEW_KEYS, stale))["message"])
+    assert "already made or has expired" in _value(dict(zip(VIEW_KEYS, stale, strict=True))["message"])
     h.handlers.approve(None, "final_answer('second')", "", h.req)
-    twice = dict(zip(VIEW_KEYS, h.handlers.approve(None, "final_answer('second')", "", h.req)))  # a double click
+    double_click = h.handlers.approve(None, "final_answer('second')", "", h.req)
+    twice = dict(zip(VIEW_KEYS, double_click, strict=True))
     assert "already made" in _value(twice["message"]) and not _visible(twice["panel"])
     list(h.handlers.resume(h.req))
     assert h.session.record.transcript.finished.output == "second"

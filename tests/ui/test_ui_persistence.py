@@ -215,7 +215,8 @@ def test_a_reopened_chat_shows_a_rejection_as_the_persons_reason(tmp_path: Path)
 
 def test_rebuild_note_names_the_steps_that_differ() -> None:
     report = SandboxRebuildReport(rerun=[1, 2, 3], skipped=[(4, "called tools: web_search")],
-                                  mismatches=[Mismatch(3, "stamp 1\n", "stamp 2\n"), Mismatch(2, "", "", "NameError: x")])
+                                  mismatches=[Mismatch(3, "stamp 1\n", "stamp 2\n"),
+                                              Mismatch(2, "", "", "NameError: x")])
     note = rebuild_note(report, 6)
     assert "Re-ran 3 recorded code steps" in note
     assert "Step 3 printed different output: now `stamp 2`, was `stamp 1`" in note
@@ -268,7 +269,8 @@ def test_resume_in_a_fresh_app_uses_memory_and_rebuilt_variables(tmp_path: Path)
     finally:
         first.close()  # saved chats survive the shutdown; only unused folders go
     owner_dir = tmp_path / "data" / "owners" / ChatStore(tmp_path / "data").owner_for_token(token)
-    assert (owner_dir / chat_id / "memory.json").is_file() and (owner_dir / chat_id / "workspace" / "note.txt").is_file()
+    assert (owner_dir / chat_id / "memory.json").is_file()
+    assert (owner_dir / chat_id / "workspace" / "note.txt").is_file()
     meta = json.loads((owner_dir / chat_id / "meta.json").read_text())
     assert meta["title"] == "Set a variable please" and meta["steps"] == 3
 
@@ -286,7 +288,8 @@ def test_resume_in_a_fresh_app_uses_memory_and_rebuilt_variables(tmp_path: Path)
         text = chat_text(chat)
         assert "still 43" in text and text_of(chat[-1]) == "43"
         agent = second.app.registry.peek("new-tab").agent
-        assert [s.step_type for s in agent.memory.steps].count("task") == 2  # run(..., reset=False) on the restored memory
+        # run(..., reset=False) on the restored memory
+        assert [s.step_type for s in agent.memory.steps].count("task") == 2
         # Exports of the resumed chat.
         md = Path(second.history.export_markdown(Req("new-tab")))
         markdown = md.read_text()
@@ -357,7 +360,8 @@ def test_another_browser_cannot_open_the_chat_even_with_its_id(tmp_path: Path) -
         assert app.app.registry.peek("tab").record.saved.id != chat_id
         assert app.history.store.current(app.history.store.owner_for_token(token)) is None
         out = app.history.delete_chat(state, chat_id, Req("tab"))
-        assert listed(out[6])[1] == [] and app.history.store.get(app.history.store.owner_for_token(token), chat_id) is None
+        assert listed(out[6])[1] == []
+        assert app.history.store.get(app.history.store.owner_for_token(token), chat_id) is None
     finally:
         app.close()
 

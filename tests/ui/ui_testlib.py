@@ -18,7 +18,8 @@ from tests.waiting import wait_until
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 #: Where browser tests save screenshots: docs/ when refreshing the README's pictures (`make screenshots` sets
 #: AGENTDECK_SCREENSHOT_DIR), else a temporary folder, so a test run leaves the tracked files alone.
-SCREENSHOT_DIR = Path(os.environ.get("AGENTDECK_SCREENSHOT_DIR") or Path(tempfile.gettempdir()) / "agentdeck-screenshots")
+SCREENSHOT_DIR = Path(os.environ.get("AGENTDECK_SCREENSHOT_DIR")
+                      or Path(tempfile.gettempdir()) / "agentdeck-screenshots")
 
 PENGUINS = PROJECT_ROOT / ".." / "shared" / "data" / "penguins.csv"
 if not PENGUINS.exists():  # outside the workplace the bundled copy is the same file

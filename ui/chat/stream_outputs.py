@@ -80,7 +80,8 @@ class StreamOutputs:
 
     def render(self, values: tuple, shown: Shown | None = None) -> tuple:
         if shown is None:
-            return tuple(browser_value(component, value) for component, value in zip(self.components, values))
+            return tuple(browser_value(component, value)
+                         for component, value in zip(self.components, values, strict=True))
         chat, task_input, files, status, clock = self.components
         messages, input_value, file_paths, status_value, clock_value = values
         return (render_chat(chat, messages, shown.rendered, shown.root_url), browser_value(task_input, input_value),

@@ -213,7 +213,8 @@ def view(session: Session, shown_id: str | None = None, message: str | None = No
                 out["edit_args"] = gr.update(value=arguments_json(payload.get("arguments", {})), visible=True)
     elif kind == "question":
         out["question_box"] = gr.update(visible=True)
-        out["question_text"] = gr.update(value=f"### ❓ The agent asks\n{neutralize(str(payload.get('question', '')))}\n\n"
+        question = neutralize(str(payload.get("question", "")))
+        out["question_text"] = gr.update(value=f"### ❓ The agent asks\n{question}\n\n"
                                                "*Type your answer in the message box and press Enter.*")
         out["task_input"] = gr.update(placeholder=ANSWER_PLACEHOLDER)
     return out

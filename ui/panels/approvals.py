@@ -17,10 +17,9 @@ import gradio as gr
 
 from agents import events as ev
 from agents.decisions import Decision
-from ui.chat.formatting import fence
 from ui.chat.stream_outputs import Shown
 from ui.components import Page
-from ui.panels.approval_panel import ApprovalPanel, ModeSelector, arguments_json, as_tuple, view, view_hidden
+from ui.panels.approval_panel import ApprovalPanel, ModeSelector, as_tuple, view, view_hidden
 from ui.services import Services
 from ui.session.pending_decisions import normalise_mode
 from ui.session.session import Session
@@ -171,10 +170,11 @@ def wire(demo: gr.Blocks, services: Services, panel: ApprovalPanel, selector: Mo
     handlers = ApprovalHandlers(services)
     column, form, mode = page.column, page.form, selector.mode
     view_outputs = panel.view_outputs(column.task_input)
-    quick = dict(concurrency_limit=None, show_progress="hidden")
-    stream = dict(outputs=column.outputs(), concurrency_limit=services.config.max_runs, concurrency_id="runs",
-                  show_progress="hidden", postprocess=False)  # the streamer renders (ui/chat/stream_outputs.py)
-    private = dict(api_visibility="private")
+    quick: dict[str, Any] = dict(concurrency_limit=None, show_progress="hidden")
+    # The streamer renders (ui/chat/stream_outputs.py).
+    stream: dict[str, Any] = dict(outputs=column.outputs(), concurrency_limit=services.config.max_runs,
+                                  concurrency_id="runs", show_progress="hidden", postprocess=False)
+    private: dict[str, Any] = dict(api_visibility="private")
 
     mode.input(handlers.set_mode, inputs=[mode, form.planning, form.max_steps], outputs=[form.planning, selector.note],
                api_name="set_approval_mode", **quick)

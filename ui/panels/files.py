@@ -59,7 +59,7 @@ class FilesController:
         """(pending file, confirmation box, its question)."""
         session = self._session(request)
         source = listed_file(session, row) if session is not None else None
-        if source is None:
+        if session is None or source is None:
             gr.Warning("That file is no longer in the workspace (the list has changed): try again.")
             return None, gr.update(visible=False), ""
         relative = os.path.relpath(source, session.record.workspace)
@@ -102,7 +102,7 @@ def wire_delete_confirm(registry: SessionRegistry, demo: gr.Blocks, files_panel:
                         parts: tuple[Any, ...]) -> None:
     box, question, yes, no, pending, row, ask = parts
     controller = FilesController(registry)
-    light = dict(concurrency_limit=None, show_progress="hidden")
+    light: dict[str, Any] = dict(concurrency_limit=None, show_progress="hidden")
     demo.load(None, js=INTERCEPT_JS)
     ask.click(controller.ask, inputs=[row], outputs=[pending, box, question], js=ASK_JS, api_visibility="private",
               **light)

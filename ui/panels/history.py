@@ -27,7 +27,7 @@ from ui.services import Services
 from ui.session.registry import ServerBusyError
 from ui.session.session import Session
 from ui.settings import RunSettings, SettingsRefusedError, available_tools
-from ui.web.gradio_compat import ExampleSelectData
+from ui.web.gradio_compat import OptionalSelectData
 
 #: How long a click on a chat running in another tab waits for that tab to be found closed (see `_join_run`).
 JOIN_WAIT_S = 5.0
@@ -102,17 +102,13 @@ class HistoryController:
         session = self.registry.peek(key)
         chat_id = _saved_id(session)
         other = self.leases.holder(chat_id, key) if chat_id else None
-        if other is not None and other.running and other.detached_at is None:
+        if session is not None and other is not None and other.running and other.detached_at is None:
             yield (*self._view(session, state, owner, gr_warning="The other tab is running this chat: wait for "
                                                                  "its run to end (or stop it there), then take over."),
                    gr.skip())
             return
         for view in self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports)):
             yield (*view, gr.Button(visible=False))
-
-    def _busy(self, key: str) -> bool:
-        current = self.registry.peek(key)
-        return current is not None and current.running
 
     # ----- handlers -----------------------------------------------------------------------------
     def on_load(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
@@ -133,11 +129,13 @@ class HistoryController:
         # A live session shown again keeps its settings in the form, or the next message would start a new agent.
         live_chat = live.record.saved if live is not None else None
         # This tab already holds the chat (e.g. taken back by ui/panels/approvals.py):
-        if current and live_chat is not None and live_chat.id == current and live_chat.owner == owner:
+        if current and live is not None and live_chat is not None and live_chat.id == current \
+                and live_chat.owner == owner:
             yield self._view(live, state, owner, settings=self._form_values(settings_dict(live.agent_settings), form))
             return
         paused = self._held_elsewhere(owner, current) if current else None
-        if paused is not None and paused.detached_at is not None:  # its page went away: this tab takes it over
+        # Its page went away: this tab takes it over.
+        if current and paused is not None and paused.detached_at is not None:
             moved = self.registry.rekey(paused.key, key, when=lambda s: s.detached_at is not None)
             if moved is not None:  # the chat as it is; `RunStreamer.reattach` streams the rest
                 self.leases.hold(current, key)
@@ -162,7 +160,7 @@ class HistoryController:
 
     def open_chat(self, state: Any, chat_id: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any,
                   tools: Any, imports: Any, request: gr.Request,
-                  clicked: ExampleSelectData = None) -> Iterator[tuple]:
+                  clicked: OptionalSelectData = None) -> Iterator[tuple]:
         """A click on a chat in the side list: the chat clicked, as the click named it. The list's value sent
         with the event is read after the click, so an update of the list landing at that moment (the page
         load's refresh) would turn it into None; API calls, which send no click, name the chat by value."""
@@ -175,13 +173,13 @@ class HistoryController:
 
     def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: tuple) -> Iterator[tuple]:
         current = self.registry.peek(key)
-        if self._busy(key):
+        if current is not None and current.running:
             yield self._view(current, state, owner, gr_warning="A run is still going: wait for it or press Stop "
                                                                "before opening another chat.")
             return
         chat = self.store.get(owner, chat_id)
         if chat is None or not chat.kept:
-            session = current if _saved_id(current) is not None else self._fresh(key, owner)
+            session = current if current is not None and _saved_id(current) is not None else self._fresh(key, owner)
             yield self._view(session, state, owner, gr_warning="That chat does not exist (it may have been deleted).")
             return
         running = self._held_elsewhere(owner, chat.id)
@@ -193,8 +191,9 @@ class HistoryController:
         except ChatStoreError as exc:
             # Refused as a whole: nothing of it is loaded; the person gets a new chat with the reason.
             self.store.set_current(owner, None)
+            meta = chat.meta()
             session = self._fresh(key, owner, note=f'<span class="ad-error">Could not open the saved chat '
-                                                   f'“{(chat.meta().title if chat.meta() else chat.id)}”</span> {exc}')
+                                                   f'“{meta.title if meta else chat.id}”</span> {exc}')
             yield self._view(session, state, owner, gr_warning=str(exc))
             return
         self.store.set_current(owner, chat.id)
@@ -249,11 +248,13 @@ class HistoryController:
             if registry.presence.wait_gone(running.key, JOIN_WAIT_S):
                 moved = registry.rekey(running.key, key, when=_page_gone)
             if moved is None:
-                if chat_id is not None and self._held_elsewhere(owner, chat_id) is None:  # its run ended: open it from disk
+                # Its run ended: open it from disk.
+                if chat_id is not None and self._held_elsewhere(owner, chat_id) is None:
                     yield from self._open(key, owner, state, chat_id, form)
                 return
         self.store.set_current(owner, chat_id)
-        self.leases.hold(chat_id, key)
+        if chat_id is not None:  # (the running session holds the chat)
+            self.leases.hold(chat_id, key)
         yield self._view(moved, state, owner, settings=self._form_values(settings_dict(moved.agent_settings), form))
 
     def _form_values(self, saved: Any, form: tuple) -> tuple:
@@ -308,7 +309,7 @@ class HistoryController:
         key = tab_key(request)
         current = self.registry.peek(key)
         is_open = current is not None and _saved_id(current) == chat_id
-        if is_open and current.running:
+        if is_open and current is not None and current.running:
             return self._view(current, state, owner, gr_warning="This chat is running: press Stop first.")
         if not self.store.delete(owner, chat_id):
             session = current or self._fresh(key, owner)

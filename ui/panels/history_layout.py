@@ -64,12 +64,15 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     history = HistoryController(services)
     settings = page.form.inputs()
     view = [panel.browser_state, *page.column.outputs(), panel.chat_list, *settings]
-    heavy = dict(concurrency_limit=services.config.max_runs, concurrency_id="runs", show_progress="hidden")
-    light = dict(concurrency_limit=None, show_progress="hidden")
-    reattach = dict(outputs=page.column.outputs(), postprocess=False, api_visibility="private", **heavy)
+    heavy: dict[str, Any] = dict(concurrency_limit=services.config.max_runs, concurrency_id="runs",
+                                 show_progress="hidden")
+    light: dict[str, Any] = dict(concurrency_limit=None, show_progress="hidden")
+    reattach: dict[str, Any] = dict(outputs=page.column.outputs(), postprocess=False, api_visibility="private",
+                                    **heavy)
     streamer = services.streamer
-    refresh = dict(inputs=[panel.browser_state], outputs=[panel.browser_state, panel.chat_list, panel.takeover_btn],
-                   api_visibility="private", **light)
+    refresh: dict[str, Any] = dict(inputs=[panel.browser_state],
+                                   outputs=[panel.browser_state, panel.chat_list, panel.takeover_btn],
+                                   api_visibility="private", **light)
     # A run taken over from a closed page streams on; then the list shows the chat this tab ends up with.
     demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="browser_session",
               **heavy).then(streamer.reattach, **reattach).then(history.refresh, **refresh)

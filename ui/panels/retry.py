@@ -23,7 +23,7 @@ from ui.services import Services
 from ui.session.rewind import RewindRefused
 from ui.session.session import Session
 from ui.settings import RunSettings, SignInNeededError
-from ui.web.gradio_compat import root_url_of
+from ui.web.gradio_compat import OptionalEventData, root_url_of
 from ui.web.input_lock import lock_on, unlock_after
 
 RETRY, EDIT = "retry", "edit your last message"
@@ -105,14 +105,14 @@ class RetryHandlers:
     # the streaming handlers ------------------------------------------------------------------------------
     def retry(self, model: str, agent_type: str, max_steps: float, planning_interval: float, tools: list[str],
               imports: str, approval_mode: str | None, request: gr.Request,
-              oauth_token: gr.OAuthToken | None = None, event: gr.EventData = None) -> Iterator[tuple]:
+              oauth_token: gr.OAuthToken | None = None, event: OptionalEventData = None) -> Iterator[tuple]:
         """🔁 Retry: the last message again, from the state before it."""
         form = (model, agent_type, max_steps, planning_interval, tools, imports)
         yield from self._resend(None, form, approval_mode, request, oauth_token, event)
 
     def edit_resend(self, text: str, model: str, agent_type: str, max_steps: float, planning_interval: float,
                     tools: list[str], imports: str, approval_mode: str | None, request: gr.Request,
-                    oauth_token: gr.OAuthToken | None = None, event: gr.EventData = None) -> Iterator[tuple]:
+                    oauth_token: gr.OAuthToken | None = None, event: OptionalEventData = None) -> Iterator[tuple]:
         """Send edited: the edited text in place of the last message, from the state before it."""
         form = (model, agent_type, max_steps, planning_interval, tools, imports)
         yield from self._resend(str(text or ""), form, approval_mode, request, oauth_token, event)

@@ -17,6 +17,7 @@ A chat folder without meta.json was never used (no message sent) and is not list
 """
 from __future__ import annotations
 
+import builtins
 import hashlib
 import hmac
 import json
@@ -313,8 +314,8 @@ class ChatStore:
             raise ChatStoreError(f"This saved chat could not be read: {exc.strerror or exc}.") from None
         return memory, metadata if isinstance(metadata, dict) else {}
 
-    def save_chat(self, chat: SavedChat, reason: str, turns: list[dict[str, Any]], memory: AgentMemory | None,
-                  settings: Any) -> None:
+    def save_chat(self, chat: SavedChat, reason: str, turns: builtins.list[dict[str, Any]],
+                  memory: AgentMemory | None, settings: Any) -> None:
         """Called by the session: when the person sends a message ("start": their message is kept even if the
         run never finishes a step), after each finished step ("step"), at decision pauses and after a run, and
         when Retry or Edit rewinds the chat to before its last message ("rewind").
@@ -341,7 +342,7 @@ def settings_dict(settings: Any) -> dict[str, Any] | None:
         return None
     from dataclasses import asdict, is_dataclass
 
-    if is_dataclass(settings):
+    if is_dataclass(settings) and not isinstance(settings, type):
         data = asdict(settings)
         data.pop("hf_token", None)  # a visitor's token is never saved
         return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from agents import events as ev
-from agents.guard import detect_injection
 from ui.chat.formatting import for_visitor
 from ui.chat.published_files import FilePublisher, NotPublishable, Published
 from ui.chat.render import Transcript

@@ -238,8 +238,10 @@ class Session:
                 if restart is not None:
                     restart()  # the undone answer's variables go with its worker
             self._slot.keep_for_next(None)  # the agent gets the kept memory now, not at its next run
-            kept = rewind.memory_before(memory, start) if memory is not None else AgentMemory()
-            undone = rewind.files_written(memory.steps[start:]) if memory is not None else []
+            if memory is not None and start is not None:  # (start is set whenever there is a memory)
+                kept, undone = rewind.memory_before(memory, start), rewind.files_written(memory.steps[start:])
+            else:
+                kept, undone = AgentMemory(), []
             self._record.rewind_to(kept, turns[:-1], self._slot.agent, undone)
             self.save_chat("rewind")  # on disk now: a reload shows the rewound chat even if the next run fails
         return rewind.message_of(turns[-1], self._record.workspace)

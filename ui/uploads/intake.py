@@ -183,7 +183,7 @@ def agent_task_text(user_text: str, results: list[UploadResult], templates: dict
         files.append({"name": r.safe_name, "size": human_size(r.size_bytes),
                       "preview": preview, "columns": columns})
     text = user_text.strip() or "Have a look at the attached file(s)."
-    known = [{"name": r.safe_name, "columns": table_columns(r.preview)} for r in earlier or []]
+    known: list[dict[str, Any]] = [{"name": r.safe_name, "columns": table_columns(r.preview)} for r in earlier or []]
     known = [f if not detect_injection(" ".join(f["columns"])) else {"name": f["name"]} for f in known]
     return describe_task(templates or load_prompt_templates("code_agent"), text, files,
                          [r.original_name for r in bad], known)

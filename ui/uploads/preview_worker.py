@@ -50,7 +50,7 @@ class PreviewService:
         self._out_fd = -1
         self._reader: FrameReader | None = None
 
-    def _start(self) -> None:
+    def _start(self) -> FrameReader:
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
@@ -62,6 +62,7 @@ class PreviewService:
         os.close(cmd_r)
         os.close(res_w)
         self._out_fd, self._reader = cmd_w, FrameReader(res_r)
+        return self._reader
 
     def _stop(self) -> None:
         if self._proc is not None:
@@ -78,12 +79,13 @@ class PreviewService:
 
     def preview(self, path: str | Path, name: str) -> tuple[str, str]:
         with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
+            reader = self._reader
+            if reader is None or self._proc is None or self._proc.poll() is not None:
                 self._stop()
-                self._start()
+                reader = self._start()
             try:
                 write_frame(self._out_fd, {"path": str(path), "name": name})
-                reply = self._reader.read(timeout=self.time_limit_s)
+                reply = reader.read(timeout=self.time_limit_s)
             except (OSError, ChannelClosed, ProtocolError):
                 reply = {"crashed": True}
             if reply is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urlsplit
 
 from gradio import EventData
@@ -27,6 +27,16 @@ from gradio.route_utils import API_PREFIX, get_api_call_path, get_root_url
 from gradio.utils import get_upload_folder
 from gradio_client.utils import encode_file_path
 from packaging.version import Version
+
+# Gradio passes event data only to a parameter annotated with an EventData class itself: `EventData | None`
+# gets nothing. A handler that may also be called without it (tests) says `event: OptionalEventData = None`,
+# which Gradio reads as EventData and the type checker as EventData | None.
+if TYPE_CHECKING:
+    from gradio.components.chatbot import ExampleMessage
+
+    OptionalEventData = EventData | None
+else:
+    OptionalEventData = EventData
 
 #: Gradio versions this module was written and tested for: from the first, below the second.
 TESTED_VERSIONS = ("6.31.0", "6.32.0")
@@ -153,11 +163,20 @@ class ExampleSelectData(EventData):
         self.value: Any = data.get("value")
 
 
-def chat_examples(examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+# As OptionalEventData: Gradio reads `clicked: OptionalSelectData = None` as ExampleSelectData, the type checker
+# as ExampleSelectData | None.
+if TYPE_CHECKING:
+    OptionalSelectData = ExampleSelectData | None
+else:
+    OptionalSelectData = ExampleSelectData
+
+
+def chat_examples(examples: list[dict[str, Any]]) -> list[ExampleMessage]:
     """The chat's examples for Gradio, as copies: Gradio turns their `files` lists into its own file records in
     place, and the handler (`AgentDeckApp.run_example`) reads the paths from the originals."""
-    return [{key: list(value) if isinstance(value, list) else value for key, value in example.items() if key != "_"}
-            for example in examples]
+    copies = [{key: list(value) if isinstance(value, list) else value for key, value in example.items() if key != "_"}
+              for example in examples]
+    return cast("list[ExampleMessage]", copies)  # the examples' keys are Gradio's (text, display_text, files)
 
 
 #: What Gradio's local mock of the Hugging Face login hands out as the token (gradio/oauth.py).
