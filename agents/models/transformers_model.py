@@ -276,11 +276,12 @@ class TransformersModel(Model):
         turns = to_text_turns(messages)
         if not getattr(tokenizer, "chat_template", None):
             return plain_prompt(turns)
-        try:
-            return tokenizer.apply_chat_template(turns, add_generation_prompt=generation_prompt, tokenize=False)
+        try:  # with tokenize=False the template gives the text
+            text: str = tokenizer.apply_chat_template(turns, add_generation_prompt=generation_prompt, tokenize=False)
         except Exception:
             turns = to_text_turns(messages, merge_system=True)
-            return tokenizer.apply_chat_template(turns, add_generation_prompt=generation_prompt, tokenize=False)
+            text = tokenizer.apply_chat_template(turns, add_generation_prompt=generation_prompt, tokenize=False)
+        return text
 
     def count_tokens(self, messages: list[Message]) -> int:
         return int(self._encode(messages)["input_ids"].shape[-1])
