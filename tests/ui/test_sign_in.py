@@ -32,6 +32,8 @@ def hf_config(tmp_path: Path) -> AppConfig:
 def send(app: AgentDeckApp, key: str, text: str = "hi", from_page: bool = True) -> list[tuple]:
     """A message sent from the page (the event names the message box) or through the API (it names nothing)."""
     event = gr.EventData(gr.MultimodalTextbox(render=False) if from_page else None, None)
+    if from_page:
+        app.services.owners.mark_loaded(key)  # a page's load ran before its first message (tested elsewhere)
     return list(app.run(text, "hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas", Req(key),
                         event=event))
 
@@ -83,6 +85,7 @@ def test_a_local_page_without_the_button_is_told_to_set_hf_token(tmp_path: Path,
 def test_examples_are_refused_the_same_way(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
     app = AgentDeckApp(hf_config(tmp_path))
+    app.services.owners.mark_loaded("t3")  # the page's load ran before the click
     updates = list(app.run_example("hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas",
                                    ExampleSelectData(gr.Chatbot(render=False), None), Req("t3")))
     assert updates and "Sign in with Hugging Face" in chat_notes(app, "t3")[0]

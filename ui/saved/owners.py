@@ -13,7 +13,7 @@ from typing import Any
 from ui.saved.store import ChatStore, new_token, valid_token
 
 #: How long a message sent from a page waits for that page's load to set up its session (`wait_loaded`).
-PAGE_LOAD_WAIT_S = 30.0
+PAGE_LOAD_WAIT_S = 15.0
 
 
 def tab_key(request: Any) -> str:
@@ -68,6 +68,10 @@ class TabOwners:
         """Wait until the tab's page load has set up its session (False after `timeout` seconds).
 
         Why: on a busy server a message sent from a page can reach its handler before the page's load has
-        identified the browser; its run would then go on in a session that is no saved chat, and be lost."""
+        identified the browser; its run would then go on in a session that is no saved chat, and be lost.
+        A tab whose load never comes (a page left open across a server restart) waits once: after a timeout
+        its later events go on at once."""
         with self._lock:
-            return self._load_done.wait_for(lambda: key in self._loaded, timeout)
+            loaded = self._load_done.wait_for(lambda: key in self._loaded, timeout)
+            self._loaded.add(key)
+            return loaded
