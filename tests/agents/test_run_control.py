@@ -110,6 +110,7 @@ def test_step_callbacks_by_type(make_tool_agent):
     assert calls == {"action": [1], "planning": ["plan"], "all": ["planning", "action"]}
 
 
+@pytest.mark.slow  # waits for a sandbox start (about 5 s)
 def test_interrupt_while_the_sandbox_is_starting_is_not_lost(make_code_agent):
     """A Stop that arrives before the worker is up must still stop the code (it used to be dropped)."""
     agent, model = make_code_agent([code("import time\ntime.sleep(30)"), code("final_answer(1)")],

@@ -105,6 +105,7 @@ def test_system_exit_and_keyboard_interrupt_stay_inside(tight):
     assert tight.run("'alive'").output == "alive"
 
 
+@pytest.mark.slow  # a crashed worker is replaced (about 2.5 s)
 def test_worker_crash_is_reported(open_sandbox):
     r = open_sandbox.run("import ctypes\nctypes.string_at(0)")
     assert r.error is not None
