@@ -28,6 +28,19 @@ HEAVY_LIBRARIES = ("numpy", "pandas", "matplotlib", "scipy", "sklearn", "seaborn
 WORKER_PACKAGE = __name__.rpartition(".")[0]
 
 
+#: Printed frames keep this many columns before pandas elides the middle ones with "...": the chat shows a
+#: printed frame as a table (cut at 12 columns, with a note), which can only show the columns that were printed.
+FRAME_COLUMNS = 20
+
+
+def _frames_printed_whole(pandas: Any) -> None:
+    """Frames print every column up to FRAME_COLUMNS on one line each, whatever the (absent) terminal's width;
+    pandas' default of 80 characters cut an 8-column table to 6."""
+    pandas.set_option("display.max_columns", FRAME_COLUMNS)
+    pandas.set_option("display.width", 10_000)
+    pandas.set_option("display.expand_frame_repr", False)
+
+
 def _preload(authorized: list[str], warnings: list[str]) -> None:
     """Import heavy authorized libraries while reading files is still unrestricted."""
     allow_all = "*" in authorized
@@ -41,6 +54,8 @@ def _preload(authorized: list[str], warnings: list[str]) -> None:
 
                 matplotlib.use("Agg")
                 importlib.import_module("matplotlib.pyplot")
+            elif name == "pandas":
+                _frames_printed_whole(importlib.import_module("pandas"))
             else:
                 importlib.import_module(name)
         except ImportError:

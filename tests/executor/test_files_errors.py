@@ -58,3 +58,18 @@ def test_earlier_step_frames_have_source(sandbox):
     sandbox.run("def boom():\n    raise ValueError('bad value')")
     r = sandbox.run("boom()")
     assert "raise ValueError('bad value')" in r.error and "<step" in r.error
+
+
+def test_a_printed_or_returned_frame_keeps_every_column(sandbox):
+    """The chat turns printed frames into tables, which can only show the columns pandas printed: its default
+    80-character width elided the middle columns of an ordinary 8-column table ("...")."""
+    code = ("import pandas as pd\n"
+            "df = pd.DataFrame({f'measurement_{i}_mm': range(3) for i in range(8)})\n"
+            "print(df)\n"
+            "final_answer(df)")
+    r = sandbox.run(code)
+    assert r.ok, r.error
+    header = r.logs.splitlines()[0]
+    assert [f"measurement_{i}_mm" for i in range(8)] == header.split()
+    assert "..." not in r.logs and "..." not in str(r.output)
+    assert all(f"measurement_{i}_mm" in str(r.output) for i in range(8))
