@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 
 from ui.app import EXAMPLES, RECORDED_DEMOS, AgentDeckApp
+from ui.chat.formatting import first_words
 from ui.chat.stream_outputs import StreamOutputs
 from ui.components import ChatColumn, Page, SettingsForm
 from ui.panels import approval_panel, approvals, chat_delete, history_layout, retry
@@ -100,7 +101,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                     planning = gr.Number(0, label="Planning interval (0 = no planning)", precision=0, minimum=0,
                                          elem_id="settings-planning")
                     tool_names = gr.CheckboxGroup(
-                        [(f"{name}: {desc[:90]}" if desc else name, name) for name, desc in tools],
+                        [(f"{name}: {first_words(desc)}" if desc else name, name) for name, desc in tools],
                         value=default_tool_names(), label="Tools", elem_id="settings-tools",
                         info=None if tools else "No extra tools are available.",
                     )

@@ -300,3 +300,17 @@ def test_a_rejected_step_shows_the_persons_reason_not_an_error() -> None:
     text = "\n".join(str(m.get("content")) + str((m.get("metadata") or {}).get("title")) for m in t.messages())
     assert "You rejected this step" in text and "Reason: do not delete files" in text
     assert "💥" not in text and "ad-error" not in text
+
+
+def test_tool_labels_end_at_a_sentence_or_a_whole_word() -> None:
+    from ui.chat.formatting import first_words
+    from ui.settings import available_tools
+
+    assert first_words("Transcribes speech. Give the path of a WAV file.") == "Transcribes speech."
+    long = "Fetches a web page by URL and returns its content as Markdown (HTML is converted; plain text kept)."
+    label = first_words(long, limit=80)
+    assert label.endswith("…") and len(label) <= 81 and long.startswith(label[:-1])
+    assert label[:-1].split()[-1] in long.split()  # a whole word: no "plain te"
+    for name, description in available_tools():
+        shown = first_words(description)
+        assert shown == description or shown.endswith((".", "!", "?", "…")), (name, shown)

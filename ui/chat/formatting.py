@@ -32,6 +32,19 @@ def clip(text: str, limit: int = MAX_BLOCK_CHARS) -> str:
     return text[: limit // 2] + f"\n… ({len(text) - limit} characters cut) …\n" + text[-limit // 2:]
 
 
+def first_words(text: str, limit: int = 90) -> str:
+    """`text` cut for a one-line label: its first sentence when that fits, else whole words up to `limit`
+    and an ellipsis (a cut mid-word read as a typo: "returns ... plain te")."""
+    text = " ".join(str(text).split())
+    sentence = re.match(r"(.+?[.!?])(\s|$)", text)
+    if sentence and len(sentence.group(1)) <= limit:
+        return sentence.group(1)
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:(-")
+    return cut + "…"
+
+
 def format_tokens(usage: Any) -> str:
     if usage is None:
         return ""
