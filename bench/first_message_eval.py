@@ -1,7 +1,7 @@
 """The first message, measured: simple questions asked through the app's own agent, as a newcomer would.
 
 Usage: python bench/first_message_eval.py [--model embedded:smollm2] [--only 0,3,12] [--set new] [--kind table]
-                                         [--json out.json] [--trace trace.json]
+                                         [--max-steps 1] [--json out.json] [--trace trace.json]
 
 Each question goes to a fresh session of the real app controller (`AgentDeckApp`: its agent factory, the
 settings form's defaults, the upload path of a message with files), so the model gets exactly the prompt
@@ -13,8 +13,9 @@ computed here with pandas, for grading only: the agent never sees them.
 Three sets: "original" (the first 24 questions, measured before the small-model prompt's examples were
 chosen), "new" (written after, of the same kinds, not used to tune the first prompt, then looked at while
 tuning the second) and "held-out" (written before the second round of tuning over two more made-up files,
-students.csv and sales.csv, and run only to measure it): their accuracies are reported apart, so a prompt
-fitted to the sets it was tuned on shows.
+students.csv and sales.csv, and run only to measure it; read after, for the third round) and "held-out-2"
+(written before the third round over one more made-up file, plants.csv, and run only to measure it): their
+accuracies are reported apart, so a prompt fitted to the sets it was tuned on shows.
 
 Prints one line per question, then the accuracy (per set), the median seconds per question (from sending
 the graded message to the end of its run) and the machine's load average before and after (other work
@@ -129,6 +130,21 @@ def make_sales(folder: Path) -> Path:
     return path
 
 
+def make_plants(folder: Path) -> Path:
+    """A small made-up table of garden plants (fixed seed), for the second held-out set."""
+    rng = random.Random(29)
+    families = ["Rosaceae", "Lamiaceae", "Asteraceae", "Poaceae", "Fabaceae", "Solanaceae"]
+    light = ["sun", "shade", "partial"]
+    lines = ["plant,family,light,height_cm,leaf_count,water_ml,bloom_week"]
+    for index in range(36):
+        name = "".join(rng.choice("bdklmnrstvz") + rng.choice("aeiou") for _ in range(2)).title() + f"-{index}"
+        lines.append(f"{name},{rng.choices(families, [2, 6, 3, 2, 1, 1])[0]},{rng.choices(light, [5, 2, 3])[0]},"
+                     f"{rng.randint(8, 240)},{rng.randint(4, 310)},{rng.randint(50, 900)},{rng.randint(1, 52)}")
+    path = folder / "plants.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 def questions(folder: Path) -> list[Question]:
     """The evaluation set, with expected answers computed from the data."""
     import pandas as pd
@@ -212,8 +228,31 @@ def questions(folder: Path) -> list[Question]:
         Question("What is the minimum of absences?", students["absences"].min(), s,
                  before=("How many rows does the table have?",), table=True),
     ]
+    plants_path = make_plants(folder)
+    plants = pd.read_csv(plants_path)
+    g = str(plants_path)
+    held_out_2 = [
+        Question("What is 64 + 29?", 64 + 29),
+        Question("What is 13 times 7?", 13 * 7),
+        Question('Reverse the string "planet".', "tenalp"),
+        Question('How many times does the letter o appear in "cocoon"?', "cocoon".count("o")),
+        Question("How many rows does the table have?", len(plants), g),
+        Question("How many columns are in the table?", plants.shape[1], g),
+        Question("What is the maximum of height_cm?", plants["height_cm"].max(), g),
+        Question("What is the lowest water_ml?", plants["water_ml"].min(), g),
+        Question("What is the average leaf_count?", plants["leaf_count"].mean(), g),
+        Question("Which family appears most often?", plants["family"].mode()[0], g),
+        Question("What is the most common light?", plants["light"].mode()[0], g),
+        Question("How many distinct values does family have?", plants["family"].nunique(), g),
+        Question("How many different light values are there?", plants["light"].nunique(), g),
+        Question("What is the mean of bloom_week?", plants["bloom_week"].mean(), g),
+        Question("How many distinct values does island have?", penguins["island"].nunique(), p),
+        Question("What is the highest leaf_count?", plants["leaf_count"].max(), g,
+                 before=("What is the average leaf_count?",), table=True),
+    ]
     return (original + [Question(q.text, q.expected, q.file, q.before, "new", q.table) for q in new]
-            + [Question(q.text, q.expected, q.file, q.before, "held-out", q.table) for q in held_out])
+            + [Question(q.text, q.expected, q.file, q.before, "held-out", q.table) for q in held_out]
+            + [Question(q.text, q.expected, q.file, q.before, "held-out-2", q.table) for q in held_out_2])
 
 
 def is_correct(answer: Any, expected: Any) -> bool:
@@ -307,7 +346,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="", help="model string (default: the app's own choice)")
     parser.add_argument("--only", default="", help="comma-separated question numbers to run")
-    parser.add_argument("--set", default="", choices=["", "original", "new", "held-out"], help="run only this set")
+    parser.add_argument("--set", default="", choices=["", "original", "new", "held-out", "held-out-2"],
+                        help="run only this set")
     parser.add_argument("--kind", default="", choices=["", "arithmetic", "string", "table"],
                         help="run only questions of this kind")
     parser.add_argument("--max-steps", type=int, default=0,
@@ -355,7 +395,7 @@ def main() -> int:
                    "accuracy": round(correct / len(outcomes), 3), "median_s": round(median, 1),
                    "load_before": load_before, "load_after": load_average(), "cpus": os.cpu_count(),
                    "sets": {}, "kinds": {}}
-        groups = [("set", name) for name in ("original", "new", "held-out")]
+        groups = [("set", name) for name in ("original", "new", "held-out", "held-out-2")]
         groups += [("kind", name) for name in ("arithmetic", "string", "table")]
         for field, name in groups:
             part = [o for o in outcomes if getattr(o, field) == name]
