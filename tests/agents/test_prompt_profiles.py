@@ -245,3 +245,16 @@ def test_a_tiny_task_with_uploads_lets_the_reply_choose_only_their_columns() -> 
     assert name_choice_for(templates, "What is 2 + 2?") is None
     full = load_prompt_templates("code_agent")
     assert name_choice_for(full, describe_task(full, "What is the mean of wind?", files)) is None
+
+
+def test_every_table_example_of_the_tiny_prompt_starts_by_reading_its_file() -> None:
+    """A 135M model chooses its reply's first token before anything else: when the rows and columns examples
+    began with `len(`, "how many distinct X" questions began so too and came back as the table's length
+    (bench/first_message_eval.py). Every table example starts the same way, so what to take of the table
+    (`.index`, `.columns` or a column after `["`) comes after the file, where the column choice applies."""
+    templates = load_prompt_templates("code_agent_tiny")
+    tables = [e for e in templates["examples"] if e.get("needs") == "pandas"]
+    assert len(tables) >= 10
+    for example in tables:
+        name = example["files"][0]["name"]
+        assert example["reply"].startswith(f'```python\nfinal_answer(pd.read_csv("{name}")'), example["task"]
