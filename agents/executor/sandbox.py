@@ -31,9 +31,11 @@ log = logging.getLogger("agents.executor")
 GRACE_S = 1.0  # how long SIGINT may take before the worker is killed...
 # ...unless the worker has not had the CPU to act on it: on a loaded machine a worker waiting to be scheduled
 # would otherwise be killed (its variables lost) for a stop it would have honoured. It gets more time until it has
-# used GRACE_CPU_S of CPU since the interrupt, and never more than GRACE_MAX_S in all.
+# used GRACE_CPU_S of CPU since the interrupt, and never more than GRACE_MAX_S in all (below the UI's 10 s in
+# which a stopped run may still confirm in the background, ui/session/stopping.py: past it the agent is
+# replaced anyway). A worker that spins instead of stopping uses its CPU quickly and is killed as before.
 GRACE_CPU_S = 0.25
-GRACE_MAX_S = 5.0
+GRACE_MAX_S = 8.0
 # How long the app polls for the worker's reply before sleeping: short runs (most agent steps) come back
 # within this window, and skipping the sleep saves a wake-up (a tiny step took 0.18 ms instead of 0.22-0.26).
 # The cost is at most this much CPU per message, yielding to every other runnable thread; and only while no
