@@ -1,5 +1,11 @@
 """Export a conversation as Markdown or as a Jupyter notebook (nbformat v4) to rerun outside AgentDeck.
 
+Both say what the chat said (ui/chat/render.py, render_decisions.py), not what the model was given: the
+person's message and the names of their files (from the app's turns; the task holds the upload prompt), the
+person's decisions (an edit shown as what ran, marked, the agent's version under the decision; a rejection
+with its reason), errors as the person was shown them (`error_type`, `error_message`), data frame answers as
+tables (agents/text_tables.py, shared with the chat), steps numbered within their run.
+
 Notebook layout: a markdown cell per task, history, plan and summary; a setup cell defining
 `final_answer` (it displays the answer) and stubs for the tools the code called (they raise, saying the
 tool only exists inside AgentDeck); one code cell per successful code step, in order, with its printed output
@@ -11,7 +17,10 @@ carry on past them). Run it with the workspace as the working directory so relat
 from __future__ import annotations
 
 import base64
+import json
 import os
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,21 +30,26 @@ from agents.memory.steps import (
     ActionStep,
     FinalAnswerStep,
     HistoryStep,
+    MemoryStep,
     PlanningStep,
     SummaryStep,
     TaskStep,
 )
 from agents.models.base import message_text
+from agents.step_events import ToolCallRecord
+from agents.text_tables import table_of_frame, text_with_tables
+from agents.text_tables import to_markdown as table_to_markdown
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
 _IMAGE_SUFFIXES = {".png"}
-EDITED_NOTE = "*✏️ Edited by you before it ran: shown as it ran.*"
-
-
-def _answer_text(value: Any) -> str:
-    return value if isinstance(value, str) else repr(value)
+#: How the chat marks what a person changed before it ran (ui/chat/render_decisions.py: EDITED_MARK).
+EDITED_NOTE = "✏️ *Edited by you before it ran:*"
+#: What the chat calls the agent's version beside the person's edit, by decision kind.
+_PROPOSED_LABELS = {"plan": "The agent's plan", "code": "The agent's code (it did not run)",
+                    "tool_call": "The agent's arguments (not used)"}
+_STEP_FILE = re.compile(r'"<step (\d+)>"')
 
 
 def _fenced(text: str, language: str = "") -> str:
@@ -45,59 +59,236 @@ def _fenced(text: str, language: str = "") -> str:
     return f"{fence}{language}\n{text.rstrip()}\n{fence}"
 
 
+def _arguments(arguments: Any) -> str:
+    """Tool-call arguments as the chat shows them: JSON, keys sorted."""
+    return _fenced(json.dumps(arguments, indent=2, default=str, ensure_ascii=False, sort_keys=True), "json")
+
+
 def _tool_names(memory: AgentMemory) -> list[str]:
     names = {call.name for step in memory.action_steps() for call in step.tool_calls if step.code}
     return sorted(names - {"final_answer"})
 
 
+def step_numbers(steps: Sequence[MemoryStep]) -> dict[int, int]:
+    """Each plan and action step's number within its run (by position in `steps`), as the chat numbers them:
+    the agent counts steps across the conversation, the chat starts each run at 1 (ui/chat/render.py)."""
+    numbers: dict[int, int] = {}
+    offset: int | None = None
+    for index, step in enumerate(steps):
+        if isinstance(step, TaskStep):
+            offset = None
+        elif isinstance(step, (PlanningStep, ActionStep)):
+            if offset is None:
+                offset = step.step_number - 1
+            numbers[index] = max(1, step.step_number - offset)
+    return numbers
+
+
+def renumber_traceback(text: str, number: int) -> str:
+    """A traceback with its code's frames named by the step's number in the chat: the sandbox names a step's
+    code `<step N>` by how many code runs it has seen (restored chats re-run theirs), which the person never
+    saw. The latest run's frames are this step's; lower numbers are functions defined in earlier steps."""
+    found = [int(n) for n in _STEP_FILE.findall(text)]
+    if not found:
+        return text
+    latest = max(found)
+    return _STEP_FILE.sub(lambda m: f'"<step {number}>"' if int(m.group(1)) == latest else '"<an earlier step>"',
+                          text)
+
+
+def person_message(task: TaskStep, turns: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """What the person sent for `task` and the names of the files they attached, taken from `turns` (the app's
+    record of messages: {"task", "text", "uploads": [{"name"}]}): the task holds what the model was given (the
+    uploads' previews and how to read them). Without a turn (an agent run outside the app) the task is the
+    message. The matching turn is removed from `turns`."""
+    for index, turn in enumerate(turns):
+        if isinstance(turn, dict) and turn.get("task") == task.task:
+            turns.pop(index)
+            uploads = turn.get("uploads") or []
+            names = [str(u.get("name")) for u in uploads if isinstance(u, dict) and u.get("name")]
+            return str(turn.get("text") or ""), names
+    return task.task, []
+
+
+def _task_markdown(task: TaskStep, turns: list[dict[str, Any]], seen: Callable[[str], str]) -> str:
+    text, names = person_message(task, turns)
+    parts = ["## Task", seen(text)] if text.strip() else ["## Task"]
+    if names:
+        parts.append("📎 Added to the workspace: " + ", ".join(f"`{name}`" for name in names))
+    return "\n\n".join(parts)
+
+
+def _decision_lines(record: dict[str, Any], seen: Callable[[str], str]) -> list[str]:
+    """A decision as the chat's decision node says it (ui/chat/render_decisions.py)."""
+    kind, outcome = str(record.get("kind") or ""), str(record.get("outcome") or "")
+    detail = " ".join(str(record.get("detail") or "").split())
+    proposed = _proposal(record)
+    if kind == "question":
+        lines = [f"❓ **The agent asks:** {seen(str(proposed.get('question', '')))}"]
+        if outcome == "answer":
+            lines.append(f"**You:** {seen(str(record.get('detail') or ''))}")
+        else:
+            lines.append(f"*Not answered{': ' + seen(detail) if detail else '.'}*")
+        return lines
+    title = f"✋ Decision: {outcome}" + (f" · {seen(detail)}" if outcome == "reject" and detail else "")
+    lines = [f"**{title}**"]
+    if outcome == "edit":
+        theirs = {"plan": proposed.get("plan"), "code": proposed.get("code"),
+                  "tool_call": proposed.get("arguments")}.get(kind)
+        if theirs is not None:
+            shown = (seen(str(theirs)) if kind == "plan" else _fenced(seen(str(theirs)), "python")
+                     if kind == "code" else _arguments(theirs))
+            label = _PROPOSED_LABELS.get(kind, "The agent's version")
+            lines.append(f"{label}:\n\n{shown}")
+    elif outcome != "reject" and detail:
+        lines.append(seen(detail))
+    return lines
+
+
+def _decisions_of(step: PlanningStep | ActionStep) -> list[dict[str, Any]]:
+    return [record for record in step.decisions if isinstance(record, dict)]
+
+
+def _proposal(record: dict[str, Any]) -> dict[str, Any]:
+    """What a decision record says the agent proposed ({} for an old or hand-made record)."""
+    proposed = record.get("proposed")
+    return proposed if isinstance(proposed, dict) else {}
+
+
+def _edit_of(records: list[dict[str, Any]], kind: str, call_id: str | None = None) -> dict[str, Any] | None:
+    for record in records:
+        proposed = _proposal(record)
+        if record.get("kind") == kind and record.get("outcome") == "edit" \
+                and (call_id is None or proposed.get("call_id") == call_id):
+            return record
+    return None
+
+
+def _plan_markdown(step: PlanningStep, seen: Callable[[str], str]) -> str:
+    records = _decisions_of(step)
+    section = ["### " + ("Updated plan" if step.is_update else "Plan")]
+    plan = seen(step.plan)
+    section.append(f"{EDITED_NOTE}\n\n{plan}" if _edit_of(records, "plan") or step.edited_by_user else plan)
+    for record in records:
+        section += _decision_lines(record, seen)
+        if record.get("kind") == "plan" and record.get("outcome") == "reject":
+            reason = str(record.get("detail") or "").strip()
+            said = f"Reason: {seen(reason)}" if reason else "No reason given."
+            section.append("🚫 You rejected this plan. " + said)
+    return "\n\n".join(section)
+
+
+def _call_markdown(call: ToolCallRecord, records: list[dict[str, Any]], seen: Callable[[str], str]) -> list[str]:
+    """A tool call as the chat shows it: its arguments (the person's, marked, when they edited them), the
+    decisions about it, and what came back."""
+    mine = [r for r in records if r.get("kind") == "tool_call" and _proposal(r).get("call_id") == call.call_id]
+    if call.name == "ask_user":
+        mine += [r for r in records if r.get("kind") == "question" and r not in mine]
+    edit = _edit_of(mine, "tool_call", call.call_id)
+    arguments = edit["edited"] if edit is not None and isinstance(edit.get("edited"), dict) else call.arguments
+    shown = seen(_arguments(arguments))
+    lines = [f"🛠️ Tool call `{call.name}`:\n\n" + (f"{EDITED_NOTE}\n\n{shown}" if edit is not None else shown)]
+    for record in mine:
+        lines += _decision_lines(record, seen)
+        records.remove(record)
+    if call.finished:
+        label = f"💥 `{call.name}` failed:" if call.is_error else "Result:"
+        lines.append(f"{label}\n\n" + _fenced(seen(call.output), "text"))
+    return lines
+
+
+def _error_markdown(step: ActionStep, number: int, seen: Callable[[str], str]) -> str | None:
+    """The step's error as the person was shown it (`error_type`, `error_message`), not what the model was told;
+    a step the person rejected says so, with their reason."""
+    if step.error_type == "RejectedByUser":
+        reason = step.error_message if step.error_message and step.error_message != "Rejected." else ""
+        return "🚫 You rejected this step. " + (f"Reason: {seen(reason)}" if reason else "No reason given.")
+    if step.error_type:
+        message = renumber_traceback(step.error_message or step.error or "", number)
+        return f"**Error: {step.error_type}**\n\n" + _fenced(seen(message), "text")
+    if step.error and not step.call_records:  # saved before errors recorded what the person was shown
+        return "Error:\n\n" + _fenced(seen(renumber_traceback(step.error, number)), "text")
+    return None
+
+
+def _action_markdown(step: ActionStep, number: int, seen: Callable[[str], str],
+                     workspace: str | os.PathLike[str] | None) -> str:
+    records = _decisions_of(step)
+    section = [f"### Step {number}"]
+    thought = step.model_output.split("```")[0].strip() if step.code else step.model_output.strip()
+    if thought:
+        section.append(seen(thought))
+    if step.code:
+        code = _fenced(relative_paths(step.code, [workspace]), "python")  # what ran: the person's, if edited
+        section.append(f"{EDITED_NOTE}\n\n{code}" if _edit_of(records, "code") else code)
+        while records and records[0].get("kind") == "code":
+            section += _decision_lines(records.pop(0), seen)
+    calls = [c for c in map(ToolCallRecord.from_dict, step.call_records) if c is not None]
+    if step.logs:
+        section.append("Output:\n\n" + _fenced(seen(step.logs), "text"))
+    for call in calls:
+        section += _call_markdown(call, records, seen)
+    if not calls and not step.code:  # saved before calls were recorded
+        for legacy in step.tool_calls:
+            section.append(f"🛠️ Tool call `{legacy.name}`:\n\n" + seen(_arguments(legacy.arguments)))
+        if step.observations:
+            section.append("Observation:\n\n" + _fenced(seen(step.observations), "text"))
+    for record in records:  # any left (a record without its call): shown, not lost
+        section += _decision_lines(record, seen)
+    for artifact in step.artifacts:
+        shown = seen(artifact)
+        if Path(artifact).suffix.lower() in (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"):
+            section.append(f"![{shown}]({shown})")
+        else:
+            section.append(f"File: [{shown}]({shown})")
+    error = _error_markdown(step, number, seen)
+    if error:
+        section.append(error)
+    return "\n\n".join(section)
+
+
+def answer_markdown(value: Any, seen: Callable[[str], str]) -> str:
+    """A final answer as the chat shows it: text as it is, a data frame (an object, or printed in the text) as
+    a table (agents/text_tables.py, shared with the chat)."""
+    if isinstance(value, str):
+        return text_with_tables(seen(value))
+    table = table_of_frame(value)
+    if table is not None:
+        return table_to_markdown(table)
+    return seen(repr(value))
+
+
 # -- Markdown ----------------------------------------------------------------------------------------
 def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
-                workspace: str | os.PathLike[str] | None = None) -> str:
-    """The conversation as Markdown: tasks, plans, each step's code, output and errors, artifacts, answers.
+                workspace: str | os.PathLike[str] | None = None,
+                turns: Sequence[dict[str, Any]] = ()) -> str:
+    """The conversation as Markdown, as the chat showed it: the person's messages (from `turns`, the app's
+    record of what was sent) and attached files, plans, each step's code, output, tool calls, the person's
+    decisions (edits shown as what ran, marked), errors as shown, artifacts, answers (frames as tables).
 
-    It shows what the person saw: no prompt fences, and paths relative to `workspace` (agents/memory/seen_text.py).
+    No prompt fences, and paths relative to `workspace` (agents/memory/seen_text.py); steps numbered
+    within their run, as the chat numbers them.
     """
     def seen(text: str) -> str:
         return as_seen(text, [workspace])
 
+    pending = [dict(turn) for turn in turns if isinstance(turn, dict)]
+    numbers = step_numbers(memory.steps)
     parts: list[str] = [f"# {title}"]
-    for step in memory.steps:
+    for index, step in enumerate(memory.steps):
         if isinstance(step, HistoryStep):
             lines = [f"**{m.get('role', 'user')}:** {seen(message_text(m))}" for m in step.history]
             parts.append("## Earlier conversation\n\n" + "\n\n".join(lines))
         elif isinstance(step, TaskStep):
-            parts.append("## Task\n\n" + seen(step.task))
+            parts.append(_task_markdown(step, pending, seen))
         elif isinstance(step, PlanningStep):
-            edited = ", edited by you" if step.edited_by_user else ""
-            parts.append(f"### Plan (step {step.step_number}{edited})\n\n" + seen(step.plan))
+            parts.append(_plan_markdown(step, seen))
         elif isinstance(step, SummaryStep):
             parts.append(f"### Summary of {step.folded_steps} earlier steps (compaction)\n\n" + seen(step.summary))
         elif isinstance(step, ActionStep):
-            section = [f"### Step {step.step_number}"]
-            thought = step.model_output.split("```")[0].strip() if step.code else step.model_output.strip()
-            if thought:
-                section.append(seen(thought))
-            if step.edited_by_user:  # what follows is what ran: the person's version
-                section.append(EDITED_NOTE)
-            if step.code:
-                section.append(_fenced(relative_paths(step.code, [workspace]), "python"))
-            for call in step.tool_calls if not step.code else ():
-                section.append(f"Tool call `{call.name}`: " + _fenced(seen(repr(call.arguments)), "python"))
-            if step.logs:
-                section.append("Output:\n\n" + _fenced(seen(step.logs), "text"))
-            elif step.observations and not step.code:
-                section.append("Observation:\n\n" + _fenced(seen(step.observations), "text"))
-            if step.error:
-                section.append("Error:\n\n" + _fenced(seen(step.error), "text"))
-            for artifact in step.artifacts:
-                shown = seen(artifact)
-                if Path(artifact).suffix.lower() in (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"):
-                    section.append(f"![{shown}]({shown})")
-                else:
-                    section.append(f"File: [{shown}]({shown})")
-            parts.append("\n\n".join(section))
+            parts.append(_action_markdown(step, numbers.get(index, step.step_number), seen, workspace))
         elif isinstance(step, FinalAnswerStep):
-            parts.append("## Final answer\n\n" + seen(_answer_text(step.output)))
+            parts.append("## Final answer\n\n" + answer_markdown(step.output, seen))
     return "\n\n".join(parts) + "\n"
 
 
@@ -117,8 +308,9 @@ def _tool_stub(name: str) -> str:
 
 
 def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = None,
-                title: str = "AgentDeck conversation") -> NotebookNode:
-    """A nbformat v4 notebook of the conversation; `workspace` is where artifact files are read from."""
+                title: str = "AgentDeck conversation", turns: Sequence[dict[str, Any]] = ()) -> NotebookNode:
+    """A nbformat v4 notebook of the conversation; `workspace` is where artifact files are read from, `turns`
+    the person's messages (as in `to_markdown`)."""
     import nbformat
     from nbformat import v4
 
@@ -132,23 +324,26 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = 
     tools = _tool_names(memory)
     setup = _SETUP + "".join("\n\n" + _tool_stub(name) for name in tools if name.isidentifier())
     cells.append(v4.new_code_cell(setup, metadata={"tags": ["agentdeck-setup"]}))
-    for step in memory.steps:
+    pending = [dict(turn) for turn in turns if isinstance(turn, dict)]
+    numbers = step_numbers(memory.steps)
+    for index, step in enumerate(memory.steps):
         if isinstance(step, HistoryStep):
             lines = [f"**{m.get('role', 'user')}:** {seen(message_text(m))}" for m in step.history]
             cells.append(v4.new_markdown_cell("## Earlier conversation\n\n" + "\n\n".join(lines)))
         elif isinstance(step, TaskStep):
-            cells.append(v4.new_markdown_cell("## Task\n\n" + seen(step.task)))
+            cells.append(v4.new_markdown_cell(_task_markdown(step, pending, seen)))
         elif isinstance(step, PlanningStep):
-            cells.append(v4.new_markdown_cell("### Plan\n\n" + seen(step.plan)))
+            cells.append(v4.new_markdown_cell(_plan_markdown(step, seen)))
         elif isinstance(step, SummaryStep):
             cells.append(v4.new_markdown_cell(f"### Summary of {step.folded_steps} earlier steps\n\n"
                                               + seen(step.summary)))
         elif isinstance(step, ActionStep) and step.code:
+            number = numbers.get(index, step.step_number)
             if step.error:
+                error = _error_markdown(step, number, seen) or "Error:\n\n" + _fenced(seen(step.error), "text")
                 cells.append(v4.new_markdown_cell(
-                    f"### Step {step.step_number} (failed, not run here)\n\n"
-                    + _fenced(relative_paths(step.code, [workspace]), "python")
-                    + "\n\nError:\n\n" + _fenced(seen(step.error), "text")))
+                    f"### Step {number} (failed, not run here)\n\n"
+                    + _fenced(relative_paths(step.code, [workspace]), "python") + "\n\n" + error))
                 continue
             outputs = []
             if step.logs:
@@ -164,7 +359,7 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = 
             cell = v4.new_code_cell(relative_paths(step.code, [workspace]), outputs=outputs, metadata=metadata)
             cells.append(cell)
         elif isinstance(step, FinalAnswerStep):
-            cells.append(v4.new_markdown_cell("## Final answer\n\n" + seen(_answer_text(step.output))))
+            cells.append(v4.new_markdown_cell("## Final answer\n\n" + answer_markdown(step.output, seen)))
     notebook: NotebookNode = v4.new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},

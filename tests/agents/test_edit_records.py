@@ -147,7 +147,11 @@ def test_the_markdown_export_says_what_the_person_edited(make_code_agent):
                                planning_interval=5, approval_policy="all", decider=decider)
     agent.run("t")
     markdown = to_markdown(agent.memory)
-    assert "### Plan (step 1, edited by you)\n\n1. My plan." in markdown and "Its plan" not in markdown
+    # What ran is shown marked as the person's; the agent's version only under the decision, labelled so.
+    plan = markdown.split("### Plan")[1].split("### Step 1")[0]
+    assert plan.startswith(f"\n\n{EDITED_NOTE}\n\n1. My plan.\n\n**✋ Decision: edit**")
+    assert plan.index("The agent's plan:\n\n1. Its plan.") > plan.index("Decision: edit")
     step = markdown.split("### Step 1")[1].split("### Step 2")[0]
-    assert step.index(EDITED_NOTE) < step.index("print('mine')") and "print('its')" not in step
+    assert step.index(EDITED_NOTE) < step.index("print('mine')") < step.index("**✋ Decision: edit**")
+    assert step.index("The agent's code (it did not run):") < step.index("print('its')")
     assert EDITED_NOTE not in markdown.split("### Step 2")[1]

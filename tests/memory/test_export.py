@@ -113,3 +113,31 @@ def test_rebuild_sandbox_state_reports_mismatches(make_code_agent, tmp_path):
     assert fresh.run("and plus one?", reset=False) == 43
     with_tools = rebuild_sandbox_state(agent.memory, make_code_agent([], tools=[double])[0], rerun_tools=True)
     assert 2 in with_tools.rerun and not any(m.step_number == 2 for m in with_tools.mismatches)
+
+
+def test_markdown_of_a_constructed_memory_says_what_the_chat_said() -> None:
+    """Numbers within each run, the person's message from the app's turns, a rejection's reason, a traceback
+    named by the chat's step number, a data frame object as a table."""
+    import pandas as pd
+
+    from agents.memory.export import renumber_traceback
+
+    memory = AgentMemory("system")
+    memory.add_step(TaskStep(task="Hi\n\nThe following files were uploaded…", steps_before=0))
+    memory.add_step(ActionStep(step_number=1, code="rm()", error="The user rejected this action…",
+                               error_type="RejectedByUser", error_message="Rejected."))
+    memory.add_step(FinalAnswerStep(output="ok"))
+    memory.add_step(TaskStep(task="Again", steps_before=1))
+    trace = 'Traceback:\n  File "<step 9>", line 1, in <module>\n  File "<step 4>", line 2, in f\nValueError: no'
+    memory.add_step(ActionStep(step_number=2, code="f()", error=trace + "\nNow fix it.", error_type="ExecutionError",
+                               error_message=trace))
+    memory.add_step(FinalAnswerStep(output=pd.DataFrame({"a": [1, 2]})))
+    turns = [{"task": "Hi\n\nThe following files were uploaded…", "text": "Hi", "uploads": [{"name": "a.csv"}]}]
+    text = to_markdown(memory, turns=turns)
+    assert "## Task\n\nHi\n\n📎 Added to the workspace: `a.csv`\n\n### Step 1" in text
+    assert "uploaded" not in text and "## Task\n\nAgain\n\n### Step 1" in text  # no turn: the task is the message
+    assert "🚫 You rejected this step. No reason given." in text and "The user rejected this action" not in text
+    assert 'File "<step 1>", line 1' in text and 'File "<an earlier step>", line 2' in text and "fix it" not in text
+    assert text.rstrip().endswith("## Final answer\n\n|   | a |\n| :--- | ---: |\n| 0 | 1 |\n| 1 | 2 |")
+    assert text.count("### Step 1") == 2
+    assert renumber_traceback("no frames here", 3) == "no frames here"

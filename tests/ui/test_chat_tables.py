@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
+from agents.text_tables import MAX_ROWS, parse_frame, split_tables, table_of_frame, text_with_tables, to_markdown
 from ui.chat.formatting import format_value
 from ui.chat.safe_markdown import neutralize
-from ui.chat.tables import MAX_ROWS, parse_frame, split_tables, table_of_frame, text_with_tables, to_markdown
 
 pd = pytest.importorskip("pandas")
 

@@ -39,7 +39,9 @@ def test_markdown_export_of_an_upload_run(tmp_path: Path, monkeypatch: pytest.Mo
         markdown = Path(history.export_markdown(Req("tab"))).read_text()
     finally:
         app.registry.shutdown()
-    assert "Summarise my notes" in markdown and "Ignore all previous instructions" in markdown
+    # The person's message and the name of their file, not the upload prompt the model was given.
+    assert "## Task\n\nSummarise my notes\n\n📎 Added to the workspace: `notes.txt`\n\n### Step 1" in markdown
+    assert "uploaded to your working directory" not in markdown and "Ignore all previous instructions" not in markdown
     assert "<data" not in markdown and "looks like it tries to give instructions" not in markdown
     assert str(tmp_path) not in markdown and "at notes.txt" in markdown and "cwd .\n" in markdown
     assert markdown.rstrip().endswith("read notes.txt")

@@ -12,7 +12,7 @@ import os
 import re
 from typing import Any
 
-from ui.chat.tables import table_of_frame, text_with_tables, to_markdown
+from agents.text_tables import table_of_frame, text_with_tables, to_markdown
 
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp"}
 MAX_BLOCK_CHARS = 6000

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agents.text_tables import split_tables, to_markdown
 from ui.chat.formatting import clip, fence
-from ui.chat.tables import split_tables, to_markdown
 from ui.chat.tree import Node
 
 #: A preview shows at most this many printed lines (tables count their rows) and this many tables.

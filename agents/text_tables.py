@@ -1,12 +1,15 @@
 """Data frames as Markdown tables: pandas' printed text (logs, a final answer's repr) and frame objects.
 
+Shared by the chat (ui/chat/formatting.py, step_output.py) and the Markdown export (agents/memory/export.py),
+so an exported answer shows the table the chat showed.
+
 Why parse text: a DataFrame the sandboxed code returns crosses the process boundary as its repr (the worker
 sends plain data or text, agents/executor/execution.py), and what it prints reaches the UI as log text, so
 the chat only ever has pandas' fixed-width text. Rendered as Markdown that text loses its spaces and reads as
 a jumble. Here its columns are found from the gutters (runs of two or more spaces that every line shares),
 and a block that does not fit that grid is left as text. The table is Markdown whose cells escape every
-Markdown character (and `|`); raw HTML is left to ui/chat/safe_markdown.py, which every chat message
-passes through. Large tables are cut, with a note saying how much is shown.
+Markdown character (and `|`); raw HTML is left to the chat's ui/chat/safe_markdown.py, which every chat
+message passes through. Large tables are cut, with a note saying how much is shown.
 """
 from __future__ import annotations
 
