@@ -65,6 +65,10 @@ class ConsoleRenderer:
         self.console.print(f"{self._indent(event)}[magenta]→ {event.tool_name}[/magenta]({event.arguments})")
 
     def _on_tool_call_result(self, event: ev.ToolCallResult) -> None:
+        if event.rejected:
+            reason = f": {event.output[:500]}" if event.output else ""
+            self.console.print(f"{self._indent(event)}[yellow]← rejected{reason}[/yellow]")
+            return
         if self.verbosity >= DEBUG or event.is_error:
             style = "red" if event.is_error else "dim"
             self.console.print(f"{self._indent(event)}[{style}]← {event.output[:500]}[/{style}]")

@@ -99,10 +99,13 @@ class ToolCallProposed(Event):
 
 @dataclass(kw_only=True)
 class ToolCallResult(Event):
+    """A call's end. With `rejected`, a person rejected the call (it never ran) and `output` is their reason:
+    a person's decision, not a failure (`is_error` is False)."""
     call_id: str
     tool_name: str
     output: str
     is_error: bool = False
+    rejected: bool = False
 
 
 @dataclass(kw_only=True)

@@ -231,6 +231,10 @@ def _step_type(step: PlanningStep | ActionStep) -> StepType:
 
 
 # ----- tool calls ---------------------------------------------------------------------------------------
+#: How a rejected call's output began before records kept `rejected` (the reason follows).
+_LEGACY_REJECTION = "Rejected by the user: "
+
+
 @dataclass
 class ToolCallRecord:
     """One tool call as it went; kept in `ActionStep.call_records` as a plain dict (`as_dict`)."""
@@ -239,8 +243,9 @@ class ToolCallRecord:
     arguments: dict[str, Any]
     started_at: float = field(default_factory=time.time)
     log_offset: int = 0  # characters the step's code had printed when the call started
-    output: str = ""  # as the person was shown it (cut to the event's limit)
+    output: str = ""  # as the person was shown it (cut to the event's limit); a rejected call's: the reason
     is_error: bool = False
+    rejected: bool = False  # a person rejected the call: it never ran
     flagged: str = ""  # the excerpt of the output that looked like instructions, if any
     ended_at: float = 0.0
     finished: bool = False
@@ -250,7 +255,7 @@ class ToolCallRecord:
 
         return {"call_id": self.call_id, "name": self.name, "arguments": json_safe(self.arguments),
                 "started_at": self.started_at, "log_offset": self.log_offset, "output": self.output,
-                "is_error": self.is_error, "flagged": self.flagged, "ended_at": self.ended_at,
+                "is_error": self.is_error, "rejected": self.rejected, "flagged": self.flagged, "ended_at": self.ended_at,
                 "finished": self.finished}
 
     @classmethod
@@ -258,10 +263,13 @@ class ToolCallRecord:
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             return None
         arguments = data.get("arguments")
+        output, is_error, rejected = str(data.get("output") or ""), bool(data.get("is_error")), bool(data.get("rejected"))
+        if is_error and not rejected and output.startswith(_LEGACY_REJECTION):  # saved before `rejected` was kept
+            output, is_error, rejected = output[len(_LEGACY_REJECTION):], False, True
         return cls(call_id=str(data.get("call_id", "")), name=data["name"],
                    arguments=dict(arguments) if isinstance(arguments, dict) else {},
                    started_at=float(data.get("started_at") or 0.0), log_offset=int(data.get("log_offset") or 0),
-                   output=str(data.get("output") or ""), is_error=bool(data.get("is_error")),
+                   output=output, is_error=is_error, rejected=rejected,
                    flagged=str(data.get("flagged") or ""), ended_at=float(data.get("ended_at") or 0.0),
                    finished=bool(data.get("finished")))
 
@@ -277,7 +285,7 @@ def injection_flagged(call: ToolCallRecord, fields: Fields) -> InjectionFlagged:
 
 def tool_call_result(call: ToolCallRecord, fields: Fields) -> ToolCallResult:
     return ToolCallResult(**fields, call_id=call.call_id, tool_name=call.name, output=call.output,
-                          is_error=call.is_error, timestamp=_at(call.ended_at))
+                          is_error=call.is_error, rejected=call.rejected, timestamp=_at(call.ended_at))
 
 
 # ----- replaying a memory -------------------------------------------------------------------------------

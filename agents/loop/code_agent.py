@@ -168,8 +168,9 @@ class CodeAgent(MultiStepAgent):
         step.observations = render(self.prompt_templates, "execution_observation", logs=logs_shown,
                                    has_output=has_output, output=output_text)
         if result.error:
-            step.error = result.error
-            show_step_error(step, "ExecutionError", result.error, context)
+            step.error = result.error  # the model is told where the code stopped (and, if rejected, why)
+            if not _stopped_by_rejection(result, context):  # a rejected call already shows, with its reason
+                show_step_error(step, "ExecutionError", result.error, context)
             return
         if result.is_final_answer:
             step.is_final_answer = True
@@ -220,6 +221,15 @@ class CodeAgent(MultiStepAgent):
         step.artifacts.append(relative)
         step.artifact_sizes.append(int(getattr(artifact, "size", None) or 0))
         context.emit(step_events.artifact_created(step, len(step.artifacts) - 1, self.workdir, context.event_fields()))
+
+
+def _stopped_by_rejection(result: ExecutionResult, context: RunContext) -> bool:
+    """Whether the code stopped only because a person rejected its last tool call (the error the sandbox raised
+    in the code for it went uncaught): the person's decision, which the call shows, not a failure to show."""
+    if result.error_type != "ToolCallError" or not context.call_records:
+        return False
+    last = context.call_records[-1]
+    return last.rejected and f"ToolCallError: tool '{last.name}' failed: Rejected: " in (result.error or "")
 
 
 def _shorten(text: str, limit: int = MAX_OBSERVATION_OUTPUT_CHARS) -> str:

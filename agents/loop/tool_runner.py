@@ -52,13 +52,16 @@ class ToolRunner:
             tool_name=name, tool_flagged=tool.requires_approval,
         )
         if decision is not None and decision.outcome is Outcome.REJECT:
-            _finish(record, f"Rejected by the user: {decision.reason}", run, is_error=True)
+            _finish(record, decision.reason, run, rejected=True)  # the person's choice, shown as theirs
             raise Rejected(f"The user rejected the call to {name}: {decision.reason or 'no reason given'}")
         if decision is not None and decision.outcome is Outcome.EDIT:
             arguments = dict(decision.edited)
         try:
             output = tool.invoke(arguments, ToolContext(call_id=call_id, run=run))
-        except (ToolError, Rejected) as exc:
+        except Rejected as exc:  # a person rejected what the tool was about to do
+            _finish(record, exc.reason, run, rejected=True)
+            raise
+        except ToolError as exc:
             _finish(record, str(exc), run, is_error=True)
             raise
         except Exception as exc:
@@ -108,8 +111,11 @@ def _start(name: str, call_id: str, arguments: dict[str, Any], run: RunContext) 
     return record
 
 
-def _finish(record: step_events.ToolCallRecord, output: str, run: RunContext, is_error: bool = False) -> None:
-    record.output, record.is_error, record.ended_at, record.finished = output, is_error, time.time(), True
+def _finish(record: step_events.ToolCallRecord, output: str, run: RunContext, is_error: bool = False,
+            rejected: bool = False) -> None:
+    """End the call's record and emit its result; a `rejected` call's output is the person's reason."""
+    record.output, record.is_error, record.rejected = output, is_error, rejected
+    record.ended_at, record.finished = time.time(), True
     run.emit(step_events.tool_call_result(record, run.event_fields()))
 
 

@@ -82,7 +82,11 @@ def test_tool_calling_steps_replay_as_they_streamed(make_tool_agent, tmp_path: P
     live = list(agent.run("Look things up", stream=True))
     assert live[-1].state == "success"
     results = [e for e in live if isinstance(e, ev.ToolCallResult)]
-    assert [r.is_error for r in results] == [False, False, True, False, True, False]
+    assert [r.is_error for r in results] == [False, False, True, False, False, False]
+    assert [r.rejected for r in results] == [False, False, False, False, True, False]  # a decision, not a failure
+    assert results[4].output == "not eve"  # the person's reason
+    told = "\n".join(str(m.get("content")) for m in agent.memory.messages)
+    assert "rejected the call to send: not eve" in told  # the model is told why
     assert {e.error_type for e in live if isinstance(e, ev.StepError)} == {"ParsingError"}
     assert_same(live, replayed(agent, tmp_path))
     # The native call's reply is the model's text; the prompt still shows the call.
@@ -157,3 +161,18 @@ def test_a_stopped_run_and_a_failed_one_replay_their_end(make_tool_agent, tmp_pa
     again = replayed(agent, tmp_path)
     assert_same(live, again)
     assert "ReplayExhaustedError" in (again[-1].error or "")
+
+
+def test_a_call_rejected_before_records_kept_rejected_reopens_as_rejected() -> None:
+    """Chats saved before `rejected` was recorded kept a rejection as an error whose output began "Rejected by
+    the user: ": reopened, the call is the person's rejection with their reason (issue 19), other errors stay."""
+    from agents.step_events import ToolCallRecord
+
+    old = {"call_id": "c1", "name": "send", "arguments": {"to": "eve"}, "output": "Rejected by the user: not eve",
+           "is_error": True, "finished": True}
+    record = ToolCallRecord.from_dict(old)
+    assert record is not None and (record.rejected, record.is_error, record.output) == (True, False, "not eve")
+    failed = ToolCallRecord.from_dict({**old, "output": "no c here"})
+    assert failed is not None and (failed.rejected, failed.is_error) == (False, True)
+    again = ToolCallRecord.from_dict(record.as_dict())
+    assert again is not None and (again.rejected, again.is_error, again.output) == (True, False, "not eve")

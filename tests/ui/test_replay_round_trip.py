@@ -82,17 +82,18 @@ def fed(monkeypatch: pytest.MonkeyPatch) -> dict[int, list[ev.Event]]:
 class App:
     """The app on a data folder (a new instance is the app after a restart), driven like the page drives it."""
 
-    def __init__(self, tmp_path: Path) -> None:
-        script = write_transcript(tmp_path / "script.json", SCRIPT)
+    def __init__(self, tmp_path: Path, script_replies: list[str] = SCRIPT, tools: tuple[str, ...] = ()) -> None:
+        script = write_transcript(tmp_path / "script.json", script_replies)
         self.config = AppConfig(model=f"replay:{script}", data_dir=tmp_path / "data", authorized_imports=(),
                                 max_steps=MAX_STEPS)
+        self.tools = list(tools)
         self.app = AgentDeckApp(self.config)
         self.approvals = ApprovalHandlers(self.app.services)
         self.history = HistoryController(self.app.services)  # the saved-chats list, as the page wires it
         self.req = Req("tab")
 
     def form(self) -> tuple:
-        return (self.config.model, "code", MAX_STEPS, MAX_STEPS, [], "")
+        return (self.config.model, "code", MAX_STEPS, MAX_STEPS, self.tools, "")
 
     @property
     def session(self) -> Any:
@@ -219,3 +220,54 @@ def test_a_chat_saved_before_error_types_were_recorded_reopens_as_it_showed(tmp_
     assert "🚫 You rejected this step" in text and "Reason: keep the files" in text
     assert text.count("✋ Decision: approve") == 3 and "✋ Decision: reject" in text
     assert text.rstrip().endswith("total is 6") and transcript.status_text().startswith("success · 4 steps")
+
+
+SEARCH_SCRIPT = [
+    "1. Search the web.\n2. Answer.<end_plan>",
+    code_reply("Search the web.", "print('searching')\nresults = web_search('penguin body mass')\nprint(results)"),
+    code_reply("The person refused the search.", "final_answer('done without the web')"),
+]
+
+
+def test_a_rejected_tool_call_shows_the_persons_reason_live_and_reopened(tmp_path: Path, fed) -> None:
+    """Issue 19: a rejection shows its reason, not an error. The code's call to web_search is rejected: the call
+    and its step say so (no red error, no ⚠️ on the step), the model is told why, and a reopened chat agrees."""
+    token = new_token()
+    live_app = App(tmp_path, SEARCH_SCRIPT, tools=("web_search",))
+    try:
+        live_app.load(token)
+        live_app.send("Search the web for penguin body mass")
+        live_app.decide("continue_plan", SEARCH_SCRIPT[0].removesuffix("<end_plan>"))
+        live_app.decide("approve", live_app.pending().payload["code"], "")
+        assert live_app.pending().payload["tool_name"] == "web_search"
+        live_app.decide("reject", "no web searches today, please")
+        live_app.decide("approve", "final_answer('done without the web')", "")
+        live = live_app.session
+        assert live.record.transcript.finished.output == "done without the web"
+        told = str(live.agent.memory.messages[-3:])
+        assert "rejected the call to web_search: no web searches today, please" in told  # the model knows why
+        live_events = fed[id(live.record.transcript)]
+        results = [e for e in live_events if isinstance(e, ev.ToolCallResult)]
+        assert [(e.tool_name, e.rejected, e.is_error, e.output) for e in results] == [
+            ("web_search", True, False, "no web searches today, please")]
+        assert not any(isinstance(e, ev.StepError) for e in live_events)
+        live_chat = comparable_chat(live.record.transcript.messages())
+        shown = [m for m in live.record.transcript.messages()  # what the model is told is shown verbatim
+                 if not ((m.get("metadata") or {}).get("title") or "").startswith("👁️")]
+        text = chat_text(shown)
+        assert "🚫 You rejected the call to **web_search**. Reason: no web searches today, please" in text
+        assert "🚫 web_search: you rejected this call" in text and "Step 1\n" in text
+        assert "⚠️" not in text and "ad-error" not in text and "failed" not in text and "Error" not in text
+    finally:
+        live_app.close()
+
+    reopened_app = App(tmp_path, SEARCH_SCRIPT, tools=("web_search",))
+    try:
+        reopened_app.load(token)
+        reopened = reopened_app.session
+        replayed = fed[id(reopened.record.transcript)]
+        assert [comparable(e) for e in replayed] == [comparable(e) for e in replayable(live_events)]
+        chat = reopened.record.transcript.messages()
+        assert comparable_chat(chat[:len(live_chat)]) == live_chat
+    finally:
+        reopened_app.close()

@@ -132,14 +132,19 @@ def test_a_tool_steps_results_and_failures_show_under_it() -> None:
     t.apply(ev.ToolCallResult(**base(1), call_id="c1", tool_name="web_search",
                               output="".join(f"result {i}\n" for i in range(10))))
     t.apply(ev.ToolCallProposed(**base(1), call_id="c2", tool_name="send_email", arguments={"to": "eve"}))
-    t.apply(ev.ToolCallResult(**base(1), call_id="c2", tool_name="send_email", is_error=True,
-                              output="Rejected by the user: never email Eve"))
+    t.apply(ev.ToolCallResult(**base(1), call_id="c2", tool_name="send_email", rejected=True,
+                              output="never email Eve"))
+    t.apply(ev.ToolCallProposed(**base(1), call_id="c4", tool_name="lookup", arguments={"key": "k"}))
+    t.apply(ev.ToolCallResult(**base(1), call_id="c4", tool_name="lookup", is_error=True, output="no k here"))
     t.apply(ev.ToolCallProposed(**base(1), call_id="c3", tool_name="final_answer", arguments={"answer": "done"}))
     t.apply(ev.ToolCallResult(**base(1), call_id="c3", tool_name="final_answer", output="done"))
     finish(t)
     content = preview_of(t.messages(), "Step 1")["content"]
     assert "🛠️ **web_search**\n```\nresult 0\n" in content and "… (4 more lines)" in content
-    assert '<span class="ad-error">send_email failed</span>\n```\nRejected by the user: never email Eve' in content
+    # A person's rejection is theirs, with their reason, not a failure (issue 19); a tool's failure is one.
+    assert "🚫 You rejected the call to **send_email**. Reason: never email Eve" in content
+    assert "send_email failed" not in content and '<span class="ad-error">lookup failed</span>\n```\nno k here' in content
+    assert "⚠️" not in by_title(t.messages(), "Step 1")["metadata"]["title"]
     assert "final_answer" not in content  # the answer shows as the answer
 
 

@@ -213,7 +213,8 @@ def test_tool_call_bad_json_then_rejected_with_reason(harness, tmp_path: Path, m
 
     h.decide("reject", "wrong recipient: use bob@example.com")
     assert "wrong recipient" in h.last_input()  # the next step's input carries the reason
-    assert "Rejected by the user: wrong recipient" in h.chat() and "**Reason:** wrong recipient" in h.chat()
+    assert "🚫 send_email: you rejected this call" in h.chat() and "**Reason:** wrong recipient" in h.chat()
+    assert "Reason: wrong recipient: use bob@example.com" in h.chat() and "send_email failed" not in h.chat()
     assert not outbox.exists()
 
     # The second call is approved with edited arguments: the tool runs with them.

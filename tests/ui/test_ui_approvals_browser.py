@@ -214,7 +214,8 @@ def test_reject_a_tool_call_with_a_reason(page, hitl_app) -> None:
     page.locator("#reject-btn").click()
     wait_for_text(page, "no email sent")
     text = chat_text(page)
-    assert "Rejected by the user: wrong recipient, never email Eve" in text
+    assert "You rejected the call to send_email. Reason: wrong recipient, never email Eve" in text
+    assert "send_email failed" not in text and "ExecutionError" not in text and "⚠️" not in text  # not an error
     assert not outbox.exists()
 
 

@@ -123,5 +123,7 @@ def test_reject_a_tool_call_with_a_reason(page, tool_app) -> None:
     page.locator("#approval-panel").wait_for(state="detached")
     text = chat_text(page)
     assert "Decision: reject" in text
-    assert "Rejected by the user: Mallory must never get the plans" in text  # what the model was told
+    # The person's rejection, with their reason: not a failure (issue 19).
+    assert "You rejected the call to send_email. Reason: Mallory must never get the plans" in text
+    assert "send_email failed" not in text
     assert "mallory" not in outbox.read_text()  # only the earlier, approved mail was sent

@@ -29,7 +29,7 @@ from ui.chat.formatting import (
 )
 from ui.chat.render_decisions import WAITING_MARK, DecisionRendering
 from ui.chat.status_line import status_line
-from ui.chat.step_output import CallOutcome, StepRecord, error_line, step_preview
+from ui.chat.step_output import CallOutcome, StepRecord, error_line, rejection_text, step_preview
 from ui.chat.tree import Node
 
 if TYPE_CHECKING:  # published_files imports Gradio; the chat does not
@@ -216,8 +216,11 @@ class Transcript(DecisionRendering):
         node.duration = round(max(0.0, e.timestamp - node.started), 2)
         step = self._step_node(e)
         if step is not None and step.id in self._steps and node in step.children:
-            self._steps[step.id].calls.append(CallOutcome(e.tool_name, str(e.output), e.is_error))
-        if e.is_error:
+            self._steps[step.id].calls.append(CallOutcome(e.tool_name, str(e.output), e.is_error, e.rejected))
+        if e.rejected:  # the person's decision, not a failure: their reason, as a rejected step shows it
+            node.title = f"🚫 {e.tool_name}: you rejected this call"
+            node.parts["result"] = rejection_text(e.output)
+        elif e.is_error:
             node.title = f"💥 {e.tool_name} failed"
             node.parts["result"] = "**Error:**\n" + fence(e.output)
         else:
@@ -274,8 +277,7 @@ class Transcript(DecisionRendering):
         step = self._step_node(e)
         if e.error_type == "RejectedByUser":  # a person's decision, not a failure: show their reason
             node = self._child(step, f"rejected-{self._counter}", "🚫 You rejected this step", e)
-            given = e.message and e.message != "Rejected."
-            node.parts["text"] = f"Reason: {e.message}" if given else "No reason given."
+            node.parts["text"] = rejection_text("" if e.message == "Rejected." else e.message)
             if step is not None and step.id in self._steps:
                 self._steps[step.id].error = "🚫 You rejected this step. " + node.parts["text"]
             return

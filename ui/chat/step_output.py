@@ -29,8 +29,9 @@ MARKER = '<span class="ad-step-output"></span>'
 @dataclass
 class CallOutcome:
     tool_name: str
-    output: str
+    output: str  # a rejected call's: the person's reason
     is_error: bool = False
+    rejected: bool = False
 
 
 @dataclass
@@ -91,8 +92,15 @@ def logs_preview(logs: str, step_title: str) -> str:
     return "\n\n".join(blocks)
 
 
+def rejection_text(reason: str) -> str:
+    """What the chat says of a person's rejection (a step's or a tool call's): their reason, or that none was given."""
+    return f"Reason: {reason}" if reason.strip() else "No reason given."
+
+
 def call_preview(call: CallOutcome) -> str:
-    """A tool's result (or failure) in a few lines."""
+    """A tool's result (or failure, or the person's rejection) in a few lines."""
+    if call.rejected:
+        return f"🚫 You rejected the call to **{call.tool_name}**. {rejection_text(call.output)}"
     lines = _trimmed(call.output.strip().split("\n"))
     shown = "\n".join(lines[:CALL_LINES])
     if len(lines) > CALL_LINES:
