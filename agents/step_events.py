@@ -255,15 +255,16 @@ class ToolCallRecord:
 
         return {"call_id": self.call_id, "name": self.name, "arguments": json_safe(self.arguments),
                 "started_at": self.started_at, "log_offset": self.log_offset, "output": self.output,
-                "is_error": self.is_error, "rejected": self.rejected, "flagged": self.flagged, "ended_at": self.ended_at,
-                "finished": self.finished}
+                "is_error": self.is_error, "rejected": self.rejected, "flagged": self.flagged,
+                "ended_at": self.ended_at, "finished": self.finished}
 
     @classmethod
     def from_dict(cls, data: Any) -> ToolCallRecord | None:
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             return None
         arguments = data.get("arguments")
-        output, is_error, rejected = str(data.get("output") or ""), bool(data.get("is_error")), bool(data.get("rejected"))
+        output, is_error = str(data.get("output") or ""), bool(data.get("is_error"))
+        rejected = bool(data.get("rejected"))
         if is_error and not rejected and output.startswith(_LEGACY_REJECTION):  # saved before `rejected` was kept
             output, is_error, rejected = output[len(_LEGACY_REJECTION):], False, True
         return cls(call_id=str(data.get("call_id", "")), name=data["name"],
