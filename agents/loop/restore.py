@@ -10,6 +10,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agents.events import InjectionFlagged
@@ -19,6 +20,7 @@ from agents.memory.memory import AgentMemory
 from agents.memory.screening import flag_loaded_observations
 from agents.memory.serialize import load_memory
 from agents.memory.steps import ActionStep
+from agents.step_events import ToolCallRecord
 
 
 @dataclass
@@ -63,6 +65,8 @@ class SandboxRebuildReport:
     rerun: list[int] = field(default_factory=list)
     skipped: list[tuple[int, str]] = field(default_factory=list)
     mismatches: list[Mismatch] = field(default_factory=list)
+    #: Workspace paths (relative) the re-run created that were not there before, removed again afterwards.
+    removed: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -87,12 +91,15 @@ def _calls_tools(step: ActionStep, tool_names: set[str]) -> list[str]:
 def rebuild_sandbox_state(memory: AgentMemory, agent: Any, rerun_tools: bool = False) -> SandboxRebuildReport:
     """Re-run the recorded code steps, in order, in `agent`'s sandbox (a fresh CodeAgent) to rebuild its state.
 
-    - Steps that errored originally are skipped (their partial effects are not replayed).
+    - Steps that errored originally, or that a person rejected (the step or one of its tool calls), are skipped
+      (their partial effects are not replayed).
     - Steps that called tools (recorded tool calls, or a tool's name called in the code) are skipped by
       default, because re-running them would call the tools again (web requests, questions to the user...);
       with `rerun_tools=True` they run and call the tools for real.
     - Each re-run step's printed output is compared with the recorded logs; a difference, or an error now,
       is reported as a Mismatch with the step number. `final_answer` in re-run code only records a value.
+    - The workspace's files are left as they were: what the re-run creates that was not there before (a file
+      the person deleted since, say) is removed afterwards and listed in `removed`.
     """
     report = SandboxRebuildReport()
     runner = getattr(agent, "runner", None)
@@ -103,11 +110,37 @@ def rebuild_sandbox_state(memory: AgentMemory, agent: Any, rerun_tools: bool = F
                              broker=agent.broker)
         tools = runner.as_callables(rebuild)
     sandbox = agent.sandbox
+    workdir = getattr(agent, "workdir", None)
+    before = workspace_entries(Path(workdir)) if workdir is not None else None
+    try:
+        _rerun_steps(memory, sandbox, tools, tool_names, rerun_tools, report)
+    finally:
+        if workdir is not None and before is not None:
+            report.removed = remove_new_entries(Path(workdir), before)
+    return report
+
+
+def skip_reason(step: ActionStep) -> str | None:
+    """Why a recorded code step is not re-run when it failed or a person rejected it (None: it may be)."""
+    if step.error_type == "RejectedByUser":
+        return "rejected"
+    calls = [ToolCallRecord.from_dict(data) for data in step.call_records]
+    rejected = [call.name for call in calls if call is not None and call.rejected]
+    if rejected:
+        return "rejected call: " + ", ".join(dict.fromkeys(rejected))
+    if step.error:
+        return "errored originally"
+    return None
+
+
+def _rerun_steps(memory: AgentMemory, sandbox: Any, tools: Any, tool_names: set[str], rerun_tools: bool,
+                 report: SandboxRebuildReport) -> None:
     for step in memory.action_steps():
         if not step.code:
             continue
-        if step.error:
-            report.skipped.append((step.step_number, "errored originally"))
+        why = skip_reason(step)
+        if why is not None:
+            report.skipped.append((step.step_number, why))
             continue
         tools_called = _calls_tools(step, tool_names)
         if tools_called and not rerun_tools:
@@ -118,7 +151,40 @@ def rebuild_sandbox_state(memory: AgentMemory, agent: Any, rerun_tools: bool = F
         actual = result.logs or ""
         if result.error or actual != (step.logs or ""):
             report.mismatches.append(Mismatch(step.step_number, step.logs or "", actual, result.error or None))
-    return report
+
+
+# ----- the workspace's files, as they were before the rebuild -------------------------------------------
+def workspace_entries(root: Path) -> set[str]:
+    """Every path under `root` (files, folders, links; relative, links not followed). Why: re-run code writes its
+    files again, and a file the person deleted since must not come back (issue 19)."""
+    entries: set[str] = set()
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        base = Path(folder).relative_to(root)
+        entries.update(str(base / name) for name in (*dirs, *files))
+    return entries
+
+
+def remove_new_entries(root: Path, before: set[str]) -> list[str]:
+    """Remove what is under `root` now that was not in `before` (links themselves, never what they point to;
+    folders once emptied); returns the files removed, sorted. What cannot be removed is left as it is."""
+    removed: list[str] = []
+    folders: list[Path] = []
+    for relative in sorted(workspace_entries(root) - before):
+        path = root / relative
+        try:
+            if path.is_dir() and not path.is_symlink():
+                folders.append(path)
+                continue
+            path.unlink()
+            removed.append(relative)
+        except OSError:
+            continue
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        try:
+            folder.rmdir()
+        except OSError:
+            continue
+    return removed
 
 
 def _ignore(event: Any) -> None:

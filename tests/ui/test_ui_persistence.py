@@ -281,7 +281,8 @@ def test_resume_in_a_fresh_app_uses_memory_and_rebuilt_variables(tmp_path: Path)
         text = chat_text(chat)
         assert "Set a variable please" in text and "The value is 42" in text and "set 42" in text
         assert "Chat restored" in text and "Re-ran 3 recorded code steps" in text
-        assert "Step 2 printed different output" in text  # the time stamp differs
+        # The time stamp differs; the step is named as the chat names it (its message's run, its step in it).
+        assert "Step 2 of “Set a variable please” printed different output" in text
         assert any(Path(p).name == "note.txt" for p in files)
         assert listed(chat_list)[0] == chat_id and [c[1] for c in listed(chat_list)[1]] == [chat_id]
         chat = second.run("Add one to it", key="new-tab")[0]
@@ -305,6 +306,32 @@ def test_resume_in_a_fresh_app_uses_memory_and_rebuilt_variables(tmp_path: Path)
             "answer_value = 6 * 7", "import time", "final_answer(f'The value is {answer_value}')",
             "print('still', answer_value + 1)", "final_answer(answer_value + 1)"]
         assert code_cells[0].outputs[0]["text"] == "set 42\n"
+    finally:
+        second.close()
+
+
+def test_a_file_deleted_before_reopening_stays_deleted(tmp_path: Path) -> None:
+    """Issue 19: reopening re-runs the code to rebuild its variables; the file that code wrote, deleted by the
+    person since, must not come back on disk or in the files panel; the note says why it is not there."""
+    token = new_token()
+    first = App(tmp_path, [SET_AND_WRITE, STAMP, FINISH])
+    try:
+        first.load(token)
+        first.run("Set a variable please")
+        chat_id = first.app.registry.peek("tab").record.saved.id
+    finally:
+        first.close()
+    owner_dir = tmp_path / "data" / "owners" / ChatStore(tmp_path / "data").owner_for_token(token)
+    note_file = owner_dir / chat_id / "workspace" / "note.txt"
+    note_file.unlink()  # what the files panel's delete does
+    second = App(tmp_path, FOLLOW_UP)
+    try:
+        out = second.load(token, key="new-tab")
+        text, files = chat_text(out[1]), out[3]
+        assert "Re-ran 3 recorded code steps" in text
+        assert not note_file.exists() and not any(Path(p).name == "note.txt" for p in files or [])
+        assert "removed again" in text and "`note.txt`" in text
+        assert text_of(second.run("Add one to it", key="new-tab")[0][-1]) == "43"  # the variables are back
     finally:
         second.close()
 

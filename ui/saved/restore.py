@@ -11,7 +11,7 @@ from typing import Any
 
 from agents import events as ev
 from agents import step_events
-from agents.memory import AgentMemory, HistoryStep, TaskStep
+from agents.memory import ActionStep, AgentMemory, HistoryStep, PlanningStep, TaskStep
 from agents.models.base import message_text
 from ui.chat.formatting import clip
 from ui.chat.render import Transcript
@@ -79,8 +79,48 @@ def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[
     return uploads
 
 
-def rebuild_note(report: Any, restored_steps: int, headline: str = "♻️ **Chat restored.**") -> str:
-    """The chat note after re-running the recorded code: how many steps, and what no longer runs the same."""
+#: A message named in the restore note is cut to this many characters.
+MESSAGE_CHARS = 60
+
+
+def step_names(memory: AgentMemory | None) -> dict[int, str]:
+    """How the chat names each recorded step, by the agent's step number: the agent numbers steps across the
+    conversation, the chat within each message's run (ui/chat/render.py `step_in_run`), so a note says
+    "step 2 of “Analyse the penguins…”" where the agent's number (7) exists nowhere in the chat."""
+    names: dict[int, str] = {}
+    if memory is None:
+        return names
+    task, offset = "", None
+    for step in memory.steps:
+        if isinstance(step, TaskStep):
+            task, offset = step.task, None
+        elif isinstance(step, (PlanningStep, ActionStep)):
+            offset = step.step_number - 1 if offset is None else offset
+            message = clip(" ".join((task.strip().splitlines() or [""])[0].split()), MESSAGE_CHARS)
+            number = max(1, step.step_number - offset)
+            names.setdefault(step.step_number, f"Step {number} of “{message}”" if message else f"Step {number}")
+    return names
+
+
+def _not_rerun(why: str) -> str:
+    """Why a step was not re-run (agents/loop/restore.py `skip_reason`, or the tools it called), as said in the note."""
+    if why == "rejected":
+        return "was not re-run: you rejected it, so it never ran"
+    if why.startswith("rejected call: "):
+        return (f"was not re-run (you rejected its call to {why.removeprefix('rejected call: ')}); "
+                "variables it made are missing")
+    return f"was not re-run ({why}); variables it made are missing"
+
+
+def rebuild_note(report: Any, restored_steps: int, headline: str = "♻️ **Chat restored.**",
+                 memory: AgentMemory | None = None) -> str:
+    """The chat note after re-running the recorded code: how many steps, and what no longer runs the same.
+    Steps are named as the chat names them when `memory` (the one re-run) is given."""
+    names = step_names(memory)
+
+    def name(number: int) -> str:
+        return names.get(number, f"Step {number}")
+
     rerun = len(report.rerun)
     lines = [f"{headline} Re-ran {rerun} recorded code step{'s' if rerun != 1 else ''} in a fresh "
              f"sandbox to rebuild its variables" + (" — all gave the same output." if rerun and report.ok else ".")]
@@ -88,13 +128,19 @@ def rebuild_note(report: Any, restored_steps: int, headline: str = "♻️ **Cha
         lines = [f"{headline} ({restored_steps} steps). There was no code to re-run."]
     for mismatch in report.mismatches:
         if mismatch.error:
-            lines.append(f"- ⚠️ Step {mismatch.step_number} now fails: `{clip(mismatch.error.strip(), 300)}`")
+            lines.append(f"- ⚠️ {name(mismatch.step_number)} now fails: `{clip(mismatch.error.strip(), 300)}`")
         else:
-            lines.append(f"- ⚠️ Step {mismatch.step_number} printed different output: now "
+            lines.append(f"- ⚠️ {name(mismatch.step_number)} printed different output: now "
                          f"`{clip(mismatch.actual.strip(), 160) or '(nothing)'}`, was "
                          f"`{clip(mismatch.expected.strip(), 160) or '(nothing)'}`")
     for number, why in report.skipped:
-        lines.append(f"- Step {number} was not re-run ({why}); variables it made are missing.")
+        lines.append(f"- {name(number)} {_not_rerun(why)}.")
+    removed = list(getattr(report, "removed", []) or [])
+    if removed:
+        shown = ", ".join(f"`{path}`" for path in removed[:10]) + (f" and {len(removed) - 10} more"
+                                                                   if len(removed) > 10 else "")
+        lines.append(f"- The re-run wrote files that were no longer in the workspace; they were removed again, so "
+                     f"the files are as you left them: {shown}.")
     return "\n".join(lines)
 
 
@@ -114,6 +160,6 @@ def carry_memory_into(agent: Any, memory: AgentMemory, transcript: Transcript, h
             transcript.add_note(f"{headline} Its code could not be re-run ({type(exc).__name__}: {exc}): "
                                 "earlier variables are missing.")
         else:
-            transcript.add_note(rebuild_note(report, len(memory.steps), headline))
+            transcript.add_note(rebuild_note(report, len(memory.steps), headline, memory))
     else:
         transcript.add_note(f"{headline} ({len(memory.steps)} steps).")

@@ -11,9 +11,10 @@ What "before the last message" means for each part of a session:
   seccomp filter refuses fork), and re-running recorded code is what reopening already relies on. Its report
   goes into the chat note: steps that print differently or fail now, and steps skipped because they called
   tools (re-running them would search the web or ask the person again), whose variables are then missing;
-- files: the workspace is not rolled back. Re-run code writes its files again (the same content when it is
-  deterministic); files the undone answer wrote or changed stay as they are, and the note names the ones its
-  steps recorded. The message's uploads stay in the workspace and go with the message again;
+- files: the workspace is not rolled back. Re-running code leaves the files as they were: what it creates that
+  was not there before (a file the person deleted) is removed again (agents/loop/restore.py); files the undone
+  answer wrote or changed stay as they are, and the note names the ones its steps recorded. The message's
+  uploads stay in the workspace and go with the message again;
 - disk: the rewound chat is saved at once ("rewind"), so a reload or another tab sees it even if the run of the
   resent message never finishes a step.
 
