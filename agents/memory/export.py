@@ -191,7 +191,11 @@ def _call_markdown(call: ToolCallRecord, records: list[dict[str, Any]], seen: Ca
     for record in mine:
         lines += _decision_lines(record, seen)
         records.remove(record)
-    if call.finished:
+    if call.finished and call.rejected:  # the person's decision, with their reason (the output), as the chat says
+        reason = seen(call.output) if call.output.strip() else ""
+        said = f"Reason: {reason}" if reason else "No reason given."
+        lines.append(f"🚫 You rejected the call to `{call.name}`. {said}")
+    elif call.finished:
         label = f"💥 `{call.name}` failed:" if call.is_error else "Result:"
         lines.append(f"{label}\n\n" + _fenced(seen(call.output), "text"))
     return lines
