@@ -142,7 +142,8 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         approvals.wire(demo, services, approval, mode_selector, page,
                        after=[submitted, example, *resent, stopped, cleared])
         history_layout.wire_history_panel(demo, services, history, page,
-                                          after_runs=[submitted, example, *recorded, *resent], new_chat_event=cleared)
+                                          after_runs=[submitted, example, *recorded, *resent], new_chat_event=cleared,
+                                          approval_mode=approval_mode)
         files_panel_ui.wire_delete_confirm(services.registry, demo, files_panel, delete_confirm)
         responsive.wire(demo)
         chat_view.wire(demo)

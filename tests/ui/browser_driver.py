@@ -109,6 +109,15 @@ def wait_for_events(page, since: int, count: int, timeout: float = 30.0) -> None
                            "&& window.adCompleted >= window.adJoined", arg=[since, count], timeout=timeout * 1000)
 
 
+def choose_mode(page, label: str) -> None:
+    """Choose an approval mode in the selector, and wait until the choice has reached the server."""
+    before = server_events(page)
+    page.locator("#approval-mode input").click()
+    page.get_by_role("option", name=label).click()
+    page.wait_for_function("l => document.querySelector('#approval-mode input').value === l", arg=label)
+    wait_for_events(page, before, 1)  # the choice reached the server before the next message
+
+
 def next_frames(page, frames: int = 2) -> None:
     """Wait until the browser has painted `frames` more frames (a change the page just made is on screen)."""
     page.evaluate("n => new Promise(done => { const step = k => k ? requestAnimationFrame(() => step(k - 1)) "

@@ -15,6 +15,7 @@ import pytest
 from browser_driver import (
     BROWSER_MARKS,
     chat_text,
+    choose_mode,
     next_frames,
     open_page,
     send,
@@ -95,14 +96,6 @@ def page(hitl_app):
     url, _ = hitl_app
     with open_page(url) as page:
         yield page
-
-
-def choose_mode(page, label: str) -> None:
-    before = server_events(page)
-    page.locator("#approval-mode input").click()
-    page.get_by_role("option", name=label).click()
-    page.wait_for_function("l => document.querySelector('#approval-mode input').value === l", arg=label)
-    wait_for_events(page, before, 1)  # the choice reached the server before the next message
 
 
 def edit_code(page, code: str) -> None:

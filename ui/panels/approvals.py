@@ -20,6 +20,7 @@ from agents.decisions import Decision
 from ui.chat.stream_outputs import Shown
 from ui.components import Page
 from ui.panels.approval_panel import ApprovalPanel, ModeSelector, as_tuple, view, view_hidden
+from ui.saved.owners import tab_key
 from ui.services import Services
 from ui.session.pending_decisions import normalise_mode
 from ui.session.session import Session
@@ -47,6 +48,9 @@ class ApprovalHandlers:
         """The approval mode for this tab's next runs; plan review turns planning on when it was off."""
         mode = normalise_mode(mode)
         self._session(request).set_approval_mode(mode)
+        owner = self.services.owners.owner_of(tab_key(request))
+        if owner is not None:  # shown again after a reload and in the owner's other chats (ui/panels/history.py)
+            self.services.store.set_approval_mode(owner, mode)
         try:
             planning_off = int(planning or 0) <= 0
         except (TypeError, ValueError):

@@ -24,6 +24,7 @@ from ui.chat.stream_outputs import Shown, session_outputs
 from ui.saved.owners import tab_key
 from ui.saved.store import ChatStoreError, clean_title, settings_dict
 from ui.services import Services
+from ui.session.pending_decisions import normalise_mode
 from ui.session.registry import ServerBusyError
 from ui.session.session import Session
 from ui.settings import RunSettings, SettingsRefusedError, available_tools
@@ -70,14 +71,28 @@ class HistoryController:
         return gr.Radio(choices=[(m.label(), m.id) for m in chats], value=selected if selected in ids else None)
 
     def _view(self, session: Session, state: Any, owner: str, settings: tuple | None = None,
-              input_update: Any = None, gr_warning: str | None = None) -> tuple:
+              input_update: Any = None, gr_warning: str | None = None, keep_export: bool = False) -> tuple:
+        """(browser state, the chat column, the list, the settings form, the approval mode, the export box)
+        showing `session`. The export box is emptied unless `keep_export` (the chat shown stays the same): an
+        export of a chat no longer shown would be downloaded as this one's, or fail once that chat is deleted."""
         base = session_outputs(session, Shown(), input_update)
         chat = session.record.saved
         selected = chat.id if chat is not None and chat.kept else None
         form = settings if settings is not None else (gr.skip(),) * 6
         if gr_warning:
             gr.Warning(gr_warning)
-        return (state, *base, self.list_update(owner, selected), *form)
+        return (state, *base, self.list_update(owner, selected), *form, self._mode(owner, session),
+                gr.skip() if keep_export else None)
+
+    def _mode(self, owner: str, session: Session) -> str:
+        """The approval mode the page shows, which `session` uses: a run going on (or paused) keeps its own;
+        else the mode this owner chose last (kept by ui/saved/store.py: a reload never falls back to a mode
+        that pauses less), or the server's default."""
+        if session.running or session.has_pending():
+            return session.approval_mode
+        mode = self.store.approval_mode(owner) or normalise_mode(self.config.approval_mode)
+        session.set_approval_mode(mode)
+        return mode
 
     def _fresh(self, key: str, owner: str, note: str | None = None) -> Session:
         session = self.registry.install(key, self.store.create(owner))
@@ -103,8 +118,9 @@ class HistoryController:
         chat_id = _saved_id(session)
         other = self.leases.holder(chat_id, key) if chat_id else None
         if session is not None and other is not None and other.running and other.detached_at is None:
-            yield (*self._view(session, state, owner, gr_warning="The other tab is running this chat: wait for "
-                                                                 "its run to end (or stop it there), then take over."),
+            yield (*self._view(session, state, owner, keep_export=True,
+                               gr_warning="The other tab is running this chat: wait for its run to end (or stop it "
+                                          "there), then take over."),
                    gr.skip())
             return
         for view in self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports)):
@@ -146,7 +162,7 @@ class HistoryController:
             # Not selected in the list: a second tab does not show that chat, and a click on a selected entry
             # is no select event (the list is refreshed once a run handed back to this tab ends).
             yield (state, *(gr.skip(),) * 5, self.list_update(owner, None),
-                   *self._form_values(settings_dict(paused.agent_settings), form))
+                   *self._form_values(settings_dict(paused.agent_settings), form), paused.approval_mode, gr.skip())
             return
         if current and self.store.get(owner, current) is not None:
             yield from self._open(key, owner, state, current, form)
@@ -174,8 +190,8 @@ class HistoryController:
     def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: tuple) -> Iterator[tuple]:
         current = self.registry.peek(key)
         if current is not None and current.running:
-            yield self._view(current, state, owner, gr_warning="A run is still going: wait for it or press Stop "
-                                                               "before opening another chat.")
+            yield self._view(current, state, owner, keep_export=True,
+                             gr_warning="A run is still going: wait for it or press Stop before opening another chat.")
             return
         chat = self.store.get(owner, chat_id)
         if chat is None or not chat.kept:
@@ -234,7 +250,7 @@ class HistoryController:
         moved = registry.rekey(running.key, key, when=_page_gone) if _page_gone(running) else None
         if moved is None:
             shown = _saved_id(registry.peek(key))
-            unchanged = (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 6)
+            unchanged = (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 8)
             if not registry.presence.has_page(running.key):  # no page holds it (an API client's run)
                 gr.Warning("This chat is running in another tab: continue it there, or open it here once its run "
                            "has ended (or that tab is closed).")
@@ -275,7 +291,8 @@ class HistoryController:
         return (model, agent_type, max_steps, planning if planning else 0, list(tools or []), imports)
 
     def after_new_chat(self, state: Any, request: gr.Request) -> tuple:
-        """After New chat: this browser's open chat is the new (empty) one; refresh the list."""
+        """After New chat: this browser's open chat is the new (empty) one; refresh the list and empty the
+        export box (its file is the other chat's)."""
         owner, state = self.identify(state, request)
         key = tab_key(request)
         self.bind(key, owner)
@@ -283,7 +300,7 @@ class HistoryController:
         if session is not None:
             self.services.adopt(key, session)
         self.store.set_current(owner, None)
-        return state, self.list_update(owner)
+        return state, self.list_update(owner), None
 
     def refresh(self, state: Any, request: gr.Request) -> tuple:
         """The side list after a run (a new chat appears once its first message is sent)."""
@@ -310,7 +327,8 @@ class HistoryController:
         current = self.registry.peek(key)
         is_open = current is not None and _saved_id(current) == chat_id
         if is_open and current is not None and current.running:
-            return self._view(current, state, owner, gr_warning="This chat is running: press Stop first.")
+            return self._view(current, state, owner, keep_export=True,
+                              gr_warning="This chat is running: press Stop first.")
         if not self.store.delete(owner, chat_id):
             session = current or self._fresh(key, owner)
             return self._view(session, state, owner, gr_warning="That chat does not exist.")

@@ -59,11 +59,14 @@ def build_history_panel(services: Services) -> HistoryPanel:
 
 
 def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel, page: Page,
-                       after_runs: list[Any], new_chat_event: Any) -> HistoryController:
-    """The side list's events; `after_runs` are the run events (the list refreshes when they end)."""
+                       after_runs: list[Any], new_chat_event: Any, approval_mode: Any) -> HistoryController:
+    """The side list's events; `after_runs` are the run events (the list refreshes when they end);
+    `approval_mode` is the mode selector, which every chat shown sets again (`HistoryController._mode`); a
+    chat shown (opened, deleted, new) also empties the export box."""
     history = HistoryController(services)
     settings = page.form.inputs()
-    view = [panel.browser_state, *page.column.outputs(), panel.chat_list, *settings]
+    view = [panel.browser_state, *page.column.outputs(), panel.chat_list, *settings, approval_mode,
+            panel.export_file]
     heavy: dict[str, Any] = dict(concurrency_limit=services.config.max_runs, concurrency_id="runs",
                                  show_progress="hidden")
     light: dict[str, Any] = dict(concurrency_limit=None, show_progress="hidden")
@@ -92,6 +95,7 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
         streamer.reattach, **reattach)
     if new_chat_event is not None:
         new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
-                            outputs=[panel.browser_state, panel.chat_list], api_visibility="private", **light)
+                            outputs=[panel.browser_state, panel.chat_list, panel.export_file],
+                            api_visibility="private", **light)
     demo.unload(history.forget)
     return history

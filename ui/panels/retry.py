@@ -3,8 +3,9 @@
 🔁 Retry sends the last message again from the state before it; ✏️ Edit opens a box with the last message's
 text, and its Send runs the edited text in its place. Either rewinds the session first (ui/session/rewind.py):
 memory, chat and variables as before the last message, saved at once; that message's uploads go with it again.
-Both are refused, with a note in the chat saying why, while a run is going or waits for a decision, before the
-first message, and while another tab holds the chat (ui/session/lease.py: it offers Take over here instead).
+Both are refused, saying why, while a run is going or waits for a decision (a warning on the page: a note in the
+chat would land inside the running step), before the first message and while another tab holds the chat (a note in
+the chat; ui/session/lease.py: it offers Take over here instead).
 
 Stable element ids: retry-btn, edit-last-btn, edit-panel, edit-text, edit-send-btn, edit-cancel-btn.
 """
@@ -68,6 +69,21 @@ def build_editor() -> RetryControls:
             send_btn = gr.Button("Send edited message", elem_id="edit-send-btn", variant="primary", size="sm")
             cancel_btn = gr.Button("Cancel", elem_id="edit-cancel-btn", variant="secondary", size="sm")
     return RetryControls(panel, text, send_btn, cancel_btn)
+
+
+#: The chat column's outputs left as they are (ui/components.py ChatColumn.outputs: five components).
+NO_CHANGE = (gr.skip(),) * 5
+
+
+def refuse(session: Session, note: str) -> bool:
+    """Tell the person why Retry or Edit did nothing. While a run goes on (or waits for a decision) it is a
+    warning on the page, True: a note added to the chat then would land inside the running step, splitting it
+    for good. Otherwise a note in the chat, False."""
+    if session.running:
+        gr.Warning(note.replace("**", ""))
+        return True
+    session.record.add_note(note)
+    return False
 
 
 class RetryHandlers:
@@ -138,8 +154,10 @@ class RetryHandlers:
             held = services.leases.claim(key, session)
             why = HELD_ELSEWHERE if held is not None else None
             session.record_refusal(None if why is None else refused_note + why)
-        else:
-            session.record.add_note(refused_note + why)
+        elif refuse(session, refused_note + why):
+            self._note_unsent(key, text)
+            yield NO_CHANGE  # the run's own event keeps streaming the chat
+            return
         if why is not None:
             self._note_unsent(key, text)
             yield services.streamer.update(session, shown)
@@ -166,7 +184,9 @@ class RetryHandlers:
             with session.lock:
                 if pending in before.roots:
                     before.roots.remove(pending)
-                session.record.add_note(refused_note + str(exc))
+            if refuse(session, refused_note + str(exc)):
+                yield NO_CHANGE
+                return
             yield streamer.update(session, shown)
             return
         yield streamer.update(session, shown)  # the chat as it was before the last message
@@ -194,16 +214,18 @@ def wire(services: Services, controls: RetryControls, page: Page, approval_mode:
     quick = dict(concurrency_limit=None, show_progress="hidden", api_visibility="private")
     for trigger in close_on:
         trigger(handlers.close_editor, outputs=[controls.panel], **quick)
-    lock_on(controls.retry_btn.click)  # the message box is locked while the resent message runs
+    # The message box is locked while the resent message runs; pressed during a run (refused), the box stays
+    # locked for that run.
+    lock_on(controls.retry_btn.click, if_free=True)
     retried = controls.retry_btn.click(handlers.retry, inputs=[*settings, approval_mode], api_name="retry",
                                        **run_options)
-    unlock_after(retried)
+    unlock_after(retried, if_free=True)
     controls.edit_btn.click(handlers.open_editor, outputs=[controls.panel, controls.text], **quick)
     controls.cancel_btn.click(handlers.close_editor, outputs=[controls.panel], **quick)
-    lock_on(controls.send_btn.click)
+    lock_on(controls.send_btn.click, if_free=True)
     hidden = controls.send_btn.click(handlers.close_editor, outputs=[controls.panel], **quick)
     edited = hidden.then(handlers.edit_resend, inputs=[controls.text, *settings, approval_mode],
                          api_name="edit_last_message", **run_options)
-    unlock_after(edited)
+    unlock_after(edited, if_free=True)
     edited.then(handlers.reopen_if_unsent, outputs=[controls.panel], **quick)
     return [retried, edited]

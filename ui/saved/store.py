@@ -4,6 +4,7 @@ Layout under the data folder (`AGENTDECK_DATA_DIR`):
 
     <data>/secret                          the signing secret when AGENTDECK_SECRET is not set (mode 0600)
     <data>/owners/<owner>/current          the id of the chat this owner had open last ("" after New chat)
+    <data>/owners/<owner>/approval_mode    the approval mode this owner chose last (the page shows it again)
     <data>/owners/<owner>/<chat-id>/meta.json     {"id", "title", "created", "updated", "steps"}
     <data>/owners/<owner>/<chat-id>/memory.json   the agent's memory, signed (agents.memory.serialize)
     <data>/owners/<owner>/<chat-id>/workspace/    uploads and the agent's files (the sandbox's working dir)
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.decisions import APPROVAL_MODES
 from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
 from agents.memory.atomic import atomic_write_bytes
 from agents.memory.memory import AgentMemory
@@ -232,6 +234,22 @@ class ChatStore:
         owner_dir = self._owner_dir(owner)
         owner_dir.mkdir(parents=True, exist_ok=True)
         _atomic_write(owner_dir / "current", (chat_id or "") if valid_chat_id(chat_id) or chat_id is None else "")
+
+    def approval_mode(self, owner: str) -> str | None:
+        """The approval mode this owner chose last, or None. Why kept here: a reload or a reopened chat must
+        not quietly fall back to a mode that pauses less than the one the person chose."""
+        try:
+            text = (self._owner_dir(owner) / "approval_mode").read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return text if text in APPROVAL_MODES else None
+
+    def set_approval_mode(self, owner: str, mode: str) -> None:
+        if mode not in APPROVAL_MODES:
+            raise ChatStoreError(f"Unknown approval mode {mode!r}; choose one of {', '.join(APPROVAL_MODES)}.")
+        owner_dir = self._owner_dir(owner)
+        owner_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(owner_dir / "approval_mode", mode)
 
     def sweep_unused(self, older_than_s: float = 24 * 3600.0, now: float | None = None) -> int:
         """Delete chat folders that never got a message (no meta.json) and are older than `older_than_s`."""

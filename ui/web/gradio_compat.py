@@ -237,6 +237,13 @@ UNLOCK_JS = """() => {
   if (box) box.disabled = false;
   return [];
 }"""
+#: The same pair for an event that may be refused because a run already holds the box (Retry, Edit's Send): it
+#: locks only a free box, and unlocks only a box it locked, so a refusal never frees the box while a run streams.
+LOCK_IF_FREE_JS = LOCK_JS.replace("  wrap.dataset.adLocked = '1';",
+                                  "  if (wrap.dataset.adLocked) return [];\n  wrap.dataset.adLocked = 'resend';")
+UNLOCK_OWN_JS = UNLOCK_JS.replace("  delete wrap.dataset.adLocked;",
+                                  "  if (wrap.dataset.adLocked !== 'resend') return [];\n"
+                                  "  delete wrap.dataset.adLocked;")
 
 
 #: At most this wide (CSS px), the chats sidebar starts closed (ui/web/responsive.py).

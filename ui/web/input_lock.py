@@ -11,17 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ui.web.gradio_compat import LOCK_JS, UNLOCK_JS  # the JavaScript knows Gradio's markup
+from ui.web.gradio_compat import LOCK_IF_FREE_JS, LOCK_JS, UNLOCK_JS, UNLOCK_OWN_JS  # it knows Gradio's markup
 
 
-def lock_on(trigger: Callable[..., Any]) -> None:
+def lock_on(trigger: Callable[..., Any], if_free: bool = False) -> None:
     """Lock the message box when `trigger` fires (e.g. ``task_input.submit``). Register it before the
     trigger's streaming listener: the page runs a trigger's listeners in the order they were added, and a
-    JavaScript-only listener added after a streaming one runs only when that one has finished."""
-    trigger(None, inputs=None, outputs=None, js=LOCK_JS, queue=False, api_visibility="private")
+    JavaScript-only listener added after a streaming one runs only when that one has finished.
+    `if_free`: for an event refused while a run goes on (Retry, Edit's Send): the box is locked only when no run
+    holds it, and the matching `unlock_after(..., if_free=True)` frees only a box this event locked."""
+    trigger(None, inputs=None, outputs=None, js=LOCK_IF_FREE_JS if if_free else LOCK_JS, queue=False,
+            api_visibility="private")
 
 
-def unlock_after(event: Any) -> None:
+def unlock_after(event: Any, if_free: bool = False) -> None:
     """Unlock the message box when `event` (a streaming event, or the last step of its chain) has finished,
-    whatever its outcome."""
-    event.then(None, inputs=None, outputs=None, js=UNLOCK_JS, queue=False, api_visibility="private")
+    whatever its outcome (`if_free`: see `lock_on`)."""
+    event.then(None, inputs=None, outputs=None, js=UNLOCK_OWN_JS if if_free else UNLOCK_JS, queue=False,
+               api_visibility="private")
