@@ -41,6 +41,28 @@ EXAMPLES: list[dict[str, Any]] = [
     },
 ]
 
+#: The examples offered when the server's model is the small embedded one: one-step questions of the kinds it
+#: answers (issue 18's measured kinds), so a newcomer's first click works; the analyses above need a capable model.
+SMALL_MODEL_EXAMPLES: list[dict[str, Any]] = [
+    {"display_text": "🔢 What is 17 × 23?", "text": "What is 17 * 23?"},
+    {"display_text": "🔤 Reverse the word 'workbench'", "text": "Reverse the word 'workbench'."},
+    {
+        "display_text": "📊 Penguins: how many rows? (CSV attached)",
+        "text": "How many rows does the table have?",
+        "files": [str(ASSETS / "penguins.csv")],
+    },
+    {
+        "display_text": "📊 Penguins: the mean body mass (CSV attached)",
+        "text": "What is the mean of body_mass_g?",
+        "files": [str(ASSETS / "penguins.csv")],
+    },
+]
+
+
+def examples_for(model: str) -> list[dict[str, Any]]:
+    """The chat's examples for the server's model: one-step questions for the small embedded model."""
+    return SMALL_MODEL_EXAMPLES if model.split(":", 1)[0] == "embedded" else EXAMPLES
+
 
 DEMOS = ASSETS / "demos"
 RECORDED_DEMOS: list[dict[str, Any]] = [
@@ -61,6 +83,7 @@ class AgentDeckApp:
         self.streamer = self.services.streamer
         self.gate = self.services.gate  # settings, sign-in, run limits and a sandbox (ui/web/run_gate.py)
         self.gate.demo_labels = [demo["label"] for demo in RECORDED_DEMOS]
+        self.examples = examples_for(config.model)  # the chat's example chips (`run_example`)
 
     # ----- helpers -------------------------------------------------------------------------------------
     def session_for(self, request: gr.Request | None, from_page: bool = False) -> Session:
@@ -120,12 +143,12 @@ class AgentDeckApp:
                     imports: str, evt: ExampleSelectData, request: gr.Request,
                     approval_mode: str | None = None, oauth_token: gr.OAuthToken | None = None) -> Iterator[tuple]:
         """Run one of the chat's examples with its bundled files: the one clicked on the page; called through the
-        API (which sends no click), the first one (the penguins data set)."""
+        API (which sends no click), the first one."""
         session = self.session_for(request, from_page=getattr(evt, "target", None) is not None)
         index = getattr(evt, "index", None)
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(EXAMPLES):
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.examples):
             index = 0
-        example = EXAMPLES[index]
+        example = self.examples[index]
         files = [(path, os.path.basename(path)) for path in example.get("files", [])]
         try:
             settings = self.gate.settings(model, agent_type, max_steps, planning_interval, tools, imports,

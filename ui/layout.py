@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from ui.app import EXAMPLES, RECORDED_DEMOS, AgentDeckApp
+from ui.app import RECORDED_DEMOS, AgentDeckApp
 from ui.chat.formatting import first_words
 from ui.chat.stream_outputs import StreamOutputs
 from ui.components import ChatColumn, Page, SettingsForm
@@ -58,7 +58,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
             with gr.Column(scale=3, min_width=420):
                 chat = gr.Chatbot(
                     elem_id="chat", label="Agent", height="68vh", show_label=False, layout="panel",
-                    placeholder=PLACEHOLDER, examples=chat_examples(EXAMPLES),
+                    placeholder=PLACEHOLDER, examples=chat_examples(app.examples),
                     buttons=["copy_all"], feedback_options=None, autoscroll=True,
                     group_consecutive_messages=False,
                 )
@@ -86,7 +86,8 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                 model = gr.Dropdown(config.visitor_models(), value=config.model, label="Model",
                                     allow_custom_value=config.free_choice, elem_id="model-picker",
                                     info=("Single-user install: any model string is accepted."
-                                          if config.free_choice else None))
+                                          if config.free_choice else
+                                          "The models this server can reach; other names are not accepted."))
                 note = gr.Markdown(model_note(config.model), elem_id="model-note")
                 files_panel = gr.File(label="Files (uploads and outputs)", elem_id="files-panel",
                                       file_count="multiple", interactive=False)

@@ -83,3 +83,12 @@ def test_the_embedded_models_note_says_what_it_can_do_and_how_to_switch() -> Non
                  "cannot do multi-step analysis, charts or web searches", "set HF_TOKEN", "restart",
                  "AGENTDECK_MODEL"):
         assert part in note, part
+
+
+def test_the_small_embedded_model_is_offered_examples_it_can_answer() -> None:
+    from ui.app import EXAMPLES, SMALL_MODEL_EXAMPLES, examples_for
+
+    assert examples_for("embedded:smollm2") is SMALL_MODEL_EXAMPLES
+    assert examples_for("openai/gpt-4o") is EXAMPLES and examples_for("hf:Qwen/Qwen2.5-Coder-32B-Instruct") is EXAMPLES
+    assert all("\n" not in e["text"] and len(e["text"]) < 60 for e in SMALL_MODEL_EXAMPLES)  # one-step questions
+    assert all(Path(f).is_file() for e in SMALL_MODEL_EXAMPLES for f in e.get("files", []))

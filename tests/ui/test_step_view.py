@@ -187,3 +187,13 @@ def test_a_reopened_chat_shows_the_same_step_view(workspace_transcript) -> None:
     content = preview_of(messages, "Step 1")["content"]
     assert "| Gentoo | 5076.0 |" in content and "📄 Saved: [`summary.csv`](gradio_api/file=" in content
     assert messages[-1]["content"].startswith("| species | body\\_mass\\_g |")
+
+
+def test_a_folded_errors_line_names_the_exception_not_the_caret_under_the_code() -> None:
+    from ui.chat.step_output import error_line
+
+    guard = "SecurityError: cannot rebind 'final_answer' (assignment)\n    final_answer = 13\n    ^"
+    assert "cannot rebind 'final_answer'" in error_line("ExecutionError", guard)
+    syntax = '  File "<step 2>", line 1\n    x = (\n        ^\nSyntaxError: \'(\' was never closed'
+    assert "SyntaxError: '(' was never closed" in error_line("ExecutionError", syntax)
+    assert error_line("ExecutionError", "   ^^^^").endswith("`ExecutionError`")  # nothing better to show

@@ -49,3 +49,15 @@ def test_a_question_about_an_uploaded_table_on_a_fresh_page(embedded_app: str) -
         text = chat_text(page)
         assert "35.6" in text, text[-1500:]
         assert "pd.read_csv" in text  # the answer came from code that read the upload
+
+
+def test_the_pages_own_example_is_one_the_model_answers(embedded_app: str) -> None:
+    """A newcomer clicks an example first: with the small model the chips are one-step questions it answers
+    (the multi-step analyses failed every time), here the table one with its CSV attached."""
+    with open_page(embedded_app) as page:
+        assert "Fibonacci with code" not in chat_text(page)
+        page.locator("#chat").get_by_text("Penguins: the mean body mass").click()
+        wait_for_status(page, "success", timeout=240)
+        text = chat_text(page)
+        assert "4201.75" in text, text[-1500:]
+        assert "penguins.csv" in text and "Not a final answer" not in text

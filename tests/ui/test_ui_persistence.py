@@ -196,7 +196,7 @@ def test_replay_memory_rebuilds_the_chat_with_the_renderer(tmp_path: Path) -> No
     assert "set 42" in text and "The value is 42" in text
     assert [Path(p).name for p in [f["path"] for f in transcript.files]] == ["note.txt"]  # chart.png is missing
     assert [r.safe_name for r in uploads] == ["data.csv"]
-    assert transcript.status_text().startswith("success · 1 steps")
+    assert transcript.status_text().startswith("success · 1 step ·")
 
 
 def test_a_reopened_chat_shows_a_rejection_as_the_persons_reason(tmp_path: Path) -> None:

@@ -91,7 +91,7 @@ def test_final_answer_is_a_plain_message_and_run_summary() -> None:
                            steps=1))
     messages = t.messages()
     assert messages[-1] == {"role": "assistant", "content": "344"}
-    assert t.status_text().startswith("success · 1 steps · 0.7 s · 15 tokens")
+    assert t.status_text().startswith("success · 1 step · 0.7 s · 15 tokens")
 
 
 def test_managed_agent_steps_nest_under_the_call() -> None:
@@ -281,7 +281,7 @@ def test_a_failed_run_offers_to_continue_and_a_good_one_shows_its_answer_plainly
                            steps=1, error="ModelError: the provider is down"))
     text = "\n".join(str(m.get("content", "")) for m in t.messages())
     assert "Run failed" in text and "**No answer** came from this run. Send **continue**" in text
-    assert t.status_text().startswith("no answer (error) · 1 steps")
+    assert t.status_text().startswith("no answer (error) · 1 step ·")
 
     t.apply(ev.RunStarted(**base(1, run="run2"), task="q", agent_name="CodeAgent", model_id="m", max_steps=3))
     code_step(t, 2, run="run2")

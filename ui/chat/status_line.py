@@ -31,7 +31,7 @@ def status_line(t: RunProgress, now: float | None = None) -> str:
         tokens = format_tokens(e.token_usage) or "0 tokens"
         state = {"max_steps": "no answer (out of steps)", "error": "no answer (error)",
                  "interrupted": "stopped"}.get(state, state)
-        return f"{state} · {e.steps} steps · {e.duration_s:.1f} s · {tokens}"
+        return f"{state} · {e.steps} step{'' if e.steps == 1 else 's'} · {e.duration_s:.1f} s · {tokens}"
     if not t.run_started:
         return ""
     elapsed = (now or time.time()) - t.run_started

@@ -9,6 +9,7 @@ message).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from agents.text_tables import split_tables, to_markdown
@@ -125,8 +126,15 @@ def step_preview(step_title: str, record: StepRecord, saved: str = "") -> str:
     return MARKER + "\n\n" + "\n\n".join(blocks)
 
 
+#: A line that names an exception: "NameError: name 'df' is not defined", "SecurityError: ...".
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)\b.*")
+
+
 def error_line(error_type: str, message: str) -> str:
-    """An error's last non-empty line (where Python puts the exception), styled as the chat's errors are."""
-    lines = [line for line in message.strip().splitlines() if line.strip()]
-    last = clip(lines[-1], 300) if lines else error_type
+    """The line that names the exception (Python puts it last, but a syntax error's report may end with the
+    code and its `^` marker), styled as the chat's errors are."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip(" \t^~")]
+    named = [line for line in lines if EXCEPTION_LINE.match(line)]
+    chosen = named[-1] if named else (lines[-1] if lines else error_type)
+    last = clip(chosen, 300)
     return f'<span class="ad-error">{error_type}</span> `{last.replace("`", "ˋ")}`'
