@@ -112,10 +112,12 @@ def test_the_running_step_is_open_and_finished_steps_show_their_tables_and_chart
             return boxes.slice(1).map((box, i) => box.top - boxes[i].bottom);
         }""")
         assert gaps and max(gaps) <= 16, gaps
-        # The DataFrame answer is a table, cut to what pandas printed, saying so.
+        # The DataFrame answer is a table of every column, its rows cut to what pandas printed, saying so.
         answer = chat.locator(".message-row").last
         assert answer.locator("table tr").count() >= 11
-        assert "10 of 344 rows and" in answer.inner_text()
+        header = answer.locator("table tr").first.inner_text().split()
+        assert header[-2:] == ["sex", "year"] and len(header) == 8, header
+        assert "10 of 344 rows shown" in answer.inner_text()
         scroll_chat_to(page, step_group(page, "Step 3"))
         shot(page, "steps")
 
