@@ -76,6 +76,29 @@ def _column_spans(lines: list[str]) -> list[tuple[int, int]]:
     return spans
 
 
+def _label_aligned_spans(lines: list[str]) -> list[tuple[int, int]]:
+    """The columns, also where a left-aligned column label comes within one space of the index: with a
+    one-digit index pandas prints "  species" over "0  Adelie", so no two-space gutter runs through every
+    line. Then the columns are found in the values (the lines after the labels) and widened to hold their
+    labels, if each label falls within one column."""
+    spans = _column_spans(lines)
+    if len(lines) < 3:
+        return spans
+    values = _column_spans(lines[1:])
+    if len(values) <= len(spans):
+        return spans
+    widened = list(values)
+    for word in _WORD.finditer(lines[0]):
+        inside = [i for i, (a, b) in enumerate(values) if word.start() < b and a < word.end()]
+        if len(inside) != 1:
+            return spans  # a label across two columns: not a frame's header, keep the plain reading
+        a, b = widened[inside[0]]
+        widened[inside[0]] = (min(a, word.start()), max(b, word.end()))
+    if any(widened[i][1] >= widened[i + 1][0] for i in range(len(widened) - 1)):
+        return spans
+    return widened
+
+
 def _cells(line: str, spans: list[tuple[int, int]]) -> list[str]:
     return [line[a:b].strip() for a, b in spans]
 
@@ -97,7 +120,7 @@ def parse_frame(text: str) -> Table | None:
         return None
     if any(line.lstrip().startswith(("|", "```", "~~~")) for line in lines):  # Markdown's own table or code
         return None
-    spans = _column_spans(lines)
+    spans = _label_aligned_spans(lines)
     if len(spans) < 2:
         return None
     grid = [_cells(line, spans) for line in lines]

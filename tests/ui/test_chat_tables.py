@@ -93,3 +93,17 @@ def test_an_answer_with_a_frame_in_its_text_shows_the_table(penguins) -> None:
     answer = "Mean body mass by species:\n" + str(penguins.groupby("species")[["body_mass_g"]].mean().round(1))
     shown = format_value(answer)
     assert shown.startswith("Mean body mass by species:\n\n| species | body\\_mass\\_g |")
+
+
+def test_a_short_frame_whose_labels_start_next_to_its_index_is_a_table() -> None:
+    """With a one-digit index pandas prints a left-aligned label one space from the index ("  species" over
+    "0  Adelie"): no two-space gutter runs through every line, and `df.head(5)` came out as loose text."""
+    text = ("  species     island  bill_length_mm     sex\n"
+            "0  Adelie  Torgersen            39.1    male\n"
+            "1  Adelie  Torgersen             NaN     NaN\n"
+            "2  Gentoo     Biscoe            46.1  female")
+    table = parse_frame(text)
+    assert table is not None
+    assert table.header == ["", "species", "island", "bill_length_mm", "sex"]
+    assert table.rows[1] == ["1", "Adelie", "Torgersen", "NaN", "NaN"]
+    assert parse_frame("a label across\n0  one  two\n1  three  four") is None  # not a frame's header
