@@ -73,3 +73,31 @@ def test_files_panel_whole_names_charts_and_confirmed_delete(app_and_data) -> No
         wait_for_text(page, "files written")
         panel_links(page, wait_for=CHART)
         assert LONG_CSV not in names_in_panel(page) and CHART in names_in_panel(page)
+
+
+LONE = "notes.txt"
+
+
+@pytest.fixture(scope="module")
+def lone_file_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    base = tmp_path_factory.mktemp("lone-file")
+    (base / "data").mkdir()
+    script = [code_reply("Write a note.", f"open('{LONE}', 'w').write('hello')\nfinal_answer('note written')")]
+    with run_app(write_transcript(base / "script.json", script), base / "data") as url:
+        yield url, base / "data"
+
+
+def test_a_lone_file_the_agent_wrote_can_be_deleted(lone_file_app) -> None:
+    """Gradio draws the × only for lists of two files or more: with nothing uploaded, the one file the agent
+    wrote had none, so it could not be deleted."""
+    url, data = lone_file_app
+    with open_page(url) as page:
+        send(page, "Write a note")
+        wait_for_text(page, "note written")
+        panel_links(page, wait_for=LONE)
+        assert names_in_panel(page) == [LONE]
+        [workspace_copy] = list(data.rglob(f"workspace/{LONE}"))
+        page.locator(f"#files-panel tr:has(td[aria-label='{LONE}']) button[aria-label='Remove this file']").click()
+        page.locator("#file-delete-yes").click()
+        page.wait_for_function(f"document.querySelector(\"#files-panel td[aria-label='{LONE}']\") === null")
+        assert not workspace_copy.exists()

@@ -271,7 +271,8 @@ CLOSE_SIDEBAR_JS = f"""
 
 #: Gradio's × on a file of a read-only File only drops it from the browser's list, without telling the server.
 #: This listener (capture phase, so it runs before Gradio's) takes the click instead: it hands the file's
-#: row (index and name) to a hidden button's event, whose handler asks for confirmation.
+#: row (index and name) to a hidden button's event, whose handler asks for confirmation. Gradio 6.31 draws no ×
+#: for a list of one file, so a lone file gets one of the same markup (a file the agent wrote could not be deleted).
 INTERCEPT_JS = """
 () => {
   if (window.agentdeckFilesRemove) return;
@@ -288,6 +289,20 @@ INTERCEPT_JS = """
     const ask = document.querySelector('#file-remove-ask');
     if (ask) ask.click();
   }, true);
+  // Gradio draws the × only when the list has two files or more: a lone file gets one in the same markup.
+  const addLoneRemove = () => {
+    const rows = document.querySelectorAll('#files-panel tr.file');
+    if (rows.length !== 1 || rows[0].querySelector('button.label-clear-button')) return;
+    const cell = document.createElement('td');
+    const button = document.createElement('button');
+    button.className = 'label-clear-button';
+    button.setAttribute('aria-label', 'Remove this file');
+    button.textContent = '×';
+    cell.appendChild(button);
+    rows[0].appendChild(cell);
+  };
+  new MutationObserver(addLoneRemove).observe(document.body, {childList: true, subtree: true});
+  addLoneRemove();
 }
 """
 ASK_JS = "(current) => [window.agentdeckFileToRemove || '']"
