@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from agents import events as ev
 
@@ -116,36 +116,30 @@ class ConsoleRenderer:
             self.console.print(f"[yellow]Run ended: {event.state}[/yellow]")
 
 
-E = TypeVar("E", bound=ev.Event)
 _Handler = Callable[[ConsoleRenderer, Any], None]
-
-
-def _handles(event_type: type[E], handler: Callable[[ConsoleRenderer, E], None]) -> tuple[type[ev.Event], _Handler]:
-    """One entry of HANDLERS: the type checker refuses a handler that takes another event type."""
-    return event_type, handler
 
 
 # Which method prints which event, by class (tests/agents/test_console_cli.py checks every event is here or in
 # NOT_SHOWN).
 HANDLERS: dict[type[ev.Event], _Handler] = dict([
-    _handles(ev.RunStarted, ConsoleRenderer._on_run_started),
-    _handles(ev.StepStarted, ConsoleRenderer._on_step_started),
-    _handles(ev.ModelTextDelta, ConsoleRenderer._on_model_text_delta),
-    _handles(ev.ModelRetrying, ConsoleRenderer._on_model_retrying),
-    _handles(ev.PlanProposed, ConsoleRenderer._on_plan_proposed),
-    _handles(ev.CodeProposed, ConsoleRenderer._on_code_proposed),
-    _handles(ev.ToolCallProposed, ConsoleRenderer._on_tool_call_proposed),
-    _handles(ev.ToolCallResult, ConsoleRenderer._on_tool_call_result),
-    _handles(ev.ExecutionLog, ConsoleRenderer._on_execution_log),
-    _handles(ev.ArtifactCreated, ConsoleRenderer._on_artifact_created),
-    _handles(ev.StepError, ConsoleRenderer._on_step_error),
-    _handles(ev.DecisionRequested, ConsoleRenderer._on_decision_requested),
-    _handles(ev.DecisionMade, ConsoleRenderer._on_decision_made),
-    _handles(ev.InjectionFlagged, ConsoleRenderer._on_injection_flagged),
-    _handles(ev.MemoryCompacted, ConsoleRenderer._on_memory_compacted),
-    _handles(ev.StepFinished, ConsoleRenderer._on_step_finished),
-    _handles(ev.FinalAnswer, ConsoleRenderer._on_final_answer),
-    _handles(ev.RunFinished, ConsoleRenderer._on_run_finished),
+    ev.handles(ev.RunStarted, ConsoleRenderer._on_run_started),
+    ev.handles(ev.StepStarted, ConsoleRenderer._on_step_started),
+    ev.handles(ev.ModelTextDelta, ConsoleRenderer._on_model_text_delta),
+    ev.handles(ev.ModelRetrying, ConsoleRenderer._on_model_retrying),
+    ev.handles(ev.PlanProposed, ConsoleRenderer._on_plan_proposed),
+    ev.handles(ev.CodeProposed, ConsoleRenderer._on_code_proposed),
+    ev.handles(ev.ToolCallProposed, ConsoleRenderer._on_tool_call_proposed),
+    ev.handles(ev.ToolCallResult, ConsoleRenderer._on_tool_call_result),
+    ev.handles(ev.ExecutionLog, ConsoleRenderer._on_execution_log),
+    ev.handles(ev.ArtifactCreated, ConsoleRenderer._on_artifact_created),
+    ev.handles(ev.StepError, ConsoleRenderer._on_step_error),
+    ev.handles(ev.DecisionRequested, ConsoleRenderer._on_decision_requested),
+    ev.handles(ev.DecisionMade, ConsoleRenderer._on_decision_made),
+    ev.handles(ev.InjectionFlagged, ConsoleRenderer._on_injection_flagged),
+    ev.handles(ev.MemoryCompacted, ConsoleRenderer._on_memory_compacted),
+    ev.handles(ev.StepFinished, ConsoleRenderer._on_step_finished),
+    ev.handles(ev.FinalAnswer, ConsoleRenderer._on_final_answer),
+    ev.handles(ev.RunFinished, ConsoleRenderer._on_run_finished),
 ])
 
 # Events the console does not print, and why.

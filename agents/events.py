@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from agents.models.base import TokenUsage
 
@@ -193,3 +194,13 @@ def event_types() -> list[type[Event]]:
     """Every event class defined here: renderers check against it that they handle each one."""
     return [cls for cls in globals().values()
             if isinstance(cls, type) and issubclass(cls, Event) and cls is not Event and cls.__module__ == __name__]
+
+
+E = TypeVar("E", bound=Event)
+R = TypeVar("R")
+
+
+def handles(event_type: type[E], handler: Callable[[R, E], None]) -> tuple[type[Event], Callable[[R, Any], None]]:
+    """One entry of a renderer's by-class dispatch table: the type checker refuses a handler that takes another
+    event type (agents/console.py and ui/chat/render.py build theirs with it)."""
+    return event_type, handler

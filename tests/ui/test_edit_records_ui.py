@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_testlib import code_reply, text_of, write_transcript
+from ui_testlib import MAIL_TOOLS, code_reply, text_of, write_transcript
 
 from agents import events as ev
 from agents.models.base import TokenUsage
@@ -19,21 +19,6 @@ from ui.panels.approvals import ApprovalHandlers
 from ui.panels.history import HistoryController
 from ui.saved.store import new_token
 from ui.settings import AppConfig
-
-MAIL_TOOLS = '''
-from tools import tool
-
-
-@tool(requires_approval=True)
-def send_email(to: str, body: str) -> str:
-    """Send an email.
-
-    Args:
-        to: Recipient address.
-        body: Message text.
-    """
-    return f"sent to {to}: {body}"
-'''
 
 SCRIPT = [
     # run 1: the plan, the code and the tool call's arguments are edited

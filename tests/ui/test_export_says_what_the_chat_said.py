@@ -13,7 +13,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from ui_testlib import code_reply, text_of, write_transcript
+from ui_testlib import MAIL_TOOLS, code_reply, text_of, write_transcript
 
 from agents.memory.export import EDITED_NOTE
 from ui.app import AgentDeckApp
@@ -25,20 +25,6 @@ from ui.settings import AppConfig
 
 pytestmark = pytest.mark.slow  # a real sandbox, two app starts
 
-MAIL_TOOLS = '''
-from tools import tool
-
-
-@tool(requires_approval=True)
-def send_email(to: str, body: str) -> str:
-    """Send an email.
-
-    Args:
-        to: Recipient address.
-        body: Message text.
-    """
-    return f"sent to {to}: {body}"
-'''
 
 LOAD = "import pandas as pd\ndf = pd.read_csv('sizes.csv')\nprint(len(df))"
 EDITED_LOAD = "import pandas as pd\ndf = pd.read_csv('sizes.csv')\nprint('rows', len(df))"

@@ -127,3 +127,20 @@ def text_of(message: dict) -> str:
 
 def chat_text(messages: list[dict]) -> str:
     return "\n".join(((m.get("metadata") or {}).get("title") or "") + "\n" + text_of(m) for m in messages)
+
+
+#: A tool that needs approval, as a file for AGENTDECK_TOOLS_PATH: the decision tests' email sender.
+MAIL_TOOLS = '''
+from tools import tool
+
+
+@tool(requires_approval=True)
+def send_email(to: str, body: str) -> str:
+    """Send an email.
+
+    Args:
+        to: Recipient address.
+        body: Message text.
+    """
+    return f"sent to {to}: {body}"
+'''

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from agents import events as ev
 from agents.guard import detect_injection
@@ -389,38 +389,32 @@ class Transcript(DecisionRendering):
         return status_line(self, now)
 
 
-E = TypeVar("E", bound=ev.Event)
 _Handler = Callable[[Transcript, Any], None]
-
-
-def _handles(event_type: type[E], handler: Callable[[Transcript, E], None]) -> tuple[type[ev.Event], _Handler]:
-    """One entry of HANDLERS: the type checker refuses a handler that takes another event type."""
-    return event_type, handler
 
 
 # Which method shows which event, by class: renaming an event class cannot silently stop its rendering,
 # and tests/ui/test_render_dispatch.py checks every class in agents/events.py is here or in NOT_SHOWN.
 HANDLERS: dict[type[ev.Event], _Handler] = dict([
-    _handles(ev.RunStarted, Transcript._on_run_started),
-    _handles(ev.StepStarted, Transcript._on_step_started),
-    _handles(ev.ModelRetrying, Transcript._on_model_retrying),
-    _handles(ev.ModelTextDelta, Transcript._on_model_text_delta),
-    _handles(ev.ModelOutput, Transcript._on_model_output),
-    _handles(ev.PlanProposed, Transcript._on_plan_proposed),
-    _handles(ev.CodeProposed, Transcript._on_code_proposed),
-    _handles(ev.ToolCallProposed, Transcript._on_tool_call_proposed),
-    _handles(ev.ToolCallResult, Transcript._on_tool_call_result),
-    _handles(ev.ExecutionLog, Transcript._on_execution_log),
-    _handles(ev.Observation, Transcript._on_observation),
-    _handles(ev.ArtifactCreated, Transcript._on_artifact_created),
-    _handles(ev.StepError, Transcript._on_step_error),
-    _handles(ev.InjectionFlagged, Transcript._on_injection_flagged),
-    _handles(ev.MemoryCompacted, Transcript._on_memory_compacted),
-    _handles(ev.DecisionRequested, Transcript._on_decision_requested),
-    _handles(ev.DecisionMade, Transcript._on_decision_made),
-    _handles(ev.StepFinished, Transcript._on_step_finished),
-    _handles(ev.FinalAnswer, Transcript._on_final_answer),
-    _handles(ev.RunFinished, Transcript._on_run_finished),
+    ev.handles(ev.RunStarted, Transcript._on_run_started),
+    ev.handles(ev.StepStarted, Transcript._on_step_started),
+    ev.handles(ev.ModelRetrying, Transcript._on_model_retrying),
+    ev.handles(ev.ModelTextDelta, Transcript._on_model_text_delta),
+    ev.handles(ev.ModelOutput, Transcript._on_model_output),
+    ev.handles(ev.PlanProposed, Transcript._on_plan_proposed),
+    ev.handles(ev.CodeProposed, Transcript._on_code_proposed),
+    ev.handles(ev.ToolCallProposed, Transcript._on_tool_call_proposed),
+    ev.handles(ev.ToolCallResult, Transcript._on_tool_call_result),
+    ev.handles(ev.ExecutionLog, Transcript._on_execution_log),
+    ev.handles(ev.Observation, Transcript._on_observation),
+    ev.handles(ev.ArtifactCreated, Transcript._on_artifact_created),
+    ev.handles(ev.StepError, Transcript._on_step_error),
+    ev.handles(ev.InjectionFlagged, Transcript._on_injection_flagged),
+    ev.handles(ev.MemoryCompacted, Transcript._on_memory_compacted),
+    ev.handles(ev.DecisionRequested, Transcript._on_decision_requested),
+    ev.handles(ev.DecisionMade, Transcript._on_decision_made),
+    ev.handles(ev.StepFinished, Transcript._on_step_finished),
+    ev.handles(ev.FinalAnswer, Transcript._on_final_answer),
+    ev.handles(ev.RunFinished, Transcript._on_run_finished),
 ])
 
 # Events the chat deliberately does not show, each with the reason. Empty today: every event shows.

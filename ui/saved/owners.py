@@ -8,12 +8,17 @@ not all carry the browser state or the signed-in profile, find it again.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Any
 
 from ui.saved.store import ChatStore, new_token, valid_token
 
 #: How long a message sent from a page waits for that page's load to set up its session (`wait_loaded`).
 PAGE_LOAD_WAIT_S = 15.0
+#: At most this many events wait for a page load at once, and this many tabs that never loaded are remembered:
+#: the tab key is the visitor's to choose, so waiting must not become a way to park the server's run threads.
+MAX_WAITING = 4
+MAX_GIVEN_UP = 10_000
 
 
 def tab_key(request: Any) -> str:
@@ -28,6 +33,8 @@ class TabOwners:
         self._lock = threading.Lock()
         self._loaded: set[str] = set()  # tabs whose page load has set up their session
         self._load_done = threading.Condition(self._lock)
+        self._waiting = 0
+        self._given_up: OrderedDict[str, None] = OrderedDict()  # tabs whose load never came: no second wait
 
     def identify(self, state: Any, request: Any, profile: Any = None) -> tuple[str, dict[str, Any]]:
         """(owner key, browser state to store): the signed-in Hugging Face user's (`profile`), the password
@@ -70,8 +77,19 @@ class TabOwners:
         Why: on a busy server a message sent from a page can reach its handler before the page's load has
         identified the browser; its run would then go on in a session that is no saved chat, and be lost.
         A tab whose load never comes (a page left open across a server restart) waits once: after a timeout
-        its later events go on at once."""
+        its later events go on at once. While MAX_WAITING events wait, further ones go on without waiting."""
         with self._lock:
-            loaded = self._load_done.wait_for(lambda: key in self._loaded, timeout)
-            self._loaded.add(key)
+            if key in self._loaded:
+                return True
+            if key in self._given_up or self._waiting >= MAX_WAITING:
+                return False
+            self._waiting += 1
+            try:
+                loaded = self._load_done.wait_for(lambda: key in self._loaded, timeout)
+            finally:
+                self._waiting -= 1
+            if not loaded:
+                self._given_up[key] = None
+                while len(self._given_up) > MAX_GIVEN_UP:
+                    self._given_up.popitem(last=False)
             return loaded
