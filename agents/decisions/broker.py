@@ -44,7 +44,7 @@ class DecisionBroker:
         """Return the decision, or None when the policy lets this action through without asking.
 
         The decision is recorded in the step (`context.decisions`): what was asked, what was decided and when;
-        its events are made from that record (agents/step_events.py), so a reopened chat shows it the same."""
+        its events are made from that record (agents/step_events/), so a reopened chat shows it the same."""
         if not self.policy.needs_decision(kind, tool_name=tool_name, tool_flagged=tool_flagged):
             return None
         request = DecisionRequest(id=new_id(), kind=kind, payload=payload, run_id=context.run_id, step=context.step)

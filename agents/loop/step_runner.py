@@ -1,7 +1,7 @@
 """StepRunner: one run of an agent, step by step. It owns the run's state (the RunContext, where the run's
 steps start in memory, when it started, the step count) and the mechanics of each step: calling the model
 with streaming, planning, acting, final-answer checks, compaction, the max-steps answer.
-A step's events are made from its record by agents/step_events.py, the mapping a reopened chat replays.
+A step's events are made from its record by agents/step_events/, the mapping a reopened chat replays.
 
 Composition, not a mixin: the agent (agents/loop/base.py) builds one per run and hands it itself, seen
 through `StepAgent`, the narrow view below; what a run needs travels in its RunContext, passed explicitly.

@@ -102,7 +102,7 @@ class ToolRunner:
         return {name: make(name) for name in self.tools}
 
 
-# -- a call's record: its events are made from it (agents/step_events.py), the run's step keeps it -----------
+# -- a call's record: its events are made from it (agents/step_events/), the run's step keeps it -----------
 def _start(name: str, call_id: str, arguments: dict[str, Any], run: RunContext) -> step_events.ToolCallRecord:
     record = step_events.ToolCallRecord(call_id=call_id, name=name, arguments=arguments,
                                         log_offset=run.log_position())

@@ -92,7 +92,7 @@ _V1_REASON = " with this reason: "
 def _migrate_v1(document: dict[str, Any]) -> dict[str, Any]:
     """v1 did not record an error's type, only the text the model was told. A step with an error gets the type
     its reopened chat showed then: the person's rejection (their reason, from the one sentence AgentDeck wrote
-    for it) or a plain "Error". Version 2 records the type as the step happens (agents/step_events.py)."""
+    for it) or a plain "Error". Version 2 records the type as the step happens (agents/step_events/)."""
     steps = []
     for raw in document.get("steps", []):
         step = dict(raw) if isinstance(raw, dict) else raw

@@ -38,7 +38,7 @@ class HistoryStep(MemoryStep):
 
 @dataclass
 class TaskStep(MemoryStep):
-    """A run's task, and what its start and end events said (agents/step_events.py replays them)."""
+    """A run's task, and what its start and end events said (agents/step_events/ replays them)."""
     task: str = ""
     run_id: str = ""
     agent_name: str = ""
@@ -137,7 +137,7 @@ class ActionStep(MemoryStep):
     error_message: str = ""
     artifacts: list[str] = field(default_factory=list)  # workspace-relative paths
     artifact_sizes: list[int] = field(default_factory=list)  # bytes, by position in `artifacts`
-    #: Every tool call of the step as it went (agents/step_events.py: ToolCallRecord fields), failed ones too.
+    #: Every tool call of the step as it went (agents/step_events/: ToolCallRecord fields), failed ones too.
     call_records: list[dict[str, Any]] = field(default_factory=list)
     native_tool_calls: bool = False  # the model called tools natively (not as JSON in its text)
     action_output: Any = None

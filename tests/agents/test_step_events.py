@@ -1,4 +1,4 @@
-"""One mapping from memory steps to events (agents/step_events.py): a run's stream, saved and replayed, gives
+"""One mapping from memory steps to events (agents/step_events/): a run's stream, saved and replayed, gives
 the same events, for the kinds of steps the app's round trip (tests/ui/test_replay_round_trip.py) does not make:
 tool-calling steps (JSON and native calls, failures, a rejection), tool calls from code between printed lines,
 a compacted memory, the best guess after the last step, a stopped run and a failed one."""

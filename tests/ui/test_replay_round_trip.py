@@ -4,7 +4,7 @@ A chat runs through the app's session path (handlers in-process, the replay mode
 every kind of step a person sees: plans reviewed, code approved and rejected, printed output, an error, an
 image and a file, a question answered, answers, and a follow-up run. The events the live chat was fed are
 recorded; the chat is saved, reopened in a fresh app on the same data folder (the app after a restart), and the
-events the reopened chat was fed must be the live ones without the streaming-only ones (agents/step_events.py),
+events the reopened chat was fed must be the live ones without the streaming-only ones (agents/step_events/),
 and the chat must be the same. If the loop's emit code and the replay ever map a step differently, this fails.
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ server-side session is bound to its owner when the page loads.
 
 Reopening a chat: its signed memory is loaded (refused as a whole when tampered with or foreign), the
 conversation is rebuilt in the chat by feeding ui/chat/render.py's Transcript the events the memory's steps
-stand for (`replay_memory`: agents/step_events.py, the mapping the live run emitted through), a fresh agent
+stand for (`replay_memory`: agents/step_events/, the mapping the live run emitted through), a fresh agent
 gets the memory (`restore_agent_memory`, so follow-ups use it with reset=False), and the sandbox's variables
 are rebuilt by re-running the recorded code steps (`rebuild_sandbox_state`); a note in the chat says so and
 lists steps that no longer run the same.

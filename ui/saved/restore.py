@@ -57,7 +57,7 @@ def show_unfinished(transcript: Transcript, turns: list[dict[str, Any]], tasks: 
 def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[str, Any]],
                   workspace: Path) -> list[UploadResult]:
     """Rebuild a chat from a memory: each step's events, made by the mapping the live run used
-    (agents/step_events.py), applied to `transcript`, so the chat looks as it did, rendered by the same code.
+    (agents/step_events/), applied to `transcript`, so the chat looks as it did, rendered by the same code.
     The person's messages come from `turns`; turns with no step in the memory (their run was cut short) are
     shown where they were sent. Returns the uploads found."""
     turns = [dict(t) for t in turns if isinstance(t, dict)]
