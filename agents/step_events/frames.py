@@ -20,14 +20,7 @@ from agents.events import (
     StepStarted,
     StepType,
 )
-from agents.memory.steps import (
-    ActionStep,
-    FinalAnswerStep,
-    MemoryStep,
-    PlanningStep,
-    SummaryStep,
-    TaskStep,
-)
+from agents.memory.steps import ActionStep, FinalAnswerStep, MemoryStep, PlanningStep, SummaryStep, TaskStep
 from agents.models.base import TokenUsage
 
 Fields = dict[str, Any]  # run_id, step, parent_id: what every event of a step carries

@@ -10,25 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.events import Event, ExecutionLog, ModelRetrying, ModelTextDelta
-from agents.memory.steps import (
-    ActionStep,
-    FinalAnswerStep,
-    MemoryStep,
-    PlanningStep,
-    SummaryStep,
-    TaskStep,
-)
+from agents.memory.steps import ActionStep, FinalAnswerStep, MemoryStep, PlanningStep, SummaryStep, TaskStep
+from agents.step_events import frames
 from agents.step_events.actions import action_events, planning_events
-from agents.step_events.frames import (
-    Fields,
-    final_answer,
-    guess_finished,
-    guess_output,
-    guess_started,
-    memory_compacted,
-    run_finished,
-    run_started,
-)
+from agents.step_events.frames import Fields
 
 #: Events that exist only while a run streams (see agents/step_events/__init__.py).
 STREAMING_ONLY: tuple[type[Event], ...] = (ModelTextDelta, ModelRetrying)
@@ -57,7 +42,7 @@ class _Run:
     def compactions_at(self, step: int) -> list[Event]:
         due = [s for s in self.compacted if s.step_number == step]
         self.compacted = [s for s in self.compacted if s.step_number != step]
-        return [memory_compacted(s, self.fields(step)) for s in due]
+        return [frames.memory_compacted(s, self.fields(step)) for s in due]
 
     def end(self, final: FinalAnswerStep | None) -> list[Event]:
         """The events that close the run: a best guess's step, the answer, RunFinished (when it ended)."""
@@ -66,19 +51,19 @@ class _Run:
         guess = final is not None and self.task.state == "max_steps"
         during_guess = self.compactions_at(fields["step"]) if guess else []
         # A compaction whose step left no record (a planning call stopped) is shown where it came in the memory.
-        events: list[Event] = [memory_compacted(s, self.fields(s.step_number)) for s in self.compacted]
+        events: list[Event] = [frames.memory_compacted(s, self.fields(s.step_number)) for s in self.compacted]
         self.compacted = []
         if final is not None:
             if guess:
-                events += [guess_started(final, fields), *during_guess, guess_output(final, fields),
-                           guess_finished(final, fields)]
-            events.append(final_answer(final, fields))
+                events += [frames.guess_started(final, fields), *during_guess, frames.guess_output(final, fields),
+                           frames.guess_finished(final, fields)]
+            events.append(frames.final_answer(final, fields))
         if final is not None or self.task.state:
             task = self.task
             if not task.state:  # saved before runs recorded their end: what the chat showed then
                 duration = sum(s.timing.duration_s for s in self.steps if isinstance(s, ActionStep))
                 task = TaskStep(task=task.task, run_id=task.run_id, state="success", duration_s=duration)
-            events.append(run_finished(task, self.steps, final, fields))
+            events.append(frames.run_finished(task, self.steps, final, fields))
         return events
 
 
@@ -92,7 +77,7 @@ def replay(steps: Sequence[MemoryStep], workdir: Path) -> Iterator[tuple[MemoryS
             if run is not None and not run.ended:
                 yield None, run.end(None)
             run = _Run(task=step, run_id=step.run_id or f"{RESTORED_RUN}-{index}")
-            yield step, [run_started(step, run.fields(step.steps_before))]
+            yield step, [frames.run_started(step, run.fields(step.steps_before))]
             continue
         if run is None:  # steps before any task (a hand-made memory): replayed under a run of their own
             run = _Run(task=TaskStep(), run_id=f"{RESTORED_RUN}-{index}")
@@ -111,7 +96,7 @@ def replay(steps: Sequence[MemoryStep], workdir: Path) -> Iterator[tuple[MemoryS
                 run.compacted.append(step)
                 yield step, []
             else:  # saved before compactions recorded their step
-                yield step, [memory_compacted(step, run.fields(0))]
+                yield step, [frames.memory_compacted(step, run.fields(0))]
         elif isinstance(step, FinalAnswerStep):
             yield step, run.end(step)
         else:
