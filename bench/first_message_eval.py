@@ -5,17 +5,9 @@ Usage: python bench/first_message_eval.py [--model embedded:smollm2] [--only 0,3
 
 Each question goes to a fresh session of the real app controller (`AgentDeckApp`: its agent factory, the
 settings form's defaults, the upload path of a message with files), so the model gets exactly the prompt
-the browser's first message gets. Questions cover arithmetic, short strings and one-column facts about an
-uploaded table (the bundled seattle-weather.csv and penguins.csv, and airports.csv and cities.csv made here),
-and a few follow-ups (a second message in the same chat, only the second graded). The expected answers are
-computed here with pandas, for grading only: the agent never sees them.
-
-Three sets: "original" (the first 24 questions, measured before the small-model prompt's examples were
-chosen), "new" (written after, of the same kinds, not used to tune the first prompt, then looked at while
-tuning the second) and "held-out" (written before the second round of tuning over two more made-up files,
-students.csv and sales.csv, and run only to measure it; read after, for the third round) and "held-out-2"
-(written before the third round over one more made-up file, plants.csv, and run only to measure it): their
-accuracies are reported apart, so a prompt fitted to the sets it was tuned on shows.
+the browser's first message gets. The questions, their four sets and their expected answers (computed with
+pandas, for grading only: the agent never sees them) are in bench/first_message_sets.py; set accuracies are
+reported apart, so a prompt fitted to the sets it was tuned on shows.
 
 Prints one line per question, then the accuracy (per set), the median seconds per question (from sending
 the graded message to the end of its run) and the machine's load average before and after (other work
@@ -25,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -36,25 +26,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-ASSETS = ROOT / "ui" / "assets"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
-@dataclass
-class Question:
-    text: str
-    expected: Any
-    file: str | None = None  # the file sent with the (first) message, if any
-    before: tuple[str, ...] = ()  # messages sent first in the same chat, not graded (a follow-up)
-    set: str = "original"
-    table: bool | None = None  # whether the graded question is about the file; None: when it comes with it
-
-    @property
-    def kind(self) -> str:
-        """arithmetic, string or table: what the graded question asks about."""
-        if self.table if self.table is not None else bool(self.file and not self.before):
-            return "table"
-        return "string" if '"' in self.text else "arithmetic"
+from bench.first_message_sets import SETS, Question, questions
 
 
 @dataclass
@@ -69,190 +43,6 @@ class Outcome:
     state: str
     steps: int
     seconds: float
-
-
-def make_airports(folder: Path) -> Path:
-    """A small made-up table of airports (fixed seed), so one data set is not bundled with the app."""
-    rng = random.Random(18)
-    states = ["TX", "CA", "FL", "AK", "NY", "OH", "WA"]
-    weights = [9, 7, 5, 4, 3, 2, 2]
-    lines = ["code,state,elevation_ft,runways"]
-    for index in range(48):
-        code = "".join(rng.choice("ABCDEFGHJKLMNPRSTUVWXYZ") for _ in range(3)) + str(index % 10)
-        state = rng.choices(states, weights)[0]
-        lines.append(f"{code},{state},{rng.randint(3, 7200)},{rng.randint(1, 5)}")
-    path = folder / "airports.csv"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def make_cities(folder: Path) -> Path:
-    """A small made-up table of cities (fixed seed)."""
-    rng = random.Random(42)
-    countries = ["Norway", "Chile", "Kenya", "Japan", "Peru"]
-    weights = [3, 6, 4, 2, 2]
-    lines = ["city,country,population,area_km2"]
-    for _ in range(30):
-        name = "".join(rng.choice("bcdfglmnprstv") + rng.choice("aeiou") for _ in range(3)).title()
-        lines.append(f"{name},{rng.choices(countries, weights)[0]},{rng.randint(2000, 900000)},"
-                     f"{rng.randint(5, 800)}.{rng.randint(0, 9)}")
-    path = folder / "cities.csv"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def make_students(folder: Path) -> Path:
-    """A small made-up table of students (fixed seed), for the held-out set."""
-    rng = random.Random(7)
-    schools = ["Hillside", "Riverside", "Oakwood", "Lakeview"]
-    lines = ["student,school,grade,math_score,reading_score,absences"]
-    for index in range(40):
-        school = rng.choices(schools, [5, 3, 2, 2])[0]
-        lines.append(f"S{index:03d},{school},{rng.choice([6, 7, 8, 9])},{rng.randint(35, 100)},"
-                     f"{rng.randint(30, 100)},{rng.randint(0, 14)}")
-    path = folder / "students.csv"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def make_sales(folder: Path) -> Path:
-    """A small made-up table of sales (fixed seed), for the held-out set."""
-    rng = random.Random(11)
-    regions, products = ["North", "South", "East", "West", "Central"], ["lamp", "chair", "desk", "shelf"]
-    lines = ["order,region,product,units,price_eur,discount,month"]
-    for index in range(60):
-        product = rng.choices(products, [2, 5, 3, 1])[0]
-        lines.append(f"{1000 + index},{rng.choice(regions)},{product},{rng.randint(1, 25)},"
-                     f"{rng.randint(15, 480)}.{rng.randint(0, 99):02d},{rng.choice([0, 5, 10, 15, 20])},"
-                     f"{rng.randint(1, 12)}")
-    path = folder / "sales.csv"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def make_plants(folder: Path) -> Path:
-    """A small made-up table of garden plants (fixed seed), for the second held-out set."""
-    rng = random.Random(29)
-    families = ["Rosaceae", "Lamiaceae", "Asteraceae", "Poaceae", "Fabaceae", "Solanaceae"]
-    light = ["sun", "shade", "partial"]
-    lines = ["plant,family,light,height_cm,leaf_count,water_ml,bloom_week"]
-    for index in range(36):
-        name = "".join(rng.choice("bdklmnrstvz") + rng.choice("aeiou") for _ in range(2)).title() + f"-{index}"
-        lines.append(f"{name},{rng.choices(families, [2, 6, 3, 2, 1, 1])[0]},{rng.choices(light, [5, 2, 3])[0]},"
-                     f"{rng.randint(8, 240)},{rng.randint(4, 310)},{rng.randint(50, 900)},{rng.randint(1, 52)}")
-    path = folder / "plants.csv"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def questions(folder: Path) -> list[Question]:
-    """The evaluation set, with expected answers computed from the data."""
-    import pandas as pd
-
-    weather_path, penguins_path = ASSETS / "seattle-weather.csv", ASSETS / "penguins.csv"
-    airports_path, cities_path = make_airports(folder), make_cities(folder)
-    weather, penguins, airports, cities = (pd.read_csv(p) for p in (weather_path, penguins_path, airports_path,
-                                                                    cities_path))
-    w, p, a, c = str(weather_path), str(penguins_path), str(airports_path), str(cities_path)
-    original = [
-        Question("What is 17 * 23?", 17 * 23),
-        Question("What is 1234 + 5678?", 1234 + 5678),
-        Question("What is 2 to the power of 10?", 2 ** 10),
-        Question("What is 144 divided by 12?", 144 / 12),
-        Question("What is the square root of 169?", math.sqrt(169)),
-        Question('Reverse the string "hello".', "olleh"),
-        Question('Convert "agent deck" to upper case.', "AGENT DECK"),
-        Question('How many characters are in "transformers"?', len("transformers")),
-        Question('How many times does the letter s appear in "mississippi"?', "mississippi".count("s")),
-        Question('Write "Hello World" in lower case.', "hello world"),
-        Question("How many rows does the table have?", len(weather), w),
-        Question("What is the maximum of temp_max?", weather["temp_max"].max(), w),
-        Question("What is the minimum of temp_min?", weather["temp_min"].min(), w),
-        Question("What is the mean of wind?", weather["wind"].mean(), w),
-        Question("What is the most frequent weather?", weather["weather"].mode()[0], w),
-        Question("How many different weather types are there?", weather["weather"].nunique(), w),
-        Question("How many columns does the table have?", penguins.shape[1], p),
-        Question("How many distinct values does species have?", penguins["species"].nunique(), p),
-        Question("What is the most common island?", penguins["island"].mode()[0], p),
-        Question("What is the largest body_mass_g?", penguins["body_mass_g"].max(), p),
-        Question("What is the average flipper_length_mm?", penguins["flipper_length_mm"].mean(), p),
-        Question("How many rows does the table have?", len(airports), a),
-        Question("Which state has the most airports?", airports["state"].mode()[0], a),
-        Question("What is the highest elevation_ft?", airports["elevation_ft"].max(), a),
-    ]
-    new = [
-        Question("What is 250 - 73?", 250 - 73),
-        Question("What is 36 times 11?", 36 * 11),
-        Question("What is 7 to the power of 3?", 7 ** 3),
-        Question('Reverse "stressed".', "desserts"),
-        Question('How many letters are in the word "encyclopedia"?', len("encyclopedia")),
-        Question('Write "open source" in upper case.', "OPEN SOURCE"),
-        Question('How many times does the letter a appear in "banana bread"?', "banana bread".count("a")),
-        Question("How many rows are in the table?", len(penguins), p),
-        Question("What is the minimum of bill_depth_mm?", penguins["bill_depth_mm"].min(), p),
-        Question("What is the highest precipitation?", weather["precipitation"].max(), w),
-        Question("What is the average temp_min?", weather["temp_min"].mean(), w),
-        Question("Which country appears most often?", cities["country"].mode()[0], c),
-        Question("How many distinct values does country have?", cities["country"].nunique(), c),
-        Question("What is the largest population?", cities["population"].max(), c),
-        Question("How many columns does the table have?", cities.shape[1], c),
-        # Follow-ups: the second message of a chat is graded.
-        Question("What is the smallest area_km2?", cities["area_km2"].min(), c,
-                 before=("What is the largest population?",), table=True),
-        Question('Reverse the string "python".', "nohtyp", before=("What is 17 * 23?",)),
-        Question("What is 9 times 9?", 81, w, before=("What is the mean of wind?",)),
-    ]
-    students_path, sales_path = make_students(folder), make_sales(folder)
-    students, sales = pd.read_csv(students_path), pd.read_csv(sales_path)
-    s, t = str(students_path), str(sales_path)
-    held_out = [
-        Question("What is 48 + 19?", 48 + 19),
-        Question("What is 15 times 15?", 15 * 15),
-        Question("What is 1000 divided by 8?", 1000 / 8),
-        Question('Reverse the string "drawer".', "reward"),
-        Question('Convert "machine learning" to upper case.', "MACHINE LEARNING"),
-        Question('How many characters are in "keyboard"?', len("keyboard")),
-        Question('How many times does the letter e appear in "excellence"?', "excellence".count("e")),
-        Question("How many rows does the table have?", len(students), s),
-        Question("What is the average math_score?", students["math_score"].mean(), s),
-        Question("Which school appears most often?", students["school"].mode()[0], s),
-        Question("What is the lowest reading_score?", students["reading_score"].min(), s),
-        Question("How many distinct values does grade have?", students["grade"].nunique(), s),
-        Question("How many columns does the table have?", sales.shape[1], t),
-        Question("What is the maximum of price_eur?", sales["price_eur"].max(), t),
-        Question("What is the most common product?", sales["product"].mode()[0], t),
-        Question("How many different regions are there?", sales["region"].nunique(), t),
-        Question("What is the mean of discount?", sales["discount"].mean(), t),
-        Question("What is the maximum of bill_length_mm?", penguins["bill_length_mm"].max(), p),
-        Question("What is the highest wind?", weather["wind"].max(), w),
-        Question("What is the minimum of absences?", students["absences"].min(), s,
-                 before=("How many rows does the table have?",), table=True),
-    ]
-    plants_path = make_plants(folder)
-    plants = pd.read_csv(plants_path)
-    g = str(plants_path)
-    held_out_2 = [
-        Question("What is 64 + 29?", 64 + 29),
-        Question("What is 13 times 7?", 13 * 7),
-        Question('Reverse the string "planet".', "tenalp"),
-        Question('How many times does the letter o appear in "cocoon"?', "cocoon".count("o")),
-        Question("How many rows does the table have?", len(plants), g),
-        Question("How many columns are in the table?", plants.shape[1], g),
-        Question("What is the maximum of height_cm?", plants["height_cm"].max(), g),
-        Question("What is the lowest water_ml?", plants["water_ml"].min(), g),
-        Question("What is the average leaf_count?", plants["leaf_count"].mean(), g),
-        Question("Which family appears most often?", plants["family"].mode()[0], g),
-        Question("What is the most common light?", plants["light"].mode()[0], g),
-        Question("How many distinct values does family have?", plants["family"].nunique(), g),
-        Question("How many different light values are there?", plants["light"].nunique(), g),
-        Question("What is the mean of bloom_week?", plants["bloom_week"].mean(), g),
-        Question("How many distinct values does island have?", penguins["island"].nunique(), p),
-        Question("What is the highest leaf_count?", plants["leaf_count"].max(), g,
-                 before=("What is the average leaf_count?",), table=True),
-    ]
-    return (original + [Question(q.text, q.expected, q.file, q.before, "new", q.table) for q in new]
-            + [Question(q.text, q.expected, q.file, q.before, "held-out", q.table) for q in held_out]
-            + [Question(q.text, q.expected, q.file, q.before, "held-out-2", q.table) for q in held_out_2])
 
 
 def is_correct(answer: Any, expected: Any) -> bool:
@@ -346,7 +136,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="", help="model string (default: the app's own choice)")
     parser.add_argument("--only", default="", help="comma-separated question numbers to run")
-    parser.add_argument("--set", default="", choices=["", "original", "new", "held-out", "held-out-2"],
+    parser.add_argument("--set", default="", choices=["", *SETS],
                         help="run only this set")
     parser.add_argument("--kind", default="", choices=["", "arithmetic", "string", "table"],
                         help="run only questions of this kind")
@@ -356,7 +146,6 @@ def main() -> int:
     parser.add_argument("--trace", default="", help="write what the model was sent and replied, per question, to "
                                                      "this JSON file (to see why an answer is wrong)")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.model:
         os.environ["AGENTDECK_MODEL"] = args.model
@@ -395,7 +184,7 @@ def main() -> int:
                    "accuracy": round(correct / len(outcomes), 3), "median_s": round(median, 1),
                    "load_before": load_before, "load_after": load_average(), "cpus": os.cpu_count(),
                    "sets": {}, "kinds": {}}
-        groups = [("set", name) for name in ("original", "new", "held-out", "held-out-2")]
+        groups = [("set", name) for name in SETS]
         groups += [("kind", name) for name in ("arithmetic", "string", "table")]
         for field, name in groups:
             part = [o for o in outcomes if getattr(o, field) == name]
