@@ -1,28 +1,20 @@
-"""Export a conversation as Markdown or as a Jupyter notebook (nbformat v4) to rerun outside AgentDeck.
+"""Export a conversation as Markdown; the notebook export (agents/memory/export_notebook.py) is made of the same
+sections.
 
 Both say what the chat said (ui/chat/render.py, render_decisions.py), not what the model was given: the
 person's message and the names of their files (from the app's turns; the task holds the upload prompt), the
 person's decisions (an edit shown as what ran, marked, the agent's version under the decision; a rejection
 with its reason), errors as the person was shown them (`error_type`, `error_message`), data frame answers as
 tables (agents/text_tables.py, shared with the chat), steps numbered within their run.
-
-Notebook layout: a markdown cell per task, history, plan and summary; a setup cell defining
-`final_answer` (it displays the answer) and stubs for the tools the code called (they raise, saying the
-tool only exists inside AgentDeck); one code cell per successful code step, in order, with its printed output
-as a stream output and its PNG artifacts (read from the workspace) as `display_data` outputs; final
-answers as markdown cells. Code steps that failed become markdown cells (code and error), so the notebook
-runs from top to bottom; cells that call tools are tagged `raises-exception` (nbclient and Jupyter then
-carry on past them). Run it with the workspace as the working directory so relative file paths resolve.
 """
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agents.memory.memory import AgentMemory
 from agents.memory.seen_text import as_seen, relative_paths
@@ -40,10 +32,6 @@ from agents.step_events import ToolCallRecord
 from agents.text_tables import table_of_frame, text_with_tables
 from agents.text_tables import to_markdown as table_to_markdown
 
-if TYPE_CHECKING:
-    from nbformat import NotebookNode
-
-_IMAGE_SUFFIXES = {".png"}
 #: How the chat marks what a person changed before it ran (ui/chat/render_decisions.py: EDITED_MARK).
 EDITED_NOTE = "✏️ *Edited by you before it ran:*"
 #: What the chat calls the agent's version beside the person's edit, by decision kind.
@@ -52,7 +40,8 @@ _PROPOSED_LABELS = {"plan": "The agent's plan", "code": "The agent's code (it di
 _STEP_FILE = re.compile(r'"<step (\d+)>"')
 
 
-def _fenced(text: str, language: str = "") -> str:
+def fenced(text: str, language: str = "") -> str:
+    """`text` in a code fence longer than any run of backticks in it, so nothing inside closes it early."""
     fence = "```"
     while fence in text:
         fence += "`"
@@ -61,12 +50,7 @@ def _fenced(text: str, language: str = "") -> str:
 
 def _arguments(arguments: Any) -> str:
     """Tool-call arguments as the chat shows them: JSON, keys sorted."""
-    return _fenced(json.dumps(arguments, indent=2, default=str, ensure_ascii=False, sort_keys=True), "json")
-
-
-def _tool_names(memory: AgentMemory) -> list[str]:
-    names = {call.name for step in memory.action_steps() for call in step.tool_calls if step.code}
-    return sorted(names - {"final_answer"})
+    return fenced(json.dumps(arguments, indent=2, default=str, ensure_ascii=False, sort_keys=True), "json")
 
 
 def step_numbers(steps: Sequence[MemoryStep]) -> dict[int, int]:
@@ -110,7 +94,13 @@ def person_message(task: TaskStep, turns: list[dict[str, Any]]) -> tuple[str, li
     return task.task, []
 
 
-def _task_markdown(task: TaskStep, turns: list[dict[str, Any]], seen: Callable[[str], str]) -> str:
+def history_markdown(step: HistoryStep, seen: Callable[[str], str]) -> str:
+    """The earlier conversation a chat was continued from, one message a paragraph."""
+    lines = [f"**{m.get('role', 'user')}:** {seen(message_text(m))}" for m in step.history]
+    return "## Earlier conversation\n\n" + "\n\n".join(lines)
+
+
+def task_markdown(task: TaskStep, turns: list[dict[str, Any]], seen: Callable[[str], str]) -> str:
     text, names = person_message(task, turns)
     parts = ["## Task", seen(text)] if text.strip() else ["## Task"]
     if names:
@@ -136,7 +126,7 @@ def _decision_lines(record: dict[str, Any], seen: Callable[[str], str]) -> list[
         theirs = {"plan": proposed.get("plan"), "code": proposed.get("code"),
                   "tool_call": proposed.get("arguments")}.get(kind)
         if theirs is not None:
-            shown = (seen(str(theirs)) if kind == "plan" else _fenced(seen(str(theirs)), "python")
+            shown = (seen(str(theirs)) if kind == "plan" else fenced(seen(str(theirs)), "python")
                      if kind == "code" else _arguments(theirs))
             label = _PROPOSED_LABELS.get(kind, "The agent's version")
             lines.append(f"{label}:\n\n{shown}")
@@ -164,7 +154,7 @@ def _edit_of(records: list[dict[str, Any]], kind: str, call_id: str | None = Non
     return None
 
 
-def _plan_markdown(step: PlanningStep, seen: Callable[[str], str]) -> str:
+def plan_markdown(step: PlanningStep, seen: Callable[[str], str]) -> str:
     records = _decisions_of(step)
     section = ["### " + ("Updated plan" if step.is_update else "Plan")]
     plan = seen(step.plan)
@@ -197,11 +187,11 @@ def _call_markdown(call: ToolCallRecord, records: list[dict[str, Any]], seen: Ca
         lines.append(f"🚫 You rejected the call to `{call.name}`. {said}")
     elif call.finished:
         label = f"💥 `{call.name}` failed:" if call.is_error else "Result:"
-        lines.append(f"{label}\n\n" + _fenced(seen(call.output), "text"))
+        lines.append(f"{label}\n\n" + fenced(seen(call.output), "text"))
     return lines
 
 
-def _error_markdown(step: ActionStep, number: int, seen: Callable[[str], str]) -> str | None:
+def error_markdown(step: ActionStep, number: int, seen: Callable[[str], str]) -> str | None:
     """The step's error as the person was shown it (`error_type`, `error_message`), not what the model was told;
     a step the person rejected says so, with their reason."""
     if step.error_type == "RejectedByUser":
@@ -209,9 +199,9 @@ def _error_markdown(step: ActionStep, number: int, seen: Callable[[str], str]) -
         return "🚫 You rejected this step. " + (f"Reason: {seen(reason)}" if reason else "No reason given.")
     if step.error_type:
         message = renumber_traceback(step.error_message or step.error or "", number)
-        return f"**Error: {step.error_type}**\n\n" + _fenced(seen(message), "text")
+        return f"**Error: {step.error_type}**\n\n" + fenced(seen(message), "text")
     if step.error and not step.call_records:  # saved before errors recorded what the person was shown
-        return "Error:\n\n" + _fenced(seen(renumber_traceback(step.error, number)), "text")
+        return "Error:\n\n" + fenced(seen(renumber_traceback(step.error, number)), "text")
     return None
 
 
@@ -223,20 +213,20 @@ def _action_markdown(step: ActionStep, number: int, seen: Callable[[str], str],
     if thought:
         section.append(seen(thought))
     if step.code:
-        code = _fenced(relative_paths(step.code, [workspace]), "python")  # what ran: the person's, if edited
+        code = fenced(relative_paths(step.code, [workspace]), "python")  # what ran: the person's, if edited
         section.append(f"{EDITED_NOTE}\n\n{code}" if _edit_of(records, "code") else code)
         while records and records[0].get("kind") == "code":
             section += _decision_lines(records.pop(0), seen)
     calls = [c for c in map(ToolCallRecord.from_dict, step.call_records) if c is not None]
     if step.logs:
-        section.append("Output:\n\n" + _fenced(seen(step.logs), "text"))
+        section.append("Output:\n\n" + fenced(seen(step.logs), "text"))
     for call in calls:
         section += _call_markdown(call, records, seen)
     if not calls and not step.code:  # saved before calls were recorded
         for legacy in step.tool_calls:
             section.append(f"🛠️ Tool call `{legacy.name}`:\n\n" + seen(_arguments(legacy.arguments)))
         if step.observations:
-            section.append("Observation:\n\n" + _fenced(seen(step.observations), "text"))
+            section.append("Observation:\n\n" + fenced(seen(step.observations), "text"))
     for record in records:  # any left (a record without its call): shown, not lost
         section += _decision_lines(record, seen)
     for artifact in step.artifacts:
@@ -245,7 +235,7 @@ def _action_markdown(step: ActionStep, number: int, seen: Callable[[str], str],
             section.append(f"![{shown}]({shown})")
         else:
             section.append(f"File: [{shown}]({shown})")
-    error = _error_markdown(step, number, seen)
+    error = error_markdown(step, number, seen)
     if error:
         section.append(error)
     return "\n\n".join(section)
@@ -281,12 +271,11 @@ def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
     parts: list[str] = [f"# {title}"]
     for index, step in enumerate(memory.steps):
         if isinstance(step, HistoryStep):
-            lines = [f"**{m.get('role', 'user')}:** {seen(message_text(m))}" for m in step.history]
-            parts.append("## Earlier conversation\n\n" + "\n\n".join(lines))
+            parts.append(history_markdown(step, seen))
         elif isinstance(step, TaskStep):
-            parts.append(_task_markdown(step, pending, seen))
+            parts.append(task_markdown(step, pending, seen))
         elif isinstance(step, PlanningStep):
-            parts.append(_plan_markdown(step, seen))
+            parts.append(plan_markdown(step, seen))
         elif isinstance(step, SummaryStep):
             parts.append(f"### Summary of {step.folded_steps} earlier steps (compaction)\n\n" + seen(step.summary))
         elif isinstance(step, ActionStep):
@@ -294,103 +283,3 @@ def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
         elif isinstance(step, FinalAnswerStep):
             parts.append("## Final answer\n\n" + answer_markdown(step.output, seen))
     return "\n\n".join(parts) + "\n"
-
-
-# -- Notebook ----------------------------------------------------------------------------------------
-_SETUP = '''# Set up by AgentDeck: in the agent, final_answer() ended the task; here it shows the answer.
-def final_answer(answer=None):
-    from IPython.display import display
-    display(answer)
-    return answer
-'''
-
-
-def _tool_stub(name: str) -> str:
-    return (f"def {name}(*args, **kwargs):\n"
-            f"    raise NotImplementedError(\"The tool {name!s} is only available inside AgentDeck; \"\n"
-            f"                              \"the output it gave is shown under the cell.\")\n")
-
-
-def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = None,
-                title: str = "AgentDeck conversation", turns: Sequence[dict[str, Any]] = ()) -> NotebookNode:
-    """A nbformat v4 notebook of the conversation; `workspace` is where artifact files are read from, `turns`
-    the person's messages (as in `to_markdown`)."""
-    import nbformat
-    from nbformat import v4
-
-    root = Path(workspace) if workspace is not None else None
-
-    def seen(text: str) -> str:
-        return as_seen(text, [workspace])
-
-    cells = [v4.new_markdown_cell(f"# {title}\n\nExported from AgentDeck. Run it with the agent's workspace as the "
-                                  "working directory.")]
-    tools = _tool_names(memory)
-    setup = _SETUP + "".join("\n\n" + _tool_stub(name) for name in tools if name.isidentifier())
-    cells.append(v4.new_code_cell(setup, metadata={"tags": ["agentdeck-setup"]}))
-    pending = [dict(turn) for turn in turns if isinstance(turn, dict)]
-    numbers = step_numbers(memory.steps)
-    for index, step in enumerate(memory.steps):
-        if isinstance(step, HistoryStep):
-            lines = [f"**{m.get('role', 'user')}:** {seen(message_text(m))}" for m in step.history]
-            cells.append(v4.new_markdown_cell("## Earlier conversation\n\n" + "\n\n".join(lines)))
-        elif isinstance(step, TaskStep):
-            cells.append(v4.new_markdown_cell(_task_markdown(step, pending, seen)))
-        elif isinstance(step, PlanningStep):
-            cells.append(v4.new_markdown_cell(_plan_markdown(step, seen)))
-        elif isinstance(step, SummaryStep):
-            cells.append(v4.new_markdown_cell(f"### Summary of {step.folded_steps} earlier steps\n\n"
-                                              + seen(step.summary)))
-        elif isinstance(step, ActionStep) and step.code:
-            number = numbers.get(index, step.step_number)
-            if step.error:
-                error = _error_markdown(step, number, seen) or "Error:\n\n" + _fenced(seen(step.error), "text")
-                cells.append(v4.new_markdown_cell(
-                    f"### Step {number} (failed, not run here)\n\n"
-                    + _fenced(relative_paths(step.code, [workspace]), "python") + "\n\n" + error))
-                continue
-            outputs = []
-            if step.logs:
-                outputs.append(v4.new_output("stream", name="stdout", text=seen(step.logs)))
-            for artifact in step.artifacts:
-                image = _read_image(root, artifact)
-                if image is not None:
-                    data = {"image/png": image, "text/plain": f"<{artifact}>"}
-                    outputs.append(v4.new_output("display_data", data=data))
-            metadata: dict[str, Any] = {"agentdeck": {"step_number": step.step_number}}
-            if step.tool_calls and any(c.name != "final_answer" for c in step.tool_calls):
-                metadata["tags"] = ["raises-exception"]
-            cell = v4.new_code_cell(relative_paths(step.code, [workspace]), outputs=outputs, metadata=metadata)
-            cells.append(cell)
-        elif isinstance(step, FinalAnswerStep):
-            cells.append(v4.new_markdown_cell("## Final answer\n\n" + answer_markdown(step.output, seen)))
-    notebook: NotebookNode = v4.new_notebook(cells=cells, metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-        "language_info": {"name": "python"},
-        "agentdeck": {"steps": len(memory.steps)},
-    })
-    nbformat.validate(notebook)
-    return notebook
-
-
-def _read_image(root: Path | None, artifact: str) -> str | None:
-    """The base64 PNG of a workspace artifact, or None (not a PNG, outside the workspace, or missing)."""
-    if root is None or Path(artifact).suffix.lower() not in _IMAGE_SUFFIXES:
-        return None
-    path = (root / artifact).resolve()
-    try:
-        path.relative_to(root.resolve())
-    except ValueError:
-        return None
-    if not path.is_file():
-        return None
-    return base64.b64encode(path.read_bytes()).decode("ascii")
-
-
-def save_notebook(memory: AgentMemory, path: str | os.PathLike[str], workspace: str | os.PathLike[str] | None = None,
-                  **kwargs: Any) -> Path:
-    import nbformat
-
-    target = Path(path)
-    nbformat.write(to_notebook(memory, workspace, **kwargs), str(target))
-    return target

@@ -7,7 +7,8 @@ import pytest
 from agents import AgentMemory, tool
 from agents.loop.restore import rebuild_sandbox_state
 from agents.memory import ActionStep, FinalAnswerStep, TaskStep
-from agents.memory.export import save_notebook, to_markdown, to_notebook
+from agents.memory.export import to_markdown
+from agents.memory.export_notebook import save_notebook, to_notebook
 from agents.models.base import ToolCall
 from tests.agents.conftest import code
 from tests.memory.conftest import needs_sandbox

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from agents.guard import fence, screen
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
-from agents.memory.export import to_markdown, to_notebook
+from agents.memory.export import to_markdown
+from agents.memory.export_notebook import to_notebook
 from agents.memory.seen_text import as_seen, relative_paths
 
 

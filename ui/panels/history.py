@@ -375,7 +375,7 @@ class HistoryController:
             to_markdown(memory, title=title, workspace=workspace, turns=turns), encoding="utf-8"))
 
     def export_notebook(self, request: gr.Request) -> Any:
-        from agents.memory.export import save_notebook
+        from agents.memory.export_notebook import save_notebook
 
         return self._export(request, ".ipynb", lambda memory, workspace, path, title, turns: save_notebook(
             memory, path, workspace=workspace, title=title, turns=turns))
