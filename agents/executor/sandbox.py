@@ -1,14 +1,13 @@
 """PythonSandbox: the app-side handle on one sandboxed worker.
 
-The app calls ``run(code)``; the sandbox checks the code (layer 1, trusted
-copy), sends it to the worker, serves tool calls in this process while the
-worker waits, enforces the timeout on the worker's compute time (time spent
-inside tools does not count) and reports files the run left in the workspace.
+The app calls ``run(code)``; the sandbox sends it to the worker (which checks it: layer 1), watches the run
+(run_watch.py: tool calls served in this process by tool_calls.py, the timeout on the worker's compute time,
+interrupts), checks that nothing of the step outlived it, and reports files the run left in the workspace
+and whether the disk limit holds (disk_limit.py). It owns the worker's life: start, restart, close.
 """
 
 from __future__ import annotations
 
-import builtins
 import logging
 import os
 import secrets
@@ -21,50 +20,17 @@ from typing import Any
 
 from . import artifacts as _artifacts
 from . import execution_result, identity, worker_watch
-from .ast_guard import FINAL_ANSWER
-from .errors import InvalidToolError, InvalidVariableError, SandboxClosedError
+from .disk_limit import DiskLimit
+from .errors import InvalidVariableError, SandboxClosedError
 from .execution_result import ExecutionResult
 from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache, worker_sys_path
-from .protocol import ChannelClosed, ProtocolError, encode_json, frame
+from .protocol import ChannelClosed, ProtocolError, encode_json
+from .run_watch import RunWatch
+from .tool_calls import check_tool_names, serve_tool_call
 
 log = logging.getLogger("agents.executor")
-GRACE_S = 1.0  # how long SIGINT may take before the worker is killed...
-# ...unless the worker has not had the CPU to act on it: on a loaded machine a worker waiting to be scheduled
-# would otherwise be killed (its variables lost) for a stop it would have honoured. It gets more time until it has
-# used GRACE_CPU_S of CPU since the interrupt, and never more than GRACE_MAX_S in all (below the UI's 10 s in
-# which a stopped run may still confirm in the background, ui/session/stopping.py: past it the agent is
-# replaced anyway). A worker that spins instead of stopping uses its CPU quickly and is killed as before.
-GRACE_CPU_S = 0.25
-GRACE_MAX_S = 8.0
-# How long the app polls for the worker's reply before sleeping: short runs (most agent steps) come back
-# within this window, and skipping the sleep saves a wake-up (a tiny step took 0.18 ms instead of 0.22-0.26).
-# The cost is at most this much CPU per message, yielding to every other runnable thread; and only while no
-# other sandbox of this process is running code (on a server with many sessions the CPU is better spent there).
-REPLY_SPIN_S = 0.002
-CPU_CHECK_S = 1.0  # how often a long run's CPU time is read from the kernel
 THREAD_SAMPLE_S = 0.03  # how long threads left after a step are watched for activity
 IDLE_CPU_S = 0.25  # CPU a worker may use between two runs (bookkeeping only) before it counts as busy
-MAPS_CHECK_S = 1.0  # how often deleted-but-mapped files are looked for (reading /proc/<pid>/maps costs ~1 ms)
-
-
-class _RunCounter:
-    """How many sandboxes of this process are running code right now."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.active = 0
-
-    def __enter__(self) -> _RunCounter:
-        with self._lock:
-            self.active += 1
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self.active -= 1
-
-
-_running_sandboxes = _RunCounter()
 
 
 class PythonSandbox:
@@ -83,8 +49,6 @@ class PythonSandbox:
                  private_root: bool = True, python_layers: bool = True, max_disk_files: int = 20_000) -> None:
         os.makedirs(workdir, exist_ok=True)
         self.workdir = os.path.realpath(workdir)
-        self.max_disk_mb = int(max_disk_mb)
-        self.max_disk_files = int(max_disk_files)
         self._uid = identity.allocate()  # a user id of its own when the app runs as root
         # App-private: the worker's log and the mount point of its private root (never the worker's to write).
         self._private = tempfile.mkdtemp(prefix="agentdeck-sbx-app-")
@@ -123,9 +87,17 @@ class PythonSandbox:
         self._closed = False
         self._step = 0
         self._warned = False
-        self._maps_checked_at = 0.0
+        self._disk = DiskLimit(self.workdir, self._tmpdir, int(max_disk_mb), int(max_disk_files))
         self._worker: WorkerProcess | None = None
         self._worker = self._spawn()
+
+    @property
+    def max_disk_mb(self) -> int:
+        return self._disk.max_mb
+
+    @property
+    def max_disk_files(self) -> int:
+        return self._disk.max_files
 
     # --- lifecycle ------------------------------------------------------------
     def _spawn(self) -> WorkerProcess:
@@ -228,13 +200,7 @@ class PythonSandbox:
     # --- tools and variables -----------------------------------------------------
     def register_tools(self, tools: dict[str, Callable[..., Any]]) -> None:
         """Make callables available to the code by name; they run in this (the app's) process."""
-        for name, fn in tools.items():
-            if not (isinstance(name, str) and name.isidentifier()) or name.startswith("_"):
-                raise InvalidToolError(f"invalid tool name {name!r}")
-            if name == FINAL_ANSWER or hasattr(builtins, name):
-                raise InvalidToolError(f"tool name {name!r} clashes with a builtin")
-            if not callable(fn):
-                raise InvalidToolError(f"tool {name!r} is not callable")
+        check_tool_names(tools)
         with self._run_lock:
             self._tools.update(tools)
             worker = self._ready_worker()
@@ -316,12 +282,14 @@ class PythonSandbox:
             self._interrupt = False
             self._running = True
             try:
-                with _running_sandboxes:
-                    worker.send({"op": "run", "id": run_id, "code": code, "step": self._step,
-                                 "timeout_s": self.timeout_s, "stream": on_log is not None})
-                    result = self._wait(worker, run_id, on_log, cancel, tools)
-            except (OSError, ChannelClosed):
-                result = self._crashed(worker, [])
+                request = {"op": "run", "id": run_id, "code": code, "step": self._step,
+                           "timeout_s": self.timeout_s, "stream": on_log is not None}
+                # Built per run: a watch kept on the sandbox would hold it in a reference cycle (no prompt close()).
+                watch = RunWatch(worker, self._wake_r, lambda: self._interrupt, self._restart, self._disk.over,
+                                 self._settings["max_output_chars"], self._settings["max_result_chars"],
+                                 self._settings["memory_limit_mb"])
+                result = watch.run(request, self.timeout_s, on_log, cancel,
+                                   lambda msg: serve_tool_call(msg, self._tools, tools))
             finally:
                 self._running = False
                 self._interrupt = False
@@ -337,161 +305,6 @@ class PythonSandbox:
                 execution_result.lose_state(result, note + "; the sandbox was restarted")
             after = _artifacts.snapshot(self.workdir)
             result.artifacts = _artifacts.diff(self.workdir, before, after)
-            self._check_disk(result, self._worker)
+            self._disk.check_after_run(result, self._worker, lambda: self._restart(empty_tmp=True))
             result.duration_s = time.monotonic() - started
             return result
-
-    def _disk_over(self, worker: WorkerProcess | None) -> str | None:
-        pid = worker.pid if worker is not None and not worker.dead else None
-        # Deleted files kept alive by a mapping are read from /proc/<pid>/maps (about 1 ms): at most once a second,
-        # so back-to-back tiny steps do not pay for it; a file hidden this way is found within the second.
-        now = time.monotonic()
-        mapped = now - self._maps_checked_at >= MAPS_CHECK_S
-        if mapped:
-            self._maps_checked_at = now
-        return worker_watch.disk_over([self.workdir, self._tmpdir], pid, self.max_disk_mb, self.max_disk_files,
-                                      mapped=mapped)
-
-    def _check_disk(self, result: ExecutionResult, worker: WorkerProcess | None) -> None:
-        """After a run: over the limits, the temp folder is emptied (with a fresh worker) and the run is told."""
-        why = self._disk_over(worker)
-        if why is None:
-            return
-        # The worker's own log is always there; anything else in the temp folder (or a deleted file still open)
-        # is emptied with a fresh worker, which gets the new folder only after it exists.
-        if worker_watch.usage([self._tmpdir]).files > 1 or (worker and worker_watch.deleted_open_bytes(worker.pid)):
-            self._restart(empty_tmp=True)
-            execution_result.lose_state(result, "the private temp folder was emptied")
-        message = f"DiskLimitError: {why}. Delete files you no longer need."
-        result.error = message if result.error is None else f"{result.error}\n{message}"
-        result.error_type = result.error_type or "DiskLimitError"
-
-    def _wait(self, worker: WorkerProcess, run_id: str, on_log: Callable[[str], None] | None,
-              cancel: threading.Event | None = None,
-              tools: Mapping[str, Callable[..., Any]] | None = None) -> ExecutionResult:
-        logs: list[str] = []
-        logged = overflow = 0
-        log_limit = self._settings["max_output_chars"] + execution_result.NOTE_ROOM
-        start = time.monotonic()
-        tool_time = 0.0
-        stopping: str | None = None
-        grace_end = stop_cpu = stop_time = 0.0
-        cpu_start = worker_watch.cpu_seconds(worker.pid)
-        next_disk_check = start + CPU_CHECK_S
-        while True:
-            now = time.monotonic()
-            if stopping is None:
-                cancelled = self._interrupt or (cancel is not None and cancel.is_set())
-                reason = "interrupt" if cancelled else None
-                if reason is None and now - start - tool_time >= self.timeout_s:
-                    reason = "timeout"
-                if reason is None and now >= next_disk_check:
-                    next_disk_check = now + CPU_CHECK_S
-                    if self._disk_over(worker) is not None:
-                        reason = "disk"
-                if reason is None and tool_time and now - start > CPU_CHECK_S:
-                    # Time in tools does not count, but a thread burning CPU meanwhile does: the kernel's figure.
-                    if worker_watch.cpu_seconds(worker.pid) - cpu_start > self.timeout_s:
-                        reason = "timeout"
-                if reason:
-                    stopping, grace_end = reason, now + GRACE_S
-                    stop_cpu, stop_time = worker_watch.cpu_seconds(worker.pid), now
-                    worker.interrupt()
-            if stopping:
-                wait = grace_end - now
-                if wait <= 0 and _starved(worker, stop_cpu, now - stop_time):
-                    grace_end = now + GRACE_CPU_S
-                    wait = GRACE_CPU_S
-                if wait <= 0:
-                    self._restart()
-                    return execution_result.stopped(stopping, logs, True, self.timeout_s, self._disk_over(None))
-            else:
-                wait = min(self.timeout_s - (now - start - tool_time), CPU_CHECK_S)
-            try:
-                spin = REPLY_SPIN_S if _running_sandboxes.active == 1 else 0.0
-                msg = worker.reader.read(timeout=max(wait, 0.0), wake_fd=self._wake_r, spin_s=spin)
-            except (ChannelClosed, ProtocolError):
-                return self._crashed(worker, logs)
-            if msg is None:
-                self._drain_wake()
-                continue
-            op = msg.get("op")
-            if msg.get("id") != run_id or op not in ("log", "tool", "result"):
-                return self._misbehaved(worker, logs, "sent a message that belongs to no current run")
-            if op == "log":
-                text = msg.get("text")
-                if not isinstance(text, str):
-                    return self._misbehaved(worker, logs, "sent a malformed log message")
-                if logged >= log_limit:  # the worker stops sending at the limit; one that does not costs the
-                    overflow += len(text)  # app a parse per frame, so it is cut off soon
-                    if overflow > 4 * log_limit + 65536:
-                        return self._misbehaved(worker, logs, "kept sending output past its limit")
-                    continue
-                text = text[: log_limit - logged]
-                logged += len(text)
-                logs.append(text)
-                if on_log is not None:
-                    try:
-                        on_log(text)
-                    except Exception:
-                        log.exception("on_log callback failed")
-            elif op == "tool":
-                t0 = time.monotonic()
-                reply = self._call_tool(msg, tools)
-                tool_time += time.monotonic() - t0
-                worker.send(reply)
-            else:
-                if stopping and msg.get("error_type") == "KeyboardInterrupt":
-                    return execution_result.stopped(stopping, logs + [str(msg.get("logs", ""))[:log_limit]], False,
-                                              self.timeout_s, self._disk_over(None))
-                return execution_result.from_worker(msg, logs, self._settings["max_output_chars"],
-                                              self._settings["max_result_chars"])
-
-    def _misbehaved(self, worker: WorkerProcess, logs: list[str], what: str) -> ExecutionResult:
-        """The worker broke the protocol: restart it; the run's output is not to be trusted."""
-        worker.kill()
-        self._restart()
-        return execution_result.protocol_error(logs, what)
-
-    def _drain_wake(self) -> None:
-        try:
-            os.read(self._wake_r, 1024)
-        except OSError:
-            pass
-
-    def _call_tool(self, msg: dict[str, Any],
-                   tools: Mapping[str, Callable[..., Any]] | None = None) -> dict[str, Any]:
-        name, call_id = msg.get("name"), msg.get("call_id")
-        fn = None
-        if isinstance(name, str) and name in self._tools:
-            fn = self._tools[name] if tools is None else tools.get(name)
-        args, kwargs = msg.get("args") or [], msg.get("kwargs") or {}
-        if fn is None or not isinstance(args, list) or not isinstance(kwargs, dict):
-            return {"op": "tool_result", "call_id": call_id, "ok": False, "error": f"unknown tool {name!r}"}
-        try:
-            value = fn(*args, **kwargs)
-        except Exception as exc:
-            return {"op": "tool_result", "call_id": call_id, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        reply = {"op": "tool_result", "call_id": call_id, "ok": True, "value": value}
-        try:
-            frame(reply)
-        except (TypeError, ValueError):
-            reply["value"] = str(value)
-        return reply
-
-    def _crashed(self, worker: WorkerProcess, logs: list[str]) -> ExecutionResult:
-        try:
-            worker.proc.wait(timeout=1)
-        except Exception:
-            pass
-        how = worker.exit_description()
-        worker.kill()
-        self._restart()
-        return execution_result.crashed(logs, how, self._settings["memory_limit_mb"])
-
-
-def _starved(worker: WorkerProcess, cpu_at_stop: float, since_stop_s: float) -> bool:
-    """Whether an interrupted worker has not yet had the CPU to honour the interrupt (see GRACE_CPU_S)."""
-    if since_stop_s >= GRACE_MAX_S or worker.dead:
-        return False
-    return worker_watch.cpu_seconds(worker.pid) - cpu_at_stop < GRACE_CPU_S

@@ -130,12 +130,12 @@ def test_a_starved_worker_gets_time_to_honour_an_interrupt(tight, monkeypatch):
     lost) for a stop it has had no CPU to honour. Simulated by stopping the worker while it is interrupted."""
     import signal
 
-    from agents.executor import sandbox as sandbox_module
+    from agents.executor import run_watch
     from tests.waiting import wait_until
 
-    monkeypatch.setattr(sandbox_module, "GRACE_S", 0.0)  # without the rule, killed at once
+    monkeypatch.setattr(run_watch, "GRACE_S", 0.0)  # without the rule, killed at once
     starved_seen = threading.Event()
-    real_starved = sandbox_module._starved
+    real_starved = run_watch._starved
 
     def watching(*args):
         starved = real_starved(*args)
@@ -143,7 +143,7 @@ def test_a_starved_worker_gets_time_to_honour_an_interrupt(tight, monkeypatch):
             starved_seen.set()
         return starved
 
-    monkeypatch.setattr(sandbox_module, "_starved", watching)
+    monkeypatch.setattr(run_watch, "_starved", watching)
     tight.run("kept = 'still here'")
     result: list = []
     going = threading.Event()

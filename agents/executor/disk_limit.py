@@ -1,0 +1,56 @@
+"""Layer 5, the disk: the sandbox's files (workspace and private temp folder) held to `max_disk_mb` and
+`max_disk_files` by the app, while code runs and after each run.
+
+Why here and not in the worker: the worker could lie, and files it deleted but keeps open or mapped take disk
+that no folder walk sees; the app reads both from the kernel (worker_watch.py), and the limit fails closed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from . import execution_result, worker_watch
+from .execution_result import ExecutionResult
+
+if TYPE_CHECKING:
+    from .process import WorkerProcess
+
+MAPS_CHECK_S = 1.0  # how often deleted-but-mapped files are looked for (reading /proc/<pid>/maps costs ~1 ms)
+
+
+class DiskLimit:
+    """One sandbox's disk limits over its workspace and temp folder."""
+
+    def __init__(self, workdir: str, tmpdir: str, max_mb: int, max_files: int) -> None:
+        self.workdir, self.tmpdir = workdir, tmpdir
+        self.max_mb, self.max_files = max_mb, max_files
+        self._maps_checked_at = 0.0
+
+    def over(self, worker: WorkerProcess | None) -> str | None:
+        """Why the files are over the limits now, or None; `worker` (if alive) adds what it holds deleted."""
+        pid = worker.pid if worker is not None and not worker.dead else None
+        # Deleted files kept alive by a mapping are read from /proc/<pid>/maps (about 1 ms): at most once a second,
+        # so back-to-back tiny steps do not pay for it; a file hidden this way is found within the second.
+        now = time.monotonic()
+        mapped = now - self._maps_checked_at >= MAPS_CHECK_S
+        if mapped:
+            self._maps_checked_at = now
+        return worker_watch.disk_over([self.workdir, self.tmpdir], pid, self.max_mb, self.max_files,
+                                      mapped=mapped)
+
+    def check_after_run(self, result: ExecutionResult, worker: WorkerProcess | None,
+                        empty_tmp: Callable[[], None]) -> None:
+        """Over the limits, the temp folder is emptied (`empty_tmp`, with a fresh worker) and the run is told."""
+        why = self.over(worker)
+        if why is None:
+            return
+        # The worker's own log is always there; anything else in the temp folder (or a deleted file still open)
+        # is emptied with a fresh worker, which gets the new folder only after it exists.
+        if worker_watch.usage([self.tmpdir]).files > 1 or (worker and worker_watch.deleted_open_bytes(worker.pid)):
+            empty_tmp()
+            execution_result.lose_state(result, "the private temp folder was emptied")
+        message = f"DiskLimitError: {why}. Delete files you no longer need."
+        result.error = message if result.error is None else f"{result.error}\n{message}"
+        result.error_type = result.error_type or "DiskLimitError"
