@@ -1,4 +1,4 @@
-"""Turn agent messages into plain text chat turns a local chat template accepts.
+"""Turn agent messages into plain text chat turns a local chat template accepts, and into the prompt's text.
 
 Why: local chat templates usually know only system/user/assistant with string content, and many
 insist on alternating turns. Tool results and tool calls are written out as text instead.
@@ -59,3 +59,16 @@ def plain_prompt(turns: list[dict[str, str]]) -> str:
     """A prompt for tokenizers without a chat template."""
     body = "".join(f"{turn['role'].capitalize()}: {turn['content']}\n\n" for turn in turns)
     return body + "Assistant:"
+
+
+def render_prompt(tokenizer: Any, messages: list[Message], generation_prompt: bool = True) -> str:
+    """The prompt as text: the tokenizer's chat template, or plain turns for a tokenizer without one."""
+    turns = to_text_turns(messages)
+    if not getattr(tokenizer, "chat_template", None):
+        return plain_prompt(turns)
+    try:  # with tokenize=False the template gives the text
+        text: str = tokenizer.apply_chat_template(turns, add_generation_prompt=generation_prompt, tokenize=False)
+    except Exception:  # a template that refuses a system turn (or some other shape): system folded into user
+        turns = to_text_turns(messages, merge_system=True)
+        text = tokenizer.apply_chat_template(turns, add_generation_prompt=generation_prompt, tokenize=False)
+    return text
