@@ -192,6 +192,14 @@ class MultiStepAgent:
                 pending.extend(agent.broker.decider.pending())
         return pending
 
+    def set_approval_policy(self, policy: ApprovalPolicy | str) -> None:
+        """What this agent and its managed agents pause for from their next run (a policy or a mode name).
+        Only between runs: no thread reads it then."""
+        if isinstance(policy, str):
+            policy = ApprovalPolicy.from_mode(policy)
+        for agent in self._agents_tree():
+            agent.broker.policy = policy
+
     def run_for_manager(self, task: str, emit: Callable[[Event], None], parent_id: str,
                         additional_args: dict[str, Any] | None = None) -> RunResult:
         """Run `task` as a managed agent, inside its manager's run (agents/loop/managed.py): a fresh memory, the

@@ -74,3 +74,14 @@ def test_failing_managed_agent_is_an_observation():
     top = ToolCallingAgent(tools=[], model=top_model, managed_agents=[broken], verbosity=0)
     assert top.run("t") == "handled"
     assert "Managed agent 'broken' failed" in top_model.calls[1][-1]["content"]
+
+
+def test_an_approval_policy_reaches_every_managed_agent():
+    """The UI switches the approval mode between runs through this one method, for the whole tree."""
+    top, _ = _three_levels()
+    top.set_approval_policy("approve_code")
+    mid = top.managed_agents["mid"]
+    leaf = mid.managed_agents["leaf"]
+    assert all(agent.broker.policy.approve_code for agent in (top, mid, leaf))
+    top.set_approval_policy("autonomous")
+    assert not any(agent.broker.policy.approve_code for agent in (top, mid, leaf))

@@ -11,6 +11,7 @@ from typing import Any
 
 from agents import events as ev
 from agents.decisions import APPROVAL_MODES, ApprovalPolicy
+from agents.loop.base import MultiStepAgent
 from ui.session.run_stream import RunHandle
 
 WAITING_NOTE = ("✋ The agent is waiting for your decision in the panel under the chat: approve or reject it first "
@@ -23,11 +24,8 @@ def normalise_mode(mode: Any) -> str:
 
 def apply_approval_mode(agent: Any, mode: str) -> None:
     """Give the agent (and its managed agents) the policy of `mode`. Only between runs: no thread reads it then."""
-    agents = agent._agents_tree() if hasattr(agent, "_agents_tree") else [agent]
-    for each in agents:
-        broker = getattr(each, "broker", None)
-        if broker is not None:
-            broker.policy = ApprovalPolicy.from_mode(normalise_mode(mode))
+    if isinstance(agent, MultiStepAgent):  # (tests' stand-in agents have no policy)
+        agent.set_approval_policy(ApprovalPolicy.from_mode(normalise_mode(mode)))
 
 
 def open_request(run: RunHandle | None, agent: Any) -> ev.DecisionRequested | None:
