@@ -37,11 +37,16 @@ def import_graph(root: Path = PROJECT_ROOT) -> dict[str, set[str]]:
 
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # `from . import x`, `from ..y import z`: relative to this module's package
+                    parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{parent}.{base}" if base else parent
+                targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
             else:
                 continue
             for target in filter(None, map(owner, targets)):
@@ -95,9 +100,14 @@ def circles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """"<module> imports <module>" for each import from a lower layer into a higher one (entry points excepted)."""
+    return [f"{source} imports {target}" for source, targets in graph.items() if source not in ENTRY_POINTS
+            for target in targets if LAYERS[target.split(".")[0]] > LAYERS[source.split(".")[0]]]
+
+
 def test_imports_go_one_way_ui_tools_agents() -> None:
-    upward = [f"{source} imports {target}" for source, targets in import_graph().items() if source not in ENTRY_POINTS
-              for target in targets if LAYERS[target.split(".")[0]] > LAYERS[source.split(".")[0]]]
+    upward = upward_imports(import_graph())
     assert not upward, "imports against the layering (ui -> tools -> agents):\n" + "\n".join(sorted(upward))
 
 
@@ -107,8 +117,11 @@ def test_no_new_import_circles() -> None:
 
 
 def test_the_checks_see_an_upward_import_and_a_circle(tmp_path: Path) -> None:
-    """The checker itself: a planted upward import and a planted circle are found."""
+    """The checker itself: a planted upward import and planted circles (absolute, and through relative imports
+    in a sub-package) are found."""
     for package, files in {"agents": {"a.py": "import agents.b\n", "b.py": "def f():\n    from agents import a\n"},
+                           "agents/sub": {"c.py": "from .d import f\n", "d.py": "def f():\n    from . import c\n",
+                                          "e.py": "from ..a import g\n"},
                            "tools": {"t.py": ""}, "ui": {"u.py": ""}}.items():
         (tmp_path / package).mkdir()
         (tmp_path / package / "__init__.py").write_text("")
@@ -116,5 +129,7 @@ def test_the_checks_see_an_upward_import_and_a_circle(tmp_path: Path) -> None:
             (tmp_path / package / name).write_text(text)
     (tmp_path / "agents" / "up.py").write_text("from ui.u import x\n")
     graph = import_graph(tmp_path)
-    assert "ui.u" in graph["agents.up"]
+    assert upward_imports(graph) == ["agents.up imports ui.u"]
     assert {"agents.a", "agents.b"} in circles(graph)
+    assert {"agents.sub.c", "agents.sub.d"} in circles(graph)
+    assert graph["agents.sub.e"] == {"agents.a"}
