@@ -5,6 +5,7 @@ Kept free of third-party imports so every tool module stays cheap to import.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 #: Sent by the HTTP tools. Wikimedia asks clients to identify themselves with a way to reach the operator;
 #: deployments should set AGENTDECK_USER_AGENT to something with their contact URL or e-mail.
@@ -13,9 +14,9 @@ DEFAULT_USER_AGENT = "AgentDeck/0.1 (LLM agent workbench; set AGENTDECK_USER_AGE
 _TRUE = {"1", "true", "yes", "on"}
 
 
-def env_flag(name: str, default: bool = False) -> bool:
-    """Read a boolean environment variable (`1`, `true`, `yes`, `on` mean true)."""
-    value = os.environ.get(name)
+def env_flag(name: str, default: bool = False, environ: Mapping[str, str] | None = None) -> bool:
+    """Read a boolean environment variable (`1`, `true`, `yes`, `on` mean true) from `environ` (the process's)."""
+    value = (os.environ if environ is None else environ).get(name)
     if value is None or not value.strip():
         return default
     return value.strip().lower() in _TRUE

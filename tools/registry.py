@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agents.tooling.base import Tool
+from tools._common import env_flag
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class ToolSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ToolSettings:
         env = os.environ if environ is None else environ
-        flag = env.get("AGENTDECK_ALLOW_PRIVATE_URLS", "").strip().lower() in {"1", "true", "yes", "on"}
+        flag = env_flag("AGENTDECK_ALLOW_PRIVATE_URLS", environ=env)
         disabled = frozenset(n.strip() for n in env.get("AGENTDECK_DISABLED_TOOLS", "").split(",") if n.strip())
         return cls(
             allow_private_urls=flag,

@@ -174,3 +174,11 @@ def test_speech_to_text_is_offered_only_where_it_can_run(monkeypatch) -> None:
     assert "speech_to_text" in registry.make_builtin_tools()  # this machine has the local-model packages
     monkeypatch.setattr(registry, "local_models_installed", lambda: False)
     assert set(registry.make_builtin_tools()) == {"web_search", "visit_webpage", "wikipedia_search"}
+
+
+def test_settings_from_a_mapping_read_flags_as_the_tools_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mapping given is read, not the process's environment, with the tools' own flag words."""
+    monkeypatch.setenv("AGENTDECK_ALLOW_PRIVATE_URLS", "1")
+    assert not ToolSettings.from_env({}).allow_private_urls
+    assert ToolSettings.from_env({"AGENTDECK_ALLOW_PRIVATE_URLS": " On "}).allow_private_urls
+    assert not ToolSettings.from_env({"AGENTDECK_ALLOW_PRIVATE_URLS": "0"}).allow_private_urls
