@@ -16,7 +16,7 @@ from ui import settings as ui_settings
 from ui.app import AgentDeckApp
 from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
-from ui.settings import AppConfig
+from ui.settings import MAX_STEPS_LIMIT, AppConfig
 
 SEND_EMAIL_TOOLS = '''
 from pathlib import Path
@@ -134,6 +134,15 @@ def test_edited_plan_reaches_the_model(harness) -> None:
     chat = h.chat()
     assert "✋ Decision: edit" in chat and "Your edited plan" in chat and "planned" in chat
     assert "waiting for you" not in chat
+
+
+def test_plan_review_turns_planning_on_whatever_a_client_sends(harness) -> None:
+    """The form's values come from the client: Gradio's slider lets NaN through, an API client can send anything."""
+    h = harness([])
+    for max_steps, planning in [(float("nan"), 0), ("many", None), (None, float("inf")), (80, "x"), (True, 0)]:
+        interval, note = h.handlers.set_mode("review_plans", planning, max_steps, h.req)
+        assert isinstance(interval, int) and 1 <= interval <= MAX_STEPS_LIMIT and "now plans once" in note
+    assert h.handlers.set_mode("review_plans", 6, 3, h.req)[1] == ""  # planning already on: left as it is
 
 
 def test_rejected_plan_tells_the_model_why(harness) -> None:

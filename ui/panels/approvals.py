@@ -24,11 +24,20 @@ from ui.saved.owners import tab_key
 from ui.services import Services
 from ui.session.pending_decisions import normalise_mode
 from ui.session.session import Session
+from ui.settings import MAX_STEPS_LIMIT
 from ui.web.gradio_compat import root_url_of
 from ui.web.input_lock import lock_on, unlock_after
 
 PLAN_MODES = ("review_plans", "all")  # modes that need a plan to review
 TOKEN_KEY = "agentdeck-session"
+
+
+def _whole(value: Any, default: int) -> int:
+    """A form's number as sent by a client, which may send anything (Gradio's slider lets NaN through)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
 
 
 # ----- the handlers ------------------------------------------------------------------------------------
@@ -51,12 +60,8 @@ class ApprovalHandlers:
         owner = self.services.owners.owner_of(tab_key(request))
         if owner is not None:  # shown again after a reload and in the owner's other chats (ui/panels/history.py)
             self.services.store.set_approval_mode(owner, mode)
-        try:
-            planning_off = int(planning or 0) <= 0
-        except (TypeError, ValueError):
-            planning_off = True
-        if mode in PLAN_MODES and planning_off:
-            steps = max(1, int(max_steps or 10))
+        if mode in PLAN_MODES and _whole(planning, 0) <= 0:
+            steps = min(MAX_STEPS_LIMIT, max(1, _whole(max_steps or 10, 10)))
             return steps, (f"Planning was off: the agent now plans once at the start of each run "
                            f"(planning interval {steps}, in Agent settings).")
         return gr.skip(), ""
