@@ -23,7 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-steps", type=int, default=10)
     parser.add_argument("--planning-interval", type=int, default=None)
     parser.add_argument("--tools", default="",
-                        help="Comma-separated built-in tools to enable, e.g. web_search,visit_webpage.")
+                        help="Comma-separated tools to enable, e.g. web_search,visit_webpage: the built-in "
+                             "ones and those of AGENTDECK_TOOLS_PATH and AGENTDECK_MCP_SERVERS.")
     parser.add_argument("--imports", default="", help="Comma-separated extra modules the code may import.")
     parser.add_argument("--approval", default="autonomous",
                         help="autonomous, review_plans, approve_code, approve_tools or all (answered at the prompt).")
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         model = load_model(args.model or default_model_string())
-        tools = [AskUserTool(), *_builtin_tools(args.tools)]
+        tools = [AskUserTool(), *_chosen_tools(args.tools)]
         common = dict(tools=tools, model=model, max_steps=args.max_steps, planning_interval=args.planning_interval,
                       approval_policy=args.approval, decider=TerminalDecider(), verbosity=args.verbosity)
         if args.agent == "code":
@@ -67,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if result.state.value == "success" else 1
 
 
-def _builtin_tools(names: str) -> list[Tool]:
+def _chosen_tools(names: str) -> list[Tool]:
+    """The tools named on the command line, from every tool the registry finds (built-in, user files, MCP)."""
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     if not wanted:
         return []
