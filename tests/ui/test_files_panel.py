@@ -41,8 +41,8 @@ def test_remove_deletes_the_workspace_copy_and_refuses_the_rest(session: Session
     (ws / "b.png").write_bytes(b"png")
     (tmp_path / "outside.txt").write_text("keep me")
     row = f"{[os.path.basename(p) for p in session.record.file_paths()].index('a.csv')}:a.csv"
-    assert listed_file(session, row) == str(ws / "a.csv")
-    assert listed_file(session, "0:not-that-name.csv") is None and listed_file(session, "x:a.csv") is None
+    assert listed_file(session.record, row) == str(ws / "a.csv")
+    assert listed_file(session.record, "0:not-that-name.csv") is None and listed_file(session.record, "x:a.csv") is None
     version = session.record.files_version
     assert session.remove_file("a.csv") == "a.csv"
     assert not (ws / "a.csv").exists() and session.record.files_version == version + 1

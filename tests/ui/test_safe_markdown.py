@@ -43,11 +43,6 @@ def test_the_approval_panel_shows_the_agents_question_as_text() -> None:
 
     request = ev.DecisionRequested(run_id="r", step=1, request_id="q1", request_kind="question",
                                    payload={"question": '<img src="http://evil.test/?d=1"> Which file?'})
-
-    class Paused:  # a session paused on that question
-        def pending_request(self) -> ev.DecisionRequested:
-            return request
-
-    shown = panel.view(Paused())["question_text"]
+    shown = panel.view(request)["question_text"]
     value = shown["value"] if isinstance(shown, dict) else shown.value
     assert "<img" not in value and "Which file?" in value

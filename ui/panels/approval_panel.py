@@ -12,17 +12,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gradio as gr
 
+from agents import events as ev
 from agents.decisions import ApprovalPolicy
 from ui.chat.safe_markdown import neutralize
 from ui.session.pending_decisions import normalise_mode
 from ui.settings import select_tools
-
-if TYPE_CHECKING:
-    from ui.session.session import Session
 
 MODE_CHOICES = [
     ("Autonomous: never pause", "autonomous"),
@@ -174,13 +172,13 @@ def view_hidden(message: str = "") -> dict[str, Any]:
             "task_input": gr.update(placeholder=TASK_PLACEHOLDER)}
 
 
-def view(session: Session, shown_id: str | None = None, message: str | None = None) -> dict[str, Any]:
-    """Updates for the panel showing the session's pending decision (or hiding it).
+def view(request: ev.DecisionRequested | None, shown_id: str | None = None,
+         message: str | None = None) -> dict[str, Any]:
+    """Updates for the panel showing a session's pending decision, `request` (or hiding it, for None).
 
     When the request is the one already shown (`shown_id`), the editable boxes and the message (None) are
     left alone, so a person's edits and the last complaint are never overwritten.
     """
-    request = session.pending_request()
     out = view_hidden(message or "")
     if request is None:
         return out

@@ -68,23 +68,23 @@ class ApprovalHandlers:
 
     # show -------------------------------------------------------------------------------------------
     def refresh(self, shown_id: str | None, request: gr.Request) -> tuple:
-        return as_tuple(view(self._session(request), shown_id))
+        return as_tuple(view(self._session(request).pending_request(), shown_id))
 
     # decide -----------------------------------------------------------------------------------------
     def _decide(self, shown_id: str | None, request: gr.Request, decide) -> tuple:
         session = self._session(request)
         pending = session.pending_request()
         if pending is None or (shown_id and pending.request_id != shown_id):
-            return as_tuple(view(session, shown_id, "This decision was already made or has expired."))
+            return as_tuple(view(session.pending_request(), shown_id, "This decision was already made or has expired."))
         try:
             decision = decide(pending)
         except ValueError as exc:  # a bad edit: say so, keep everything as it is
-            return as_tuple(view(session, pending.request_id, f"⚠️ {exc}"))
+            return as_tuple(view(session.pending_request(), pending.request_id, f"⚠️ {exc}"))
         try:
             session.resolve(pending, decision)
         except Exception as exc:  # expired or refused by the agent
-            return as_tuple(view(session, shown_id, f"⚠️ {exc}"))
-        return as_tuple(view(session, pending.request_id))
+            return as_tuple(view(session.pending_request(), shown_id, f"⚠️ {exc}"))
+        return as_tuple(view(session.pending_request(), pending.request_id))
 
     def continue_plan(self, shown_id: str | None, plan: str, request: gr.Request) -> tuple:
         """Continue with the plan in the editor: an edit if it changed, else an approval."""
@@ -169,7 +169,7 @@ class ApprovalHandlers:
             files = session.record.file_paths() or None
             session_mode = session.approval_mode
         return (token, messages, files, f"<small>{status}</small>" if status else "", session_mode,
-                *as_tuple(view(session)))
+                *as_tuple(view(session.pending_request())))
 
 
 def wire(demo: gr.Blocks, services: Services, panel: ApprovalPanel, selector: ModeSelector, page: Page,

@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 
 from ui.chat.safe_markdown import neutralize
+from ui.session.chat_record import ChatRecord
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
 from ui.session.workspace_files import FileRemovalError
@@ -33,12 +34,11 @@ CSS = """
 """
 
 
-def listed_file(session: Session, row: str) -> str | None:
+def listed_file(record: ChatRecord, row: str) -> str | None:
     """The workspace file of the panel's row `"<index>:<name>"` (None if the list has changed since)."""
     index, _, name = str(row).partition(":")
     if not index.isdigit():
         return None
-    record = session.record
     paths = record.file_paths()
     sources = record.workspace_files()
     if int(index) >= len(paths) or os.path.basename(paths[int(index)]) != name:
@@ -58,7 +58,7 @@ class FilesController:
     def ask(self, row: Any, request: gr.Request) -> tuple:
         """(pending file, confirmation box, its question)."""
         session = self._session(request)
-        source = listed_file(session, row) if session is not None else None
+        source = listed_file(session.record, row) if session is not None else None
         if session is None or source is None:
             gr.Warning("That file is no longer in the workspace (the list has changed): try again.")
             return None, gr.update(visible=False), ""
