@@ -93,6 +93,13 @@ def json_safe(value: Any, depth: int = 0) -> Any:
 
 
 # -- steps -------------------------------------------------------------------------------------------
+def loaded_prompt_length(step: MemoryStep) -> int:
+    """How many prompt messages a step loaded by `step_from_dict` was sent (its prompt snapshot is not saved,
+    only its length); 0 for a step made in this process."""
+    length = getattr(step, "_model_input_length", 0)
+    return length if isinstance(length, int) else 0
+
+
 def step_to_dict(step: MemoryStep) -> dict[str, Any]:
     """One step as a JSON-safe dict (extra attributes set on the step are kept, tagged as values)."""
     field_names = {f.name for f in dataclasses.fields(step)}
@@ -104,7 +111,7 @@ def step_to_dict(step: MemoryStep) -> dict[str, Any]:
         if key not in field_names:
             extras[key] = encode_value(value)
         elif key == "model_input_messages":
-            data["model_input_length"] = len(value) if value else getattr(step, "_model_input_length", 0)
+            data["model_input_length"] = len(value) if value else loaded_prompt_length(step)
         elif key in ("messages", "history"):
             data[key] = json_safe(list(value))
         elif isinstance(value, TokenUsage):
@@ -157,7 +164,7 @@ def step_from_dict(data: Any, index: int = 0) -> MemoryStep:
     fields_by_name = {f.name: f for f in dataclasses.fields(cls)}
     for key, value in data.items():
         if key == "model_input_length":
-            # Only a loaded step has this private attribute (no prompt snapshot to measure): serialize.py reads it.
+            # Only a loaded step has it (no prompt snapshot to measure): see `loaded_prompt_length`.
             step._model_input_length = int(_number(value, index, key))  # type: ignore[attr-defined]
             continue
         if key == "step_type":

@@ -34,7 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
-from agents.memory.codec import VALUE_FIELDS, field_error, is_json, json_safe, step_from_dict, step_to_dict
+from agents.memory.codec import (
+    VALUE_FIELDS,
+    field_error,
+    is_json,
+    json_safe,
+    loaded_prompt_length,
+    step_from_dict,
+    step_to_dict,
+)
 from agents.memory.memory import AgentMemory
 from agents.memory.steps import ActionStep, PromptSnapshot
 
@@ -165,7 +173,7 @@ def _restore_prompt_snapshots(memory: AgentMemory) -> None:
     for step in memory.steps:
         if step.step_type == "summary":
             return
-        length = getattr(step, "_model_input_length", 0)
+        length = loaded_prompt_length(step)
         if isinstance(step, ActionStep) and 0 < length <= len(memory.messages):
             step.model_input_messages = PromptSnapshot(memory.messages, length)
 
