@@ -174,3 +174,35 @@ def test_make_test_lints_first_with_the_pinned_linters():
         assert f"\n{tool}=={pin.group(1)}\n" in constraints
     mypy_config = (PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8").split("[tool.mypy]", 1)[1]
     assert "ignore_missing_imports = true" not in mypy_config.split("[[tool.mypy.overrides]]", 1)[0]
+
+
+def test_architecture_names_only_paths_that_exist():
+    """Modules move (files past ~400 lines are split): a path ARCHITECTURE.md names must still be there."""
+    text = (PROJECT_ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = {token for token in re.findall(r"`([\w./-]+)`", text) if "/" in token}
+    assert named, "ARCHITECTURE.md names no paths: the pattern above no longer finds them"
+    missing = sorted(path for path in named if not (PROJECT_ROOT / path).exists())
+    assert not missing, f"ARCHITECTURE.md names paths that do not exist: {missing}"
+
+
+def test_architecture_lists_every_event():
+    from agents.events import event_types
+
+    text = (PROJECT_ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    listed = re.search(r"^Events: (.*?)\.$", text, re.MULTILINE | re.DOTALL)
+    assert listed, "ARCHITECTURE.md must list the events in a paragraph starting 'Events: '"
+    names, classes = set(re.findall(r"`(\w+)`", listed.group(1))), {cls.__name__ for cls in event_types()}
+    assert names == classes, (f"ARCHITECTURE.md's Events list lacks {sorted(classes - names)} and names "
+                              f"{sorted(names - classes)}, which agents/events.py does not define")
+
+
+def test_readme_documents_every_environment_variable_the_code_reads():
+    read = set()
+    for package in ("agents", "tools", "ui"):
+        for path in (PROJECT_ROOT / package).rglob("*.py"):
+            read |= set(re.findall(r"AGENTDECK_[A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8")))
+    read |= set(re.findall(r"AGENTDECK_[A-Z0-9_]*[A-Z0-9]", (PROJECT_ROOT / "app.py").read_text(encoding="utf-8")))
+    assert "AGENTDECK_MODEL" in read
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    undocumented = sorted(name for name in read if name not in readme)
+    assert not undocumented, f"README.md's configuration does not mention {undocumented}"
