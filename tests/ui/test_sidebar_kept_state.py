@@ -11,7 +11,9 @@ from nothing_lost_harness import SET_X, LiveApp, Req, StallingModel
 from ui.panels.approvals import ApprovalHandlers
 from ui.saved.store import new_token
 
-MODE, EXPORT = 13, 14  # positions in the sidebar's view (ui/panels/history_layout.py): the mode, the export box
+# The sidebar's view (ui/panels/history.py `_view`) ends with the approval mode and the export box, after the
+# settings form: counted from the end, so a setting added to the form does not move them.
+MODE, EXPORT = -2, -1
 
 
 @pytest.fixture(autouse=True)
