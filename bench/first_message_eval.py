@@ -150,7 +150,8 @@ def main() -> int:
     if args.model:
         os.environ["AGENTDECK_MODEL"] = args.model
     from ui.app import AgentDeckApp
-    from ui.settings import AppConfig, RunSettings, default_tool_names
+    from ui.settings import AppConfig, RunSettings
+    from ui.tool_offer import default_tool_names
 
     with tempfile.TemporaryDirectory(prefix="agentdeck-eval-") as folder:
         os.environ["AGENTDECK_DATA_DIR"] = str(Path(folder) / "data")

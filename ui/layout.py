@@ -16,9 +16,11 @@ from ui.app import RECORDED_DEMOS, AgentDeckApp
 from ui.chat.formatting import first_words
 from ui.chat.stream_outputs import StreamOutputs
 from ui.components import ChatColumn, Page, SettingsForm
+from ui.model_choice import model_note
 from ui.panels import approval_panel, approvals, chat_delete, history_layout, retry
 from ui.panels import files as files_panel_ui
-from ui.settings import AGENT_TYPES, available_tools, default_tool_names, model_note
+from ui.settings import AGENT_TYPES
+from ui.tool_offer import available_tools, default_tool_names
 from ui.web import chat_view, responsive, sign_in
 from ui.web.gradio_compat import chat_examples
 from ui.web.input_lock import lock_on, unlock_after

@@ -8,13 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ui.agent_factory import build_agent
 from ui.chat.streamer import RunStreamer
 from ui.saved.owners import TabOwners, tab_key
 from ui.saved.store import ChatStore
 from ui.session.lease import ChatLeases
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
-from ui.settings import AppConfig, build_agent
+from ui.settings import AppConfig
 from ui.web.run_gate import RunGate
 
 

@@ -1,4 +1,6 @@
-"""App configuration (environment) and per-session run settings (the settings panel), and the agent factory.
+"""App configuration (environment) and per-session run settings (the settings panel), checked against what the
+operator allows: a visitor sends them (form or API), so they are hostile input. What models and tools are offered:
+ui/model_choice.py and ui/tool_offer.py; the agent built from the settings: ui/agent_factory.py.
 
 Environment variables:
   AGENTDECK_MODEL              default model string (e.g. "embedded", "openai/gpt-4.1-mini", "replay:path.yaml")
@@ -30,22 +32,16 @@ Environment variables:
 """
 from __future__ import annotations
 
-import logging
 import os
-import threading
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ui.session.heap import freeze_long_lived_objects
+from ui.model_choice import default_model, is_operator_only_model, model_choices, model_problem
+from ui.tool_offer import available_tools
 from ui.uploads.intake import max_upload_bytes_from_env
 
 DEFAULT_AUTHORIZED_IMPORTS = ("pandas", "numpy", "matplotlib", "seaborn", "openpyxl", "scipy", "pypdf")
-FALLBACK_MODEL = "embedded:smollm2"
-KNOWN_MODEL_STRINGS = ("embedded:smollm2", "openai/gpt-4.1-mini", "openai/gpt-4.1", "anthropic/claude-sonnet-4-5",
-                       "hf:Qwen/Qwen2.5-Coder-32B-Instruct", "ollama/qwen2.5-coder:7b")
-DEFAULT_TOOLS = ("web_search", "visit_webpage", "wikipedia_search")
 AGENT_TYPES = ("code", "tool-calling")
 MAX_STEPS_LIMIT = 50  # the settings slider's top: a visitor's run never takes more steps
 
@@ -64,13 +60,6 @@ def _list_env(name: str) -> tuple[str, ...] | None:
     if raw is None or not raw.strip():
         return None
     return tuple(dict.fromkeys(item.strip() for item in raw.split(",") if item.strip()))
-
-
-def is_operator_only_model(model: str) -> bool:
-    """Model strings that reach the server's files, downloads or arbitrary hosts: only the operator sets them."""
-    text = model.strip().lower()
-    return (text.startswith(("replay:", "transformers:", "/", ".", "~")) or "://" in text or "@" in text
-            or "api_base" in text or "\\" in text or ".." in text)
 
 
 def _int_env(name: str, default: int) -> int:
@@ -134,7 +123,8 @@ class AppConfig:
         embedded one and the hosted defaults (never an operator-only string the operator did not set)."""
         if self.allowed_models is not None:
             return list(dict.fromkeys([self.model, *self.allowed_models]))
-        return [m for m in model_choices(self) if m == self.model or not is_operator_only_model(m)]
+        offered = model_choices(self.model, self.hf_login)
+        return [m for m in offered if m == self.model or not is_operator_only_model(m)]
 
     def check_visitor_settings(self, settings: RunSettings) -> None:
         """Refuse what the operator did not allow (every path: the form, the API, a reopened chat)."""
@@ -236,191 +226,3 @@ class RunSettings:
         if problem:  # before any run: the picker's note says the same
             raise SettingsRefusedError(f"The model '{settings.model[:80]}' cannot be used: {problem}")
         return settings
-
-
-# ----- models ----------------------------------------------------------------------------------------
-def default_model() -> str:
-    try:
-        from agents.models.selection import default_model_string
-        return str(default_model_string())
-    except Exception:  # the selection module is optional: fall back to the embedded model
-        return FALLBACK_MODEL
-
-
-def model_problem(model: str) -> str | None:
-    """Why a model string cannot be used here (unknown form, provider or embedded model, its wheel missing,
-    a missing transcript), or None. Checked without loading the model or calling anyone."""
-    from agents.errors import ConfigurationError
-    from agents.models.loader import check_model_string
-
-    try:
-        check_model_string(model)
-    except ConfigurationError as exc:
-        return str(exc)
-    return None
-
-
-def model_note(model: str) -> str:
-    """A short note about a model choice: what the embedded model can do, a refused string's reason."""
-    problem = model_problem(model)
-    if problem:
-        return f"⛔ **This model cannot be used**: {problem}"
-    if model.startswith("hf:") and not os.environ.get("HF_TOKEN", "").strip():
-        return ("ℹ️ A Hugging Face model: sign in with Hugging Face to use it with your own account's inference "
-                "credits (the server has no key of its own).")
-    try:
-        from agents.models.selection import describe_model_choice
-        note = describe_model_choice(model)
-        if note:
-            return str(note)
-    except Exception:
-        pass
-    if model.split(":", 1)[0] == "embedded":
-        return "ℹ️ This is the small embedded model that runs on this machine: fine for trying things, " \
-               "weak at real analysis. Set an API key and pick a hosted model for better results."
-    if model.startswith("replay:"):
-        return "ℹ️ Replay model: plays back a scripted transcript (offline demos and tests)."
-    return ""
-
-
-def model_choices(config: AppConfig) -> list[str]:
-    """The configured model first, then the embedded one and the defaults this server can reach: a hosted
-    model only when its key is set (an `hf:` one also when visitors sign in with their own), a local server
-    such as Ollama only when its address is configured. Offering the rest would only produce errors."""
-    choices = [config.model]
-    try:
-        from agents.models import selection
-
-        if selection.embedded_available():  # a lean Space has no local models: never offer what cannot run
-            choices.append(selection.EMBEDDED)
-        choices += [model for _, model in getattr(selection, "KEYED_DEFAULTS", ())]
-    except Exception:
-        pass
-    choices += [m for m in KNOWN_MODEL_STRINGS if not m.startswith("embedded") or m in choices]
-    return [m for m in dict.fromkeys(choices) if m == config.model or reachable_model(m, config.hf_login)]
-
-
-LOCAL_SERVER_ENV = {"ollama": "OLLAMA_API_BASE"}
-
-
-def reachable_model(model_string: str, hf_login: bool = False, env: Mapping[str, str] | None = None) -> bool:
-    """Whether this server holds what `model_string` needs: its key, a sign-in, or a local server's address."""
-    env = os.environ if env is None else env
-    if model_string.startswith("embedded"):
-        return True
-    if model_string.startswith("hf:") and hf_login:
-        return True
-    provider = model_string.split("/", 1)[0].lower() if "/" in model_string else ""
-    if provider in LOCAL_SERVER_ENV:
-        return bool((env.get(LOCAL_SERVER_ENV[provider]) or "").strip())
-    from agents.models.selection import key_variable
-
-    variable = key_variable(model_string)
-    return variable is None or bool((env.get(variable) or "").strip())
-
-
-# ----- tools -----------------------------------------------------------------------------------------
-_TOOL_CACHE: list[Any] | None = None
-_TOOL_LOCK = threading.Lock()
-
-
-def _builtin_tools() -> list[Any]:
-    """The registry's tools, built once per process (MCP servers are started once, not per session)."""
-    global _TOOL_CACHE
-    with _TOOL_LOCK:
-        if _TOOL_CACHE is None:
-            try:
-                from tools.registry import builtin_tools
-
-                found = builtin_tools()
-                _TOOL_CACHE = list(found.values()) if isinstance(found, dict) else list(found)
-            except Exception as exc:  # the app still works without extra tools
-                logging.getLogger(__name__).warning("Could not load the tool registry: %s", exc)
-                _TOOL_CACHE = []
-        return list(_TOOL_CACHE)
-
-
-def default_tool_names() -> list[str]:
-    names = [name for name, _ in available_tools()]
-    return [name for name in DEFAULT_TOOLS if name in names]
-
-
-def available_tools() -> list[tuple[str, str]]:
-    """(name, description) of the tools a person may enable, final_answer excluded (always there)."""
-    found = []
-    for tool in _builtin_tools():
-        name = getattr(tool, "name", "")
-        if name and name != "final_answer":
-            found.append((name, " ".join(str(getattr(tool, "description", "")).split())))
-    return found
-
-
-def select_tools(names: tuple[str, ...]) -> list[Any]:
-    wanted = set(names)
-    return [tool for tool in _builtin_tools() if getattr(tool, "name", "") in wanted]
-
-
-# ----- agents ----------------------------------------------------------------------------------------
-_shared_models: dict[str, Any] = {}
-_shared_models_lock = threading.Lock()
-
-
-def load_model(model_string: str) -> Any:
-    """The model for `model_string`. Replay models keep a cursor, so each session gets its own; every other
-    adapter is stateless between calls and thread-safe, so sessions share one instance (the embedded model's
-    weights are loaded once per process, not once per browser tab)."""
-    from agents.models import load_model as load
-
-    if model_string.startswith("replay:"):
-        return load(model_string)
-    with _shared_models_lock:
-        model = _shared_models.get(model_string)
-        if model is None:
-            model = _shared_models[model_string] = load(model_string)
-            # Its weights and libraries live as long as the process: keep them out of every full collection.
-            freeze_long_lived_objects()
-        return model
-
-
-def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -> Any:
-    """A fresh agent (with its own model instance and sandbox) for one session."""
-    from agents import CodeAgent, ToolCallingAgent
-
-    if settings.hf_token and settings.model.startswith("hf:"):
-        from agents.models import load_model as load
-
-        model = load(settings.model, token=settings.hf_token)  # the visitor's own: never shared between sessions
-    else:
-        model = load_model(settings.model)
-    tools = [t.for_workspace(workdir) if hasattr(t, "for_workspace") else t for t in select_tools(settings.tools)]
-    if not any(getattr(t, "name", "") == "ask_user" for t in tools):  # always there: the model may ask the person
-        from agents.tooling.ask_user import AskUserTool
-        tools.append(AskUserTool())
-    common: dict[str, Any] = dict(tools=tools, model=model, max_steps=settings.max_steps,
-                                  planning_interval=settings.planning_interval, verbosity=0,
-                                  max_tokens_per_run=config.max_tokens_per_run)
-    if settings.agent_type == "tool-calling":
-        return _construct(ToolCallingAgent, common, workdir=str(workdir))
-    return _construct(CodeAgent, common, workdir=str(workdir), authorized_imports=list(settings.authorized_imports),
-                      executor_timeout_s=config.exec_timeout_s)
-
-
-def _construct(cls: Any, common: dict[str, Any], **extra: Any) -> Any:
-    """Pass the optional keyword arguments the agent class accepts, and drop the ones it does not."""
-    import inspect
-
-    kwargs = {**common, **extra}
-    try:
-        parameters = inspect.signature(cls.__init__).parameters
-        if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
-            kwargs = {k: v for k, v in kwargs.items() if k in parameters}
-    except (TypeError, ValueError):
-        pass
-    while True:
-        try:
-            return cls(**kwargs)
-        except TypeError as exc:
-            optional = [k for k in ("verbosity", "executor_timeout_s", "workdir") if k in kwargs and k in str(exc)]
-            if not optional:
-                raise
-            kwargs.pop(optional[0])

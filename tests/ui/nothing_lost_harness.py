@@ -14,9 +14,10 @@ from ui_testlib import chat_text, code_reply, text_of, write_transcript  # noqa:
 
 from agents.models.replay import ReplayModel
 from tests.waiting import wait_until  # noqa: F401 - re-exported
+from ui.agent_factory import build_agent
 from ui.app import AgentDeckApp
 from ui.panels.history import HistoryController
-from ui.settings import AppConfig, build_agent
+from ui.settings import AppConfig
 
 # The scripted turns these tests share: a variable set in step 1, used later; a step that runs a long time.
 SET_X = code_reply("Set a variable.", "x = 41\nprint('x is set')")

@@ -88,12 +88,12 @@ def decisions_and_edits(messages: list[dict]) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def tools_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ui import settings as ui_settings
+    from ui import tool_offer
 
     (tmp_path / "mail_tools.py").write_text(MAIL_TOOLS)
     monkeypatch.setenv("AGENTDECK_TOOLS_PATH", str(tmp_path / "mail_tools.py"))
     monkeypatch.setenv("AGENTDECK_SECRET", "s" * 40)
-    monkeypatch.setattr(ui_settings, "_TOOL_CACHE", None)  # the registry again, with the mail tool
+    monkeypatch.setattr(tool_offer, "_TOOL_CACHE", None)  # the registry again, with the mail tool
 
 
 def test_edits_and_rejections_are_shown_the_same_live_and_reopened(tmp_path: Path, tools_file: None) -> None:

@@ -97,12 +97,12 @@ class App:
 
 @pytest.fixture
 def tools_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ui import settings as ui_settings
+    from ui import tool_offer
 
     (tmp_path / "mail_tools.py").write_text(MAIL_TOOLS)
     monkeypatch.setenv("AGENTDECK_TOOLS_PATH", str(tmp_path / "mail_tools.py"))
     monkeypatch.setenv("AGENTDECK_SECRET", "s" * 40)
-    monkeypatch.setattr(ui_settings, "_TOOL_CACHE", None)  # the registry again, with the mail tool
+    monkeypatch.setattr(tool_offer, "_TOOL_CACHE", None)  # the registry again, with the mail tool
 
 
 def sections(markdown: str) -> list[str]:

@@ -15,7 +15,8 @@ from agents.errors import ConfigurationError
 from agents.models.loader import check_model_string
 from agents.models.selection import embedded_available
 from ui.app import AgentDeckApp
-from ui.settings import AppConfig, RunSettings, SettingsRefusedError, model_note
+from ui.model_choice import model_note
+from ui.settings import AppConfig, RunSettings, SettingsRefusedError
 
 
 class Req:

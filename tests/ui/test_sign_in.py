@@ -8,10 +8,11 @@ from typing import Any
 import gradio as gr
 import pytest
 
+from ui.agent_factory import build_agent
 from ui.app import RECORDED_DEMOS, AgentDeckApp
 from ui.panels.history import HistoryController
 from ui.saved.store import settings_dict
-from ui.settings import AppConfig, RunSettings, build_agent
+from ui.settings import AppConfig, RunSettings
 from ui.web.gradio_compat import MOCK_ACCESS_TOKEN, ExampleSelectData
 from ui.web.hf_login_env import hf_login_from_env
 from ui.web.sign_in import visitor_token

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from ui_testlib import code_reply, run_app, write_transcript
 
-from ui import settings as ui_settings
+from ui import tool_offer
 from ui.app import AgentDeckApp
 from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
@@ -198,7 +198,7 @@ def test_tool_call_bad_json_then_rejected_with_reason(harness, tmp_path: Path, m
     tools_file = tmp_path / "mail_tools.py"
     tools_file.write_text(SEND_EMAIL_TOOLS)
     monkeypatch.setenv("AGENTDECK_TOOLS_PATH", str(tools_file))
-    monkeypatch.setattr(ui_settings, "_TOOL_CACHE", None)  # load the registry again, with the user's tool
+    monkeypatch.setattr(tool_offer, "_TOOL_CACHE", None)  # load the registry again, with the user's tool
     outbox = tmp_path / "outbox.txt"
     h = harness([code_reply("Send it.", "print(send_email(to='eve@example.com', body='hi'))"),
                  code_reply("Try again.", "print(send_email(to='eve@example.com', body='hi again'))"),

@@ -304,7 +304,7 @@ def test_a_rejected_step_shows_the_persons_reason_not_an_error() -> None:
 
 def test_tool_labels_end_at_a_sentence_or_a_whole_word() -> None:
     from ui.chat.formatting import first_words
-    from ui.settings import available_tools
+    from ui.tool_offer import available_tools
 
     assert first_words("Transcribes speech. Give the path of a WAV file.") == "Transcribes speech."
     long = "Fetches a web page by URL and returns its content as Markdown (HTML is converted; plain text kept)."

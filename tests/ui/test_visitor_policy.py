@@ -10,8 +10,9 @@ import pytest
 from gradio_client import Client
 from ui_testlib import code_reply, run_app, write_transcript
 
+from ui.model_choice import is_operator_only_model
 from ui.saved.store import new_token
-from ui.settings import AppConfig, RunSettings, SettingsRefusedError, is_operator_only_model
+from ui.settings import AppConfig, RunSettings, SettingsRefusedError
 
 
 def config(tmp_path: Path, **kwargs) -> AppConfig:
@@ -133,7 +134,7 @@ def test_api_cannot_send_the_servers_token_anywhere(tmp_path: Path, attacker_end
 def test_only_models_this_server_can_reach_are_offered(monkeypatch) -> None:
     """A hosted model without its key, or a local Ollama server nobody configured, would only give errors
     (and Ollama would make the server connect to its own loopback port)."""
-    from ui.settings import reachable_model
+    from ui.model_choice import reachable_model
 
     assert not reachable_model("openai/gpt-4.1", env={})
     assert reachable_model("openai/gpt-4.1", env={"OPENAI_API_KEY": "sk-x"})

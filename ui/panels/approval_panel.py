@@ -20,7 +20,7 @@ from agents import events as ev
 from agents.decisions import ApprovalPolicy
 from ui.chat.safe_markdown import neutralize
 from ui.session.pending_decisions import normalise_mode
-from ui.settings import select_tools
+from ui.tool_offer import select_tools
 
 MODE_CHOICES = [
     ("Autonomous: never pause", "autonomous"),

@@ -27,7 +27,8 @@ from ui.services import Services
 from ui.session.pending_decisions import normalise_mode
 from ui.session.registry import ServerBusyError
 from ui.session.session import Session
-from ui.settings import RunSettings, SettingsRefusedError, available_tools
+from ui.settings import RunSettings, SettingsRefusedError
+from ui.tool_offer import available_tools
 from ui.web.gradio_compat import OptionalSelectData
 
 #: How long a click on a chat running in another tab waits for that tab to be found closed (see `_join_run`).

@@ -15,8 +15,8 @@ from typing import Any
 
 import gradio as gr
 
+from ui.model_choice import model_note as generic_note
 from ui.settings import AppConfig
-from ui.settings import model_note as generic_note
 from ui.web.gradio_compat import MOCK_ACCESS_TOKEN
 from ui.web.hf_login_env import on_a_space
 
