@@ -13,7 +13,7 @@ from gradio_client import Client, handle_file
 from ui_testlib import PENGUINS, code_reply, run_app, write_transcript
 
 from tests.waiting import wait_until
-from ui.chat.render import LOGS_LABEL
+from ui.chat.render_execution import LOGS_LABEL
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from agents import events as ev
 from ui.chat.formatting import clip, fence
-from ui.chat.tree import ChatTree, Node
+from ui.chat.step_tree import StepTree
+from ui.chat.tree import Node
 
 WAITING_MARK = " · ✋ waiting for you"
 EDITED_MARK = "✏️ *Edited by you before it ran:*"
@@ -39,22 +40,12 @@ def _version(kind: str, value: Any) -> str:
     return str(value)
 
 
-class DecisionRendering(ChatTree):
+class DecisionRendering(StepTree):
     """The `_on_decision_requested` / `_on_decision_made` handlers of the Transcript, which sets these up."""
 
     waiting: str | None
     requests: dict[str, ev.DecisionRequested]  # by request id: what each decision was about
     decision_nodes: dict[str, Node]
-    call_nodes: dict[str, Node]
-
-    def _step_node(self, event: ev.Event) -> Node | None:
-        raise NotImplementedError
-
-    def _step_parent(self, event: ev.Event) -> Node | None:
-        raise NotImplementedError
-
-    def _child(self, step: Node | None, key: str, title: str, event: ev.Event) -> Node:
-        raise NotImplementedError
 
     def add_answer(self, request_id: str, text: str) -> None:
         raise NotImplementedError
