@@ -76,6 +76,23 @@ class AgentSlot:
         """A new agent, not the session's yet (`use` makes it so). Raises what the factory raises."""
         return self._factory(settings, workspace)
 
+    def built_with(self, settings: RunSettings) -> bool:
+        """There is an agent and `settings` are the ones it was built with (it can go on with them)."""
+        return self._agent is not None and settings == self._settings
+
+    def renew(self, replacement: Any, settings: RunSettings) -> None:
+        """Retry / Edit (ui/session/rewind.py): `replacement` (built with `settings`) takes the agent's place, or
+        with None the agent stays and its sandbox restarts (the undone answer's variables go with its worker).
+        The memory kept for the next agent is dropped: the rewound memory goes to the agent at once."""
+        if replacement is not None:
+            self.close()
+            self.use(replacement, settings)
+        else:
+            restart = getattr(self._agent, "restart_sandbox", None)
+            if restart is not None:
+                restart()
+        self.keep_for_next(None)
+
     def keep_for_next(self, memory: Any, why: str = SLEPT_NOTE) -> None:
         """`memory` goes to the next agent, with `why` in the chat then."""
         self._kept, self._kept_why = memory, why

@@ -85,6 +85,11 @@ class ChatRecord:
                 return
             self._transcript.add_note(text)
 
+    def add_error(self, headline: str, error: BaseException, doing: str, more: str = "") -> None:
+        """A failure in the chat: `headline` marked as an error, what went wrong while `doing` in words fit for
+        a visitor (no server paths: ui/chat/formatting.py), then `more`."""
+        self.add_note(f'<span class="ad-error">{headline}</span> {for_visitor(error, doing)}{more}')
+
     def take_message(self, text: str, files: list[tuple[str, str]], max_upload_bytes: int,
                      kept: Sequence[UploadResult] = ()) -> tuple[list[UploadResult], list[UploadResult]]:
         """The person's message into the chat, its files into the workspace (or refused, with the reason);

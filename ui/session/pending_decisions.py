@@ -2,8 +2,8 @@
 
 The agent pauses with a DecisionRequested event (agents/decisions); the session's drain stops there and the
 streaming handler returns, so no web worker is held while a person decides. The session answers for its
-paused run (`Session.pending_request`, `Session.resolve`, `Session.claim_paused_run`); these are the pieces
-it uses that need no session. No Gradio here.
+paused run (`Session.pending_request`, `Session.resolve`, `Session.claim_paused_run`, which its RunControl
+does: ui/session/run_control.py); these are the pieces it uses that need no session. No Gradio here.
 """
 from __future__ import annotations
 

@@ -76,6 +76,16 @@ def memory_before(memory: AgentMemory, index: int) -> AgentMemory:
     return kept
 
 
+def before_last_turn(memory: AgentMemory | None, turns: list[dict[str, Any]]) -> tuple[AgentMemory, list[str]]:
+    """The memory as it was before the last message (a copy), and the files its undone steps recorded writing."""
+    if memory is None:
+        return AgentMemory(), []
+    start = last_turn_start(memory, turns)
+    if start is None:
+        start = len(memory.steps)  # the last message's run left no step: every step is kept
+    return memory_before(memory, start), files_written(memory.steps[start:])
+
+
 def files_written(steps: list[Any]) -> list[str]:
     """The workspace files the given steps recorded writing, each once, in order."""
     return list(dict.fromkeys(path for step in steps if isinstance(step, ActionStep) for path in step.artifacts))

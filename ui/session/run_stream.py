@@ -2,8 +2,8 @@
 heartbeat) and applies what came to the session's transcript, yielding whenever there is something new to show.
 
 Kept apart from the session because this is the streaming policy (how long to gather a burst, how often to
-update, the heartbeat, giving up on a stop the agent does not confirm), while ui/session/session.py is what a
-session holds. A drain ends when the run finishes or asks for a decision (DecisionRequested); after the
+update, the heartbeat, giving up on a stop the agent does not confirm), while ui/session/run_control.py is what
+a session's run holds. A drain ends when the run finishes or asks for a decision (DecisionRequested); after the
 decision is resolved a new drain picks up the same stream.
 """
 from __future__ import annotations
@@ -35,6 +35,21 @@ class RunHandle:
         self.stop_requested_at: float | None = None
         self.answered: str | None = None  # the id of the decision a person answered (Session.resolve)
         self.drainer: object | None = None  # the drain that reads the stream now (a re-attached page takes over)
+
+    def end(self) -> bool:
+        """The stream is over: True if that ends the run now (no RunFinished ended it before)."""
+        if self.finished:
+            return False
+        self.finished = True
+        return True
+
+    def follow(self, event: ev.Event) -> None:
+        """What an event shown in the chat says of the run: the top-level RunFinished ends it, a
+        DecisionRequested pauses it (the drain stops there)."""
+        if isinstance(event, ev.RunFinished) and event.parent_id is None:
+            self.finished = True
+        elif isinstance(event, ev.DecisionRequested):
+            self.waiting_decision = event
 
     def wake(self) -> None:
         """Make the drain look at the run now (a stop was asked)."""
@@ -68,7 +83,7 @@ def burst_deadline(made: float | None, now: float, last_yield: float, gather: fl
 
 
 class DrainTarget(Protocol):
-    """What a drain asks of the session whose run it reads (ui/session/session.py's Session)."""
+    """What a drain asks of the run it reads (ui/session/run_control.py's RunControl, a session's part)."""
 
     def touch(self) -> None: ...
 
@@ -87,7 +102,7 @@ def drain(session: DrainTarget, run: RunHandle, min_interval: float, gather: flo
     """Apply `run`'s events to `session`, yielding after each batch (and every `heartbeat` seconds).
 
     A stop the agent has not confirmed within `stop_grace` seconds ends the run here, keeping its memory
-    (Session.abandon_run). Returns when another drain (a re-attached page) takes the run over."""
+    (RunControl.abandon_run). Returns when another drain (a re-attached page) takes the run over."""
     last_yield = 0.0
     me = run.drainer = object()
     while not run.finished:

@@ -7,15 +7,13 @@ which keep these invariants:
   (changed settings, a sandbox closed to make room, a stop the agent did not confirm) goes to the next one;
 - a saved chat is kept on disk with each message, step, pause and run end;
 - a closed session starts nothing.
-What the person sees and what is saved (chat, files, the saved chat) is `session.record`
-(ui/session/chat_record.py), which shares the session's lock; the agent, its settings and the memory kept for
-the next agent are its AgentSlot (ui/session/agent_slot.py).
-
-The run lives here, not in a web worker, so the streaming handler can return while the run waits for a
-person's decision: `drain` applies its events (policy in ui/session/run_stream.py), `pending_request`,
-`resolve` and `claim_paused_run` answer a pause, `interrupt` and `abandon_run` stop it (ui/session/stopping.py),
-`rewind_last_turn` undoes the last message for Retry and Edit (ui/session/rewind.py).
-All live sessions are kept by ui/session/registry.py.
+Its parts share its lock: `session.record`, what the person sees and what is saved (ui/session/chat_record.py);
+the AgentSlot, the agent, its settings and the memory kept for the next one (ui/session/agent_slot.py); the
+RunControl, its runs (ui/session/run_control.py): started by `start_run`, their events applied by `drain`
+(policy in ui/session/run_stream.py), a pause answered (`pending_request`, `resolve`, `claim_paused_run`), a
+stop (`interrupt`, ui/session/stopping.py). The run lives here, not in a web worker, so the streaming handler
+can return while the run waits for a person. `rewind_last_turn` undoes the last message for Retry and Edit
+(ui/session/rewind.py); all live sessions are kept by ui/session/registry.py.
 """
 from __future__ import annotations
 
@@ -27,28 +25,19 @@ from typing import Any
 
 from agents import events as ev
 from agents.decisions import Decision
-from agents.errors import ConfigurationError
-from agents.memory import AgentMemory
 from ui.chat.formatting import for_visitor
 from ui.saved.restore import carry_memory_into
 from ui.saved.store import SavedChat
-from ui.session import rewind, run_stream, stopping
+from ui.session import rewind, stopping
 from ui.session.agent_slot import AgentFactory, AgentSlot
 from ui.session.chat_record import ChatRecord
-from ui.session.pending_decisions import (
-    WAITING_NOTE,
-    apply_approval_mode,
-    claim_for_resume,
-    normalise_mode,
-    open_request,
-)
 from ui.session.rewind import LastMessage
-from ui.session.run_stream import END, Failure, RunHandle
+from ui.session.run_control import RunControl
+from ui.session.run_stream import RunHandle
 from ui.session.workspace_files import FileRemovalError
 from ui.settings import RunSettings
-from ui.uploads.intake import UploadResult, agent_task_text
+from ui.uploads.intake import UploadResult
 
-BUSY_RUN_NOTE = "⏳ A run is still going: wait for it, or press Stop."
 BUSY_NOTE = "♻️ **Chat reopened.** The server is busy now, so its variables will be rebuilt with your next message."
 
 
@@ -56,18 +45,17 @@ class Session:
     def __init__(self, key: str, root: Path, agent_factory: AgentFactory, max_upload_bytes: int,
                  saved: SavedChat | None = None) -> None:
         self._key = key
-        self._max_upload_bytes = max_upload_bytes
         self.lock = threading.RLock()  # hold it to read several properties as one consistent view
         self._record = ChatRecord(root, self.lock, saved)
         self._slot = AgentSlot(agent_factory, on_step=self._save_step)  # the agent, its settings, kept memory
-        self._run: RunHandle | None = None
+        # Its runs: starting one, the approval mode, a pause, a stop, and the drain.
+        self._runs = RunControl(self.lock, self._record, self._slot, max_upload_bytes, touch=self.touch,
+                                save=self.save_chat)
         self._last_active = time.time()
         self._closed_at: float | None = None
-        self._approval_mode = "autonomous"  # which pauses the next run makes
         self._detached_at: float | None = None  # when the page went away while a run went on
         self._handed_over = False  # moved to another tab whose page has not started draining its run yet
         self._refused: str | None = None  # why the last message was not sent (the chat is open in another tab)
-        self._stop = stopping.StopSettler()  # waits for a stopped run's end (abandon_run)
 
     # ----- what others read ----------------------------------------------------------------------------
     @property
@@ -90,11 +78,11 @@ class Session:
 
     @property
     def run(self) -> RunHandle | None:
-        return self._run
+        return self._runs.run
 
     @property
     def running(self) -> bool:
-        return self._run is not None and not self._run.finished
+        return self._runs.running
 
     @property
     def holds_sandbox(self) -> bool:
@@ -107,7 +95,7 @@ class Session:
 
     @property
     def approval_mode(self) -> str:
-        return self._approval_mode
+        return self._runs.approval_mode
 
     @property
     def last_active(self) -> float:
@@ -128,7 +116,7 @@ class Session:
     @property
     def stop_settler(self) -> stopping.StopSettler:
         """Whether a stopped run's agent may still confirm the stop in the background (and its timings)."""
-        return self._stop
+        return self._runs.stop_settler
 
     def touch(self, now: float | None = None) -> None:
         self._last_active = time.time() if now is None else now
@@ -153,43 +141,18 @@ class Session:
         """Add the person's message (and files) to the chat and start the agent. False if nothing started.
         `kept`: uploads already in the workspace that go with the message again (a resent message's)."""
         self.touch()
-        if self._stop.finish():  # a stopped run's agent did not confirm in time: replaced before the next run
-            self._replace_agent(self._slot.agent)
+        self._runs.settle_stop()
         with self.lock:
             if self._closed_at is not None:
                 raise RuntimeError("This session was closed.")
-            if self.running:
-                if self._answer_question(text):  # the run waits for an answer: this is it
-                    return True
-                waiting = self.pending_request() is not None
-                self._record.add_note(WAITING_NOTE if waiting else BUSY_RUN_NOTE)
-                return False
-            results, earlier = self._record.take_message(text, files, self._max_upload_bytes, kept)
-            good = [r for r in results if r.ok]
-            if not text.strip() and not good:
-                return False
-            try:
-                agent = self._slot.agent_for(settings, self._record.workspace, self._record.transcript)
-                apply_approval_mode(agent, self._approval_mode)
-            except Exception as exc:
-                self._record.add_note(f'<span class="ad-error">Could not start the agent</span> '
-                                      f"{for_visitor(exc, 'starting the agent')}")
-                return False
-            # A small model is told about the earlier messages' files again with each message.
-            task = agent_task_text(text, results, getattr(agent, "prompt_templates", None), earlier)
-            self._record.add_turn(task, text, good)
-            self.save_chat("start")  # the person's message is on disk before the agent starts
-            self._record.transcript.finished = None
-            self._run = RunHandle(agent.run(task, stream=True, reset=False))
-            return True
+            return self._runs.start(text, files, settings, kept)
 
     # ----- rewinding (Retry, Edit and resend: ui/session/rewind.py) -------------------------------------
     def rewind_refusal(self, action: str) -> str | None:
         """Why `action` ("retry", "edit your last message") cannot happen now, or None."""
         with self.lock:
-            waiting = self._run is not None and self._run.waiting_decision is not None
-            return rewind.refusal(self._closed_at is not None, self.running, waiting, bool(self._record.turns),
-                                  action)
+            return rewind.refusal(self._closed_at is not None, self.running, self._runs.paused,
+                                  bool(self._record.turns), action)
 
     def last_message(self) -> LastMessage | None:
         """What the person sent last (its text and uploads), for Edit; None before the first message."""
@@ -204,17 +167,13 @@ class Session:
         The agent is kept when `settings` are its own (its sandbox restarted), else a new one is built before
         anything changes. Raises RewindRefused, changing nothing, when a run is going, there is no message yet,
         or that new agent cannot be built."""
-        if self._stop.finish():  # a stopped run's agent did not confirm in time: replaced first
-            self._replace_agent(self._slot.agent)
+        self._runs.settle_stop()
         with self.lock:
             why = self.rewind_refusal(action)
             if why is not None:
                 raise rewind.RewindRefused(why)
             turns, memory = self._record.turns, self.memory
-            start = rewind.last_turn_start(memory, turns)
-            if memory is not None and start is None:
-                start = len(memory.steps)  # the last message's run left no step: every step is kept
-            reuse = self._slot.agent is not None and settings == self._slot.settings
+            reuse = self._slot.built_with(settings)
         replacement = None
         if not reuse:  # built before anything changes, outside the lock (loading a model may take a while)
             try:
@@ -230,18 +189,8 @@ class Session:
                 if replacement is not None:
                     stopping.close_quietly(replacement)
                 raise rewind.RewindRefused(changed)
-            if replacement is not None:
-                self._slot.close()
-                self._slot.use(replacement, settings)
-            else:
-                restart = getattr(self._slot.agent, "restart_sandbox", None)
-                if restart is not None:
-                    restart()  # the undone answer's variables go with its worker
-            self._slot.keep_for_next(None)  # the agent gets the kept memory now, not at its next run
-            if memory is not None and start is not None:  # (start is set whenever there is a memory)
-                kept, undone = rewind.memory_before(memory, start), rewind.files_written(memory.steps[start:])
-            else:
-                kept, undone = AgentMemory(), []
+            self._slot.renew(replacement, settings)  # the agent gets the kept memory now, not at its next run
+            kept, undone = rewind.before_last_turn(memory, turns)
             self._record.rewind_to(kept, turns[:-1], self._slot.agent, undone)
             self.save_chat("rewind")  # on disk now: a reload shows the rewound chat even if the next run fails
         return rewind.message_of(turns[-1], self._record.workspace)
@@ -265,30 +214,7 @@ class Session:
         Ends when the run has finished, or after a DecisionRequested (the run waits for a person; call
         drain again once the decision is resolved).
         """
-        run = self._run
-        if run is None:
-            return
-        run.waiting_decision = None
-        yield from run_stream.drain(self, run, min_interval, gather, heartbeat, stop_grace)
-
-    def apply_item(self, run: RunHandle, item: Any) -> None:
-        """One queued item of `run` (the drain's): an event for the chat, the stream's end, or its failure."""
-        with self.lock:
-            if item is END:
-                if not run.finished:
-                    run.finished = True
-                    if self._record.transcript.finished is None:
-                        self._record.add_note("⏹️ The run ended without a result.")
-                return
-            if isinstance(item, Failure):
-                self._record.add_note(f'<span class="ad-error">The agent crashed</span> '
-                                      f"{for_visitor(item.error, 'an agent run')}")
-                return
-            self._record.apply(item)
-            if isinstance(item, ev.RunFinished) and item.parent_id is None:
-                run.finished = True
-            elif isinstance(item, ev.DecisionRequested):
-                run.waiting_decision = item
+        return self._runs.drain(min_interval, gather, heartbeat, stop_grace)
 
     def hibernate(self) -> bool:
         """Close the idle agent and its sandbox, keeping its memory for the next message. False if busy."""
@@ -301,17 +227,12 @@ class Session:
     # ----- a paused run ----------------------------------------------------------------------------------
     def set_approval_mode(self, mode: Any) -> None:
         """The approval mode of this session's next runs (None leaves it as it is)."""
-        if mode is None:
-            return
-        with self.lock:
-            self._approval_mode = normalise_mode(mode)
-            if self._slot.agent is not None and not self.running:
-                apply_approval_mode(self._slot.agent, self._approval_mode)
+        if mode is not None:
+            self._runs.set_approval_mode(mode)
 
     def pending_request(self) -> ev.DecisionRequested | None:
         """The decision the run is paused on and nobody has answered yet, else None."""
-        with self.lock:
-            return open_request(self._run, self._slot.agent)
+        return self._runs.pending()
 
     def has_pending(self) -> bool:
         return self.pending_request() is not None
@@ -319,67 +240,18 @@ class Session:
     def resolve(self, request: ev.DecisionRequested, decision: Decision) -> None:
         """Answer `request`. ConfigurationError if it expired. The chat shows the decision (and an edit) from
         the run's DecisionMade event, as a reopened chat does (ui/chat/render_decisions.py)."""
-        with self.lock:
-            run, agent = self._run, self._slot.agent
-            if run is None or agent is None or run.answered == request.request_id:
-                raise ConfigurationError("This decision was already made.")  # e.g. two quick clicks
-            agent.resolve_decision(request.request_id, decision)
-            run.answered = request.request_id
-        self.touch()
-
-    def _answer_question(self, text: str) -> bool:
-        """If the run waits for an answer to `ask_user`, `text` is that answer: resolve it. True if it was."""
-        request = self.pending_request()
-        if request is None or request.request_kind != "question" or not text.strip():
-            return False
-        with self.lock:
-            self._record.transcript.add_answer(request.request_id, text)  # at once; its DecisionMade finds it shown
-        self.resolve(request, Decision.reply(text))
-        return True
+        self._runs.answer(request, decision)
 
     def claim_paused_run(self) -> bool:
         """Claim a paused run whose decision was answered (or that was stopped) for a new drain: True once."""
-        with self.lock:
-            return claim_for_resume(self._run)
+        return self._runs.claim_paused()
 
     # ----- stopping ------------------------------------------------------------------------------------
     def interrupt(self) -> bool:
-        """Stop the run at once (the agent stops its sandbox code). The session stays usable."""
+        """Stop the run at once (the agent stops its sandbox code). The session stays usable. A stop the agent
+        does not confirm in time ends the run anyway, its memory kept (`RunControl.abandon_run`)."""
         self.touch()
-        with self.lock:
-            run, agent = self._run, self._slot.agent
-            if run is None or run.finished or agent is None:
-                return False
-            run.stop_requested_at = time.time()
-        agent.interrupt()
-        run.wake()  # the drain checks at once whether the run ended, instead of at its next heartbeat
-        return True
-
-    def abandon_run(self, run: RunHandle) -> None:
-        """The agent did not confirm the stop within the grace period: end the run in the chat now, save the
-        steps so far, and let the agent confirm in the background (ui/session/stopping.py)."""
-        with self.lock:
-            if run.finished or run is not self._run:
-                return
-            run.finished = True
-            agent = self._slot.agent
-            self._record.apply(stopping.stopped_event(self._record.transcript))
-            self.save_chat("run", memory=stopping.snapshot_memory(getattr(agent, "memory", None)))
-        if agent is not None:
-            self._stop.start(run, confirmed=lambda: self._keep_stopped(agent),
-                             unconfirmed=lambda: self._replace_agent(agent))
-
-    def _keep_stopped(self, agent: Any) -> None:
-        """The stopped agent confirmed: it stays, and the chat is saved with its stopped step as it recorded it."""
-        with self.lock:
-            if self._slot.agent is agent:
-                self.save_chat("run", announce=False)
-
-    def _replace_agent(self, agent: Any) -> None:
-        """Close `agent` (in the background) and keep its memory for the session's next agent."""
-        with self.lock:
-            if self._slot.replace(agent):
-                self._record.add_note(stopping.CLOSED_NOTE)
+        return self._runs.interrupt()
 
     # ----- saving ----------------------------------------------------------------------------------------
     def save_chat(self, reason: str, announce: bool = True, memory: Any = None) -> bool:
@@ -389,11 +261,6 @@ class Session:
         session's. False if it failed."""
         return self._record.save(reason, memory if memory is not None else self.memory, self._slot.settings,
                                  announce)
-
-    def save_run(self) -> bool:
-        """The drain's save at a run's end or pause (see save_chat)."""
-        with self.lock:
-            return self.save_chat("run")
 
     def keep_in(self, make_chat: Callable[[], SavedChat]) -> bool:
         """Make this blank session (no agent, upload or run yet) a saved chat in the folder `make_chat()`
@@ -411,9 +278,8 @@ class Session:
             try:
                 agent = self._slot.build(settings, self._record.workspace)
             except Exception as exc:
-                self._record.add_note(f'<span class="ad-error">Could not start the agent</span> '
-                                      f"{for_visitor(exc, 'restoring an agent')}. The conversation is shown, "
-                                      "but the next message starts with an empty memory.")
+                self._record.add_error("Could not start the agent", exc, "restoring an agent",
+                                       ". The conversation is shown, but the next message starts with an empty memory.")
                 return
             carry_memory_into(agent, memory, self._record.transcript, "♻️ **Chat restored.**")
             self.use_agent(agent, settings)
@@ -440,8 +306,7 @@ class Session:
         """True once after `hand_over` if the run goes on and is not paused: the new page streams it now."""
         with self.lock:
             handed_over, self._handed_over = self._handed_over, False
-            run = self._run
-            if not handed_over or run is None or run.finished or run.waiting_decision is not None:
+            if not handed_over or not self._runs.running or self._runs.paused:
                 return False
             self._detached_at = None
             return True
@@ -451,9 +316,7 @@ class Session:
         """New chat: stop any run, close the agent and sandbox, empty the workspace and the transcript."""
         self.touch()
         with self.lock:
-            if self._run is not None:
-                self._run.finished = True
-            self._run = None
+            self._runs.clear()
             self._slot.clear()
             self._record.clear()
 
@@ -463,8 +326,7 @@ class Session:
         with self.lock:
             if self._closed_at is None:
                 self._closed_at = time.time()
-            if self._run is not None and not self._run.finished:
-                self._run.finished = True
+            if self._runs.end():
                 self._slot.close(keep_memory=True)
                 self.save_chat("run", announce=False)
             self._slot.close()

@@ -5,8 +5,8 @@ stream ignores the stop until its next piece). Now the run ends in the chat with
 ui/session/run_stream.py) and the steps so far are saved at once. The agent gets a while longer to confirm in the
 background (`STOP_SETTLE_S`): if it does, the session keeps it, sandbox variables and all; if not (or the
 person's next message cannot wait for it), it is closed and its memory goes to the next agent, whose sandbox
-re-runs the recorded code (ui/saved/restore.py). The session does this (`Session.abandon_run`); these are the
-pieces it uses that need no session.
+re-runs the recorded code (ui/saved/restore.py). The session's runs do this (`RunControl.abandon_run`); these
+are the pieces they use that need no session.
 """
 from __future__ import annotations
 

@@ -1,0 +1,224 @@
+"""A session's runs: starting one (at most one at a time), the approval mode it gets, the decision it is paused
+on, its stop, and the drain that applies its events to the chat.
+
+Kept apart from the session (ui/session/session.py), which composes it with its other parts and keeps the
+tab's lifetime, Retry/Edit and the saved chat, because this is the run's own state and its rules: a second run
+is refused (a message to a run waiting for an answer is that answer), a run ends once (`finished`), a decision
+is answered once, the approval mode reaches an agent only between runs, and a stop the agent does not confirm
+in time ends the run in the chat at once, keeping its memory (ui/session/stopping.py). It works on the
+session's chat record and agent slot under the session's lock; handlers reach it through the session's
+methods. It is what the drain delivers to (`run_stream.DrainTarget`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from agents import events as ev
+from agents.decisions import Decision
+from agents.errors import ConfigurationError
+from ui.session import run_stream, stopping
+from ui.session.agent_slot import AgentSlot
+from ui.session.chat_record import ChatRecord
+from ui.session.pending_decisions import (
+    WAITING_NOTE,
+    apply_approval_mode,
+    claim_for_resume,
+    normalise_mode,
+    open_request,
+)
+from ui.session.run_stream import END, Failure, RunHandle
+from ui.settings import RunSettings
+from ui.uploads.intake import UploadResult, agent_task_text
+
+BUSY_RUN_NOTE = "⏳ A run is still going: wait for it, or press Stop."
+
+
+class RunControl:
+    def __init__(self, lock: threading.RLock, record: ChatRecord, slot: AgentSlot, max_upload_bytes: int,
+                 touch: Callable[[], None], save: Callable[..., bool]) -> None:
+        self._lock, self._record, self._slot = lock, record, slot  # the session's lock and parts
+        self._max_upload_bytes = max_upload_bytes
+        self._touch = touch  # the session was active (the registry reaps idle ones)
+        self._save = save  # the session's save of the chat on disk (`Session.save_chat`)
+        self._run: RunHandle | None = None
+        self._approval_mode = "autonomous"  # which pauses the next run makes
+        self._stop = stopping.StopSettler()  # waits for a stopped run's end (`abandon_run`)
+
+    @property
+    def run(self) -> RunHandle | None:
+        return self._run
+
+    @property
+    def running(self) -> bool:
+        return self._run is not None and not self._run.finished
+
+    @property
+    def paused(self) -> bool:
+        """The run stopped at a decision (answered or not) and no drain has claimed it since."""
+        return self._run is not None and self._run.waiting_decision is not None
+
+    @property
+    def approval_mode(self) -> str:
+        return self._approval_mode
+
+    @property
+    def stop_settler(self) -> stopping.StopSettler:
+        return self._stop
+
+    # ----- starting ---------------------------------------------------------------------------------------
+    def start(self, text: str, files: list[tuple[str, str]], settings: RunSettings,
+              kept: Sequence[UploadResult] = ()) -> bool:
+        """`Session.start_run`'s work, under the session's lock: add the person's message (and files) to the
+        chat and start the agent in its own thread (a drain reads its events). False if nothing started."""
+        with self._lock:
+            if self.running:
+                if self.answer_question(text):  # the run waits for an answer: this is it
+                    return True
+                self._record.add_note(WAITING_NOTE if self.pending() is not None else BUSY_RUN_NOTE)
+                return False
+            results, earlier = self._record.take_message(text, files, self._max_upload_bytes, kept)
+            good = [r for r in results if r.ok]
+            if not text.strip() and not good:
+                return False
+            try:
+                agent = self._slot.agent_for(settings, self._record.workspace, self._record.transcript)
+                apply_approval_mode(agent, self._approval_mode)
+            except Exception as exc:
+                self._record.add_error("Could not start the agent", exc, "starting the agent")
+                return False
+            # A small model is told about the earlier messages' files again with each message.
+            task = agent_task_text(text, results, getattr(agent, "prompt_templates", None), earlier)
+            self._record.add_turn(task, text, good)
+            self._save("start")  # the person's message is on disk before the agent starts
+            self._record.transcript.finished = None
+            self._run = RunHandle(agent.run(task, stream=True, reset=False))  # keeps its memory: reset=False
+            return True
+
+    def set_approval_mode(self, mode: Any) -> None:
+        """The approval mode of the next runs; the agent gets it now unless a run goes on."""
+        with self._lock:
+            self._approval_mode = normalise_mode(mode)
+            if self._slot.agent is not None and not self.running:
+                apply_approval_mode(self._slot.agent, self._approval_mode)
+
+    # ----- the drain (ui/session/run_stream.py) and what it delivers ------------------------------------------
+    def drain(self, min_interval: float, gather: float, heartbeat: float, stop_grace: float) -> Iterator[str]:
+        """See `Session.drain`."""
+        run = self._run
+        if run is None:
+            return
+        run.waiting_decision = None
+        yield from run_stream.drain(self, run, min_interval, gather, heartbeat, stop_grace)
+
+    def touch(self) -> None:
+        self._touch()
+
+    def apply_item(self, run: RunHandle, item: Any) -> None:
+        """One queued item of `run` (the drain's): an event for the chat, the stream's end, or its failure."""
+        with self._lock:
+            if item is END:
+                if run.end() and self._record.transcript.finished is None:
+                    self._record.add_note("⏹️ The run ended without a result.")
+                return
+            if isinstance(item, Failure):
+                self._record.add_error("The agent crashed", item.error, "an agent run")
+                return
+            self._record.apply(item)
+            run.follow(item)
+
+    def save_run(self) -> bool:
+        """The drain's save at a run's end or pause (see `Session.save_chat`)."""
+        with self._lock:
+            return self._save("run")
+
+    def abandon_run(self, run: RunHandle) -> None:
+        """The agent did not confirm the stop within the grace period: end the run in the chat now, save the
+        steps so far, and let the agent confirm in the background (ui/session/stopping.py)."""
+        with self._lock:
+            if run.finished or run is not self._run:
+                return
+            run.finished = True
+            agent = self._slot.agent
+            self._record.apply(stopping.stopped_event(self._record.transcript))
+            self._save("run", memory=stopping.snapshot_memory(getattr(agent, "memory", None)))
+        if agent is not None:
+            self._stop.start(run, confirmed=lambda: self._keep_stopped(agent),
+                             unconfirmed=lambda: self._replace_agent(agent))
+
+    def _keep_stopped(self, agent: Any) -> None:
+        """The stopped agent confirmed: it stays, and the chat is saved with its stopped step as it recorded it."""
+        with self._lock:
+            if self._slot.agent is agent:
+                self._save("run", announce=False)
+
+    def _replace_agent(self, agent: Any) -> None:
+        """Close `agent` (in the background) and keep its memory for the session's next agent."""
+        with self._lock:
+            if self._slot.replace(agent):
+                self._record.add_note(stopping.CLOSED_NOTE)
+
+    # ----- a paused run ------------------------------------------------------------------------------------
+    def pending(self) -> ev.DecisionRequested | None:
+        """The decision the run is paused on and nobody has answered yet, else None."""
+        with self._lock:
+            return open_request(self._run, self._slot.agent)
+
+    def answer(self, request: ev.DecisionRequested, decision: Decision) -> None:
+        """Answer `request`, once. ConfigurationError if it was answered already or its run is gone."""
+        with self._lock:
+            run, agent = self._run, self._slot.agent
+            if run is None or agent is None or run.answered == request.request_id:
+                raise ConfigurationError("This decision was already made.")  # e.g. two quick clicks
+            agent.resolve_decision(request.request_id, decision)
+            run.answered = request.request_id
+        self._touch()
+
+    def answer_question(self, text: str) -> bool:
+        """If the run waits for an answer to `ask_user`, `text` is that answer: resolve it. True if it was."""
+        request = self.pending()
+        if request is None or request.request_kind != "question" or not text.strip():
+            return False
+        with self._lock:
+            self._record.transcript.add_answer(request.request_id, text)  # at once; its DecisionMade finds it shown
+        self.answer(request, Decision.reply(text))
+        return True
+
+    def claim_paused(self) -> bool:
+        """Claim a paused run whose decision was answered (or that was stopped) for a new drain: True once."""
+        with self._lock:
+            return claim_for_resume(self._run)
+
+    # ----- stopping and the end ----------------------------------------------------------------------------
+    def interrupt(self) -> bool:
+        """Stop the run at once (the agent stops its sandbox code). False if no run goes on."""
+        with self._lock:
+            run, agent = self._run, self._slot.agent
+            if run is None or run.finished or agent is None:
+                return False
+            run.stop_requested_at = time.time()
+        agent.interrupt()
+        run.wake()  # the drain checks at once whether the run ended, instead of at its next heartbeat
+        return True
+
+    def settle_stop(self) -> None:
+        """Before a run or a rewind: a stopped run's agent that did not confirm in time is replaced first
+        (its memory goes to the next agent)."""
+        if self._stop.finish():
+            self._replace_agent(self._slot.agent)
+
+    def end(self) -> bool:
+        """The session closes: a run still going ends now. True if there was one (under the session's lock)."""
+        run = self._run
+        if run is None or run.finished:
+            return False
+        run.finished = True
+        return True
+
+    def clear(self) -> None:
+        """New chat: any run ends and is forgotten (under the session's lock)."""
+        if self._run is not None:
+            self._run.finished = True
+        self._run = None
