@@ -16,6 +16,7 @@ from agents.models.replay import ReplayModel
 from tests.waiting import wait_until  # noqa: F401 - re-exported
 from ui.agent_factory import build_agent
 from ui.app import AgentDeckApp
+from ui.panels.exports import ChatExports
 from ui.panels.history import HistoryController
 from ui.settings import AppConfig
 
@@ -68,6 +69,7 @@ class LiveApp:
         self.model = model
         self.app = AgentDeckApp(self.config)
         self.history = HistoryController(self.app.services)  # the saved-chats list, as the page wires it
+        self.exports = ChatExports(self.app.services)  # its export buttons
 
         def factory(settings: Any, workdir: Path) -> Any:
             agent = build_agent(settings, workdir, self.config)

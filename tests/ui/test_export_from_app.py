@@ -7,6 +7,7 @@ import pytest
 from ui_testlib import code_reply, write_transcript
 
 from ui.app import AgentDeckApp
+from ui.panels.exports import ChatExports
 from ui.panels.history import HistoryController
 from ui.saved.store import new_token
 from ui.settings import AppConfig
@@ -36,7 +37,7 @@ def test_markdown_export_of_an_upload_run(tmp_path: Path, monkeypatch: pytest.Mo
         session = app.registry.peek("tab")
         held = str(session.agent.memory.steps)  # what the model was given: fenced, with the server path
         assert "<data source=" in held and str(session.record.workspace) in held
-        markdown = Path(history.export_markdown(Req("tab"))).read_text()
+        markdown = Path(ChatExports(app.services).export_markdown(Req("tab"))).read_text()
     finally:
         app.registry.shutdown()
     # The person's message and the name of their file, not the upload prompt the model was given.

@@ -19,6 +19,7 @@ from agents.memory.export import EDITED_NOTE
 from ui.app import AgentDeckApp
 from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
+from ui.panels.exports import ChatExports
 from ui.panels.history import HistoryController
 from ui.saved.store import new_token
 from ui.settings import AppConfig
@@ -64,6 +65,7 @@ class App:
         self.app = AgentDeckApp(self.config)
         self.handlers = ApprovalHandlers(self.app.services)
         self.history = HistoryController(self.app.services)
+        self.exports = ChatExports(self.app.services)
         self.req, self.token = Req(key), token
 
     def form(self) -> tuple:
@@ -82,10 +84,10 @@ class App:
         list(self.handlers.resume(self.req))
 
     def markdown(self) -> str:
-        return Path(self.history.export_markdown(self.req)).read_text(encoding="utf-8")
+        return Path(self.exports.export_markdown(self.req)).read_text(encoding="utf-8")
 
     def notebook(self) -> Any:
-        return nbformat.read(self.history.export_notebook(self.req), as_version=4)
+        return nbformat.read(self.exports.export_notebook(self.req), as_version=4)
 
     @property
     def session(self):

@@ -73,10 +73,10 @@ def test_deleting_opening_or_starting_a_chat_empties_the_export_box(tmp_path: Pa
         assert live.history.after_new_chat(state, Req("tab"))[-1] is None  # New chat: the export box is emptied
         live.run("Second chat")
         second = live.session().record.saved.id
-        assert live.history.export_markdown(Req("tab"))  # the second chat's export is in the box
+        assert live.exports.export_markdown(Req("tab"))  # the second chat's export is in the box
         opened = list(live.history.open_chat(state, first, *live.form(), Req("tab")))
         assert opened and all(view[EXPORT] is None for view in opened)  # another chat opened: emptied
-        assert live.history.export_markdown(Req("tab"))
+        assert live.exports.export_markdown(Req("tab"))
         deleted = live.history.delete_chat(state, first, Req("tab"))  # the open chat, whose export is shown
         assert deleted[EXPORT] is None and live.session().record.saved.id not in (first, second)
     finally:

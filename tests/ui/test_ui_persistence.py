@@ -18,6 +18,7 @@ from agents.loop.restore import Mismatch, SandboxRebuildReport
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
 from ui.app import AgentDeckApp
 from ui.chat.render import Transcript
+from ui.panels.exports import ChatExports
 from ui.panels.history import HistoryController
 from ui.saved.restore import rebuild_note, replay_memory
 from ui.saved.store import ChatStore, ChatStoreError, default_data_dir, new_token, server_secret
@@ -243,6 +244,7 @@ class App:
                                 max_steps=6)
         self.app = AgentDeckApp(self.config)
         self.history = HistoryController(self.app.services)  # the saved-chats list, as the page wires it
+        self.exports = ChatExports(self.app.services)  # its export buttons
 
     def form(self) -> tuple:
         return (self.config.model, "code", 6, 0, [], "")
@@ -292,11 +294,11 @@ def test_resume_in_a_fresh_app_uses_memory_and_rebuilt_variables(tmp_path: Path)
         # run(..., reset=False) on the restored memory
         assert [s.step_type for s in agent.memory.steps].count("task") == 2
         # Exports of the resumed chat.
-        md = Path(second.history.export_markdown(Req("new-tab")))
+        md = Path(second.exports.export_markdown(Req("new-tab")))
         markdown = md.read_text()
         for needle in ("Set a variable please", "answer_value = 6 * 7", "The value is 42", "Add one to it", "43"):
             assert needle in markdown, needle
-        nb_path = Path(second.history.export_notebook(Req("new-tab")))
+        nb_path = Path(second.exports.export_notebook(Req("new-tab")))
         import nbformat
 
         notebook = nbformat.read(str(nb_path), as_version=4)

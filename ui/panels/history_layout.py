@@ -1,5 +1,5 @@
 """The saved-chats sidebar as components: built inside the Blocks, then wired to the HistoryController
-(ui/panels/history.py), which does the work."""
+(ui/panels/history.py) and the ChatExports (ui/panels/exports.py), which do the work."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,6 +9,7 @@ import gradio as gr
 
 from ui.components import Page
 from ui.panels import chat_delete
+from ui.panels.exports import ChatExports
 from ui.panels.history import HistoryController
 from ui.saved.store import storage_is_ephemeral
 from ui.services import Services
@@ -86,8 +87,9 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     panel.title_box.submit(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
                            outputs=[panel.chat_list, panel.title_box], api_visibility="private", **light)
     chat_delete.wire(history, panel, panel.delete_confirm, view, light)
-    panel.export_md_btn.click(history.export_markdown, outputs=[panel.export_file], api_name="export_markdown", **light)
-    panel.export_nb_btn.click(history.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
+    exports = ChatExports(services)
+    panel.export_md_btn.click(exports.export_markdown, outputs=[panel.export_file], api_name="export_markdown", **light)
+    panel.export_nb_btn.click(exports.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
     for event in after_runs:
         event.then(history.refresh, **refresh)
     panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state, *settings],
