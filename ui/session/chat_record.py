@@ -1,11 +1,11 @@
 """A session's record of its conversation: the chat as the person sees it, the files, and the copy kept on disk.
 
-Kept apart from the session's agent and run (ui/session/session.py) because this is what the person sees and
-what is saved, whichever agent made it: the transcript, the uploads and the files panel's version, the turns
-sent, the saved chat (ui/saved/store.py) and what became of its last save. Its invariants: `files_version`
-grows whenever the files panel's list may have changed; a failed save is said in the chat once, and so is
-the next good one. It shares its session's lock; handlers read it (`session.record`) and change it through
-the methods here or the session's.
+Kept apart from the session's agent and runs (ui/session/agent_slot.py, run_control.py) because this is what the
+person sees and what is saved, whichever agent made it: the transcript, the uploads and the files panel's
+version, the turns sent, the saved chat (ui/saved/store.py) and what became of its last save. Its invariants:
+`files_version` grows whenever the files panel's list may have changed; a failed save is said in the chat once,
+and so is the next good one. It shares its session's lock; handlers read it (`session.record`) and change it
+through the methods here or the session's.
 """
 from __future__ import annotations
 
