@@ -1,5 +1,5 @@
-"""Saved chats: the on-disk store, owner isolation, resume (in-process and across a real app restart),
-tampered files, exports, and the guard wiring of uploads.
+"""Saved chats: resume (in-process and across a real app restart), tampered files in the UI, exports, and the
+guard wiring of uploads. The on-disk store itself: tests/ui/test_chat_store.py.
 
 Fast tests use the store and the app's handlers in-process (replay model, the real sandbox); the restart
 test starts `python app.py` twice on the same data folder and secret, and talks to it with gradio_client.
@@ -7,21 +7,20 @@ test starts `python app.py` twice on the same data folder and secret, and talks 
 from __future__ import annotations
 
 import json
-import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_testlib import chat_text, code_reply, run_app, text_of, write_transcript
+from ui_testlib import chat_text, code_reply, run_app, sample_memory, text_of, write_transcript
 
 from agents.loop.restore import Mismatch, SandboxRebuildReport
-from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
+from agents.memory import ActionStep, AgentMemory, TaskStep
 from ui.app import AgentDeckApp
 from ui.chat.render import Transcript
 from ui.panels.exports import ChatExports
 from ui.panels.history import HistoryController
 from ui.saved.restore import rebuild_note, replay_memory
-from ui.saved.store import ChatStore, ChatStoreError, default_data_dir, new_token, server_secret
+from ui.saved.store import ChatStore, new_token
 from ui.settings import AppConfig
 from ui.uploads.intake import agent_task_text, ingest_upload
 
@@ -58,127 +57,7 @@ def listed(update: Any) -> tuple[Any, list[tuple[str, str]]]:
     return update.value, [tuple(c) for c in update.choices or []]
 
 
-# ----- the store --------------------------------------------------------------------------------------
-def test_store_create_list_rename_delete(tmp_path: Path) -> None:
-    store = ChatStore(tmp_path, secret=SECRET.encode())
-    owner = store.owner_for_token(new_token())
-    first, second, unused = store.create(owner), store.create(owner), store.create(owner)
-    assert first.workspace.is_dir() and first.folder.parent.name == owner
-    store.touch(first, title="First chat", steps=2)
-    store.touch(second, title="  Second\n chat  ")
-    assert [m.title for m in store.list(owner)] == ["Second chat", "First chat"]  # newest first; unused not listed
-    assert unused.id not in {m.id for m in store.list(owner)}
-    store.touch(first)  # updated again: now the newest, title kept
-    assert [m.title for m in store.list(owner)] == ["First chat", "Second chat"]
-    assert store.rename(owner, second.id, "Renamed").title == "Renamed"
-    assert {m.title for m in store.list(owner)} == {"First chat", "Renamed"}
-    store.set_current(owner, first.id)
-    assert store.current(owner) == first.id
-    assert store.delete(owner, first.id) and not first.folder.exists()
-    assert store.current(owner) is None and [m.title for m in store.list(owner)] == ["Renamed"]
-    assert store.delete(owner, first.id) is False
-    # A folder never used (no message) is swept once old.
-    assert store.sweep_unused(older_than_s=-1) == 1 and not unused.folder.exists() and second.folder.exists()
-
-
-def test_owners_are_isolated_and_ids_cannot_traverse(tmp_path: Path) -> None:
-    store = ChatStore(tmp_path, secret=SECRET.encode())
-    token, other_token = new_token(), new_token()
-    owner, other = store.owner_for_token(token), store.owner_for_token(other_token)
-    assert owner != other and token not in owner  # the folder name does not reveal the token
-    chat = store.create(owner)
-    store.touch(chat, title="mine")
-    # Another browser knows the id but cannot list, open, rename or delete it.
-    assert store.list(other) == []
-    assert store.get(other, chat.id) is None
-    with pytest.raises(ChatStoreError):
-        store.rename(other, chat.id, "stolen")
-    assert store.delete(other, chat.id) is False and chat.folder.exists()
-    # Crafted ids and owner keys never reach a path.
-    for bad in ("../" + owner + "/" + chat.id, "..", "/etc", chat.id.upper(), chat.id + "/..", "", None, 42,
-                chat.id[:-1] + "/"):
-        assert store.get(owner, bad) is None, bad
-    for bad_owner in ("..", "../owners", owner[:-1], "x" * 64):
-        with pytest.raises(ChatStoreError):
-            store.list(bad_owner)
-    for bad_token in ("", "short", "../../" + "a" * 58, None):
-        with pytest.raises(ChatStoreError):
-            store.owner_for_token(bad_token)
-    # With login on, the owner is the user, not the browser.
-    assert store.owner_for_user("ana") == store.owner_for_user("ana") != store.owner_for_user("bob")
-
-
-def test_secret_from_env_or_generated_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert server_secret(tmp_path) == SECRET.encode()
-    monkeypatch.delenv("AGENTDECK_SECRET")
-    secret = server_secret(tmp_path / "data")
-    path = tmp_path / "data" / "secret"
-    assert len(secret) >= 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert server_secret(tmp_path / "data") == secret  # stable across restarts
-
-
-def test_default_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("AGENTDECK_DATA_DIR", raising=False)
-    monkeypatch.delenv("SPACE_ID", raising=False)
-    assert default_data_dir(tmp_path) == (tmp_path / "data").resolve()
-    monkeypatch.setenv("AGENTDECK_DATA_DIR", str(tmp_path / "elsewhere"))
-    assert default_data_dir(tmp_path) == (tmp_path / "elsewhere").resolve()
-
-
-def test_tampered_or_foreign_memory_is_refused_whole(tmp_path: Path) -> None:
-    store = ChatStore(tmp_path, secret=SECRET.encode())
-    owner = store.owner_for_token(new_token())
-    chat = store.create(owner)
-    memory = sample_memory()
-    store.save_memory(chat, memory, {"turns": []})
-    loaded, metadata = store.load_memory(chat)
-    assert [s.step_type for s in loaded.steps] == ["task", "action", "final_answer"] and metadata == {"turns": []}
-    original = chat.memory_path.read_text()
-    chat.memory_path.write_text(original.replace("answer_value = 6 * 7", "answer_value = 6 * 9"))
-    with pytest.raises(ChatStoreError, match="signature does not match"):
-        store.load_memory(chat)
-    foreign = ChatStore(tmp_path / "other", secret=b"another-server-secret-0123456789")
-    chat.memory_path.write_text(original)
-    with pytest.raises(ChatStoreError, match="signature does not match"):
-        foreign.load_memory(foreign_chat(foreign, chat))
-    chat.memory_path.write_text("{not json")
-    with pytest.raises(ChatStoreError, match="could not be read"):
-        store.load_memory(chat)
-
-
-def test_signed_memory_moved_to_another_owner_or_chat_is_refused(tmp_path: Path) -> None:
-    """Same server, same secret: a valid file copied to another owner's folder or chat id does not load."""
-    store = ChatStore(tmp_path, secret=SECRET.encode())
-    victim = store.create(store.owner_for_token(new_token()))
-    store.save_memory(victim, sample_memory(), {"turns": []})
-    assert store.load_memory(victim)[0] is not None
-    other_owner = foreign_chat(store, victim)
-    with pytest.raises(ChatStoreError, match="signature does not match"):
-        store.load_memory(other_owner)
-    same_owner_other_chat = store.create(victim.owner)
-    same_owner_other_chat.memory_path.write_bytes(victim.memory_path.read_bytes())
-    with pytest.raises(ChatStoreError, match="signature does not match"):
-        store.load_memory(same_owner_other_chat)
-
-
-def foreign_chat(store: ChatStore, chat: Any) -> Any:
-    owner = store.owner_for_token(new_token())
-    other = store.create(owner)
-    other.memory_path.write_bytes(chat.memory_path.read_bytes())
-    return other
-
-
 # ----- steps -> chat, notes, exports ------------------------------------------------------------------
-def sample_memory() -> AgentMemory:
-    memory = AgentMemory("system")
-    memory.add_step(TaskStep(task="Compute the answer", run_id="r1"))
-    memory.add_step(ActionStep(step_number=1, run_id="r1", model_output="Thought: compute it.\n```python\nx\n```",
-                               code="answer_value = 6 * 7\nprint('set', answer_value)", logs="set 42\n",
-                               artifacts=["note.txt", "chart.png"]))
-    memory.add_step(FinalAnswerStep(output="The value is 42", run_id="r1"))
-    return memory
-
-
 def test_replay_memory_rebuilds_the_chat_with_the_renderer(tmp_path: Path) -> None:
     (tmp_path / "note.txt").write_text("hello")
     (tmp_path / "data.csv").write_text("a,b\n1,2\n")

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
 from tests.waiting import wait_until
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -24,6 +25,17 @@ SCREENSHOT_DIR = Path(os.environ.get("AGENTDECK_SCREENSHOT_DIR")
 PENGUINS = PROJECT_ROOT / ".." / "shared" / "data" / "penguins.csv"
 if not PENGUINS.exists():  # outside the workplace the bundled copy is the same file
     PENGUINS = PROJECT_ROOT / "ui" / "assets" / "penguins.csv"
+
+
+def sample_memory() -> AgentMemory:
+    """A saved conversation of one run: a task, a code step that set a variable and wrote files, its answer."""
+    memory = AgentMemory("system")
+    memory.add_step(TaskStep(task="Compute the answer", run_id="r1"))
+    memory.add_step(ActionStep(step_number=1, run_id="r1", model_output="Thought: compute it.\n```python\nx\n```",
+                               code="answer_value = 6 * 7\nprint('set', answer_value)", logs="set 42\n",
+                               artifacts=["note.txt", "chart.png"]))
+    memory.add_step(FinalAnswerStep(output="The value is 42", run_id="r1"))
+    return memory
 
 
 def code_reply(thought: str, code: str) -> str:
