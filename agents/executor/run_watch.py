@@ -39,6 +39,11 @@ GRACE_MAX_S = 8.0
 # other sandbox of this process is running code (on a server with many sessions the CPU is better spent there).
 REPLY_SPIN_S = 0.002
 CPU_CHECK_S = 1.0  # how often a long run's CPU time is read from the kernel
+# SIGINT is sent again this often until the worker answers: a signal that lands before the worker has read the
+# run request (a Stop pressed as the code is sent) finds no code running and is ignored, and the code would then
+# run until the grace is over and the worker is restarted, its variables lost. The worker acts on one SIGINT per
+# run, so the repeats never interrupt its clean-up.
+INTERRUPT_RESEND_S = 0.1
 
 
 class _RunCounter:
@@ -99,7 +104,7 @@ class RunWatch:
         start = time.monotonic()
         tool_time = 0.0
         stopping: str | None = None
-        grace_end = stop_cpu = stop_time = 0.0
+        grace_end = stop_cpu = stop_time = next_interrupt = 0.0
         cpu_start = worker_watch.cpu_seconds(worker.pid)
         next_disk_check = start + CPU_CHECK_S
         while True:
@@ -120,8 +125,11 @@ class RunWatch:
                 if reason:
                     stopping, grace_end = reason, now + GRACE_S
                     stop_cpu, stop_time = worker_watch.cpu_seconds(worker.pid), now
-                    worker.interrupt()
+                    next_interrupt = now
             if stopping:
+                if now >= next_interrupt:
+                    worker.interrupt()
+                    next_interrupt = now + INTERRUPT_RESEND_S
                 wait = grace_end - now
                 if wait <= 0 and _starved(worker, stop_cpu, now - stop_time):
                     grace_end = now + GRACE_CPU_S
@@ -129,6 +137,7 @@ class RunWatch:
                 if wait <= 0:
                     self.restart()
                     return execution_result.stopped(stopping, logs, True, timeout_s, self.disk_over(None))
+                wait = min(wait, max(next_interrupt - now, 0.0))
             else:
                 wait = min(timeout_s - (now - start - tool_time), CPU_CHECK_S)
             try:

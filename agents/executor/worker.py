@@ -129,7 +129,10 @@ def main(argv: list[str]) -> None:
     run_flag = executor.run_flag
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
+        # One interrupt per run: the app repeats SIGINT until the run ends (one sent before this worker read the
+        # run request finds nothing running), and a repeat must not break the handling of the first.
         if run_flag[0]:
+            run_flag[0] = False
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)

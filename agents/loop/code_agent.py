@@ -161,6 +161,9 @@ class CodeAgent(MultiStepAgent):
             self._emit_artifact(artifact, step, context)
         if context.interrupt_flag.is_set():
             step.error = "The run was stopped by the user while the code was running."
+            if result.state_lost and result.error:  # the code did not stop in time: the worker was restarted
+                step.error += " " + result.error  # the model and the person learn that the variables are gone
+                show_step_error(step, result.error_type or "InterruptedError", result.error, context)
             raise AgentInterrupted(step.error)
         has_output = result.output is not None and not result.is_final_answer
         output_text = _shorten(repr(result.output)) if has_output else ""

@@ -88,6 +88,26 @@ def test_interrupt_from_another_thread_stops_running_code(make_code_agent):
     assert agent.run("again") == "alive"
 
 
+def test_a_stop_that_cost_the_variables_says_so(make_code_agent, monkeypatch):
+    """Code that does not stop in time (here a C loop) is ended by restarting the worker: the stopped step
+    tells the person and the model that the variables are gone (it used to say only that it was stopped)."""
+    from agents.executor import run_watch
+
+    monkeypatch.setattr(run_watch, "GRACE_S", 0.1)
+    agent, _ = make_code_agent([code("x = 41"), code("print('going', flush=True)\nsum(range(10**13))")],
+                               executor_timeout_s=60)
+    errors = []
+    for event in agent.run("t", stream=True):
+        if isinstance(event, ev.ExecutionLog) and "going" in event.text:
+            agent.interrupt()
+        if isinstance(event, ev.StepError):
+            errors.append(event)
+    stopped = agent.memory.steps[-1]
+    assert isinstance(stopped, ActionStep) and "stopped by the user" in stopped.error
+    assert "variables" in stopped.error and "lost" in stopped.error
+    assert len(errors) == 1 and errors[0].error_type == "InterruptedError" and "lost" in errors[0].message
+
+
 def test_interrupt_during_streaming_model(make_tool_agent):
     agent, _ = make_tool_agent([call("x") * 50, call("final_answer", answer=1)])
     seen = []

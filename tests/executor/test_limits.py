@@ -125,6 +125,20 @@ def test_interrupt_from_another_thread(tight):
     assert tight.run("kept").output == "yes"
 
 
+def test_a_stop_pressed_as_the_code_is_sent_keeps_the_variables(tight):
+    """A Stop that lands before the worker has read the run request finds no code running (the worker ignores
+    that SIGINT): the app repeats it until the run ends, so the code is interrupted once it starts instead of
+    running out the grace and the worker being restarted with its variables. Each round sets the stop flag
+    before the run, the widest form of that race."""
+    tight.run("kept = 'yes'")
+    for _ in range(3):
+        cancel = threading.Event()
+        cancel.set()
+        r = tight.run("import time\ntime.sleep(60)", cancel=cancel)
+        assert r.error_type == "InterruptedError" and not r.state_lost, r.error
+        assert tight.run("kept").output == "yes"
+
+
 def test_a_starved_worker_gets_time_to_honour_an_interrupt(tight, monkeypatch):
     """On a loaded machine the worker may not run for a while after SIGINT: it is not killed (its variables
     lost) for a stop it has had no CPU to honour. Simulated by stopping the worker while it is interrupted."""
