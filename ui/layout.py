@@ -1,7 +1,7 @@
 """The Blocks layout: chat, approvals (ui/panels/approval_panel.py) and input on the left; files and settings on
 the right; the saved chats in the sidebar. It composes the page: each panel is wired from the services.
 
-Stable element ids used by tests and outside checks: chat, task-input, stop-btn, new-chat-btn,
+Stable element ids used by tests and outside checks: chat-column, chat, task-input, stop-btn, new-chat-btn,
 files-panel, model-picker (plus run-status, run-clock, approval-mode, approval-panel and the ids in
 ui/panels/approval_panel.py and ui/panels/retry.py, settings-*).
 """
@@ -57,7 +57,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
             gr.Markdown("# AgentDeck\nA workbench for code-writing agents: watch each step, code, log and chart "
                         "as it happens.")
         with gr.Row(equal_height=False):
-            with gr.Column(scale=3, min_width=420):
+            with gr.Column(scale=3, min_width=420, elem_id="chat-column"):
                 chat = gr.Chatbot(
                     elem_id="chat", label="Agent", height="68vh", show_label=False, layout="panel",
                     placeholder=PLACEHOLDER, examples=chat_examples(app.examples),

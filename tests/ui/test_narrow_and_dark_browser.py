@@ -1,12 +1,22 @@
 """The app at 390 px (a phone) and in dark mode, in Chromium: the chats sidebar starts closed on narrow
-screens (open on wide ones), a run works, and dark mode keeps text readable. Screenshots go to SCREENSHOT_DIR."""
+screens (open on wide ones), a run works, a pending approval and the step it asks about share the screen, and
+dark mode keeps text readable. Screenshots go to SCREENSHOT_DIR."""
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from browser_driver import BROWSER_MARKS, chat_text, launch, send, wait_for_text
+from browser_driver import (
+    BROWSER_MARKS,
+    EVENT_COUNTER_JS,
+    chat_text,
+    choose_mode,
+    launch,
+    next_frames,
+    send,
+    wait_for_text,
+)
 from ui_testlib import SCREENSHOT_DIR, code_reply, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
@@ -32,6 +42,7 @@ def page_at(url: str, width: int, height: int) -> Iterator:
     with sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+        context.add_init_script(EVENT_COUNTER_JS)  # choose_mode waits for the choice to reach the server
         page = context.new_page()
         page.set_default_timeout(30_000)
         page.goto(url)
@@ -83,6 +94,47 @@ def test_phone_width_starts_with_the_sidebar_closed_and_runs(app_url: str) -> No
         shot(page, "phone")
         page.locator("#history-sidebar button.toggle-button").click()  # the chevron still opens the chats
         page.wait_for_function("document.querySelector('#history-sidebar').classList.contains('open')")
+
+
+def test_phone_shows_a_pending_approval_and_its_step_together(app_url: str) -> None:
+    """At 390x844 the approval panel leaves room for the chat: the step whose code waits is on screen above the
+    panel, its Approve button too, the code editor scrolls inside a bounded box, and nothing is wider than the
+    screen."""
+    with page_at(app_url, 390, 844) as page:
+        choose_mode(page, "Approve each code step")
+        send(page, "Which city is warmest?")
+        page.locator("#edit-code").wait_for(state="visible")
+        wait_for_text(page, " · ✋ waiting for you")
+        approve = page.locator("#approve-btn")
+        approve.scroll_into_view_if_needed()  # reachable (the page scrolls it into view itself on a phone)
+        next_frames(page, 3)
+        shot(page, "phone-approval")
+        view = page.evaluate("""() => {
+            const inView = el => { const b = el.getBoundingClientRect();
+                                   return [Math.max(b.top, 0), Math.min(b.bottom, window.innerHeight)]; };
+            const log = document.querySelector('#chat [role=log]');
+            const [logTop, logBottom] = inView(log);
+            const code = [...log.querySelectorAll('pre')].filter(p => p.innerText.includes('for city, temp in rows'))
+                                                         .pop();
+            const box = code.getBoundingClientRect();
+            const button = document.querySelector('#approve-btn').getBoundingClientRect();
+            const editor = document.querySelector('#edit-code .cm-scroller');
+            return {chatShown: logBottom - logTop,
+                    codeShown: Math.min(box.bottom, logBottom) - Math.max(box.top, logTop),
+                    codeHeight: box.height,
+                    button: button.top >= 0 && button.bottom <= window.innerHeight,
+                    editorHeight: editor.clientHeight,
+                    pageWidth: document.documentElement.scrollWidth};
+        }""")
+        assert view["button"], view  # Approve is on screen
+        assert view["chatShown"] >= 0.3 * 844, view  # the chat keeps a useful part of the screen
+        assert view["codeShown"] >= min(60, view["codeHeight"]), view  # the step's code is on screen in the chat
+        assert view["editorHeight"] <= 0.3 * 844, view  # the editor scrolls instead of pushing the page
+        assert view["pageWidth"] <= 390 + 1, view  # no sideways scrolling
+        approve.click()
+        wait_for_text(page, "Step 2 · ✋ waiting for you")  # the final answer's step waits too
+        page.locator("#approve-btn").click()
+        wait_for_text(page, "The warmest city is Cairo.")
 
 
 def test_wide_screen_keeps_the_sidebar_open(app_url: str) -> None:

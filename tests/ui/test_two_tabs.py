@@ -1,15 +1,19 @@
 """Two tabs on one saved chat (issue 17), in-process: the tab that opened or continued the chat last holds it;
 the other tab's message is not sent (it stays in the box) and it is offered to take the chat over, which
-reloads it from disk. No turn is lost, the file stays whole."""
+reloads it from disk. No turn is lost, the file stays whole. A chat clicked in a tab while its page load still
+rebuilds another chat's sandbox is shown without waiting for that rebuild."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 from nothing_lost_harness import LiveApp, Req, StallingModel, chat_text
 from ui_testlib import code_reply
 
+from tests.waiting import wait_until
 from ui.saved.store import ChatStore, new_token
+from ui.session.registry import SessionRegistry
 
 
 @pytest.fixture(autouse=True)
@@ -41,3 +45,34 @@ def test_the_second_tab_is_told_and_can_take_over(tmp_path: Path) -> None:
         assert [s.output for s in memory.steps if s.step_type == "final_answer"] == ["answer 1", "answer 2", "answer 3"]
     finally:
         app.close()
+
+
+def test_a_chat_clicked_while_the_page_load_restores_another_does_not_wait_for_it(tmp_path: Path) -> None:
+    """The page load's reopened chat holds its session's lock while its sandbox is rebuilt (seconds); the chat
+    clicked meanwhile takes the tab at once, and the replaced session is closed once the rebuild lets go."""
+    store = ChatStore(tmp_path / "data", secret=b"s" * 32)
+    owner = store.owner_for_token(new_token())
+    registry = SessionRegistry(tmp_path / "data", agent_factory=lambda settings, workspace: None)
+    loading = registry.install("tab", store.create(owner))  # the chat the page load reopens
+    held, release = threading.Event(), threading.Event()
+
+    def rebuild() -> None:  # as Session.restore_agent: the lock is held while the sandbox is rebuilt
+        with loading.lock:
+            held.set()
+            release.wait(30)
+
+    rebuilding = threading.Thread(target=rebuild, daemon=True)
+    rebuilding.start()
+    installed: list = []
+    try:
+        assert held.wait(10)
+        clicked = store.create(owner)
+        threading.Thread(target=lambda: installed.append(registry.install("tab", clicked)), daemon=True).start()
+        wait_until(lambda: installed, timeout=10, what="the clicked chat to take the tab during the rebuild")
+        assert registry.peek("tab") is installed[0] and installed[0].record.saved is clicked
+        assert loading.closed_at is None  # not closed under the rebuild's feet
+    finally:
+        release.set()
+        rebuilding.join(10)
+    wait_until(lambda: loading.closed_at is not None, timeout=10, what="the replaced session to be closed")
+    registry.shutdown()

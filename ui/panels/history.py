@@ -236,6 +236,12 @@ class HistoryController:
                              input_update=gr.MultimodalTextbox(interactive=True))
             return
         session.restore_agent(memory, settings)
+        shown = self.registry.peek(key)
+        if shown is not session:  # another chat was opened in this tab meanwhile (ui/session/registry.py install)
+            if shown is not None:  # this view would hide it: show it again, its message box free once restored
+                yield self._view(shown, state, owner, keep_export=True, input_update=None if shown.record.restoring
+                                 else gr.MultimodalTextbox(interactive=True))
+            return
         form_update = (values[0], values[1], values[2], values[3], values[4], values[5])
         yield self._view(session, state, owner, settings=form_update,
                          input_update=gr.MultimodalTextbox(interactive=True))

@@ -13,6 +13,7 @@ from ui.panels.exports import ChatExports
 from ui.panels.history import HistoryController
 from ui.saved.store import storage_is_ephemeral
 from ui.services import Services
+from ui.web import chat_view
 
 
 @dataclass
@@ -78,10 +79,14 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
                                    outputs=[panel.browser_state, panel.chat_list, panel.takeover_btn],
                                    api_visibility="private", **light)
     # A run taken over from a closed page streams on; then the list shows the chat this tab ends up with.
-    demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view, api_name="browser_session",
-              **heavy).then(streamer.reattach, **reattach).then(history.refresh, **refresh)
-    panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list, *settings], outputs=view,
-                           api_name="open_chat", **heavy).then(streamer.reattach, **reattach)
+    loaded = demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view,
+                       api_name="browser_session", **heavy)
+    loaded.then(streamer.reattach, **reattach).then(history.refresh, **refresh)
+    chat_view.shown_after(loaded)  # the chat says "Loading…" until then, not the welcome
+    opened = panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list, *settings],
+                                    outputs=view, api_name="open_chat", **heavy)
+    opened.then(streamer.reattach, **reattach)
+    chat_view.opened_after(opened)  # "Loading…", not the welcome, until the chat chosen is shown
     panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
                            outputs=[panel.chat_list, panel.title_box], api_name="rename_chat", **light)
     panel.title_box.submit(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],

@@ -258,6 +258,11 @@ class ChatRecord:
             self._restoring = self._transcript.add_note(RESTORING_NOTE, title=None)
             return True
 
+    @property
+    def restoring(self) -> bool:
+        """A reopened chat waiting for its agent (between `reopen` and `end_restoring`)."""
+        return self._restoring is not None
+
     def end_restoring(self) -> None:
         with self._lock:
             if self._restoring is not None and self._restoring in self._transcript.roots:

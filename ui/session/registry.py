@@ -66,7 +66,8 @@ class SessionRegistry:
             return session
 
     def install(self, key: str, chat: SavedChat) -> Session:
-        """A new session in a saved chat's folder for `key`; the key's previous one is closed."""
+        """A new session in a saved chat's folder for `key`; the key's previous one is closed (see
+        `_close_replaced`)."""
         session = Session(key, chat.folder, self.agent_factory, self.max_upload_bytes, saved=chat)
         with self._lock:
             old = self._sessions.get(key)
@@ -74,7 +75,7 @@ class SessionRegistry:
             if old is not None:
                 self._closed.append(old)
         if old is not None:
-            old.close()
+            _close_replaced(old, session)
         return session
 
     def rekey(self, old_key: str, key: str, when: Callable[[Session], bool] = lambda s: True) -> Session | None:
@@ -197,3 +198,22 @@ class SessionRegistry:
             closed, self._closed = self._closed, []
         for session in closed:
             session.remove_files()
+
+
+def _close_replaced(old: Session, new: Session) -> None:
+    """Close the session `new` replaced, without waiting for it when it is busy in another folder.
+
+    Why: a second tab's page load reopens this browser's chat and rebuilds its sandbox holding the session's lock
+    (seconds: the recorded code runs again); a chat clicked in the side list meanwhile replaces that session, and
+    waiting here kept the clicked chat off the screen until the rebuild ended. A session in the same folder is
+    closed first (two sandboxes never work in one workspace)."""
+    if old.record.root == new.record.root:
+        old.close()
+        return
+    if old.lock.acquire(blocking=False):
+        try:
+            old.close()
+        finally:
+            old.lock.release()
+        return
+    threading.Thread(target=old.close, name=f"close-replaced-{old.key}", daemon=True).start()

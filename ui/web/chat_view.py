@@ -9,6 +9,10 @@ scroll sideways when wide. Colours come from Gradio's theme variables, so dark m
 The chat also stays at its bottom while the person has not scrolled up: Gradio scrolls only when a new value
 arrives, so a chart that finished loading a moment later pushed the running step's output out of sight, and
 later updates no longer counted as "at the bottom".
+
+Until the page's load event has shown this browser's chat, and while a chat clicked in the side list opens, an
+empty chat says "Loading your chat…" instead of the welcome (Gradio's placeholder): a second tab showed the
+welcome for seconds before the chat it reopens appeared.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from typing import Any
 
 import gradio as gr
 
-from ui.web.gradio_compat import FOLLOW_OUTPUT_JS
+from ui.web.gradio_compat import CHAT_OPENED_JS, CHAT_OPENING_JS, CHAT_SHOWN_JS, FOLLOW_OUTPUT_JS
 
 CSS = """
 #chat .message-row:has(.thought-group) { padding-top: 2px; padding-bottom: 2px; }
@@ -38,11 +42,31 @@ CSS = """
 @media (max-width: 768px) {
   #chat .message:has(.ad-step-output) { padding-left: calc(var(--spacing-md) + 8px); }
 }
+html:not(.ad-chat-shown) #chat .placeholder-content > *, html.ad-chat-opening #chat .placeholder-content > * {
+  display: none; }
+html:not(.ad-chat-shown) #chat .placeholder-content::before, html.ad-chat-opening #chat .placeholder-content::before {
+  content: "Loading your chat…"; margin: auto; color: var(--body-text-color-subdued); }
 #chat .md table td[align=right], #chat .md table th[align=right] { text-align: right;
                                                                   font-variant-numeric: tabular-nums; }
 """
 
 
 def wire(demo: gr.Blocks) -> Any:
-    """Make the chat follow its output when the page loads."""
+    """Make the chat follow its output when the page loads, and say "Loading…" while a chosen chat opens."""
+    demo.load(None, js=CHAT_OPENING_JS)
     return demo.load(None, js=FOLLOW_OUTPUT_JS)
+
+
+_JS_ONLY: dict[str, Any] = dict(inputs=None, outputs=None, queue=False, api_visibility="private")
+
+
+def shown_after(load_event: Any) -> None:
+    """The chat's loading state at page load ends once `load_event` (the event that shows this browser's chat)
+    has ended, whatever its outcome."""
+    load_event.then(None, js=CHAT_SHOWN_JS, **_JS_ONLY)
+
+
+def opened_after(open_event: Any) -> None:
+    """The loading state of a chat chosen in the side list (set in the page when the choice changes) ends once
+    `open_event` (the list's select event) has ended, whatever its outcome."""
+    open_event.then(None, js=CHAT_OPENED_JS, **_JS_ONLY)

@@ -10,7 +10,7 @@ upgrade is a reason to re-read this module, not a surprise. What is here, and wh
 - Events: `gr.SelectData` for API calls, the chat's example records (Gradio changes them in place), the token
   of Gradio's local mock login.
 - The page's DOM, in JavaScript: the message box lock (an observer, because Gradio re-renders the textarea),
-  closing the Sidebar on phones, and taking over the × of a read-only File.
+  closing the Sidebar on phones, taking over the × of a read-only File, and the chat's loading state.
 Still outside: CSS selectors on Gradio's markup in the panels' CSS strings (ui/layout.py gathers them).
 """
 from __future__ import annotations
@@ -306,3 +306,54 @@ INTERCEPT_JS = """
 }
 """
 ASK_JS = "(current) => [window.agentdeckFileToRemove || '']"
+
+
+#: Gradio's Chatbot shows its placeholder (the welcome) whenever its value is empty, and the page starts with an
+#: empty chat until the load event reopens this browser's chat, so a second tab flashed the welcome for the
+#: seconds a saved chat takes to come back (and a click in the side list kept it while the chat opened). The
+#: page's <html> carries `ad-chat-shown` once its load event has ended, and `ad-chat-opening` from a change of
+#: the side list's choice until the open event has ended; ui/web/chat_view.py shows "Loading…" instead of the
+#: welcome meanwhile. The change is caught in the DOM: Gradio runs a JavaScript listener of the list's select
+#: event some 100 ms after the click, the welcome still on screen.
+CHAT_SHOWN_JS = "() => { document.documentElement.classList.add('ad-chat-shown'); return []; }"
+CHAT_OPENING_JS = """
+() => {
+  if (window.adChatOpening) return;
+  window.adChatOpening = true;
+  document.addEventListener('change', (event) => {
+    if (event.target.closest && event.target.closest('#chat-list')) {
+      document.documentElement.classList.add('ad-chat-opening');
+    }
+  }, true);
+}
+"""
+CHAT_OPENED_JS = "() => { document.documentElement.classList.remove('ad-chat-opening'); return []; }"
+
+#: On a narrow screen the approval panel appears under the chat while the page is scrolled to the message box, so
+#: the step it asks about was above the screen. When a plan or an action starts waiting (its card is drawn), the
+#: page scrolls so the panel's bottom meets the screen's bottom and the chat above it shows the step; again while
+#: the panel settles its size (the code editor draws a moment later), for a second and a half.
+APPROVAL_IN_VIEW_JS = f"""
+() => {{
+  if (window.adApprovalInView) return;
+  window.adApprovalInView = true;
+  let shown = null;
+  const align = (panel) => {{
+    const box = panel.getBoundingClientRect();
+    if (box.height > 0 && box.height <= window.innerHeight) window.scrollBy(0, box.bottom - window.innerHeight + 4);
+  }};
+  const check = () => {{
+    const card = document.querySelector('#approval-card, #plan-review');
+    const panel = card && card.closest('#approval-panel');
+    if (!panel || card === shown) {{ if (!panel) shown = null; return; }}
+    shown = card;
+    if (!window.matchMedia('(max-width: {NARROW_MAX_PX}px)').matches) return;
+    const until = Date.now() + 1500;
+    const sizes = new ResizeObserver(() => Date.now() < until ? align(panel) : sizes.disconnect());
+    sizes.observe(panel);
+    requestAnimationFrame(() => align(panel));
+  }};
+  new MutationObserver(check).observe(document.body, {{childList: true, subtree: true}});
+  check();
+}}
+"""
