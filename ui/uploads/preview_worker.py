@@ -5,26 +5,39 @@ expands to gigabytes and a crafted .xlsx costs tens of seconds of CPU; in the ap
 hurt every other session. The child has an address-space limit, runs below the app's priority, and
 each preview has a deadline: past it the child is killed (and started again for the next file), and
 the person is told the file could not be previewed. One child serves the whole server, one file at a time.
+
+The child is confined by the kernel like the sandbox worker (ui/uploads/preview_confinement.py): a reader bug
+that runs the visitor's code there reaches nothing of the app. It reads only its own folder, into which the app
+copies each upload just before the child parses it (and removes it after).
 """
 from __future__ import annotations
 
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
+from agents.executor import identity
 from agents.executor.protocol import ChannelClosed, FrameReader, ProtocolError, write_frame
 from ui.uploads.parsing import UploadError
+from ui.uploads.preview_confinement import (
+    PreviewConfinementError,
+    child_environment,
+    load_readers,
+    lock_down,
+    own_user_id,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MEMORY_LIMIT_MB = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", "768"))
 TIME_LIMIT_S = float(os.environ.get("AGENTDECK_PREVIEW_TIMEOUT_S", "15"))
-BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); from ui.uploads.preview_worker import serve; "
-        "serve(int(sys.argv[2]), int(sys.argv[3]))")
+BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); from ui.uploads.preview_worker import main; main()")
 
 
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s'\":/]+/)+[^\s'\":/]*")
@@ -42,9 +55,13 @@ class PreviewFailed(Exception):
 class PreviewService:
     """The app's handle on the preview child: `preview(path, name)` -> (kind, text) or raises."""
 
-    def __init__(self, memory_limit_mb: int = MEMORY_LIMIT_MB, time_limit_s: float = TIME_LIMIT_S) -> None:
+    def __init__(self, memory_limit_mb: int = MEMORY_LIMIT_MB, time_limit_s: float = TIME_LIMIT_S,
+                 boot: str = BOOT) -> None:
         self.memory_limit_mb = memory_limit_mb
         self.time_limit_s = time_limit_s
+        self.boot = boot  # the child's program (the attack tests replace its parser)
+        self._uid: int | None = None
+        self._folder: str | None = None
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._out_fd = -1
@@ -53,12 +70,17 @@ class PreviewService:
     def _start(self) -> FrameReader:
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-               "AGENTDECK_PREVIEW_MEMORY_MB": str(self.memory_limit_mb), "HOME": "/tmp"}
+        if self._folder is None:  # the child's only readable folder: one upload at a time is copied in
+            self._folder = tempfile.mkdtemp(prefix="agentdeck-preview-")
+            self._uid = own_user_id(str(PROJECT_ROOT), self._folder)
+            if self._uid is not None:
+                os.chown(self._folder, self._uid, self._uid)
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", BOOT, str(PROJECT_ROOT), str(cmd_r), str(res_w)],
+            [sys.executable, "-I", "-c", self.boot, str(PROJECT_ROOT), str(cmd_r), str(res_w), self._folder,
+             str(-1 if self._uid is None else self._uid)],
             pass_fds=(cmd_r, res_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env=env, start_new_session=True, close_fds=True)
+            stderr=subprocess.DEVNULL, env=child_environment(self.memory_limit_mb), start_new_session=True,
+            close_fds=True)
         os.close(cmd_r)
         os.close(res_w)
         self._out_fd, self._reader = cmd_w, FrameReader(res_r)
@@ -83,11 +105,14 @@ class PreviewService:
             if reader is None or self._proc is None or self._proc.poll() is not None:
                 self._stop()
                 reader = self._start()
+            copy = self._copy_in(path, name)
             try:
-                write_frame(self._out_fd, {"path": str(path), "name": name})
+                write_frame(self._out_fd, {"path": copy, "name": name})
                 reply = reader.read(timeout=self.time_limit_s)
             except (OSError, ChannelClosed, ProtocolError):
                 reply = {"crashed": True}
+            finally:
+                os.unlink(copy)
             if reply is None:
                 self._stop()
                 raise PreviewFailed(f"took longer than {self.time_limit_s:.0f} s to read, so it was not added "
@@ -97,12 +122,29 @@ class PreviewService:
                 raise PreviewFailed(f"needed more than {self.memory_limit_mb} MB of memory to read, so it was "
                                     "not added (is it a compressed file that expands to a huge table?)")
             if reply.get("error") is not None:
-                raise UploadError(scrub_paths(str(reply["error"]), str(path), name))
+                raise UploadError(scrub_paths(str(reply["error"]), copy, name))
             return str(reply["kind"]), str(reply["preview"])
+
+    def _copy_in(self, path: str | Path, name: str) -> str:
+        """A copy of the upload in the child's folder, readable by the child's user (its name keeps the
+        upload's extension, which the parser goes by)."""
+        assert self._folder is not None
+        copy = os.path.join(self._folder, "upload" + os.path.splitext(str(name))[1][:16])
+        try:
+            shutil.copyfile(path, copy)
+        except OSError as exc:
+            raise UploadError(f"could not be read: {exc.strerror}") from None
+        if self._uid is not None:
+            os.chown(copy, self._uid, self._uid)
+        return copy
 
     def close(self) -> None:
         with self._lock:
             self._stop()
+            if self._folder is not None:
+                shutil.rmtree(self._folder, ignore_errors=True)
+                identity.release(self._uid)
+                self._folder, self._uid = None, None
 
 
 _service: PreviewService | None = None
@@ -117,18 +159,26 @@ def preview_service() -> PreviewService:
         return _service
 
 
-def serve(fd_in: int, fd_out: int) -> None:
-    """The child: limits first, then one preview per request until the app closes the pipe."""
+def main() -> None:
+    """The child's entry: `python -I -c BOOT <app root> <command fd> <reply fd> <folder> <uid or -1>`."""
+    app_root, fd_in, fd_out, folder, uid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+    serve(fd_in, fd_out, app_root, folder, None if int(uid) < 0 else int(uid))
+
+
+def serve(fd_in: int, fd_out: int, app_root: str, folder: str, uid: int | None) -> None:
+    """The child: limits and confinement first, then one preview per request until the app closes the pipe."""
     os.nice(5)
     limit = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", str(MEMORY_LIMIT_MB))) * 1024 * 1024
-    import importlib
-
     from ui.uploads import parsing as uploads
 
-    importlib.import_module("pandas")  # loaded before the limit: the limit is for the file, not the libraries
-
+    load_readers()  # before the limit: the limit is for the file, not the libraries
     with open("/proc/self/status") as fh:
         vm = next((int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:")), 0)
+    try:
+        lock_down(app_root, folder, uid)
+    except PreviewConfinementError as exc:
+        refuse(fd_in, fd_out, str(exc))
+        return
     resource.setrlimit(resource.RLIMIT_AS, (vm + limit, vm + limit))
     reader = FrameReader(fd_in)
     while True:
@@ -147,3 +197,14 @@ def serve(fd_in: int, fd_out: int) -> None:
         except Exception as exc:
             reply = {"error": f"could not be read: {uploads.first_error_line(exc)}"}
         write_frame(fd_out, reply)
+
+
+def refuse(fd_in: int, fd_out: int, why: str) -> None:
+    """A child that could not be confined parses nothing: each request is answered with the reason."""
+    reader = FrameReader(fd_in)
+    while True:
+        try:
+            reader.read()
+        except (ChannelClosed, ProtocolError):
+            return
+        write_frame(fd_out, {"error": f"could not be read: this server cannot confine its file reader ({why})"})

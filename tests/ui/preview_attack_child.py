@@ -1,0 +1,59 @@
+"""The preview child with its parser replaced by an attacker's code (tests/ui/test_attack_preview.py).
+
+Why: a visitor's file is parsed by native readers (pyarrow, openpyxl's XML, pypdf); a bug in one of them runs
+the visitor's code in the child. This stands for that code: each "preview" tries what such code would try and
+reports, as its preview text, which attempts worked.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from typing import Any
+
+#: What to reach for (set by the test's boot line): a secret file, a path to write, the app's pid, a port.
+TARGETS: dict[str, Any] = {}
+
+
+def attack(path: str, original_name: str | None = None) -> tuple[str, str]:
+    targets = TARGETS
+    worked: dict[str, str] = {}
+
+    def attempt(what: str, action) -> None:
+        try:
+            worked[what] = str(action())[:200]
+        except BaseException as exc:  # every failure is the expected outcome
+            worked.pop(what, None)
+            _ = exc
+
+    attempt("read the upload", lambda: open(path).read())
+    attempt("read a secret", lambda: open(targets["secret"]).read())
+    attempt("list the secret's folder", lambda: os.listdir(os.path.dirname(targets["secret"])))
+    attempt("read the app's environment", lambda: open(f"/proc/{os.getppid()}/environ", "rb").read())
+    attempt("read /etc/passwd", lambda: open("/etc/passwd").read())
+    attempt("write outside", lambda: open(targets["write"], "w").write("planted"))
+    attempt("signal the app", lambda: os.kill(targets["app_pid"], 0) or "sent")
+
+    def connect() -> str:
+        with socket.create_connection(("127.0.0.1", targets["port"]), timeout=2):
+            return "connected"
+
+    attempt("connect to the network", connect)
+    attempt("start a program", lambda: subprocess.run(["/bin/true"], check=True))
+    return "csv", json.dumps(worked)
+
+
+def main() -> None:
+    sys.path.insert(0, sys.argv[1])
+    from ui.uploads import parsing, preview_worker
+
+    parsing.parse_preview = attack  # type: ignore[assignment]
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    preview_worker.main()
+
+
+if __name__ == "__main__":
+    main()
