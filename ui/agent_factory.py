@@ -52,7 +52,8 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
     if settings.agent_type == "tool-calling":
         return _construct(ToolCallingAgent, common, workdir=str(workdir))
     return _construct(CodeAgent, common, workdir=str(workdir), authorized_imports=list(settings.authorized_imports),
-                      executor_timeout_s=config.exec_timeout_s)
+                      executor_timeout_s=config.exec_timeout_s,
+                      sandbox_options={"min_free_mb": config.min_free_mb})
 
 
 def _construct(cls: Any, common: dict[str, Any], **extra: Any) -> Any:

@@ -19,6 +19,7 @@ from ui.saved.store import secret_file, storage_is_ephemeral
 from ui.session.heap import freeze_long_lived_objects
 from ui.session.presence import PresenceMiddleware
 from ui.settings import AppConfig
+from ui.web.disk_floor import DiskFloorMiddleware
 from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version
 from ui.web.security_headers import SecurityHeadersMiddleware
 from ui.web.sign_in import build_page
@@ -51,7 +52,8 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         # Gradio refuses bigger uploads itself, before they are stored (the app's own check comes later).
         "max_file_size": config.max_upload_bytes,
         "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware), Middleware(PresenceMiddleware),
-                                      Middleware(AbsoluteFileUrlMiddleware)]},
+                                      Middleware(AbsoluteFileUrlMiddleware),
+                                      Middleware(DiskFloorMiddleware, min_free_mb=config.min_free_mb)]},
         # The data dir is allowed (above) but its signing secret must never be served.
         "blocked_paths": [str(secret_file(config.data_dir))],
     }

@@ -22,6 +22,8 @@ Environment variables:
   AGENTDECK_SESSION_GRACE_S    delete a closed session's workspace after this long (300)
   AGENTDECK_MAX_RUNS           runs that may stream at the same time (32)
   AGENTDECK_EXEC_TIMEOUT_S     time limit of one code execution in the sandbox (120)
+  AGENTDECK_MIN_FREE_MB        disk space kept free where the data folder lives (2048): below it no run starts and
+                               running code stops writing (saved chats keep their files, so visitors could fill it)
   AGENTDECK_APPROVAL_MODE      the approval mode a new tab starts with (autonomous; see ui/panels/approval_panel.py)
   AGENTDECK_USERNAME / AGENTDECK_PASSWORD   turn on password protection
   AGENTDECK_MODELS             comma-separated model strings visitors may pick (default: the configured model,
@@ -106,6 +108,7 @@ class AppConfig:
     max_tokens_per_run: int | None = None  # the operator's spending cap per run (None: no cap)
     max_runs: int = 32
     exec_timeout_s: float = 120.0
+    min_free_mb: int = 2048  # the data folder's disk floor: no run starts below it, running code stops writing
     auth: tuple[str, str] | None = None
     approval_mode: str = "autonomous"  # the mode a new tab starts with (ui/panels/approval_panel.py)
     allowed_models: tuple[str, ...] | None = None  # None: the default offer (see visitor_models)
@@ -180,6 +183,7 @@ class AppConfig:
             max_tokens_per_run=_int_env("AGENTDECK_MAX_TOKENS_PER_RUN", 0) or None,
             max_runs=max(1, _int_env("AGENTDECK_MAX_RUNS", 32)),
             exec_timeout_s=float(_int_env("AGENTDECK_EXEC_TIMEOUT_S", 120)),
+            min_free_mb=max(0, _int_env("AGENTDECK_MIN_FREE_MB", 2048)),
             auth=(user, password) if user and password else None,
             approval_mode=_approval_mode_env(),
             allowed_models=_list_env("AGENTDECK_MODELS"),

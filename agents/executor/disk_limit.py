@@ -23,9 +23,10 @@ MAPS_CHECK_S = 1.0  # how often deleted-but-mapped files are looked for (reading
 class DiskLimit:
     """One sandbox's disk limits over its workspace and temp folder."""
 
-    def __init__(self, workdir: str, tmpdir: str, max_mb: int, max_files: int) -> None:
+    def __init__(self, workdir: str, tmpdir: str, max_mb: int, max_files: int, min_free_mb: int = 0) -> None:
         self.workdir, self.tmpdir = workdir, tmpdir
         self.max_mb, self.max_files = max_mb, max_files
+        self.min_free_mb = min_free_mb  # the shared disk's floor (worker_watch.server_disk_short)
         self._maps_checked_at = 0.0
 
     def over(self, worker: WorkerProcess | None) -> str | None:
@@ -38,7 +39,7 @@ class DiskLimit:
         if mapped:
             self._maps_checked_at = now
         return worker_watch.disk_over([self.workdir, self.tmpdir], pid, self.max_mb, self.max_files,
-                                      mapped=mapped)
+                                      mapped=mapped, min_free_mb=self.min_free_mb)
 
     def check_after_run(self, result: ExecutionResult, worker: WorkerProcess | None,
                         empty_tmp: Callable[[], None]) -> None:

@@ -46,7 +46,8 @@ class PythonSandbox:
                  max_result_chars: int = 100_000, max_open_files: int = 256,
                  extra_read_paths: Iterable[str] = (), use_landlock: bool = True, use_seccomp: bool = True,
                  startup_timeout_s: float = 120, nice: int = 5, max_disk_mb: int = 1024,
-                 private_root: bool = True, python_layers: bool = True, max_disk_files: int = 20_000) -> None:
+                 private_root: bool = True, python_layers: bool = True, max_disk_files: int = 20_000,
+                 min_free_mb: int = 0) -> None:
         os.makedirs(workdir, exist_ok=True)
         self.workdir = os.path.realpath(workdir)
         self._uid = identity.allocate()  # a user id of its own when the app runs as root
@@ -87,7 +88,7 @@ class PythonSandbox:
         self._closed = False
         self._step = 0
         self._warned = False
-        self._disk = DiskLimit(self.workdir, self._tmpdir, int(max_disk_mb), int(max_disk_files))
+        self._disk = DiskLimit(self.workdir, self._tmpdir, int(max_disk_mb), int(max_disk_files), int(min_free_mb))
         self._worker: WorkerProcess | None = None
         self._worker = self._spawn()
 
@@ -98,6 +99,15 @@ class PythonSandbox:
     @property
     def max_disk_files(self) -> int:
         return self._disk.max_files
+
+    @property
+    def min_free_mb(self) -> int:
+        """The shared disk's floor: below that much free space, code that writes is stopped (0: no floor)."""
+        return self._disk.min_free_mb
+
+    @min_free_mb.setter
+    def min_free_mb(self, value: int) -> None:
+        self._disk.min_free_mb = int(value)
 
     # --- lifecycle ------------------------------------------------------------
     def _spawn(self) -> WorkerProcess:

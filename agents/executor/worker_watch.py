@@ -225,9 +225,14 @@ def thread_left_running(worker: WorkerProcess, sample_s: float) -> bool:
         time.sleep(0.002)
 
 
-def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, mapped: bool = True) -> str | None:
+def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, mapped: bool = True,
+              min_free_mb: int = 0) -> str | None:
     """Why the sandbox's files are over its limits (its folders, plus files its process deleted but holds
-    open), or None. A walk cut short by its entry cap counts as over: the limit fails closed."""
+    open), or None. A walk cut short by its entry cap counts as over: the limit fails closed. `min_free_mb`:
+    the space the file systems of `folders` must keep free (the server's disk is shared by every sandbox)."""
+    short = server_disk_short(folders, min_free_mb)
+    if short is not None:
+        return short
     use = usage(folders)
     used = use.bytes + (deleted_open_bytes(pid, mapped) if pid is not None else 0)
     if not use.complete or use.files > max_files:
@@ -235,4 +240,32 @@ def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, 
     if used > max_mb * 1024 * 1024:
         return (f"the sandbox's files take {used // (1024 * 1024)} MB, over the limit of {max_mb} MB "
                 "(max_disk_mb; the app can raise it)")
+    return None
+
+
+def free_mb(path: str) -> int:
+    """Megabytes an unprivileged writer may still use on the file system holding `path` (or the nearest folder
+    above it that exists; 0 if unknown)."""
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return 0
+    return info.f_bavail * info.f_frsize // (1024 * 1024)
+
+
+def server_disk_short(folders: list[str], min_free_mb: int) -> str | None:
+    """Why the disk holding `folders` is too full to write on (less than `min_free_mb` free), or None.
+
+    Why: each sandbox's own limit (max_disk_mb) bounds one session, not the server: saved chats keep their
+    workspaces, so visitors starting chat after chat would fill the disk every session and the saved chats
+    share; past the floor, writes stop for everyone instead of the disk running out under them."""
+    if min_free_mb <= 0:
+        return None
+    for folder in folders:
+        left = free_mb(folder)
+        if left < min_free_mb:
+            return (f"the server's disk is almost full ({left} MB free; the app keeps {min_free_mb} MB free: "
+                    "min_free_mb)")
     return None

@@ -107,3 +107,15 @@ def test_mapped_deleted_files_count_against_the_disk_limit(tmp_path):
     with PythonSandbox(str(tmp_path), python_layers=False, max_disk_mb=10) as sb:
         r = sb.run(code)
         assert r.error_type == "DiskLimitError", r
+
+
+def test_the_shared_disk_keeps_its_floor_whatever_each_sandbox_may_write(tmp_path):
+    """max_disk_mb bounds one sandbox; saved chats keep their workspaces, so chat after chat would fill the
+    server's disk. Below `min_free_mb` free, code that writes is stopped while it runs, and told why."""
+    floor = worker_watch.free_mb(str(tmp_path)) + 1_000_000  # this disk is already below the floor
+    with PythonSandbox(str(tmp_path / "ws"), python_layers=False, min_free_mb=floor, timeout_s=60) as sb:
+        r = sb.run("import time\nwhile True:\n    open('f.bin', 'ab').write(b'A' * (1 << 16))\n    time.sleep(0.01)")
+        assert r.error_type == "DiskLimitError" and "min_free_mb" in r.error, (r.error, r.logs)
+        assert "the code was stopped" in r.error
+        sb.min_free_mb = 0  # room again: the same sandbox goes on
+        assert sb.run("1 + 1").output == 2

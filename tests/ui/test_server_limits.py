@@ -188,3 +188,51 @@ def _state(pid: int) -> str:
             return fh.read().rsplit(b")", 1)[1].split()[0].decode()
     except OSError:
         return "gone"
+
+
+def test_no_run_starts_on_a_disk_below_its_floor_and_sandboxes_get_the_floor(tmp_path: Path, monkeypatch) -> None:
+    """Saved chats keep their workspaces (up to max_disk_mb each), so chat after chat could fill the disk every
+    visitor shares: below AGENTDECK_MIN_FREE_MB no run starts (before its uploads are taken in), and each code
+    agent's sandbox stops writing at the same floor."""
+    import gradio as gr
+    from ui_testlib import code_reply, write_transcript
+
+    from agents.executor.worker_watch import free_mb
+    from ui.agent_factory import build_agent
+    from ui.settings import AppConfig, RunSettings
+    from ui.web.run_gate import RunGate
+
+    full = AppConfig(model="embedded:smollm2", data_dir=tmp_path / "data", min_free_mb=free_mb(str(tmp_path)) + 10**6)
+    gate = RunGate(full, registry=None, streamer=None)  # type: ignore[arg-type]
+    with pytest.raises(gr.Error, match="disk is almost full"):
+        gate.admit(None, session=None)  # type: ignore[arg-type]  # refused before the registry is asked
+    transcript = write_transcript(tmp_path / "t.json", [code_reply("done", "final_answer(1)")])
+    config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", min_free_mb=512)
+    agent = build_agent(RunSettings(model=config.model), tmp_path / "ws", config)
+    assert agent.sandbox_options["min_free_mb"] == 512
+    monkeypatch.setenv("AGENTDECK_MIN_FREE_MB", "100")
+    assert AppConfig.from_env(tmp_path).min_free_mb == 100
+
+
+@pytest.mark.slow
+def test_a_full_disk_pauses_uploads_and_runs_of_the_real_app(tmp_path: Path) -> None:
+    """Gradio's upload route needs no run: below the floor it answers 507 before storing anything, and a run
+    sent through the API is refused; the data folder gets no chat."""
+    import requests
+    from gradio_client import Client
+    from ui_testlib import code_reply, run_app, write_transcript
+
+    from agents.executor.worker_watch import free_mb
+
+    transcript = write_transcript(tmp_path / "t.json", [code_reply("done", "final_answer('ok')")])
+    data = tmp_path / "data"
+    data.mkdir()
+    floor = str(free_mb(str(tmp_path)) + 10**6)
+    with run_app(transcript, data, extra_env={"AGENTDECK_MIN_FREE_MB": floor}) as url:
+        upload = requests.post(url + "gradio_api/upload", files={"files": ("a.csv", b"a,b\n1,2\n")}, timeout=30)
+        assert upload.status_code == 507 and "disk is almost full" in upload.text
+        client = Client(url, verbose=False, download_files=False)
+        with pytest.raises(Exception, match="disk is almost full"):
+            client.predict({"text": "hi", "files": []}, f"replay:{transcript}", "code", 5, 0, [], "pandas",
+                           "autonomous", api_name="/run")
+    assert not list((data / "owners").glob("*/*/meta.json"))

@@ -7,11 +7,13 @@ One per server, a service (ui/services.py): the chat's handlers (ui/app.py) and 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
 
+from agents.executor.worker_watch import server_disk_short
 from ui.chat.stream_outputs import Shown
 from ui.chat.streamer import RunStreamer
 from ui.session.registry import ServerBusyError, SessionRegistry
@@ -45,7 +47,12 @@ class RunGate:
         return settings
 
     def admit(self, request: gr.Request | None, session: Session) -> None:
-        """One more run for this visitor and a sandbox for it, or a clear refusal (ui/web/rate_limit.py)."""
+        """One more run for this visitor and a sandbox for it, or a clear refusal (ui/web/rate_limit.py). Not
+        on a disk below its floor (AGENTDECK_MIN_FREE_MB): checked before the message's files are taken in."""
+        short = server_disk_short([str(self.config.data_dir)], self.config.min_free_mb)
+        if short is not None:
+            logging.getLogger(__name__).warning("A run was refused: %s (AGENTDECK_MIN_FREE_MB)", short)
+            raise gr.Error(f"No new runs for now: {short.split(';')[0]}). Try again later.", print_exception=False)
         try:
             self.rate_limiter.check(visitor_of(request))
             self.registry.make_room(session)
