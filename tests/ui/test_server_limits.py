@@ -236,3 +236,19 @@ def test_a_full_disk_pauses_uploads_and_runs_of_the_real_app(tmp_path: Path) -> 
             client.predict({"text": "hi", "files": []}, f"replay:{transcript}", "code", 5, 0, [], "pandas",
                            "autonomous", api_name="/run")
     assert not list((data / "owners").glob("*/*/meta.json"))
+
+
+def test_an_ipv6_visitor_is_counted_by_its_64_network(monkeypatch) -> None:
+    """A single line or cloud machine holds a whole /64: rotating addresses in it gives no fresh limits."""
+    monkeypatch.setenv("SPACE_ID", "someone/demo")
+    limiter = RunRateLimiter(per_minute=2)
+    for n in range(2):
+        request = type("R", (), {"headers": {"x-forwarded-for": f"2001:db8:1:2::{n + 1:x}"}, "client": None})()
+        limiter.check(visitor_of(request), now=100.0)
+    rotated = type("R", (), {"headers": {"x-forwarded-for": "2001:db8:1:2:ffff:1:2:3"}, "client": None})()
+    with pytest.raises(RateLimitedError):
+        limiter.check(visitor_of(rotated), now=100.5)
+    neighbour = type("R", (), {"headers": {"x-forwarded-for": "2001:db8:1:3::1"}, "client": None})()
+    limiter.check(visitor_of(neighbour), now=100.5)  # another /64 is another visitor
+    assert visitor_of(type("R", (), {"headers": {"x-forwarded-for": "::ffff:6.6.6.6"}, "client": None})()) == "6.6.6.6"
+    assert visitor_of(_Req()) == "10.0.0.9"

@@ -5,6 +5,7 @@ over the HTTP API must not take the server from everyone else.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 import threading
 import time
@@ -72,11 +73,26 @@ def trusts_forwarded_header() -> bool:
 
 def visitor_of(request: Any) -> str:
     """The visitor's address: behind a trusted proxy, the last X-Forwarded-For hop (added by the proxy, not
-    the client); else the connection's peer."""
+    the client); else the connection's peer. An IPv6 address counts as its /64 network."""
     if trusts_forwarded_header():
         headers = getattr(request, "headers", None) or {}
         forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
         if forwarded:
-            return forwarded.split(",")[-1].strip()[:64]
+            return address_key(forwarded.split(",")[-1].strip()[:64])
     client = getattr(request, "client", None)
-    return str(getattr(client, "host", "") or "unknown")[:64]
+    return address_key(str(getattr(client, "host", "") or "unknown")[:64])
+
+
+def address_key(address: str) -> str:
+    """The key a visitor's limits are counted under. Why /64 for IPv6: one subscriber line or one cloud machine
+    is given a whole /64 (2**64 addresses), so counting single addresses would give such a visitor a fresh
+    limit per request."""
+    try:
+        ip = ipaddress.ip_address(address.strip("[]"))
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
