@@ -252,3 +252,28 @@ def test_an_ipv6_visitor_is_counted_by_its_64_network(monkeypatch) -> None:
     limiter.check(visitor_of(neighbour), now=100.5)  # another /64 is another visitor
     assert visitor_of(type("R", (), {"headers": {"x-forwarded-for": "::ffff:6.6.6.6"}, "client": None})()) == "6.6.6.6"
     assert visitor_of(_Req()) == "10.0.0.9"
+
+
+@pytest.mark.slow
+def test_runs_paused_for_a_decision_count_against_the_visitors_runs_at_once(tmp_path: Path) -> None:
+    """A paused run ends its handler (no streaming place) but keeps its sandbox place: one visitor starting
+    paused runs in fresh API sessions took every sandbox of the server. They count as the visitor's runs."""
+    from gradio_client import Client
+    from ui_testlib import code_reply, run_app, write_transcript
+
+    transcript = write_transcript(tmp_path / "t.json", [code_reply("compute", "print(1)")] * 10)
+    data = tmp_path / "data"
+    data.mkdir()
+    env = {"AGENTDECK_MAX_SANDBOXES": "3", "AGENTDECK_TRUST_FORWARDED": "1"}
+
+    def paused_run(url: str, address: str) -> None:
+        client = Client(url, verbose=False, download_files=False, headers={"X-Forwarded-For": address})
+        client.predict({"text": "hi", "files": []}, f"replay:{transcript}", "code", 5, 0, [], "pandas",
+                       "approve_code", api_name="/run")
+
+    with run_app(transcript, data, extra_env=env) as url:
+        paused_run(url, "203.0.113.7")
+        paused_run(url, "203.0.113.7")
+        with pytest.raises(Exception, match="Too many runs at once"):
+            paused_run(url, "203.0.113.7")
+        paused_run(url, "198.51.100.1")  # the server still has a place for someone else

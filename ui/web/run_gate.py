@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +25,9 @@ from ui.web.gradio_compat import root_url_of
 from ui.web.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
 from ui.web.sign_in import sign_in_message, visitor_token
 
+#: Visitors whose sessions are remembered before the ones with no session left are forgotten.
+MAX_VISITORS = 10_000
+
 
 class RunGate:
     def __init__(self, config: AppConfig, registry: SessionRegistry, streamer: RunStreamer) -> None:
@@ -30,6 +35,8 @@ class RunGate:
         self.registry = registry
         self.streamer = streamer
         self.rate_limiter = RunRateLimiter(config.runs_per_minute, config.runs_at_once)
+        self._visitor_sessions: dict[str, weakref.WeakSet[Session]] = {}  # sessions each visitor started runs in
+        self._visitor_lock = threading.Lock()
         self.demo_labels: list[str] = []  # the recorded analyses' buttons, named to a visitor who needs to sign in
 
     def settings(self, *form: Any, token: gr.OAuthToken | None = None) -> RunSettings:
@@ -53,11 +60,33 @@ class RunGate:
         if short is not None:
             logging.getLogger(__name__).warning("A run was refused: %s (AGENTDECK_MIN_FREE_MB)", short)
             raise gr.Error(f"No new runs for now: {short.split(';')[0]}). Try again later.", print_exception=False)
+        visitor = visitor_of(request)
         try:
-            self.rate_limiter.check(visitor_of(request))
+            self._check_unfinished(visitor, session)
+            self.rate_limiter.check(visitor)
             self.registry.make_room(session)
         except (RateLimitedError, ServerBusyError) as exc:
             raise gr.Error(str(exc), print_exception=False) from None
+        self._remember(visitor, session)
+
+    def _check_unfinished(self, visitor: str, session: Session) -> None:
+        """At most `runs_at_once` unfinished runs per visitor, paused ones included. Why: a run paused for a
+        decision ends its handler (so it holds no streaming place) but keeps its sandbox place for minutes; a
+        visitor starting run after run in fresh API sessions, each paused, took every sandbox of the server."""
+        with self._visitor_lock:
+            others = [s for s in self._visitor_sessions.get(visitor, ()) if s is not session]
+        unfinished = [s for s in others if s.closed_at is None and s.running]
+        if len(unfinished) >= self.config.runs_at_once:
+            raise RateLimitedError(
+                f"Too many runs at once: this server runs {self.config.runs_at_once} at a time for each visitor, "
+                "counting runs that wait for a decision. Answer or stop one of them first.")
+
+    def _remember(self, visitor: str, session: Session) -> None:
+        with self._visitor_lock:
+            if visitor not in self._visitor_sessions and len(self._visitor_sessions) >= MAX_VISITORS:
+                for key in [k for k, held in self._visitor_sessions.items() if not held]:
+                    del self._visitor_sessions[key]  # sessions gone: their visitors are forgotten
+            self._visitor_sessions.setdefault(visitor, weakref.WeakSet()).add(session)
 
     def limited(self, updates: Iterator[tuple], request: gr.Request | None) -> Iterator[tuple]:
         """Stream `updates` while holding one of the visitor's concurrent-run places."""
