@@ -277,3 +277,34 @@ def test_runs_paused_for_a_decision_count_against_the_visitors_runs_at_once(tmp_
         with pytest.raises(Exception, match="Too many runs at once"):
             paused_run(url, "203.0.113.7")
         paused_run(url, "198.51.100.1")  # the server still has a place for someone else
+
+
+@pytest.mark.slow
+def test_reopening_a_chat_reruns_its_code_only_within_the_visitors_run_limits(tmp_path: Path) -> None:
+    """Opening a chat re-runs its code steps (each up to the execution time limit) in the queue runs share:
+    from many fresh API sessions at once, one visitor took every run place and the CPU. Each rebuild counts as
+    a run of the visitor's; past the limits the chat opens at once and is rebuilt with its next message."""
+    import json
+
+    from gradio_client import Client
+    from ui_testlib import code_reply, run_app, write_transcript
+
+    from ui.saved.store import new_token
+
+    transcript = write_transcript(tmp_path / "t.json", [code_reply("compute", "x = 41 + 1\nprint(x)"),
+                                                        code_reply("done", "final_answer(x)")])
+    data = tmp_path / "data"
+    data.mkdir()
+    token = new_token()
+    form = (f"replay:{transcript}", "code", 5, 0, [], "pandas")
+    with run_app(transcript, data, extra_env={"AGENTDECK_RUNS_PER_MINUTE": "3"}) as url:
+        first = Client(url, verbose=False, download_files=False)
+        first.predict({"token": token}, *form, api_name="/browser_session")
+        first.predict({"text": "compute", "files": []}, *form, "autonomous", api_name="/run")  # run 1 of 3
+        notes = []
+        for _ in range(3):  # a page load (here from a fresh API session) reopens the chat the browser had open
+            opened = Client(url, verbose=False, download_files=False).predict(
+                {"token": token}, *form, api_name="/browser_session")
+            notes.append(json.dumps(opened))
+    assert ["rebuilt with your next message" in n for n in notes] == [False, False, True], notes
+    assert all("Chat restored" in n for n in notes[:2])

@@ -122,7 +122,8 @@ class HistoryController:
                                           "there), then take over."),
                    gr.skip())
             return
-        for view in self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports)):
+        for view in self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports),
+                               request):
             yield (*view, gr.Button(visible=False))
 
     # ----- handlers -----------------------------------------------------------------------------
@@ -164,7 +165,7 @@ class HistoryController:
                    *self._form_values(settings_dict(paused.agent_settings), form), paused.approval_mode, gr.skip())
             return
         if current and self.store.get(owner, current) is not None:
-            yield from self._open(key, owner, state, current, form)
+            yield from self._open(key, owner, state, current, form, request)
             return
         session = self.registry.peek(key)
         if session is None:
@@ -184,9 +185,11 @@ class HistoryController:
         owner, state = self.identify(state, request)
         key = tab_key(request)
         self.bind(key, owner)
-        yield from self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports))
+        yield from self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports),
+                              request)
 
-    def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: tuple) -> Iterator[tuple]:
+    def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: tuple,
+              request: gr.Request | None = None) -> Iterator[tuple]:
         current = self.registry.peek(key)
         if current is not None and current.running:
             yield self._view(current, state, owner, keep_export=True,
@@ -199,7 +202,7 @@ class HistoryController:
             return
         running = self._held_elsewhere(owner, chat.id)
         if running is not None and running.key != key:
-            yield from self._join_run(key, owner, state, running, form)
+            yield from self._join_run(key, owner, state, running, form, request)
             return
         try:
             memory, metadata = self.store.load_memory(chat)
@@ -228,14 +231,19 @@ class HistoryController:
             settings = RunSettings.from_form(config, *values)
             session.record.add_note(f"This chat's saved settings are not offered here ({exc}); it continues "
                                     f"with the server's model {config.model}.")
-        try:
-            self.registry.make_room(session)  # a reopened chat's sandbox counts against the server's cap
-        except ServerBusyError:
-            session.restore_later(memory)  # rebuilt with the next message, when a sandbox is free
-            yield self._view(session, state, owner, settings=values,
-                             input_update=gr.MultimodalTextbox(interactive=True))
-            return
-        session.restore_agent(memory, settings)
+        # Re-running its code is a run of this visitor's (limits: ui/web/run_gate.py); over them, or with no sandbox
+        # free, the chat is shown and its variables are rebuilt with the next message, which is admitted as any run.
+        with self.services.gate.rebuilding(request, session, memory) as allowed:
+            try:
+                if not allowed:
+                    raise ServerBusyError("over the visitor's run limits")
+                self.registry.make_room(session)  # a reopened chat's sandbox counts against the server's cap
+            except ServerBusyError:
+                session.restore_later(memory)
+                yield self._view(session, state, owner, settings=values,
+                                 input_update=gr.MultimodalTextbox(interactive=True))
+                return
+            session.restore_agent(memory, settings)
         shown = self.registry.peek(key)
         if shown is not session:  # another chat was opened in this tab meanwhile (ui/session/registry.py install)
             if shown is not None:  # this view would hide it: show it again, its message box free once restored
@@ -246,7 +254,8 @@ class HistoryController:
         yield self._view(session, state, owner, settings=form_update,
                          input_update=gr.MultimodalTextbox(interactive=True))
 
-    def _join_run(self, key: str, owner: str, state: Any, running: Session, form: tuple) -> Iterator[tuple]:
+    def _join_run(self, key: str, owner: str, state: Any, running: Session, form: tuple,
+                  request: gr.Request | None = None) -> Iterator[tuple]:
         """Opening a chat whose run goes on in another session. Loading it from disk would show it without
         the run, and this tab's next message would save over the run's turn. A run whose page went away is
         moved to this tab (`RunStreamer.reattach` streams the rest); one shown in a live tab is left there."""
@@ -271,7 +280,7 @@ class HistoryController:
             if moved is None:
                 # Its run ended: open it from disk.
                 if chat_id is not None and self._held_elsewhere(owner, chat_id) is None:
-                    yield from self._open(key, owner, state, chat_id, form)
+                    yield from self._open(key, owner, state, chat_id, form, request)
                 return
         self.store.set_current(owner, chat_id)
         if chat_id is not None:  # (the running session holds the chat)

@@ -11,6 +11,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gradio as gr
@@ -87,6 +88,32 @@ class RunGate:
                 for key in [k for k, held in self._visitor_sessions.items() if not held]:
                     del self._visitor_sessions[key]  # sessions gone: their visitors are forgotten
             self._visitor_sessions.setdefault(visitor, weakref.WeakSet()).add(session)
+
+    @contextmanager
+    def rebuilding(self, request: gr.Request | None, session: Session, memory: Any) -> Iterator[bool]:
+        """While a reopened chat's code is re-run to rebuild its variables: that is a run of the visitor's, counted
+        per minute and holding one of their places at once. Yields False (nothing held) when over a limit.
+
+        Why: opening a chat (a click, a page load, an API call from a fresh session) re-runs every code step it
+        holds, each up to the execution time limit, in the queue the runs share; uncounted, one visitor opening
+        a heavy chat from many sessions at once took the server's run places and its CPU."""
+        steps = getattr(memory, "action_steps", None)
+        if steps is None or not any(getattr(step, "code", None) for step in steps()):
+            yield True  # nothing to re-run
+            return
+        visitor = visitor_of(request)
+        try:
+            self._check_unfinished(visitor, session)
+            self.rate_limiter.check(visitor)
+            place = self.rate_limiter.running(visitor)
+            place.__enter__()
+        except RateLimitedError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            place.__exit__(None, None, None)
 
     def limited(self, updates: Iterator[tuple], request: gr.Request | None) -> Iterator[tuple]:
         """Stream `updates` while holding one of the visitor's concurrent-run places."""
