@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,11 @@ if TYPE_CHECKING:
     from nbformat import NotebookNode
 
 _IMAGE_SUFFIXES = {".png"}
+#: Images a notebook embeds, each and in all. Why: a step's artifacts are read whole into memory and base64'd;
+#: code can write a 100 MB "chart" and list it in step after step, and the app builds exports in its own process.
+MAX_IMAGE_BYTES = 8 << 20
+MAX_NOTEBOOK_IMAGE_BYTES = 48 << 20
+_TOO_BIG = object()
 _SETUP = '''# Set up by AgentDeck: in the agent, final_answer() ended the task; here it shows the answer.
 def final_answer(answer=None):
     from IPython.display import display
@@ -63,6 +69,7 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = 
     from nbformat import v4
 
     root = Path(workspace) if workspace is not None else None
+    budget = [MAX_NOTEBOOK_IMAGE_BYTES]  # what images may still add, shared by every step
 
     def seen(text: str) -> str:
         return as_seen(text, [workspace])
@@ -96,10 +103,14 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = 
             if step.logs:
                 outputs.append(v4.new_output("stream", name="stdout", text=seen(step.logs)))
             for artifact in step.artifacts:
-                image = _read_image(root, artifact)
-                if image is not None:
+                image = _read_image(root, artifact, budget)
+                if isinstance(image, str):
                     data = {"image/png": image, "text/plain": f"<{artifact}>"}
                     outputs.append(v4.new_output("display_data", data=data))
+                elif image is _TOO_BIG:
+                    outputs.append(v4.new_output("stream", name="stdout", text=(
+                        f"[{artifact} is not embedded: the notebook holds images up to {MAX_IMAGE_BYTES >> 20} MB "
+                        f"each and {MAX_NOTEBOOK_IMAGE_BYTES >> 20} MB in all; it is in the workspace.]\n")))
             metadata: dict[str, Any] = {"agentdeck": {"step_number": step.step_number}}
             if step.tool_calls and any(c.name != "final_answer" for c in step.tool_calls):
                 metadata["tags"] = ["raises-exception"]
@@ -116,8 +127,9 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = 
     return notebook
 
 
-def _read_image(root: Path | None, artifact: str) -> str | None:
-    """The base64 PNG of a workspace artifact, or None (not a PNG, outside the workspace, or missing)."""
+def _read_image(root: Path | None, artifact: str, budget: list[int]) -> str | object | None:
+    """The base64 PNG of a workspace artifact; None (not a PNG, outside the workspace, or missing), or _TOO_BIG
+    when it is over MAX_IMAGE_BYTES or the notebook's remaining `budget` (which it then uses up)."""
     if root is None or Path(artifact).suffix.lower() not in _IMAGE_SUFFIXES:
         return None
     path = (root / artifact).resolve()
@@ -125,9 +137,20 @@ def _read_image(root: Path | None, artifact: str) -> str | None:
         path.relative_to(root.resolve())
     except ValueError:
         return None
-    if not path.is_file():
+    try:  # a regular file, checked on the descriptor it is read from (opening never waits, as a FIFO's would)
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb", buffering=0) as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            if info.st_size > min(MAX_IMAGE_BYTES, budget[0]):
+                return _TOO_BIG
+            data = handle.read(min(MAX_IMAGE_BYTES, budget[0]) + 1)
+    except OSError:
         return None
-    return base64.b64encode(path.read_bytes()).decode("ascii")
+    if len(data) > min(MAX_IMAGE_BYTES, budget[0]):  # grown since
+        return _TOO_BIG
+    budget[0] -= len(data)
+    return base64.b64encode(data).decode("ascii")
 
 
 def save_notebook(memory: AgentMemory, path: str | os.PathLike[str], workspace: str | os.PathLike[str] | None = None,

@@ -142,3 +142,33 @@ def test_markdown_of_a_constructed_memory_says_what_the_chat_said() -> None:
     assert text.rstrip().endswith("## Final answer\n\n|   | a |\n| :--- | ---: |\n| 0 | 1 |\n| 1 | 2 |")
     assert text.count("### Step 1") == 2
     assert renumber_traceback("no frames here", 3) == "no frames here"
+
+
+def test_a_notebook_embeds_images_within_a_budget(tmp_path, monkeypatch):
+    """Artifacts are read whole and base64'd in the app's process: a huge "chart" listed by step after step
+    (code can rewrite one each step) must not cost the app gigabytes per export."""
+    from agents.memory import export_notebook as export
+
+    monkeypatch.setattr(export, "MAX_IMAGE_BYTES", 64 << 10)  # the same rule at a test's scale
+    monkeypatch.setattr(export, "MAX_NOTEBOOK_IMAGE_BYTES", 512 << 10)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    png = b"\x89PNG\r\n\x1a\n"
+    (workspace / "small.png").write_bytes(png + b"\0" * 1000)
+    (workspace / "huge.png").write_bytes(png + b"\0" * (export.MAX_IMAGE_BYTES + 1))
+    (workspace / "big.png").write_bytes(png + b"\0" * (export.MAX_IMAGE_BYTES - 100))
+    memory = AgentMemory("system")
+    memory.add_step(TaskStep(task="Plot", messages=[{"role": "user", "content": "Plot"}]))
+    for number in range(1, 21):
+        memory.add_step(ActionStep(step_number=number, code="plot()", logs="", model_output="Thought: plot.",
+                                   artifacts=["small.png", "huge.png", "big.png"]))
+    notebook = to_notebook(memory, workspace)
+    nbformat.validate(notebook)
+    embedded = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                if o.get("output_type") == "display_data"]
+    total = sum(len(o["data"]["image/png"]) for o in embedded) * 3 // 4
+    assert total <= export.MAX_NOTEBOOK_IMAGE_BYTES
+    assert any(o["data"]["text/plain"] == "<small.png>" for o in embedded)
+    assert not any(o["data"]["text/plain"] == "<huge.png>" for o in embedded)
+    text = nbformat.writes(notebook)
+    assert "huge.png is not embedded" in text and "big.png is not embedded" in text  # the budget ran out
