@@ -24,6 +24,7 @@ Environment variables:
   AGENTDECK_EXEC_TIMEOUT_S     time limit of one code execution in the sandbox (120)
   AGENTDECK_MIN_FREE_MB        disk space kept free where the data folder lives (2048): below it no run starts and
                                running code stops writing (saved chats keep their files, so visitors could fill it)
+  AGENTDECK_MAX_PUBLISHED_MB   what one chat's shown files (a copy per version, in Gradio's folder) may take (2048)
   AGENTDECK_APPROVAL_MODE      the approval mode a new tab starts with (autonomous; see ui/panels/approval_panel.py)
   AGENTDECK_USERNAME / AGENTDECK_PASSWORD   turn on password protection
   AGENTDECK_MODELS             comma-separated model strings visitors may pick (default: the configured model,

@@ -120,3 +120,21 @@ def test_a_rewritten_output_file_counts_as_a_change_for_the_files_panel() -> Non
     t.apply(ev.ArtifactCreated(step=1, **artifact))
     t.apply(ev.ArtifactCreated(step=2, **artifact))  # written again: the panel must publish the new version
     assert t.files_revision == 2 and len(t.files) == 1
+
+
+def test_a_sessions_published_copies_have_a_cap(tmp_path: Path, session_folder: Path) -> None:
+    """Each version of a file is copied outside the sandbox's disk limit, into the folder every session shares:
+    code rewriting a big file step after step would fill it. Past the cap nothing more is published."""
+    publisher = FilePublisher(root=tmp_path / "published", max_bytes=3 * len(PNG_A))
+    source = session_folder / "workspace" / "chart.png"
+    for version in range(3):
+        source.write_bytes(PNG_A[:-1] + bytes([version]))
+        os.utime(source, ns=(1, 10**18 + version))
+        publisher.publish(source, inside=session_folder)
+    source.write_bytes(PNG_B)
+    os.utime(source, ns=(1, 2 * 10**18))
+    with pytest.raises(NotPublishable, match="past the 0 MB of files this chat may show"):
+        publisher.publish(source, inside=session_folder)
+    assert len(list(publisher.folder.rglob("chart.png"))) == 3
+    publisher.remove()  # a new chat starts with room again
+    assert Path(publisher.publish(source, inside=session_folder).path).read_bytes() == PNG_B

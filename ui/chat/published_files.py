@@ -43,6 +43,16 @@ def publish_root() -> Path:
     return upload_folder() / "agentdeck"
 
 
+def max_published_bytes() -> int:
+    """What one session's published copies may take (AGENTDECK_MAX_PUBLISHED_MB, 2048). Why: every version of a
+    file is copied (a chart redrawn each step), outside the sandbox's own disk limit, into a folder all sessions
+    share; code rewriting big files step after step would otherwise fill it."""
+    try:
+        return int(float(os.environ.get("AGENTDECK_MAX_PUBLISHED_MB", "") or 2048) * (1 << 20))
+    except ValueError:
+        return 2048 << 20
+
+
 @dataclass(frozen=True)
 class Published:
     """A published copy: its path (what the browser is given) and the SHA-256 of its content."""
@@ -58,8 +68,10 @@ class FilePublisher:
     file; where it really is, read back from /proc), and copied while hashing.
     """
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, max_bytes: int | None = None) -> None:
         self.folder = (root or publish_root()) / secrets.token_hex(16)
+        self.max_bytes = max_published_bytes() if max_bytes is None else max_bytes
+        self._bytes = 0  # what this session's copies take
         self._copies: dict[tuple[str, int, int], Published] = {}
         self._real_folders: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -84,7 +96,13 @@ class FilePublisher:
             with self._lock:
                 known = self._copies.get(key)
                 if known is None:
+                    if self._bytes + info.st_size > self.max_bytes:
+                        raise NotPublishable(
+                            f"{name} is past the {self.max_bytes >> 20} MB of files this chat may show (each "
+                            "version of a file is kept; the file is in the workspace, and a new chat has room "
+                            "again)")
                     known = self._copies[key] = self._copy(fd, name)
+                    self._bytes += info.st_size
                 return known
         finally:
             os.close(fd)
@@ -118,6 +136,7 @@ class FilePublisher:
         """Delete every published copy (the session was reset or closed); later publishes start afresh."""
         with self._lock:
             self._copies.clear()
+            self._bytes = 0
             shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import gradio as gr
 
 from agents.memory import AgentMemory
+from ui.chat.published_files import NotPublishable
 from ui.saved.owners import tab_key
 from ui.saved.store import ChatStoreError
 from ui.services import Services
@@ -77,4 +78,8 @@ class ChatExports:
             return gr.skip()
         path = folder / f"{self._file_stem(title)}{extension}"
         write(memory, session.record.workspace, path, title, turns)
-        return session.record.publish(path).path
+        try:
+            return session.record.publish(path).path
+        except NotPublishable as exc:
+            gr.Warning(f"The export was written but cannot be downloaded: {exc}.")
+            return gr.skip()
