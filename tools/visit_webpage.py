@@ -208,14 +208,31 @@ def _resolve_host(host: str, port: int) -> list[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
+#: IPv6 prefixes whose last 32 bits are an IPv4 address the packet is translated or tunnelled to: NAT64's
+#: well-known prefix (RFC 6052), IPv4-compatible (deprecated) and SIIT's IPv4-translated addresses.
+_LAST_32_IS_IPV4 = [ipaddress.ip_network(n) for n in ("64:ff9b::/96", "::/96", "::ffff:0:0:0/96")]
+#: Local-use NAT64 (RFC 8215): the IPv4 address may sit anywhere in it, and it is the operator's own network.
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
+
+
 def is_public_address(address: str) -> bool:
-    """True for globally routable unicast addresses; False for private, loopback, link-local, reserved..."""
+    """True for globally routable unicast addresses; False for private, loopback, link-local, reserved...
+
+    An IPv6 address that carries an IPv4 one (mapped, NAT64, 6to4, Teredo, IPv4-compatible) is public only if
+    that IPv4 address is: Python counts NAT64's and 6to4's prefixes as global, yet `[64:ff9b::a9fe:a9fe]`
+    reaches 169.254.169.254 (a cloud's metadata service) wherever NAT64 is deployed."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _LOCAL_NAT64:
+            return False
+        carried = [a for a in (ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ())) if a is not None]
+        carried += [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) for net in _LAST_32_IS_IPV4 if ip in net]
+        if carried:
+            return all(a.is_global and not a.is_multicast for a in carried) and (
+                ip.ipv4_mapped is not None or ip.is_global)
     return ip.is_global and not ip.is_multicast
 
 

@@ -205,3 +205,15 @@ def test_public_address_check() -> None:
     for address in ("127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.1.1", "::1", "fe80::1",
                     "fc00::1", "::ffff:10.0.0.1", "224.0.0.1", "0.0.0.0", "not-an-ip"):
         assert not vw.is_public_address(address), address
+
+
+def test_ipv6_addresses_carrying_a_private_ipv4_one_are_refused() -> None:
+    """NAT64 and 6to4 prefixes count as global, yet `[64:ff9b::a9fe:a9fe]` reaches 169.254.169.254 (a cloud's
+    metadata service) wherever NAT64 is deployed: the IPv4 address an IPv6 one carries is what is checked."""
+    for address in ("64:ff9b::a9fe:a9fe", "64:ff9b::7f00:1", "64:ff9b::a00:1", "2002:a9fe:a9fe::1", "2002:7f00:1::",
+                    "::127.0.0.1", "::ffff:0:a9fe:a9fe", "64:ff9b:1::a9fe:a9fe"):
+        assert not vw.is_public_address(address), address
+        with pytest.raises(vw.BlockedAddressError):
+            vw.VisitWebpageTool(allow_private=False)._check_url(f"http://[{address}]/latest/meta-data/")
+    for address in ("64:ff9b::5db8:d822", "2002:5db8:d822::1", "::ffff:93.184.216.34"):  # a public IPv4 inside
+        assert vw.is_public_address(address), address
