@@ -36,6 +36,7 @@ class Services:
             idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
             pageless_idle_s=config.pageless_idle_s, max_sandboxes=config.max_sandboxes,
             decision_timeout_s=config.decision_timeout_s, reattach_grace_s=config.reattach_grace_s,
+            max_sessions=config.max_sessions,
         )
         store = ChatStore(config.data_dir)
         store.sweep_unused()

@@ -308,3 +308,32 @@ def test_reopening_a_chat_reruns_its_code_only_within_the_visitors_run_limits(tm
             notes.append(json.dumps(opened))
     assert ["rebuilt with your next message" in n for n in notes] == [False, False, True], notes
     assert all("Chat restored" in n for n in notes[:2])
+
+
+def test_live_sessions_have_a_cap_and_the_longest_idle_go_first(tmp_path: Path, monkeypatch) -> None:
+    """Any request with a new session hash makes a session (~0.3 MB and a folder): a visitor looping over the API
+    could grow the process until it runs out of memory. Past max_sessions the longest idle ones without a run go,
+    those no page holds first; a running one stays."""
+    from ui.session import registry as registry_module
+    from ui.session.session import Session
+
+    presence = PagePresence()
+    registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: None, presence=presence, max_sessions=3)
+    running: set = set()
+    monkeypatch.setattr(Session, "running", property(lambda session: session in running))
+    busy, paged = registry.get("busy"), registry.get("paged")
+    registry.get("idle")
+    running.add(busy)
+    presence.opened("paged")
+    registry.get("new-1")  # the cap: the idle one without a page goes
+    assert registry.peek("idle") is None and registry.peek("paged") is paged and registry.peek("busy") is busy
+    registry.get("new-2")  # then the longest idle without a page, before the one a page holds
+    assert registry.peek("new-1") is None and registry.peek("paged") is paged
+    presence.opened("new-2")
+    registry.get("new-3")  # every idle one has a page: the longest idle goes
+    assert registry.peek("paged") is None and registry.peek("new-2") is not None
+    assert registry.peek("busy") is busy and len(registry) == 3  # a run is never closed for room
+    monkeypatch.setattr(registry_module, "MAX_EXPIRED_KEYS", 2)
+    for n in range(5):
+        registry.get(f"extra-{n}")
+    assert len(registry._expired_keys) == 2  # made-up keys are remembered up to a bound

@@ -23,6 +23,9 @@ RESERVATION_S = 120.0  # a sandbox place promised to a starting run is counted t
 class ServerBusyError(Exception):
     """No sandbox can be made available now; the message says so."""
 
+#: Tabs remembered as closed idle (for the note their next event shows).
+MAX_EXPIRED_KEYS = 10_000
+
 
 class SessionRegistry:
     """All live sessions, keyed by the browser tab's session hash."""
@@ -30,7 +33,8 @@ class SessionRegistry:
     def __init__(self, data_dir: str | Path, agent_factory: AgentFactory, idle_timeout_s: float = 3600.0,
                  grace_s: float = 300.0, max_upload_bytes: int = 50 * 1024 * 1024,
                  pageless_idle_s: float = 180.0, presence: PagePresence = PRESENCE, max_sandboxes: int = 16,
-                 decision_timeout_s: float = 1800.0, reattach_grace_s: float = 120.0) -> None:
+                 decision_timeout_s: float = 1800.0, reattach_grace_s: float = 120.0,
+                 max_sessions: int = 2000) -> None:
         self.root = Path(data_dir) / "sessions"
         self.root.mkdir(parents=True, exist_ok=True)
         self.agent_factory = agent_factory
@@ -44,21 +48,26 @@ class SessionRegistry:
         self._admission = threading.Lock()  # one make_room at a time: counting and promising a place is atomic
         self._reserved: dict[int, tuple[Session, float]] = {}  # places promised to runs whose agent is not built yet
         self.reattach_grace_s = reattach_grace_s  # a run whose page went away waits this long for it to come back
+        # Live sessions at once (each ~0.3 MB and a folder): any request with a new session hash makes one, so
+        # without a cap a visitor looping over the API could grow the process until it runs out of memory.
+        self.max_sessions = max_sessions
         self._sessions: dict[str, Session] = {}
         self._closed: list[Session] = []
-        self._expired_keys: set[str] = set()
+        self._expired_keys: dict[str, None] = {}  # tabs whose session was closed idle (oldest first, bounded)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._reaper: threading.Thread | None = None
 
     def get(self, key: str) -> Session:
+        if self.peek(key) is None:
+            self._make_room_for_session()
         with self._lock:
             session = self._sessions.get(key)
             if session is None:
                 folder = self.root / secrets.token_hex(16)  # unguessable: files are served from here
                 session = Session(key, folder, self.agent_factory, self.max_upload_bytes)
                 if key in self._expired_keys:
-                    self._expired_keys.discard(key)
+                    del self._expired_keys[key]
                     session.record.add_note("🕰️ The previous session was closed after being idle; this is a "
                                                 "fresh one (new memory, empty workspace).")
                 self._sessions[key] = session
@@ -68,6 +77,8 @@ class SessionRegistry:
     def install(self, key: str, chat: SavedChat) -> Session:
         """A new session in a saved chat's folder for `key`; the key's previous one is closed (see
         `_close_replaced`)."""
+        if self.peek(key) is None:
+            self._make_room_for_session()
         session = Session(key, chat.folder, self.agent_factory, self.max_upload_bytes, saved=chat)
         with self._lock:
             old = self._sessions.get(key)
@@ -77,6 +88,20 @@ class SessionRegistry:
         if old is not None:
             _close_replaced(old, session)
         return session
+
+    def _make_room_for_session(self) -> None:
+        """Keep live sessions under `max_sessions`: the longest idle ones without a run (or a decision waiting)
+        are closed first, those no page holds before those a page does. A closed saved chat loses nothing: its
+        memory and files are on disk, and the tab's next event finds a fresh session."""
+        with self._lock:
+            excess = len(self._sessions) + 1 - self.max_sessions
+            candidates = list(self._sessions.values()) if excess > 0 else []
+        if not candidates:
+            return
+        idle = [s for s in candidates if not s.running and not s.has_pending()]
+        idle.sort(key=lambda s: (self.presence.has_page(s.key), s.last_active))
+        for session in idle[:excess]:
+            self.close(session.key, expired=True)
 
     def rekey(self, old_key: str, key: str, when: Callable[[Session], bool] = lambda s: True) -> Session | None:
         """Move the live session of `old_key` (a reloaded tab's) to the tab's new `key`, if `when(session)`."""
@@ -141,7 +166,9 @@ class SessionRegistry:
                 return
             self._closed.append(session)
             if expired:
-                self._expired_keys.add(key)
+                self._expired_keys[key] = None
+                while len(self._expired_keys) > MAX_EXPIRED_KEYS:  # keys are the visitor's to make up
+                    del self._expired_keys[next(iter(self._expired_keys))]
         session.close()
 
     def reap(self, now: float | None = None) -> None:
