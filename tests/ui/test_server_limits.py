@@ -337,3 +337,27 @@ def test_live_sessions_have_a_cap_and_the_longest_idle_go_first(tmp_path: Path, 
     for n in range(5):
         registry.get(f"extra-{n}")
     assert len(registry._expired_keys) == 2  # made-up keys are remembered up to a bound
+
+
+def test_a_page_load_that_never_sent_a_message_leaves_no_folder_behind(tmp_path: Path) -> None:
+    """Every page load, and every API call from a fresh client, makes an owner and a chat folder: a chat that
+    never got a message is removed with its session, and its owner's folder with it when nothing else is there."""
+    from ui.saved.store import ChatStore, new_token
+
+    store = ChatStore(tmp_path)
+    registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: None, grace_s=0)
+    owner = store.owner_for_token(new_token())
+    registry.install("api-client", store.create(owner))
+    assert (tmp_path / "owners" / owner).is_dir()
+    registry.close("api-client")
+    registry.reap()
+    assert not (tmp_path / "owners" / owner).exists()
+    kept_owner = store.owner_for_token(new_token())
+    store.set_approval_mode(kept_owner, "all")  # an owner's own choice keeps its folder
+    registry.install("tab", store.create(kept_owner))
+    registry.close("tab")
+    registry.reap()
+    assert (tmp_path / "owners" / kept_owner / "approval_mode").exists()
+    store.create(store.owner_for_token(new_token()))  # left behind by a crash: swept at start
+    store.sweep_unused(older_than_s=0, now=10**10)
+    assert sorted(p.name for p in (tmp_path / "owners").iterdir()) == [kept_owner]

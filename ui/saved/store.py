@@ -268,6 +268,10 @@ class ChatStore:
                             removed += 1
                     except OSError:
                         pass
+            try:  # an owner with nothing left (never sent a message, chose no mode)
+                owner_dir.rmdir()
+            except OSError:
+                pass
         return removed
 
     # ----- meta -----------------------------------------------------------------------------------

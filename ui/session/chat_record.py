@@ -9,6 +9,7 @@ through the methods here or the session's.
 """
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 from collections.abc import Callable, Sequence
@@ -180,6 +181,9 @@ class ChatRecord:
         if self._saved is not None and self._saved.kept:
             return
         shutil.rmtree(self._root, ignore_errors=True)
+        if self._saved is not None:  # an owner folder left empty (a page load from a fresh API client) goes too
+            with contextlib.suppress(OSError):
+                self._root.parent.rmdir()
 
     def clear(self) -> None:
         """New chat: an empty chat, workspace and file list (a kept chat's files stay: a new saved chat starts)."""
