@@ -69,3 +69,16 @@ def test_a_closed_tab_is_forgotten_with_its_load(tmp_path: Path) -> None:
 
     owners.forget(Request())
     assert owners.wait_loaded("tab", timeout=0.0) is False
+
+
+def test_tabs_that_never_unload_are_remembered_up_to_a_bound(tmp_path: Path, monkeypatch) -> None:
+    """An API client never unloads, and every call from a fresh client is a tab: their owners and loads are
+    remembered up to a bound, the tabs bound longest ago forgotten first."""
+    monkeypatch.setattr(owners_module, "MAX_TABS", 3)
+    owners = TabOwners(ChatStore(tmp_path))
+    for i in range(5):
+        owners.bind(f"api-{i}", f"owner-{i}")
+        owners.mark_loaded(f"api-{i}")
+    owners.bind("api-2", "owner-2")  # bound again: the newest
+    assert [owners.owner_of(f"api-{i}") for i in range(5)] == [None, None, "owner-2", "owner-3", "owner-4"]
+    assert list(owners._loaded) == ["api-2", "api-3", "api-4"]

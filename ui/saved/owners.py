@@ -19,6 +19,14 @@ PAGE_LOAD_WAIT_S = 15.0
 #: the tab key is the visitor's to choose, so waiting must not become a way to park the server's run threads.
 MAX_WAITING = 4
 MAX_GIVEN_UP = 10_000
+#: Tabs whose owner and page load are remembered. API clients never unload (every call from a fresh client is
+#: a tab), so without a bound the maps grew for good; past it the tabs bound longest ago are forgotten.
+MAX_TABS = 100_000
+
+
+def _trim(entries: dict, limit: int) -> None:
+    while len(entries) > limit:
+        del entries[next(iter(entries))]
 
 
 def tab_key(request: Any) -> str:
@@ -31,7 +39,7 @@ class TabOwners:
         self.store = store
         self._tabs: dict[str, str] = {}  # tab key -> owner key
         self._lock = threading.Lock()
-        self._loaded: set[str] = set()  # tabs whose page load has set up their session
+        self._loaded: dict[str, None] = {}  # tabs whose page load has set up their session (oldest first)
         self._load_done = threading.Condition(self._lock)
         self._waiting = 0
         self._given_up: OrderedDict[str, None] = OrderedDict()  # tabs whose load never came: no second wait
@@ -53,7 +61,9 @@ class TabOwners:
 
     def bind(self, key: str, owner: str) -> None:
         with self._lock:
-            self._tabs[key] = owner
+            self._tabs.pop(key, None)
+            self._tabs[key] = owner  # newest last
+            _trim(self._tabs, MAX_TABS)
 
     def owner_of(self, key: str) -> str | None:
         with self._lock:
@@ -63,12 +73,13 @@ class TabOwners:
         """The tab's page went away."""
         with self._lock:
             self._tabs.pop(tab_key(request), None)
-            self._loaded.discard(tab_key(request))
+            self._loaded.pop(tab_key(request), None)
 
     def mark_loaded(self, key: str) -> None:
         """The tab's page load is done (whatever came of it): its waiting messages go on."""
         with self._lock:
-            self._loaded.add(key)
+            self._loaded[key] = None
+            _trim(self._loaded, MAX_TABS)
             self._load_done.notify_all()
 
     def wait_loaded(self, key: str, timeout: float = PAGE_LOAD_WAIT_S) -> bool:
