@@ -134,6 +134,25 @@ def test_errors_are_styled_and_mark_the_step() -> None:
     assert by_title(messages, "Step 1")["metadata"]["title"] == "Step 1 ⚠️"
 
 
+def test_a_traceback_names_the_step_as_the_chat_numbers_it() -> None:
+    """The sandbox names its code `<step N>` by every run it has seen; in a second run, step 1 must not show a
+    traceback in "<step 3>" (nor name the earlier steps it came through by their sandbox numbers)."""
+    t = Transcript()
+    t.apply(ev.RunStarted(**base(0), task="first", agent_name="CodeAgent", model_id="replay", max_steps=5))
+    code_step(t, step=1)
+    code_step(t, step=2)
+    second = "run2"
+    t.apply(ev.RunStarted(**base(2, run=second), task="again", agent_name="CodeAgent", model_id="replay",
+                          max_steps=5))
+    code_step(t, step=3, run=second)
+    trace = ('Traceback (most recent call last):\n  File "<step 3>", line 1, in <module>\n    f()\n'
+             '  File "<step 2>", line 2, in f\nNameError: name \'y\' is not defined')
+    t.apply(ev.StepError(**base(3, run=second), error_type="ExecutionError", message=trace))
+    shown = [m for m in t.messages() if m.get("metadata", {}).get("title", "").startswith("💥")][-1]["content"]
+    assert '"<step 1>", line 1' in shown and '"<an earlier step>", line 2' in shown
+    assert "<step 3>" not in shown and "<step 2>" not in shown
+
+
 def test_plans_and_tool_calls() -> None:
     t = Transcript()
     t.apply(ev.StepStarted(**base(1), step_type="planning"))

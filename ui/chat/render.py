@@ -49,9 +49,6 @@ class Transcript(ExecutionRendering, DecisionRendering):
         self.requests: dict[str, ev.DecisionRequested] = {}  # by request id: what each decision was about
         self.top_run_id: str | None = None
         self.current_step = 0  # the current run's step, numbered within the run (as its step titles are)
-        #: The agent's step number before each run's first step, by run id: the agent numbers its steps across
-        #: the whole conversation, a person counts them within the run (titles and the status must agree).
-        self.run_step_offsets: dict[str, int] = {}
         self.out_of_steps = False  # the current run used all its steps: its answer is only a best guess
         self.max_steps = 0
         self.run_started = 0.0
@@ -101,14 +98,6 @@ class Transcript(ExecutionRendering, DecisionRendering):
         elif e.parent_id in self.call_nodes:
             node = self.call_nodes[e.parent_id]
             node.parts["agent"] = f"Managed agent **{e.agent_name}** is working on: {clip(e.task, 500)}"
-
-    def step_in_run(self, e: ev.Event) -> int:
-        """The event's step numbered within its run: the run's first step is 1.
-
-        The offset comes from the run's first step seen, not from `RunStarted.step`, so a chat rebuilt from
-        saved memory (whose runs start at 0 there while its steps keep the agent's numbers) counts the same way."""
-        offset = self.run_step_offsets.setdefault(e.run_id, e.step - 1)
-        return max(1, e.step - offset)
 
     def _on_step_started(self, e: ev.StepStarted) -> None:
         kind = e.step_type

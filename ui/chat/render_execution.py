@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agents import events as ev
+from agents.memory.export import renumber_traceback
 from ui.chat.formatting import IMAGE_EXTENSIONS, fence, image_message, thought_without_code
 from ui.chat.step_output import CallOutcome, error_line, rejection_text
 from ui.chat.step_tree import StepTree
@@ -123,11 +124,13 @@ class ExecutionRendering(StepTree):
                 self._steps[step.id].error = "🚫 You rejected this step. " + node.parts["text"]
             return
         node = self._child(step, f"error-{self._counter}", f"💥 Error: {e.error_type}", e)
-        node.parts["text"] = f'<span class="ad-error">{e.error_type}</span>\n\n' + fence(e.message)
+        # The sandbox names its code `<step N>` by the runs it has seen; the chat numbers steps per run.
+        message = renumber_traceback(e.message, self.step_in_run(e))
+        node.parts["text"] = f'<span class="ad-error">{e.error_type}</span>\n\n' + fence(message)
         if step is not None and "⚠️" not in (step.title or ""):
             step.title = f"{step.title} ⚠️"
         if step is not None and step.id in self._steps:
-            self._steps[step.id].error = error_line(e.error_type, e.message)
+            self._steps[step.id].error = error_line(e.error_type, message)
 
     def _on_injection_flagged(self, e: ev.InjectionFlagged) -> None:
         node = self._child(self._step_node(e), f"injection-{self._counter}",

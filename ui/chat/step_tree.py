@@ -24,6 +24,17 @@ class StepTree(ChatTree):
         self.step_nodes: dict[tuple[str, str | None, int], Node] = {}
         self.call_nodes: dict[str, Node] = {}
         self._steps: dict[str, StepRecord] = {}  # step node id -> what it produced, for its preview
+        #: The agent's step number before each run's first step, by run id: the agent numbers its steps across
+        #: the whole conversation, a person counts them within the run (titles and the status must agree).
+        self.run_step_offsets: dict[str, int] = {}
+
+    def step_in_run(self, e: ev.Event) -> int:
+        """The event's step numbered within its run: the run's first step is 1.
+
+        The offset comes from the run's first step seen, not from `RunStarted.step`, so a chat rebuilt from
+        saved memory (whose runs start at 0 there while its steps keep the agent's numbers) counts the same way."""
+        offset = self.run_step_offsets.setdefault(e.run_id, e.step - 1)
+        return max(1, e.step - offset)
 
     def _step_node(self, event: ev.Event) -> Node | None:
         return self.step_nodes.get((event.run_id, event.parent_id, event.step))
