@@ -233,6 +233,8 @@ class MCPToolset:
                        or f"Tool {remote.name} of MCP server {self.spec.label}.")
         tool_class = type(f"MCPTool_{name}", (MCPTool,), {
             "name": name, "description": description.strip(), "inputs": inputs, "__module__": __name__,
+            "requires_approval": self.spec.requires_approval,
+            "approval_reason": f"runs on the MCP server {self.spec.label}, whose effects the app cannot see",
         })
         return tool_class(self, remote.name, arg_names, set(schema.get("required") or []), nullable_props)
 

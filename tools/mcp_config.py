@@ -5,7 +5,7 @@ The variable holds either
   `{"mcpServers": {"name": {...}}}` map; a server object is `{"command": "...", "args": [...],
   "env": {...}, "cwd": "..."}` for a stdio server or `{"url": "https://.../mcp", "headers": {...}}`
   for a Streamable HTTP server, optionally with `"name"` (used as a tool-name prefix, see
-  `prefix`) and `"timeout"` (seconds per call); or
+  `prefix`), `"timeout"` (seconds per call) and `"requires_approval"` (default true); or
 - plain text: entries separated by `;`, each an http(s) URL or a shell-style command line,
   e.g. `uvx mcp-server-time; https://example.com/mcp`.
 """
@@ -34,8 +34,14 @@ class MCPServerSpec:
     name: str | None = None
     prefix: str | None = None
     timeout: float = 60.0
+    #: The app cannot see what a server's tools do, so "approve sensitive tool calls" pauses for them; an
+    #: operator who knows a server only reads can say `"requires_approval": false`.
+    requires_approval: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.requires_approval, bool):
+            raise ConfigurationError(f"MCP server `requires_approval` must be true or false, not "
+                                     f"{self.requires_approval!r}.")
         if bool(self.command) == bool(self.url):
             raise ConfigurationError("An MCP server needs either a `command` (stdio) or a `url` (HTTP), not both.")
         if self.url and not self.url.startswith(("http://", "https://")):
@@ -49,7 +55,7 @@ class MCPServerSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], name: str | None = None) -> MCPServerSpec:
-        known = {"command", "args", "env", "cwd", "url", "headers", "name", "prefix", "timeout"}
+        known = {"command", "args", "env", "cwd", "url", "headers", "name", "prefix", "timeout", "requires_approval"}
         unknown = sorted(set(data) - known - {"type", "transport"})
         if unknown:
             raise ConfigurationError(f"MCP server entry has unknown key(s) {unknown}; known keys: {sorted(known)}.")

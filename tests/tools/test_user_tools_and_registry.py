@@ -182,3 +182,24 @@ def test_settings_from_a_mapping_read_flags_as_the_tools_do(monkeypatch: pytest.
     assert not ToolSettings.from_env({}).allow_private_urls
     assert ToolSettings.from_env({"AGENTDECK_ALLOW_PRIVATE_URLS": " On "}).allow_private_urls
     assert not ToolSettings.from_env({"AGENTDECK_ALLOW_PRIVATE_URLS": "0"}).allow_private_urls
+
+
+def test_mcp_tools_pause_under_approve_sensitive_tool_calls_unless_the_operator_says_they_only_read() -> None:
+    """The app cannot see what an MCP server's tool does, so the mode that approves sensitive tool calls covers
+    it (it used to let every MCP call through); a server entry can say `"requires_approval": false`."""
+    from types import SimpleNamespace
+
+    from agents.decisions.policy import ApprovalPolicy
+    from agents.errors import ConfigurationError
+    from tools.mcp_client import MCPToolset
+
+    remote = SimpleNamespace(name="send", description="Sends a message.",
+                             input_schema={"type": "object", "properties": {"text": {"type": "string"}}})
+    policy = ApprovalPolicy.from_mode("approve_tools")
+    unknown = MCPToolset({"command": "server", "name": "mail"}, connect=False)._make_tool(remote)
+    assert unknown.requires_approval and "mail" in unknown.approval_reason
+    assert policy.covered_tools([unknown]) == [unknown]
+    reader = MCPToolset({"command": "server", "requires_approval": False}, connect=False)._make_tool(remote)
+    assert not reader.requires_approval and policy.covered_tools([reader]) == []
+    with pytest.raises(ConfigurationError, match="requires_approval"):
+        MCPToolset({"command": "server", "requires_approval": "no"}, connect=False)
