@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agents import step_events
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentInterrupted
-from agents.guard import fence, warning_line
+from agents.injection import fence, warning_line
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
 from agents.loop.parsing import extract_code
@@ -206,7 +206,7 @@ class CodeAgent(MultiStepAgent):
 
     def _screen_execution(self, step: ActionStep, output_text: str, context: RunContext) -> tuple[str, str]:
         """Record the tools the code called; if any, their output may be in the logs: fence logs and output
-        as data, with a warning line for each call whose output looked like instructions (agents/guard.py)."""
+        as data, with a warning line for each call whose output looked like instructions (agents/injection.py)."""
         step.tool_calls = list(context.tool_calls)
         if all(call.name in UNSCREENED_TOOLS for call in step.tool_calls):
             return step.logs, output_text

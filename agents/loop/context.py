@@ -15,7 +15,7 @@ from typing import Any
 from agents.decisions import Decision, DecisionBroker, DecisionKind
 from agents.errors import AgentInterrupted
 from agents.events import Event
-from agents.guard import Finding
+from agents.injection import Finding
 from agents.models.base import Message, ToolCall
 from agents.step_events import ToolCallRecord
 

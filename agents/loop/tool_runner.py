@@ -14,7 +14,7 @@ from agents import step_events
 from agents.decisions import DecisionKind, Outcome, Rejected
 from agents.errors import ToolError
 from agents.events import new_id
-from agents.guard import detect_injection, fence, warning_line
+from agents.injection import detect_injection, fence, warning_line
 from agents.loop.context import RunContext
 from agents.models.base import ToolCall
 from agents.tooling.base import Tool
@@ -75,7 +75,7 @@ class ToolRunner:
         _finish(record, text, run)
         return output
 
-    # -- what the calls of a step brought in (guard against prompt injection, agents/guard.py) --------
+    # -- what the calls of a step brought in (guard against prompt injection, agents/injection.py) --------
     def _record(self, record: step_events.ToolCallRecord, arguments: dict[str, Any], text: str,
                 run: RunContext) -> None:
         """Remember a successful call in the run's step and screen its output; flagged output emits InjectionFlagged."""

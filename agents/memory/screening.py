@@ -1,9 +1,9 @@
-"""Screening a loaded memory for injected instructions (agents/guard.py) before an agent continues it."""
+"""Screening a loaded memory for injected instructions (agents/injection.py) before an agent continues it."""
 from __future__ import annotations
 
 from typing import Any
 
-from agents.guard import detect_injection, unfence, warning_line
+from agents.injection import detect_injection, unfence, warning_line
 from agents.memory.memory import AgentMemory
 
 

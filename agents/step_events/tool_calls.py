@@ -94,7 +94,7 @@ def call_events(call: ToolCallRecord, decisions: list[Any], fields: Fields) -> l
 
 def legacy_calls(step: ActionStep, fields: Fields) -> list[Event]:
     """A tool-calling step saved before calls were recorded: the calls, and what came back as one text."""
-    from agents.guard import unfence
+    from agents.injection import unfence
 
     events: list[Event] = []
     for number, call in enumerate(step.tool_calls):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.guard import fence, screen
+from agents.injection import fence, screen
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
 from agents.memory.export import to_markdown
 from agents.memory.export_notebook import to_notebook

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agents import events as ev
-from agents.guard import detect_injection
+from agents.injection import detect_injection
 from ui.chat.file_links import FileLinker
 from ui.chat.formatting import (
     IMAGE_EXTENSIONS,

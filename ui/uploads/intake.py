@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.guard import detect_injection, screen
+from agents.injection import detect_injection, screen
 from ui.uploads.parsing import (
     SUPPORTED_EXTENSIONS,
     UploadError,

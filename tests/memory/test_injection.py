@@ -1,4 +1,4 @@
-"""Outside text reaches the model fenced as data and screened for injected instructions (agents/guard.py)."""
+"""Outside text reaches the model fenced as data and screened for injected instructions (agents/injection.py)."""
 from __future__ import annotations
 
 import http.server
@@ -8,7 +8,7 @@ import pytest
 
 from agents import events as ev
 from agents import tool
-from agents.guard import detect_injection, fence, screen, unfence, warning_line
+from agents.injection import detect_injection, fence, screen, unfence, warning_line
 from tests.agents.conftest import call, code
 from tests.memory.conftest import needs_sandbox
 
