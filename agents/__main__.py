@@ -74,9 +74,9 @@ def _chosen_tools(names: str) -> list[Tool]:
     if not wanted:
         return []
     from agents.errors import ConfigurationError
-    from tools.registry import builtin_tools
+    from tools.registry import all_tools
 
-    available = builtin_tools()
+    available = all_tools()
     missing = [n for n in wanted if n not in available]
     if missing:
         raise ConfigurationError(f"Unknown tool(s) {', '.join(missing)}; available: {', '.join(sorted(available))}.")

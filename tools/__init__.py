@@ -24,7 +24,7 @@ _LAZY: dict[str, str] = {
     "load_user_tools": "tools.user_tools",
     "ToolSettings": "tools.registry",
     "ToolCatalog": "tools.registry",
-    "builtin_tools": "tools.registry",
+    "all_tools": "tools.registry",
     "load_tool_catalog": "tools.registry",
 }
 

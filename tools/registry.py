@@ -187,7 +187,7 @@ def load_tool_catalog(settings: Any = None, *, include_mcp: bool = True) -> Tool
     return catalog
 
 
-def builtin_tools(settings: Any = None) -> dict[str, Tool]:
+def all_tools(settings: Any = None) -> dict[str, Tool]:
     """Every available tool by name: built-in, user and MCP tools (MCP sessions close at exit).
 
     Use `load_tool_catalog` instead when you also need the loading errors, sources and on/off state.

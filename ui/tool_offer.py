@@ -13,15 +13,15 @@ _TOOL_CACHE: list[Any] | None = None
 _TOOL_LOCK = threading.Lock()
 
 
-def _builtin_tools() -> list[Any]:
+def _registry_tools() -> list[Any]:
     """The registry's tools, built once per process (MCP servers are started once, not per session)."""
     global _TOOL_CACHE
     with _TOOL_LOCK:
         if _TOOL_CACHE is None:
             try:
-                from tools.registry import builtin_tools
+                from tools.registry import all_tools
 
-                found = builtin_tools()
+                found = all_tools()
                 _TOOL_CACHE = list(found.values()) if isinstance(found, dict) else list(found)
             except Exception as exc:  # the app still works without extra tools
                 logging.getLogger(__name__).warning("Could not load the tool registry: %s", exc)
@@ -37,7 +37,7 @@ def default_tool_names() -> list[str]:
 def available_tools() -> list[tuple[str, str]]:
     """(name, description) of the tools a person may enable, final_answer excluded (always there)."""
     found = []
-    for tool in _builtin_tools():
+    for tool in _registry_tools():
         name = getattr(tool, "name", "")
         if name and name != "final_answer":
             found.append((name, " ".join(str(getattr(tool, "description", "")).split())))
@@ -46,4 +46,4 @@ def available_tools() -> list[tuple[str, str]]:
 
 def select_tools(names: tuple[str, ...]) -> list[Any]:
     wanted = set(names)
-    return [tool for tool in _builtin_tools() if getattr(tool, "name", "") in wanted]
+    return [tool for tool in _registry_tools() if getattr(tool, "name", "") in wanted]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents.tooling.base import Tool
-from tools.registry import BUILTIN_TOOL_NAMES, ToolSettings, builtin_tools, load_tool_catalog, make_builtin_tools
+from tools.registry import BUILTIN_TOOL_NAMES, ToolSettings, all_tools, load_tool_catalog, make_builtin_tools
 from tools.user_tools import load_tools_from_file, load_user_tools
 
 GOOD = '''
@@ -89,10 +89,10 @@ def test_broken_files_are_reported_with_file_and_line_and_others_still_load(tmp_
     assert not any("agentdeck_user_tools.b_syntax" in name for name in sys.modules)
 
 
-def test_builtin_tools_are_cheap_and_described(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_all_tools_are_cheap_and_described(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("AGENTDECK_TOOLS_PATH", "AGENTDECK_MCP_SERVERS", "AGENTDECK_DISABLED_TOOLS"):
         monkeypatch.delenv(name, raising=False)
-    tools = builtin_tools()
+    tools = all_tools()
     assert list(tools) == list(BUILTIN_TOOL_NAMES)
     assert all(isinstance(t, Tool) and t.description for t in tools.values())
     assert tools["speech_to_text"]._pipeline is None  # no model loaded
