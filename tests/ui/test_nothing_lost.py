@@ -17,6 +17,7 @@ from ui_testlib import code_reply
 from agents.memory import ActionStep
 from ui.saved.restore import UNFINISHED_NOTE
 from ui.saved.store import ChatStore, new_token
+from ui.session import run_stream
 from ui.session.stopping import CLOSED_NOTE
 
 
@@ -96,6 +97,7 @@ def test_an_agent_that_cannot_confirm_a_stop_is_replaced_and_its_memory_kept(app
     import agents.loop.step_runner as step_runner
 
     monkeypatch.setattr(step_runner, "ModelStreamReader", _ReaderInTheLoopThread)
+    monkeypatch.setattr(run_stream, "STOP_GRACE_S", 0.1)  # the chat gives up on the stop after this (0.6 s in the app)
     # Call 0 sets x (step 1); call 1 (step 2) hangs and ignores the interrupt; the next agent gets ANSWER.
     app, token = start(apps, tmp_path, [SET_X, ANSWER], stall_at=(1,))
     thread, updates = app.run_in_thread("Set x, then think")

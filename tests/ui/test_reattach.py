@@ -13,6 +13,7 @@ from nothing_lost_harness import ANSWER, SET_X, LiveApp, Req, StallingModel, cha
 from ui.panels import history
 from ui.panels.approvals import ApprovalHandlers
 from ui.saved.store import ChatStore, new_token
+from ui.session import run_stream
 from ui.session.presence import PagePresence
 from ui.web.gradio_compat import ExampleSelectData
 
@@ -20,6 +21,9 @@ from ui.web.gradio_compat import ExampleSelectData
 @pytest.fixture(autouse=True)
 def _secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTDECK_SECRET", "r" * 40)
+    # A re-attached page's first update, while the run's model call hangs, is the drain's heartbeat: 1 s in the
+    # app, shortened here so the tests do not wait through it.
+    monkeypatch.setattr(run_stream, "HEARTBEAT_S", 0.05)
 
 
 @pytest.fixture

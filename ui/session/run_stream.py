@@ -18,6 +18,13 @@ from agents.loop.event_stream import EventStream
 
 END = object()  # the stream is over
 
+# The streaming policy's defaults, read when a drain starts (tests that wait through a heartbeat or a stop's grace
+# shorten them rather than sleep through them).
+MIN_INTERVAL_S = 0.05  # at most one update per this long
+GATHER_S = 0.02  # how long a burst of events is gathered into one update
+HEARTBEAT_S = 1.0  # an update this often while nothing happens (the page knows the run is alive)
+STOP_GRACE_S = 0.6  # how long a stop may go unconfirmed before the drain ends the run itself
+
 
 @dataclass
 class Failure:

@@ -28,7 +28,7 @@ from agents.decisions import Decision
 from ui.chat.formatting import for_visitor
 from ui.saved.restore import carry_memory_into
 from ui.saved.store import SavedChat
-from ui.session import rewind, stopping
+from ui.session import rewind, run_stream, stopping
 from ui.session.agent_slot import AgentFactory, AgentSlot
 from ui.session.chat_record import ChatRecord
 from ui.session.rewind import LastMessage
@@ -207,14 +207,15 @@ class Session:
         if agent is self._slot.agent and self._record.saved is not None:
             self.save_chat("step", announce=False)
 
-    def drain(self, min_interval: float = 0.05, gather: float = 0.02, heartbeat: float = 1.0,
-              stop_grace: float = 0.6) -> Iterator[str]:
-        """Apply the run's events to the transcript, yielding after each batch (and every `heartbeat` seconds).
+    def drain(self) -> Iterator[str]:
+        """Apply the run's events to the transcript, yielding after each batch (and every heartbeat), with the
+        timings of ui/session/run_stream.py (read now, so a test can shorten them).
 
         Ends when the run has finished, or after a DecisionRequested (the run waits for a person; call
         drain again once the decision is resolved).
         """
-        return self._runs.drain(min_interval, gather, heartbeat, stop_grace)
+        return self._runs.drain(run_stream.MIN_INTERVAL_S, run_stream.GATHER_S, run_stream.HEARTBEAT_S,
+                                run_stream.STOP_GRACE_S)
 
     def hibernate(self) -> bool:
         """Close the idle agent and its sandbox, keeping its memory for the next message. False if busy."""
