@@ -291,7 +291,10 @@ class WorkerProcess:
                 pass
 
     def shutdown(self) -> None:
-        if not self.dead:
+        """Ask the worker to exit, then kill it. A worker never seen ready has run no code and may still be
+        importing its libraries (it would read the exit command only after that): it is killed at once rather
+        than waited for."""
+        if not self.dead and self.ready is not None:
             try:
                 self.send({"op": "exit"}, deadline_s=0.2)
                 self.proc.wait(timeout=0.5)
