@@ -73,14 +73,16 @@ def test_max_steps_asks_for_best_answer(make_tool_agent):
 
 
 def test_interrupt_from_another_thread_stops_running_code(make_code_agent):
-    agent, model = make_code_agent([code("import time\ntime.sleep(30)"), code("final_answer(1)")],
+    agent, model = make_code_agent([code("import time\nprint('sleeping')\ntime.sleep(30)"), code("final_answer(1)")],
                                    executor_timeout_s=60)
-    timer = threading.Timer(1.0, agent.interrupt)
     started = time.monotonic()
-    timer.start()
-    result = agent.run("t", return_result=True)
+    seen = []
+    for event in agent.run("t", stream=True):
+        seen.append(event)
+        if isinstance(event, ev.ExecutionLog):  # the code runs: stop it from another thread
+            threading.Thread(target=agent.interrupt).start()
     elapsed = time.monotonic() - started
-    assert result.state is RunState.INTERRUPTED
+    assert seen[-1].kind == "run_finished" and seen[-1].state == "interrupted"
     assert elapsed < 15, f"interrupt took {elapsed:.1f}s"
     assert len(model.calls) == 1
     # The agent is still usable afterwards.
@@ -148,13 +150,24 @@ def test_interrupt_while_the_sandbox_is_starting_is_not_lost(make_code_agent):
 
 
 def test_logs_stream_while_code_runs(make_code_agent):
-    agent, _ = make_code_agent([code("import time\nfor i in range(3):\n    print('tick', i)\n    time.sleep(0.3)"),
+    """Each line is printed only once the test has seen the one before it (the code waits for a file the test
+    writes), so the output can only arrive whole if it streams while the code runs."""
+    wait_for_the_test = ("    for _ in range(3000):\n        try:\n            open(f'seen{i}').close()\n"
+                         "            break\n        except FileNotFoundError:\n            time.sleep(0.01)\n")
+    agent, _ = make_code_agent([code("import time\nfor i in range(3):\n    print('tick', i)\n" + wait_for_the_test),
                                 code("final_answer(1)")])
-    events = list(agent.run("t", stream=True))
+    events, text = [], ""
+    for event in agent.run("t", stream=True):
+        events.append(event)
+        if isinstance(event, ev.ExecutionLog):
+            text += event.text
+            for i in range(3):
+                if f"tick {i}\n" in text:
+                    (agent.workdir / f"seen{i}").touch()
     logs = [e for e in events if isinstance(e, ev.ExecutionLog)]
-    assert len(logs) >= 2, "long-running code should stream its output in pieces"
+    assert len(logs) == 3, "long-running code should stream its output in pieces"
     assert "".join(e.text for e in logs) == "tick 0\ntick 1\ntick 2\n"
-    assert logs[0].timestamp < logs[-1].timestamp - 0.2
+    assert events[-1].state == "success"
 
 
 @pytest.mark.slow
