@@ -1,4 +1,6 @@
-"""Fixtures for the executor tests: one sandbox per test module where possible."""
+"""Fixtures for the executor tests: one sandbox for the whole session where possible (a worker that preloads
+numpy, pandas and matplotlib costs about 0.7 s of CPU to start; tests that need a fresh or special one make
+their own)."""
 
 from __future__ import annotations
 
@@ -19,14 +21,14 @@ def make_sandbox(tmp_path_factory, name="ws", **kwargs) -> PythonSandbox:
     return PythonSandbox(workdir=str(workdir), **kwargs)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sandbox(tmp_path_factory):
     sb = make_sandbox(tmp_path_factory)
     yield sb
     sb.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def open_sandbox(tmp_path_factory):
     """authorized_imports=["*"]: layers 1-2 let everything import, so the OS layers are tested."""
     sb = make_sandbox(tmp_path_factory, "wild", authorized_imports=["*"], memory_limit_mb=512)
@@ -34,7 +36,7 @@ def open_sandbox(tmp_path_factory):
     sb.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def landlock_active(sandbox) -> bool:
     return sandbox.security_report()["landlock"]["active"]
 
