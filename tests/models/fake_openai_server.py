@@ -59,7 +59,7 @@ class FakeOpenAIServer:
         self._httpd.handle_error = lambda request, address: None  # cut connections are deliberate here
         self.port = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def __enter__(self) -> FakeOpenAIServer:
         self._thread.start()

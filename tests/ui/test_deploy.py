@@ -81,7 +81,7 @@ def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the suite runs offline; this Hub is on loopback
     FakeHub.requests, FakeHub.secrets, FakeHub.committed = [], {}, {}
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
 

@@ -38,7 +38,7 @@ def hostile(host: str, tag: str) -> str:
 def test_hostile_thoughts_and_answers_render_inert(tmp_path: Path) -> None:
     _Recorder.hits = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     host = f"http://127.0.0.1:{server.server_address[1]}"
     answer = hostile(host, "answer")
     replies = [f"Thought: {hostile(host, 'thought')}\n```python\nfinal_answer({answer!r})\n```"]

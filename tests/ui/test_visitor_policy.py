@@ -86,7 +86,7 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 def attacker_endpoint() -> Iterator[str]:
     _Recorder.hits = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
