@@ -9,6 +9,7 @@ import pytest
 from agents import events as ev
 from agents.loop.event_stream import EventStream
 from tests.agents.conftest import call, code
+from tests.waiting import wait_until
 
 
 def started(step: int) -> ev.StepStarted:
@@ -76,3 +77,6 @@ def test_a_dropped_stream_stops_its_run(make_code_agent) -> None:
     del stream, event
     gc.collect()
     assert stopped.wait(5), "nobody reads the run any more: it must be told to stop"
+    # ...and it stops: the step is recorded as stopped (and the agent is closed idle, not mid-interrupt).
+    wait_until(lambda: len(agent.memory.steps) >= 2, what="the stopped step in the memory")
+    assert agent.memory.steps[1].error == "The run was stopped by the user while the code was running."
