@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from agents.executor import PythonSandbox, worker_watch
+from agents.executor import PythonSandbox, run_watch, worker_watch
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux confinement")
@@ -109,9 +109,10 @@ def test_mapped_deleted_files_count_against_the_disk_limit(tmp_path):
         assert r.error_type == "DiskLimitError", r
 
 
-def test_the_shared_disk_keeps_its_floor_whatever_each_sandbox_may_write(tmp_path):
+def test_the_shared_disk_keeps_its_floor_whatever_each_sandbox_may_write(tmp_path, monkeypatch):
     """max_disk_mb bounds one sandbox; saved chats keep their workspaces, so chat after chat would fill the
     server's disk. Below `min_free_mb` free, code that writes is stopped while it runs, and told why."""
+    monkeypatch.setattr(run_watch, "CPU_CHECK_S", 0.05)  # how often the disk is checked while code runs (1 s)
     floor = worker_watch.free_mb(str(tmp_path)) + 1_000_000  # this disk is already below the floor
     with PythonSandbox(str(tmp_path / "ws"), python_layers=False, min_free_mb=floor, timeout_s=60) as sb:
         r = sb.run("import time\nwhile True:\n    open('f.bin', 'ab').write(b'A' * (1 << 16))\n    time.sleep(0.01)")
