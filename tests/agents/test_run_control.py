@@ -91,13 +91,15 @@ def test_interrupt_from_another_thread_stops_running_code(make_code_agent):
 
 
 def test_a_stop_that_cost_the_variables_says_so(make_code_agent, monkeypatch):
-    """Code that does not stop in time (here a C loop) is ended by restarting the worker: the stopped step
-    tells the person and the model that the variables are gone (it used to say only that it was stopped)."""
+    """Code that does not stop in time is ended by restarting the worker: the stopped step tells the person and
+    the model that the variables are gone (it used to say only that it was stopped). The code swallows the one
+    interrupt its run gets, wherever it lands, then spins."""
     from agents.executor import run_watch
 
     monkeypatch.setattr(run_watch, "GRACE_S", 0.1)
-    agent, _ = make_code_agent([code("x = 41"), code("print('going', flush=True)\nsum(range(10**13))")],
-                               executor_timeout_s=60)
+    stubborn = ("try:\n    print('going', flush=True)\n    while True:\n        pass\n"
+                "except KeyboardInterrupt:\n    pass\nwhile True:\n    pass")
+    agent, _ = make_code_agent([code("x = 41"), code(stubborn)], executor_timeout_s=60)
     errors = []
     for event in agent.run("t", stream=True):
         if isinstance(event, ev.ExecutionLog) and "going" in event.text:
