@@ -16,6 +16,7 @@ slows the CPU model).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -151,17 +152,17 @@ def main() -> int:
         os.environ["AGENTDECK_MODEL"] = args.model
     from ui.app import AgentDeckApp
     from ui.settings import AppConfig, RunSettings
-    from ui.tool_offer import default_tool_names
+    from ui.settings_form import initial_values
 
     with tempfile.TemporaryDirectory(prefix="agentdeck-eval-") as folder:
         os.environ["AGENTDECK_DATA_DIR"] = str(Path(folder) / "data")
         config = AppConfig.from_env()
         app = AgentDeckApp(config)
-        # The settings form's values on a fresh page (ui/layout.py): model, code agent, steps, no planning,
-        # the default tools and the configured imports.
-        settings = RunSettings.from_form(config, config.model, "code", args.max_steps or config.max_steps, 0,
-                                         default_tool_names(),
-                                         ", ".join(config.authorized_imports))
+        # The settings form's values on a fresh page (ui/settings_form.py).
+        fresh = initial_values(config)
+        if args.max_steps:
+            fresh = dataclasses.replace(fresh, max_steps=args.max_steps)
+        settings = RunSettings.from_form(config, **fresh.by_name())
         items = questions(Path(folder))
         chosen = [int(i) for i in args.only.split(",") if i.strip()] or list(range(len(items)))
         chosen = [i for i in chosen if (not args.set or items[i].set == args.set)

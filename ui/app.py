@@ -19,6 +19,7 @@ from ui.chat.stream_outputs import EMPTY_MESSAGE, Shown
 from ui.services import Services
 from ui.session.session import Session
 from ui.settings import AppConfig, RunSettings, SignInNeededError
+from ui.settings_form import FormValues
 from ui.web.gradio_compat import ExampleSelectData, OptionalEventData, root_url_of
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -105,10 +106,11 @@ class AgentDeckApp:
             yield self.streamer.update(session, shown, gr.skip())
 
     # ----- handlers ------------------------------------------------------------------------------------
-    def run(self, message: dict | str | None, model: str, agent_type: str, max_steps: float, planning_interval: float,
-            tools: list[str], imports: str, request: gr.Request, approval_mode: str | None = None,
-            oauth_token: gr.OAuthToken | None = None, event: OptionalEventData = None) -> Iterator[tuple]:
-        """Send a message (text + files) and stream the agent's run."""
+    def run(self, message: dict | str | None, request: gr.Request, approval_mode: str | None = None,
+            oauth_token: gr.OAuthToken | None = None, event: OptionalEventData = None,
+            **form: Any) -> Iterator[tuple]:
+        """Send a message (text + files) and stream the agent's run. `form`: the settings form's values, by name
+        (ui/settings_form.py)."""
         session = self.session_for(request, from_page=getattr(event, "target", None) is not None)
         if isinstance(message, str):
             message = {"text": message, "files": []}
@@ -122,8 +124,7 @@ class AgentDeckApp:
             name = (item.get("orig_name") if isinstance(item, dict) else None) or os.path.basename(path)
             files.append((path, name))
         try:
-            settings = self.gate.settings(model, agent_type, max_steps, planning_interval, tools, imports,
-                                      token=oauth_token)
+            settings = self.gate.settings(FormValues(**form), token=oauth_token)
         except SignInNeededError:
             yield from self.gate.ask_to_sign_in(session, request, from_page=getattr(event, "target", None) is not None)
             return
@@ -139,9 +140,8 @@ class AgentDeckApp:
         session.set_approval_mode(approval_mode)
         yield from self.gate.limited(self._stream(session, text, files, settings, request), request)
 
-    def run_example(self, model: str, agent_type: str, max_steps: float, planning_interval: float, tools: list[str],
-                    imports: str, evt: ExampleSelectData, request: gr.Request,
-                    approval_mode: str | None = None, oauth_token: gr.OAuthToken | None = None) -> Iterator[tuple]:
+    def run_example(self, evt: ExampleSelectData, request: gr.Request, approval_mode: str | None = None,
+                    oauth_token: gr.OAuthToken | None = None, **form: Any) -> Iterator[tuple]:
         """Run one of the chat's examples with its bundled files: the one clicked on the page; called through the
         API (which sends no click), the first one."""
         session = self.session_for(request, from_page=getattr(evt, "target", None) is not None)
@@ -151,8 +151,7 @@ class AgentDeckApp:
         example = self.examples[index]
         files = [(path, os.path.basename(path)) for path in example.get("files", [])]
         try:
-            settings = self.gate.settings(model, agent_type, max_steps, planning_interval, tools, imports,
-                                      token=oauth_token)
+            settings = self.gate.settings(FormValues(**form), token=oauth_token)
         except SignInNeededError:
             yield from self.gate.ask_to_sign_in(session, request, from_page=getattr(evt, "target", None) is not None)
             return

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ui.settings_form import SettingsForm
+
 
 @dataclass
 class ChatColumn:
@@ -22,21 +24,7 @@ class ChatColumn:
 
 
 @dataclass
-class SettingsForm:
-    """The agent settings, in the order `RunSettings.from_form` and the handlers take them."""
-    model: Any
-    agent_type: Any
-    max_steps: Any
-    planning: Any
-    tools: Any
-    imports: Any
-
-    def inputs(self) -> list[Any]:
-        return [self.model, self.agent_type, self.max_steps, self.planning, self.tools, self.imports]
-
-
-@dataclass
 class Page:
     """The shared components: the chat column and the settings form."""
     column: ChatColumn
-    form: SettingsForm
+    form: SettingsForm[Any]  # ui/settings_form.py

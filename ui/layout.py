@@ -12,15 +12,14 @@ from typing import Any
 
 import gradio as gr
 
+from ui import settings_form
 from ui.app import RECORDED_DEMOS, AgentDeckApp
-from ui.chat.formatting import first_words
 from ui.chat.stream_outputs import StreamOutputs
-from ui.components import ChatColumn, Page, SettingsForm
+from ui.components import ChatColumn, Page
 from ui.model_choice import model_note
 from ui.panels import approval_panel, approvals, chat_delete, history_layout, retry
 from ui.panels import files as files_panel_ui
-from ui.settings import AGENT_TYPES
-from ui.tool_offer import available_tools, default_tool_names
+from ui.tool_offer import default_tool_names
 from ui.web import chat_view, responsive, sign_in
 from ui.web.gradio_compat import chat_examples
 from ui.web.input_lock import lock_on, unlock_after
@@ -49,7 +48,6 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
     services (ui/services.py), never from the app."""
     services = app.services
     config = services.config
-    tools = available_tools()
     # Uploads Gradio stored and the app already copied into a workspace go after an hour (checked every 15 min).
     with gr.Blocks(title="AgentDeck", fill_height=True, delete_cache=(900, 3600)) as demo:
         history = history_layout.build_history_panel(services)  # the side list of saved chats, exports
@@ -97,28 +95,14 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                 mode_selector = approval_panel.build_mode_selector(config.approval_mode)
                 approval_covers = approval_panel.build_mode_coverage(config.approval_mode, default_tool_names())
                 with gr.Accordion("⚙️ Agent settings", open=False, elem_id="settings"):
-                    agent_type = gr.Radio(list(AGENT_TYPES), value="code", label="Agent type",
-                                          elem_id="settings-agent-type")
-                    max_steps = gr.Slider(1, 50, value=config.max_steps, step=1, label="Max steps",
-                                          elem_id="settings-max-steps")
-                    planning = gr.Number(0, label="Planning interval (0 = no planning)", precision=0, minimum=0,
-                                         elem_id="settings-planning")
-                    tool_names = gr.CheckboxGroup(
-                        [(f"{name}: {first_words(desc)}" if desc else name, name) for name, desc in tools],
-                        value=default_tool_names(), label="Tools", elem_id="settings-tools",
-                        info=None if tools else "No extra tools are available.",
-                    )
-                    imports = gr.Textbox(", ".join(config.authorized_imports), label="Code agent may import",
-                                         info="Besides the safe standard modules. Comma-separated.",
-                                         elem_id="settings-imports")
+                    form = settings_form.build(config, model)  # ui/settings_form.py: every setting but the model
                     gr.Markdown("A changed model or setting starts a new agent with your next message "
                                 "(the files stay).")
         clock = gr.JSON(visible=False, elem_id="run-clock")
-        page = Page(ChatColumn(chat, task_input, files_panel, status, clock),
-                    SettingsForm(model, agent_type, max_steps, planning, tool_names, imports))
+        page = Page(ChatColumn(chat, task_input, files_panel, status, clock), form)
         services.streamer.outputs = StreamOutputs(page.column)
 
-        settings = page.form.inputs()
+        settings = page.form.by_name()  # the handlers take the form by name (ui/settings_form.py)
         outputs = page.column.outputs()
         approval_mode = mode_selector.mode
         approval_panel.wire_mode_coverage(approval_mode, page.form.tools, approval_covers)
@@ -127,9 +111,10 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                                            show_progress="hidden", postprocess=False)
         lock_on(task_input.submit)  # before the run's listener: see ui/web/input_lock.py
         lock_on(chat.example_select)
-        submitted = task_input.submit(app.run, inputs=[task_input, *settings, approval_mode], api_name="run",
+        with_mode = {**settings, "approval_mode": approval_mode}  # the API's order: the form, then the mode
+        submitted = task_input.submit(app.run, inputs=[task_input], inputs_kwargs=with_mode, api_name="run",
                                       **run_options)
-        example = chat.example_select(app.run_example, inputs=[*settings, approval_mode], api_name="run_example",
+        example = chat.example_select(app.run_example, inputs_kwargs=with_mode, api_name="run_example",
                                       **run_options)
         unlock_after(submitted)
         unlock_after(example)

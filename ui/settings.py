@@ -211,14 +211,22 @@ class RunSettings:
     hf_token: str | None = field(default=None, repr=False)
 
     @classmethod
-    def from_form(cls, config: AppConfig, model: Any, agent_type: Any, max_steps: Any, planning_interval: Any,
+    def from_form(cls, config: AppConfig, *, model: Any, agent_type: Any, max_steps: Any, planning_interval: Any,
                   tools: Any, imports: Any) -> RunSettings:
+        """The settings form's values (ui/settings_form.py, by name: `**values.by_name()`), as a page or an API
+        client sent them (any type, any value), checked against what the operator allows. A setting added to the
+        form is a parameter here: until it is, every run fails with a TypeError (never a value in the wrong
+        place)."""
         def as_int(value: Any, default: int) -> int:
             try:
                 return int(value)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # None, "many", NaN, infinity
                 return default
 
+        for name, value in (("tools", tools), ("imports", imports)):
+            if not isinstance(value, (str, list, tuple, type(None))):
+                raise SettingsRefusedError(f"The {name} setting must be a list of names or a comma-separated text, "
+                                           f"not {type(value).__name__}.")
         interval = as_int(planning_interval, 0)
         if isinstance(tools, str):
             tools = [tools]

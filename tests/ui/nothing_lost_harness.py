@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ui_testlib import chat_text, code_reply, text_of, write_transcript  # noqa: F401 - chat_text, text_of re-exported
+from ui_testlib import form as settings_form
 
 from agents.models.replay import ReplayModel
 from tests.waiting import wait_until  # noqa: F401 - re-exported
@@ -78,21 +79,21 @@ class LiveApp:
 
         self.app.registry.agent_factory = factory
 
-    def form(self) -> tuple:
-        return (self.config.model, "code", 6, 0, [], "")
+    def form(self) -> dict[str, Any]:
+        return settings_form(self.config.model)
 
     def load(self, token: str, key: str = "tab") -> tuple:
-        return list(self.history.on_load({"token": token}, *self.form(), Req(key)))[-1]
+        return list(self.history.on_load({"token": token}, Req(key), **self.form()))[-1]
 
     def run(self, text: str, key: str = "tab", mode: str | None = None) -> list[tuple]:
-        return list(self.app.run({"text": text, "files": []}, *self.form(), Req(key), mode))
+        return list(self.app.run({"text": text, "files": []}, Req(key), mode, **self.form()))
 
     def run_in_thread(self, text: str, key: str = "tab", mode: str | None = None) -> tuple[threading.Thread, list]:
         """Send `text` from a thread (as a page's streaming request); the list fills with the updates."""
         updates: list = []
 
         def go() -> None:
-            for update in self.app.run({"text": text, "files": []}, *self.form(), Req(key), mode):
+            for update in self.app.run({"text": text, "files": []}, Req(key), mode, **self.form()):
                 updates.append(update)
 
         thread = threading.Thread(target=go, daemon=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from ui_testlib import MAIL_TOOLS, code_reply, text_of, write_transcript
+from ui_testlib import form as settings_form
 
 from agents import events as ev
 from agents.models.base import TokenUsage
@@ -53,14 +54,14 @@ class App:
         self.history = HistoryController(self.app.services)  # the saved-chats list, as the page wires it
         self.req, self.token = Req(key), token
 
-    def form(self) -> tuple:
-        return (self.config.model, "code", 6, 6, ["send_email"], "")
+    def form(self) -> dict[str, Any]:
+        return settings_form(self.config.model, planning_interval=6, tools=["send_email"])
 
     def load(self) -> list[dict]:
-        return list(self.history.on_load({"token": self.token}, *self.form(), self.req))[-1][1]
+        return list(self.history.on_load({"token": self.token}, self.req, **self.form()))[-1][1]
 
     def send(self, text: str) -> None:
-        list(self.app.run({"text": text, "files": []}, *self.form(), self.req, "all"))
+        list(self.app.run({"text": text, "files": []}, self.req, "all", **self.form()))
 
     def decide(self, name: str, *args: Any) -> None:
         shown = dict(zip(VIEW_KEYS, self.handlers.refresh(None, self.req), strict=True))["request_id"]

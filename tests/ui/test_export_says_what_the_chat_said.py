@@ -14,6 +14,7 @@ from typing import Any
 import nbformat
 import pytest
 from ui_testlib import MAIL_TOOLS, code_reply, text_of, write_transcript
+from ui_testlib import form as settings_form
 
 from agents.memory.export import EDITED_NOTE
 from ui.app import AgentDeckApp
@@ -68,14 +69,14 @@ class App:
         self.exports = ChatExports(self.app.services)
         self.req, self.token = Req(key), token
 
-    def form(self) -> tuple:
-        return (self.config.model, "code", 8, 8, FORM_TOOLS, "pandas")
+    def form(self) -> dict[str, Any]:
+        return settings_form(self.config.model, max_steps=8, planning_interval=8, tools=FORM_TOOLS, imports="pandas")
 
     def load(self) -> list[dict]:
-        return list(self.history.on_load({"token": self.token}, *self.form(), self.req))[-1][1]
+        return list(self.history.on_load({"token": self.token}, self.req, **self.form()))[-1][1]
 
     def send(self, text: str, files: list[str] | None = None) -> None:
-        list(self.app.run({"text": text, "files": files or []}, *self.form(), self.req, "all"))
+        list(self.app.run({"text": text, "files": files or []}, self.req, "all", **self.form()))
 
     def decide(self, name: str, *args: Any) -> None:
         shown = dict(zip(VIEW_KEYS, self.handlers.refresh(None, self.req), strict=True))["request_id"]

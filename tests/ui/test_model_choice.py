@@ -10,6 +10,7 @@ from pathlib import Path
 import gradio as gr
 import pytest
 from ui_testlib import PROJECT_ROOT
+from ui_testlib import form as settings_form
 
 from agents.errors import ConfigurationError
 from agents.models.loader import check_model_string
@@ -67,11 +68,11 @@ def test_the_picker_shows_the_reason_and_a_run_is_refused_before_it_starts(tmp_p
     assert model_note("nonsense-model").startswith("⛔ **This model cannot be used**: 'nonsense-model' is not")
     config = AppConfig(model="openai/gpt-4.1-mini", data_dir=tmp_path / "data", free_choice=True)
     with pytest.raises(SettingsRefusedError, match="The model 'foo/bar' cannot be used: 'foo' in 'foo/bar'"):
-        RunSettings.from_form(config, "foo/bar", "code", 5, 0, [], "")
+        RunSettings.from_form(config, **settings_form("foo/bar", max_steps=5))
     app = AgentDeckApp(config)
     try:
         with pytest.raises(gr.Error, match="cannot be used"):
-            list(app.run({"text": "What is 17 * 23?", "files": []}, "foo/bar", "code", 5, 0, [], "", Req()))
+            list(app.run({"text": "What is 17 * 23?", "files": []}, Req(), **settings_form("foo/bar", max_steps=5)))
         assert app.session_for(Req()).agent is None  # no agent was built, no run started
         assert "What is 17 * 23?" not in str(app.session_for(Req()).record.transcript.messages())
     finally:

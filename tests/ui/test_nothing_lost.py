@@ -229,7 +229,7 @@ def test_a_message_sent_before_the_page_load_is_saved_in_the_chat(apps, tmp_path
     from_page = gr.EventData(target=object(), _data={})  # a page's event names its component; API calls none
     updates: list = []
     sending = threading.Thread(target=lambda: updates.extend(
-        app.app.run({"text": "Answer me", "files": []}, *app.form(), Req("tab"), None, None, from_page)), daemon=True)
+        app.app.run({"text": "Answer me", "files": []}, Req("tab"), None, None, from_page, **app.form())), daemon=True)
     sending.start()
     wait_until(waiting.is_set, what="the message waiting for the page load")
     token = new_token()

@@ -1,9 +1,8 @@
 """Every handler the page wires takes the values it is wired with.
 
-Why: the settings form reaches seven handlers positionally (`ui/components.py` `SettingsForm.inputs()`, then the
-approval mode and more). A setting added to the form but not to one handler's parameters would shift the values
-after it (that handler's approval mode would receive the new setting) and nothing would fail: Gradio only warns
-when the page is built. Here its warning fails the test.
+Why: Gradio only warns, when the page is built, about a handler whose parameters do not fit its inputs, and
+the event then fails (or a value lands in the wrong parameter) only when it fires. Here its warning fails the
+test. The settings form reaches its handlers by name, whole (tests/ui/test_settings_form.py).
 """
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ def wiring_warnings(build: Callable[[], Any]) -> list[str]:
 def test_every_handler_of_the_page_takes_the_inputs_it_is_wired_with(tmp_path: Path) -> None:
     app = AgentDeckApp(AppConfig(model="embedded", data_dir=tmp_path / "data"))
     found = wiring_warnings(lambda: build_blocks(app))
-    assert not found, ("handlers whose parameters do not fit their inputs (a setting added to SettingsForm goes into "
-                       "every handler that takes the form, and into RunSettings.from_form):\n" + "\n".join(found))
+    assert not found, "handlers whose parameters do not fit their inputs:\n" + "\n".join(found)
 
 
 def test_a_handler_given_one_value_too_many_is_seen() -> None:

@@ -100,7 +100,7 @@ def test_a_tab_already_open_joins_the_run_when_it_opens_the_chat(app: LiveApp) -
     chat_id = session.record.saved.id
 
     def open_chat():
-        return list(app.history.open_chat({"token": token}, chat_id, *app.form(), Req("other")))[-1]
+        return list(app.history.open_chat({"token": token}, chat_id, Req("other"), **app.form()))[-1]
 
     refused = open_chat()
     assert app.session("tab") is session and session.running and app.session("other") is not session
@@ -135,7 +135,7 @@ def test_a_tab_closed_a_moment_ago_gives_its_run_to_the_tab_that_opens_it(app: L
     chat_id = session.record.saved.id
 
     def open_chat():
-        return app.history.open_chat({"token": token}, chat_id, *app.form(), Req("other"))
+        return app.history.open_chat({"token": token}, chat_id, Req("other"), **app.form())
 
     monkeypatch.setattr(history, "JOIN_WAIT_S", 0.0)  # the running tab stays open
     kept = list(open_chat())
@@ -166,5 +166,5 @@ def test_the_chat_clicked_opens_even_if_the_list_value_was_reset_meanwhile(app: 
     app.app.on_unload(Req("tab"))  # the running tab was closed
     app.load(token, key="other")
     click = ExampleSelectData(None, {"index": 0, "value": session.record.saved.id, "selected": True})
-    opened = list(app.history.open_chat({"token": token}, None, *app.form(), Req("other"), click))[-1]
+    opened = list(app.history.open_chat({"token": token}, None, Req("other"), click, **app.form()))[-1]
     assert app.session("other") is session and "x is set" in chat_text(opened[1])

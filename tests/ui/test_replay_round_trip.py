@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from ui_testlib import chat_text, code_reply, write_transcript
+from ui_testlib import form as settings_form
 
 from agents import events as ev
 from agents.step_events import STREAMING_ONLY, replayable
@@ -92,18 +93,18 @@ class App:
         self.history = HistoryController(self.app.services)  # the saved-chats list, as the page wires it
         self.req = Req("tab")
 
-    def form(self) -> tuple:
-        return (self.config.model, "code", MAX_STEPS, MAX_STEPS, self.tools, "")
+    def form(self) -> dict[str, Any]:
+        return settings_form(self.config.model, max_steps=MAX_STEPS, planning_interval=MAX_STEPS, tools=self.tools)
 
     @property
     def session(self) -> Any:
         return self.app.session_for(self.req)
 
     def load(self, token: str) -> tuple:
-        return list(self.history.on_load({"token": token}, *self.form(), self.req))[-1]
+        return list(self.history.on_load({"token": token}, self.req, **self.form()))[-1]
 
     def send(self, text: str) -> None:
-        list(self.app.run({"text": text, "files": []}, *self.form(), self.req, "all"))
+        list(self.app.run({"text": text, "files": []}, self.req, "all", **self.form()))
 
     def pending(self) -> ev.DecisionRequested:
         view = dict(zip(VIEW_KEYS, self.approvals.refresh(None, self.req), strict=True))

@@ -4,10 +4,12 @@ again. Refusals leave everything as it was and say why."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 import pytest
 from nothing_lost_harness import SET_X, LiveApp, Req, StallingModel, chat_text, code_reply, wait_until
+from ui_testlib import form as settings_form
 from ui_testlib import write_transcript
 
 from agents.memory import AgentMemory, TaskStep
@@ -40,11 +42,11 @@ class Tab:
     def send(self, text: str) -> list[tuple]:
         return self.live.run(text, key=self.key)
 
-    def retry(self, form: tuple | None = None) -> list[tuple]:
-        return list(self.handlers.retry(*(form or self.live.form()), None, Req(self.key)))
+    def retry(self, form: dict[str, Any] | None = None) -> list[tuple]:
+        return list(self.handlers.retry(None, Req(self.key), **(form or self.live.form())))
 
     def edit(self, text: str) -> list[tuple]:
-        return list(self.handlers.edit_resend(text, *self.live.form(), None, Req(self.key)))
+        return list(self.handlers.edit_resend(text, None, Req(self.key), **self.live.form()))
 
     @property
     def session(self):
@@ -148,7 +150,7 @@ def test_uploads_of_the_message_stay_and_go_with_it_again(tmp_path: Path) -> Non
     try:
         tab = Tab(live)
         list(live.app.run({"text": "How many rows?", "files": [{"path": str(table), "orig_name": "sales.csv"}]},
-                          *live.form(), Req(tab.key)))
+                          Req(tab.key), **live.form()))
         tab.edit("What is the total amount?")
         session = tab.session
         assert "8" in tab.chat() and (session.record.workspace / "sales.csv").is_file()
@@ -235,7 +237,7 @@ def test_a_new_agent_that_cannot_start_changes_nothing(tmp_path: Path) -> None:
         tab.send("Set x")
         tab.send("Add one")
         agent = tab.session.agent
-        tab.retry(form=(live.config.model, "code", 5, 0, [], ""))  # changed settings need a new agent: it fails
+        tab.retry(form=settings_form(live.config.model, max_steps=5))  # changed settings need a new agent: it fails
         chat = tab.chat()
         assert "Nothing was retried**: Could not start the agent (RuntimeError: no such model here). Nothing was " \
                "changed." in chat and "Rewinding" not in chat and "old answer" in chat
@@ -261,7 +263,7 @@ def test_retry_respects_the_tab_that_holds_the_chat(tmp_path: Path) -> None:
         assert live.history.refresh({"token": token}, Req("A"))[2].visible  # Take over here is offered
         b.retry()
         assert NEW_ANSWER in b.chat()
-        taken = list(live.history.take_over({"token": token}, *live.form(), Req("A")))[-1]
+        taken = list(live.history.take_over({"token": token}, Req("A"), **live.form()))[-1]
         shown = chat_text(taken[1])
         assert NEW_ANSWER in shown and "old answer" not in shown  # A loads the rewound chat from disk
     finally:
@@ -275,16 +277,16 @@ def test_the_app_factory_keeps_the_agent_and_its_model_and_rebuilds_once(tmp_pat
                        free_choice=True)
     app = AgentDeckApp(config)
     handlers, req = RetryHandlers(app.services), Req("tab")
-    form = (config.model, "code", 4, 0, [], "")
+    form = settings_form(config.model, max_steps=4)
     try:
         for text in ("Set x", "Set y"):
-            list(app.run({"text": text, "files": []}, *form, req))
+            list(app.run({"text": text, "files": []}, req, **form))
         session = app.session_for(req)
         agent = session.agent
-        list(handlers.retry(*form, None, req))
+        list(handlers.retry(None, req, **form))
         assert session.agent is agent  # same settings: same agent, its model's next reply is the new answer
         assert NEW_ANSWER in chat_text(session.record.transcript.messages())
-        list(handlers.retry(config.model, "code", 3, 0, [], "", None, req))  # changed settings: a new agent
+        list(handlers.retry(None, req, **settings_form(config.model, max_steps=3)))  # changed settings: a new agent
         text = chat_text(session.record.transcript.messages())
         assert session.agent is not agent and NEW_ANSWER not in text
         assert final_answers(session.agent.memory) == ["x is set", "x is set"]  # its own script, from reply 1

@@ -74,7 +74,7 @@ def test_deleting_opening_or_starting_a_chat_empties_the_export_box(tmp_path: Pa
         live.run("Second chat")
         second = live.session().record.saved.id
         assert live.exports.export_markdown(Req("tab"))  # the second chat's export is in the box
-        opened = list(live.history.open_chat(state, first, *live.form(), Req("tab")))
+        opened = list(live.history.open_chat(state, first, Req("tab"), **live.form()))
         assert opened and all(view[EXPORT] is None for view in opened)  # another chat opened: emptied
         assert live.exports.export_markdown(Req("tab"))
         deleted = live.history.delete_chat(state, first, Req("tab"))  # the open chat, whose export is shown

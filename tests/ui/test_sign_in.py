@@ -7,12 +7,14 @@ from typing import Any
 
 import gradio as gr
 import pytest
+from ui_testlib import form
 
 from ui.agent_factory import build_agent
 from ui.app import RECORDED_DEMOS, AgentDeckApp
 from ui.panels.history import HistoryController
 from ui.saved.store import settings_dict
 from ui.settings import AppConfig, RunSettings
+from ui.settings_form import FormValues
 from ui.web.gradio_compat import MOCK_ACCESS_TOKEN, ExampleSelectData
 from ui.web.hf_login_env import hf_login_from_env
 from ui.web.sign_in import visitor_token
@@ -26,6 +28,10 @@ class Req:
         self.username = None
 
 
+#: The settings form choosing a Hugging Face model, which needs the visitor's token.
+QWEN_FORM = form("hf:Qwen/Qwen2.5-Coder-32B-Instruct", max_steps=3, imports="pandas")
+
+
 def hf_config(tmp_path: Path) -> AppConfig:
     return AppConfig(model="hf:Qwen/Qwen2.5-Coder-32B-Instruct", data_dir=tmp_path, hf_login=True)
 
@@ -35,8 +41,7 @@ def send(app: AgentDeckApp, key: str, text: str = "hi", from_page: bool = True) 
     event = gr.EventData(gr.MultimodalTextbox(render=False) if from_page else None, None)
     if from_page:
         app.services.owners.mark_loaded(key)  # a page's load ran before its first message (tested elsewhere)
-    return list(app.run(text, "hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas", Req(key),
-                        event=event))
+    return list(app.run(text, Req(key), event=event, **QWEN_FORM))
 
 
 def chat_notes(app: AgentDeckApp, key: str) -> list[str]:
@@ -87,8 +92,7 @@ def test_examples_are_refused_the_same_way(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
     app = AgentDeckApp(hf_config(tmp_path))
     app.services.owners.mark_loaded("t3")  # the page's load ran before the click
-    updates = list(app.run_example("hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas",
-                                   ExampleSelectData(gr.Chatbot(render=False), None), Req("t3")))
+    updates = list(app.run_example(ExampleSelectData(gr.Chatbot(render=False), None), Req("t3"), **QWEN_FORM))
     assert updates and "Sign in with Hugging Face" in chat_notes(app, "t3")[0]
 
 
@@ -113,7 +117,7 @@ def test_a_signed_in_visitor_passes_the_check(tmp_path: Path, monkeypatch) -> No
     monkeypatch.delenv("HF_TOKEN", raising=False)
     app = AgentDeckApp(hf_config(tmp_path))
     token = gr.OAuthToken(token="hf_visitor", scope="inference-api", expires_at=None)
-    settings = app.gate.settings("hf:Qwen/Qwen2.5-Coder-32B-Instruct", "code", 3, 0, [], "pandas", token=token)
+    settings = app.gate.settings(FormValues(**QWEN_FORM), token=token)
     assert settings.hf_token == "hf_visitor"
 
 

@@ -34,7 +34,7 @@ def test_the_second_tab_is_told_and_can_take_over(tmp_path: Path) -> None:
         assert app.history.refresh({"token": token}, Req("A"))[2].visible  # Take over here is offered
         app.run("from B", key="B")
 
-        taken = list(app.history.take_over({"token": token}, *app.form(), Req("A")))[-1]
+        taken = list(app.history.take_over({"token": token}, Req("A"), **app.form()))[-1]
         assert "from B" in chat_text(taken[1]) and taken[-1].visible is False  # reloaded from disk
         app.run("second from A", key="A")
         assert "open in another tab" in chat_text(app.run("again from B", key="B")[-1][0])

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from ui_testlib import code_reply, run_app, write_transcript
+from ui_testlib import form as settings_form
 
 from ui import tool_offer
 from ui.app import AgentDeckApp
@@ -65,8 +66,8 @@ class Harness:
         return self.handlers.set_mode(mode, self.planning, 6, self.req)
 
     def send(self, text: str, mode: str | None = None) -> list[tuple]:
-        return list(self.app.run({"text": text, "files": []}, self.config.model, "code", 6, self.planning,
-                                 self.tools, "", self.req, mode))
+        return list(self.app.run({"text": text, "files": []}, self.req, mode,
+                                 **settings_form(self.config.model, planning_interval=self.planning, tools=self.tools)))
 
     def view(self, shown: str | None = None) -> dict[str, Any]:
         return dict(zip(VIEW_KEYS, self.handlers.refresh(shown, self.req), strict=True))

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from ui_testlib import chat_text, code_reply, run_app, text_of, write_transcript
+from ui_testlib import form as settings_form
 
 from ui.app import AgentDeckApp
 from ui.panels.exports import ChatExports
@@ -62,14 +63,14 @@ class App:
         self.history = HistoryController(self.app.services)  # the saved-chats list, as the page wires it
         self.exports = ChatExports(self.app.services)  # its export buttons
 
-    def form(self) -> tuple:
-        return (self.config.model, "code", 6, 0, [], "")
+    def form(self) -> dict[str, Any]:
+        return settings_form(self.config.model)
 
     def load(self, token: str, key: str = "tab") -> tuple:
-        return list(self.history.on_load({"token": token}, *self.form(), Req(key)))[-1]
+        return list(self.history.on_load({"token": token}, Req(key), **self.form()))[-1]
 
     def run(self, text: str, key: str = "tab") -> tuple:
-        return list(self.app.run({"text": text, "files": []}, *self.form(), Req(key)))[-1]
+        return list(self.app.run({"text": text, "files": []}, Req(key), **self.form()))[-1]
 
     def close(self) -> None:
         self.app.registry.shutdown()
@@ -191,7 +192,7 @@ def test_another_browser_cannot_open_the_chat_even_with_its_id(tmp_path: Path) -
         intruder = new_token()
         out = app.load(intruder, key="intruder-tab")
         assert out[1] == [] and listed(out[6])[1] == []
-        opened = list(app.history.open_chat({"token": intruder}, chat_id, *app.form(), Req("intruder-tab")))[-1]
+        opened = list(app.history.open_chat({"token": intruder}, chat_id, Req("intruder-tab"), **app.form()))[-1]
         assert "mine" not in chat_text(opened[1]) and listed(opened[6])[1] == []
         renamed = app.history.rename_chat({"token": intruder}, chat_id, "stolen", Req("intruder-tab"))
         assert listed(renamed[0])[1] == []

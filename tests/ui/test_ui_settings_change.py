@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ui_testlib import code_reply, write_transcript
+from ui_testlib import form as settings_form
 
 from ui.app import AgentDeckApp
 from ui.settings import AppConfig
@@ -28,7 +29,7 @@ class Chat:
         return self.app.session_for(self.req)
 
     def send(self, text: str, model: str) -> None:
-        list(self.app.run({"text": text, "files": []}, model, "code", 4, 0, [], "", self.req))
+        list(self.app.run({"text": text, "files": []}, self.req, **settings_form(model, max_steps=4)))
 
     def texts(self) -> list[str]:
         messages = self.session.record.transcript.messages()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from gradio_client import Client
-from ui_testlib import code_reply, run_app, write_transcript
+from ui_testlib import code_reply, form, run_app, write_transcript
 
 from ui.model_choice import is_operator_only_model
 from ui.saved.store import new_token
@@ -19,17 +19,13 @@ def config(tmp_path: Path, **kwargs) -> AppConfig:
     return AppConfig(model="embedded:smollm2", data_dir=tmp_path, **kwargs)
 
 
-def form(model: str, tools=(), imports: str | None = None) -> tuple:
-    return (model, "code", 5, 0, list(tools), imports)
-
-
 @pytest.mark.parametrize("model", [
     "hf:http://127.0.0.1:9/v1", "replay:/etc/passwd", "transformers:Qwen/Qwen2.5-72B-Instruct",
     "hf:some-org/any-model", "openai/gpt-4.1@evil", "litellm:openai/x?api_base=http://h",
 ])
 def test_models_outside_the_offer_are_refused(tmp_path: Path, model: str) -> None:
     with pytest.raises(SettingsRefusedError, match="not offered on this server"):
-        RunSettings.from_form(config(tmp_path), *form(model))
+        RunSettings.from_form(config(tmp_path), **form(model))
 
 
 def test_operator_only_strings_are_recognised() -> None:
@@ -42,30 +38,30 @@ def test_operator_only_strings_are_recognised() -> None:
 def test_the_operators_own_choices_are_accepted(tmp_path: Path) -> None:
     demo = write_transcript(tmp_path / "demo.json", [code_reply("Done.", "final_answer(1)")])
     cfg = AppConfig(model=f"replay:{demo}", data_dir=tmp_path, allowed_models=("openai/gpt-4.1-mini",))
-    assert RunSettings.from_form(cfg, *form(f"replay:{demo}")).model == f"replay:{demo}"
-    assert RunSettings.from_form(cfg, *form("openai/gpt-4.1-mini")).model == "openai/gpt-4.1-mini"
+    assert RunSettings.from_form(cfg, **form(f"replay:{demo}")).model == f"replay:{demo}"
+    assert RunSettings.from_form(cfg, **form("openai/gpt-4.1-mini")).model == "openai/gpt-4.1-mini"
     with pytest.raises(SettingsRefusedError):
-        RunSettings.from_form(cfg, *form("embedded:smollm2"))  # the operator's list replaces the default offer
+        RunSettings.from_form(cfg, **form("embedded:smollm2"))  # the operator's list replaces the default offer
 
 
 def test_imports_can_narrow_but_not_widen(tmp_path: Path) -> None:
     cfg = config(tmp_path)
-    assert RunSettings.from_form(cfg, *form(cfg.model, imports="pandas")).authorized_imports == ("pandas",)
+    assert RunSettings.from_form(cfg, **form(cfg.model, imports="pandas")).authorized_imports == ("pandas",)
     for extra in ("os", "pandas, subprocess", "*", "sys"):
         with pytest.raises(SettingsRefusedError, match="not allowed on this server"):
-            RunSettings.from_form(cfg, *form(cfg.model, imports=extra))
+            RunSettings.from_form(cfg, **form(cfg.model, imports=extra))
 
 
 def test_tools_outside_the_offer_are_refused(tmp_path: Path) -> None:
     cfg = config(tmp_path, allowed_tools=("web_search",))
-    assert RunSettings.from_form(cfg, *form(cfg.model, tools=["web_search"])).tools == ("web_search",)
+    assert RunSettings.from_form(cfg, **form(cfg.model, tools=["web_search"])).tools == ("web_search",)
     with pytest.raises(SettingsRefusedError, match="not offered"):
-        RunSettings.from_form(cfg, *form(cfg.model, tools=["visit_webpage"]))
+        RunSettings.from_form(cfg, **form(cfg.model, tools=["visit_webpage"]))
 
 
 def test_single_user_install_accepts_anything(tmp_path: Path) -> None:
     cfg = config(tmp_path, free_choice=True)
-    assert RunSettings.from_form(cfg, *form("hf:my/model", imports="os")).authorized_imports == ("os",)
+    assert RunSettings.from_form(cfg, **form("hf:my/model", imports="os")).authorized_imports == ("os",)
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
@@ -103,16 +99,17 @@ def test_api_cannot_send_the_servers_token_anywhere(tmp_path: Path, attacker_end
         for model in (f"hf:{attacker_endpoint}/v1", f"openai/gpt-4.1-mini?api_base={attacker_endpoint}",
                       f"replay:{transcript}.other", "transformers:Qwen/Qwen2.5-72B-Instruct"):
             with pytest.raises(Exception) as refused:
-                client.predict({"text": "hi", "files": []}, model, "code", 5, 0, [], "pandas", "autonomous",
-                               api_name="/run")
+                client.predict({"text": "hi", "files": []}, **form(model, imports="pandas"),
+                               approval_mode="autonomous", api_name="/run")
             # Gradio's own check of the picker's choices answers first; the server's check stands behind it.
             assert any(s in str(refused.value) for s in ("not offered on this server", "not in the list of choices"))
             with pytest.raises(Exception) as refused:  # an example run takes the same settings
-                client.predict(model, "code", 5, 0, [], "pandas", "autonomous", api_name="/run_example")
+                client.predict(**form(model, imports="pandas"), approval_mode="autonomous", api_name="/run_example")
             assert any(s in str(refused.value) for s in ("not offered on this server", "not in the list of choices"))
             for api_name, inputs in (("/retry", ()), ("/edit_last_message", ("hi",))):  # Retry and Edit too
                 with pytest.raises(Exception) as refused:
-                    client.predict(*inputs, model, "code", 5, 0, [], "pandas", "autonomous", api_name=api_name)
+                    client.predict(*inputs, **form(model, imports="pandas"), approval_mode="autonomous",
+                                   api_name=api_name)
                 assert any(s in str(refused.value)
                            for s in ("not offered on this server", "not in the list of choices"))
             # The settings form also reaches the server when a page loads, a chat is opened or taken over: a
@@ -121,12 +118,12 @@ def test_api_cannot_send_the_servers_token_anywhere(tmp_path: Path, attacker_end
             for api_name, inputs in (("/browser_session", ({"token": token},)), ("/take_over", ({"token": token},)),
                                      ("/open_chat", ({"token": token}, "0" * 32))):
                 try:
-                    client.predict(*inputs, model, "code", 5, 0, [], "pandas", api_name=api_name)
+                    client.predict(*inputs, **form(model, imports="pandas"), api_name=api_name)
                 except Exception as exc:
                     assert "not offered" in str(exc) or "not in the list of choices" in str(exc), exc
         with pytest.raises(Exception) as widened:
-            client.predict({"text": "hi", "files": []}, f"replay:{transcript}", "code", 5, 0, [], "pandas, os",
-                           "autonomous", api_name="/run")
+            client.predict({"text": "hi", "files": []}, **form(f"replay:{transcript}", imports="pandas, os"),
+                           approval_mode="autonomous", api_name="/run")
         assert "not allowed on this server" in str(widened.value)
     assert _Recorder.hits == []
 

@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
 from tests.waiting import wait_until
@@ -25,6 +26,20 @@ SCREENSHOT_DIR = Path(os.environ.get("AGENTDECK_SCREENSHOT_DIR")
 PENGUINS = PROJECT_ROOT / ".." / "shared" / "data" / "penguins.csv"
 if not PENGUINS.exists():  # outside the workplace the bundled copy is the same file
     PENGUINS = PROJECT_ROOT / "ui" / "assets" / "penguins.csv"
+
+
+def form(model: str, /, **settings: Any) -> dict[str, Any]:
+    """The settings form's values as a page sends them to its handlers (by name: `app.run(message, request,
+    **form(model))`), with `settings` changed. A setting no test names here is sent as None (nothing chosen, as
+    an API client may send it), so a setting added to the form (ui/settings_form.py) changes no test."""
+    from ui.settings_form import field_names
+
+    names = field_names()
+    unknown = set(settings) - set(names)
+    if unknown:
+        raise TypeError(f"not settings of the form: {sorted(unknown)}")
+    usual = {"model": model, "agent_type": "code", "max_steps": 6, "planning_interval": 0, "tools": [], "imports": ""}
+    return {name: settings[name] if name in settings else usual.get(name) for name in names}
 
 
 def sample_memory() -> AgentMemory:

@@ -185,7 +185,8 @@ def wire(demo: gr.Blocks, services: Services, panel: ApprovalPanel, selector: Mo
                                   concurrency_id="runs", show_progress="hidden", postprocess=False)
     private: dict[str, Any] = dict(api_visibility="private")
 
-    mode.input(handlers.set_mode, inputs=[mode, form.planning, form.max_steps], outputs=[form.planning, selector.note],
+    mode.input(handlers.set_mode, inputs=[mode, form.planning_interval, form.max_steps],
+               outputs=[form.planning_interval, selector.note],
                api_name="set_approval_mode", **quick)
 
     def chain(event: Any, resume_name: str | None = None, unlock: bool = False) -> None:

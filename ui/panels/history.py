@@ -13,6 +13,7 @@ lists steps that no longer run the same.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +27,7 @@ from ui.session.pending_decisions import normalise_mode
 from ui.session.registry import ServerBusyError
 from ui.session.session import Session
 from ui.settings import RunSettings, SettingsRefusedError
-from ui.tool_offer import available_tools
+from ui.settings_form import FormValues, saved_values, skipped
 from ui.web.gradio_compat import OptionalSelectData
 
 #: How long a click on a chat running in another tab waits for that tab to be found closed (see `_join_run`).
@@ -69,7 +70,7 @@ class HistoryController:
         ids = {m.id for m in chats}
         return gr.Radio(choices=[(m.label(), m.id) for m in chats], value=selected if selected in ids else None)
 
-    def _view(self, session: Session, state: Any, owner: str, settings: tuple | None = None,
+    def _view(self, session: Session, state: Any, owner: str, settings: FormValues | None = None,
               input_update: Any = None, gr_warning: str | None = None, keep_export: bool = False) -> tuple:
         """(browser state, the chat column, the list, the settings form, the approval mode, the export box)
         showing `session`. The export box is emptied unless `keep_export` (the chat shown stays the same): an
@@ -77,7 +78,7 @@ class HistoryController:
         base = session_outputs(session, Shown(), input_update)
         chat = session.record.saved
         selected = chat.id if chat is not None and chat.kept else None
-        form = settings if settings is not None else (gr.skip(),) * 6
+        form = settings.values() if settings is not None else skipped()
         if gr_warning:
             gr.Warning(gr_warning)
         return (state, *base, self.list_update(owner, selected), *form, self._mode(owner, session),
@@ -108,9 +109,9 @@ class HistoryController:
 
         return next((s for s in self.registry.sessions() if holds(s) and (s.running or s.has_pending())), None)
 
-    def take_over(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
-                  imports: Any, request: gr.Request) -> Iterator[tuple]:
-        """Take over here: reload the chat from disk in this tab, which now continues it."""
+    def take_over(self, state: Any, request: gr.Request, **form: Any) -> Iterator[tuple]:
+        """Take over here: reload the chat from disk in this tab, which now continues it. `form`: the settings
+        form's values, by name (ui/settings_form.py), as every handler here takes them."""
         owner, state = self.identify(state, request)
         key = tab_key(request)
         session = self.registry.peek(key)
@@ -122,20 +123,19 @@ class HistoryController:
                                           "there), then take over."),
                    gr.skip())
             return
-        for view in self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports),
-                               request):
+        for view in self._open(key, owner, state, chat_id, FormValues(**form), request):
             yield (*view, gr.Button(visible=False))
 
     # ----- handlers -----------------------------------------------------------------------------
-    def on_load(self, state: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any, tools: Any,
-                imports: Any, request: gr.Request, profile: gr.OAuthProfile | None = None) -> Iterator[tuple]:
+    def on_load(self, state: Any, request: gr.Request, profile: gr.OAuthProfile | None = None,
+                **form: Any) -> Iterator[tuple]:
         """Page load: give the browser its identity, list its chats and reopen the one it had open."""
         try:
-            yield from self._load(state, (model, agent_type, max_steps, planning, tools, imports), request, profile)
+            yield from self._load(state, FormValues(**form), request, profile)
         finally:  # a message this page sent meanwhile waits for this (`TabOwners.wait_loaded`)
             self.owners.mark_loaded(tab_key(request))
 
-    def _load(self, state: Any, form: tuple, request: gr.Request,
+    def _load(self, state: Any, form: FormValues, request: gr.Request,
               profile: gr.OAuthProfile | None) -> Iterator[tuple]:
         owner, state = self.identify(state, request, profile)
         key = tab_key(request)
@@ -147,7 +147,7 @@ class HistoryController:
         # This tab already holds the chat (e.g. taken back by ui/panels/approvals.py):
         if current and live is not None and live_chat is not None and live_chat.id == current \
                 and live_chat.owner == owner:
-            yield self._view(live, state, owner, settings=self._form_values(settings_dict(live.agent_settings), form))
+            yield self._view(live, state, owner, settings=saved_values(settings_dict(live.agent_settings), form))
             return
         paused = self._held_elsewhere(owner, current) if current else None
         # Its page went away: this tab takes it over.
@@ -156,13 +156,14 @@ class HistoryController:
             if moved is not None:  # the chat as it is; `RunStreamer.reattach` streams the rest
                 self.leases.hold(current, key)
                 yield self._view(moved, state, owner,
-                                 settings=self._form_values(settings_dict(moved.agent_settings), form))
+                                 settings=saved_values(settings_dict(moved.agent_settings), form))
                 return
         if paused is not None:  # a reloaded tab whose run goes on or waits: ui/panels/approvals.py hands it back
             # Not selected in the list: a second tab does not show that chat, and a click on a selected entry
             # is no select event (the list is refreshed once a run handed back to this tab ends).
             yield (state, *(gr.skip(),) * 5, self.list_update(owner, None),
-                   *self._form_values(settings_dict(paused.agent_settings), form), paused.approval_mode, gr.skip())
+                   *saved_values(settings_dict(paused.agent_settings), form).values(), paused.approval_mode,
+                   gr.skip())
             return
         if current and self.store.get(owner, current) is not None:
             yield from self._open(key, owner, state, current, form, request)
@@ -174,9 +175,8 @@ class HistoryController:
             session = self.services.adopt(key, session)
         yield self._view(session, state, owner)
 
-    def open_chat(self, state: Any, chat_id: Any, model: Any, agent_type: Any, max_steps: Any, planning: Any,
-                  tools: Any, imports: Any, request: gr.Request,
-                  clicked: OptionalSelectData = None) -> Iterator[tuple]:
+    def open_chat(self, state: Any, chat_id: Any, request: gr.Request, clicked: OptionalSelectData = None,
+                  **form: Any) -> Iterator[tuple]:
         """A click on a chat in the side list: the chat clicked, as the click named it. The list's value sent
         with the event is read after the click, so an update of the list landing at that moment (the page
         load's refresh) would turn it into None; API calls, which send no click, name the chat by value."""
@@ -185,10 +185,9 @@ class HistoryController:
         owner, state = self.identify(state, request)
         key = tab_key(request)
         self.bind(key, owner)
-        yield from self._open(key, owner, state, chat_id, (model, agent_type, max_steps, planning, tools, imports),
-                              request)
+        yield from self._open(key, owner, state, chat_id, FormValues(**form), request)
 
-    def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: tuple,
+    def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: FormValues,
               request: gr.Request | None = None) -> Iterator[tuple]:
         current = self.registry.peek(key)
         if current is not None and current.running:
@@ -222,13 +221,14 @@ class HistoryController:
             return
         yield self._view(session, state, owner, input_update=gr.MultimodalTextbox(interactive=False))
 
-        values = self._form_values(metadata.get("settings"), form)
+        values = saved_values(metadata.get("settings"), form)
         try:
-            settings = RunSettings.from_form(self.config, *values)
+            settings = RunSettings.from_form(self.config, **values.by_name())
         except SettingsRefusedError as exc:  # saved under settings this server no longer offers
             config = self.config
-            values = (config.model, values[1], values[2], values[3], (), ", ".join(config.authorized_imports))
-            settings = RunSettings.from_form(config, *values)
+            values = dataclasses.replace(values, model=config.model, tools=(),
+                                         imports=", ".join(config.authorized_imports))
+            settings = RunSettings.from_form(config, **values.by_name())
             session.record.add_note(f"This chat's saved settings are not offered here ({exc}); it continues "
                                     f"with the server's model {config.model}.")
         # Re-running its code is a run of this visitor's (limits: ui/web/run_gate.py); over them, or with no sandbox
@@ -250,11 +250,10 @@ class HistoryController:
                 yield self._view(shown, state, owner, keep_export=True, input_update=None if shown.record.restoring
                                  else gr.MultimodalTextbox(interactive=True))
             return
-        form_update = (values[0], values[1], values[2], values[3], values[4], values[5])
-        yield self._view(session, state, owner, settings=form_update,
+        yield self._view(session, state, owner, settings=values,
                          input_update=gr.MultimodalTextbox(interactive=True))
 
-    def _join_run(self, key: str, owner: str, state: Any, running: Session, form: tuple,
+    def _join_run(self, key: str, owner: str, state: Any, running: Session, form: FormValues,
                   request: gr.Request | None = None) -> Iterator[tuple]:
         """Opening a chat whose run goes on in another session. Loading it from disk would show it without
         the run, and this tab's next message would save over the run's turn. A run whose page went away is
@@ -264,7 +263,7 @@ class HistoryController:
         moved = registry.rekey(running.key, key, when=_page_gone) if _page_gone(running) else None
         if moved is None:
             shown = _saved_id(registry.peek(key))
-            unchanged = (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *(gr.skip(),) * 8)
+            unchanged = (state, *(gr.skip(),) * 5, self.list_update(owner, shown), *skipped(), gr.skip(), gr.skip())
             if not registry.presence.has_page(running.key):  # no page holds it (an API client's run)
                 gr.Warning("This chat is running in another tab: continue it there, or open it here once its run "
                            "has ended (or that tab is closed).")
@@ -285,24 +284,7 @@ class HistoryController:
         self.store.set_current(owner, chat_id)
         if chat_id is not None:  # (the running session holds the chat)
             self.leases.hold(chat_id, key)
-        yield self._view(moved, state, owner, settings=self._form_values(settings_dict(moved.agent_settings), form))
-
-    def _form_values(self, saved: Any, form: tuple) -> tuple:
-        """The settings form for a reopened chat: its saved settings where usable, else the current form."""
-        model, agent_type, max_steps, planning, tools, imports = form
-        if isinstance(saved, dict):
-            known = {name for name, _ in available_tools()}
-            model = saved.get("model") if isinstance(saved.get("model"), str) and saved.get("model") else model
-            agent_type = saved.get("agent_type") if saved.get("agent_type") in ("code", "tool-calling") else agent_type
-            if isinstance(saved.get("max_steps"), int):
-                max_steps = saved["max_steps"]
-            interval = saved.get("planning_interval")
-            planning = interval if isinstance(interval, int) else 0
-            if isinstance(saved.get("tools"), list):
-                tools = [t for t in saved["tools"] if isinstance(t, str) and t in known]
-            if isinstance(saved.get("authorized_imports"), list):
-                imports = ", ".join(str(i) for i in saved["authorized_imports"])
-        return (model, agent_type, max_steps, planning if planning else 0, list(tools or []), imports)
+        yield self._view(moved, state, owner, settings=saved_values(settings_dict(moved.agent_settings), form))
 
     def after_new_chat(self, state: Any, request: gr.Request) -> tuple:
         """After New chat: this browser's open chat is the new (empty) one; refresh the list and empty the

@@ -66,8 +66,8 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     `approval_mode` is the mode selector, which every chat shown sets again (`HistoryController._mode`); a
     chat shown (opened, deleted, new) also empties the export box."""
     history = HistoryController(services)
-    settings = page.form.inputs()
-    view = [panel.browser_state, *page.column.outputs(), panel.chat_list, *settings, approval_mode,
+    settings = page.form.by_name()  # the handlers take the form by name (ui/settings_form.py)
+    view = [panel.browser_state, *page.column.outputs(), panel.chat_list, *page.form.values(), approval_mode,
             panel.export_file]
     heavy: dict[str, Any] = dict(concurrency_limit=services.config.max_runs, concurrency_id="runs",
                                  show_progress="hidden")
@@ -79,11 +79,12 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
                                    outputs=[panel.browser_state, panel.chat_list, panel.takeover_btn],
                                    api_visibility="private", **light)
     # A run taken over from a closed page streams on; then the list shows the chat this tab ends up with.
-    loaded = demo.load(history.on_load, inputs=[panel.browser_state, *settings], outputs=view,
-                       api_name="browser_session", **heavy)
+    loaded = demo.load(history.on_load, inputs=[panel.browser_state], inputs_kwargs=settings,
+                       outputs=view, api_name="browser_session", **heavy)
     loaded.then(streamer.reattach, **reattach).then(history.refresh, **refresh)
     chat_view.shown_after(loaded)  # the chat says "Loading…" until then, not the welcome
-    opened = panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list, *settings],
+    opened = panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list],
+                                    inputs_kwargs=settings,
                                     outputs=view, api_name="open_chat", **heavy)
     opened.then(streamer.reattach, **reattach)
     chat_view.opened_after(opened)  # "Loading…", not the welcome, until the chat chosen is shown
@@ -97,7 +98,7 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     panel.export_nb_btn.click(exports.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
     for event in after_runs:
         event.then(history.refresh, **refresh)
-    panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state, *settings],
+    panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state], inputs_kwargs=settings,
                              outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy).then(
         streamer.reattach, **reattach)
     if new_chat_event is not None:

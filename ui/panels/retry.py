@@ -24,6 +24,7 @@ from ui.services import Services
 from ui.session.rewind import RewindRefused
 from ui.session.session import Session
 from ui.settings import RunSettings, SignInNeededError
+from ui.settings_form import FormValues
 from ui.web.gradio_compat import OptionalEventData, root_url_of
 from ui.web.input_lock import lock_on, unlock_after
 
@@ -119,21 +120,18 @@ class RetryHandlers:
         return gr.Column(visible=True) if unsent else gr.skip()
 
     # the streaming handlers ------------------------------------------------------------------------------
-    def retry(self, model: str, agent_type: str, max_steps: float, planning_interval: float, tools: list[str],
-              imports: str, approval_mode: str | None, request: gr.Request,
-              oauth_token: gr.OAuthToken | None = None, event: OptionalEventData = None) -> Iterator[tuple]:
-        """🔁 Retry: the last message again, from the state before it."""
-        form = (model, agent_type, max_steps, planning_interval, tools, imports)
-        yield from self._resend(None, form, approval_mode, request, oauth_token, event)
+    def retry(self, approval_mode: str | None, request: gr.Request, oauth_token: gr.OAuthToken | None = None,
+              event: OptionalEventData = None, **form: Any) -> Iterator[tuple]:
+        """🔁 Retry: the last message again, from the state before it. `form`: the settings form's values."""
+        yield from self._resend(None, FormValues(**form), approval_mode, request, oauth_token, event)
 
-    def edit_resend(self, text: str, model: str, agent_type: str, max_steps: float, planning_interval: float,
-                    tools: list[str], imports: str, approval_mode: str | None, request: gr.Request,
-                    oauth_token: gr.OAuthToken | None = None, event: OptionalEventData = None) -> Iterator[tuple]:
+    def edit_resend(self, text: str, approval_mode: str | None, request: gr.Request,
+                    oauth_token: gr.OAuthToken | None = None, event: OptionalEventData = None,
+                    **form: Any) -> Iterator[tuple]:
         """Send edited: the edited text in place of the last message, from the state before it."""
-        form = (model, agent_type, max_steps, planning_interval, tools, imports)
-        yield from self._resend(str(text or ""), form, approval_mode, request, oauth_token, event)
+        yield from self._resend(str(text or ""), FormValues(**form), approval_mode, request, oauth_token, event)
 
-    def _resend(self, text: str | None, form: tuple, approval_mode: str | None, request: gr.Request,
+    def _resend(self, text: str | None, form: FormValues, approval_mode: str | None, request: gr.Request,
                 token: gr.OAuthToken | None, event: Any) -> Iterator[tuple]:
         services, gate = self.services, self.services.gate
         session = services.session_for(request)
@@ -141,7 +139,7 @@ class RetryHandlers:
         action, refused_note = (RETRY, NOT_RETRIED) if text is None else (EDIT, NOT_SENT)
         shown = Shown(root_url=root_url_of(request))
         try:
-            settings = gate.settings(*form, token=token)
+            settings = gate.settings(form, token=token)
         except SignInNeededError:
             self._note_unsent(key, text)
             yield from gate.ask_to_sign_in(session, request, from_page=getattr(event, "target", None) is not None)
@@ -207,7 +205,7 @@ def wire(services: Services, controls: RetryControls, page: Page, approval_mode:
     `close_on`: triggers that show another chat (New chat, a chat opened from the list): the edit box closes,
     so it never sends one chat's text in place of another chat's last message."""
     handlers = RetryHandlers(services)
-    settings = page.form.inputs()
+    settings = page.form.by_name()
     run_options = dict(outputs=page.column.outputs(), concurrency_limit=services.config.max_runs,
                        concurrency_id="runs", show_progress="hidden",
                        postprocess=False)  # the streamer renders (ui/chat/streamer.py)
@@ -217,14 +215,15 @@ def wire(services: Services, controls: RetryControls, page: Page, approval_mode:
     # The message box is locked while the resent message runs; pressed during a run (refused), the box stays
     # locked for that run.
     lock_on(controls.retry_btn.click, if_free=True)
-    retried = controls.retry_btn.click(handlers.retry, inputs=[*settings, approval_mode], api_name="retry",
-                                       **run_options)
+    retried = controls.retry_btn.click(handlers.retry, inputs_kwargs={**settings, "approval_mode": approval_mode},
+                                       api_name="retry", **run_options)
     unlock_after(retried, if_free=True)
     controls.edit_btn.click(handlers.open_editor, outputs=[controls.panel, controls.text], **quick)
     controls.cancel_btn.click(handlers.close_editor, outputs=[controls.panel], **quick)
     lock_on(controls.send_btn.click, if_free=True)
     hidden = controls.send_btn.click(handlers.close_editor, outputs=[controls.panel], **quick)
-    edited = hidden.then(handlers.edit_resend, inputs=[controls.text, *settings, approval_mode],
+    edited = hidden.then(handlers.edit_resend, inputs=[controls.text],
+                         inputs_kwargs={**settings, "approval_mode": approval_mode},
                          api_name="edit_last_message", **run_options)
     unlock_after(edited, if_free=True)
     edited.then(handlers.reopen_if_unsent, outputs=[controls.panel], **quick)

@@ -22,6 +22,7 @@ from ui.chat.streamer import RunStreamer
 from ui.session.registry import ServerBusyError, SessionRegistry
 from ui.session.session import Session
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, SignInNeededError
+from ui.settings_form import FormValues
 from ui.web.gradio_compat import root_url_of
 from ui.web.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
 from ui.web.sign_in import sign_in_message, visitor_token
@@ -40,11 +41,11 @@ class RunGate:
         self._visitor_lock = threading.Lock()
         self.demo_labels: list[str] = []  # the recorded analyses' buttons, named to a visitor who needs to sign in
 
-    def settings(self, *form: Any, token: gr.OAuthToken | None = None) -> RunSettings:
+    def settings(self, form: FormValues, token: gr.OAuthToken | None = None) -> RunSettings:
         """The form's settings, checked against what the operator allows (a refusal is shown, nothing runs),
         with the signed-in visitor's own token for Hugging Face models. SignInNeededError without one."""
         try:
-            settings = RunSettings.from_form(self.config, *form)
+            settings = RunSettings.from_form(self.config, **form.by_name())
         except SettingsRefusedError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
         hf_token = visitor_token(token)
