@@ -79,8 +79,9 @@ def one_run(url: str, model: str, visitor: str | None = None) -> tuple[float, st
     try:
         headers = {"X-Forwarded-For": visitor} if visitor else None
         client = Client(url, verbose=False, download_files=False, headers=headers)
-        client.predict({"text": "compute", "files": []}, model, "code", 3, 0, [], "pandas", "autonomous",
-                       api_name="/run")
+        # By name: a setting added to the form keeps its own place (and its default).
+        client.predict({"text": "compute", "files": []}, model=model, agent_type="code", max_steps=3,
+                       planning_interval=0, tools=[], imports="pandas", approval_mode="autonomous", api_name="/run")
         return time.perf_counter() - started, "ok"
     except Exception as exc:
         text = str(exc)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ui_testlib import form
 
 from ui.session.presence import PagePresence
 from ui.session.registry import SessionRegistry
@@ -233,8 +234,8 @@ def test_a_full_disk_pauses_uploads_and_runs_of_the_real_app(tmp_path: Path) -> 
         assert upload.status_code == 507 and "disk is almost full" in upload.text
         client = Client(url, verbose=False, download_files=False)
         with pytest.raises(Exception, match="disk is almost full"):
-            client.predict({"text": "hi", "files": []}, f"replay:{transcript}", "code", 5, 0, [], "pandas",
-                           "autonomous", api_name="/run")
+            client.predict({"text": "hi", "files": []}, **form(f"replay:{transcript}", imports="pandas"),
+                           approval_mode="autonomous", api_name="/run")
     assert not list((data / "owners").glob("*/*/meta.json"))
 
 
@@ -268,8 +269,8 @@ def test_runs_paused_for_a_decision_count_against_the_visitors_runs_at_once(tmp_
 
     def paused_run(url: str, address: str) -> None:
         client = Client(url, verbose=False, download_files=False, headers={"X-Forwarded-For": address})
-        client.predict({"text": "hi", "files": []}, f"replay:{transcript}", "code", 5, 0, [], "pandas",
-                       "approve_code", api_name="/run")
+        client.predict({"text": "hi", "files": []}, **form(f"replay:{transcript}", imports="pandas"),
+                       approval_mode="approve_code", api_name="/run")
 
     with run_app(transcript, data, extra_env=env) as url:
         paused_run(url, "203.0.113.7")
@@ -296,15 +297,16 @@ def test_reopening_a_chat_reruns_its_code_only_within_the_visitors_run_limits(tm
     data = tmp_path / "data"
     data.mkdir()
     token = new_token()
-    form = (f"replay:{transcript}", "code", 5, 0, [], "pandas")
+    settings = form(f"replay:{transcript}", imports="pandas")
     with run_app(transcript, data, extra_env={"AGENTDECK_RUNS_PER_MINUTE": "3"}) as url:
         first = Client(url, verbose=False, download_files=False)
-        first.predict({"token": token}, *form, api_name="/browser_session")
-        first.predict({"text": "compute", "files": []}, *form, "autonomous", api_name="/run")  # run 1 of 3
+        first.predict({"token": token}, **settings, api_name="/browser_session")
+        first.predict({"text": "compute", "files": []}, **settings, approval_mode="autonomous",
+                      api_name="/run")  # run 1 of 3
         notes = []
         for _ in range(3):  # a page load (here from a fresh API session) reopens the chat the browser had open
             opened = Client(url, verbose=False, download_files=False).predict(
-                {"token": token}, *form, api_name="/browser_session")
+                {"token": token}, **settings, api_name="/browser_session")
             notes.append(json.dumps(opened))
     assert ["rebuilt with your next message" in n for n in notes] == [False, False, True], notes
     assert all("Chat restored" in n for n in notes[:2])
