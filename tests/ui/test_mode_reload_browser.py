@@ -2,11 +2,24 @@
 message pauses as it says (a reload used to show "Autonomous" again, and the next step ran without asking)."""
 from __future__ import annotations
 
+import json
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from browser_driver import BROWSER_MARKS, chat_text, choose_mode, open_page, send, wait_for_text
+from browser_driver import (
+    BROWSER_MARKS,
+    EVENT_COUNTER_JS,
+    chat_text,
+    choose_mode,
+    launch,
+    open_page,
+    send,
+    wait_for_text,
+)
 from ui_testlib import code_reply, run_app, write_transcript
+
+from tests.waiting import wait_until
 
 pytestmark = BROWSER_MARKS
 
@@ -38,3 +51,56 @@ def test_the_chosen_mode_survives_a_reload_and_the_next_message_waits(app_url: s
         page.locator("#approve-btn").click()
         wait_for_text(page, "done after the reload")
         assert page.locator("#approval-mode input").input_value() == MODE
+
+
+def test_a_mode_chosen_while_the_page_loads_stays_chosen(app_url: str) -> None:
+    """The page's load shows the browser's saved mode when it ends: a mode the person chose before that used to
+    be undone (the selector went back, and the choice was not kept). Here the load's request is held until the
+    person has chosen, so the choice always comes first."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with urllib.request.urlopen(app_url + "config", timeout=30) as response:
+        config = json.load(response)
+    load_ids = {d["id"] for d in config["dependencies"] if d.get("api_name") == "browser_session"}
+    held: list = []
+    joined: list[int] = []
+
+    def hold_the_load(route) -> None:
+        fn_index = (route.request.post_data_json or {}).get("fn_index")
+        if fn_index in load_ids and not held:
+            held.append(route)  # answered once the mode is chosen
+            return
+        joined.append(fn_index)
+        route.continue_()
+
+    with sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": 1440, "height": 1000})
+        context.add_init_script(EVENT_COUNTER_JS)
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        try:
+            page.route("**/queue/join*", hold_the_load)
+            page.goto(app_url)
+
+            def pumped(condition):  # Playwright runs the route handler while the page is waited on
+                return lambda: page.wait_for_timeout(20) or condition()
+
+            wait_until(pumped(lambda: held), what="the page load's request")
+            before = len(joined)
+            page.locator("#approval-mode input").click()
+            page.get_by_role("option", name=MODE).click()
+            page.wait_for_function("l => document.querySelector('#approval-mode input').value === l", arg=MODE)
+            # The choice's event was sent (on the server it waits for the page load, as a message does).
+            wait_until(pumped(lambda: len(joined) > before), what="the choice sent to the server")
+            held[0].continue_()
+            page.wait_for_function("document.documentElement.classList.contains('ad-chat-shown')")
+            page.wait_for_function("l => document.querySelector('#approval-mode input').value === l", arg=MODE,
+                                   timeout=15_000)
+            page.unroute("**/queue/join*")
+            page.reload()
+            page.wait_for_function("document.documentElement.classList.contains('ad-chat-shown')")
+            page.wait_for_function("l => document.querySelector('#approval-mode input').value === l", arg=MODE,
+                                   timeout=15_000)  # the server kept the choice for this browser
+        finally:
+            context.close()
+            browser.close()

@@ -3,10 +3,12 @@ reload, a reopened chat and a restart (and the session uses the mode the page sh
 emptied when its chat is deleted or another chat is opened or started."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import gradio as gr
 import pytest
-from nothing_lost_harness import SET_X, LiveApp, Req, StallingModel
+from nothing_lost_harness import SET_X, LiveApp, Req, StallingModel, wait_until
 
 from ui.panels.approvals import ApprovalHandlers
 from ui.saved.store import new_token
@@ -79,5 +81,34 @@ def test_deleting_opening_or_starting_a_chat_empties_the_export_box(tmp_path: Pa
         assert live.exports.export_markdown(Req("tab"))
         deleted = live.history.delete_chat(state, first, Req("tab"))  # the open chat, whose export is shown
         assert deleted[EXPORT] is None and live.session().record.saved.id not in (first, second)
+    finally:
+        live.close()
+
+
+def test_a_mode_chosen_while_the_page_loads_is_kept_not_undone_by_the_load(tmp_path: Path) -> None:
+    """The person picks a mode before the page's load has ended: the load shows the browser's saved mode, which
+    must not win. The choice waits for the load (as a message does), then is this browser's mode: the session
+    uses it and a reload shows it (the page itself shows it again after the load: `keep_choice_after`)."""
+    live = LiveApp(tmp_path, StallingModel(["unused"]))
+    token = new_token()
+    try:
+        owners = live.app.services.owners
+        waiting, wait_loaded = threading.Event(), owners.wait_loaded
+
+        def noted_wait(key: str, timeout: float = 30.0) -> bool:
+            waiting.set()
+            return wait_loaded(key, timeout)
+
+        owners.wait_loaded = noted_wait  # type: ignore[method-assign]
+        from_page = gr.EventData(target=object(), _data={})  # a page's event names its component
+        chosen = threading.Thread(target=lambda: ApprovalHandlers(live.app.services).set_mode(
+            "approve_code", 0, 6, Req("tab"), from_page), daemon=True)
+        chosen.start()
+        wait_until(lambda: waiting.is_set() or not chosen.is_alive(), what="the choice reaching the server")
+        assert live.load(token, key="tab")[MODE] == "autonomous"  # the load shows the saved mode (none yet)
+        chosen.join(timeout=30)
+        assert not chosen.is_alive()
+        assert live.session("tab").approval_mode == "approve_code"  # after the load: the person's choice
+        assert live.load(token, key="reloaded")[MODE] == "approve_code"  # kept for this browser
     finally:
         live.close()

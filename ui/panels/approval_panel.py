@@ -92,6 +92,17 @@ def build_mode_selector(default: str) -> ModeSelector:
     return ModeSelector(mode, note)
 
 
+#: Where the page keeps the approval mode the person chose since it opened (`keep_choice_after`).
+CHOSEN_MODE = "window.agentdeckChosenMode"
+
+
+def keep_choice_after(load: Any, mode: Any) -> None:
+    """After a page load event that shows an approval mode (the owner's saved one, a handed-back run's), the
+    mode the person chose on this page since it opened, if any, is shown again: a choice made while the load
+    was under way would otherwise be undone by it (the server keeps it: ui/panels/approvals.py `set_mode`)."""
+    load.then(None, inputs=[mode], outputs=[mode], js=f"(mode) => [{CHOSEN_MODE} ?? mode]")
+
+
 def mode_coverage(mode: Any, tools: Iterable[Any]) -> str:
     """What `mode` pauses for, naming the chosen tools it covers (by the policy's own rule) and why each needs
     approval, or saying that it never pauses when none of them does."""

@@ -19,13 +19,21 @@ from agents import events as ev
 from agents.decisions import Decision
 from ui.chat.stream_outputs import Shown
 from ui.components import Page
-from ui.panels.approval_panel import ApprovalPanel, ModeSelector, as_tuple, view, view_hidden
+from ui.panels.approval_panel import (
+    CHOSEN_MODE,
+    ApprovalPanel,
+    ModeSelector,
+    as_tuple,
+    keep_choice_after,
+    view,
+    view_hidden,
+)
 from ui.saved.owners import tab_key
 from ui.services import Services
 from ui.session.pending_decisions import normalise_mode
 from ui.session.session import Session
 from ui.settings import MAX_STEPS_LIMIT
-from ui.web.gradio_compat import root_url_of
+from ui.web.gradio_compat import OptionalEventData, root_url_of
 from ui.web.input_lock import lock_on, unlock_after
 
 PLAN_MODES = ("review_plans", "all")  # modes that need a plan to review
@@ -53,10 +61,16 @@ class ApprovalHandlers:
         return self.services.session_for(request)
 
     # mode -------------------------------------------------------------------------------------------
-    def set_mode(self, mode: str, planning: Any, max_steps: Any, request: gr.Request) -> tuple:
-        """The approval mode for this tab's next runs; plan review turns planning on when it was off."""
+    def set_mode(self, mode: str, planning: Any, max_steps: Any, request: gr.Request,
+                 event: OptionalEventData = None) -> tuple:
+        """The approval mode for this tab's next runs; plan review turns planning on when it was off.
+
+        A choice made on the page waits for the page's load (as a message does), so it is kept for the owner
+        the load identifies and lands on the session the load set up, after the load showed the owner's saved
+        mode; the page itself keeps showing the choice (`keep_choice_after`)."""
         mode = normalise_mode(mode)
-        self._session(request).set_approval_mode(mode)
+        from_page = getattr(event, "target", None) is not None
+        self.services.session_for(request, from_page=from_page).set_approval_mode(mode)
         owner = self.services.owners.owner_of(tab_key(request))
         if owner is not None:  # shown again after a reload and in the owner's other chats (ui/panels/history.py)
             self.services.store.set_approval_mode(owner, mode)
@@ -186,8 +200,8 @@ def wire(demo: gr.Blocks, services: Services, panel: ApprovalPanel, selector: Mo
     private: dict[str, Any] = dict(api_visibility="private")
 
     mode.input(handlers.set_mode, inputs=[mode, form.planning_interval, form.max_steps],
-               outputs=[form.planning_interval, selector.note],
-               api_name="set_approval_mode", **quick)
+               outputs=[form.planning_interval, selector.note], api_name="set_approval_mode",
+               js=f"(mode, planning, steps) => {{ {CHOSEN_MODE} = mode; return [mode, planning, steps]; }}", **quick)
 
     def chain(event: Any, resume_name: str | None = None, unlock: bool = False) -> None:
         resume_api = dict(api_name=resume_name) if resume_name else private
@@ -211,11 +225,13 @@ def wire(demo: gr.Blocks, services: Services, panel: ApprovalPanel, selector: Mo
 
     # A reloaded tab finds its session again: the token lives in the tab's sessionStorage (per tab, kept on reload).
     token = gr.Textbox(visible=False, elem_id="session-token")
-    demo.load(handlers.restore, inputs=[token, mode],
+    restored = demo.load(handlers.restore, inputs=[token, mode],
               outputs=[token, column.chat, column.files_panel, column.status, mode, *view_outputs],
               js=f"(token, mode) => [sessionStorage.getItem('{TOKEN_KEY}') || '', mode]",
               **private, **quick).then(
         None, inputs=[token], outputs=None,
         js=f"(token) => {{ if (token) sessionStorage.setItem('{TOKEN_KEY}', token); return []; }}").then(
         services.streamer.reattach, **private, **stream)  # a run handed back to the reloaded tab streams on
+    keep_choice_after(restored, mode)
     return handlers
+

@@ -9,6 +9,7 @@ import gradio as gr
 
 from ui.components import Page
 from ui.panels import chat_delete
+from ui.panels.approval_panel import keep_choice_after
 from ui.panels.exports import ChatExports
 from ui.panels.history import HistoryController
 from ui.saved.store import storage_is_ephemeral
@@ -82,6 +83,7 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     loaded = demo.load(history.on_load, inputs=[panel.browser_state], inputs_kwargs=settings,
                        outputs=view, api_name="browser_session", **heavy)
     loaded.then(streamer.reattach, **reattach).then(history.refresh, **refresh)
+    keep_choice_after(loaded, approval_mode)  # a mode chosen while the page loaded stays chosen
     chat_view.shown_after(loaded)  # the chat says "Loading…" until then, not the welcome
     opened = panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list],
                                     inputs_kwargs=settings,
