@@ -101,9 +101,7 @@ def test_phone_shows_a_pending_approval_and_its_step_together(app_url: str) -> N
     panel, its Approve button too, the code editor scrolls inside a bounded box, and nothing is wider than the
     screen."""
     with page_at(app_url, 390, 844) as page:
-        # The page load shows the browser's approval mode once it ends: a choice made before would be undone.
-        page.wait_for_function("document.documentElement.classList.contains('ad-chat-shown')")
-        choose_mode(page, "Approve each code step")
+        choose_mode(page, "Approve each code step")  # a choice made before the page load ends is kept
         send(page, "Which city is warmest?")
         page.locator("#edit-code").wait_for(state="visible")
         wait_for_text(page, " · ✋ waiting for you")
