@@ -14,12 +14,38 @@ import subprocess
 import sys
 from typing import Any
 
-#: What to reach for (set by the test's boot line): a secret file, a path to write, the app's pid, a port.
+#: What to reach for (set by the test's boot line): a secret file, a path to write, the app's pid, a port; or a
+#: "mode" that replaces the whole attack (see `other_attack`).
 TARGETS: dict[str, Any] = {}
+#: Every upload this child has read ("remember" mode: a reader bug that keeps what the next visitors send).
+SEEN: list[str] = []
+
+
+def spin() -> None:
+    while True:
+        pass
+
+
+def other_attack(mode: str, path: str) -> tuple[str, str]:
+    """`remember`: answer with every upload read so far and this child's pid, and keep burning CPU in a thread
+    between files; `huge`: a preview far past what the parser ever makes; `kind`: a kind of file other than the
+    upload's."""
+    if mode == "remember":
+        import threading
+
+        SEEN.append(open(path).read())
+        if len(SEEN) == 1:
+            threading.Thread(target=spin, daemon=True).start()
+        return "csv", json.dumps({"pid": os.getpid(), "seen": SEEN})
+    if mode == "huge":
+        return "csv", "x" * (20 * 1024 * 1024)
+    return "pdf", "%PDF"
 
 
 def attack(path: str, original_name: str | None = None) -> tuple[str, str]:
     targets = TARGETS
+    if "mode" in targets:
+        return other_attack(targets["mode"], path)
     worked: dict[str, str] = {}
 
     def attempt(what: str, action) -> None:

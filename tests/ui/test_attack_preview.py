@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ui.uploads.preview_worker import PreviewService
+from ui.uploads.preview_worker import PreviewFailed, PreviewService
 
 TESTS_UI = Path(__file__).resolve().parent
 
@@ -82,3 +82,37 @@ def test_the_child_reads_only_a_copy_in_its_own_folder(tmp_path: Path) -> None:
     finally:
         service.close()
     assert set(json.loads(preview)) == {"read the upload"}
+
+
+def test_a_child_parses_one_file_and_is_gone_before_the_next_visitors(tmp_path: Path) -> None:
+    """A reader bug keeps running in its child (here it also remembers each file and burns CPU in a thread): the
+    next visitor's upload must meet a fresh child, and the used one must be gone once its reply is in."""
+    mine, theirs = tmp_path / "mine.csv", tmp_path / "theirs.csv"
+    mine.write_text("a\n1\n")
+    theirs.write_text("salary\n123456\n")
+    service = PreviewService(boot=attack_boot({"mode": "remember"}))
+    try:
+        first = json.loads(service.preview(mine, "mine.csv")[1])
+        with pytest.raises(ProcessLookupError):
+            os.kill(first["pid"], 0)
+        service.preview(theirs, "theirs.csv")
+        third = json.loads(service.preview(mine, "mine.csv")[1])
+    finally:
+        service.close()
+    assert third["seen"] == ["a\n1\n"], third  # what other visitors sent stays out of reach
+    assert third["pid"] != first["pid"]
+
+
+@pytest.mark.parametrize("mode", ["huge", "kind"])
+def test_a_reply_the_parser_never_makes_is_refused(tmp_path: Path, mode: str) -> None:
+    """The app holds the child's reply to what the parser makes: a preview of at most MAX_PREVIEW_CHARS read
+    within a small frame, for the kind of file the upload's name says."""
+    upload = tmp_path / "table.csv"
+    upload.write_text("a,b\n1,2\n")
+    service = PreviewService(boot=attack_boot({"mode": mode}))
+    try:
+        with pytest.raises(PreviewFailed, match="reply"):
+            service.preview(upload, "table.csv")
+        assert service.max_reply_bytes < 1024 * 1024
+    finally:
+        service.close()

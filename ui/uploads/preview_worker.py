@@ -4,7 +4,11 @@ Why: a visitor's file is hostile input to pandas, openpyxl and pyarrow. An 889 K
 expands to gigabytes and a crafted .xlsx costs tens of seconds of CPU; in the app process either would
 hurt every other session. The child has an address-space limit, runs below the app's priority, and
 each preview has a deadline: past it the child is killed (and started again for the next file), and
-the person is told the file could not be previewed. One child serves the whole server, one file at a time.
+the person is told the file could not be previewed. One file at a time for the whole server, each in a child of
+its own: the child is killed once its reply is in (the next one is started then, loading its readers meanwhile), so
+a reader bug that ran a visitor's code never sees the next visitor's file nor keeps running between files. Its
+reply is held to what the parser makes (a small frame, a preview of at most MAX_PREVIEW_CHARS, the kind the
+upload's name says).
 
 The child is confined by the kernel like the sandbox worker (ui/uploads/preview_confinement.py): a reader bug
 that runs the visitor's code there reaches nothing of the app. It reads only its own folder, into which the app
@@ -25,7 +29,7 @@ from typing import Any
 
 from agents.executor import identity
 from agents.executor.protocol import ChannelClosed, FrameReader, ProtocolError, write_frame
-from ui.uploads.parsing import UploadError
+from ui.uploads.parsing import MAX_PREVIEW_CHARS, SUPPORTED_EXTENSIONS, UploadError
 from ui.uploads.preview_confinement import (
     PreviewConfinementError,
     child_environment,
@@ -37,6 +41,10 @@ from ui.uploads.preview_confinement import (
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MEMORY_LIMIT_MB = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", "768"))
 TIME_LIMIT_S = float(os.environ.get("AGENTDECK_PREVIEW_TIMEOUT_S", "15"))
+#: The largest reply frame read from the child: a preview of MAX_PREVIEW_CHARS is at most 12 bytes a character
+#: in JSON (a surrogate pair escaped), and an error message is shorter.
+MAX_REPLY_BYTES = 64 * 1024
+MAX_ERROR_CHARS = 1000
 BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); from ui.uploads.preview_worker import main; main()")
 
 
@@ -60,6 +68,7 @@ class PreviewService:
         self.memory_limit_mb = memory_limit_mb
         self.time_limit_s = time_limit_s
         self.boot = boot  # the child's program (the attack tests replace its parser)
+        self.max_reply_bytes = MAX_REPLY_BYTES
         self._uid: int | None = None
         self._folder: str | None = None
         self._lock = threading.Lock()
@@ -83,7 +92,7 @@ class PreviewService:
             close_fds=True)
         os.close(cmd_r)
         os.close(res_w)
-        self._out_fd, self._reader = cmd_w, FrameReader(res_r)
+        self._out_fd, self._reader = cmd_w, FrameReader(res_r, max_bytes=self.max_reply_bytes, max_containers=16)
         return self._reader
 
     def _stop(self) -> None:
@@ -109,21 +118,40 @@ class PreviewService:
             try:
                 write_frame(self._out_fd, {"path": copy, "name": name})
                 reply = reader.read(timeout=self.time_limit_s)
-            except (OSError, ChannelClosed, ProtocolError):
+            except ProtocolError as exc:
+                reply = {"invalid": str(exc)} if not isinstance(exc, ChannelClosed) else {"crashed": True}
+            except OSError:
                 reply = {"crashed": True}
             finally:
                 os.unlink(copy)
+                self._replace_child()
             if reply is None:
-                self._stop()
                 raise PreviewFailed(f"took longer than {self.time_limit_s:.0f} s to read, so it was not added "
                                     "(a much simpler or smaller file would work)")
-            if reply.get("crashed") or "kind" not in reply and "error" not in reply:
-                self._stop()
+            if reply.get("crashed") or "invalid" not in reply and "kind" not in reply and "error" not in reply:
                 raise PreviewFailed(f"needed more than {self.memory_limit_mb} MB of memory to read, so it was "
                                     "not added (is it a compressed file that expands to a huge table?)")
-            if reply.get("error") is not None:
-                raise UploadError(scrub_paths(str(reply["error"]), copy, name))
-            return str(reply["kind"]), str(reply["preview"])
+            return self._checked(reply, copy, name)
+
+    def _replace_child(self) -> None:
+        """The child that read a file is killed (whatever a reader bug left running in it dies with it) and the
+        next file's child is started now, so its readers are loaded by the time the next upload comes."""
+        self._stop()
+        try:
+            self._start()
+        except OSError:  # started again by the next preview
+            self._stop()
+
+    @staticmethod
+    def _checked(reply: dict[str, Any], copy: str, name: str) -> tuple[str, str]:
+        """The child's reply as the parser makes it, or PreviewFailed: the child may run a visitor's code."""
+        if reply.get("error") is not None and "invalid" not in reply:
+            raise UploadError(scrub_paths(str(reply["error"])[:MAX_ERROR_CHARS], copy, name))
+        kind, preview = reply.get("kind"), reply.get("preview")
+        expected = SUPPORTED_EXTENSIONS.get(os.path.splitext(name)[1].lower())
+        if "invalid" in reply or kind != expected or not isinstance(preview, str) or len(preview) > MAX_PREVIEW_CHARS:
+            raise PreviewFailed("could not be read: its reader sent a reply no reader makes, so it was not added")
+        return str(kind), preview
 
     def _copy_in(self, path: str | Path, name: str) -> str:
         """A copy of the upload in the child's folder, readable by the child's user (its name keeps the
