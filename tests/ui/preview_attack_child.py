@@ -61,6 +61,17 @@ def attack(path: str, original_name: str | None = None) -> tuple[str, str]:
     attempt("read the app's environment", lambda: open(f"/proc/{os.getppid()}/environ", "rb").read())
     attempt("read /etc/passwd", lambda: open("/etc/passwd").read())
     attempt("write outside", lambda: open(targets["write"], "w").write("planted"))
+    def changed(change, read) -> str:  # the effect, not the call's answer (a call may be made a no-op)
+        before = read()
+        change()
+        if read() == before:
+            raise PermissionError("unchanged")
+        return "changed"
+
+    secret = targets["secret"]
+    attempt("change a file's mode", lambda: changed(lambda: os.chmod(secret, 0o666), lambda: os.stat(secret).st_mode))
+    attempt("change a file's times",
+            lambda: changed(lambda: os.utime(secret, (0, 0)), lambda: os.stat(secret).st_mtime_ns))
     attempt("signal the app", lambda: os.kill(targets["app_pid"], 0) or "sent")
 
     def connect() -> str:

@@ -116,3 +116,28 @@ def test_a_reply_the_parser_never_makes_is_refused(tmp_path: Path, mode: str) ->
         assert service.max_reply_bytes < 1024 * 1024
     finally:
         service.close()
+
+
+def test_without_a_user_id_of_its_own_the_child_changes_no_files_mode_or_times(tmp_path: Path, monkeypatch) -> None:
+    """Where the child keeps the app's user (a non-root app, or a Python root's other users cannot read), the
+    kernel's Landlock does not cover a file's mode or times: seccomp must refuse them, or a reader bug could open
+    the data folder to every local user or lock the app out of it (chmod 000)."""
+    import ui.uploads.preview_worker as preview_worker
+
+    monkeypatch.setattr(preview_worker, "own_user_id", lambda app_root, folder: None)
+    secret = tmp_path / "data" / "secret"
+    secret.parent.mkdir()
+    secret.write_text("server-signing-secret")
+    secret.chmod(0o600)
+    before = secret.stat()
+    upload = tmp_path / "table.csv"
+    upload.write_text("a,b\n1,2\n")
+    service = PreviewService(boot=attack_boot({"secret": str(secret), "write": str(tmp_path / "x"), "app_pid": 1,
+                                               "port": 9}))
+    try:
+        _, preview = service.preview(upload, "table.csv")
+    finally:
+        service.close()
+    after = secret.stat()
+    assert (after.st_mode, after.st_mtime_ns) == (before.st_mode, before.st_mtime_ns)
+    assert set(json.loads(preview)) == {"read the upload"}

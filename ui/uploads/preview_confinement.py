@@ -7,7 +7,8 @@ environment with its keys (/proc/<app>/environ), the network. So, as for the san
 agents/executor/), after the readers are loaded the child drops every capability (and, when the app runs as
 root, takes a user id of its own), and Landlock lets it read only the library folders and its own folder, into
 which the app copies each upload, and write nothing; seccomp refuses sockets, new processes, ptrace and
-signals to others. The memory and time limits stay as they were.
+signals to others, and changes of any file's mode, times, owner or extended attributes (Landlock does not cover
+them). The memory and time limits stay as they were.
 """
 from __future__ import annotations
 
@@ -81,7 +82,10 @@ def lock_down(app_root: str, folder: str, uid: int | None) -> list[str]:
         layers = [check_single_threaded(), identity.become(uid)]
         result = landlock.restrict(read_paths=[*library_folders(app_root, folder), folder], write_paths=[])
         layers.append(f"landlock ABI {result.abi}: reads its folder and the libraries, writes nothing")
-        layers.append(f"seccomp ({seccomp.install()})")
+        # Landlock does not cover a file's mode, times, owner or extended attributes, and the child may keep the
+        # app's user (no id of its own): those calls are refused, or it could open the data folder to every
+        # local user or lock the app out of it. The parser never needs them.
+        layers.append(f"seccomp ({seccomp.install(deny_metadata=True)})")
     except Exception as exc:  # every layer is required
         raise PreviewConfinementError(f"{type(exc).__name__}: {exc}") from exc
     return layers
