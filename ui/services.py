@@ -16,6 +16,7 @@ from ui.session.lease import ChatLeases
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
 from ui.settings import AppConfig
+from ui.web.rate_limit import visitor_of
 from ui.web.run_gate import RunGate
 
 
@@ -50,7 +51,7 @@ class Services:
         key = tab_key(request)
         if from_page:
             self.owners.wait_loaded(key)
-        return self.adopt(key, self.registry.get(key))
+        return self.adopt(key, self.registry.get(key, visitor_of(request)))
 
     def adopt(self, key: str, session: Session) -> Session:
         """A tab bound to an owner whose session is not a saved chat yet (new, or new after an idle close):

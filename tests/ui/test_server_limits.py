@@ -341,6 +341,24 @@ def test_live_sessions_have_a_cap_and_the_longest_idle_go_first(tmp_path: Path, 
     assert len(registry._expired_keys) == 2  # made-up keys are remembered up to a bound
 
 
+def test_a_visitor_past_the_session_cap_closes_its_own_sessions_not_anyone_elses(tmp_path: Path) -> None:
+    """Session hashes and the heartbeat streams that mark a page are the client's to make: a visitor making
+    sessions past the cap, each with a page, closed everyone else's idle sessions (variables, the open chat), the
+    longest idle first. Past the cap, the visitor holding the most live sessions loses its own."""
+    presence = PagePresence()
+    registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: None, presence=presence, max_sessions=4)
+    theirs = registry.get("theirs", visitor="203.0.113.5")
+    presence.opened("theirs")
+    for n in range(12):
+        registry.get(f"flood-{n}", visitor="198.51.100.7")
+        presence.opened(f"flood-{n}")
+    assert registry.peek("theirs") is theirs
+    assert len(registry) == 4 and registry.peek("flood-11") is not None
+    newcomer = registry.get("newcomer", visitor="192.0.2.1")  # room for someone new: the flood's oldest goes
+    assert registry.peek("theirs") is theirs and registry.peek("newcomer") is newcomer
+    assert registry.peek("flood-9") is None and len(registry) == 4
+
+
 def test_a_page_load_that_never_sent_a_message_leaves_no_folder_behind(tmp_path: Path) -> None:
     """Every page load, and every API call from a fresh client, makes an owner and a chat folder: a chat that
     never got a message is removed with its session, and its owner's folder with it when nothing else is there."""

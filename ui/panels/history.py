@@ -29,6 +29,7 @@ from ui.session.session import Session
 from ui.settings import RunSettings, SettingsRefusedError
 from ui.settings_form import FormValues, saved_values, skipped
 from ui.web.gradio_compat import OptionalSelectData
+from ui.web.rate_limit import visitor_of
 
 #: How long a click on a chat running in another tab waits for that tab to be found closed (see `_join_run`).
 JOIN_WAIT_S = 5.0
@@ -94,8 +95,8 @@ class HistoryController:
         session.set_approval_mode(mode)
         return mode
 
-    def _fresh(self, key: str, owner: str, note: str | None = None) -> Session:
-        session = self.registry.install(key, self.store.create(owner))
+    def _fresh(self, key: str, owner: str, request: gr.Request | None, note: str | None = None) -> Session:
+        session = self.registry.install(key, self.store.create(owner), visitor_of(request))
         if note:
             session.record.add_note(note)
         return session
@@ -170,7 +171,7 @@ class HistoryController:
             return
         session = self.registry.peek(key)
         if session is None:
-            session = self._fresh(key, owner)
+            session = self._fresh(key, owner, request)
         elif session.record.saved is None:  # made by another handler of this tab (never replace it: it may be running)
             session = self.services.adopt(key, session)
         yield self._view(session, state, owner)
@@ -196,7 +197,8 @@ class HistoryController:
             return
         chat = self.store.get(owner, chat_id)
         if chat is None or not chat.kept:
-            session = current if current is not None and _saved_id(current) is not None else self._fresh(key, owner)
+            kept = current is not None and _saved_id(current) is not None
+            session = current if current is not None and kept else self._fresh(key, owner, request)
             yield self._view(session, state, owner, gr_warning="That chat does not exist (it may have been deleted).")
             return
         running = self._held_elsewhere(owner, chat.id)
@@ -209,12 +211,12 @@ class HistoryController:
             # Refused as a whole: nothing of it is loaded; the person gets a new chat with the reason.
             self.store.set_current(owner, None)
             meta = chat.meta()
-            session = self._fresh(key, owner, note=f'<span class="ad-error">Could not open the saved chat '
-                                                   f'“{meta.title if meta else chat.id}”</span> {exc}')
+            session = self._fresh(key, owner, request, note=f'<span class="ad-error">Could not open the saved chat '
+                                                            f'“{meta.title if meta else chat.id}”</span> {exc}')
             yield self._view(session, state, owner, gr_warning=str(exc))
             return
         self.store.set_current(owner, chat.id)
-        session = self.registry.install(key, chat)
+        session = self.registry.install(key, chat, visitor_of(request))
         self.leases.hold(chat.id, key)
         if not session.record.reopen(memory, metadata.get("turns") or []):  # no step finished: messages only
             yield self._view(session, state, owner)
@@ -326,12 +328,12 @@ class HistoryController:
             return self._view(current, state, owner, keep_export=True,
                               gr_warning="This chat is running: press Stop first.")
         if not self.store.delete(owner, chat_id):
-            session = current or self._fresh(key, owner)
+            session = current or self._fresh(key, owner, request)
             return self._view(session, state, owner, gr_warning="That chat does not exist.")
         if is_open or current is None:
             if current is not None:
                 current.record.forget_saved()  # its folder is gone
-            session = self._fresh(key, owner)
+            session = self._fresh(key, owner, request)
             return self._view(session, state, owner)
         return self._view(current, state, owner)
 

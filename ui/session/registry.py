@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,20 +53,23 @@ class SessionRegistry:
         # without a cap a visitor looping over the API could grow the process until it runs out of memory.
         self.max_sessions = max_sessions
         self._sessions: dict[str, Session] = {}
+        self._visitors: weakref.WeakKeyDictionary[Session, str] = weakref.WeakKeyDictionary()  # who made each
         self._closed: list[Session] = []
         self._expired_keys: dict[str, None] = {}  # tabs whose session was closed idle (oldest first, bounded)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._reaper: threading.Thread | None = None
 
-    def get(self, key: str) -> Session:
+    def get(self, key: str, visitor: str = "") -> Session:
+        """The live session of `key`, or a new one made for `visitor` (ui/web/rate_limit.py's `visitor_of`)."""
         if self.peek(key) is None:
-            self._make_room_for_session()
+            self._make_room_for_session(visitor)
         with self._lock:
             session = self._sessions.get(key)
             if session is None:
                 folder = self.root / secrets.token_hex(16)  # unguessable: files are served from here
                 session = Session(key, folder, self.agent_factory, self.max_upload_bytes)
+                self._visitors[session] = visitor
                 if key in self._expired_keys:
                     del self._expired_keys[key]
                     session.record.add_note("🕰️ The previous session was closed after being idle; this is a "
@@ -74,13 +78,14 @@ class SessionRegistry:
             session.touch()
             return session
 
-    def install(self, key: str, chat: SavedChat) -> Session:
-        """A new session in a saved chat's folder for `key`; the key's previous one is closed (see
-        `_close_replaced`)."""
+    def install(self, key: str, chat: SavedChat, visitor: str = "") -> Session:
+        """A new session in a saved chat's folder for `key`, made for `visitor`; the key's previous one is closed
+        (see `_close_replaced`)."""
         if self.peek(key) is None:
-            self._make_room_for_session()
+            self._make_room_for_session(visitor)
         session = Session(key, chat.folder, self.agent_factory, self.max_upload_bytes, saved=chat)
         with self._lock:
+            self._visitors[session] = visitor
             old = self._sessions.get(key)
             self._sessions[key] = session
             if old is not None:
@@ -89,18 +94,31 @@ class SessionRegistry:
             _close_replaced(old, session)
         return session
 
-    def _make_room_for_session(self) -> None:
+    def _make_room_for_session(self, visitor: str = "") -> None:
         """Keep live sessions under `max_sessions`: the longest idle ones without a run (or a decision waiting)
-        are closed first, those no page holds before those a page does. A closed saved chat loses nothing: its
-        memory and files are on disk, and the tab's next event finds a fresh session."""
+        of the visitor holding the most live sessions are closed first (a new one counted for `visitor`), those
+        no page holds before those a page does. A closed saved chat loses nothing: its memory and files are on
+        disk, and the tab's next event finds a fresh session.
+
+        Why by visitor: session hashes and the heartbeat streams that mark a page are the client's to make, so a
+        visitor making sessions past the cap, each with a page, would otherwise close everyone else's idle ones
+        (their variables, their open chat) one by one; so it closes its own."""
         with self._lock:
             excess = len(self._sessions) + 1 - self.max_sessions
             candidates = list(self._sessions.values()) if excess > 0 else []
+            held: dict[str, int] = {visitor: 1}
+            for session in candidates:
+                owner = self._visitors.get(session, "")
+                held[owner] = held.get(owner, 0) + 1
         if not candidates:
             return
         idle = [s for s in candidates if not s.running and not s.has_pending()]
-        idle.sort(key=lambda s: (self.presence.has_page(s.key), s.last_active))
-        for session in idle[:excess]:
+        for _ in range(excess):
+            if not idle:
+                return
+            idle.sort(key=lambda s: (-held[self._visitors.get(s, "")], self.presence.has_page(s.key), s.last_active))
+            session = idle.pop(0)
+            held[self._visitors.get(session, "")] -= 1
             self.close(session.key, expired=True)
 
     def rekey(self, old_key: str, key: str, when: Callable[[Session], bool] = lambda s: True) -> Session | None:
