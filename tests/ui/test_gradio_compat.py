@@ -42,3 +42,52 @@ def test_update_dicts_keep_their_properties_and_only_their_value_is_postprocesse
     assert is_update(update) and update["visible"] is False and update["value"] == box.postprocess(12)
     assert browser_value(box, "plain") == "plain" and not is_update("plain")
     assert gradio_compat.chat_message_values(gr.Chatbot(), {"role": "user", "content": "hi"})[0]["content"]
+
+
+def test_the_app_never_fetches_a_file_an_event_names_by_url(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gradio moves an event's files into its cache, and one named `{"path": "https://..."}` it downloads: whole
+    into memory, with no size limit, past the upload route's limits (size, disk floor). The app takes files
+    only as uploads. A loopback server stands for a public host (Gradio's own address check refuses loopback,
+    so its transport is swapped for a plain one)."""
+    import asyncio
+    import http.server
+    import threading
+
+    import httpx
+    from gradio import processing_utils
+    from gradio.state_holder import SessionState
+    from ui_testlib import code_reply, write_transcript
+
+    from ui.server import create_app
+    from ui.settings import AppConfig
+    from ui.web.gradio_compat import RemoteFileRefusedError
+
+    asked: list[str] = []
+
+    class Host(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "8")
+            self.end_headers()
+            self.wfile.write(b"a,b\n1,2\n")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    host = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Host)
+    threading.Thread(target=host.serve_forever, daemon=True).start()
+    monkeypatch.setattr(processing_utils, "async_transport", httpx.AsyncHTTPTransport())
+    transcript = write_transcript(tmp_path / "t.json", [code_reply("done", "final_answer(1)")])
+    demo, _ = create_app(AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data"))
+    run = next(fn for fn in demo.fns.values() if fn.api_name == "run")
+    message = {"text": "hi", "files": [{"path": f"http://127.0.0.1:{host.server_address[1]}/big.csv",
+                                        "meta": {"_type": "gradio.FileData"}}]}
+    inputs = [message, f"replay:{transcript}", "code", 5, 0, [], "pandas", "autonomous"]
+    try:
+        with pytest.raises(RemoteFileRefusedError, match="only as uploads"):
+            asyncio.run(demo.preprocess_data(run, inputs, SessionState(demo)))
+    finally:
+        host.shutdown()
+        host.server_close()
+    assert asked == []

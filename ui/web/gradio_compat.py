@@ -5,6 +5,7 @@ version, and tests/ui/test_gradio_compat.py fails when the installed Gradio is o
 upgrade is a reason to re-read this module, not a surprise. What is here, and why each is needed:
 - Serving files: Gradio's upload folder, its root-URL and file-route helpers, and a middleware for
   gradio_client (published files carry absolute URLs: ui/chat/published_files.py).
+- Taking files in: only uploads (`refuse_remote_files`: Gradio would fetch a file an event names by URL).
 - Rendering updates in the handler's thread: a component's own `postprocess`, Gradio's update dicts
   (`{"__type__": "update"}`) and its pydantic models (ui/chat/stream_outputs.py explains the cost it saves).
 - Events: `gr.SelectData` for API calls, the chat's example records (Gradio changes them in place), the token
@@ -23,9 +24,10 @@ from urllib.parse import unquote, urlsplit
 
 from gradio import EventData
 from gradio.data_classes import GradioModel, GradioRootModel
+from gradio.exceptions import Error
 from gradio.route_utils import API_PREFIX, get_api_call_path, get_root_url
 from gradio.utils import get_upload_folder
-from gradio_client.utils import encode_file_path
+from gradio_client.utils import encode_file_path, is_http_url_like
 from packaging.version import Version
 
 # Gradio passes event data only to a parameter annotated with an EventData class itself: `EventData | None`
@@ -65,6 +67,43 @@ def check_version() -> bool:
 def upload_folder() -> Path:
     """The folder Gradio serves uploaded (and our published) files from."""
     return Path(get_upload_folder())
+
+
+class RemoteFileRefusedError(Error):
+    """An event named a file by URL: this server takes files in only as uploads (shown to the visitor)."""
+
+
+def refuse_remote_files() -> None:
+    """Gradio never fetches a file an event names by URL (process-wide, idempotent).
+
+    Why: Gradio moves each file of an event's input into its cache, and one given as `{"path": "https://..."}`
+    is downloaded from that host: whole into the app's memory before it is written, with no size limit, outside
+    the upload route (its `max_file_size` and the disk floor, ui/web/disk_floor.py). One message naming a large
+    or endless file took the server's memory, and the server fetched any public address a visitor chose. The
+    app's only file input is the message box's uploads; its outputs carry their URLs in `url`, which Gradio
+    passes through without this call."""
+    from gradio.blocks import Block
+
+    if getattr(Block.async_move_resource_to_block_cache, "_local_only", False):
+        return
+    fetch_async, fetch = Block.async_move_resource_to_block_cache, Block.move_resource_to_block_cache
+
+    def refused(url_or_file_path: Any) -> None:
+        if url_or_file_path is not None and is_http_url_like(str(url_or_file_path)):
+            raise RemoteFileRefusedError("This server takes files only as uploads, not by address: upload the "
+                                         "file itself.")
+
+    async def local_only_async(self: Any, url_or_file_path: Any) -> Any:
+        refused(url_or_file_path)
+        return await fetch_async(self, url_or_file_path)
+
+    def local_only(self: Any, url_or_file_path: Any) -> Any:
+        refused(url_or_file_path)
+        return fetch(self, url_or_file_path)
+
+    local_only_async._local_only = True  # type: ignore[attr-defined]
+    Block.async_move_resource_to_block_cache = local_only_async  # type: ignore[method-assign]
+    Block.move_resource_to_block_cache = local_only  # type: ignore[method-assign]
 
 
 def root_url_of(request: Any) -> str | None:
