@@ -54,7 +54,8 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         "max_file_size": config.max_upload_bytes,
         "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware), Middleware(PresenceMiddleware),
                                       Middleware(AbsoluteFileUrlMiddleware),
-                                      Middleware(DiskFloorMiddleware, min_free_mb=config.min_free_mb)]},
+                                      Middleware(DiskFloorMiddleware, min_free_mb=config.min_free_mb,
+                                                 upload_bytes_per_hour=config.upload_mb_per_hour * 2**20)]},
         # The data dir is allowed (above) but its signing secret must never be served.
         "blocked_paths": [str(secret_file(config.data_dir))],
     }

@@ -239,6 +239,59 @@ def test_a_full_disk_pauses_uploads_and_runs_of_the_real_app(tmp_path: Path) -> 
     assert not list((data / "owners").glob("*/*/meta.json"))
 
 
+def test_one_visitor_cannot_hold_the_upload_folder_at_the_disk_floor(monkeypatch) -> None:
+    """Gradio's upload route needs no run and keeps what it stores for an hour: below the floor every visitor's
+    uploads (and runs) pause, so one visitor looping over it could keep the disk there and pause everyone. Each
+    visitor may store AGENTDECK_UPLOAD_MB_PER_HOUR: past it, 429; a body without a length that goes past it is
+    cut off as it arrives; other visitors go on."""
+    import asyncio
+
+    from ui.web.disk_floor import DiskFloorMiddleware
+
+    monkeypatch.setenv("AGENTDECK_TRUST_FORWARDED", "1")
+    stored: dict[str, int] = {}
+
+    async def upload_route(scope, receive, send) -> None:
+        who = dict(scope["headers"])[b"x-forwarded-for"].decode()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            stored[who] = stored.get(who, 0) + len(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"[]"})
+
+    guarded = DiskFloorMiddleware(upload_route, min_free_mb=0, upload_bytes_per_hour=1000)
+
+    def post(who: str, chunks: list[int], length: bool = True) -> int:
+        headers = [(b"x-forwarded-for", who.encode())]
+        if length:
+            headers.append((b"content-length", str(sum(chunks)).encode()))
+        scope = {"type": "http", "method": "POST", "path": "/gradio_api/upload", "headers": headers,
+                 "client": ("127.0.0.1", 5000)}
+        messages = [{"type": "http.request", "body": b"x" * n, "more_body": i < len(chunks) - 1}
+                    for i, n in enumerate(chunks)]
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        asyncio.run(guarded(scope, receive, send))
+        return sent[0]["status"]
+
+    assert post("198.51.100.7", [600]) == 200
+    assert post("198.51.100.7", [600]) == 429  # its length says it would go past the share
+    post("198.51.100.7", [300, 300, 300], length=False)  # no length: cut off once past it
+    assert stored["198.51.100.7"] <= 1000 + 300
+    assert post("198.51.100.7", [10]) == 429
+    assert post("203.0.113.5", [600]) == 200  # another visitor's share is its own
+
+
 def test_an_ipv6_visitor_is_counted_by_its_64_network(monkeypatch) -> None:
     """A single line or cloud machine holds a whole /64: rotating addresses in it gives no fresh limits."""
     monkeypatch.setenv("SPACE_ID", "someone/demo")

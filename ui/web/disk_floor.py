@@ -1,37 +1,112 @@
 """Uploads are refused while the disk holding Gradio's upload folder is below the server's floor
-(AGENTDECK_MIN_FREE_MB, as runs are: ui/web/run_gate.py).
+(AGENTDECK_MIN_FREE_MB, as runs are: ui/web/run_gate.py), and past each visitor's share of the upload route
+(AGENTDECK_UPLOAD_MB_PER_HOUR).
 
 Why: Gradio stores every upload before any handler of ours sees it, and its upload route needs no run, so a
 visitor looping over it could fill the disk the sandboxes' temp folders and the published files share. Each
-upload is still limited in size by Gradio; this keeps their sum off the last of the disk.
+upload is still limited in size by Gradio; the floor keeps their sum off the last of the disk. The floor alone
+would let one visitor hold the disk at it, pausing every visitor's uploads and runs for the hour stored uploads
+are kept: so each visitor may store only so many bytes an hour, counted as the body arrives (a request without
+a length, or with many files, is cut off at the share).
 """
 from __future__ import annotations
 
 import json
+import threading
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from starlette.requests import Request
+
 from agents.executor.worker_watch import server_disk_short
 from ui.web.gradio_compat import upload_folder
+from ui.web.rate_limit import visitor_of
 
 UPLOAD_ROUTE = "/upload"
+WINDOW_S = 3600.0  # as long as Gradio keeps a stored upload (ui/layout.py: delete_cache)
+MAX_VISITORS = 10_000
+
+
+class UploadShares:
+    """Bytes each visitor sent to the upload route in the last hour (a sliding window, visitors bounded)."""
+
+    def __init__(self, bytes_per_hour: int) -> None:
+        self.bytes_per_hour = bytes_per_hour
+        self._lock = threading.Lock()
+        self._sent: dict[str, deque[tuple[float, int]]] = {}
+
+    def left(self, visitor: str, now: float | None = None) -> int:
+        """Bytes `visitor` may still send this hour."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            sent = self._sent.get(visitor)
+            while sent and now - sent[0][0] >= WINDOW_S:
+                sent.popleft()
+            return self.bytes_per_hour - sum(n for _, n in sent or ())
+
+    def add(self, visitor: str, n: int, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            sent = self._sent.setdefault(visitor, deque())
+            if sent and now - sent[-1][0] < 1.0:  # one entry a second: a long upload is not a million entries
+                sent[-1] = (sent[-1][0], sent[-1][1] + n)
+            else:
+                sent.append((now, n))
+            if len(self._sent) > MAX_VISITORS:  # forget the quietest visitors first
+                for key in [k for k, v in self._sent.items() if not v or now - v[-1][0] >= WINDOW_S]:
+                    del self._sent[key]
 
 
 class DiskFloorMiddleware:
-    """A plain ASGI middleware: a POST to Gradio's upload route gets 507 while the disk is below the floor."""
+    """A plain ASGI middleware for POSTs to Gradio's upload route: 507 while the disk is below the floor, 429 for
+    a visitor past its share (and a body that goes past it is cut off: the route sees the client leave)."""
 
-    def __init__(self, app: Callable[..., Awaitable[None]], min_free_mb: int = 0) -> None:
+    def __init__(self, app: Callable[..., Awaitable[None]], min_free_mb: int = 0,
+                 upload_bytes_per_hour: int = 0) -> None:
         self.app = app
         self.min_free_mb = min_free_mb
+        self.shares = UploadShares(upload_bytes_per_hour) if upload_bytes_per_hour > 0 else None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if (scope.get("type") == "http" and scope.get("method") == "POST"
+        if not (scope.get("type") == "http" and scope.get("method") == "POST"
                 and str(scope.get("path", "")).rstrip("/").endswith(UPLOAD_ROUTE)):
-            short = server_disk_short([str(upload_folder())], self.min_free_mb)
-            if short is not None:
-                body = json.dumps({"detail": f"Uploads are paused: {short.split(';')[0]}). Try again later."})
-                await send({"type": "http.response.start", "status": 507,
-                            "headers": [(b"content-type", b"application/json")]})
-                await send({"type": "http.response.body", "body": body.encode()})
-                return
-        await self.app(scope, receive, send)
+            await self.app(scope, receive, send)
+            return
+        short = server_disk_short([str(upload_folder())], self.min_free_mb)
+        if short is not None:
+            await _refuse(send, 507, f"Uploads are paused: {short.split(';')[0]}). Try again later.")
+            return
+        shares = self.shares
+        if shares is None:
+            await self.app(scope, receive, send)
+            return
+        visitor = visitor_of(Request(scope))
+        left = shares.left(visitor)
+        length = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if left <= 0 or length.isdigit() and int(length) > left:
+            await _refuse(send, 429, f"Too many uploads: this server stores {shares.bytes_per_hour // 2**20} MB of "
+                                     "uploads an hour for each visitor. Try again later.")
+            return
+        cut = False
+
+        async def counted() -> dict[str, Any]:
+            nonlocal left, cut
+            if cut:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            size = len(message.get("body", b"")) if message.get("type") == "http.request" else 0
+            shares.add(visitor, size)
+            left -= size
+            if left < 0:  # past the share mid-body: the route stops reading and drops what it stored
+                cut = True
+                return {"type": "http.disconnect"}
+            return message
+
+        await self.app(scope, counted, send)
+
+
+async def _refuse(send: Any, status: int, detail: str) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": json.dumps({"detail": detail}).encode()})
