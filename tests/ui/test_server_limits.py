@@ -87,6 +87,26 @@ def test_sandbox_cap_closes_idle_ones_first(tmp_path: Path) -> None:
         registry.make_room(first)
 
 
+def test_a_visitor_past_the_sandbox_cap_gives_up_its_own_idle_sandboxes_first(tmp_path: Path) -> None:
+    """Runs in fresh sessions each leave an idle sandbox: a visitor starting them (10 a minute) closed everyone
+    else's idle sandboxes in turn, their variables rebuilt at the next message. The visitor holding the most
+    sandboxes gives one up first."""
+    registry = SessionRegistry(tmp_path, agent_factory=lambda s, w: _FakeAgent(), max_sandboxes=3)
+    theirs = registry.get("theirs", visitor="203.0.113.5")
+    theirs.use_agent(_FakeAgent(), None)
+    theirs.touch(10.0)  # idle the longest
+    for n in range(6):
+        session = registry.get(f"flood-{n}", visitor="198.51.100.7")
+        registry.make_room(session)
+        session.use_agent(_FakeAgent(), None)
+        session.touch(20.0 + n)
+    assert theirs.agent is not None
+    newcomer = registry.get("newcomer", visitor="192.0.2.1")
+    registry.make_room(newcomer)
+    assert theirs.agent is not None and registry.peek("flood-5").agent is not None
+    assert sum(registry.peek(f"flood-{n}").agent is not None for n in range(6)) == 1
+
+
 def test_a_place_promised_to_a_starting_run_is_not_given_twice(tmp_path: Path) -> None:
     """Two runs admitted at once used to both see one free place; the first one's promise now counts."""
     from ui.session.registry import ServerBusyError

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections import Counter
 import time
 import weakref
 from collections.abc import Callable
@@ -140,8 +141,9 @@ class SessionRegistry:
         return session
 
     def make_room(self, for_session: Session) -> None:
-        """Keep live sandboxes under the cap: idle ones are closed first, least recently used first (their
-        memory stays, and the next message rebuilds the variables as reopening a chat does).
+        """Keep live sandboxes under the cap: idle ones are closed first, those of the visitor holding the most
+        first, least recently used first (their memory stays, and the next message rebuilds the variables as
+        reopening a chat does).
 
         The place is promised to `for_session` until its agent exists (at most RESERVATION_S), so two runs
         starting at the same moment cannot both take the last place."""
@@ -153,9 +155,13 @@ class SessionRegistry:
                 return
             with self._lock:
                 holders = [s for s in self._sessions.values() if s.holds_sandbox and s is not for_session]
+                held = Counter(self._visitors.get(s, "") for s in holders)
+            held[self._visitors.get(for_session, "")] += 1
             promised = [s for s, _ in self._reserved.values() if s is not for_session]
             excess = len(holders) + len(promised) + 1 - self.max_sandboxes
-            for session in sorted(holders, key=lambda s: s.last_active):
+            # The visitor holding the most sandboxes gives one up first: a visitor starting runs in fresh sessions
+            # would otherwise close everyone else's idle sandboxes (their variables, rebuilt at a cost) in turn.
+            for session in sorted(holders, key=lambda s: (-held[self._visitors.get(s, "")], s.last_active)):
                 if excess <= 0:
                     break
                 if session.hibernate():
