@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections import Counter
 import time
 import weakref
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
