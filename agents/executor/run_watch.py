@@ -3,8 +3,8 @@
 Why: the worker runs hostile code. While the app waits it accepts only messages of the current run (a log
 line, a tool call, the one result), bounds the output again, counts the timeout on the worker's compute time
 (time spent in tools does not count, but CPU burnt meanwhile does, read from the kernel), checks the disk, and
-stops the code when asked: SIGINT first, then a restart once the grace is over. Any break of the protocol
-restarts the worker and marks the result untrusted.
+stops the code when asked: SIGINT first, then a restart once the grace is over (meanwhile a tool call is
+answered with an error, never run). Any break of the protocol restarts the worker and marks the result untrusted.
 """
 
 from __future__ import annotations
@@ -169,6 +169,10 @@ class RunWatch:
                     except Exception:
                         log.exception("on_log callback failed")
             elif op == "tool":
+                if stopping:  # the run was told to stop: code that caught the interrupt gets no more tools run
+                    worker.send({"op": "tool_result", "call_id": msg.get("call_id"), "ok": False,
+                                 "error": f"the run was stopped ({stopping}): no more tools are called"})
+                    continue
                 t0 = time.monotonic()
                 reply = serve_tool(msg)
                 tool_time += time.monotonic() - t0

@@ -204,3 +204,22 @@ def test_sandbox_code_runs_below_the_app_priority(tmp_path):
         assert worker_nice == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)
     finally:
         sb.close()
+
+
+def test_a_stopped_run_calls_no_more_tools(tsb):
+    """Stop (or the time limit) interrupts the code; code that catches the interrupt and goes on calling tools
+    (web requests, an MCP server's actions) must not get them run: the person asked for the run to stop."""
+    CALLS.clear()
+    cancel = threading.Event()
+    threading.Thread(target=lambda: (wait_for_call(), cancel.set()), daemon=True).start()
+    r = tsb.run("try:\n    lookup('before')\n    while True:\n        pass\nexcept KeyboardInterrupt:\n    pass\n"
+                "for _ in range(3):\n    try:\n        lookup('after the stop')\n    except Exception as exc:\n"
+                "        refused = str(exc)\nrefused", cancel=cancel)
+    assert CALLS == ["before"], CALLS
+    assert "stopped" in str(r.output), r
+
+
+def wait_for_call() -> None:
+    from waiting import wait_until
+
+    wait_until(lambda: CALLS, timeout=10, what="the first tool call")
