@@ -113,6 +113,7 @@ class AppConfig:
     max_runs: int = 32
     exec_timeout_s: float = 120.0
     min_free_mb: int = 2048  # the data folder's disk floor: no run starts below it, running code stops writing
+    visitor_disk_mb: int = 4096  # what one visitor's chats may take on disk before their runs are refused (0: no limit)
     upload_mb_per_hour: int = 1000  # what one visitor may store through Gradio's upload route an hour (0: no limit)
     auth: tuple[str, str] | None = None
     approval_mode: str = "autonomous"  # the mode a new tab starts with (ui/panels/approval_panel.py)
@@ -190,6 +191,7 @@ class AppConfig:
             max_runs=max(1, _int_env("AGENTDECK_MAX_RUNS", 32)),
             exec_timeout_s=float(_int_env("AGENTDECK_EXEC_TIMEOUT_S", 120)),
             min_free_mb=max(0, _int_env("AGENTDECK_MIN_FREE_MB", 2048)),
+            visitor_disk_mb=max(0, _int_env("AGENTDECK_VISITOR_DISK_MB", 4096)),
             # 20 uploads of the largest size by default: a message holds up to 10 files, a chat up to 4 of them
             upload_mb_per_hour=max(0, _int_env("AGENTDECK_UPLOAD_MB_PER_HOUR",
                                                20 * max(1, max_upload_bytes_from_env() // 2**20))),

@@ -312,6 +312,34 @@ def test_one_visitor_cannot_hold_the_upload_folder_at_the_disk_floor(monkeypatch
     assert post("203.0.113.5", [600]) == 200  # another visitor's share is its own
 
 
+def test_a_visitor_whose_chats_take_their_disk_share_starts_no_run(tmp_path: Path) -> None:
+    """Saved chats keep their workspaces: a visitor starting chat after chat, each run writing up to its
+    sandbox's max_disk_mb, brought the shared disk to its floor, below which no one's run starts. Past
+    AGENTDECK_VISITOR_DISK_MB of its chats' folders, that visitor's runs are refused (deleting a chat frees it);
+    others go on."""
+    import gradio as gr
+
+    from ui.settings import AppConfig
+    from ui.web.run_gate import RunGate
+
+    config = AppConfig(model="embedded:smollm2", data_dir=tmp_path / "data", min_free_mb=0, visitor_disk_mb=1,
+                       runs_per_minute=100)
+    registry = SessionRegistry(tmp_path / "data", agent_factory=lambda s, w: None)
+    gate = RunGate(config, registry, streamer=None)  # type: ignore[arg-type]
+    visitor = type("R", (), {"headers": {}, "client": type("C", (), {"host": "198.51.100.7"})()})()
+    other = type("R", (), {"headers": {}, "client": type("C", (), {"host": "203.0.113.5"})()})()
+    first = registry.get("first")
+    gate.admit(visitor, first)
+    first.record.root.mkdir(parents=True, exist_ok=True)
+    (first.record.root / "big.bin").write_bytes(b"x" * 2 * 2**20)  # what its run wrote
+    registry.close("first")  # the tab goes: its chat stays on disk
+    with pytest.raises(gr.Error, match="take 2 MB or more"):
+        gate.admit(visitor, registry.get("second"))
+    gate.admit(other, registry.get("theirs"))
+    (first.record.root / "big.bin").unlink()  # the chat deleted
+    gate.admit(visitor, registry.get("second"))
+
+
 def test_an_ipv6_visitor_is_counted_by_its_64_network(monkeypatch) -> None:
     """A single line or cloud machine holds a whole /64: rotating addresses in it gives no fresh limits."""
     monkeypatch.setenv("SPACE_ID", "someone/demo")

@@ -16,7 +16,7 @@ from typing import Any
 
 import gradio as gr
 
-from agents.executor.worker_watch import server_disk_short
+from agents.executor.worker_watch import server_disk_short, usage
 from ui.chat.stream_outputs import Shown
 from ui.chat.streamer import RunStreamer
 from ui.session.registry import ServerBusyError, SessionRegistry
@@ -29,6 +29,8 @@ from ui.web.sign_in import sign_in_message, visitor_token
 
 #: Visitors whose sessions are remembered before the ones with no session left are forgotten.
 MAX_VISITORS = 10_000
+#: Chat folders remembered per visitor for its disk share (the oldest forgotten first).
+MAX_FOLDERS_PER_VISITOR = 1000
 
 
 class RunGate:
@@ -38,6 +40,7 @@ class RunGate:
         self.streamer = streamer
         self.rate_limiter = RunRateLimiter(config.runs_per_minute, config.runs_at_once)
         self._visitor_sessions: dict[str, weakref.WeakSet[Session]] = {}  # sessions each visitor started runs in
+        self._visitor_folders: dict[str, dict[str, None]] = {}  # the chat folders they were in (kept on disk)
         self._visitor_lock = threading.Lock()
         self.demo_labels: list[str] = []  # the recorded analyses' buttons, named to a visitor who needs to sign in
 
@@ -65,11 +68,27 @@ class RunGate:
         visitor = visitor_of(request)
         try:
             self._check_unfinished(visitor, session)
+            self._check_disk_share(visitor, session)
             self.rate_limiter.check(visitor)
             self.registry.make_room(session)
         except (RateLimitedError, ServerBusyError) as exc:
             raise gr.Error(str(exc), print_exception=False) from None
         self._remember(visitor, session)
+
+    def _check_disk_share(self, visitor: str, session: Session) -> None:
+        """No new run for a visitor whose chats' folders take AGENTDECK_VISITOR_DISK_MB or more. Why: saved chats
+        keep their workspaces, so a visitor starting chat after chat, each run writing up to its sandbox's
+        max_disk_mb, brought the shared disk to its floor, and below it no one's run starts."""
+        limit = self.config.visitor_disk_mb
+        if limit <= 0:
+            return
+        with self._visitor_lock:
+            folders = [*self._visitor_folders.get(visitor, ()), str(session.record.root)]
+        use = usage(list(dict.fromkeys(folders)))
+        if not use.complete or use.bytes >= limit * 2**20:
+            raise RateLimitedError(
+                f"Your chats on this server take {use.bytes // 2**20} MB or more, the most one visitor may use "
+                f"({limit} MB): delete chats you no longer need (or files in them) to start a new run.")
 
     def _check_unfinished(self, visitor: str, session: Session) -> None:
         """At most `runs_at_once` unfinished runs per visitor, paused ones included. Why: a run paused for a
@@ -89,6 +108,14 @@ class RunGate:
                 for key in [k for k, held in self._visitor_sessions.items() if not held]:
                     del self._visitor_sessions[key]  # sessions gone: their visitors are forgotten
             self._visitor_sessions.setdefault(visitor, weakref.WeakSet()).add(session)
+            folders = self._visitor_folders.pop(visitor, {})  # re-inserted: the most recent visitor last
+            folders.pop(str(session.record.root), None)
+            folders[str(session.record.root)] = None
+            self._visitor_folders[visitor] = folders
+            while len(folders) > MAX_FOLDERS_PER_VISITOR:
+                del folders[next(iter(folders))]
+            while len(self._visitor_folders) > MAX_VISITORS:  # the visitors remembered longest ago go first
+                del self._visitor_folders[next(iter(self._visitor_folders))]
 
     @contextmanager
     def rebuilding(self, request: gr.Request | None, session: Session, memory: Any) -> Iterator[bool]:
