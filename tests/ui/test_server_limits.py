@@ -337,7 +337,17 @@ def test_a_visitor_whose_chats_take_their_disk_share_starts_no_run(tmp_path: Pat
         gate.admit(visitor, registry.get("second"))
     gate.admit(other, registry.get("theirs"))
     (first.record.root / "big.bin").unlink()  # the chat deleted
-    gate.admit(visitor, registry.get("second"))
+    second = registry.get("second")
+    gate.admit(visitor, second)
+    shown = second.record.workspace / "chart.png"
+    shown.parent.mkdir(parents=True, exist_ok=True)
+    shown.write_bytes(b"x" * 2**20)
+    second.record.publish(shown)  # its copy for the browser counts too
+    shown.unlink()
+    with pytest.raises(gr.Error, match="take 1 MB or more"):
+        gate.admit(visitor, registry.get("third"))
+    second.record.remove_files()  # the session removed: its copies are gone
+    gate.admit(visitor, registry.get("third"))
 
 
 def test_an_ipv6_visitor_is_counted_by_its_64_network(monkeypatch) -> None:

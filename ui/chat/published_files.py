@@ -76,6 +76,11 @@ class FilePublisher:
         self._real_folders: dict[str, str] = {}
         self._lock = threading.Lock()
 
+    @property
+    def bytes(self) -> int:
+        """What this session's copies take now."""
+        return self._bytes
+
     def publish(self, source: str | Path, inside: str | Path) -> Published:
         """The published copy of `source` as it is now; it must be a regular file under the folder `inside`."""
         name = os.path.basename(source)

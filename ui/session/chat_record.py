@@ -57,6 +57,11 @@ class ChatRecord:
         return self._workspace
 
     @property
+    def published_bytes(self) -> int:
+        """What the copies of the files this chat has shown take (in Gradio's folder, until the session goes)."""
+        return self._publisher.bytes
+
+    @property
     def transcript(self) -> Transcript:
         """The chat (read it with the session's lock held)."""
         return self._transcript

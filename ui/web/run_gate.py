@@ -78,16 +78,20 @@ class RunGate:
     def _check_disk_share(self, visitor: str, session: Session) -> None:
         """No new run for a visitor whose chats' folders take AGENTDECK_VISITOR_DISK_MB or more. Why: saved chats
         keep their workspaces, so a visitor starting chat after chat, each run writing up to its sandbox's
-        max_disk_mb, brought the shared disk to its floor, and below it no one's run starts."""
+        max_disk_mb and each version of its files published, brought the shared disk to its floor, and below it
+        no one's run starts."""
         limit = self.config.visitor_disk_mb
         if limit <= 0:
             return
         with self._visitor_lock:
             folders = [*self._visitor_folders.get(visitor, ()), str(session.record.root)]
+            sessions = {*self._visitor_sessions.get(visitor, ()), session}
         use = usage(list(dict.fromkeys(folders)))
-        if not use.complete or use.bytes >= limit * 2**20:
+        # With the copies of the files their chats showed (in Gradio's folder, until each session is removed).
+        used = use.bytes + sum(s.record.published_bytes for s in sessions)
+        if not use.complete or used >= limit * 2**20:
             raise RateLimitedError(
-                f"Your chats on this server take {use.bytes // 2**20} MB or more, the most one visitor may use "
+                f"Your chats on this server take {used // 2**20} MB or more, the most one visitor may use "
                 f"({limit} MB): delete chats you no longer need (or files in them) to start a new run.")
 
     def _check_unfinished(self, visitor: str, session: Session) -> None:
