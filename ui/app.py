@@ -138,7 +138,7 @@ class AgentDeckApp:
             return
         self.gate.admit(request, session)
         session.set_approval_mode(approval_mode)
-        yield from self.gate.limited(self._stream(session, text, files, settings, request), request)
+        yield from self.gate.limited(self._stream(session, text, files, settings, request), request, session)
 
     def run_example(self, evt: ExampleSelectData, request: gr.Request, approval_mode: str | None = None,
                     oauth_token: gr.OAuthToken | None = None, **form: Any) -> Iterator[tuple]:
@@ -157,7 +157,8 @@ class AgentDeckApp:
             return
         self.gate.admit(request, session)
         session.set_approval_mode(approval_mode)
-        yield from self.gate.limited(self._stream(session, example["text"], files, settings, request), request)
+        yield from self.gate.limited(self._stream(session, example["text"], files, settings, request), request,
+                                   session)
 
     def run_recorded(self, index: int, request: gr.Request) -> Iterator[tuple]:
         """Play one of the recorded analyses (ui/assets/demos): what the app does, without a model or a key.
@@ -171,7 +172,7 @@ class AgentDeckApp:
                                authorized_imports=self.config.authorized_imports)
         files = [(path, os.path.basename(path)) for path in demo.get("files", [])]
         self.gate.admit(request, session)
-        yield from self.gate.limited(self._stream(session, demo["text"], files, settings, request), request)
+        yield from self.gate.limited(self._stream(session, demo["text"], files, settings, request), request, session)
 
     def stop(self, request: gr.Request) -> str:
         """Stop the session's run at once (the agent interrupts its running code)."""

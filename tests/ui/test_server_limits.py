@@ -350,6 +350,38 @@ def test_a_visitor_whose_chats_take_their_disk_share_starts_no_run(tmp_path: Pat
     gate.admit(visitor, registry.get("third"))
 
 
+def test_a_message_that_starts_no_run_gives_its_sandbox_place_back(tmp_path: Path) -> None:
+    """A run's sandbox place is promised at admission until its agent exists (at most two minutes). A message of
+    files that are all refused (or an agent that cannot start) builds no agent: the promise stayed, so one visitor
+    sending such messages from fresh sessions (10 a minute) held every place and everyone was told the server
+    is busy."""
+    from ui_testlib import code_reply, write_transcript
+
+    from ui.app import AgentDeckApp
+    from ui.settings import AppConfig
+
+    transcript = write_transcript(tmp_path / "t.json", [code_reply("done", "final_answer(1)")])
+    config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", min_free_mb=0, max_sandboxes=2,
+                       runs_per_minute=100, visitor_disk_mb=0)
+    app = AgentDeckApp(config)
+    refused = tmp_path / "tool.exe"
+    refused.write_bytes(b"MZ")
+    form = (config.model, "code", 3, 0, [], "")
+
+    def request(key: str, host: str) -> object:
+        return type("R", (), {"session_hash": key, "headers": {}, "client": type("C", (), {"host": host})(),
+                              "username": None})()
+
+    try:
+        for n in range(3):
+            list(app.run({"text": "", "files": [{"path": str(refused), "orig_name": "tool.exe"}]}, *form,
+                         request(f"flood-{n}", "198.51.100.7")))
+        list(app.run({"text": "hello", "files": []}, *form, request("theirs", "203.0.113.5")))
+        assert app.registry.peek("theirs").agent is not None
+    finally:
+        app.registry.shutdown()
+
+
 def test_an_ipv6_visitor_is_counted_by_its_64_network(monkeypatch) -> None:
     """A single line or cloud machine holds a whole /64: rotating addresses in it gives no fresh limits."""
     monkeypatch.setenv("SPACE_ID", "someone/demo")

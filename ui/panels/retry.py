@@ -166,7 +166,8 @@ class RetryHandlers:
             self._note_unsent(key, text)
             raise
         session.set_approval_mode(approval_mode)
-        yield from gate.limited(self._rewind_and_run(session, key, text, settings, shown, refused_note), request)
+        yield from gate.limited(self._rewind_and_run(session, key, text, settings, shown, refused_note), request,
+                                session)
 
     def _rewind_and_run(self, session: Session, key: str, text: str | None, settings: RunSettings, shown: Shown,
                         refused_note: str) -> Iterator[tuple]:

@@ -171,6 +171,12 @@ class SessionRegistry:
                                       "for someone. Try again in a minute.")
             self._reserved[id(for_session)] = (for_session, now)
 
+    def release(self, session: Session) -> None:
+        """Take back the place promised to `session` by `make_room` (its run ended, or never started: a message
+        of refused files, an agent that could not start); a sandbox it holds stays counted as such."""
+        with self._admission:
+            self._reserved.pop(id(session), None)
+
     def peek(self, key: str) -> Session | None:
         with self._lock:
             return self._sessions.get(key)

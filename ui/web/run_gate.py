@@ -147,17 +147,23 @@ class RunGate:
         finally:
             place.__exit__(None, None, None)
 
-    def limited(self, updates: Iterator[tuple], request: gr.Request | None) -> Iterator[tuple]:
-        """Stream `updates` while holding one of the visitor's concurrent-run places."""
+    def limited(self, updates: Iterator[tuple], request: gr.Request | None, session: Session) -> Iterator[tuple]:
+        """Stream `updates` (the run `admit` let `session` start) while holding one of the visitor's concurrent-run
+        places. The sandbox place promised at admission is given back at the end: a run that started holds its
+        sandbox by then, and one that never did (all its files refused, an agent that could not start) would
+        otherwise keep the promise for minutes, and a visitor sending such messages held every place."""
         try:
-            place = self.rate_limiter.running(visitor_of(request))
-            place.__enter__()
-        except RateLimitedError as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
-        try:
-            yield from updates
+            try:
+                place = self.rate_limiter.running(visitor_of(request))
+                place.__enter__()
+            except RateLimitedError as exc:
+                raise gr.Error(str(exc), print_exception=False) from None
+            try:
+                yield from updates
+            finally:
+                place.__exit__(None, None, None)
         finally:
-            place.__exit__(None, None, None)
+            self.registry.release(session)
 
     def ask_to_sign_in(self, session: Session, request: gr.Request | None, from_page: bool) -> Iterator[tuple]:
         """No token for a Hugging Face model. A page gets a note in the chat (not an error: nothing failed; the
