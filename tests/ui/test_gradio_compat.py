@@ -83,7 +83,7 @@ def test_the_app_never_fetches_a_file_an_event_names_by_url(tmp_path, monkeypatc
     run = next(fn for fn in demo.fns.values() if fn.api_name == "run")
     message = {"text": "hi", "files": [{"path": f"http://127.0.0.1:{host.server_address[1]}/big.csv",
                                         "meta": {"_type": "gradio.FileData"}}]}
-    inputs = [message, f"replay:{transcript}", "code", 5, 0, [], "pandas", "autonomous"]
+    inputs = [message, *(getattr(block, "value", None) for block in run.inputs[1:])]  # the form as it starts
     try:
         with pytest.raises(RemoteFileRefusedError, match="only as uploads"):
             asyncio.run(demo.preprocess_data(run, inputs, SessionState(demo)))

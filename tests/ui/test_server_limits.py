@@ -355,7 +355,7 @@ def test_a_message_that_starts_no_run_gives_its_sandbox_place_back(tmp_path: Pat
     files that are all refused (or an agent that cannot start) builds no agent: the promise stayed, so one visitor
     sending such messages from fresh sessions (10 a minute) held every place and everyone was told the server
     is busy."""
-    from ui_testlib import code_reply, write_transcript
+    from ui_testlib import code_reply, form, write_transcript
 
     from ui.app import AgentDeckApp
     from ui.settings import AppConfig
@@ -366,7 +366,7 @@ def test_a_message_that_starts_no_run_gives_its_sandbox_place_back(tmp_path: Pat
     app = AgentDeckApp(config)
     refused = tmp_path / "tool.exe"
     refused.write_bytes(b"MZ")
-    form = (config.model, "code", 3, 0, [], "")
+    settings = form(config.model)
 
     def request(key: str, host: str) -> object:
         return type("R", (), {"session_hash": key, "headers": {}, "client": type("C", (), {"host": host})(),
@@ -374,9 +374,9 @@ def test_a_message_that_starts_no_run_gives_its_sandbox_place_back(tmp_path: Pat
 
     try:
         for n in range(3):
-            list(app.run({"text": "", "files": [{"path": str(refused), "orig_name": "tool.exe"}]}, *form,
-                         request(f"flood-{n}", "198.51.100.7")))
-        list(app.run({"text": "hello", "files": []}, *form, request("theirs", "203.0.113.5")))
+            list(app.run({"text": "", "files": [{"path": str(refused), "orig_name": "tool.exe"}]},
+                         request(f"flood-{n}", "198.51.100.7"), **settings))
+        list(app.run({"text": "hello", "files": []}, request("theirs", "203.0.113.5"), **settings))
         assert app.registry.peek("theirs").agent is not None
     finally:
         app.registry.shutdown()
