@@ -108,3 +108,13 @@ class LiveApp:
         self.app.registry.shutdown()
 
 
+def noting_load_waits(owners: Any) -> threading.Event:
+    """An event set once a handler starts waiting for its page's load (`TabOwners.wait_loaded`)."""
+    waiting, wait_loaded = threading.Event(), owners.wait_loaded
+
+    def noted_wait(key: str, timeout: float = 30.0) -> bool:
+        waiting.set()
+        return bool(wait_loaded(key, timeout))
+
+    owners.wait_loaded = noted_wait
+    return waiting

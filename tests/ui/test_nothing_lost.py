@@ -11,7 +11,18 @@ from pathlib import Path
 
 import gradio as gr
 import pytest
-from nothing_lost_harness import ANSWER, SET_X, SLOW, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
+from nothing_lost_harness import (
+    ANSWER,
+    SET_X,
+    SLOW,
+    LiveApp,
+    Req,
+    StallingModel,
+    chat_text,
+    noting_load_waits,
+    text_of,
+    wait_until,
+)
 from ui_testlib import code_reply
 
 from agents.memory import ActionStep
@@ -219,13 +230,7 @@ def test_a_message_sent_before_the_page_load_is_saved_in_the_chat(apps, tmp_path
     app = LiveApp(tmp_path, StallingModel([code_reply("Answer.", "final_answer(42)")]))
     apps.append(app)
     owners = app.app.services.owners
-    waiting, wait_loaded = threading.Event(), owners.wait_loaded
-
-    def noted_wait(key: str, timeout: float = 30.0) -> bool:
-        waiting.set()
-        return wait_loaded(key, timeout)
-
-    owners.wait_loaded = noted_wait  # type: ignore[method-assign]
+    waiting = noting_load_waits(owners)
     from_page = gr.EventData(target=object(), _data={})  # a page's event names its component; API calls none
     updates: list = []
     sending = threading.Thread(target=lambda: updates.extend(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import gradio as gr
 import pytest
-from nothing_lost_harness import SET_X, LiveApp, Req, StallingModel, wait_until
+from nothing_lost_harness import SET_X, LiveApp, Req, StallingModel, noting_load_waits, wait_until
 
 from ui.panels.approvals import ApprovalHandlers
 from ui.saved.store import new_token
@@ -93,13 +93,7 @@ def test_a_mode_chosen_while_the_page_loads_is_kept_not_undone_by_the_load(tmp_p
     token = new_token()
     try:
         owners = live.app.services.owners
-        waiting, wait_loaded = threading.Event(), owners.wait_loaded
-
-        def noted_wait(key: str, timeout: float = 30.0) -> bool:
-            waiting.set()
-            return wait_loaded(key, timeout)
-
-        owners.wait_loaded = noted_wait  # type: ignore[method-assign]
+        waiting = noting_load_waits(owners)
         from_page = gr.EventData(target=object(), _data={})  # a page's event names its component
         chosen = threading.Thread(target=lambda: ApprovalHandlers(live.app.services).set_mode(
             "approve_code", 0, 6, Req("tab"), from_page), daemon=True)
