@@ -10,6 +10,8 @@ from ui_testlib import code_reply
 from ui.settings import DEFAULT_AUTHORIZED_IMPORTS
 from ui.uploads.intake import agent_task_text, ingest_upload
 
+pytestmark = pytest.mark.usefixtures("preview_route")  # each format in the fast loop and through the child
+
 
 def make_pdf(path: Path, pages: list[str]) -> Path:
     """A PDF with one line of text per page, written by matplotlib's PDF backend."""

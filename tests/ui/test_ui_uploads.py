@@ -16,6 +16,8 @@ from ui.uploads.intake import (
     unique_name,
 )
 
+pytestmark = pytest.mark.usefixtures("preview_route")  # each format in the fast loop and through the child
+
 PENGUINS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "penguins.csv"
 ASSET = Path(__file__).resolve().parents[2] / "ui" / "assets" / "penguins.csv"
 

@@ -128,10 +128,14 @@ class PreviewService:
             if reply is None:
                 raise PreviewFailed(f"took longer than {self.time_limit_s:.0f} s to read, so it was not added "
                                     "(a much simpler or smaller file would work)")
-            if reply.get("crashed") or "invalid" not in reply and "kind" not in reply and "error" not in reply:
-                raise PreviewFailed(f"needed more than {self.memory_limit_mb} MB of memory to read, so it was "
-                                    "not added (is it a compressed file that expands to a huge table?)")
-            return self._checked(reply, copy, name)
+            return self.result(reply, copy, name)
+
+    def result(self, reply: dict[str, Any], copy: str, name: str) -> tuple[str, str]:
+        """(kind, preview) from the child's reply about `copy` (the upload `name`), or the error to show."""
+        if reply.get("crashed") or "invalid" not in reply and "kind" not in reply and "error" not in reply:
+            raise PreviewFailed(f"needed more than {self.memory_limit_mb} MB of memory to read, so it was "
+                                "not added (is it a compressed file that expands to a huge table?)")
+        return self._checked(reply, copy, name)
 
     def _replace_child(self) -> None:
         """The child that read a file is killed (whatever a reader bug left running in it dies with it) and the
@@ -197,7 +201,7 @@ def serve(fd_in: int, fd_out: int, app_root: str, folder: str, uid: int | None) 
     """The child: limits and confinement first, then one preview per request until the app closes the pipe."""
     os.nice(5)
     limit = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", str(MEMORY_LIMIT_MB))) * 1024 * 1024
-    from ui.uploads import parsing as uploads
+    from ui.uploads import parsing  # noqa: F401 - loaded before the confinement closes the file system
 
     load_readers()  # before the limit: the limit is for the file, not the libraries
     with open("/proc/self/status") as fh:
@@ -214,17 +218,22 @@ def serve(fd_in: int, fd_out: int, app_root: str, folder: str, uid: int | None) 
             request = reader.read()
         except (ChannelClosed, ProtocolError):
             return
-        reply: dict[str, Any]
-        try:
-            kind, preview = uploads.parse_preview(Path(request["path"]), request.get("name"))
-            reply = {"kind": kind, "preview": preview}
-        except uploads.UploadError as exc:
-            reply = {"error": str(exc)}
-        except MemoryError:
-            reply = {"crashed": True}
-        except Exception as exc:
-            reply = {"error": f"could not be read: {uploads.first_error_line(exc)}"}
-        write_frame(fd_out, reply)
+        write_frame(fd_out, answer(request))
+
+
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """The child's reply to one request {"path", "name"}: the preview, or what went wrong."""
+    from ui.uploads import parsing as uploads
+
+    try:
+        kind, preview = uploads.parse_preview(Path(request["path"]), request.get("name"))
+        return {"kind": kind, "preview": preview}
+    except uploads.UploadError as exc:
+        return {"error": str(exc)}
+    except MemoryError:
+        return {"crashed": True}
+    except Exception as exc:
+        return {"error": f"could not be read: {uploads.first_error_line(exc)}"}
 
 
 def refuse(fd_in: int, fd_out: int, why: str) -> None:
