@@ -41,6 +41,10 @@ def test_files_panel_whole_names_charts_and_confirmed_delete(app_and_data) -> No
         panel_links(page, wait_for=CHART)
         listed = names_in_panel(page)
         assert listed[0] == "penguins.csv" and sorted(listed[1:]) == sorted([CHART, LONG_CSV])  # uploads first
+        # One × a row: the upload was listed alone first (given a × of ours), then Gradio drew its own for each.
+        removes = page.locator("#files-panel tr.file").evaluate_all(
+            "rows => rows.map(r => r.querySelectorAll('button.label-clear-button').length)")
+        assert removes == [1, 1, 1]
         # Whole names: each stem shows all its text (wrapped, not cut with an ellipsis).
         stem = page.locator(f"#files-panel td.filename[aria-label='{LONG_CSV}'] .stem")
         assert stem.inner_text() == LONG_CSV[:-4]

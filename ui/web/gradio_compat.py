@@ -329,10 +329,17 @@ INTERCEPT_JS = """
     if (ask) ask.click();
   }, true);
   // Gradio draws the × only when the list has two files or more: a lone file gets one in the same markup.
+  // Once a second file comes, Gradio draws its own in every row and keeps the lone file's row as it was, so
+  // ours goes (that row showed two ×).
   const addLoneRemove = () => {
     const rows = document.querySelectorAll('#files-panel tr.file');
-    if (rows.length !== 1 || rows[0].querySelector('button.label-clear-button')) return;
+    if (rows.length !== 1) {
+      document.querySelectorAll('#files-panel td.ad-lone-remove').forEach((cell) => cell.remove());
+      return;
+    }
+    if (rows[0].querySelector('button.label-clear-button')) return;
     const cell = document.createElement('td');
+    cell.className = 'ad-lone-remove';
     const button = document.createElement('button');
     button.className = 'label-clear-button';
     button.setAttribute('aria-label', 'Remove this file');
