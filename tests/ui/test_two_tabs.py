@@ -76,3 +76,25 @@ def test_a_chat_clicked_while_the_page_load_restores_another_does_not_wait_for_i
         rebuilding.join(10)
     wait_until(lambda: loading.closed_at is not None, timeout=10, what="the replaced session to be closed")
     registry.shutdown()
+
+
+def test_a_chat_deleted_in_one_tab_is_not_saved_again_by_the_other(tmp_path: Path) -> None:
+    """Tab B shows a chat that tab A deletes: B's next message is not sent (it stays in the box), B is told the
+    chat was deleted and offered no Take over, and the deleted chat does not come back in the list."""
+    replies = [code_reply(f"Turn {i}.", f"final_answer('answer {i}')") for i in range(1, 3)]
+    app = LiveApp(tmp_path, StallingModel(replies))
+    try:
+        token = new_token()
+        app.load(token, key="A")
+        app.run("first from A", key="A")
+        app.load(token, key="B")  # the same browser's second tab opens the same chat
+        chat_id = app.session("B").record.saved.id
+        app.history.delete_chat({"token": token}, chat_id, Req("A"))
+        refused = app.run("from B after the delete", key="B")[-1]
+        assert "was deleted" in chat_text(refused[0]) and refused[1] == {"__type__": "update"}  # the text stays
+        listed = app.history.refresh({"token": token}, Req("B"))
+        assert listed[2].visible is False  # nothing to take over
+        assert app.history.store.list(app.history.store.owner_for_token(token)) == []
+        assert app.history.store.get(app.history.store.owner_for_token(token), chat_id) is None
+    finally:
+        app.close()

@@ -306,7 +306,8 @@ class HistoryController:
         session = self.registry.peek(tab_key(request))
         selected = _saved_id(session)
         refused = session is not None and session.refused is not None
-        return state, self.list_update(owner, selected), gr.Button(visible=refused)
+        deleted = session is not None and session.record.saved is not None and session.record.saved.deleted
+        return state, self.list_update(owner, selected), gr.Button(visible=refused and not deleted)
 
     def rename_chat(self, state: Any, chat_id: Any, title: str, request: gr.Request) -> tuple:
         owner, state = self.identify(state, request)

@@ -21,6 +21,7 @@ import gradio as gr
 from ui.chat.stream_outputs import Shown
 from ui.components import Page
 from ui.services import Services
+from ui.session.lease import DELETED
 from ui.session.rewind import RewindRefused
 from ui.session.session import Session
 from ui.settings import RunSettings, SignInNeededError
@@ -34,6 +35,7 @@ NOT_RETRIED = "↩️ **Nothing was retried**: "
 NOT_SENT = "✏️ **Your edited message was not sent** (it is still in the edit box): "
 HELD_ELSEWHERE = ("this chat is open in another tab, which continued it last. Press **Take over here** to load the "
                   "chat as it is now and continue it in this tab.")
+DELETED_ELSEWHERE = "this chat was deleted (in another tab). Press **New chat** to start a new one."
 EMPTY_EDIT = "the message is empty. Type your message, or press Cancel."
 
 CSS = """
@@ -150,7 +152,7 @@ class RetryHandlers:
             why = EMPTY_EDIT if message is None or not message.uploads else None
         if why is None:  # another tab holds the chat: the Take over button shows (a refusal recorded)
             held = services.leases.claim(key, session)
-            why = HELD_ELSEWHERE if held is not None else None
+            why = None if held is None else DELETED_ELSEWHERE if held == DELETED else HELD_ELSEWHERE
             session.record_refusal(None if why is None else refused_note + why)
         elif refuse(session, refused_note + why):
             self._note_unsent(key, text)

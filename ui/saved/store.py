@@ -41,6 +41,8 @@ from agents.memory.serialize import MAX_DOCUMENT_BYTES, load_or_create_secret, l
 SECRET_FILE_NAME = "secret"
 MAX_TITLE_CHARS = 80
 TOKEN_BYTES = 32
+#: Deleted chats remembered so another tab showing one cannot save it again (ChatStore.delete); oldest forgotten.
+MAX_DELETED_REMEMBERED = 100_000
 _CHAT_ID = re.compile(r"^[0-9a-f]{32}$")
 _OWNER = re.compile(r"^[0-9a-f]{64}$")
 _TOKEN = re.compile(r"^[0-9a-f]{64}$")
@@ -126,6 +128,11 @@ class SavedChat:
     def kept(self) -> bool:
         return self.meta_path.exists()
 
+    @property
+    def deleted(self) -> bool:
+        """Deleted (from any tab) since this server started: nothing of it may be saved again."""
+        return self.store.was_deleted(self.owner, self.id)
+
     def meta(self) -> ChatMeta | None:
         return self.store._read_meta(self.meta_path, self.id)
 
@@ -144,6 +151,9 @@ class ChatStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self.secret = secret if secret is not None else server_secret(self.data_dir)
         self._lock = threading.RLock()
+        # Chats deleted since the server started, (owner, id), oldest first: another tab may still show one, and
+        # its next save would bring the chat back (folder, files and all) after the person deleted it.
+        self._deleted: dict[tuple[str, str], None] = {}
 
     # ----- owners ---------------------------------------------------------------------------------
     def owner_for_token(self, token: str) -> str:
@@ -218,10 +228,17 @@ class ChatStore:
         if chat is None:
             return False
         with self._lock:
+            self._deleted[(owner, chat.id)] = None
+            while len(self._deleted) > MAX_DELETED_REMEMBERED:
+                del self._deleted[next(iter(self._deleted))]
             shutil.rmtree(chat.folder, ignore_errors=True)
             if self.current(owner) == chat.id:
                 self.set_current(owner, None)
         return True
+
+    def was_deleted(self, owner: str, chat_id: str) -> bool:
+        with self._lock:
+            return (owner, chat_id) in self._deleted
 
     def current(self, owner: str) -> str | None:
         try:
@@ -343,6 +360,8 @@ class ChatStore:
         when Retry or Edit rewinds the chat to before its last message ("rewind").
         `turns`: what the person sent; `memory`: the conversation (None before the first agent); `settings`:
         the agent's RunSettings."""
+        if chat.deleted:
+            return  # deleted in another tab while this one showed it: the delete stands
         turns = [t for t in turns if isinstance(t, dict)]
         title = turns[0].get("text", "") if turns else ""
         steps = sum(1 for s in memory.steps if s.step_type == "action") if isinstance(memory, AgentMemory) else None

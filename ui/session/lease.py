@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 REFUSAL = ("📑 This chat is open in another tab, which continued it last. Your message was not sent (it is still "
            "in the box). Press **Take over here** to load the chat as it is now and continue it in this tab.")
+DELETED = ("🗑 This chat was deleted (in another tab). Your message was not sent (it is still in the box). Press "
+           "**New chat** to send it in a new chat.")
 
 
 class ChatLeases:
@@ -41,6 +43,8 @@ class ChatLeases:
     def claim(self, key: str, session: Session) -> str | None:
         """Before a message is sent: None if this tab may continue its chat (it takes the lease), else why not."""
         chat = session.record.saved
+        if chat is not None and chat.deleted:
+            return DELETED  # saving on would bring the deleted chat back
         if chat is None or not chat.kept:
             return None
         if self.holder(chat.id, key) is not None:
