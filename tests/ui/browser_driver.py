@@ -37,7 +37,7 @@ EVENT_COUNTER_JS = """
     if (url.includes('/queue/join')) window.adJoined += 1;
     if (!url.includes('/queue/data') || !response.body) return response;
     const [mine, theirs] = response.body.tee();
-    (async () => {
+    (async () => {  // a stream Gradio aborts rejects this copy's read: caught below, it has no events left
       const reader = mine.getReader();
       const decoder = new TextDecoder();
       let pending = '';
@@ -51,7 +51,7 @@ EVENT_COUNTER_JS = """
           pending = pending.slice(end + 2);
         }
       }
-    })();
+    })().catch(() => {});
     return new Response(theirs, {status: response.status, statusText: response.statusText,
                                  headers: response.headers});
   };
