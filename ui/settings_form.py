@@ -61,8 +61,9 @@ def build(config: AppConfig, model: Any) -> SettingsForm[Any]:
     tools = available_tools()
     agent_type = gr.Radio(list(AGENT_TYPES), value="code", label="Agent type", elem_id="settings-agent-type")
     max_steps = gr.Slider(1, 50, value=config.max_steps, step=1, label="Max steps", elem_id="settings-max-steps")
-    planning = gr.Number(0, label="Planning interval (0 = no planning)", precision=0, minimum=0,
-                         elem_id="settings-planning")
+    # No minimum: Gradio refuses a value under it before any handler runs, so a typed -3 failed every message
+    # with a bare "Error"; RunSettings.from_form reads 0 or less as no planning.
+    planning = gr.Number(0, label="Planning interval (0 = no planning)", precision=0, elem_id="settings-planning")
     tool_names = gr.CheckboxGroup(
         [(f"{name}: {first_words(desc)}" if desc else name, name) for name, desc in tools],
         value=default_tool_names(), label="Tools", elem_id="settings-tools",

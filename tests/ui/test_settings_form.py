@@ -112,3 +112,16 @@ def test_a_handler_needs_every_setting_of_the_form() -> None:
     with pytest.raises(TypeError):
         FormValues(**values, temperature=0.5)
     assert dataclasses.asdict(FormValues(**values)) == values
+
+
+def test_a_negative_number_typed_in_a_settings_box_reaches_the_handler(demo: gr.Blocks, tmp_path: Path) -> None:
+    """A number box with a minimum refused a value under it in Gradio's own check, before any handler ran: -3
+    typed as the planning interval made every message fail with a bare "Error" over the chat and nothing saying
+    why. The boxes have no bounds; RunSettings.from_form reads an out-of-range value (0 or less: no planning).
+    Sliders keep theirs: the page clamps what is typed into them."""
+    boxes = [b for b in demo.blocks.values() if isinstance(b, gr.Number) and str(b.elem_id).startswith("settings-")]
+    assert boxes
+    for box in boxes:
+        assert box.preprocess(-3) == -3, box.elem_id
+    config = AppConfig(model="embedded", data_dir=tmp_path)
+    assert RunSettings.from_form(config, **form("embedded", planning_interval=-3)).planning_interval is None
