@@ -52,6 +52,21 @@ def test_imports_can_narrow_but_not_widen(tmp_path: Path) -> None:
             RunSettings.from_form(cfg, **form(cfg.model, imports=extra))
 
 
+def test_a_refused_setting_is_said_until_the_person_closes_it(tmp_path: Path) -> None:
+    """Nothing of a refused message reaches the chat, so its reason stays on screen (a toast that faded after
+    10 s left only a bare "Error" over the chat)."""
+    import gradio as gr
+
+    from ui.settings_form import FormValues
+    from ui.web.run_gate import RunGate
+
+    cfg = config(tmp_path)
+    gate = RunGate(cfg, registry=None, streamer=None)  # type: ignore[arg-type]  # settings() needs neither
+    with pytest.raises(gr.Error, match="subprocess") as refused:
+        gate.settings(FormValues(**form(cfg.model, imports="pandas, subprocess")))
+    assert refused.value.duration is None
+
+
 def test_tools_outside_the_offer_are_refused(tmp_path: Path) -> None:
     cfg = config(tmp_path, allowed_tools=("web_search",))
     assert RunSettings.from_form(cfg, **form(cfg.model, tools=["web_search"])).tools == ("web_search",)

@@ -33,6 +33,12 @@ MAX_VISITORS = 10_000
 MAX_FOLDERS_PER_VISITOR = 1000
 
 
+
+def refusal(message: str) -> gr.Error:
+    """Why a message did not run, shown until the person closes it: nothing reached the chat, and a toast that
+    faded after 10 s left only Gradio's bare "Error" over it."""
+    return gr.Error(message, duration=None, print_exception=False)
+
 class RunGate:
     def __init__(self, config: AppConfig, registry: SessionRegistry, streamer: RunStreamer) -> None:
         self.config = config
@@ -50,7 +56,7 @@ class RunGate:
         try:
             settings = RunSettings.from_form(self.config, **form.by_name())
         except SettingsRefusedError as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
+            raise refusal(str(exc)) from None
         hf_token = visitor_token(token)
         if hf_token:
             settings = dataclasses.replace(settings, hf_token=hf_token)
@@ -64,7 +70,7 @@ class RunGate:
         short = server_disk_short([str(self.config.data_dir)], self.config.min_free_mb)
         if short is not None:
             logging.getLogger(__name__).warning("A run was refused: %s (AGENTDECK_MIN_FREE_MB)", short)
-            raise gr.Error(f"No new runs for now: {short.split(';')[0]}). Try again later.", print_exception=False)
+            raise refusal(f"No new runs for now: {short.split(';')[0]}). Try again later.")
         visitor = visitor_of(request)
         try:
             self._check_unfinished(visitor, session)
@@ -72,7 +78,7 @@ class RunGate:
             self.rate_limiter.check(visitor)
             self.registry.make_room(session)
         except (RateLimitedError, ServerBusyError) as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
+            raise refusal(str(exc)) from None
         self._remember(visitor, session)
 
     def _check_disk_share(self, visitor: str, session: Session) -> None:
@@ -157,7 +163,7 @@ class RunGate:
                 place = self.rate_limiter.running(visitor_of(request))
                 place.__enter__()
             except RateLimitedError as exc:
-                raise gr.Error(str(exc), print_exception=False) from None
+                raise refusal(str(exc)) from None
             try:
                 yield from updates
             finally:
@@ -171,6 +177,6 @@ class RunGate:
         `from_page`: the event came from one of the page's components (API calls name none)."""
         message = sign_in_message(self.config.hf_login, from_page, self.demo_labels)
         if not from_page:
-            raise gr.Error(message, print_exception=False)
+            raise refusal(message)
         session.record.add_note(message, once=True)  # said once, however often it is tried
         yield self.streamer.update(session, Shown(root_url=root_url_of(request)), gr.skip())
