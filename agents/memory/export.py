@@ -9,6 +9,7 @@ tables (agents/text_tables.py, shared with the chat), steps numbered within thei
 """
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -268,7 +269,8 @@ def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
 
     pending = [dict(turn) for turn in turns if isinstance(turn, dict)]
     numbers = step_numbers(memory.steps)
-    parts: list[str] = [f"# {title}"]
+    heading = html.escape(" ".join(title.split()), quote=False)  # a chat title is plain text, as the side list shows it
+    parts: list[str] = [f"# {heading}"]
     for index, step in enumerate(memory.steps):
         if isinstance(step, HistoryStep):
             parts.append(history_markdown(step, seen))

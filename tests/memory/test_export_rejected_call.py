@@ -20,3 +20,9 @@ def test_a_rejected_tool_call_exports_as_the_persons_rejection() -> None:
     assert "🚫 You rejected the call to `web_search`. Reason: no web searches today" in text
     assert "🚫 You rejected the call to `web_search`. Reason: not now" in text
     assert "failed" not in text and "Result:" not in text
+
+
+def test_the_heading_shows_a_chat_title_as_plain_text() -> None:
+    """A title is the person's plain text (the side list escapes it): markup in it is not rendered by the export."""
+    text = to_markdown(AgentMemory(system_prompt="s"), title="Sum <b>bold</b>\n# chat")
+    assert text.splitlines()[0] == "# Sum &lt;b&gt;bold&lt;/b&gt; # chat"
