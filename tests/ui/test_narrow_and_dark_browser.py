@@ -107,6 +107,9 @@ def test_phone_shows_a_pending_approval_and_its_step_together(app_url: str) -> N
         wait_for_text(page, " · ✋ waiting for you")
         approve = page.locator("#approve-btn")
         approve.scroll_into_view_if_needed()  # reachable (the page scrolls it into view itself on a phone)
+        # The chat lays out the waiting step's body after its header: measure once that has happened.
+        page.wait_for_function("[...document.querySelectorAll('#chat .content')].some("
+                               "c => c.innerText.includes('for city, temp in rows') && c.offsetHeight > 0)")
         next_frames(page, 3)
         shot(page, "phone-approval")
         view = page.evaluate("""() => {
