@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ui_testlib import chat_text, code_reply, text_of, write_transcript  # noqa: F401 - chat_text, text_of re-exported
+from ui_testlib import Req, chat_text, code_reply, text_of, write_transcript  # noqa: F401 - Req, chat_text, text_of re-exported
 from ui_testlib import form as settings_form
 
 from agents.models.replay import ReplayModel
@@ -50,14 +50,6 @@ class StallingModel(ReplayModel):
     def release(self) -> None:
         for gate in self.gates.values():
             gate.set()
-
-
-class Req:
-    """What the handlers read from a gr.Request."""
-
-    def __init__(self, key: str, username: str | None = None) -> None:
-        self.session_hash = key
-        self.username = username
 
 
 class LiveApp:

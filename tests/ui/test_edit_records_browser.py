@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
-from test_ui_approvals_browser import MAIL_TOOLS, choose_mode, edit_code, panel_hidden, plan
-from ui_testlib import SCREENSHOT_DIR, code_reply, run_app, write_transcript
+from test_ui_approvals_browser import choose_mode, edit_code, panel_hidden, plan
+from ui_testlib import MAIL_TOOLS, SCREENSHOT_DIR, code_reply, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
 expect = pytest.importorskip("playwright.sync_api").expect

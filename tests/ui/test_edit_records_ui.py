@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_testlib import MAIL_TOOLS, code_reply, text_of, write_transcript
+from ui_testlib import MAIL_TOOLS, Req, code_reply, text_of, write_transcript
 from ui_testlib import form as settings_form
 
 from agents import events as ev
@@ -34,12 +34,6 @@ SCRIPT = [
 ]
 EDITED_CODE = "print(send_email(to='team@example.com', body='hi'))"
 EDITED_ARGS = {"to": "bob@example.com", "body": "hello Bob"}
-
-
-class Req:
-    def __init__(self, key: str) -> None:
-        self.session_hash = key
-        self.username = None
 
 
 class App:

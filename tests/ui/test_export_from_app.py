@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ui_testlib import code_reply, write_transcript
+from ui_testlib import Req, code_reply, write_transcript
 from ui_testlib import form as settings_form
 
 from ui.app import AgentDeckApp
@@ -12,12 +12,6 @@ from ui.panels.exports import ChatExports
 from ui.panels.history import HistoryController
 from ui.saved.store import new_token
 from ui.settings import AppConfig
-
-
-class Req:
-    def __init__(self, key: str) -> None:
-        self.session_hash = key
-        self.username = None
 
 
 def test_markdown_export_of_an_upload_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

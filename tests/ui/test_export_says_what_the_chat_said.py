@@ -13,7 +13,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from ui_testlib import MAIL_TOOLS, code_reply, text_of, write_transcript
+from ui_testlib import MAIL_TOOLS, Req, code_reply, text_of, write_transcript
 from ui_testlib import form as settings_form
 
 from agents.memory.export import EDITED_NOTE
@@ -48,12 +48,6 @@ SCRIPT = [
     code_reply("Answer.", "final_answer('could not divide')"),
 ]
 FORM_TOOLS = ["send_email"]
-
-
-class Req:
-    def __init__(self, key: str) -> None:
-        self.session_hash = key
-        self.username = None
 
 
 class App:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_testlib import chat_text, code_reply, write_transcript
+from ui_testlib import Req, chat_text, code_reply, write_transcript
 from ui_testlib import form as settings_form
 
 from agents import events as ev
@@ -54,11 +54,6 @@ MAX_STEPS = 8
 #: Events whose time the chat shows: their timestamps are recorded with the step and must come back too.
 TIMED = (ev.StepStarted, ev.StepFinished, ev.ToolCallProposed, ev.ToolCallResult, ev.DecisionRequested,
          ev.DecisionMade)
-
-
-class Req:
-    def __init__(self, key: str) -> None:
-        self.session_hash = key
 
 
 @pytest.fixture(autouse=True)

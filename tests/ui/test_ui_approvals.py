@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_testlib import code_reply, run_app, write_transcript
+from ui_testlib import MAIL_TOOLS, Req, code_reply, run_app, write_transcript
 from ui_testlib import form as settings_form
 
 from ui import tool_offer
@@ -18,33 +18,6 @@ from ui.app import AgentDeckApp
 from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
 from ui.settings import MAX_STEPS_LIMIT, AppConfig
-
-SEND_EMAIL_TOOLS = '''
-from pathlib import Path
-from tools import tool
-
-OUTBOX = Path(__file__).with_name("outbox.txt")
-
-
-@tool(requires_approval=True)
-def send_email(to: str, body: str) -> str:
-    """Send an email.
-
-    Args:
-        to: Recipient address.
-        body: Message text.
-    """
-    with OUTBOX.open("a") as handle:
-        handle.write(f"{to}: {body}\\n")
-    return f"sent to {to}"
-'''
-
-
-class Req:
-    """What the handlers read from a gr.Request: the tab's session hash."""
-
-    def __init__(self, key: str) -> None:
-        self.session_hash = key
 
 
 class Harness:
@@ -197,7 +170,7 @@ def test_code_approved_then_edited_code_runs(harness) -> None:
 
 def test_tool_call_bad_json_then_rejected_with_reason(harness, tmp_path: Path, monkeypatch) -> None:
     tools_file = tmp_path / "mail_tools.py"
-    tools_file.write_text(SEND_EMAIL_TOOLS)
+    tools_file.write_text(MAIL_TOOLS)
     monkeypatch.setenv("AGENTDECK_TOOLS_PATH", str(tools_file))
     monkeypatch.setattr(tool_offer, "_TOOL_CACHE", None)  # load the registry again, with the user's tool
     outbox = tmp_path / "outbox.txt"

@@ -23,27 +23,10 @@ from browser_driver import (
     wait_for_events,
     wait_for_text,
 )
-from ui_testlib import PENGUINS, SCREENSHOT_DIR, code_reply, run_app, write_transcript
+from ui_testlib import MAIL_TOOLS, PENGUINS, SCREENSHOT_DIR, code_reply, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
 
-MAIL_TOOLS = '''
-from pathlib import Path
-from tools import tool
-
-
-@tool(requires_approval=True)
-def send_email(to: str, body: str) -> str:
-    """Send an email (a demo: it is written to outbox.txt beside this file).
-
-    Args:
-        to: Recipient address.
-        body: Message text.
-    """
-    with Path(__file__).with_name("outbox.txt").open("a") as handle:
-        handle.write(f"{to}: {body}\\n")
-    return f"sent to {to}"
-'''
 
 
 def plan(text: str) -> str:

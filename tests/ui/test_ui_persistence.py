@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_testlib import chat_text, code_reply, run_app, text_of, write_transcript
+from ui_testlib import Req, chat_text, code_reply, run_app, text_of, write_transcript
 from ui_testlib import form as settings_form
 
 from ui.app import AgentDeckApp
@@ -34,14 +34,6 @@ FOLLOW_UP = [code_reply("Use the variable from before.", "print('still', answer_
 @pytest.fixture(autouse=True)
 def _secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTDECK_SECRET", SECRET)
-
-
-class Req:
-    """What the handlers read from a gr.Request."""
-
-    def __init__(self, key: str, username: str | None = None) -> None:
-        self.session_hash = key
-        self.username = username
 
 
 def listed(update: Any) -> tuple[Any, list[tuple[str, str]]]:

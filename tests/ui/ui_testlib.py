@@ -156,18 +156,30 @@ def chat_text(messages: list[dict]) -> str:
     return "\n".join(((m.get("metadata") or {}).get("title") or "") + "\n" + text_of(m) for m in messages)
 
 
-#: A tool that needs approval, as a file for AGENTDECK_TOOLS_PATH: the decision tests' email sender.
+class Req:
+    """What the handlers read from a gr.Request: the tab's session hash and the signed-in user."""
+
+    def __init__(self, key: str, username: str | None = None) -> None:
+        self.session_hash = key
+        self.username = username
+
+
+#: A tool that needs approval, as a file for AGENTDECK_TOOLS_PATH: the decision tests' email sender. Each mail it
+#: sends is a line of outbox.txt beside the file, so a test sees what was (not) sent.
 MAIL_TOOLS = '''
+from pathlib import Path
 from tools import tool
 
 
 @tool(requires_approval=True)
 def send_email(to: str, body: str) -> str:
-    """Send an email.
+    """Send an email (a demo: it is written to outbox.txt beside this file).
 
     Args:
         to: Recipient address.
         body: Message text.
     """
+    with Path(__file__).with_name("outbox.txt").open("a") as handle:
+        handle.write(f"{to}: {body}\\n")
     return f"sent to {to}: {body}"
 '''
