@@ -120,3 +120,34 @@ def test_the_shared_disk_keeps_its_floor_whatever_each_sandbox_may_write(tmp_pat
         assert "the code was stopped" in r.error
         sb.min_free_mb = 0  # room again: the same sandbox goes on
         assert sb.run("1 + 1").output == 2
+
+
+@pytest.mark.slow  # two workers start (about 1.8 s)
+def test_code_deaf_to_stop_is_ended_with_its_worker(tmp_path, monkeypatch):
+    """Code holding the real `signal` blocks SIGINT, ignores it and sleeps (no CPU, so it looks starved) while the
+    app repeats the interrupt: the worker is replaced once the grace is over, the result says the variables are
+    gone, and nothing of the deaf worker is left running."""
+    import os
+    import threading
+
+    monkeypatch.setattr(run_watch, "GRACE_S", 0.2)  # 1 s in the app
+    monkeypatch.setattr(run_watch, "GRACE_MAX_S", 0.5)  # 8 s in the app
+    cancel = threading.Event()
+    with PythonSandbox(str(tmp_path), python_layers=False, timeout_s=60) as sb:
+        sb.run("kept = 1")
+        deaf = sb._worker.pid
+        going = threading.Event()
+        result: list = []
+        runner = threading.Thread(target=lambda: result.append(sb.run(
+            "import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('deaf', flush=True)\ntime.sleep(600)",
+            on_log=lambda _text: going.set(), cancel=cancel)))
+        runner.start()
+        wait_until(going.is_set, what="the deaf code running")
+        cancel.set()
+        runner.join(30)
+        assert result and result[0].error_type == "InterruptedError" and result[0].state_lost, result
+        assert "lost" in result[0].error
+        wait_until(lambda: not os.path.exists(f"/proc/{deaf}"), what="the deaf worker gone")
+        after = sb.run("'kept' in globals()")
+        assert after.output is False and sb._worker.pid != deaf
