@@ -20,7 +20,7 @@ from ui.session.heap import freeze_long_lived_objects
 from ui.session.presence import PresenceMiddleware
 from ui.settings import AppConfig
 from ui.web.disk_floor import DiskFloorMiddleware
-from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version, refuse_remote_files
+from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version, private_uploads, refuse_remote_files
 from ui.web.security_headers import SecurityHeadersMiddleware
 from ui.web.sign_in import build_page
 
@@ -29,6 +29,7 @@ def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp
     """The page and its handlers: the services, the chat's handlers, and the layout that composes the panels."""
     config = config or AppConfig.from_env()
     refuse_remote_files()  # files come in as uploads only (Gradio would fetch one an event names by URL)
+    private_uploads()  # each upload in a folder no other visitor can name (Gradio's is the content's hash)
     controller = AgentDeckApp(config)
     # Without the sign-in button if Gradio's local mock of the login fails (ui/web/sign_in.py).
     demo = build_page(config, lambda: build_blocks(controller))

@@ -91,3 +91,24 @@ def test_the_app_never_fetches_a_file_an_event_names_by_url(tmp_path, monkeypatc
         host.shutdown()
         host.server_close()
     assert asked == []
+
+
+def test_discarding_an_upload_touches_nothing_outside_the_uploads_folder(tmp_path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A message may name a bundled example or any path (an API client sends what it likes): only a file the upload
+    route stored is deleted once taken in, with its folders when empty (another file of its request stays)."""
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "cache"))
+    root = gradio_compat.private_uploads_root()
+    request = root / ("f" * 32)
+    (request / "h1").mkdir(parents=True)
+    (request / "h2").mkdir()
+    first, second = request / "h1" / "a.csv", request / "h2" / "b.csv"
+    first.write_text("a")
+    second.write_text("b")
+    outside = tmp_path / "example.csv"
+    outside.write_text("x")
+    escape = root / ".." / ".." / "example.csv"
+    assert not gradio_compat.discard_upload(outside) and not gradio_compat.discard_upload(escape)
+    assert not gradio_compat.discard_upload(root) and outside.exists() and root.is_dir()
+    assert gradio_compat.discard_upload(first) and not first.parent.exists() and second.exists()
+    assert gradio_compat.discard_upload(second) and not request.exists() and root.is_dir()

@@ -27,6 +27,7 @@ from ui.session.workspace_files import FileRemovalError, listed_files
 from ui.settings import RunSettings
 from ui.uploads.batch import ingest_uploads
 from ui.uploads.intake import UploadResult
+from ui.web.gradio_compat import discard_upload
 
 RESTORING_NOTE = "♻️ Restoring the agent: rebuilding the sandbox's variables…"
 
@@ -102,7 +103,11 @@ class ChatRecord:
         `kept`: uploads already in the workspace that go with it again (a resent message's).
         Returns (this message's upload results, the uploads of earlier messages)."""
         with self._lock:
-            results = ingest_uploads(files, self._workspace, max_upload_bytes) + list(kept)
+            taken = ingest_uploads(files, self._workspace, max_upload_bytes)
+            for (path, _), result in zip(files, taken, strict=True):
+                if result.ok:  # the workspace (this session's) has it now: the upload route's copy goes
+                    discard_upload(path)
+            results = taken + list(kept)
             good = [r for r in results if r.ok]
             earlier = list(self._uploads)
             self._uploads.extend(good)

@@ -5,7 +5,9 @@ version, and tests/ui/test_gradio_compat.py fails when the installed Gradio is o
 upgrade is a reason to re-read this module, not a surprise. What is here, and why each is needed:
 - Serving files: Gradio's upload folder, its root-URL and file-route helpers, and a middleware for
   gradio_client (published files carry absolute URLs: ui/chat/published_files.py).
-- Taking files in: only uploads (`refuse_remote_files`: Gradio would fetch a file an event names by URL).
+- Taking files in: only uploads (`refuse_remote_files`: Gradio would fetch a file an event names by URL), each
+  stored in a folder of its own that no other visitor can name (`private_uploads`: Gradio's folder is named by
+  the content's hash, shared by everyone who uploads the same bytes).
 - Rendering updates in the handler's thread: a component's own `postprocess`, Gradio's update dicts
   (`{"__type__": "update"}`) and its pydantic models (ui/chat/stream_outputs.py explains the cost it saves).
 - Events: `gr.SelectData` for API calls, the chat's example records (Gradio changes them in place), the token
@@ -17,6 +19,8 @@ Still outside: CSS selectors on Gradio's markup in the panels' CSS strings (ui/l
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -104,6 +108,61 @@ def refuse_remote_files() -> None:
     local_only_async._local_only = True  # type: ignore[attr-defined]
     Block.async_move_resource_to_block_cache = local_only_async  # type: ignore[method-assign]
     Block.move_resource_to_block_cache = local_only  # type: ignore[method-assign]
+
+
+#: The folder of Gradio's upload folder that holds the uploads, one random folder per upload request.
+PRIVATE_UPLOADS = "agentdeck-uploads"
+
+
+def private_uploads_root() -> Path:
+    """Where `private_uploads` stores visitors' uploads (inside the folder Gradio serves)."""
+    return upload_folder() / PRIVATE_UPLOADS
+
+
+def private_uploads() -> None:
+    """Each upload request's files go into a new random folder of `private_uploads_root()` (process-wide,
+    idempotent).
+
+    Why: Gradio stores an upload at <upload folder>/<hash of its bytes>/<name>, a hash keyed by one secret of the
+    server's. Whoever uploads the same bytes under the same name gets the same path back: a visitor could
+    confirm that someone else had uploaded a given file (a leaked report, a known spreadsheet), and with the
+    path fetch it from /gradio_api/file=. Under a random folder per request (128 bits), the path names nothing
+    another visitor can know, and uploading the same bytes yields a new folder whose answer is the same whether
+    or not anyone uploaded them before. The folder goes once the message that sent the file has taken it in
+    (`discard_upload`); one never sent goes with Gradio's cache clean-up (ui/layout.py: delete_cache)."""
+    import gradio.routes as routes
+
+    original = routes.upload_fn
+    if getattr(original, "_private", False):
+        return
+
+    async def private_upload_fn(request: Any, upload_dir: str, *args: Any, **kwargs: Any) -> Any:
+        folder = Path(upload_dir) / PRIVATE_UPLOADS / secrets.token_hex(16)
+        return await original(request, str(folder), *args, **kwargs)
+
+    private_upload_fn._private = True  # type: ignore[attr-defined]
+    routes.upload_fn = private_upload_fn
+
+
+def discard_upload(path: str | Path) -> bool:
+    """Delete a file the upload route stored (its message took it into the workspace), and its folders once
+    empty. Anything outside `private_uploads_root()` (a bundled example, a workspace file) is left alone: False."""
+    root = os.path.realpath(private_uploads_root())
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, root]) != root or real == root:
+        return False
+    try:
+        os.unlink(real)
+    except OSError:
+        return False
+    folder = os.path.dirname(real)
+    while folder != root and os.path.commonpath([folder, root]) == root:
+        try:
+            os.rmdir(folder)  # only an empty folder: another file of the same request may still wait
+        except OSError:
+            break
+        folder = os.path.dirname(folder)
+    return True
 
 
 def root_url_of(request: Any) -> str | None:
