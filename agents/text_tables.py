@@ -261,6 +261,7 @@ def escape_cell(text: str) -> str:
     text = " ".join(str(text).split())
     if len(text) > MAX_CELL_CHARS:
         text = text[:MAX_CELL_CHARS - 1] + "…"
+    text = text.replace("&", "&amp;").replace("<", "&lt;")  # a cell is text wherever the table is shown
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 

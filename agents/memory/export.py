@@ -6,10 +6,12 @@ person's message and the names of their files (from the app's turns; the task ho
 person's decisions (an edit shown as what ran, marked, the agent's version under the decision; a rejection
 with its reason), errors as the person was shown them (`error_type`, `error_message`), data frame answers as
 tables (agents/text_tables.py, shared with the chat), steps numbered within their run.
+
+Everything quoted (the person's, the agent's, the sandbox's: text, names, errors) is written by
+agents/memory/inert_markdown.py's rule, so the export renders it as text and links only our own file links.
 """
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -17,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agents.memory.inert_markdown import block, code_span, fenced, file_link, inline, prose
 from agents.memory.memory import AgentMemory
 from agents.memory.seen_text import as_seen, relative_paths
 from agents.memory.steps import (
@@ -30,7 +33,7 @@ from agents.memory.steps import (
 )
 from agents.models.base import message_text
 from agents.step_events import ToolCallRecord
-from agents.text_tables import table_of_frame, text_with_tables
+from agents.text_tables import split_tables, table_of_frame, text_with_tables
 from agents.text_tables import to_markdown as table_to_markdown
 
 #: How the chat marks what a person changed before it ran (ui/chat/render_decisions.py: EDITED_MARK).
@@ -41,17 +44,12 @@ _PROPOSED_LABELS = {"plan": "The agent's plan", "code": "The agent's code (it di
 _STEP_FILE = re.compile(r'"<step (\d+)>"')
 
 
-def fenced(text: str, language: str = "") -> str:
-    """`text` in a code fence longer than any run of backticks in it, so nothing inside closes it early."""
-    fence = "```"
-    while fence in text:
-        fence += "`"
-    return f"{fence}{language}\n{text.rstrip()}\n{fence}"
+__all__ = ["fenced", "to_markdown"]  # fenced: the notebook export's too
 
 
-def _arguments(arguments: Any) -> str:
-    """Tool-call arguments as the chat shows them: JSON, keys sorted."""
-    return fenced(json.dumps(arguments, indent=2, default=str, ensure_ascii=False, sort_keys=True), "json")
+def _arguments(arguments: Any, seen: Callable[[str], str] = str) -> str:
+    """Tool-call arguments as the chat shows them: JSON, keys sorted (fenced after `seen` changed the text)."""
+    return fenced(seen(json.dumps(arguments, indent=2, default=str, ensure_ascii=False, sort_keys=True)), "json")
 
 
 def step_numbers(steps: Sequence[MemoryStep]) -> dict[int, int]:
@@ -97,15 +95,15 @@ def person_message(task: TaskStep, turns: list[dict[str, Any]]) -> tuple[str, li
 
 def history_markdown(step: HistoryStep, seen: Callable[[str], str]) -> str:
     """The earlier conversation a chat was continued from, one message a paragraph."""
-    lines = [f"**{m.get('role', 'user')}:** {seen(message_text(m))}" for m in step.history]
+    lines = [f"**{inline(str(m.get('role', 'user')))}:** {prose(seen(message_text(m)))}" for m in step.history]
     return "## Earlier conversation\n\n" + "\n\n".join(lines)
 
 
 def task_markdown(task: TaskStep, turns: list[dict[str, Any]], seen: Callable[[str], str]) -> str:
     text, names = person_message(task, turns)
-    parts = ["## Task", seen(text)] if text.strip() else ["## Task"]
+    parts = ["## Task", block(seen(text))] if text.strip() else ["## Task"]
     if names:
-        parts.append("📎 Added to the workspace: " + ", ".join(f"`{name}`" for name in names))
+        parts.append("📎 Added to the workspace: " + ", ".join(code_span(name) for name in names))
     return "\n\n".join(parts)
 
 
@@ -115,24 +113,24 @@ def _decision_lines(record: dict[str, Any], seen: Callable[[str], str]) -> list[
     detail = " ".join(str(record.get("detail") or "").split())
     proposed = _proposal(record)
     if kind == "question":
-        lines = [f"❓ **The agent asks:** {seen(str(proposed.get('question', '')))}"]
+        lines = [f"❓ **The agent asks:** {prose(seen(str(proposed.get('question', ''))))}"]
         if outcome == "answer":
-            lines.append(f"**You:** {seen(str(record.get('detail') or ''))}")
+            lines.append(f"**You:** {prose(seen(str(record.get('detail') or '')))}")
         else:
-            lines.append(f"*Not answered{': ' + seen(detail) if detail else '.'}*")
+            lines.append(f"*Not answered{': ' + inline(seen(detail)) if detail else '.'}*")
         return lines
-    title = f"✋ Decision: {outcome}" + (f" · {seen(detail)}" if outcome == "reject" and detail else "")
+    title = f"✋ Decision: {inline(outcome)}" + (f" · {inline(seen(detail))}" if outcome == "reject" and detail else "")
     lines = [f"**{title}**"]
     if outcome == "edit":
         theirs = {"plan": proposed.get("plan"), "code": proposed.get("code"),
                   "tool_call": proposed.get("arguments")}.get(kind)
         if theirs is not None:
-            shown = (seen(str(theirs)) if kind == "plan" else fenced(seen(str(theirs)), "python")
-                     if kind == "code" else _arguments(theirs))
+            shown = (block(seen(str(theirs))) if kind == "plan" else fenced(seen(str(theirs)), "python")
+                     if kind == "code" else _arguments(theirs, seen))
             label = _PROPOSED_LABELS.get(kind, "The agent's version")
             lines.append(f"{label}:\n\n{shown}")
     elif outcome != "reject" and detail:
-        lines.append(seen(detail))
+        lines.append(inline(seen(detail)))
     return lines
 
 
@@ -158,13 +156,13 @@ def _edit_of(records: list[dict[str, Any]], kind: str, call_id: str | None = Non
 def plan_markdown(step: PlanningStep, seen: Callable[[str], str]) -> str:
     records = _decisions_of(step)
     section = ["### " + ("Updated plan" if step.is_update else "Plan")]
-    plan = seen(step.plan)
+    plan = block(seen(step.plan))
     section.append(f"{EDITED_NOTE}\n\n{plan}" if _edit_of(records, "plan") or step.edited_by_user else plan)
     for record in records:
         section += _decision_lines(record, seen)
         if record.get("kind") == "plan" and record.get("outcome") == "reject":
             reason = str(record.get("detail") or "").strip()
-            said = f"Reason: {seen(reason)}" if reason else "No reason given."
+            said = f"Reason: {prose(seen(reason))}" if reason else "No reason given."
             section.append("🚫 You rejected this plan. " + said)
     return "\n\n".join(section)
 
@@ -177,17 +175,17 @@ def _call_markdown(call: ToolCallRecord, records: list[dict[str, Any]], seen: Ca
         mine += [r for r in records if r.get("kind") == "question" and r not in mine]
     edit = _edit_of(mine, "tool_call", call.call_id)
     arguments = edit["edited"] if edit is not None and isinstance(edit.get("edited"), dict) else call.arguments
-    shown = seen(_arguments(arguments))
-    lines = [f"🛠️ Tool call `{call.name}`:\n\n" + (f"{EDITED_NOTE}\n\n{shown}" if edit is not None else shown)]
+    shown = _arguments(arguments, seen)
+    lines = [f"🛠️ Tool call {code_span(call.name)}:\n\n" + (f"{EDITED_NOTE}\n\n{shown}" if edit is not None else shown)]
     for record in mine:
         lines += _decision_lines(record, seen)
         records.remove(record)
     if call.finished and call.rejected:  # the person's decision, with their reason (the output), as the chat says
-        reason = seen(call.output) if call.output.strip() else ""
+        reason = prose(seen(call.output)) if call.output.strip() else ""
         said = f"Reason: {reason}" if reason else "No reason given."
-        lines.append(f"🚫 You rejected the call to `{call.name}`. {said}")
+        lines.append(f"🚫 You rejected the call to {code_span(call.name)}. {said}")
     elif call.finished:
-        label = f"💥 `{call.name}` failed:" if call.is_error else "Result:"
+        label = f"💥 {code_span(call.name)} failed:" if call.is_error else "Result:"
         lines.append(f"{label}\n\n" + fenced(seen(call.output), "text"))
     return lines
 
@@ -197,10 +195,10 @@ def error_markdown(step: ActionStep, number: int, seen: Callable[[str], str]) ->
     a step the person rejected says so, with their reason."""
     if step.error_type == "RejectedByUser":
         reason = step.error_message if step.error_message and step.error_message != "Rejected." else ""
-        return "🚫 You rejected this step. " + (f"Reason: {seen(reason)}" if reason else "No reason given.")
+        return "🚫 You rejected this step. " + (f"Reason: {prose(seen(reason))}" if reason else "No reason given.")
     if step.error_type:
         message = renumber_traceback(step.error_message or step.error or "", number)
-        return f"**Error: {step.error_type}**\n\n" + fenced(seen(message), "text")
+        return f"**Error: {inline(step.error_type)}**\n\n" + fenced(seen(message), "text")
     if step.error and not step.call_records:  # saved before errors recorded what the person was shown
         return "Error:\n\n" + fenced(seen(renumber_traceback(step.error, number)), "text")
     return None
@@ -212,7 +210,7 @@ def _action_markdown(step: ActionStep, number: int, seen: Callable[[str], str],
     section = [f"### Step {number}"]
     thought = step.model_output.split("```")[0].strip() if step.code else step.model_output.strip()
     if thought:
-        section.append(seen(thought))
+        section.append(block(seen(thought)))
     if step.code:
         code = fenced(relative_paths(step.code, [workspace]), "python")  # what ran: the person's, if edited
         section.append(f"{EDITED_NOTE}\n\n{code}" if _edit_of(records, "code") else code)
@@ -225,17 +223,17 @@ def _action_markdown(step: ActionStep, number: int, seen: Callable[[str], str],
         section += _call_markdown(call, records, seen)
     if not calls and not step.code:  # saved before calls were recorded
         for legacy in step.tool_calls:
-            section.append(f"🛠️ Tool call `{legacy.name}`:\n\n" + seen(_arguments(legacy.arguments)))
+            section.append(f"🛠️ Tool call {code_span(legacy.name)}:\n\n" + _arguments(legacy.arguments, seen))
         if step.observations:
             section.append("Observation:\n\n" + fenced(seen(step.observations), "text"))
     for record in records:  # any left (a record without its call): shown, not lost
         section += _decision_lines(record, seen)
     for artifact in step.artifacts:
         shown = seen(artifact)
-        if Path(artifact).suffix.lower() in (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"):
-            section.append(f"![{shown}]({shown})")
-        else:
-            section.append(f"File: [{shown}]({shown})")
+        if Path(artifact).suffix.lower() in (".png", ".jpg", ".jpeg", ".gif", ".webp"):
+            section.append(file_link(shown, image=True))
+        else:  # an SVG too: as an image some viewers would run its script
+            section.append(f"File: {file_link(shown)}")
     error = error_markdown(step, number, seen)
     if error:
         section.append(error)
@@ -246,11 +244,20 @@ def answer_markdown(value: Any, seen: Callable[[str], str]) -> str:
     """A final answer as the chat shows it: text as it is, a data frame (an object, or printed in the text) as
     a table (agents/text_tables.py, shared with the chat)."""
     if isinstance(value, str):
-        return text_with_tables(seen(value))
+        return _text_and_tables(seen(value))
     table = table_of_frame(value)
     if table is not None:
         return table_to_markdown(table)
-    return seen(repr(value))
+    return prose(seen(repr(value)))
+
+
+def _text_and_tables(text: str) -> str:
+    """An answer's text with its printed frames as tables (cells escaped by agents/text_tables.py), the rest
+    inert (`block`; text with a code block has no tables: `text_with_tables`)."""
+    if text_with_tables(text) == text:
+        return block(text)
+    return "\n\n".join(table_to_markdown(s.table) if s.table is not None else prose("\n".join(s.lines).strip("\n"))
+                       for s in split_tables(text)).strip()
 
 
 # -- Markdown ----------------------------------------------------------------------------------------
@@ -269,8 +276,7 @@ def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
 
     pending = [dict(turn) for turn in turns if isinstance(turn, dict)]
     numbers = step_numbers(memory.steps)
-    heading = html.escape(" ".join(title.split()), quote=False)  # a chat title is plain text, as the side list shows it
-    parts: list[str] = [f"# {heading}"]
+    parts: list[str] = [f"# {inline(title)}"]  # a chat title is plain text, as the side list shows it
     for index, step in enumerate(memory.steps):
         if isinstance(step, HistoryStep):
             parts.append(history_markdown(step, seen))
@@ -279,7 +285,8 @@ def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
         elif isinstance(step, PlanningStep):
             parts.append(plan_markdown(step, seen))
         elif isinstance(step, SummaryStep):
-            parts.append(f"### Summary of {step.folded_steps} earlier steps (compaction)\n\n" + seen(step.summary))
+            parts.append(f"### Summary of {step.folded_steps} earlier steps (compaction)\n\n"
+                         + block(seen(step.summary)))
         elif isinstance(step, ActionStep):
             parts.append(_action_markdown(step, numbers.get(index, step.step_number), seen, workspace))
         elif isinstance(step, FinalAnswerStep):

@@ -7,7 +7,8 @@ Notebook layout: a markdown cell per task, history, plan and summary; a setup ce
 `final_answer` (it displays the answer) and stubs for the tools the code called (they raise, saying the
 tool only exists inside AgentDeck); one code cell per successful code step, in order, with its printed output
 as a stream output and its PNG artifacts (read from the workspace) as `display_data` outputs; final
-answers as markdown cells. Code steps that failed become markdown cells (code and error), so the notebook
+answers as markdown cells (their text written by the Markdown export's rule: agents/memory/inert_markdown.py).
+Code steps that failed become markdown cells (code and error), so the notebook
 runs from top to bottom; cells that call tools are tagged `raises-exception` (nbclient and Jupyter then
 carry on past them). Run it with the workspace as the working directory so relative file paths resolve.
 """
@@ -23,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 from agents.memory.export import (
     answer_markdown,
     error_markdown,
-    fenced,
     history_markdown,
     plan_markdown,
     step_numbers,
     task_markdown,
 )
+from agents.memory.inert_markdown import block, fenced, inline
 from agents.memory.memory import AgentMemory
 from agents.memory.seen_text import as_seen, relative_paths
 from agents.memory.steps import ActionStep, FinalAnswerStep, HistoryStep, PlanningStep, SummaryStep, TaskStep
@@ -74,8 +75,8 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = 
     def seen(text: str) -> str:
         return as_seen(text, [workspace])
 
-    cells = [v4.new_markdown_cell(f"# {title}\n\nExported from AgentDeck. Run it with the agent's workspace as the "
-                                  "working directory.")]
+    cells = [v4.new_markdown_cell(f"# {inline(title)}\n\nExported from AgentDeck. Run it with the agent's workspace as "
+                                  "the working directory.")]
     tools = _tool_names(memory)
     setup = _SETUP + "".join("\n\n" + _tool_stub(name) for name in tools if name.isidentifier())
     cells.append(v4.new_code_cell(setup, metadata={"tags": ["agentdeck-setup"]}))
@@ -90,7 +91,7 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = 
             cells.append(v4.new_markdown_cell(plan_markdown(step, seen)))
         elif isinstance(step, SummaryStep):
             cells.append(v4.new_markdown_cell(f"### Summary of {step.folded_steps} earlier steps\n\n"
-                                              + seen(step.summary)))
+                                              + block(seen(step.summary))))
         elif isinstance(step, ActionStep) and step.code:
             number = numbers.get(index, step.step_number)
             if step.error:
