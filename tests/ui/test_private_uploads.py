@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from ui_testlib import code_reply, form, run_app, write_transcript
+from ui_testlib import PROJECT_ROOT, code_reply, form, run_app, write_transcript
 
 from ui.web.gradio_compat import PRIVATE_UPLOADS
 
@@ -72,3 +72,11 @@ def test_a_visitor_cannot_confirm_or_fetch_anothers_upload_by_its_bytes(tmp_path
         assert not Path(path_a).exists() and not (root / parts_a[0]).exists()
         assert fetch(url, path_a).status_code in (403, 404)
         assert fetch(url, path_b).content == SECRET  # B's own, never sent, is B's until Gradio's clean-up
+
+    # Nothing of a visitor's lies at a path named by its content: outside the uploads' and the published files'
+    # random folders, the served folder holds only copies of the app's own bundled files.
+    bundled = {p.read_bytes() for p in (PROJECT_ROOT / "ui" / "assets").rglob("*") if p.is_file()}
+    for path in cache.rglob("*"):
+        inside = path.relative_to(cache).parts[0] in (PRIVATE_UPLOADS, "agentdeck")
+        if path.is_file() and not inside:
+            assert path.read_bytes() in bundled, path
