@@ -165,6 +165,12 @@ class CodeAgent(MultiStepAgent):
                 step.error += " " + result.error  # the model and the person learn that the variables are gone
                 show_step_error(step, result.error_type or "InterruptedError", result.error, context)
             raise AgentInterrupted(step.error)
+        if result.untrusted:  # the worker broke the protocol: nothing it sent is believed, its state is gone
+            step.observations = render(self.prompt_templates, "execution_observation", logs=step.logs,
+                                       has_output=False, output="")
+            step.error = render(self.prompt_templates, "observations.sandbox_misbehaved", error=result.error or "")
+            show_step_error(step, "SandboxMisbehaved", step.error, context)
+            return
         has_output = result.output is not None and not result.is_final_answer
         output_text = _shorten(repr(result.output)) if has_output else ""
         logs_shown, output_text = self._screen_execution(step, output_text, context)
