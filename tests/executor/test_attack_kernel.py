@@ -490,3 +490,18 @@ def test_abstract_socket_names_cannot_be_taken_or_reached(arena):
         mine.close()
     finally:
         outside.close()
+
+
+def test_the_worker_has_abstract_socket_names_of_its_own(tmp_path):
+    """The second layer under seccomp's refusal: the private view's network namespace gives the worker its own
+    abstract UNIX names, so a name it binds (here with seccomp switched off) is no name the app or another
+    session uses."""
+    name = f"agentdeck-squat-{uuid.uuid4().hex[:8]}"
+    with PythonSandbox(str(tmp_path), python_layers=False, use_seccomp=False) as sb:
+        if not sb.security_report()["filesystem_view"]["active"]:
+            pytest.skip("no private view (and so no network namespace) on this machine")
+        r = sb.run(f"import socket\nheld = socket.socketpair()[0]\nheld.bind(b'\\0{name}')\n'bound'")
+        assert r.output == "bound", r  # seccomp is off: the bind itself succeeds, in the worker's namespace
+        mine = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        mine.bind(("\0" + name).encode())  # the app's own namespace still has the name free
+        mine.close()
