@@ -60,7 +60,8 @@ _SYSCALLS = {
     "sethostname": (170, 161), "setdomainname": (171, 162), "syslog": (103, 116),
     "open_tree": (428, 428), "move_mount": (429, 429), "fsopen": (430, 430),
     "fsconfig": (431, 431), "fsmount": (432, 432), "fspick": (433, 433),
-    "mount_setattr": (442, 442), "seccomp": (317, 277), "statmount": (457, 457), "listmount": (458, 458),
+    "mount_setattr": (442, 442), "open_tree_attr": (467, 467), "file_setattr": (469, 469),
+    "seccomp": (317, 277), "statmount": (457, 457), "listmount": (458, 458),
     "inotify_init": (253, None), "inotify_init1": (294, 26), "inotify_add_watch": (254, 27),
     "inotify_rm_watch": (255, 28), "fanotify_init": (300, 262), "fanotify_mark": (301, 263),
     "chmod": (90, None), "fchmod": (91, 52), "fchmodat": (268, 53), "fchmodat2": (452, 452),
@@ -94,7 +95,7 @@ chroot unshare setns bpf perf_event_open kexec_load kexec_file_load init_module 
 delete_module keyctl add_key request_key userfaultfd io_uring_setup io_uring_enter
 io_uring_register personality open_by_handle_at name_to_handle_at acct swapon swapoff
 reboot sethostname setdomainname syslog open_tree move_mount fsopen fsconfig fsmount
-fspick mount_setattr statmount listmount pidfd_send_signal pidfd_getfd
+fspick mount_setattr open_tree_attr statmount listmount pidfd_send_signal pidfd_getfd
 shmget shmat shmctl shmdt semget semop semctl semtimedop msgget msgsnd msgrcv msgctl
 mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr
 memfd_create memfd_secret pidfd_open kcmp process_madvise process_mrelease ioprio_set ioprio_get
@@ -136,7 +137,7 @@ DENY_EACCES = ["execve", "execveat", "socket"]
 # keep working; owner and extended-attribute changes fail with EPERM (copy2 tolerates that).
 METADATA_NOOP = "chmod fchmod fchmodat fchmodat2 utime utimes futimesat utimensat".split()
 METADATA_EPERM = """chown fchown lchown fchownat setxattr lsetxattr fsetxattr setxattrat removexattr
-lremovexattr fremovexattr removexattrat""".split()
+lremovexattr fremovexattr removexattrat file_setattr""".split()
 _CHUNK = 100  # system calls per block: a conditional jump reaches at most 255 instructions
 
 
