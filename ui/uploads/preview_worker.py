@@ -98,7 +98,10 @@ class PreviewService:
             close_fds=True)
         os.close(cmd_r)
         os.close(res_w)
-        self._out_fd, self._reader = cmd_w, FrameReader(res_r, max_bytes=self.max_reply_bytes, max_containers=16)
+        # The count of brackets is a cheap bound on parsing work made before parsing; it counts those inside the
+        # preview's text too (a table of lists), and a reply of at most 64 KiB costs little to parse at any depth.
+        self._out_fd, self._reader = cmd_w, FrameReader(res_r, max_bytes=self.max_reply_bytes,
+                                                        max_containers=self.max_reply_bytes)
         return self._reader
 
     def _stop(self) -> None:
