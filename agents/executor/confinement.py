@@ -13,6 +13,9 @@ guard and holds the real ``os`` and ``ctypes``. Order matters:
 6. seccomp (no processes, sockets, tracing, signals to others, kernel admin; metadata changes
    refused where neither the view nor a separate user id covers them).
 
+The upload preview child (ui/uploads/preview_confinement.py) applies the same layers to the folder it reads
+(``read_only``: nothing writable).
+
 Layers 1, 4, 5 and 6 are required: if one cannot be applied the worker refuses to start, unless
 the app explicitly disabled it (``use_landlock=False`` / ``use_seccomp=False``).
 """
@@ -51,6 +54,9 @@ class ConfinementConfig:
     use_seccomp: bool = True
     uid: int | None = None
     new_root: str | None = None
+    # The workspace is only read and nothing is written anywhere (the upload preview child, ui/uploads/): it is
+    # a read-only folder in the view and for Landlock, and there is no writable folder at all.
+    read_only: bool = False
 
 
 @dataclass
@@ -157,6 +163,9 @@ def apply(cfg: ConfinementConfig) -> list[LayerStatus]:
             return False
 
     attempt("single_thread", check_single_threaded, required=True)
+    app_is_root = os.geteuid() == 0
+    writable = [] if cfg.read_only else [cfg.workdir, cfg.tmpdir]
+    readable_own = [cfg.workdir] if cfg.read_only else []
     baseline = _vm_size_bytes()  # read while /proc is still visible
     user_tasks = tasks_of_this_user() if cfg.uid is None else 0
     roots = read_roots(cfg)
@@ -166,8 +175,7 @@ def apply(cfg: ConfinementConfig) -> list[LayerStatus]:
         if not cfg.new_root:
             raise RuntimeError("disabled by configuration")
         how = filesystem_view.enter_namespace()
-        return how + "; " + filesystem_view.build(cfg.new_root, roots, [cfg.workdir, cfg.tmpdir],
-                                                  DEVICE_FILES, arch)
+        return how + "; " + filesystem_view.build(cfg.new_root, roots + readable_own, writable, DEVICE_FILES, arch)
 
     view = attempt("filesystem_view", do_view, required=False)
     os.chdir(cfg.workdir)
@@ -177,16 +185,19 @@ def apply(cfg: ConfinementConfig) -> list[LayerStatus]:
     def do_landlock() -> str:
         if not cfg.use_landlock:
             raise RuntimeError("disabled by configuration")
-        res = landlock.restrict(roots, [cfg.workdir, cfg.tmpdir], read_write_files=DEVICE_FILES)
-        parts = [f"ABI {res.abi}", "file system: read-only libraries, read-write workspace and temp"]
+        res = landlock.restrict(roots + readable_own, writable, read_write_files=DEVICE_FILES)
+        what = "read-only libraries and workspace, nothing writable" if cfg.read_only else \
+            "read-only libraries, read-write workspace and temp"
+        parts = [f"ABI {res.abi}", f"file system: {what}"]
         parts.append("TCP bind/connect denied" if res.network else "no network rules (ABI < 4)")
         parts.append("signals and abstract sockets scoped" if res.scoped else "no scoping (ABI < 6)")
         return "; ".join(parts)
 
     attempt("landlock", do_landlock, required=cfg.use_landlock)
     # Without the private view and without an id of its own, the worker owns what the app owns:
-    # Landlock does not cover mode, owner, time and attribute changes, so seccomp refuses them.
-    guard_metadata = not view and cfg.uid is None
+    # Landlock does not cover mode, owner, time and attribute changes, so seccomp refuses them. A root
+    # worker without an id of its own owns the device files bound into its view too.
+    guard_metadata = cfg.uid is None and (not view or app_is_root)
 
     def do_seccomp() -> str:
         if not cfg.use_seccomp:

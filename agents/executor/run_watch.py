@@ -143,8 +143,10 @@ class RunWatch:
             try:
                 spin = REPLY_SPIN_S if _running_sandboxes.active == 1 else 0.0
                 msg = worker.reader.read(timeout=max(wait, 0.0), wake_fd=self.wake_fd, spin_s=spin)
-            except (ChannelClosed, ProtocolError):
+            except ChannelClosed:
                 return self._crashed(logs)
+            except ProtocolError as exc:  # a frame no honest worker writes: too long, not UTF-8 or JSON, too deep
+                return self._misbehaved(logs, f"sent a malformed frame ({exc})")
             if msg is None:
                 self._drain_wake()
                 continue

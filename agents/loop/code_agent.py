@@ -162,9 +162,17 @@ class CodeAgent(MultiStepAgent):
         if context.interrupt_flag.is_set():
             step.error = "The run was stopped by the user while the code was running."
             if result.state_lost and result.error:  # the code did not stop in time: the worker was restarted
-                step.error += " " + result.error  # the model and the person learn that the variables are gone
-                show_step_error(step, result.error_type or "InterruptedError", result.error, context)
+                error, error_type = self._lost_state_error(result)
+                step.error += " " + error  # the model and the person learn that the variables are gone
+                show_step_error(step, error_type, error, context)
             raise AgentInterrupted(step.error)
+        if result.untrusted:  # the worker broke the protocol: nothing it sent is believed, its state is gone
+            logs_shown, _ = self._screen_execution(step, "", context)
+            step.observations = render(self.prompt_templates, "execution_observation", logs=logs_shown,
+                                       has_output=False, output="")
+            step.error, error_type = self._lost_state_error(result)
+            show_step_error(step, error_type, step.error, context)
+            return
         has_output = result.output is not None and not result.is_final_answer
         output_text = _shorten(repr(result.output)) if has_output else ""
         logs_shown, output_text = self._screen_execution(step, output_text, context)
@@ -178,6 +186,14 @@ class CodeAgent(MultiStepAgent):
         if result.is_final_answer:
             step.is_final_answer = True
             step.action_output = result.output
+
+    def _lost_state_error(self, result: ExecutionResult) -> tuple[str, str]:
+        """What the model and the person are told of a run whose worker was replaced, and the error's type: one
+        that broke the protocol (`untrusted`) is said to have misbehaved, its variables reset."""
+        if result.untrusted:
+            return render(self.prompt_templates, "observations.sandbox_misbehaved", error=result.error or ""), \
+                "SandboxMisbehaved"
+        return result.error or "", result.error_type or "InterruptedError"
 
     def _execute_code(self, code: str, step: ActionStep, context: RunContext) -> ExecutionResult:
         """Run the code, streaming its output as ExecutionLog events while it runs.

@@ -170,3 +170,20 @@ def test_each_step_emits_the_observation_the_model_sees_next(make_code_agent):
     assert observations[0].text == model.calls[1][-1]["content"]  # exactly the next prompt's last message
     assert "hello" in observations[0].text and "42" in observations[0].text
     assert observations[1].text == model.calls[2][-1]["content"] and "NameError" in observations[1].text
+
+
+def test_a_sandbox_that_breaks_the_protocol_is_reported_to_the_model_and_the_person(make_code_agent):
+    """Code that tampers with the sandbox's channel (here a frame that is not a JSON object, as code holding the
+    real `os` could write) gets an untrusted result: the model is told the sandbox misbehaved and its variables
+    were reset, the person sees it as the step's error, and the forged output is not believed."""
+    tamper = "import os, sys\nos.write(int(sys.argv[3]), (6).to_bytes(4, 'big') + b'[1, 2]')\n'forged output'"
+    agent, model = make_code_agent([code("kept = 1"), code(tamper), code("'kept' in dir()"), "It is done."],
+                                   sandbox_options={"python_layers": False}, max_steps=3)
+    events = list(agent.run("t", stream=True))
+    observation = model.calls[2][-1]["content"]
+    assert "The sandbox misbehaved; its variables were reset" in observation, observation
+    assert "forged output" not in observation
+    errors = [e for e in events if isinstance(e, ev.StepError)]
+    assert [e.error_type for e in errors] == ["SandboxMisbehaved"], [e.message for e in errors]
+    assert "its variables were reset" in errors[0].message and errors[0].step == 2
+    assert [s.observations for s in agent.memory.action_steps()][2].endswith("Last output from code snippet:\nFalse")

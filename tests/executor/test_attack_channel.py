@@ -45,8 +45,37 @@ def test_forged_result_frames_are_not_trusted(bare):
 def test_garbage_on_the_channel_restarts_the_worker(bare):
     sb = bare
     r = sb.run("import os, sys\nos.write(int(sys.argv[3]), b'\\xff\\xff\\xff\\xffgarbage')")  # read before the result
-    assert r.state_lost and r.error is not None
+    assert r.state_lost and r.untrusted and r.error is not None
     assert sb.run("2 + 2").output == 4
+
+MALFORMED = {
+    "a 4 GiB length": "b'\\xff\\xff\\xff\\xff'",
+    "bad UTF-8": "len(b'\\xff\\xfe{}').to_bytes(4, 'big') + b'\\xff\\xfe{}'",
+    "nesting too deep": "(20000).to_bytes(4, 'big') + b'[' * 10000 + b']' * 10000",
+    "a non-object frame": "(6).to_bytes(4, 'big') + b'[1, 2]'",
+    "not JSON": "(6).to_bytes(4, 'big') + b'{\"op\":'",
+}
+
+
+@pytest.mark.parametrize("what", sorted(MALFORMED))
+def test_a_frame_that_breaks_the_protocol_is_untrusted_not_a_crash(bare, what):
+    """A frame no honest worker writes is the code tampering with the channel: the result is marked untrusted
+    (not a crash), the worker is replaced, and the run's output is not believed."""
+    sb = bare
+    sb.run("stamp = 'alive'")
+    r = sb.run(f"import os, sys\nos.write(int(sys.argv[3]), {MALFORMED[what]})\n'real'")
+    assert r.untrusted and r.state_lost and r.error_type == "SandboxProtocolError", (what, r)
+    assert r.output is None
+    assert sb.run("'stamp' in dir()").output is False  # the tampered worker was replaced
+    assert sb.run("1 + 1").output == 2
+
+
+def test_a_frame_of_an_unknown_type_is_untrusted(bare):
+    sb = bare
+    r = sb.run(sending("{'op': 'shell', 'id': run, 'cmd': 'rm -rf /'}") + "'real'")
+    assert r.untrusted and r.state_lost and r.error_type == "SandboxProtocolError", r
+    assert sb.run("1 + 1").output == 2
+
 
 def test_result_limits_are_enforced_by_the_app(tmp_path):
     with PythonSandbox(str(tmp_path), python_layers=False, max_result_chars=1000, max_output_chars=1000) as sb:
@@ -74,7 +103,7 @@ def test_hostile_frames_cannot_blow_up_or_crash_the_app(tmp_path):
         for payload in ("b'[' * 200000 + b']' * 200000", "b'[' + b'[],' * 3000000 + b'[]]'"):
             r = sb.run(f"import os, sys\ndata = {payload}\n"
                        "os.write(int(sys.argv[3]), len(data).to_bytes(4, 'big') + data)")
-            assert r.state_lost and r.error is not None
+            assert r.state_lost and r.untrusted and r.error is not None
         assert sb.run("6 * 7").output == 42
 
 def test_a_worker_that_stops_reading_cannot_hang_the_app(tmp_path):

@@ -42,8 +42,72 @@ def other_attack(mode: str, path: str) -> tuple[str, str]:
     return "pdf", "%PDF"
 
 
+def kernel_facts(path: str) -> dict[str, Any]:
+    """`kernel`: what the kernel lets this child be and do (its user, how many threads and files it may hold),
+    whether calls naming a process tell the app's live pid from a dead one (x86_64 numbers), and whether it can
+    watch a folder, stat outside its own or take an abstract socket name."""
+    import ctypes
+    import threading
+
+    facts: dict[str, Any] = {"uid": os.getuid()}
+    release, threads = threading.Event(), []
+    try:
+        for _ in range(300):
+            thread = threading.Thread(target=release.wait)
+            thread.start()
+            threads.append(thread)
+    except RuntimeError:
+        pass
+    facts["threads"] = len(threads)
+    release.set()
+    for thread in threads:
+        thread.join()
+    files = []
+    try:
+        for _ in range(1000):
+            files.append(open(path, "rb"))  # held open on purpose
+    except OSError:
+        pass
+    facts["open_files"] = len(files)
+    for fh in files:
+        fh.close()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    buf = ctypes.create_string_buffer(4096)
+    b = ctypes.addressof(buf)
+
+    def probe(pid: int) -> dict[str, str]:  # "result/errno" (no lists: the reply allows few brackets)
+        word = ctypes.c_uint32(pid)
+        calls = {"get_robust_list": (274, pid, b, b + 64), "migrate_pages": (256, pid, 64, b, b + 64),
+                 "move_pages": (279, pid, 1, b, None, b + 64, 0), "getpgid": (121, pid), "getsid": (124, pid),
+                 "sched_getaffinity": (204, pid, 128, b), "kill": (62, pid, 0), "prlimit64": (302, pid, 7, None, b),
+                 "pidfd_open": (434, pid, 0), "getpriority": (140, 0, pid), "setpgid": (109, pid, pid),
+                 "clock_gettime": (228, ctypes.c_int((~pid << 3) | 2).value, b),
+                 "futex_trylock_pi": (202, ctypes.byref(word), 8 | 128, 0, None, None, 0)}
+        out = {}
+        for name, (nr, *args) in calls.items():
+            ctypes.set_errno(0)
+            ret = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+            out[name] = f"{int(ret)}/{ctypes.get_errno() if ret < 0 else 0}"
+        return out
+
+    if os.uname().machine == "x86_64":
+        facts["live"], facts["dead"] = probe(TARGETS["app_pid"]), probe(TARGETS["dead_pid"])
+    facts["inotify"] = libc.inotify_init1(0) >= 0
+    facts["stat outside"] = "".join("1" if os.path.lexists(p) else "0" for p in TARGETS["outside"])
+    pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        pair[0].bind(b"\0" + TARGETS["abstract"].encode())
+        facts["abstract bind"] = True
+    except OSError:
+        facts["abstract bind"] = False
+    return facts
+
+
 def attack(path: str, original_name: str | None = None) -> tuple[str, str]:
     targets = TARGETS
+    if targets.get("mode") == "kernel":
+        return "csv", json.dumps(kernel_facts(path))
     if "mode" in targets:
         return other_attack(targets["mode"], path)
     worked: dict[str, str] = {}

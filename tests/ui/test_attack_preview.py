@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from ui.uploads.preview_worker import PreviewFailed, PreviewService
+from ui.uploads.preview_worker import PROJECT_ROOT, REAL_IMPORT_PATH, PreviewFailed, PreviewService
 
 TESTS_UI = Path(__file__).resolve().parent
 
 
 def attack_boot(targets: dict) -> str:
-    return (f"import sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, {str(TESTS_UI)!r}); "
+    return (f"{REAL_IMPORT_PATH}; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, {str(TESTS_UI)!r}); "
             f"import preview_attack_child as m; m.TARGETS.update({json.dumps(targets)}); m.main()")
 
 
@@ -141,3 +141,40 @@ def test_without_a_user_id_of_its_own_the_child_changes_no_files_mode_or_times(t
     after = secret.stat()
     assert (after.st_mode, after.st_mtime_ns) == (before.st_mode, before.st_mtime_ns)
     assert set(json.loads(preview)) == {"read the upload"}
+
+
+def test_the_child_is_confined_like_the_sandbox(tmp_path: Path) -> None:
+    """The sandbox's kernel layers in full: a user id of its own (the app is root), a thread and a file limit,
+    a private view (another session's workspace and the app's data cannot even be stat'ed or watched), and the
+    same seccomp rules (a live pid answers as a dead one does; no abstract socket name can be taken)."""
+    import subprocess
+    import uuid
+
+    other = tmp_path / "other-session"
+    other.mkdir()
+    (other / "q3-salaries.xlsx").write_text("salaries")
+    upload = tmp_path / "table.csv"
+    upload.write_text("a,b\n1,2\n")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    name = f"agentdeck-preview-{uuid.uuid4().hex[:8]}"
+    targets = {"mode": "kernel", "app_pid": os.getpid(), "dead_pid": gone.pid, "abstract": name,
+               "outside": [str(other), str(other / "q3-salaries.xlsx"), str(PROJECT_ROOT / "app.py"), "/proc/self",
+                           "/etc/passwd"]}
+    service = PreviewService(boot=attack_boot(targets))
+    try:
+        _, preview = service.preview(upload, "table.csv")
+    finally:
+        service.close()
+    facts = json.loads(preview)
+    if os.geteuid() == 0:
+        assert facts["uid"] != 0, facts  # an id of its own (RLIMIT_NPROC binds no uid 0)
+    assert facts["threads"] < 64 and facts["open_files"] <= 128, facts
+    assert facts["stat outside"] == "00000", facts
+    assert facts["inotify"] is False and facts["abstract bind"] is False, facts
+    if "live" in facts:
+        differing = {k: (v, facts["dead"][k]) for k, v in facts["live"].items() if v != facts["dead"][k]}
+        assert not differing, differing
+    squat = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    squat.bind(("\0" + name).encode())  # the name is still free for the app
+    squat.close()

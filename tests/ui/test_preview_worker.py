@@ -22,6 +22,19 @@ def test_preview_happens_in_the_child(tmp_path: Path) -> None:
         service.close()
 
 
+def test_a_table_of_lists_is_previewed(tmp_path: Path) -> None:
+    """Cells that hold lists ("[1]") put brackets in the preview's text: the reply's bound on parsing work must
+    not take them for nesting (a 6x6 table of them was refused as a reply no reader makes)."""
+    csv = tmp_path / "lists.csv"
+    csv.write_text(",".join(f"c{i}" for i in range(6)) + "\n" + (",".join(f"[{i}]" for i in range(6)) + "\n") * 6)
+    service = PreviewService()
+    try:
+        kind, preview = service.preview(csv, "lists.csv")
+    finally:
+        service.close()
+    assert kind == "csv" and preview.count("[") >= 30, preview
+
+
 @pytest.mark.slow
 def test_a_decompression_bomb_is_refused_without_touching_the_app(tmp_path: Path) -> None:
     np = pytest.importorskip("numpy")

@@ -10,15 +10,14 @@ a reader bug that ran a visitor's code never sees the next visitor's file nor ke
 reply is held to what the parser makes (a small frame, a preview of at most MAX_PREVIEW_CHARS, the kind the
 upload's name says).
 
-The child is confined by the kernel like the sandbox worker (ui/uploads/preview_confinement.py): a reader bug
-that runs the visitor's code there reaches nothing of the app. It reads only its own folder, into which the app
-copies each upload just before the child parses it (and removes it after).
+The child is confined by the sandbox worker's own kernel layers (ui/uploads/preview_confinement.py): a reader bug
+that runs the visitor's code there reaches nothing of the app or of other sessions. It reads only its own folder,
+into which the app copies each upload just before the child parses it (and removes it after).
 """
 from __future__ import annotations
 
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -45,7 +44,10 @@ TIME_LIMIT_S = float(os.environ.get("AGENTDECK_PREVIEW_TIMEOUT_S", "15"))
 #: in JSON (a surrogate pair escaped), and an error message is shorter.
 MAX_REPLY_BYTES = 64 * 1024
 MAX_ERROR_CHARS = 1000
-BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); from ui.uploads.preview_worker import main; main()")
+#: The import path by real names, before anything is imported: the child's private view holds the library folders
+#: under their real paths only (a virtual environment reached through a link would be missing after confinement).
+REAL_IMPORT_PATH = "import os, sys; sys.path[:] = [os.path.realpath(p) if os.path.isdir(p) else p for p in sys.path]"
+BOOT = f"{REAL_IMPORT_PATH}; sys.path.insert(0, sys.argv[1]); from ui.uploads.preview_worker import main; main()"
 
 
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s'\":/]+/)+[^\s'\":/]*")
@@ -71,6 +73,7 @@ class PreviewService:
         self.max_reply_bytes = MAX_REPLY_BYTES
         self._uid: int | None = None
         self._folder: str | None = None
+        self._private: str | None = None  # app-private: the mount point of the child's private root
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._out_fd = -1
@@ -84,15 +87,21 @@ class PreviewService:
             self._uid = own_user_id(str(PROJECT_ROOT), self._folder)
             if self._uid is not None:
                 os.chown(self._folder, self._uid, self._uid)
+            self._private = tempfile.mkdtemp(prefix="agentdeck-preview-app-")
+            os.mkdir(os.path.join(self._private, "root"), 0o755)
+        assert self._private is not None
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-c", self.boot, str(PROJECT_ROOT), str(cmd_r), str(res_w), self._folder,
-             str(-1 if self._uid is None else self._uid)],
+             str(-1 if self._uid is None else self._uid), os.path.join(self._private, "root")],
             pass_fds=(cmd_r, res_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, env=child_environment(self.memory_limit_mb), start_new_session=True,
             close_fds=True)
         os.close(cmd_r)
         os.close(res_w)
-        self._out_fd, self._reader = cmd_w, FrameReader(res_r, max_bytes=self.max_reply_bytes, max_containers=16)
+        # The count of brackets is a cheap bound on parsing work made before parsing; it counts those inside the
+        # preview's text too (a table of lists), and a reply of at most 64 KiB costs little to parse at any depth.
+        self._out_fd, self._reader = cmd_w, FrameReader(res_r, max_bytes=self.max_reply_bytes,
+                                                        max_containers=self.max_reply_bytes)
         return self._reader
 
     def _stop(self) -> None:
@@ -177,6 +186,9 @@ class PreviewService:
                 shutil.rmtree(self._folder, ignore_errors=True)
                 identity.release(self._uid)
                 self._folder, self._uid = None, None
+            if self._private is not None:
+                shutil.rmtree(self._private, ignore_errors=True)
+                self._private = None
 
 
 _service: PreviewService | None = None
@@ -192,26 +204,23 @@ def preview_service() -> PreviewService:
 
 
 def main() -> None:
-    """The child's entry: `python -I -c BOOT <app root> <command fd> <reply fd> <folder> <uid or -1>`."""
+    """The child's entry: `python -I -c BOOT <app root> <command fd> <reply fd> <folder> <uid or -1> <new root>`."""
     app_root, fd_in, fd_out, folder, uid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-    serve(fd_in, fd_out, app_root, folder, None if int(uid) < 0 else int(uid))
+    serve(fd_in, fd_out, app_root, folder, None if int(uid) < 0 else int(uid), sys.argv[6])
 
 
-def serve(fd_in: int, fd_out: int, app_root: str, folder: str, uid: int | None) -> None:
+def serve(fd_in: int, fd_out: int, app_root: str, folder: str, uid: int | None, new_root: str | None) -> None:
     """The child: limits and confinement first, then one preview per request until the app closes the pipe."""
     os.nice(5)
-    limit = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", str(MEMORY_LIMIT_MB))) * 1024 * 1024
+    limit_mb = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", str(MEMORY_LIMIT_MB)))
     from ui.uploads import parsing  # noqa: F401 - loaded before the confinement closes the file system
 
     load_readers()  # before the limit: the limit is for the file, not the libraries
-    with open("/proc/self/status") as fh:
-        vm = next((int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:")), 0)
     try:
-        lock_down(app_root, folder, uid)
+        lock_down(app_root, folder, uid, new_root, limit_mb)
     except PreviewConfinementError as exc:
         refuse(fd_in, fd_out, str(exc))
         return
-    resource.setrlimit(resource.RLIMIT_AS, (vm + limit, vm + limit))
     reader = FrameReader(fd_in)
     while True:
         try:
