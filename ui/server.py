@@ -21,6 +21,7 @@ from ui.session.presence import PresenceMiddleware
 from ui.settings import AppConfig
 from ui.web.disk_floor import DiskFloorMiddleware
 from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version, refuse_remote_files
+from ui.web.rate_limit import stop_uvicorn_trusting_loopback_proxies
 from ui.web.security_headers import SecurityHeadersMiddleware
 from ui.web.sign_in import build_page
 
@@ -88,5 +89,6 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     kwargs = launch_kwargs(config)
     kwargs.update(overrides)
+    stop_uvicorn_trusting_loopback_proxies()  # the peer is the socket's unless a proxy is trusted
     demo.launch(**kwargs)
     return demo, controller
