@@ -20,6 +20,7 @@ pass one free place) and taken back if it succeeds.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections import deque
@@ -149,7 +150,7 @@ class LoginThrottle:
 
 
 def _message(wait_s: float, now: float, why: str) -> str:
-    seconds = max(1, round(wait_s + 0.5))
+    seconds = max(1, math.ceil(wait_s))
     when = datetime.fromtimestamp(now, UTC) + timedelta(seconds=seconds)
     span = f"{seconds} s" if seconds < 120 else f"{round(seconds / 60)} minutes"
     return f"{why} Try again in {span} (after {when:%H:%M:%S} UTC)."
@@ -183,7 +184,7 @@ class LoginThrottleMiddleware:
         visitor = visitor_of(Request(scope))
         verdict = self.throttle.attempt(visitor, account)
         if isinstance(verdict, Refusal):
-            await _answer(send, 429, verdict.message, retry_after=max(1, round(verdict.wait_s + 0.5)))
+            await _answer(send, 429, verdict.message, retry_after=max(1, math.ceil(verdict.wait_s)))
             return
         sent = False
         status = 0
