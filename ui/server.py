@@ -95,6 +95,7 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
     kwargs = launch_kwargs(config)
     kwargs.update(overrides)
     stop_uvicorn_trusting_loopback_proxies()  # the peer is the socket's unless a proxy is trusted
-    guard_login_routes(demo.expects_oauth, kwargs.get("server_name"))  # a login that tells visitors apart
+    # a login that tells visitors apart (Gradio attaches its routes in launch)
+    guard_login_routes(demo.expects_oauth, kwargs.get("server_name"), share=kwargs.get("share"))
     demo.launch(**kwargs)
     return demo, controller

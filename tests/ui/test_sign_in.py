@@ -179,6 +179,7 @@ def test_the_button_only_where_gradio_can_serve_the_login(tmp_path: Path, caplog
                     {"GRADIO_SERVER_NAME": "192.168.1.20", "AGENTDECK_HF_LOGIN": "1"},
                     {"GRADIO_SERVER_NAME": "::", "AGENTDECK_HF_LOGIN": "1"},
                     {"GRADIO_SERVER_NAME": "example.org", "AGENTDECK_HF_LOGIN": "1"},
+                    {"GRADIO_SHARE": "true", "AGENTDECK_HF_LOGIN": "1"},
                     {"SPACE_ID": "me/demo"}, {"SPACE_ID": "me/demo", **oauth}):
             caplog.clear()
             assert not hf_login_from_env({**no_token, "HF_TOKEN": "hf_mine", **env}), env
@@ -209,6 +210,10 @@ def test_launch_refuses_login_routes_that_cannot_tell_visitors_apart(monkeypatch
                         ("0.0.0.0", {"SYSTEM": "spaces", "SPACE_ID": "me/demo"})):
         with pytest.raises(ConfigurationError, match="visitor|anyone"):
             guard_login_routes(True, server, env)
+    shared = ((True, {"AGENTDECK_HF_LOGIN": "1"}), (None, {"AGENTDECK_HF_LOGIN": "1", "GRADIO_SHARE": "True"}))
+    for share, env in shared:
+        with pytest.raises(ConfigurationError, match="public link"):  # a tunnel to the loopback server
+            guard_login_routes(True, "127.0.0.1", env, share=share)
     assert gradio.oauth.OAUTH_CLIENT_SECRET is None
     guard_login_routes(True, "127.0.0.1", {"AGENTDECK_HF_LOGIN": "1"})
     first = gradio.oauth.OAUTH_CLIENT_SECRET

@@ -75,6 +75,8 @@ def hf_login_from_env(env: Mapping[str, str] | None = None) -> bool:
                         "signs in this machine's own Hugging Face account.")
         return False
     where = bind_address(env)
+    if env.get("GRADIO_SHARE", "").strip().lower() in ("1", "true", "yes"):
+        where = f"{where} shared through a public link"
     if not loopback_only(where):
         LOG.warning("AgentDeck: no Sign in with Hugging Face button: AGENTDECK_HF_LOGIN=1 mocks the login with this "
                     "machine's own Hugging Face account, so it is only for a server bound to loopback "

@@ -18,9 +18,10 @@ from ui.web.hf_login_env import bind_address, loopback_only, on_a_space
 
 
 def guard_login_routes(expects_oauth: bool, server_name: str | None = None,
-                       env: Mapping[str, str] | None = None) -> None:
+                       env: Mapping[str, str] | None = None, share: bool | None = None) -> None:
     """Refuse to serve a login that would not tell visitors apart; give the local mock a secret session key.
-    `server_name`: the address launch() binds (None: Gradio's default, GRADIO_SERVER_NAME or 127.0.0.1)."""
+    `server_name`: the address launch() binds (None: Gradio's default, GRADIO_SERVER_NAME or 127.0.0.1);
+    `share`: launch()'s (None: GRADIO_SHARE), a public tunnel to a loopback server is no loopback-only server."""
     if not expects_oauth:
         return  # no login routes, no session middleware: a session cookie is not even read
     import gradio.oauth
@@ -34,7 +35,11 @@ def guard_login_routes(expects_oauth: bool, server_name: str | None = None,
                 "matter, or leave the sign-in off.")
         return
     where = server_name or bind_address(env)
-    if env.get("AGENTDECK_HF_LOGIN", "") != "1" or not loopback_only(where):
+    if share is None:
+        share = env.get("GRADIO_SHARE", "").strip().lower() in ("1", "true", "yes")
+    if share:
+        where = f"{where} shared through a public link"
+    if env.get("AGENTDECK_HF_LOGIN", "") != "1" or share or not loopback_only(where):
         raise ConfigurationError(
             f"Sign in with Hugging Face is on outside a Space, on {where[:60]}: Gradio would only mock it, making "
             "every visitor this machine's own Hugging Face account. The mock is for AGENTDECK_HF_LOGIN=1 on a server "
