@@ -80,7 +80,7 @@ class _Failures:
         return times[-1] + self.ladder.wait(len(times))
 
     def add(self, key: str, now: float) -> None:
-        times = self._times.pop(key, None) or deque(maxlen=self.ladder.lock_after + 8)
+        times = self._times.pop(key, None) or deque(maxlen=min(self.ladder.lock_after + 8, 1000))
         times.append(now)
         self._times[key] = times  # re-inserted: the most recent key last
         if len(self._times) > MAX_KEYS:
