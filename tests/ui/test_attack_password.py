@@ -128,6 +128,16 @@ def test_one_address_spraying_account_names_is_stopped_by_its_own_counter() -> N
     throttle = LoginThrottle(clock=clock)
     outcomes = [fail(throttle, "203.0.113.9", f"name{n}") for n in range(40)]
     assert outcomes[:10] == [None] * 10 and all(isinstance(o, Refusal) for o in outcomes[10:])
+    checked = 10
+    while checked < 18:  # each next name as soon as the address may: then it is locked out on every name
+        verdict = throttle.attempt("203.0.113.9", f"other{checked}")
+        if isinstance(verdict, Refusal):
+            assert verdict.wait_s <= 128
+            clock.now += verdict.wait_s + 0.01
+        else:
+            checked += 1
+    locked = throttle.attempt("203.0.113.9", "yet-another")
+    assert isinstance(locked, Refusal) and locked.wait_s > WINDOW_S - 1
 
 
 def test_many_addresses_only_slow_the_account_and_its_owner_still_gets_in() -> None:

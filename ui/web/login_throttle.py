@@ -7,7 +7,7 @@ being checked, even the right one, with when to retry):
 - one visitor (address) on one account: 3 wrong passwords free, then 1, 2, 4 ... 64 s between attempts, and
   after 10 the pair is locked out for the whole window (15 minutes);
 - one visitor on any account (so spraying names from one address does not dodge the pair's limit): the same with
-  10 free and a lockout after 30;
+  10 free, then 1 ... 128 s, and a lockout after 18;
 - one account from anywhere (many addresses, each under its own limits): a slowdown only, never a lockout: after
   10 wrong passwords in the window, 1, 2, 4, 8, then at most 10 s between attempts. A lockout here would let
   anyone lock the owner out for good by sending a wrong password now and then; the slowdown caps a distributed
@@ -57,7 +57,7 @@ class Ladder:
 
 
 PAIR = Ladder(free=3, lock_after=10, cap_s=WINDOW_S)
-VISITOR = Ladder(free=10, lock_after=30, cap_s=WINDOW_S)
+VISITOR = Ladder(free=10, lock_after=18, cap_s=WINDOW_S)
 ACCOUNT = Ladder(free=10, lock_after=10**9, cap_s=10.0)  # a slowdown, never a lockout
 
 
