@@ -100,7 +100,9 @@ def main() -> int:
     transcript = write_transcript(base / "t.json", TASK)
     model = f"replay:{transcript}"
     env = {"AGENTDECK_MAX_UPLOAD_MB": "50", "AGENTDECK_PAGELESS_IDLE_S": "20", "AGENTDECK_MAX_SANDBOXES": "8",
-           "AGENTDECK_RUNS_PER_MINUTE": "10"}
+           "AGENTDECK_RUNS_PER_MINUTE": "10",
+           # the bench stands in for a proxy: the visitors' addresses come in X-Forwarded-For
+           "AGENTDECK_TRUST_FORWARDED": "1"}
     data = base / "data"
     data.mkdir()
     from tests.ui.ui_testlib import free_port

@@ -21,6 +21,9 @@ from ui.session.presence import PresenceMiddleware
 from ui.settings import AppConfig
 from ui.web.disk_floor import DiskFloorMiddleware
 from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version, private_uploads, refuse_remote_files
+from ui.web.login_guard import guard_login_routes
+from ui.web.login_throttle import LoginThrottleMiddleware
+from ui.web.rate_limit import stop_uvicorn_trusting_loopback_proxies
 from ui.web.security_headers import SecurityHeadersMiddleware
 from ui.web.sign_in import build_page
 
@@ -62,7 +65,10 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
     }
     if config.auth:
         kwargs["auth"] = config.auth
-        kwargs["auth_message"] = "AgentDeck: sign in with the username and password the server was started with."
+        kwargs["auth_message"] = ("AgentDeck: sign in with the username and password the server was started with. "
+                                  "After several wrong passwords sign-in pauses for a while (up to 15 minutes).")
+        # Gradio checks every password it is sent: wrong ones slow down, then lock out (ui/web/login_throttle.py).
+        kwargs["app_kwargs"]["middleware"].append(Middleware(LoginThrottleMiddleware))
     return kwargs
 
 
@@ -89,5 +95,8 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     kwargs = launch_kwargs(config)
     kwargs.update(overrides)
+    stop_uvicorn_trusting_loopback_proxies()  # the peer is the socket's unless a proxy is trusted
+    # a login that tells visitors apart (Gradio attaches its routes in launch)
+    guard_login_routes(demo.expects_oauth, kwargs.get("server_name"), share=kwargs.get("share"))
     demo.launch(**kwargs)
     return demo, controller

@@ -16,8 +16,11 @@ Environment variables:
   AGENTDECK_MAX_SESSIONS       live sessions (tabs and API clients) at once; the longest idle ones without a run or
                                a page are closed first to make room (2000)
   AGENTDECK_DECISION_TIMEOUT_S a run paused for a decision nobody makes is closed after this long (1800)
-  AGENTDECK_TRUST_FORWARDED    1: take the visitor's address from X-Forwarded-For (set behind your own proxy;
-                               on a Space it is trusted already)
+  AGENTDECK_TRUST_FORWARDED    1: take the visitor's address from X-Forwarded-For's right-most hop, if it is an IP
+                               address (set behind your own proxy; on a real Space, SYSTEM=spaces, it is trusted
+                               already; ui/web/rate_limit.py)
+  AGENTDECK_HF_LOGIN           1: Gradio's mocked "Sign in with Hugging Face" (everyone becomes this machine's account),
+                               for local development on a loopback-only server (ui/web/hf_login_env.py)
   AGENTDECK_MAX_TOKENS_PER_RUN model tokens one run may use before it stops (default: no cap)
   AGENTDECK_RUNS_AT_ONCE       runs one visitor may have going at the same time (2)
   AGENTDECK_RUNS_PER_MINUTE    runs one visitor (one address) may start per minute (10)
@@ -28,7 +31,8 @@ Environment variables:
                                running code stops writing (saved chats keep their files, so visitors could fill it)
   AGENTDECK_MAX_PUBLISHED_MB   what one chat's shown files (a copy per version, in Gradio's folder) may take (2048)
   AGENTDECK_APPROVAL_MODE      the approval mode a new tab starts with (autonomous; see ui/panels/approval_panel.py)
-  AGENTDECK_USERNAME / AGENTDECK_PASSWORD   turn on password protection
+  AGENTDECK_USERNAME / AGENTDECK_PASSWORD   turn on password protection (wrong passwords slow down, then lock out:
+                               ui/web/login_throttle.py)
   AGENTDECK_MODELS             comma-separated model strings visitors may pick (default: the configured model,
                                the embedded one and the hosted defaults; never replay:, transformers: or custom
                                endpoints unless listed here or set as AGENTDECK_MODEL)
@@ -120,7 +124,7 @@ class AppConfig:
     allowed_models: tuple[str, ...] | None = None  # None: the default offer (see visitor_models)
     allowed_tools: tuple[str, ...] | None = None  # None: every built-in tool
     free_choice: bool = False  # a single-user install: any model string, tool and import
-    hf_login: bool = False  # the "Sign in with Hugging Face" button (on a Space, or AGENTDECK_HF_LOGIN=1 with a token)
+    hf_login: bool = False  # "Sign in with Hugging Face": a real Space's OAuth, or the local mock (hf_login_env.py)
 
     def needs_sign_in(self, settings: RunSettings) -> bool:
         """A Hugging Face model with neither the visitor's token nor a server key: the visitor must sign in."""
@@ -200,7 +204,7 @@ class AppConfig:
             allowed_models=_list_env("AGENTDECK_MODELS"),
             allowed_tools=_list_env("AGENTDECK_TOOLS"),
             free_choice=os.environ.get("AGENTDECK_ALLOW_ANY_MODEL", "").strip().lower() in ("1", "true", "yes"),
-            hf_login=hf_login_from_env(),  # on a Space with OAuth, or locally with a token (ui/web/sign_in.py)
+            hf_login=hf_login_from_env(),  # a real Space's OAuth, or the loopback-only local mock (hf_login_env.py)
         )
 
 

@@ -27,14 +27,16 @@ class _Req:
 
 
 def test_visitor_address_behind_a_space_is_the_proxys_hop_not_the_clients_claim(monkeypatch) -> None:
+    monkeypatch.setenv("SYSTEM", "spaces")
     monkeypatch.setenv("SPACE_ID", "someone/demo")
     assert visitor_of(_Req()) == "10.0.0.9"
 
 
 def test_forwarded_header_is_ignored_without_a_trusted_proxy(monkeypatch) -> None:
     """Without a proxy anyone can write X-Forwarded-For: trusting it would give a fresh limit per request."""
-    monkeypatch.delenv("SPACE_ID", raising=False)
+    monkeypatch.delenv("SYSTEM", raising=False)
     monkeypatch.delenv("AGENTDECK_TRUST_FORWARDED", raising=False)
+    monkeypatch.setenv("SPACE_ID", "someone/demo")  # the Space's image run elsewhere: only a name
     assert visitor_of(_Req()) == "127.0.0.1"
     monkeypatch.setenv("AGENTDECK_TRUST_FORWARDED", "1")
     assert visitor_of(_Req()) == "10.0.0.9"
@@ -245,6 +247,7 @@ def test_a_message_that_starts_no_run_gives_its_sandbox_place_back(tmp_path: Pat
 
 def test_an_ipv6_visitor_is_counted_by_its_64_network(monkeypatch) -> None:
     """A single line or cloud machine holds a whole /64: rotating addresses in it gives no fresh limits."""
+    monkeypatch.setenv("SYSTEM", "spaces")
     monkeypatch.setenv("SPACE_ID", "someone/demo")
     limiter = RunRateLimiter(per_minute=2)
     for n in range(2):

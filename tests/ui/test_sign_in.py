@@ -166,15 +166,63 @@ def test_the_button_only_where_gradio_can_serve_the_login(tmp_path: Path, caplog
         assert caplog.records == []
         # Locally Gradio mocks the login with the machine's token: without one it would crash at start-up.
         assert not hf_login_from_env({**no_token, "AGENTDECK_HF_LOGIN": "1"})
-        assert not hf_login_from_env({**no_token, "SPACE_ID": "me/demo"})  # SPACE_ID alone is not a Space
-        assert [r.getMessage().count("\n") for r in caplog.records] == [0, 0]  # one line each
         assert "HF_TOKEN" in caplog.records[0].getMessage()
         caplog.clear()
         assert hf_login_from_env({**no_token, "AGENTDECK_HF_LOGIN": "1", "HF_TOKEN": "hf_mine"})
+        assert hf_login_from_env({**no_token, "AGENTDECK_HF_LOGIN": "1", "HF_TOKEN": "hf_mine",
+                                  "GRADIO_SERVER_NAME": "::1"})
         assert hf_login_from_env({**no_token, **oauth, "SYSTEM": "spaces", "SPACE_ID": "me/demo"})
         assert caplog.records == []
+        # The mock makes every visitor this machine's account: never on a server others reach, never for a
+        # Space's image run elsewhere (SPACE_ID alone), however many tokens the machine has.
+        for env in ({"GRADIO_SERVER_NAME": "0.0.0.0", "AGENTDECK_HF_LOGIN": "1"},
+                    {"GRADIO_SERVER_NAME": "192.168.1.20", "AGENTDECK_HF_LOGIN": "1"},
+                    {"GRADIO_SERVER_NAME": "::", "AGENTDECK_HF_LOGIN": "1"},
+                    {"GRADIO_SERVER_NAME": "example.org", "AGENTDECK_HF_LOGIN": "1"},
+                    {"GRADIO_SHARE": "true", "AGENTDECK_HF_LOGIN": "1"},
+                    {"SPACE_ID": "me/demo"}, {"SPACE_ID": "me/demo", **oauth}):
+            caplog.clear()
+            assert not hf_login_from_env({**no_token, "HF_TOKEN": "hf_mine", **env}), env
+            assert len(caplog.records) == 1 and "\n" not in caplog.records[0].getMessage(), env
+            assert "every visitor" in caplog.records[0].getMessage()
+        caplog.clear()
         assert not hf_login_from_env({**no_token, "SYSTEM": "spaces", "SPACE_ID": "me/demo"})
         assert "hf_oauth: true" in caplog.records[0].getMessage()
+        caplog.clear()  # a Space whose secret is empty: its cookie key would be sha256("-v4")
+        assert not hf_login_from_env({**no_token, **oauth, "OAUTH_CLIENT_SECRET": " ", "SYSTEM": "spaces",
+                                      "SPACE_ID": "me/demo"})
+        assert "OAUTH_CLIENT_SECRET" in caplog.records[0].getMessage()
+
+
+def test_launch_refuses_login_routes_that_cannot_tell_visitors_apart(monkeypatch) -> None:
+    """The page may be built with the button in code, or served on another address than the environment says:
+    before Gradio attaches its routes, the mock is refused off loopback and a Space needs a real secret."""
+    import gradio.oauth
+
+    from agents.errors import ConfigurationError
+    from ui.web.login_guard import guard_login_routes
+
+    monkeypatch.setattr(gradio.oauth, "OAUTH_CLIENT_SECRET", None)
+    guard_login_routes(False, "0.0.0.0", {})  # no button: no routes, nothing to check
+    for server, env in (("0.0.0.0", {"AGENTDECK_HF_LOGIN": "1"}), ("10.0.0.5", {"AGENTDECK_HF_LOGIN": "1"}),
+                        (None, {"AGENTDECK_HF_LOGIN": "1", "GRADIO_SERVER_NAME": "0.0.0.0"}),
+                        ("127.0.0.1", {"SPACE_ID": "me/demo"}),
+                        ("0.0.0.0", {"SYSTEM": "spaces", "SPACE_ID": "me/demo"})):
+        with pytest.raises(ConfigurationError, match="visitor|anyone"):
+            guard_login_routes(True, server, env)
+    shared = ((True, {"AGENTDECK_HF_LOGIN": "1"}), (None, {"AGENTDECK_HF_LOGIN": "1", "GRADIO_SHARE": "True"}))
+    for share, env in shared:
+        with pytest.raises(ConfigurationError, match="public link"):  # a tunnel to the loopback server
+            guard_login_routes(True, "127.0.0.1", env, share=share)
+    assert gradio.oauth.OAUTH_CLIENT_SECRET is None
+    guard_login_routes(True, "127.0.0.1", {"AGENTDECK_HF_LOGIN": "1"})
+    first = gradio.oauth.OAUTH_CLIENT_SECRET
+    assert first and len(first) >= 32  # the mock's cookie key is no longer derived from ""
+    guard_login_routes(True, None, {"AGENTDECK_HF_LOGIN": "1"})
+    assert gradio.oauth.OAUTH_CLIENT_SECRET != first
+    monkeypatch.setattr(gradio.oauth, "OAUTH_CLIENT_SECRET", "real-secret")
+    guard_login_routes(True, "0.0.0.0", {"SYSTEM": "spaces", "SPACE_ID": "me/demo"})  # a real Space
+    assert gradio.oauth.OAUTH_CLIENT_SECRET == "real-secret"
 
 
 def test_gradios_local_mock_token_stands_for_the_machines_login(monkeypatch) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -121,6 +122,8 @@ def run_app(transcript: Path, data_dir: Path, extra_env: dict[str, str] | None =
         try:
             with urllib.request.urlopen(url + "config", timeout=2):
                 return True
+        except urllib.error.HTTPError:  # it answers (401: a password-protected app)
+            return True
         except OSError:
             return False
 

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ui.web.hf_login_env import on_a_space
+
 WINDOW_S = 60.0
 
 
@@ -66,21 +68,49 @@ class RunRateLimiter:
 
 
 def trusts_forwarded_header() -> bool:
-    """X-Forwarded-For is the visitor's address only behind a proxy that sets it (a Space's, or the operator's
-    own when AGENTDECK_TRUST_FORWARDED=1); otherwise anyone can write it and get a fresh limit per request."""
-    return bool(os.environ.get("SPACE_ID")) or os.environ.get("AGENTDECK_TRUST_FORWARDED", "") == "1"
+    """X-Forwarded-For is the visitor's address only behind a proxy that sets it: a real Space's (SYSTEM=spaces,
+    as Gradio decides it; SPACE_ID alone is only a name an image carries, also run elsewhere), or the operator's
+    own when AGENTDECK_TRUST_FORWARDED=1. Anywhere else anyone can write it and get a fresh limit per request."""
+    return on_a_space() or os.environ.get("AGENTDECK_TRUST_FORWARDED", "") == "1"
 
 
 def visitor_of(request: Any) -> str:
-    """The visitor's address: behind a trusted proxy, the last X-Forwarded-For hop (added by the proxy, not
-    the client); else the connection's peer. An IPv6 address counts as its /64 network."""
+    """The visitor's address: behind a trusted proxy, the right-most X-Forwarded-For hop (the one that proxy
+    appended: the hops left of it are whatever the client sent), else the connection's peer. A hop that is not
+    an IP address (`host:port`, a name, an IPv6 zone `%eth0`, garbage) falls back to the peer: each different
+    string would otherwise count as a visitor of its own. An IPv6 address counts as its /64 network."""
     if trusts_forwarded_header():
-        headers = getattr(request, "headers", None) or {}
-        forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
-        if forwarded:
-            return address_key(forwarded.split(",")[-1].strip()[:64])
+        hop = parsed_address(_last_forwarded_hop(getattr(request, "headers", None)))
+        if hop is not None:
+            return address_key(str(hop))
     client = getattr(request, "client", None)
     return address_key(str(getattr(client, "host", "") or "unknown")[:64])
+
+
+def _last_forwarded_hop(headers: Any) -> str:
+    """The last hop of the last X-Forwarded-For line (a proxy may add a line of its own after the client's)."""
+    if headers is None:
+        return ""
+    if hasattr(headers, "getlist"):
+        lines = headers.getlist("x-forwarded-for")
+    elif hasattr(headers, "get"):
+        lines = [headers.get("x-forwarded-for", "")]
+    else:
+        return ""
+    return str(lines[-1] if lines else "").split(",")[-1].strip()
+
+
+def parsed_address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """`text` as a plain IP address (brackets around IPv6 allowed), or None: no port, no zone, no name."""
+    text = text.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    if not text or len(text) > 45 or "%" in text:
+        return None
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
 
 
 def address_key(address: str) -> str:
@@ -96,3 +126,15 @@ def address_key(address: str) -> str:
             return str(ip.ipv4_mapped)
         return str(ipaddress.ip_network(f"{ip}/64", strict=False))
     return str(ip)
+
+
+def stop_uvicorn_trusting_loopback_proxies(env: dict[str, str] | None = None) -> None:
+    """Uvicorn (which Gradio serves with) rewrites the connection's peer from X-Forwarded-For whenever the peer is
+    127.0.0.1 or ::1 (its FORWARDED_ALLOW_IPS default), taking a `host:port` or `%zone` value as it comes: a
+    visitor on this machine, or any visitor through a local proxy, named their own "peer" before `visitor_of`
+    saw it, and the peer is what an unparseable forwarded hop falls back to. So uvicorn trusts no one and
+    `visitor_of` alone reads the header; left alone on a real Space (its proxy is Hugging Face's) and when the
+    operator set FORWARDED_ALLOW_IPS. Called before the server starts (uvicorn reads the variable then)."""
+    target = os.environ if env is None else env
+    if "FORWARDED_ALLOW_IPS" not in target and not on_a_space(target):
+        target["FORWARDED_ALLOW_IPS"] = ""  # no address is trusted: the peer stays the socket's
