@@ -65,7 +65,8 @@ class WorkspaceSpec:
 
     A backend whose worker does not see the app's disk copies or mounts it; either way the app reads and writes
     the workspace only through the host's file operations, except where `Capabilities.same_disk` says `path` is
-    the very folder the worker writes (the local backend). `extra_read_paths`: folders of the app's machine the
+    the very folder the worker writes (the local backend; `push_workspace`/`pull_workspace` keep the two
+    in step otherwise). `extra_read_paths`: folders of the app's machine the
     code may read (local backend only; others refuse a spec that names any: `SandboxStartError`).
     """
 
@@ -105,7 +106,7 @@ class Capabilities:
       while tools run; a worker busy between steps is replaced).
     - `disk_usage`: `disk_over` counts the sandbox's files (workspace and temp, deleted-but-open included).
     - `same_disk`: `WorkspaceSpec.path` is the folder the worker writes, so artifacts' `abs_path` is a real file
-      of the app's machine at once (otherwise the host copies the workspace back: see `sync_workspace`).
+      of the app's machine at once (otherwise the host copies the workspace back: see `pull_workspace`).
     - `attach`: `SandboxBackend.attach` can find a live host by id (from this process at least).
     """
 
@@ -139,7 +140,9 @@ class SandboxHost(Protocol):
 
     id: str
     capabilities: Capabilities
-    ready: dict[str, Any] | None
+
+    @property
+    def ready(self) -> dict[str, Any] | None: ...
 
     @property
     def dead(self) -> bool: ...
@@ -249,9 +252,15 @@ class SandboxHost(Protocol):
         Same refusals as `get_file`; the file is replaced whole, never written through a link."""
         ...
 
-    def sync_workspace(self) -> None:
-        """Make `WorkspaceSpec.path` hold what the worker's workspace holds now (after a run), for backends
-        without `same_disk`; a no-op where the worker writes that folder itself."""
+    def push_workspace(self) -> None:
+        """Before each run: files the app put in `WorkspaceSpec.path` (uploads, a restored chat) become the
+        worker's to change (local: handed to its user id; a backend without `same_disk` copies them in)."""
+        ...
+
+    def pull_workspace(self) -> None:
+        """After each run: make `WorkspaceSpec.path` hold what the worker's workspace holds now, for backends
+        without `same_disk` (regular files only, never through a link, within the disk limits); a no-op where
+        the worker writes that folder itself."""
         ...
 
     def security_report(self) -> dict[str, dict[str, Any]]:
