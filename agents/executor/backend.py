@@ -78,13 +78,15 @@ class WorkspaceSpec:
 class SandboxSpec:
     """Everything a backend needs to start one sandbox: its imports, its limits, its workspace, its layers.
 
+    `workspace` None: a warm start (`Capabilities.warm_start`, `pool.py`): the backend starts what does not depend
+    on the session (the process or container, the preloaded imports) and the host waits for `assign(spec)`.
     `tools`: the tool names the worker starts with (it is told of later ones over the channel). `env`: extra
     environment variables for the worker (never the app's own environment). `use_landlock`, `use_seccomp`,
     `private_root`: the kernel layers the app may switch off (each reported); `python_layers=False` only for the
     attack test suite (no guard, the real builtins: the kernel layers must hold on their own).
     """
 
-    workspace: WorkspaceSpec
+    workspace: WorkspaceSpec | None
     authorized_imports: tuple[str, ...] = ()
     limits: SandboxLimits = SandboxLimits()
     tools: tuple[str, ...] = ()
@@ -108,6 +110,8 @@ class Capabilities:
     - `same_disk`: `WorkspaceSpec.path` is the folder the worker writes, so artifacts' `abs_path` is a real file
       of the app's machine at once (otherwise the host copies the workspace back: see `pull_workspace`).
     - `attach`: `SandboxBackend.attach` can find a live host by id (from this process at least).
+    - `warm_start`: `start` takes a spec without a workspace and `assign` completes it later (the pool keeps such
+      hosts ready); without it the pool keeps nothing for the backend and every start is cold.
     """
 
     suspend: bool = False
@@ -116,6 +120,7 @@ class Capabilities:
     disk_usage: bool = False
     same_disk: bool = False
     attach: bool = False
+    warm_start: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,13 @@ class SandboxHost(Protocol):
 
     @property
     def dead(self) -> bool: ...
+
+    def assign(self, spec: SandboxSpec) -> None:
+        """Complete a warm host (started from a spec without a workspace) for one session: `spec` is the start
+        spec with its workspace (and tools) filled in; its other fields equal the start spec's (the pool's key).
+        After it the host behaves as one started from `spec`. Only once, before `wait_ready`; `SandboxStartError`
+        on a host that was not started warm or is dead."""
+        ...
 
     # --- the channel -----------------------------------------------------------------------------------------
     def wait_ready(self, timeout: float) -> dict[str, Any]:
@@ -261,6 +273,11 @@ class SandboxHost(Protocol):
         """After each run: make `WorkspaceSpec.path` hold what the worker's workspace holds now, for backends
         without `same_disk` (regular files only, never through a link, within the disk limits); a no-op where
         the worker writes that folder itself."""
+        ...
+
+    def memory_bytes(self) -> int | None:
+        """Memory the sandbox holds now as its engine counts it (local: the worker's proportional set size;
+        a container: its cgroup's usage), or None if unknown. For the bench and the operator, not a limit."""
         ...
 
     def security_report(self) -> dict[str, dict[str, Any]]:

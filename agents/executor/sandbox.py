@@ -20,9 +20,11 @@ from typing import Any
 
 from . import artifacts as _artifacts
 from . import backends, execution_result
+from . import pool as _pool
 from .backend import SandboxBackend, SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec
 from .errors import InvalidVariableError, SandboxClosedError
 from .execution_result import ExecutionResult
+from .pool import WarmPool
 from .protocol import ChannelClosed, ProtocolError, encode_json
 from .run_watch import RunWatch
 from .tool_calls import check_tool_names, serve_tool_call
@@ -47,8 +49,11 @@ class PythonSandbox:
                  extra_read_paths: Iterable[str] = (), use_landlock: bool = True, use_seccomp: bool = True,
                  startup_timeout_s: float = 120, nice: int = 5, max_disk_mb: int = 1024,
                  private_root: bool = True, python_layers: bool = True, max_disk_files: int = 20_000,
-                 min_free_mb: int = 0, backend: str | SandboxBackend | None = None) -> None:
+                 min_free_mb: int = 0, backend: str | SandboxBackend | None = None,
+                 pool: bool | WarmPool = False) -> None:
         self.backend = backends.resolve(backend)
+        # Warm starts (pool.py): a worker started ahead of time, taken once; True is the process's pool.
+        self._pool = _pool.for_backend(self.backend) if pool is True else (pool or None)
         os.makedirs(workdir, exist_ok=True)
         self.workdir = os.path.realpath(workdir)
         self.authorized_imports = list(authorized_imports)
@@ -119,7 +124,9 @@ class PythonSandbox:
     # --- lifecycle ------------------------------------------------------------
     def _spawn(self) -> SandboxHost:
         self._idle_cpu = None
-        return self.backend.start(dataclasses.replace(self.spec, tools=tuple(sorted(self._tools))))
+        spec = dataclasses.replace(self.spec, tools=tuple(sorted(self._tools)))
+        host = self._pool.take(spec) if self._pool is not None else None
+        return host if host is not None else self.backend.start(spec)
 
     def _ready_worker(self) -> SandboxHost:
         with self._state_lock:

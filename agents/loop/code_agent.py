@@ -45,10 +45,11 @@ class CodeAgent(MultiStepAgent):
     def __init__(self, tools: Iterable[Tool] = (), model: Model | None = None,
                  authorized_imports: list[str] | tuple[str, ...] = (), workdir: str | os.PathLike[str] | None = None,
                  executor_timeout_s: float = 30.0, sandbox: str | SandboxBackend | None = None,
-                 sandbox_limits: SandboxLimits | None = None, **kwargs: Any) -> None:
+                 sandbox_limits: SandboxLimits | None = None, sandbox_pool: bool = False, **kwargs: Any) -> None:
         """`sandbox`: the backend the code runs on, by name (`agents.executor.backends.available()`) or as an
         object; None is the app's default (`AGENTDECK_SANDBOX`, else local). `sandbox_limits`: the sandbox's
-        limits (`executor_timeout_s` takes the place of its `timeout_s`)."""
+        limits (`executor_timeout_s` takes the place of its `timeout_s`). `sandbox_pool`: start from a sandbox
+        the backend's warm pool started ahead of time (`agents/executor/pool.py`), when one is ready."""
         self.authorized_imports = sorted(set(BASE_IMPORTS) | set(authorized_imports))
         self._owns_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="agentdeck-"))
@@ -56,6 +57,7 @@ class CodeAgent(MultiStepAgent):
         self.executor_timeout_s = executor_timeout_s
         self.sandbox_backend = sandbox
         self.sandbox_limits = sandbox_limits
+        self.sandbox_pool = sandbox_pool
         self._sandbox: PythonSandbox | None = None
         self._sandbox_lock = threading.Lock()
         self.profile = profile_for(model)
@@ -107,7 +109,7 @@ class CodeAgent(MultiStepAgent):
                 limits = dataclasses.asdict(self.sandbox_limits) if self.sandbox_limits is not None else {}
                 limits["timeout_s"] = self.executor_timeout_s
                 sandbox = PythonSandbox(workdir=str(self.workdir), authorized_imports=list(self.authorized_imports),
-                                        backend=self.sandbox_backend, **limits)
+                                        backend=self.sandbox_backend, pool=self.sandbox_pool, **limits)
                 sandbox.register_tools(self.runner.as_callables(None))  # each run binds its own (_execute_code)
                 self._sandbox = sandbox
             return self._sandbox
