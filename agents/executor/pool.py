@@ -101,8 +101,12 @@ class WarmPool:
         return host
 
     def ready_count(self, spec: SandboxSpec) -> int:
+        return len(self.ready_hosts(spec))
+
+    def ready_hosts(self, spec: SandboxSpec) -> list[SandboxHost]:
+        """The started, not yet taken hosts for `spec` (for the bench and tests: to wait until they settle)."""
         with self._lock:
-            return sum(not h.dead for h in self._ready.get(_key(spec), []))
+            return [h for h in self._ready.get(_key(spec), []) if not h.dead]
 
     def _next_missing(self) -> tuple[Hashable, SandboxSpec] | None:
         with self._lock:
