@@ -158,6 +158,6 @@ def for_backend(backend: SandboxBackend) -> WarmPool:
     """The process's pool for `backend` (sized by AGENTDECK_SANDBOX_POOL when first asked for)."""
     with _pools_lock:
         pool = _pools.get(backend.name)
-        if pool is None or pool.backend is not backend:
+        if pool is None or pool.backend is not backend or pool._closed:
             pool = _pools[backend.name] = WarmPool(backend)
         return pool
