@@ -150,3 +150,17 @@ def test_an_agents_first_step_starts_from_the_pool_the_app_warmed(tmp_path):
             agent.close()
     finally:
         warm.close()
+
+
+@pytest.mark.parametrize("name", backends.available())
+def test_each_backend_reports_the_promises_it_cannot_hold(name, tmp_path):
+    """The security report names every watch promise, active exactly when the backend's host can keep it."""
+    promises = {"suspend": "freeze_between_steps", "thread_check": "thread_check", "cpu_time": "cpu_time",
+                "disk_usage": "disk_limit"}
+    with PythonSandbox(str(tmp_path), backend=name) as sb:
+        report = sb.security_report()
+        host = sb.host
+        assert host is not None and report["backend"]["detail"].endswith(repr(name))
+        for capability, key in promises.items():
+            assert report[key]["active"] is getattr(host.capabilities, capability), (key, report[key])
+            assert report[key]["detail"], key
