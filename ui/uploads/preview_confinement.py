@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from agents.executor import confinement, identity
 from agents.executor.confinement import ConfinementConfig, read_roots
-from agents.executor.process import SINGLE_THREAD_ENV
+from agents.executor.local.process import SINGLE_THREAD_ENV
 
 #: Readers loaded before confinement (later imports would still work: they read library folders only).
 READERS = ("pandas", "pyarrow.parquet", "openpyxl", "pypdf", "charset_normalizer", "ui.uploads.parsing",
