@@ -1,6 +1,8 @@
 """CodeAgent through the real sandbox: the public API, observations, errors fed back, state between steps."""
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from agents import ReplayModel, RunState, tool
@@ -172,13 +174,18 @@ def test_each_step_emits_the_observation_the_model_sees_next(make_code_agent):
     assert observations[1].text == model.calls[2][-1]["content"] and "NameError" in observations[1].text
 
 
-def test_a_sandbox_that_breaks_the_protocol_is_reported_to_the_model_and_the_person(make_code_agent):
+def test_a_sandbox_that_breaks_the_protocol_is_reported_to_the_model_and_the_person(make_code_agent, monkeypatch):
     """Code that tampers with the sandbox's channel (here a frame that is not a JSON object, as code holding the
     real `os` could write) gets an untrusted result: the model is told the sandbox misbehaved and its variables
     were reset, the person sees it as the step's error, and the forged output is not believed."""
     tamper = "import os, sys\nos.write(int(sys.argv[3]), (6).to_bytes(4, 'big') + b'[1, 2]')\n'forged output'"
+    import agents.executor
+
+    # The agent's sandbox with the Python layers off (as the attack suites run it): the code holds the real `os`.
+    monkeypatch.setattr(agents.executor, "PythonSandbox",
+                        functools.partial(agents.executor.PythonSandbox, python_layers=False))
     agent, model = make_code_agent([code("kept = 1"), code(tamper), code("'kept' in dir()"), "It is done."],
-                                   sandbox_options={"python_layers": False}, max_steps=3)
+                                   max_steps=3)
     events = list(agent.run("t", stream=True))
     observation = model.calls[2][-1]["content"]
     assert "The sandbox misbehaved; its variables were reset" in observation, observation
