@@ -30,6 +30,7 @@ from .tool_calls import check_tool_names, serve_tool_call
 
 log = logging.getLogger("agents.executor")
 THREAD_SAMPLE_S = 0.03  # how long threads left after a step are watched for activity
+GIVE_TREE_ENTRIES = 50_000  # entries of the workspace handed to the sandbox's user at most (or twice max_disk_files)
 IDLE_CPU_S = 0.25  # CPU a worker may use between two runs (bookkeeping only) before it counts as busy
 
 
@@ -117,10 +118,12 @@ class PythonSandbox:
                              os.path.join(self._tmpdir, f".agentdeck-worker-{secrets.token_hex(8)}.log"),
                              start_dir=self._private)
 
-    def _adopt_workspace(self) -> None:
-        """Files the app put in the workspace (uploads) become the worker's, so its code can change them."""
-        if self._uid is not None:
-            identity.give_tree(self.workdir, self._uid)
+    def _adopt_workspace(self) -> str | None:
+        """Files the app put in the workspace (uploads) become the worker's, so its code can change them.
+        Returns why some could not (a tree past the entry cap, say), for the run's output."""
+        if self._uid is None:
+            return None
+        return identity.give_tree(self.workdir, self._uid, max_entries=max(GIVE_TREE_ENTRIES, 2 * self.max_disk_files))
 
     def _ready_worker(self) -> WorkerProcess:
         with self._state_lock:
@@ -285,7 +288,7 @@ class PythonSandbox:
                 if notes:
                     self._restart()
                     worker = self._ready_worker()
-            self._adopt_workspace()
+            not_given = self._adopt_workspace()
             before = _artifacts.snapshot(self.workdir)
             self._step += 1
             run_id = secrets.token_hex(8)
@@ -315,6 +318,8 @@ class PythonSandbox:
                 execution_result.lose_state(result, note + "; the sandbox was restarted")
             after = _artifacts.snapshot(self.workdir)
             result.artifacts = _artifacts.diff(self.workdir, before, after)
+            for why in ([not_given] if not_given else []) + after.notes():
+                result.logs += f"\n[sandbox] {why}."
             self._disk.check_after_run(result, self._worker, lambda: self._restart(empty_tmp=True))
             result.duration_s = time.monotonic() - started
             return result
