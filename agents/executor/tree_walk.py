@@ -78,6 +78,11 @@ class TreeWalk:
         self._skip = False
         self._pending = 0  # names waiting in the lists of the folders above
 
+    @property
+    def depth(self) -> int:
+        """The depth of the entries of the folder being listed (during `on_leave`: of the folder just left)."""
+        return len(self._names)
+
     def skip(self) -> None:
         self._skip = True
 
