@@ -5,12 +5,13 @@ limit (4,096 characters) with `os.chdir` or `dir_fd`; a walk by path strings fai
 that skips what it cannot open counts a 1 GB subtree as nothing. Why not one descriptor per folder: 25,000 nested
 folders then exhaust the app's descriptors, failing other requests' `open()`.
 
-So every folder is opened from its parent by name (`O_NOFOLLOW`, never a path string), only the folder being
-listed is held open (the names left in the folders above are kept as lists, bounded by `max_entries`), and the
-way back up is `..`, checked against the identity (device, inode) the folder had on the way down: a folder the
-worker moved meanwhile stops the walk rather than leading it somewhere else. Whatever goes wrong raises
-`WalkError`, which callers treat as "over the limit" or "could not finish", never as "nothing there". An entry
-that vanished between its listing and its stat is skipped (it takes no room any more).
+So every folder is opened from its parent by name (`O_NOFOLLOW`, never a path string) and only the folder being
+listed is held open, with the few nearest the root (KEEP_OPEN); the names left in the folders above are kept as
+lists, bounded by `max_entries`. Below those few the way back up is `..`, checked against the identity (device,
+inode) the folder had on the way down: a folder the worker moved meanwhile stops the walk rather than leading it
+somewhere else. Whatever goes wrong raises `WalkError`, which callers treat as "over the limit" or "could not
+finish", never as "nothing there". An entry that vanished between its listing and its stat is skipped (it takes
+no room any more).
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: The folders nearest the root keep their descriptor while the walk is below them (no `..` on the way back);
+#: deeper ones are closed. So a walk holds at most KEEP_OPEN + 3 descriptors, whatever the tree.
+KEEP_OPEN = 8
 
 
 class WalkError(OSError):
@@ -57,6 +61,7 @@ class _Level:
     ident: tuple[int, int]
     scan: Iterator[os.DirEntry[str]] | None  # the folder being listed now
     names: list[str] = field(default_factory=list)  # what is left of a folder above it, to stat by name
+    fd: int | None = None  # kept open while a folder below is walked (the top KEEP_OPEN levels only)
 
 
 def open_dir(name: str, dir_fd: int | None = None) -> int:
@@ -124,6 +129,8 @@ class TreeWalk:
         finally:
             for level in levels:
                 _close_scan(level)
+                if level.fd is not None and level.fd != fd:
+                    os.close(level.fd)
             os.close(fd)
 
     # ----- steps --------------------------------------------------------------------------------------
@@ -174,7 +181,10 @@ class TreeWalk:
             os.close(child)
             raise
         self._names.append(name)
-        os.close(fd)
+        if len(levels) <= KEEP_OPEN + 1:
+            level.fd = fd
+        else:
+            os.close(fd)
         return child
 
     def _leave(self, levels: list[_Level], fd: int) -> tuple[int, str | None]:
@@ -184,6 +194,10 @@ class TreeWalk:
         if not levels:
             return fd, None
         name = self._names.pop()
+        if levels[-1].fd is not None:  # kept open on the way down
+            parent, levels[-1].fd = levels[-1].fd, None
+            os.close(fd)
+            return parent, name
         parent = os.open("..", DIR_FLAGS, dir_fd=fd)
         try:
             if _ident(os.fstat(parent)) != levels[-1].ident:
