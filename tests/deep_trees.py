@@ -60,10 +60,8 @@ def read_deep(root: str, names: list[str]) -> bytes | None:
 
 def remove_all(root: str) -> None:
     """Remove `root` and everything below, at any depth (shutil.rmtree recurses, and fails past about 1,000)."""
-    from pathlib import Path
+    from agents.executor.tree_walk import remove_tree
 
-    from agents.loop.restore import remove_new_entries
-
-    if os.path.isdir(root):
-        remove_new_entries(Path(root), {}, max_entries=10**7)
-        os.rmdir(root)
+    why = remove_tree(root)
+    if why is not None:
+        raise OSError(why)

@@ -27,6 +27,7 @@ from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache, wor
 from .protocol import ChannelClosed, ProtocolError, encode_json
 from .run_watch import RunWatch
 from .tool_calls import check_tool_names, serve_tool_call
+from .tree_walk import remove_tree
 
 log = logging.getLogger("agents.executor")
 THREAD_SAMPLE_S = 0.03  # how long threads left after a step are watched for activity
@@ -151,7 +152,7 @@ class PythonSandbox:
                 self._worker.kill()
             self._worker = None
             if empty_tmp:
-                shutil.rmtree(self._tmpdir, ignore_errors=True)
+                remove_tree(str(self._tmpdir))
                 os.makedirs(self._tmpdir, mode=0o700, exist_ok=True)
                 if self._uid is not None:
                     os.chown(self._tmpdir, self._uid, self._uid)
@@ -171,7 +172,7 @@ class PythonSandbox:
             worker, self._worker = self._worker, None
         if worker is not None:
             worker.shutdown()
-        shutil.rmtree(self._tmpdir, ignore_errors=True)
+        remove_tree(str(self._tmpdir))
         shutil.rmtree(self._private, ignore_errors=True)
         identity.release(self._uid)
         for fd in (self._wake_r, self._wake_w):

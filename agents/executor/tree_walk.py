@@ -224,3 +224,30 @@ def _close_scan(level: _Level) -> None:
     close = getattr(scan, "close", None)
     if close is not None:
         close()
+
+
+def remove_tree(root: str, max_entries: int = 10_000_000) -> str | None:
+    """Remove `root` and everything below it, at any depth, links never followed; None when it is gone, else why
+    not (what could not be removed stays). Why not shutil.rmtree: it recurses once per folder, so a tree nested
+    about a thousand deep raised RecursionError (not an OSError: `ignore_errors` does not cover it) and stayed."""
+    def rmdir(parent_fd: int, name: str) -> None:
+        try:
+            os.rmdir(name, dir_fd=parent_fd)
+        except OSError:
+            pass  # not empty (something in it could not go): the walk's end says so
+
+    try:
+        for entry in TreeWalk(root, max_entries, on_leave=rmdir):
+            if not entry.is_dir:
+                try:
+                    os.unlink(entry.name, dir_fd=entry.dir_fd)
+                except FileNotFoundError:
+                    pass
+        os.rmdir(root)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # WalkError included
+        if not os.path.lexists(root):
+            return None
+        return f"could not remove {root}: {exc.strerror or exc}"
+    return None

@@ -3,12 +3,13 @@ and a tree moved under it stops it rather than leading it elsewhere."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from agents.executor import worker_watch
-from agents.executor.tree_walk import KEEP_OPEN, TreeWalk, WalkError
+from agents.executor.tree_walk import KEEP_OPEN, TreeWalk, WalkError, remove_tree
 from tests.deep_trees import make_deep
 
 
@@ -44,3 +45,21 @@ def test_a_count_that_keeps_failing_fails_closed(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(TreeWalk, "__iter__", changing)
     use = worker_watch.usage([str(tmp_path)])
     assert not use.complete and "changed" in use.why
+
+
+@pytest.mark.slow  # 3,000 folders made and removed one by one (about 4 s)
+def test_a_tree_too_deep_for_rmtree_is_removed(tmp_path: Path) -> None:
+    """shutil.rmtree recurses once per folder: a workspace nested 3,000 deep raised RecursionError (which
+    `ignore_errors` does not cover) when its chat was deleted, and stayed on the disk."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    make_deep(str(ws), 3000, b"x", name="d")
+    with pytest.raises(RecursionError):
+        shutil.rmtree(ws, ignore_errors=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("k")
+    os.symlink(outside, ws / "link")
+    assert remove_tree(str(ws)) is None and not ws.exists()
+    assert (outside / "keep").read_text() == "k"  # the link went, not what it points to
+    assert remove_tree(str(ws)) is None  # already gone
