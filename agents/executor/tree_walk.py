@@ -101,6 +101,8 @@ class TreeWalk:
     def __iter__(self) -> Iterator[Entry]:
         try:
             fd = open_dir(self.root)
+        except FileNotFoundError:
+            return  # no folder there: nothing in it takes room
         except OSError as exc:
             raise WalkError(f"could not open {self.root}: {exc.strerror}") from exc
         levels: list[_Level] = []
