@@ -71,7 +71,8 @@ def give_tree(root: str, uid: int, max_entries: int = 50000) -> str | None:
     Walks by directory descriptor to any depth with a few descriptors at most (tree_walk.py), and never follows
     a link: a worker that swaps a folder for a link to ``/etc`` while this runs cannot redirect it. Files are
     changed through a descriptor of their own, after checking they have one link only (a hard link to a file
-    outside the workspace must not change that file's owner); fifos open without waiting, sockets are left.
+    outside the workspace must not change that file's owner); fifos open without waiting; links and sockets are
+    left as they are.
     """
     try:
         top = open_dir(root)
@@ -90,22 +91,23 @@ def give_tree(root: str, uid: int, max_entries: int = 50000) -> str | None:
             if entry.st.st_uid == uid:
                 continue
             try:
-                if stat.S_ISDIR(entry.st.st_mode) or stat.S_ISLNK(entry.st.st_mode):
-                    os.chown(entry.name, uid, uid, dir_fd=entry.dir_fd, follow_symlinks=False)
-                else:
-                    _give_file(entry.name, entry.dir_fd, uid)
+                _give(entry.name, entry.dir_fd, uid, stat.S_ISDIR(entry.st.st_mode))
             except OSError:
-                continue  # gone, or a socket: it stays as it is
+                continue  # gone, a link or a socket: it stays as it is
     except WalkError as exc:
         return f"the workspace was not all handed to the sandbox's user: {exc}"
     return None
 
 
-def _give_file(name: str, dir_fd: int, uid: int) -> None:
-    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, dir_fd=dir_fd)
+def _give(name: str, dir_fd: int, uid: int, folder: bool) -> None:
+    """Change one entry's owner through a descriptor of its own: a name the worker swaps meanwhile (for a link,
+    or a hard link to a file outside) cannot redirect it. Links themselves are left (ELOOP): who owns a link
+    changes nothing the worker may do with it."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    fd = open_dir(name, dir_fd) if folder else os.open(name, flags, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+        if st.st_uid == uid or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
             return
         os.fchown(fd, uid, uid)
     finally:

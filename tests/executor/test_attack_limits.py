@@ -326,7 +326,7 @@ def test_the_handover_changes_no_owner_outside_and_waits_on_no_fifo(tmp_path):
         os.link(str(outside), "hard", dst_dir_fd=fd)
         assert identity.give_tree(str(ws), 45678) is None
         assert os.stat("fifo", dir_fd=fd).st_uid == 45678 and os.fstat(fd).st_uid == 45678
-        assert os.stat("link", dir_fd=fd, follow_symlinks=False).st_uid == 45678
+        assert os.stat("link", dir_fd=fd, follow_symlinks=False).st_uid == 0  # links are left as they are
         assert outside.stat().st_uid == 0 and outside.read_text() == "the app's"
     finally:
         os.close(fd)
