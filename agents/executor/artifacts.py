@@ -47,8 +47,9 @@ class Snapshot:
         """What a run's output should say about files the list leaves out."""
         out = []
         if self.too_deep:
-            out.append(f"{self.too_deep:,} files lie deeper in the workspace than a path can name ({PATH_MAX:,} "
-                       "characters): they are there, but are not listed as the run's files")
+            files = "1 file lies" if self.too_deep == 1 else f"{self.too_deep:,} files lie"
+            out.append(f"{files} deeper in the workspace than a path can name ({PATH_MAX:,} characters): they "
+                       "are there, but are not listed as the run's files")
         if self.incomplete:
             out.append(f"the workspace's files were not all listed: {self.incomplete}")
         return out

@@ -188,7 +188,7 @@ def test_the_run_says_which_files_lie_too_deep_to_list_and_lists_the_deep_ones_i
         r = sb.run(DEEP_TREE_CODE + "deep(20, b'shallow enough', name='s' * 10)\ndeep(45, b'too deep')")
         assert r.error is None, r.error
         assert [a.path for a in r.artifacts] == ["/".join(["s" * 10] * 20 + ["bottom.bin"])]
-        assert "1 files lie deeper in the workspace than a path can name" in r.logs
+        assert "1 file lies deeper in the workspace than a path can name" in r.logs
 
 
 def test_a_workspace_the_app_cannot_walk_fails_closed(tmp_path, monkeypatch):
