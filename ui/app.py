@@ -116,6 +116,7 @@ class AgentDeckApp:
             message = {"text": message, "files": []}
         message = message or {}
         text = str(message.get("text") or "")
+        self.gate.check_message(text)  # first: nothing of a message too long is kept
         files: list[tuple[str, str]] = []
         for item in message.get("files") or []:
             path = item.get("path") if isinstance(item, dict) else str(item)

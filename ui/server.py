@@ -19,6 +19,7 @@ from ui.saved.store import secret_file, storage_is_ephemeral
 from ui.session.heap import freeze_long_lived_objects
 from ui.session.presence import PresenceMiddleware
 from ui.settings import AppConfig
+from ui.web.body_limit import BodyLimitMiddleware
 from ui.web.disk_floor import DiskFloorMiddleware
 from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version, private_uploads, refuse_remote_files
 from ui.web.login_guard import guard_login_routes
@@ -70,7 +71,9 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         "footer_links": ["api", "settings"],
         # Gradio refuses bigger uploads itself, before they are stored (the app's own check comes later).
         "max_file_size": config.max_upload_bytes,
-        "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware), Middleware(PresenceMiddleware),
+        "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware),
+                                      Middleware(BodyLimitMiddleware, max_bytes=config.max_request_bytes),
+                                      Middleware(PresenceMiddleware),
                                       Middleware(AbsoluteFileUrlMiddleware),
                                       Middleware(DiskFloorMiddleware, min_free_mb=config.min_free_mb,
                                                  upload_bytes_per_hour=config.upload_mb_per_hour * 2**20)]},

@@ -10,6 +10,9 @@ Environment variables:
   AGENTDECK_AUTHORIZED_IMPORTS comma-separated extra imports for the code agent (default: data-analysis set)
   AGENTDECK_MAX_STEPS          default max steps (10)
   AGENTDECK_MAX_UPLOAD_MB      upload size limit per file (50)
+  AGENTDECK_MAX_MESSAGE_CHARS  characters one chat message may have (100000; 0: no limit)
+  AGENTDECK_MAX_REQUEST_MB     bytes one request body may have, uploads aside (2; at least what a message of
+                               AGENTDECK_MAX_MESSAGE_CHARS needs)
   AGENTDECK_SESSION_IDLE_S     close a session after this long without activity (3600)
   AGENTDECK_PAGELESS_IDLE_S    close a session no browser page holds (an API client) after this long idle (180)
   AGENTDECK_MAX_SANDBOXES      live sandboxes at once; idle ones are closed first to make room (16)
@@ -125,12 +128,20 @@ class AppConfig:
     min_free_mb: int = 2048  # the data folder's disk floor: no run starts below it, running code stops writing
     visitor_disk_mb: int = 4096  # what one visitor's chats may take on disk before their runs are refused (0: no limit)
     upload_mb_per_hour: int = 1000  # what one visitor may store through Gradio's upload route an hour (0: no limit)
+    max_message_chars: int = 100_000  # one chat message (0: no limit)
+    max_request_mb: int = 2  # one request body, uploads aside (ui/web/body_limit.py)
     auth: tuple[str, str] | None = None
     approval_mode: str = "autonomous"  # the mode a new tab starts with (ui/panels/approval_panel.py)
     allowed_models: tuple[str, ...] | None = None  # None: the default offer (see visitor_models)
     allowed_tools: tuple[str, ...] | None = None  # None: every built-in tool
     free_choice: bool = False  # a single-user install: any model string, tool and import
     hf_login: bool = False  # "Sign in with Hugging Face": a real Space's OAuth, or the local mock (hf_login_env.py)
+
+    @property
+    def max_request_bytes(self) -> int:
+        """The request body cap: AGENTDECK_MAX_REQUEST_MB, and never less than a message of the longest allowed
+        length needs (4 bytes a character, and room for the settings sent with it)."""
+        return max(self.max_request_mb * 2**20, 4 * self.max_message_chars + 2**18)
 
     def needs_sign_in(self, settings: RunSettings) -> bool:
         """A Hugging Face model with neither the visitor's token nor a server key: the visitor must sign in."""
@@ -207,6 +218,8 @@ class AppConfig:
             # 20 uploads of the largest size by default: a message holds up to 10 files, a chat up to 4 of them
             upload_mb_per_hour=max(0, _int_env("AGENTDECK_UPLOAD_MB_PER_HOUR",
                                                20 * max(1, max_upload_bytes_from_env() // 2**20))),
+            max_message_chars=max(0, _int_env("AGENTDECK_MAX_MESSAGE_CHARS", 100_000)),
+            max_request_mb=max(1, _int_env("AGENTDECK_MAX_REQUEST_MB", 2)),
             auth=(user, password) if user and password else None,
             approval_mode=_approval_mode_env(),
             allowed_models=_list_env("AGENTDECK_MODELS"),

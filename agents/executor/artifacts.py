@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+from .tree_walk import TreeWalk, WalkError
 
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".svg", ".gif", ".webp"})
 MAX_ENTRIES = 20000
-MAX_DEPTH = 12
-
-Snapshot = dict[str, tuple[int, int]]
+PATH_MAX = 4096  # the system's limit on a path the rest of the app opens by name
 
 
 @dataclass(frozen=True)
@@ -35,38 +35,50 @@ class Artifact:
     created: bool
 
 
-def snapshot(workdir: str) -> Snapshot:
-    """Map relative path -> (size, mtime_ns) for regular files under workdir."""
-    found: Snapshot = {}
-    stack = [(workdir, "", 0)]
-    while stack and len(found) < MAX_ENTRIES:
-        folder, rel, depth = stack.pop()
-        try:
-            entries = os.scandir(folder)
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                if len(found) >= MAX_ENTRIES:
-                    break
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                name = f"{rel}{entry.name}"
-                if stat.S_ISDIR(st.st_mode):
-                    if depth < MAX_DEPTH:
-                        stack.append((entry.path, name + "/", depth + 1))
-                elif stat.S_ISREG(st.st_mode):
-                    found[name] = (st.st_size, st.st_mtime_ns)
+@dataclass
+class Snapshot:
+    """Relative path -> (size, mtime_ns) of the regular files under the workdir, and what could not be listed."""
+
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)
+    too_deep: int = 0  # files whose path is past PATH_MAX: they exist, but cannot be shown by name
+    incomplete: str | None = None  # why the walk stopped early (files past that point are not listed)
+
+    def notes(self) -> list[str]:
+        """What a run's output should say about files the list leaves out."""
+        out = []
+        if self.too_deep:
+            files = "1 file lies" if self.too_deep == 1 else f"{self.too_deep:,} files lie"
+            out.append(f"{files} deeper in the workspace than a path can name ({PATH_MAX:,} characters): they "
+                       "are there, but are not listed as the run's files")
+        if self.incomplete:
+            out.append(f"the workspace's files were not all listed: {self.incomplete}")
+        return out
+
+
+def snapshot(workdir: str, max_entries: int = MAX_ENTRIES) -> Snapshot:
+    """The regular files under workdir, at any depth, links never followed (tree_walk.py); fails closed into
+    `incomplete`, never into a quietly shorter list."""
+    found = Snapshot()
+    room = PATH_MAX - len(workdir) - 1
+    walk = TreeWalk(workdir, max_entries)
+    try:
+        for entry in walk:
+            if not stat.S_ISREG(entry.st.st_mode):
+                continue
+            if walk.relpath_length(entry.name) >= room:
+                found.too_deep += 1
+                continue
+            found.files[walk.relpath(entry.name)] = (entry.st.st_size, entry.st.st_mtime_ns)
+    except WalkError as exc:
+        found.incomplete = str(exc)
     return found
 
 
 def diff(workdir: str, before: Snapshot, after: Snapshot) -> list[Artifact]:
     """Artifacts for files that are new or whose size or mtime changed."""
     out = []
-    for rel, (size, mtime_ns) in sorted(after.items()):
-        old = before.get(rel)
+    for rel, (size, mtime_ns) in sorted(after.files.items()):
+        old = before.files.get(rel)
         if old == (size, mtime_ns):
             continue
         ext = os.path.splitext(rel)[1].lower()

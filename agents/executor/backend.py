@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from .artifacts import Snapshot
     from .execution_result import ExecutionResult
 
 SEND_DEADLINE_S = 10.0  # how long `send` may wait for the worker to take a command
@@ -249,8 +250,8 @@ class SandboxHost(Protocol):
 
     # --- the workspace's files ----------------------------------------------------------------------------
     def list_files(self) -> dict[str, FileInfo]:
-        """Regular files of the workspace by relative POSIX path, links never followed, bounded in number and
-        depth (`artifacts.MAX_ENTRIES`, `MAX_DEPTH`); read by the app, not reported by the worker."""
+        """Regular files of the workspace by relative POSIX path, links never followed, at any depth a path can
+        name, bounded in number (`artifacts.MAX_ENTRIES`); read by the app, not reported by the worker."""
         ...
 
     def get_file(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
@@ -264,9 +265,15 @@ class SandboxHost(Protocol):
         Same refusals as `get_file`; the file is replaced whole, never written through a link."""
         ...
 
-    def push_workspace(self) -> None:
+    def push_workspace(self) -> str | None:
         """Before each run: files the app put in `WorkspaceSpec.path` (uploads, a restored chat) become the
-        worker's to change (local: handed to its user id; a backend without `same_disk` copies them in)."""
+        worker's to change (local: handed to its user id; a backend without `same_disk` copies them in).
+        Returns None when all of it was, else why not (told to the person in the run's output)."""
+        ...
+
+    def snapshot(self) -> Snapshot:
+        """The workspace's regular files (relative path -> size, mtime) at any depth, links never followed, and
+        what could not be listed (`Snapshot.notes()`): the run's files are the difference of two of these."""
         ...
 
     def pull_workspace(self) -> None:

@@ -18,6 +18,8 @@ import random
 import stat
 import threading
 
+from .tree_walk import TreeWalk, WalkError, open_dir
+
 DEFAULT_RANGE = (40000, 60000)
 _lock = threading.Lock()
 _in_use: set[int] = set()
@@ -62,45 +64,54 @@ def release(uid: int | None) -> None:
             _in_use.discard(uid)
 
 
-def give_tree(root: str, uid: int, max_entries: int = 50000) -> None:
-    """Make ``root`` and everything below owned by ``uid`` (app side, as root).
+def give_tree(root: str, uid: int, max_entries: int = 50000) -> str | None:
+    """Make ``root`` and everything below owned by ``uid`` (app side, as root). Returns None when all of it
+    was handed over, else why not (what is past that point keeps its owner: the worker may not change it).
 
-    Walks with directory descriptors and never follows a link, so a worker that swaps a folder for
-    a link to ``/etc`` while this runs cannot redirect it; files with several hard links are skipped
-    (a link to a file outside the workspace must not change that file's owner).
+    Walks by directory descriptor to any depth with a few descriptors at most (tree_walk.py), and never follows
+    a link: a worker that swaps a folder for a link to ``/etc`` while this runs cannot redirect it. Files are
+    changed through a descriptor of their own, after checking they have one link only (a hard link to a file
+    outside the workspace must not change that file's owner); fifos open without waiting; links and sockets are
+    left as they are.
     """
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        top = os.open(root, flags)
-    except OSError:
-        return
-    if os.fstat(top).st_uid != uid:
-        os.fchown(top, uid, uid)
-    stack, seen = [top], 0
+        top = open_dir(root)
+    except OSError as exc:
+        return f"could not open the workspace ({exc.strerror})"
     try:
-        while stack and seen < max_entries:
-            dir_fd = stack.pop()
-            try:
-                for entry in os.scandir(dir_fd):
-                    seen += 1
-                    if seen > max_entries:
-                        break
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                        if stat.S_ISDIR(st.st_mode):
-                            child = os.open(entry.name, flags, dir_fd=dir_fd)
-                            if os.fstat(child).st_uid != uid:
-                                os.fchown(child, uid, uid)
-                            stack.append(child)
-                        elif st.st_uid != uid and not (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
-                            os.chown(entry.name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
-                    except OSError:
-                        continue
-            finally:
-                os.close(dir_fd)
+        if os.fstat(top).st_uid != uid:
+            os.fchown(top, uid, uid)
+    except OSError as exc:
+        return f"could not hand the workspace over ({exc.strerror})"
     finally:
-        for fd in stack:
-            os.close(fd)
+        os.close(top)
+    walk = TreeWalk(root, max_entries)
+    try:
+        for entry in walk:
+            if entry.st.st_uid == uid:
+                continue
+            try:
+                _give(entry.name, entry.dir_fd, uid, stat.S_ISDIR(entry.st.st_mode))
+            except OSError:
+                continue  # gone, a link or a socket: it stays as it is
+    except WalkError as exc:
+        return f"the workspace was not all handed to the sandbox's user: {exc}"
+    return None
+
+
+def _give(name: str, dir_fd: int, uid: int, folder: bool) -> None:
+    """Change one entry's owner through a descriptor of its own: a name the worker swaps meanwhile (for a link,
+    or a hard link to a file outside) cannot redirect it. Links themselves are left (ELOOP): who owns a link
+    changes nothing the worker may do with it."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    fd = open_dir(name, dir_fd) if folder else os.open(name, flags, dir_fd=dir_fd)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid == uid or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+            return
+        os.fchown(fd, uid, uid)
+    finally:
+        os.close(fd)
 
 
 def _drop_bounding_set(libc: ctypes.CDLL) -> None:

@@ -290,8 +290,8 @@ class PythonSandbox:
                 if notes:
                     self._restart()
                     worker = self._ready_worker()
-            worker.push_workspace()
-            before = _snapshot(worker)
+            not_given = worker.push_workspace()
+            before = worker.snapshot()
             self._step += 1
             run_id = secrets.token_hex(8)
             self._interrupt = False
@@ -320,8 +320,10 @@ class PythonSandbox:
                 execution_result.lose_state(result, note + "; the sandbox was restarted")
             host = self._host if self._host is not None else worker
             host.pull_workspace()
-            after = _snapshot(host)
+            after = host.snapshot()
             result.artifacts = _artifacts.diff(self.workdir, before, after)
+            for why in ([not_given] if not_given else []) + after.notes():
+                result.logs += f"\n[sandbox] {why}."
             if host.check_disk_after_run(result):
                 self._restart()  # a new host starts with an empty temp folder
             result.duration_s = time.monotonic() - started
@@ -330,8 +332,3 @@ class PythonSandbox:
     def _disk_over(self) -> str | None:
         host = self._host
         return None if host is None else host.disk_over()
-
-
-def _snapshot(host: SandboxHost) -> _artifacts.Snapshot:
-    """The workspace's files as the host lists them, in the artifacts module's form."""
-    return {rel: (info.size, info.mtime_ns) for rel, info in host.list_files().items()}

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import threading
 import time
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agents import step_events
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentInterrupted
+from agents.executor.tree_walk import remove_tree
 from agents.injection import fence, warning_line
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
@@ -159,7 +159,7 @@ class CodeAgent(MultiStepAgent):
                 self._sandbox.close()
                 self._sandbox = None
         if self._owns_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            remove_tree(str(self.workdir))
 
     # -- acting ----------------------------------------------------------------------------------
     def act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:

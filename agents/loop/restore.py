@@ -5,6 +5,7 @@ Memory itself is data (agents/memory): this is the loop's side, which knows the 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.events import InjectionFlagged
+from agents.executor.tree_walk import TreeWalk, WalkError
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
 from agents.memory.memory import AgentMemory
@@ -67,6 +69,8 @@ class SandboxRebuildReport:
     mismatches: list[Mismatch] = field(default_factory=list)
     #: Workspace paths (relative) the re-run created that were not there before, removed again afterwards.
     removed: list[str] = field(default_factory=list)
+    #: Why the workspace could not be listed (then nothing was re-run, or re-run files may remain), or None.
+    workspace_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -111,12 +115,19 @@ def rebuild_sandbox_state(memory: AgentMemory, agent: Any, rerun_tools: bool = F
         tools = runner.as_callables(rebuild)
     sandbox = agent.sandbox
     workdir = getattr(agent, "workdir", None)
-    before = workspace_entries(Path(workdir)) if workdir is not None else None
+    try:
+        before = workspace_entries(Path(workdir)) if workdir is not None else None
+    except WorkspaceListingError as exc:  # fail closed: re-run files could not be told from the person's
+        report.workspace_error = f"{exc}; no step was re-run, so no file the person deleted comes back"
+        return report
     try:
         _rerun_steps(memory, sandbox, tools, tool_names, rerun_tools, report)
     finally:
         if workdir is not None and before is not None:
-            report.removed = remove_new_entries(Path(workdir), before)
+            try:
+                report.removed = remove_new_entries(Path(workdir), before)
+            except WorkspaceListingError as exc:
+                report.workspace_error = f"{exc}; files the re-run wrote may still be there"
     return report
 
 
@@ -154,37 +165,70 @@ def _rerun_steps(memory: AgentMemory, sandbox: Any, tools: Any, tool_names: set[
 
 
 # ----- the workspace's files, as they were before the rebuild -------------------------------------------
-def workspace_entries(root: Path) -> set[str]:
-    """Every path under `root` (files, folders, links; relative, links not followed). Why: re-run code writes its
-    files again, and a file the person deleted since must not come back (issue 19)."""
-    entries: set[str] = set()
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        base = Path(folder).relative_to(root)
-        entries.update(str(base / name) for name in (*dirs, *files))
-    return entries
+#: A folder's entries by name: a folder maps to its own entries, anything else to None. Nested, not paths, so a
+#: tree deeper than a path can name takes memory by its entries, not by their depth squared.
+Tree = dict[str, "Tree | None"]
+MAX_ENTRIES = 100_000  # a workspace past this is not rebuilt (re-run files could not all be found again)
+SHOWN_PATH = 300  # characters of a removed file's path kept for the note
 
 
-def remove_new_entries(root: Path, before: set[str]) -> list[str]:
+class WorkspaceListingError(OSError):
+    """The workspace's entries could not all be listed; the message says why."""
+
+
+def workspace_entries(root: Path, max_entries: int | None = None) -> Tree:
+    """Every entry under `root` (files, folders, links; links not followed), at any depth (tree_walk.py). Why:
+    re-run code writes its files again, and a file the person deleted since must not come back (issue 19).
+    Raises WorkspaceListingError when they cannot all be listed."""
+    tree: Tree = {}
+    folders: list[Tree] = [tree]  # the folder being listed at each depth
+    walk = TreeWalk(str(root), max_entries or MAX_ENTRIES)
+    try:
+        for entry in walk:
+            del folders[entry.depth + 1:]
+            inner: Tree | None = {} if entry.is_dir else None
+            folders[entry.depth][entry.name] = inner
+            if inner is not None:
+                folders.append(inner)
+    except WalkError as exc:
+        raise WorkspaceListingError(f"the workspace could not be listed: {exc}") from exc
+    return tree
+
+
+def remove_new_entries(root: Path, before: Tree, max_entries: int | None = None) -> list[str]:
     """Remove what is under `root` now that was not in `before` (links themselves, never what they point to;
-    folders once emptied); returns the files removed, sorted. What cannot be removed is left as it is."""
+    folders once emptied); returns the files removed (relative, sorted; very long paths shortened). What cannot
+    be removed is left as it is. Raises WorkspaceListingError when the walk could not finish."""
     removed: list[str] = []
-    folders: list[Path] = []
-    for relative in sorted(workspace_entries(root) - before):
-        path = root / relative
-        try:
-            if path.is_dir() and not path.is_symlink():
-                folders.append(path)
+    known: list[Tree | None] = [before]  # per depth: the folder's entries before, or None for a new folder
+
+    def leave(parent_fd: int, name: str) -> None:
+        if known[walk.depth + 1] is None:  # a folder the re-run made: empty by now, unless removal failed
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=parent_fd)
+
+    walk = TreeWalk(str(root), max_entries or MAX_ENTRIES, on_leave=leave)
+    try:
+        for entry in walk:
+            del known[entry.depth + 1:]
+            folder = known[entry.depth]
+            was_there = folder is not None and entry.name in folder
+            if entry.is_dir:
+                inner = folder.get(entry.name) if folder is not None and was_there else None
+                known.append(inner if inner is not None else ({} if was_there else None))
                 continue
-            path.unlink()
-            removed.append(relative)
-        except OSError:
-            continue
-    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
-        try:
-            folder.rmdir()
-        except OSError:
-            continue
-    return removed
+            if was_there:
+                continue
+            try:
+                os.unlink(entry.name, dir_fd=entry.dir_fd)
+            except OSError:
+                continue
+            path = walk.relpath(entry.name) if walk.relpath_length(entry.name) <= SHOWN_PATH else (
+                f"{entry.name[:SHOWN_PATH // 2]}… ({entry.depth} folders deep)")
+            removed.append(path)
+    except WalkError as exc:
+        raise WorkspaceListingError(f"the workspace could not be listed again: {exc}") from exc
+    return sorted(removed)
 
 
 def _ignore(event: Any) -> None:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from unittest import mock
 
-from agents.loop.restore import rebuild_sandbox_state, remove_new_entries, workspace_entries
+import pytest
+
+from agents.loop.restore import WorkspaceListingError, rebuild_sandbox_state, remove_new_entries, workspace_entries
 from agents.memory import ActionStep, AgentMemory, PlanningStep, TaskStep
 from tests.agents.conftest import code
+from tests.deep_trees import PATH_MAX, make_deep, read_deep
 from tests.memory.conftest import needs_sandbox
 from ui.saved.restore import rebuild_note
 
@@ -27,7 +31,7 @@ def test_only_what_was_not_there_before_is_removed_and_links_are_not_followed(tm
     os.symlink(outside, workspace / "link")
     removed = remove_new_entries(workspace, before)
     assert removed == ["chart.png", "link", "made/deep/table.csv", "old/new.txt"]
-    assert workspace_entries(workspace) == before == {"upload.csv", "old"}
+    assert workspace_entries(workspace) == before == {"upload.csv": None, "old": {}}
     assert (outside / "keep.txt").read_text() == "not the workspace's"  # the link went, not what it pointed to
 
 
@@ -84,3 +88,40 @@ def test_a_rejected_step_is_skipped_as_rejected(make_code_agent) -> None:
     fresh, _ = make_code_agent([])
     report = rebuild_sandbox_state(agent.memory, fresh)
     assert report.skipped == [(1, "rejected")]
+
+
+def test_a_file_deeper_than_a_path_can_name_is_found_and_removed(tmp_path: Path) -> None:
+    """The walk went by path strings and skipped what it could not open: a file the re-run wrote 4,000+
+    characters down stayed (a deleted file came back)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    kept = make_deep(str(workspace), 45, b"kept", name="k" * 100)
+    before = workspace_entries(workspace)
+    new = make_deep(str(workspace), 50, b"new")
+    assert len("/".join(new)) > PATH_MAX
+    removed = remove_new_entries(workspace, before)
+    assert len(removed) == 1 and "50 folders deep" in removed[0]
+    assert read_deep(str(workspace), new) is None and not (workspace / new[0]).exists()  # folders went too
+    assert read_deep(str(workspace), kept) == b"kept"
+    assert workspace_entries(workspace) == before
+
+
+def test_a_workspace_that_cannot_be_listed_reruns_nothing_and_says_so(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for i in range(30):
+        (workspace / f"f{i}").write_text("x")
+    with pytest.raises(WorkspaceListingError, match="more than 10 entries"):
+        workspace_entries(workspace, max_entries=10)
+
+    class Agent:
+        workdir = str(workspace)
+        sandbox = None
+
+    memory = AgentMemory()
+    memory.steps.append(ActionStep(step_number=1, code="open('x', 'w')"))
+    with mock.patch("agents.loop.restore.MAX_ENTRIES", 10):
+        report = rebuild_sandbox_state(memory, Agent())
+    assert report.rerun == [] and "more than 10 entries" in (report.workspace_error or "")
+    note = rebuild_note(report, 1)
+    assert "not re-run" in note and "more than 10 entries" in note

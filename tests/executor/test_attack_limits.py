@@ -4,13 +4,20 @@ The sandboxes run with ``python_layers=False``, as in test_attack_kernel.py."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 
-from agents.executor import PythonSandbox, run_watch
+from agents.executor import PythonSandbox, artifacts, identity, run_watch, tree_walk
 from agents.executor.local import worker_watch
+from tests.deep_trees import DEEP_TREE_CODE, make_deep, remove_all
 from tests.waiting import wait_until
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 # Each test runs once per usable sandbox backend (conftest.py: sandbox_backend).
 pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="Linux confinement"),
@@ -154,3 +161,176 @@ def test_code_deaf_to_stop_is_ended_with_its_worker(tmp_path, monkeypatch):
         wait_until(lambda: not os.path.exists(f"/proc/{deaf}"), what="the deaf worker gone")
         after = sb.run("'kept' in globals()")
         assert after.output is False and sb._worker.pid != deaf
+
+
+# ----- trees the code builds: deeper than a path can name, wider than the app's descriptors --------------------
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_tree_deeper_than_a_path_can_name_counts_against_the_disk_limit(tmp_path):
+    """The walk went by path strings and skipped a folder past the system's path limit: 30 MB written 4,000+
+    characters down (with os.open and dir_fd, no guard in the way) counted as nothing."""
+    with PythonSandbox(str(tmp_path / "ws"), python_layers=False, max_disk_mb=20) as sb:
+        r = sb.run(DEEP_TREE_CODE + "deep(45, b'A' * (30 << 20))")
+        assert r.error_type == "DiskLimitError" and "max_disk_mb" in r.error, (r.error, r.logs)
+
+
+def test_folders_count_as_files_and_bytes(tmp_path):
+    """Folders counted neither as files nor as bytes: any number of them fitted under max_disk_files."""
+    with PythonSandbox(str(tmp_path / "ws"), python_layers=False, max_disk_files=2000) as sb:
+        r = sb.run("import os\nfor i in range(3000):\n    os.mkdir(f'd{i}')\n")
+        assert r.error_type == "DiskLimitError" and "max_disk_files" in r.error and "folders" in r.error
+    use = worker_watch.usage([str(tmp_path / "ws")])
+    assert use.complete and use.files == 3000 and use.bytes >= 3000 * 4096
+
+
+def test_the_run_says_which_files_lie_too_deep_to_list_and_lists_the_deep_ones_it_can(tmp_path):
+    """The artifact snapshot stopped 12 folders down, and skipped a subtree past the path limit without a word."""
+    with PythonSandbox(str(tmp_path / "ws"), python_layers=False) as sb:
+        r = sb.run(DEEP_TREE_CODE + "deep(20, b'shallow enough', name='s' * 10)\ndeep(45, b'too deep')")
+        assert r.error is None, r.error
+        assert [a.path for a in r.artifacts] == ["/".join(["s" * 10] * 20 + ["bottom.bin"])]
+        assert "1 file lies deeper in the workspace than a path can name" in r.logs
+
+
+def test_a_workspace_the_app_cannot_walk_fails_closed(tmp_path, monkeypatch):
+    """An error during the walk meant "count 0"; now it means over the limit, with the reason."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "f.txt").write_text("x")
+    monkeypatch.setattr(tree_walk.os, "scandir", _failing_scandir)
+    why = worker_watch.disk_over([str(ws)], None, max_mb=100, max_files=100)
+    assert why is not None and "could not count" in why and "max_disk_mb" in why
+    snap = artifacts.snapshot(str(ws))
+    assert snap.incomplete and "not all listed" in snap.notes()[0]
+
+
+def _failing_scandir(*args):
+    raise PermissionError(13, "Permission denied")
+
+
+@pytest.mark.slow  # 25,000 folders are made and walked a few times (about 5 s)
+def test_25000_folders_neither_break_the_run_nor_starve_the_apps_descriptors(tmp_path):
+    """Handing the workspace to the sandbox's user held a descriptor for every folder it had yet to walk: 1,520
+    folders made by ordinary code exhausted the app's descriptors for a moment (another request's open() failed),
+    and 25,000 made PythonSandbox.run raise. The app's descriptors are sampled while the next run hands them over."""
+    with PythonSandbox(str(tmp_path / "ws"), python_layers=False, max_disk_files=60_000, timeout_s=120) as sb:
+        r = sb.run("import os\nfor i in range(25_000):\n    os.mkdir(f'{i:05d}')\n"
+                   "os.chdir('00000')\nfor i in range(500):\n    os.mkdir('d')\n    os.chdir('d')\n")
+        assert r.error is None, r.error
+        fds, peak, done = _open_fds(), 0, threading.Event()
+
+        def sample() -> None:
+            nonlocal peak
+            while not done.is_set():
+                peak = max(peak, _open_fds())
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            r2 = sb.run("'still here'")  # the workspace is handed over again first, and walked twice
+        finally:
+            done.set()
+            sampler.join()
+        assert r2.output == "still here" and r2.error is None, r2.error
+        assert _open_fds() == fds and peak <= fds + 16, (fds, peak)
+    use = worker_watch.usage([str(tmp_path / "ws")])
+    assert use.complete and use.files == 25_500
+
+
+@pytest.mark.slow  # 100,000 folders, made and walked a few times (about 35 s)
+def test_100000_folders_give_a_clear_result_naming_the_limit(tmp_path):
+    """Under the default file limit the code is stopped and told why; with a limit above them, every walk
+    (hand-over, snapshot, disk count) gets through them and the next run goes on."""
+    make = "import os\nfor i in range(100_000):\n    os.mkdir(f'{i:06d}')\n"
+    with PythonSandbox(str(tmp_path / "ws"), python_layers=False, timeout_s=120) as sb:
+        r = sb.run(make)
+        assert r.error_type == "DiskLimitError" and "max_disk_files" in r.error
+        r2 = sb.run("'still here'")
+        assert r2.output == "still here" and "max_disk_files" in (r2.error or ""), r2.error
+    with PythonSandbox(str(tmp_path / "ws2"), python_layers=False, timeout_s=120, max_disk_files=150_000) as sb:
+        r = sb.run(make)
+        assert r.error is None, r.error
+        fds = _open_fds()
+        r2 = sb.run("len(os.listdir('.'))")
+        assert r2.output == 100_000 and r2.error is None and _open_fds() == fds, r2.error
+
+
+def test_links_fifos_sockets_and_long_names_do_not_break_the_handover(tmp_path):
+    """What the worker leaves for the app's walks: a fifo (an open that would wait forever), a link to /etc (to
+    be followed), a hard link, a socket, names of 255 characters. The next run goes on as usual."""
+    with PythonSandbox(str(tmp_path / "ws"), python_layers=False) as sb:
+        r = sb.run("import os, socket\nopen('a', 'w').write('a')\n"
+                   "made = []\n"
+                   "for name, make in [('fifo', lambda: os.mkfifo('fifo')),\n"
+                   "                   ('etc', lambda: os.symlink('/etc', 'etc')),\n"
+                   "                   ('b', lambda: os.link('a', 'b')), ('n' * 255, lambda: os.mkdir('n' * 255)),\n"
+                   "                   ('sock', lambda: socket.socket(socket.AF_UNIX).bind('sock'))]:\n"
+                   "    try:\n        make()\n        made.append(name)\n    except OSError:\n        pass\n"
+                   "open(os.path.join('n' * 255, 'm' * 255), 'w').write('x')\nmade")
+        assert r.error is None and {"b", "n" * 255} <= set(r.output), (r.error, r.logs)  # the rest: Landlock
+        r2 = sb.run("sorted(os.listdir('.'))")
+        assert r2.error is None and set(r.output) <= set(r2.output), r2.error
+        assert [a.path for a in r.artifacts] == ["a", "b", "n" * 255 + "/" + "m" * 255]
+    assert os.stat("/etc").st_uid == 0
+
+
+def test_handing_over_and_walking_a_deep_tree_holds_a_few_descriptors(tmp_path):
+    """Under a limit of 16 descriptors in all, the hand-over to the sandbox's user, the disk count, the artifact
+    snapshot and the rebuild's listing all get through 3,000 nested folders (before: one descriptor per folder)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    make_deep(str(ws), 3000, b"bottom", name="d")
+    script = (
+        "import os, resource, sys\n"
+        "from pathlib import Path\n"
+        "from agents.executor import artifacts, identity\n"
+        "from agents.executor.local import worker_watch\n"
+        "from agents.loop.restore import workspace_entries\n"
+        "from tests.deep_trees import read_deep\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))\n"
+        f"ws = {str(ws)!r}\n"
+        "uid = os.getuid() if os.geteuid() else 45678\n"
+        "assert identity.give_tree(ws, uid) is None\n"
+        "use = worker_watch.usage([ws])\n"
+        "assert use.complete and use.files == 3001, use\n"
+        "assert len(artifacts.snapshot(ws).files) == 0 and artifacts.snapshot(ws).too_deep == 1\n"
+        "workspace_entries(Path(ws))\n"
+        "names = ['d'] * 3000 + ['bottom.bin']\n"
+        "fd = os.open(ws, os.O_RDONLY)\n"
+        "for name in names[:-1]:\n"
+        "    child = os.open(name, os.O_RDONLY, dir_fd=fd); os.close(fd); fd = child\n"
+        "print(os.stat(names[-1], dir_fd=fd).st_uid == uid)\n"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                              timeout=120)
+    finally:
+        remove_all(str(ws))
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr[-2000:]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the hand-over changes owners as root")
+def test_the_handover_changes_no_owner_outside_and_waits_on_no_fifo(tmp_path):
+    """What a worker that got past Landlock could leave: a fifo (an open that would wait), a link to a file
+    outside, a hard link to one, a socket, each deep down. Only the workspace's own entries change owner."""
+    ws, outside = tmp_path / "ws", tmp_path / "outside.txt"
+    outside.write_text("the app's")
+    names = make_deep(str(ws.parent), 50, b"", name="w" * 80)[:-1]
+    os.rename(tmp_path / names[0], ws)
+    fd = os.open(ws, os.O_RDONLY)
+    for name in names[1:]:
+        child = os.open(name, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    try:
+        os.mkfifo("fifo", dir_fd=fd)
+        os.symlink(str(outside), "link", dir_fd=fd)
+        os.link(str(outside), "hard", dst_dir_fd=fd)
+        assert identity.give_tree(str(ws), 45678) is None
+        assert os.stat("fifo", dir_fd=fd).st_uid == 45678 and os.fstat(fd).st_uid == 45678
+        assert os.stat("link", dir_fd=fd, follow_symlinks=False).st_uid == 0  # links are left as they are
+        assert outside.stat().st_uid == 0 and outside.read_text() == "the app's"
+    finally:
+        os.close(fd)

@@ -78,3 +78,16 @@ def test_no_removal_while_a_run_is_going(tmp_path: Path) -> None:
     finally:
         release.set()
         session.close()
+
+
+def test_files_at_any_depth_a_path_can_name_are_listed(session: Session) -> None:
+    """The listing stopped six folders down; a tree past the path limit must not break it either."""
+    from tests.deep_trees import make_deep
+
+    workspace = session.record.workspace
+    workspace.mkdir(parents=True, exist_ok=True)
+    deep = workspace.joinpath(*[f"level{i}" for i in range(10)], "result.csv")
+    deep.parent.mkdir(parents=True)
+    deep.write_text("a\n1\n")
+    make_deep(str(workspace), 45, b"too deep to name")
+    assert session.record.workspace_files() == [str(deep)]

@@ -136,6 +136,8 @@ class RetryHandlers:
     def _resend(self, text: str | None, form: FormValues, approval_mode: str | None, request: gr.Request,
                 token: gr.OAuthToken | None, event: Any) -> Iterator[tuple]:
         services, gate = self.services, self.services.gate
+        if text is not None:
+            gate.check_message(text)  # the edit box keeps the text
         session = services.session_for(request)
         key = getattr(request, "session_hash", None) or "anonymous"
         action, refused_note = (RETRY, NOT_RETRIED) if text is None else (EDIT, NOT_SENT)

@@ -124,8 +124,13 @@ def rebuild_note(report: Any, restored_steps: int, headline: str = "♻️ **Cha
     rerun = len(report.rerun)
     lines = [f"{headline} Re-ran {rerun} recorded code step{'s' if rerun != 1 else ''} in a fresh "
              f"sandbox to rebuild its variables" + (" — all gave the same output." if rerun and report.ok else ".")]
+    workspace_error = getattr(report, "workspace_error", None)
     if not rerun and not report.skipped:
-        lines = [f"{headline} ({restored_steps} steps). There was no code to re-run."]
+        lines = [f"{headline} ({restored_steps} steps). " + (
+            "Its code was not re-run: earlier variables are missing." if workspace_error
+            else "There was no code to re-run.")]
+    if workspace_error:
+        lines.append(f"- ⚠️ {clip(str(workspace_error), 400)}.")
     for mismatch in report.mismatches:
         if mismatch.error:
             lines.append(f"- ⚠️ {name(mismatch.step_number)} now fails: `{clip(mismatch.error.strip(), 300)}`")

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import threading
 import time
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from typing import Any
 
 from agents.decisions import APPROVAL_MODES
 from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
+from agents.executor.tree_walk import remove_tree
 from agents.memory.atomic import atomic_write_bytes
 from agents.memory.memory import AgentMemory
 from agents.memory.serialize import MAX_DOCUMENT_BYTES, load_or_create_secret, loads_memory, save_memory
@@ -231,7 +231,7 @@ class ChatStore:
             self._deleted[(owner, chat.id)] = None
             while len(self._deleted) > MAX_DELETED_REMEMBERED:
                 del self._deleted[next(iter(self._deleted))]
-            shutil.rmtree(chat.folder, ignore_errors=True)
+            remove_tree(str(chat.folder))
             if self.current(owner) == chat.id:
                 self.set_current(owner, None)
         return True
@@ -281,7 +281,7 @@ class ChatStore:
                 if valid_chat_id(folder.name) and folder.is_dir() and not (folder / "meta.json").exists():
                     try:
                         if now - folder.stat().st_mtime > older_than_s:
-                            shutil.rmtree(folder, ignore_errors=True)
+                            remove_tree(str(folder))
                             removed += 1
                     except OSError:
                         pass

@@ -10,13 +10,13 @@ through the methods here or the session's.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from agents import events as ev
+from agents.executor.tree_walk import remove_tree
 from ui.chat.formatting import for_visitor
 from ui.chat.published_files import FilePublisher, NotPublishable, Published
 from ui.chat.render import Transcript
@@ -190,7 +190,7 @@ class ChatRecord:
         self._publisher.remove()
         if self._saved is not None and self._saved.kept:
             return
-        shutil.rmtree(self._root, ignore_errors=True)
+        remove_tree(str(self._root))
         if self._saved is not None:  # an owner folder left empty (a page load from a fresh API client) goes too
             with contextlib.suppress(OSError):
                 self._root.parent.rmdir()
@@ -202,7 +202,7 @@ class ChatRecord:
                 self._saved = self._saved.store.create(self._saved.owner)
                 self._root, self._workspace = self._saved.folder, self._saved.workspace
             self._turns = []
-            shutil.rmtree(self._workspace, ignore_errors=True)
+            remove_tree(str(self._workspace))
             self._workspace.mkdir(parents=True, exist_ok=True)
             self._publisher.remove()
             self._transcript = Transcript(str(self._workspace), publish=self.publish)
@@ -251,7 +251,7 @@ class ChatRecord:
             old_root = self._root
             self._saved, self._root, self._workspace = chat, chat.folder, chat.workspace
             self._transcript.workdir = str(chat.workspace)
-        shutil.rmtree(old_root, ignore_errors=True)
+        remove_tree(str(old_root))
         return True
 
     def forget_saved(self) -> None:

@@ -11,35 +11,34 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from agents.executor.artifacts import PATH_MAX
+from agents.executor.tree_walk import TreeWalk, WalkError
 from ui.uploads.intake import UploadResult
 
 #: At most this many files are listed (a run that writes thousands should not make every update heavy).
 MAX_LISTED = 500
-MAX_DEPTH = 6
+#: Entries looked at, at most: past that the list shows what was found (the disk limit counts them all).
+MAX_WALKED = 20_000
 
 
 class FileRemovalError(ValueError):
     """The file cannot be removed now; the message says why and what to do."""
 
 
-def _walk(folder: Path, depth: int = 0) -> list[tuple[int, str]]:
-    """(mtime, path) of the regular files under `folder`: no hidden entries, no symbolic links."""
+def _walk(folder: Path) -> list[tuple[int, str]]:
+    """(mtime, path) of the regular files under `folder`, at any depth the path of which can still be opened
+    (tree_walk.py: by descriptor, links never followed): no hidden entries."""
     found: list[tuple[int, str]] = []
+    room = PATH_MAX - len(str(folder)) - 1
+    walk = TreeWalk(str(folder), MAX_WALKED)
     try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return found
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISREG(info.st_mode):
-            found.append((info.st_mtime_ns, entry.path))
-        elif stat.S_ISDIR(info.st_mode) and depth < MAX_DEPTH:
-            found.extend(_walk(Path(entry.path), depth + 1))
+        for entry in walk:
+            if entry.name.startswith("."):
+                walk.skip()
+            elif stat.S_ISREG(entry.st.st_mode) and walk.relpath_length(entry.name) < room:
+                found.append((entry.st.st_mtime_ns, os.path.join(folder, walk.relpath(entry.name))))
+    except WalkError:
+        pass  # a listing, not a limit: what was found is shown (the disk limit fails closed on its own walk)
     return found
 
 

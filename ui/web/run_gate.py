@@ -64,6 +64,14 @@ class RunGate:
             raise SignInNeededError(settings.model)
         return settings
 
+    def check_message(self, text: str) -> None:
+        """A message longer than AGENTDECK_MAX_MESSAGE_CHARS is refused before anything of it is kept: the text
+        stays where the person typed it, to shorten (or to attach as a file)."""
+        cap = self.config.max_message_chars
+        if cap and len(text) > cap:
+            raise refusal(f"The message is too long: {len(text):,} characters, and this server takes at most "
+                          f"{cap:,} in one message. Shorten it, or attach the text as a file.")
+
     def admit(self, request: gr.Request | None, session: Session) -> None:
         """One more run for this visitor and a sandbox for it, or a clear refusal (ui/web/rate_limit.py). Not
         on a disk below its floor (AGENTDECK_MIN_FREE_MB): checked before the message's files are taken in."""

@@ -30,13 +30,14 @@ class DiskLimit:
         self.min_free_mb = min_free_mb  # the shared disk's floor (worker_watch.server_disk_short)
         self._maps_checked_at = 0.0
 
-    def over(self, worker: WorkerProcess | None) -> str | None:
-        """Why the files are over the limits now, or None; `worker` (if alive) adds what it holds deleted."""
+    def over(self, worker: WorkerProcess | None, read_maps: bool = False) -> str | None:
+        """Why the files are over the limits now, or None; `worker` (if alive) adds what it holds deleted.
+        `read_maps`: read the mappings now, however recently they were read (the check after a run)."""
         pid = worker.pid if worker is not None and not worker.dead else None
         # Deleted files kept alive by a mapping are read from /proc/<pid>/maps (about 1 ms): at most once a second,
         # so back-to-back tiny steps do not pay for it; a file hidden this way is found within the second.
         now = time.monotonic()
-        mapped = now - self._maps_checked_at >= MAPS_CHECK_S
+        mapped = read_maps or now - self._maps_checked_at >= MAPS_CHECK_S
         if mapped:
             self._maps_checked_at = now
         return worker_watch.disk_over([self.workdir, self.tmpdir], pid, self.max_mb, self.max_files,
@@ -45,12 +46,14 @@ class DiskLimit:
     def check_after_run(self, result: ExecutionResult, worker: WorkerProcess | None,
                         empty_tmp: Callable[[], None]) -> None:
         """Over the limits, the temp folder is emptied (`empty_tmp`, with a fresh worker) and the run is told."""
-        why = self.over(worker)
+        # A check during the run may have read the mappings just before it ended: this one always reads them.
+        why = self.over(worker, read_maps=True)
         if why is None:
             return
         # The worker's own log is always there; anything else in the temp folder (or a deleted file still open)
         # is emptied with a fresh worker, which gets the new folder only after it exists.
-        if worker_watch.usage([self.tmpdir]).files > 1 or (worker and worker_watch.deleted_open_bytes(worker.pid)):
+        tmp = worker_watch.usage([self.tmpdir], max_entries=2)
+        if not tmp.complete or tmp.files > 1 or (worker and worker_watch.deleted_open_bytes(worker.pid)):
             empty_tmp()
             execution_result.lose_state(result, "the private temp folder was emptied")
         message = f"DiskLimitError: {why}. Delete files you no longer need."

@@ -28,10 +28,12 @@ from ..backend import (
 from ..errors import SandboxError, SandboxStartError
 from ..execution_result import ExecutionResult
 from ..protocol import ChannelClosed
+from ..tree_walk import remove_tree
 from . import worker_watch, workspace_files
 from .disk_limit import DiskLimit
 from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache, worker_sys_path
 
+GIVE_TREE_ENTRIES = 50_000  # workspace entries handed to the sandbox's user at most (or twice max_disk_files)
 CAPABILITIES = Capabilities(suspend=True, thread_check=True, cpu_time=True, disk_usage=True, same_disk=True,
                             attach=True, warm_start=True)
 _live: weakref.WeakValueDictionary[str, LocalHost] = weakref.WeakValueDictionary()
@@ -190,7 +192,7 @@ class LocalHost:
         self._release()
 
     def _release(self) -> None:
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        remove_tree(self.tmpdir)  # any depth: the code may have made a tree too deep for shutil.rmtree
         shutil.rmtree(self._private, ignore_errors=True)
         identity.release(self._uid)
         self._uid = None
@@ -198,8 +200,11 @@ class LocalHost:
             _live.pop(self.id, None)
 
     # --- the workspace's files ----------------------------------------------------------------------------
+    def snapshot(self) -> artifacts.Snapshot:
+        return artifacts.snapshot(self.workdir)
+
     def list_files(self) -> dict[str, FileInfo]:
-        return {rel: FileInfo(size, mtime) for rel, (size, mtime) in artifacts.snapshot(self.workdir).items()}
+        return {rel: FileInfo(size, mtime) for rel, (size, mtime) in self.snapshot().files.items()}
 
     def get_file(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
         return workspace_files.read(self.workdir, relpath, max_bytes)
@@ -207,10 +212,12 @@ class LocalHost:
     def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES) -> None:
         workspace_files.write(self.workdir, relpath, data, max_bytes, self._uid)
 
-    def push_workspace(self) -> None:
+    def push_workspace(self) -> str | None:
         """Files the app put in the workspace (uploads) become the worker's, so its code can change them."""
-        if self._uid is not None and self.workdir:
-            identity.give_tree(self.workdir, self._uid)
+        if self._uid is None or not self.workdir:
+            return None
+        entries = max(GIVE_TREE_ENTRIES, 2 * self.spec.limits.max_disk_files)
+        return identity.give_tree(self.workdir, self._uid, max_entries=entries)
 
     def pull_workspace(self) -> None:
         """Nothing to copy: the worker writes the app's folder itself."""

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..tree_walk import TooManyEntries, TreeWalk, WalkError
+
 if TYPE_CHECKING:
     from .process import WorkerProcess
 
@@ -121,35 +123,40 @@ def has_pending(fd: int) -> bool:
 
 @dataclass
 class DiskUse:
-    files: int = 0
-    bytes: int = 0
-    complete: bool = True  # False: the walk stopped at its entry cap (count as over any limit)
+    files: int = 0  # every entry: files, folders, links, fifos (each takes an inode and room in its folder)
+    bytes: int = 0  # allocated bytes, folders' own included
+    complete: bool = True  # False: the walk could not finish (count as over any limit)
+    why: str = ""  # why it could not
+    too_many: bool = False  # it stopped at its entry cap
+
+
+WALK_TRIES = 3  # a walk of a tree that changed under it (code running meanwhile) is tried again this often
 
 
 def usage(folders: list[str], max_entries: int = 100_000) -> DiskUse:
-    """Regular files and their allocated bytes below `folders`, at any depth, links never followed."""
-    use, seen = DiskUse(), 0
-    stack = list(folders)
-    while stack:
-        try:
-            entries = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                seen += 1
-                if seen > max_entries:
-                    use.complete = False
-                    return use
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
+    """Every entry below `folders` and the bytes it takes, at any depth, links never followed (tree_walk.py).
+
+    Fails closed: a walk that cannot finish (past `max_entries`, a folder it may not read, a tree still changing
+    after WALK_TRIES) comes back `complete=False`, never as a smaller count."""
+    use = DiskUse()
+    for folder in folders:
+        for attempt in range(WALK_TRIES):
+            part = DiskUse()
+            walk = TreeWalk(folder, max_entries - use.files)
+            try:
+                for entry in walk:
+                    part.files += 1
+                    part.bytes += entry.st.st_blocks * 512
+            except WalkError as exc:
+                if exc.changed and attempt + 1 < WALK_TRIES:
                     continue
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append(entry.path)
-                else:
-                    use.files += 1
-                    use.bytes += st.st_blocks * 512
+                use.files += part.files
+                use.bytes += part.bytes
+                use.complete, use.why, use.too_many = False, str(exc), isinstance(exc, TooManyEntries)
+                return use
+            break
+        use.files += part.files
+        use.bytes += part.bytes
     return use
 
 
@@ -233,10 +240,14 @@ def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, 
     short = server_disk_short(folders, min_free_mb)
     if short is not None:
         return short
-    use = usage(folders)
+    use = usage(folders, max_entries=max_files + 1)
     used = use.bytes + (deleted_open_bytes(pid, mapped) if pid is not None else 0)
-    if not use.complete or use.files > max_files:
-        return f"the sandbox holds more than {max_files:,} files (max_disk_files; the app can raise it)"
+    if use.too_many or use.files > max_files:
+        return (f"the sandbox holds more than {max_files:,} files and folders "
+                "(max_disk_files; the app can raise it)")
+    if not use.complete:
+        return (f"the app could not count the sandbox's files ({use.why}), so they count as over the limits "
+                f"(max_disk_files {max_files:,}, max_disk_mb {max_mb})")
     if used > max_mb * 1024 * 1024:
         return (f"the sandbox's files take {used // (1024 * 1024)} MB, over the limit of {max_mb} MB "
                 "(max_disk_mb; the app can raise it)")
