@@ -104,7 +104,8 @@ class ContainerWorker:
         return self.reader
 
     def _write(self, data_bytes: bytes, deadline_s: float) -> None:
-        assert self.sock is not None
+        if self.sock is None:
+            raise ChannelClosed("the sandbox container is not connected")
         data = memoryview(data_bytes)
         fd = self.sock.fileno()
         deadline = time.monotonic() + deadline_s
@@ -149,6 +150,10 @@ class ContainerWorker:
                 raise SandboxStartError(f"the sandbox container's worker did not become ready. {tail}")
             self.ready = msg
         return self.ready
+
+    def alive(self) -> bool:
+        """Whether the container's process still runs (read from this host's /proc, not asked of the engine)."""
+        return not self.dead and _alive(self.pid)
 
     # --- signals from the same host --------------------------------------------------------------------------
     def _signal(self, sig: int) -> None:

@@ -19,6 +19,7 @@ PRIVATE_DIR = os.environ.get("AGENTDECK_DOCKERD_DIR", "/var/tmp/agentdeck-docker
 PRIVATE_SOCKET = os.path.join(PRIVATE_DIR, "docker.sock")
 SYSTEM_SOCKET = "/var/run/docker.sock"
 START_TIMEOUT_S = 60.0
+CONTAINERD_PID = "exec/containerd/containerd.pid"
 
 
 class DockerUnavailable(RuntimeError):
@@ -62,13 +63,15 @@ def reachable() -> str | None:
         return str(exc)
 
 
-def _pid() -> int | None:
+def _pid(pid_file: str = "dockerd.pid") -> int | None:
+    """The running process a pid file of the private daemon names (dockerd's, or its containerd's)."""
     try:
-        with open(os.path.join(PRIVATE_DIR, "dockerd.pid")) as fh:
+        with open(os.path.join(PRIVATE_DIR, pid_file)) as fh:
             pid = int(fh.read().strip())
-        os.kill(pid, 0)
-        return pid
-    except (OSError, ValueError):
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+        return None if state == b"Z" else pid  # a killed daemon nobody reaped is gone
+    except (OSError, ValueError, IndexError):
         return None
 
 
@@ -83,6 +86,14 @@ def up() -> str:
         raise DockerUnavailable("dockerd is not installed: as root, 'apt-get install -y docker.io' "
                                 "(make docker-up does it)")
     os.makedirs(PRIVATE_DIR, mode=0o700, exist_ok=True)
+    # A daemon that was killed leaves its pid files (its own and its containerd's; where nobody reaps them the
+    # processes linger as zombies), and dockerd refuses to start over them, or waits for the dead containerd.
+    for pid_file in ("dockerd.pid", CONTAINERD_PID):
+        if _pid(pid_file) is None:
+            try:
+                os.unlink(os.path.join(PRIVATE_DIR, pid_file))
+            except FileNotFoundError:
+                pass
     with open(os.path.join(PRIVATE_DIR, "dockerd.log"), "ab") as log:
         subprocess.Popen([dockerd, "--data-root", os.path.join(PRIVATE_DIR, "data"),
                           "--exec-root", os.path.join(PRIVATE_DIR, "exec"),

@@ -29,16 +29,18 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from .. import process as _process
+from ..local import process as _process
 
 IMAGE_REPO = "agentdeck-sandbox"
 WORKER_DIR = "/opt/agentdeck/executor"
 MPL_CACHE = "/opt/agentdeck/mplcache"
+NEW_ROOT = "/opt/agentdeck/root"  # the mount point of the worker's private view (its root is read-only later)
 #: What the sandbox's code may import beyond the standard library (the app's default authorized imports and
 #: the libraries the worker preloads); their own requirements come along.
-SANDBOX_DISTRIBUTIONS = ("numpy", "pandas", "matplotlib", "seaborn", "openpyxl", "scipy", "pypdf",
+SANDBOX_DISTRIBUTIONS = ("numpy", "pandas", "pyarrow", "matplotlib", "seaborn", "openpyxl", "xlrd", "scipy", "pypdf",
                          "scikit-learn", "pillow", "jinja2")
-SKIP_PARTS = ("__pycache__", "/site-packages/", "_tkinter", "/config-3.", "/test/", "/tests/", "/idlelib/", "/tkinter/", "/ensurepip/", "/lib2to3/")
+SKIP_PARTS = ("/site-packages/", "_tkinter", "/config-3.", "/test/", "/tests/", "/idlelib/", "/tkinter/",
+              "/ensurepip/", "/lib2to3/")
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -55,13 +57,12 @@ class RootTree:
 
     def add(self, host_path: str, image_path: str | None = None) -> None:
         image_path = image_path or host_path
-        if any(part in image_path for part in SKIP_PARTS) or image_path.endswith((".pyc", ".pyo")):
+        if any(part in image_path for part in SKIP_PARTS):
             return
         self.files.setdefault(image_path, host_path)
 
     def add_tree(self, root: str, image_root: str | None = None) -> None:
-        for folder, dirs, names in os.walk(root):
-            dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for folder, _dirs, names in os.walk(root):
             for name in names:
                 host = os.path.join(folder, name)
                 self.add(host, None if image_root is None else image_root + host[len(root):])
@@ -136,7 +137,9 @@ def assemble(extra_distributions: Iterable[str] = ()) -> RootTree:
             if os.path.isfile(host) and not str(rel).startswith(".."):
                 tree.files.setdefault(host, host)  # site-packages: SKIP_PARTS is for the standard library
     tree.add_tree(_process.PACKAGE_DIR, WORKER_DIR)
-    tree.files = {k: v for k, v in tree.files.items() if not k.startswith(WORKER_DIR) or k.endswith(".py")}
+    # The worker's own modules only: the backends (docker/, local/, remote ones) are the app's side.
+    tree.files = {k: v for k, v in tree.files.items()
+                  if not k.startswith(WORKER_DIR) or (k.endswith(".py") and k.count("/") == WORKER_DIR.count("/") + 1)}
     objects = [host for host in tree.files.values() if ".so" in os.path.basename(host)] + [exe]
     for lib in library_closure(objects) | {"/lib64/ld-linux-x86-64.so.2"}:
         lib = os.path.normpath(lib)
@@ -161,9 +164,11 @@ def tree_hash(tree: RootTree) -> str:
         host = tree.files[path]
         st = os.stat(host)
         digest.update(f"{path}\0{st.st_mode & 0o777}\0{st.st_size}\0".encode())
-        with open(host, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
+        if path.startswith(WORKER_DIR) or st.st_size < 4096:
+            with open(host, "rb") as fh:  # the worker's code by content: an edit is never missed
+                digest.update(fh.read())
+        else:  # installed libraries: a reinstall changes the time, reading 450 MB each start would cost seconds
+            digest.update(str(st.st_mtime_ns).encode())
     for path in sorted(tree.generated):
         digest.update(f"{path}\0".encode() + tree.generated[path])
     for top, target in sorted(_merged_usr_links().items()):
@@ -190,7 +195,7 @@ def write_tar(tree: RootTree, out: io.BufferedIOBase | Any) -> None:
             info = tarfile.TarInfo(top.lstrip("/"))
             info.type, info.linkname = tarfile.SYMTYPE, target
             tar.addfile(info)
-        for folder in ("/tmp", "/proc", "/dev", "/sys", "/etc", MPL_CACHE, "/workspace"):
+        for folder in ("/tmp", "/proc", "/dev", "/sys", "/etc", MPL_CACHE, NEW_ROOT):
             add_dir(folder)
 
         def image_name(path: str) -> str:
@@ -208,7 +213,8 @@ def write_tar(tree: RootTree, out: io.BufferedIOBase | Any) -> None:
             add_dir(os.path.dirname(name))
             st = os.stat(tree.files[path])
             info = tarfile.TarInfo(name.lstrip("/"))
-            info.size, info.mode, info.mtime = st.st_size, (st.st_mode & 0o755) | 0o444, 0
+            # The real modification time: a compiled module (.pyc, shipped along) is used only when it matches.
+            info.size, info.mode, info.mtime = st.st_size, (st.st_mode & 0o755) | 0o444, int(st.st_mtime)
             with open(tree.files[path], "rb") as fh:
                 tar.addfile(info, fh)
         for path in sorted(tree.generated):
@@ -274,7 +280,20 @@ def ensure_image(client: Any, tree: RootTree | None = None, log: Any = None) -> 
     finally:
         container.remove(force=True)
         client.images.remove(base, noprune=False)
+    remove_stale(client, keep=tag)
     return tag
+
+
+def remove_stale(client: Any, keep: str) -> None:
+    """Earlier builds (other libraries, other worker code) are dropped; one in use by a container stays."""
+    for old in client.images.list(name=IMAGE_REPO):
+        if keep in old.tags:
+            continue
+        for old_tag in old.tags:
+            try:
+                client.images.remove(old_tag)
+            except Exception:
+                continue
 
 
 def main() -> None:
