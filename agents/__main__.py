@@ -29,6 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--approval", default="autonomous",
                         help="autonomous, review_plans, approve_code, approve_tools or all (answered at the prompt).")
     parser.add_argument("--workdir", default=None, help="Folder the code works in (default: a temporary folder).")
+    parser.add_argument("--sandbox", default=None,
+                        help="Sandbox backend the code runs on: local, docker (default: $AGENTDECK_SANDBOX, else "
+                             "local; `python -c 'from agents.executor import backends; print(backends.available())'` "
+                             "lists the ones this machine can use).")
     parser.add_argument("-v", "--verbosity", type=int, default=1, help="0 quiet, 1 steps, 2 debug (streamed text).")
     return parser
 
@@ -38,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     from agents import CodeAgent, ToolCallingAgent
     from agents.decisions import TerminalDecider
     from agents.errors import AgentDeckError
+    from agents.executor import backends
+    from agents.executor.errors import SandboxError
     from agents.models import load_model
     from agents.models.selection import default_model_string
     from agents.tooling.ask_user import AskUserTool
@@ -49,12 +55,13 @@ def main(argv: list[str] | None = None) -> int:
                       approval_policy=args.approval, decider=TerminalDecider(), verbosity=args.verbosity)
         if args.agent == "code":
             imports = [m.strip() for m in args.imports.split(",") if m.strip()]
-            agent = CodeAgent(authorized_imports=imports, workdir=args.workdir, **common)
+            backend = backends.resolve(args.sandbox)  # a backend this machine cannot use is refused before any step
+            agent = CodeAgent(authorized_imports=imports, workdir=args.workdir, sandbox=backend, **common)
         else:
             agent = ToolCallingAgent(**common)
         with agent:
             result = agent.run(args.task, return_result=True)
-    except AgentDeckError as exc:
+    except (AgentDeckError, SandboxError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -35,6 +35,7 @@ def load_model(model_string: str) -> Any:
 def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -> Any:
     """A fresh agent (with its own model instance and sandbox) for one session."""
     from agents import CodeAgent, ToolCallingAgent
+    from agents.executor.backend import SandboxLimits
 
     if settings.hf_token and settings.model.startswith("hf:"):
         from agents.models import load_model as load
@@ -52,8 +53,9 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
     if settings.agent_type == "tool-calling":
         return _construct(ToolCallingAgent, common, workdir=str(workdir))
     return _construct(CodeAgent, common, workdir=str(workdir), authorized_imports=list(settings.authorized_imports),
-                      executor_timeout_s=config.exec_timeout_s,
-                      sandbox_options={"min_free_mb": config.min_free_mb})
+                      executor_timeout_s=config.exec_timeout_s, sandbox=config.sandbox,
+                      sandbox_pool=config.sandbox_pool > 0,
+                      sandbox_limits=SandboxLimits(min_free_mb=config.min_free_mb))
 
 
 def _construct(cls: Any, common: dict[str, Any], **extra: Any) -> Any:

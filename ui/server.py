@@ -25,9 +25,19 @@ from ui.web.security_headers import SecurityHeadersMiddleware
 from ui.web.sign_in import build_page
 
 
+def check_sandbox_backend(name: str) -> None:
+    """Refuse to start on a sandbox backend this machine cannot use (AGENTDECK_SANDBOX), saying why."""
+    from agents.executor import backends
+
+    why = backends.unavailable_reason(name)
+    if why is not None:
+        raise SystemExit(f"AGENTDECK_SANDBOX={name}: {why} (usable here: {', '.join(backends.available()) or 'none'})")
+
+
 def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp]:
     """The page and its handlers: the services, the chat's handlers, and the layout that composes the panels."""
     config = config or AppConfig.from_env()
+    check_sandbox_backend(config.sandbox)  # at start, not at a visitor's first step
     refuse_remote_files()  # files come in as uploads only (Gradio would fetch one an event names by URL)
     controller = AgentDeckApp(config)
     # Without the sign-in button if Gradio's local mock of the login fails (ui/web/sign_in.py).
@@ -84,7 +94,7 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
     demo.queue(default_concurrency_limit=1)
     if threading.current_thread() is threading.main_thread():
         # SIGTERM (a Space restarting, `kill`) ends the process through SystemExit, so exit handlers run and
-        # the sandbox workers, stopped between steps, are killed with it (agents/executor/process.py).
+        # the sandbox workers, stopped between steps, are killed with it (agents/executor/local/process.py).
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     kwargs = launch_kwargs(config)
     kwargs.update(overrides)

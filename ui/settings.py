@@ -13,6 +13,10 @@ Environment variables:
   AGENTDECK_SESSION_IDLE_S     close a session after this long without activity (3600)
   AGENTDECK_PAGELESS_IDLE_S    close a session no browser page holds (an API client) after this long idle (180)
   AGENTDECK_MAX_SANDBOXES      live sandboxes at once; idle ones are closed first to make room (16)
+  AGENTDECK_SANDBOX            the sandbox backend code runs on (local; `agents.executor.backends.available()`
+                               lists the ones this machine can use; the app refuses to start on one it cannot)
+  AGENTDECK_SANDBOX_POOL       sandboxes kept started ahead of time per sandbox setting in use, each handed to one
+                               session only (1; 0 = every session's sandbox starts cold)
   AGENTDECK_MAX_SESSIONS       live sessions (tabs and API clients) at once; the longest idle ones without a run or
                                a page are closed first to make room (2000)
   AGENTDECK_DECISION_TIMEOUT_S a run paused for a decision nobody makes is closed after this long (1800)
@@ -107,6 +111,8 @@ class AppConfig:
     runs_per_minute: int = 10
     runs_at_once: int = 2
     max_sandboxes: int = 16
+    sandbox: str = "local"  # the sandbox backend (AGENTDECK_SANDBOX; agents/executor/backends.py)
+    sandbox_pool: int = 0  # warm sandboxes per setting in use (AGENTDECK_SANDBOX_POOL, 1 from the environment; pool.py)
     max_sessions: int = 2000  # live sessions at once (memory): the longest idle are closed first
     decision_timeout_s: float = 1800.0  # a run paused for a person's decision holds its sandbox this long at most
     max_tokens_per_run: int | None = None  # the operator's spending cap per run (None: no cap)
@@ -185,6 +191,8 @@ class AppConfig:
             runs_per_minute=max(1, _int_env("AGENTDECK_RUNS_PER_MINUTE", 10)),
             runs_at_once=max(1, _int_env("AGENTDECK_RUNS_AT_ONCE", 2)),
             max_sandboxes=max(1, _int_env("AGENTDECK_MAX_SANDBOXES", 16)),
+            sandbox=os.environ.get("AGENTDECK_SANDBOX", "").strip() or "local",
+            sandbox_pool=max(0, min(16, _int_env("AGENTDECK_SANDBOX_POOL", 1))),
             max_sessions=max(10, _int_env("AGENTDECK_MAX_SESSIONS", 2000)),
             decision_timeout_s=float(max(60, _int_env("AGENTDECK_DECISION_TIMEOUT_S", 1800))),
             max_tokens_per_run=_int_env("AGENTDECK_MAX_TOKENS_PER_RUN", 0) or None,

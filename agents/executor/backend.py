@@ -65,7 +65,8 @@ class WorkspaceSpec:
 
     A backend whose worker does not see the app's disk copies or mounts it; either way the app reads and writes
     the workspace only through the host's file operations, except where `Capabilities.same_disk` says `path` is
-    the very folder the worker writes (the local backend). `extra_read_paths`: folders of the app's machine the
+    the very folder the worker writes (the local backend; `push_workspace`/`pull_workspace` keep the two
+    in step otherwise). `extra_read_paths`: folders of the app's machine the
     code may read (local backend only; others refuse a spec that names any: `SandboxStartError`).
     """
 
@@ -77,13 +78,15 @@ class WorkspaceSpec:
 class SandboxSpec:
     """Everything a backend needs to start one sandbox: its imports, its limits, its workspace, its layers.
 
+    `workspace` None: a warm start (`Capabilities.warm_start`, `pool.py`): the backend starts what does not depend
+    on the session (the process or container, the preloaded imports) and the host waits for `assign(spec)`.
     `tools`: the tool names the worker starts with (it is told of later ones over the channel). `env`: extra
     environment variables for the worker (never the app's own environment). `use_landlock`, `use_seccomp`,
     `private_root`: the kernel layers the app may switch off (each reported); `python_layers=False` only for the
     attack test suite (no guard, the real builtins: the kernel layers must hold on their own).
     """
 
-    workspace: WorkspaceSpec
+    workspace: WorkspaceSpec | None
     authorized_imports: tuple[str, ...] = ()
     limits: SandboxLimits = SandboxLimits()
     tools: tuple[str, ...] = ()
@@ -105,8 +108,10 @@ class Capabilities:
       while tools run; a worker busy between steps is replaced).
     - `disk_usage`: `disk_over` counts the sandbox's files (workspace and temp, deleted-but-open included).
     - `same_disk`: `WorkspaceSpec.path` is the folder the worker writes, so artifacts' `abs_path` is a real file
-      of the app's machine at once (otherwise the host copies the workspace back: see `sync_workspace`).
+      of the app's machine at once (otherwise the host copies the workspace back: see `pull_workspace`).
     - `attach`: `SandboxBackend.attach` can find a live host by id (from this process at least).
+    - `warm_start`: `start` takes a spec without a workspace and `assign` completes it later (the pool keeps such
+      hosts ready); without it the pool keeps nothing for the backend and every start is cold.
     """
 
     suspend: bool = False
@@ -115,6 +120,7 @@ class Capabilities:
     disk_usage: bool = False
     same_disk: bool = False
     attach: bool = False
+    warm_start: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,10 +145,19 @@ class SandboxHost(Protocol):
 
     id: str
     capabilities: Capabilities
-    ready: dict[str, Any] | None
+
+    @property
+    def ready(self) -> dict[str, Any] | None: ...
 
     @property
     def dead(self) -> bool: ...
+
+    def assign(self, spec: SandboxSpec) -> None:
+        """Complete a warm host (started from a spec without a workspace) for one session: `spec` is the start
+        spec with its workspace (and tools) filled in; its other fields equal the start spec's (the pool's key).
+        After it the host behaves as one started from `spec`. Only once, before `wait_ready`; `SandboxStartError`
+        on a host that was not started warm or is dead."""
+        ...
 
     # --- the channel -----------------------------------------------------------------------------------------
     def wait_ready(self, timeout: float) -> dict[str, Any]:
@@ -249,9 +264,20 @@ class SandboxHost(Protocol):
         Same refusals as `get_file`; the file is replaced whole, never written through a link."""
         ...
 
-    def sync_workspace(self) -> None:
-        """Make `WorkspaceSpec.path` hold what the worker's workspace holds now (after a run), for backends
-        without `same_disk`; a no-op where the worker writes that folder itself."""
+    def push_workspace(self) -> None:
+        """Before each run: files the app put in `WorkspaceSpec.path` (uploads, a restored chat) become the
+        worker's to change (local: handed to its user id; a backend without `same_disk` copies them in)."""
+        ...
+
+    def pull_workspace(self) -> None:
+        """After each run: make `WorkspaceSpec.path` hold what the worker's workspace holds now, for backends
+        without `same_disk` (regular files only, never through a link, within the disk limits); a no-op where
+        the worker writes that folder itself."""
+        ...
+
+    def memory_bytes(self) -> int | None:
+        """Memory the sandbox holds now as its engine counts it (local: the worker's proportional set size;
+        a container: its cgroup's usage), or None if unknown. For the bench and the operator, not a limit."""
         ...
 
     def security_report(self) -> dict[str, dict[str, Any]]:

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import execution_result, worker_watch
+from . import execution_result
 from .execution_result import ExecutionResult
 from .protocol import ChannelClosed, ProtocolError
 
 if TYPE_CHECKING:
-    from .process import WorkerProcess
+    from .backend import SandboxHost
 
 log = logging.getLogger("agents.executor")
 GRACE_S = 1.0  # how long SIGINT may take before the worker is killed...
@@ -68,17 +68,19 @@ _running_sandboxes = _RunCounter()
 
 @dataclass
 class RunWatch:
-    """The watch over one run of `worker`; what it needs of its sandbox is given as values and callables.
+    """The watch over one run of `worker` (the sandbox's host: its channel and the backend's watch operations);
+    what it needs of its sandbox is given as values and callables.
 
     `wake_fd`: written by the sandbox's `interrupt()` to end a wait at once; `stop_requested`: the sandbox's
-    interrupt flag; `restart`: replace the worker; `disk_over`: why the sandbox's files are over its limits.
+    interrupt flag; `restart`: replace the worker; `disk_over`: why the sandbox's files are over its limits
+    (asked of the sandbox's current host).
     """
 
-    worker: WorkerProcess
+    worker: SandboxHost
     wake_fd: int
     stop_requested: Callable[[], bool]
     restart: Callable[[], None]
-    disk_over: Callable[[WorkerProcess | None], str | None]
+    disk_over: Callable[[], str | None]
     max_output_chars: int
     max_result_chars: int
     memory_limit_mb: int
@@ -105,7 +107,7 @@ class RunWatch:
         tool_time = 0.0
         stopping: str | None = None
         grace_end = stop_cpu = stop_time = next_interrupt = 0.0
-        cpu_start = worker_watch.cpu_seconds(worker.pid)
+        cpu_start = worker.cpu_seconds()
         next_disk_check = start + CPU_CHECK_S
         while True:
             now = time.monotonic()
@@ -116,15 +118,15 @@ class RunWatch:
                     reason = "timeout"
                 if reason is None and now >= next_disk_check:
                     next_disk_check = now + CPU_CHECK_S
-                    if self.disk_over(worker) is not None:
+                    if self.disk_over() is not None:
                         reason = "disk"
                 if reason is None and tool_time and now - start > CPU_CHECK_S:
                     # Time in tools does not count, but a thread burning CPU meanwhile does: the kernel's figure.
-                    if worker_watch.cpu_seconds(worker.pid) - cpu_start > timeout_s:
+                    if worker.cpu_seconds() - cpu_start > timeout_s:
                         reason = "timeout"
                 if reason:
                     stopping, grace_end = reason, now + GRACE_S
-                    stop_cpu, stop_time = worker_watch.cpu_seconds(worker.pid), now
+                    stop_cpu, stop_time = worker.cpu_seconds(), now
                     next_interrupt = now
             if stopping:
                 if now >= next_interrupt:
@@ -135,14 +137,15 @@ class RunWatch:
                     grace_end = now + GRACE_CPU_S
                     wait = GRACE_CPU_S
                 if wait <= 0:
+                    why = self.disk_over() if stopping == "disk" else None  # before the restart empties the temp
                     self.restart()
-                    return execution_result.stopped(stopping, logs, True, timeout_s, self.disk_over(None))
+                    return execution_result.stopped(stopping, logs, True, timeout_s, why)
                 wait = min(wait, max(next_interrupt - now, 0.0))
             else:
                 wait = min(timeout_s - (now - start - tool_time), CPU_CHECK_S)
             try:
                 spin = REPLY_SPIN_S if _running_sandboxes.active == 1 else 0.0
-                msg = worker.reader.read(timeout=max(wait, 0.0), wake_fd=self.wake_fd, spin_s=spin)
+                msg = worker.read(timeout=max(wait, 0.0), wake_fd=self.wake_fd, spin_s=spin)
             except (ChannelClosed, ProtocolError):
                 return self._crashed(logs)
             if msg is None:
@@ -180,7 +183,7 @@ class RunWatch:
             else:
                 if stopping and msg.get("error_type") == "KeyboardInterrupt":
                     return execution_result.stopped(stopping, logs + [str(msg.get("logs", ""))[:log_limit]], False,
-                                                    timeout_s, self.disk_over(None))
+                                                    timeout_s, self.disk_over())
                 return execution_result.from_worker(msg, logs, self.max_output_chars, self.max_result_chars)
 
     def _misbehaved(self, logs: list[str], what: str) -> ExecutionResult:
@@ -198,18 +201,14 @@ class RunWatch:
     def _crashed(self, logs: list[str]) -> ExecutionResult:
         """The worker died or closed its channel: a fresh one is started and the run says its state is gone."""
         worker = self.worker
-        try:
-            worker.proc.wait(timeout=1)
-        except Exception:
-            pass
-        how = worker.exit_description()
+        how = worker.exit_description(wait_s=1.0)
         worker.kill()
         self.restart()
         return execution_result.crashed(logs, how, self.memory_limit_mb)
 
 
-def _starved(worker: WorkerProcess, cpu_at_stop: float, since_stop_s: float) -> bool:
+def _starved(worker: SandboxHost, cpu_at_stop: float, since_stop_s: float) -> bool:
     """Whether an interrupted worker has not yet had the CPU to honour the interrupt (see GRACE_CPU_S)."""
-    if since_stop_s >= GRACE_MAX_S or worker.dead:
+    if since_stop_s >= GRACE_MAX_S or worker.dead or not worker.capabilities.cpu_time:
         return False
-    return worker_watch.cpu_seconds(worker.pid) - cpu_at_stop < GRACE_CPU_S
+    return worker.cpu_seconds() - cpu_at_stop < GRACE_CPU_S

@@ -1,29 +1,30 @@
-"""PythonSandbox: the app-side handle on one sandboxed worker.
+"""PythonSandbox: the app-side handle on one sandboxed worker, whatever backend runs it.
 
 The app calls ``run(code)``; the sandbox sends it to the worker (which checks it: layer 1), watches the run
 (run_watch.py: tool calls served in this process by tool_calls.py, the timeout on the worker's compute time,
 interrupts), checks that nothing of the step outlived it, and reports files the run left in the workspace
-and whether the disk limit holds (disk_limit.py). It owns the worker's life: start, restart, close.
+and whether the disk limit holds. It owns the worker's life: start, restart, close. How the worker is started
+and watched is its backend's (backend.py; the local one is local/), reached only through the host it returns.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import secrets
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from . import artifacts as _artifacts
-from . import execution_result, identity, worker_watch
-from .disk_limit import DiskLimit
+from . import backends, execution_result
+from . import pool as _pool
+from .backend import SandboxBackend, SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec
 from .errors import InvalidVariableError, SandboxClosedError
 from .execution_result import ExecutionResult
-from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache, worker_sys_path
+from .pool import WarmPool
 from .protocol import ChannelClosed, ProtocolError, encode_json
 from .run_watch import RunWatch
 from .tool_calls import check_tool_names, serve_tool_call
@@ -36,7 +37,8 @@ IDLE_CPU_S = 0.25  # CPU a worker may use between two runs (bookkeeping only) be
 class PythonSandbox:
     """Runs model-written Python in a confined worker process; state persists between runs.
 
-    Artifacts are reported with ``path`` relative to ``workdir`` and ``abs_path``.
+    Artifacts are reported with ``path`` relative to ``workdir`` and ``abs_path``. ``backend``: a backend name
+    (``backends.KNOWN``), a `SandboxBackend`, or None for the app's default (``AGENTDECK_SANDBOX``, else local).
     """
 
     def __init__(self, workdir: str, authorized_imports: Iterable[str] = (), timeout_s: float = 30,
@@ -47,36 +49,28 @@ class PythonSandbox:
                  extra_read_paths: Iterable[str] = (), use_landlock: bool = True, use_seccomp: bool = True,
                  startup_timeout_s: float = 120, nice: int = 5, max_disk_mb: int = 1024,
                  private_root: bool = True, python_layers: bool = True, max_disk_files: int = 20_000,
-                 min_free_mb: int = 0) -> None:
+                 min_free_mb: int = 0, backend: str | SandboxBackend | None = None,
+                 pool: bool | WarmPool = False) -> None:
+        self.backend = backends.resolve(backend)
+        # Warm starts (pool.py): a worker started ahead of time, taken once; True is the process's pool.
+        self._pool = _pool.for_backend(self.backend) if pool is True else (pool or None)
         os.makedirs(workdir, exist_ok=True)
         self.workdir = os.path.realpath(workdir)
-        self._uid = identity.allocate()  # a user id of its own when the app runs as root
-        # App-private: the worker's log and the mount point of its private root (never the worker's to write).
-        self._private = tempfile.mkdtemp(prefix="agentdeck-sbx-app-")
-        new_root = os.path.join(self._private, "root")
-        os.mkdir(new_root, 0o755)
         self.authorized_imports = list(authorized_imports)
         self.timeout_s = timeout_s
         self.on_log = on_log
         self.startup_timeout_s = startup_timeout_s
-        self._env = dict(env or {})
-        self._tmpdir = tempfile.mkdtemp(prefix="agentdeck-sbx-")
-        if self._uid is not None:
-            os.chown(self._tmpdir, self._uid, self._uid)
-        self._settings: dict[str, Any] = {
-            "workdir": self.workdir, "tmpdir": self._tmpdir, "app_root": APP_ROOT,
-            "authorized_imports": self.authorized_imports, "memory_limit_mb": int(memory_limit_mb),
-            "max_output_chars": int(max_output_chars), "max_result_chars": int(max_result_chars),
-            "max_file_size_mb": int(max_file_size_mb), "max_files_written": int(max_files_written),
-            "max_open_files": int(max_open_files), "use_landlock": use_landlock, "use_seccomp": use_seccomp,
-            # Model-written code runs below the app's priority, so one session's heavy computation (or 16
-            # sandboxes importing pandas at once) cannot starve the server that streams every session's steps.
-            "nice": max(0, min(19, int(nice))),
-            "extra_read_paths": [os.path.realpath(p) for p in extra_read_paths] + [shared_mpl_cache()],
-            "uid": self._uid, "new_root": new_root if private_root else None, "sys_path": worker_sys_path(),
-            # False only for the attack test suite: no guard, real builtins, no audit hook (a full bypass).
-            "python_layers": bool(python_layers),
-        }
+        self.limits = SandboxLimits(
+            timeout_s=timeout_s, memory_limit_mb=int(memory_limit_mb), max_output_chars=int(max_output_chars),
+            max_result_chars=int(max_result_chars), max_file_size_mb=int(max_file_size_mb),
+            max_files_written=int(max_files_written), max_open_files=int(max_open_files),
+            max_disk_mb=int(max_disk_mb), max_disk_files=int(max_disk_files), min_free_mb=int(min_free_mb),
+            nice=max(0, min(19, int(nice))), startup_timeout_s=startup_timeout_s)
+        self.spec = SandboxSpec(
+            workspace=WorkspaceSpec(self.workdir, tuple(os.path.realpath(p) for p in extra_read_paths)),
+            authorized_imports=tuple(self.authorized_imports), limits=self.limits, env=dict(env or {}),
+            use_landlock=use_landlock, use_seccomp=use_seccomp, private_root=private_root,
+            python_layers=bool(python_layers))
         self._tools: dict[str, Callable[..., Any]] = {}
         self._run_lock = threading.Lock()
         self._state_lock = threading.Lock()
@@ -88,47 +82,61 @@ class PythonSandbox:
         self._closed = False
         self._step = 0
         self._warned = False
-        self._disk = DiskLimit(self.workdir, self._tmpdir, int(max_disk_mb), int(max_disk_files), int(min_free_mb))
-        self._worker: WorkerProcess | None = None
-        self._worker = self._spawn()
+        self._idle_cpu: float | None = None  # the worker's CPU time when its last run ended (the host's reading)
+        self._host: SandboxHost | None = None
+        self._host = self._spawn()
 
     @property
     def max_disk_mb(self) -> int:
-        return self._disk.max_mb
+        return self.limits.max_disk_mb
 
     @property
     def max_disk_files(self) -> int:
-        return self._disk.max_files
+        return self.limits.max_disk_files
 
     @property
     def min_free_mb(self) -> int:
         """The shared disk's floor: below that much free space, code that writes is stopped (0: no floor)."""
-        return self._disk.min_free_mb
+        return self.limits.min_free_mb
 
     @min_free_mb.setter
     def min_free_mb(self, value: int) -> None:
-        self._disk.min_free_mb = int(value)
+        self.limits = dataclasses.replace(self.limits, min_free_mb=int(value))
+        self.spec = dataclasses.replace(self.spec, limits=self.limits)
+        with self._state_lock:
+            if self._host is not None:
+                self._host.set_min_free_mb(int(value))
+
+    @property
+    def host(self) -> SandboxHost | None:
+        """The backend's handle on the current worker (None while closed); replaced by every restart."""
+        return self._host
+
+    @property
+    def _worker(self) -> SandboxHost | None:  # the tests' name for it (local: `.pid`)
+        return self._host
+
+    @property
+    def _tmpdir(self) -> str:
+        """The current worker's private temp folder (local backend; for tests)."""
+        return str(getattr(self._host, "tmpdir", ""))
 
     # --- lifecycle ------------------------------------------------------------
-    def _spawn(self) -> WorkerProcess:
-        init = dict(self._settings, op="init", tools=sorted(self._tools))
-        self._adopt_workspace()
-        return WorkerProcess(init, minimal_env(self._tmpdir, self._env), self.workdir,
-                             os.path.join(self._tmpdir, f".agentdeck-worker-{secrets.token_hex(8)}.log"),
-                             start_dir=self._private)
+    def _spawn(self) -> SandboxHost:
+        self._idle_cpu = None
+        spec = dataclasses.replace(self.spec, tools=tuple(sorted(self._tools)))
+        host = self._pool.take(spec) if self._pool is not None else None
+        return host if host is not None else self.backend.start(spec)
 
-    def _adopt_workspace(self) -> None:
-        """Files the app put in the workspace (uploads) become the worker's, so its code can change them."""
-        if self._uid is not None:
-            identity.give_tree(self.workdir, self._uid)
-
-    def _ready_worker(self) -> WorkerProcess:
+    def _ready_worker(self) -> SandboxHost:
         with self._state_lock:
             if self._closed:
                 raise SandboxClosedError("the sandbox is closed")
-            if self._worker is None or self._worker.dead:
-                self._worker = self._spawn()
-            worker = self._worker
+            if self._host is None or self._host.dead:
+                if self._host is not None:
+                    self._host.close()
+                self._host = self._spawn()
+            worker = self._host
         first = worker.ready is None
         ready = worker.wait_ready(self.startup_timeout_s)
         if first:
@@ -142,17 +150,14 @@ class PythonSandbox:
                     log.warning("sandbox isolation layer '%s' is NOT active: %s", layer["name"], layer["detail"])
         return worker
 
-    def _restart(self, empty_tmp: bool = False) -> None:
+    def _restart(self) -> None:
+        """A fresh worker on a fresh host: nothing of the old one (temp folder, memory, user id) is kept."""
         with self._state_lock:
-            if self._worker is not None:
-                self._worker.kill()
-            self._worker = None
-            if empty_tmp:
-                shutil.rmtree(self._tmpdir, ignore_errors=True)
-                os.makedirs(self._tmpdir, mode=0o700, exist_ok=True)
-                if self._uid is not None:
-                    os.chown(self._tmpdir, self._uid, self._uid)
-            self._worker = None if self._closed else self._spawn()
+            old, self._host = self._host, None
+            if old is not None:
+                old.kill()
+                old.close()
+            self._host = None if self._closed else self._spawn()
 
     def reset(self) -> None:
         """Forget all state (variables, imports, functions) by starting a fresh worker."""
@@ -165,12 +170,9 @@ class PythonSandbox:
             if self._closed:
                 return
             self._closed = True
-            worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.shutdown()
-        shutil.rmtree(self._tmpdir, ignore_errors=True)
-        shutil.rmtree(self._private, ignore_errors=True)
-        identity.release(self._uid)
+            host, self._host = self._host, None
+        if host is not None:
+            host.close()
         for fd in (self._wake_r, self._wake_w):
             try:
                 os.close(fd)
@@ -193,12 +195,15 @@ class PythonSandbox:
     def security_report(self) -> dict[str, dict[str, Any]]:
         """Every isolation layer with whether it is active here and what it does."""
         ready = self._ready_worker().ready or {}
-        report = {
+        report: dict[str, dict[str, Any]] = {
             "ast_guard": {"active": True, "detail": "code checked and rewritten before compiling"},
             "import_policy": {"active": True, "detail": "module views; authorized: "
                               + (", ".join(self.authorized_imports) or "safe defaults only")},
-            "process": {"active": True, "detail": "separate worker process with a minimal environment"},
+            "backend": {"active": True, "detail": f"sandbox backend {self.backend.name!r}"},
         }
+        host = self._host
+        if host is not None:
+            report.update(host.security_report())
         for layer in ready.get("layers", []):
             report[layer["name"]] = {"active": layer["active"], "detail": layer["detail"]}
         return report
@@ -234,7 +239,7 @@ class PythonSandbox:
             worker = self._ready_worker()
             try:
                 worker.send({"op": "vars", "values": variables})
-                msg = worker.reader.read(timeout=self.startup_timeout_s)
+                msg = worker.read(timeout=self.startup_timeout_s)
             except (ChannelClosed, ProtocolError):
                 msg = {"op": "broken"}
             if msg is not None and msg.get("op") != "vars_done":
@@ -275,18 +280,18 @@ class PythonSandbox:
             if worker.ready is not None:
                 # Between runs a worker has nothing to say and nothing to compute: either comes from code
                 # the previous step left behind.
-                if worker_watch.has_pending(worker.reader.fd):
+                if worker.has_pending():
                     notes.append("the previous step's code kept writing to the sandbox's channel after it ended")
-                elif worker.frozen and worker_watch.woke_up(worker.pid, worker.frozen_at):
+                elif worker.woke_up():
                     notes.append("the previous step's code woke the sandbox up between steps")
-                elif (worker.idle_cpu is not None
-                      and worker_watch.cpu_seconds(worker.pid) - worker.idle_cpu > IDLE_CPU_S):
+                elif (self._idle_cpu is not None and worker.capabilities.cpu_time
+                      and worker.cpu_seconds() - self._idle_cpu > IDLE_CPU_S):
                     notes.append("the previous step's code kept using the CPU after it ended")
                 if notes:
                     self._restart()
                     worker = self._ready_worker()
-            self._adopt_workspace()
-            before = _artifacts.snapshot(self.workdir)
+            worker.push_workspace()
+            before = _snapshot(worker)
             self._step += 1
             run_id = secrets.token_hex(8)
             self._interrupt = False
@@ -295,26 +300,38 @@ class PythonSandbox:
                 request = {"op": "run", "id": run_id, "code": code, "step": self._step,
                            "timeout_s": self.timeout_s, "stream": on_log is not None}
                 # Built per run: a watch kept on the sandbox would hold it in a reference cycle (no prompt close()).
-                watch = RunWatch(worker, self._wake_r, lambda: self._interrupt, self._restart, self._disk.over,
-                                 self._settings["max_output_chars"], self._settings["max_result_chars"],
-                                 self._settings["memory_limit_mb"])
+                watch = RunWatch(worker, self._wake_r, lambda: self._interrupt, self._restart, self._disk_over,
+                                 self.limits.max_output_chars, self.limits.max_result_chars,
+                                 self.limits.memory_limit_mb)
                 result = watch.run(request, self.timeout_s, on_log, cancel,
                                    lambda msg: serve_tool_call(msg, self._tools, tools))
             finally:
                 self._running = False
                 self._interrupt = False
-            if not result.state_lost and (result.threads_left
-                                          or worker_watch.thread_left_running(worker, THREAD_SAMPLE_S)):
+            if not result.state_lost and (result.threads_left or worker.thread_left_running(THREAD_SAMPLE_S)):
                 self._restart()
                 execution_result.lose_state(result, "a thread it started was still running when the step ended, so the "
                                          "sandbox was restarted to stop it")
             if not worker.dead:
-                worker.idle_cpu = worker_watch.cpu_seconds(worker.pid)
+                if worker.capabilities.cpu_time:
+                    self._idle_cpu = worker.cpu_seconds()
                 worker.freeze()
             for note in notes:
                 execution_result.lose_state(result, note + "; the sandbox was restarted")
-            after = _artifacts.snapshot(self.workdir)
+            host = self._host if self._host is not None else worker
+            host.pull_workspace()
+            after = _snapshot(host)
             result.artifacts = _artifacts.diff(self.workdir, before, after)
-            self._disk.check_after_run(result, self._worker, lambda: self._restart(empty_tmp=True))
+            if host.check_disk_after_run(result):
+                self._restart()  # a new host starts with an empty temp folder
             result.duration_s = time.monotonic() - started
             return result
+
+    def _disk_over(self) -> str | None:
+        host = self._host
+        return None if host is None else host.disk_over()
+
+
+def _snapshot(host: SandboxHost) -> _artifacts.Snapshot:
+    """The workspace's files as the host lists them, in the artifacts module's form."""
+    return {rel: (info.size, info.mtime_ns) for rel, info in host.list_files().items()}

@@ -119,6 +119,12 @@ def main(argv: list[str]) -> None:
         sys.path[:] = [p for p in init["sys_path"] if isinstance(p, str)] + sys.path
     if init.get("nice"):  # before the preloading: starting 16 sandboxes at once is CPU-heavy
         os.nice(int(init["nice"]))
+    if init.get("op") == "preload":
+        # A warm start (agents/executor/pool.py): the libraries are loaded now, before any session is known; the
+        # rest of the settings (workspace, limits, identity) and the confinement come with the `init` frame. No
+        # code has run yet, so nothing can have touched what the worker loaded.
+        _preload(init.get("authorized_imports", []), [])
+        init = reader.read()
     try:
         runtime, audit, settings, layers, warnings = _setup(init, fd_out)
     except confinement.ConfinementError as exc:

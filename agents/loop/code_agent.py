@@ -27,6 +27,7 @@ from agents.tooling.base import Tool
 
 if TYPE_CHECKING:
     from agents.executor import ExecutionResult, PythonSandbox
+    from agents.executor.backend import SandboxBackend, SandboxLimits
 
 #: Standard-library modules code may always import (the sandbox adds its own safe defaults).
 BASE_IMPORTS = ("collections", "datetime", "itertools", "math", "queue", "random", "re", "stat",
@@ -43,14 +44,20 @@ class CodeAgent(MultiStepAgent):
 
     def __init__(self, tools: Iterable[Tool] = (), model: Model | None = None,
                  authorized_imports: list[str] | tuple[str, ...] = (), workdir: str | os.PathLike[str] | None = None,
-                 executor_timeout_s: float = 30.0, sandbox_options: dict[str, Any] | None = None,
-                 **kwargs: Any) -> None:
+                 executor_timeout_s: float = 30.0, sandbox: str | SandboxBackend | None = None,
+                 sandbox_limits: SandboxLimits | None = None, sandbox_pool: bool = False, **kwargs: Any) -> None:
+        """`sandbox`: the backend the code runs on, by name (`agents.executor.backends.available()`) or as an
+        object; None is the app's default (`AGENTDECK_SANDBOX`, else local). `sandbox_limits`: the sandbox's
+        limits (`executor_timeout_s` takes the place of its `timeout_s`). `sandbox_pool`: start from a sandbox
+        the backend's warm pool started ahead of time (`agents/executor/pool.py`), when one is ready."""
         self.authorized_imports = sorted(set(BASE_IMPORTS) | set(authorized_imports))
         self._owns_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="agentdeck-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.executor_timeout_s = executor_timeout_s
-        self.sandbox_options = dict(sandbox_options or {})
+        self.sandbox_backend = sandbox
+        self.sandbox_limits = sandbox_limits
+        self.sandbox_pool = sandbox_pool
         self._sandbox: PythonSandbox | None = None
         self._sandbox_lock = threading.Lock()
         self.profile = profile_for(model)
@@ -95,10 +102,14 @@ class CodeAgent(MultiStepAgent):
         """The agent's sandbox, started on first use."""
         with self._sandbox_lock:
             if self._sandbox is None:
+                import dataclasses
+
                 from agents.executor import PythonSandbox
 
+                limits = dataclasses.asdict(self.sandbox_limits) if self.sandbox_limits is not None else {}
+                limits["timeout_s"] = self.executor_timeout_s
                 sandbox = PythonSandbox(workdir=str(self.workdir), authorized_imports=list(self.authorized_imports),
-                                        timeout_s=self.executor_timeout_s, **self.sandbox_options)
+                                        backend=self.sandbox_backend, pool=self.sandbox_pool, **limits)
                 sandbox.register_tools(self.runner.as_callables(None))  # each run binds its own (_execute_code)
                 self._sandbox = sandbox
             return self._sandbox

@@ -1,6 +1,10 @@
 """Fixtures for the executor tests: one sandbox for the whole session where possible (a worker that preloads
 numpy, pandas and matplotlib costs about 0.7 s of CPU to start; tests that need a fresh or special one make
-their own)."""
+their own).
+
+Backends: the `sandbox` and `open_sandbox` fixtures, and every sandbox of a module marked
+`pytest.mark.usefixtures("sandbox_backend")` (the attack suites), run once per backend this machine can use
+(`agents.executor.backends.available()`), so a new backend is held to the same promises without a new test."""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ import os
 
 import pytest
 
-from agents.executor import PythonSandbox
+from agents.executor import PythonSandbox, backends
+
+BACKENDS = backends.available()
 
 SECRET = "sk-agentdeck-test-secret-9f3b2c"
 os.environ["AGENTDECK_TEST_SECRET"] = SECRET  # the app's environment: must never reach a worker
@@ -21,17 +27,30 @@ def make_sandbox(tmp_path_factory, name="ws", **kwargs) -> PythonSandbox:
     return PythonSandbox(workdir=str(workdir), **kwargs)
 
 
-@pytest.fixture(scope="session")
-def sandbox(tmp_path_factory):
-    sb = make_sandbox(tmp_path_factory)
+@pytest.fixture(scope="module", params=BACKENDS)
+def sandbox_backend(request):
+    """The backend every sandbox of the module runs on (through AGENTDECK_SANDBOX, so sandboxes the tests build
+    themselves are included); one pass of the module per usable backend."""
+    old = os.environ.get(backends.ENV_VAR)
+    os.environ[backends.ENV_VAR] = request.param
+    yield request.param
+    if old is None:
+        os.environ.pop(backends.ENV_VAR, None)
+    else:
+        os.environ[backends.ENV_VAR] = old
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def sandbox(request, tmp_path_factory):
+    sb = make_sandbox(tmp_path_factory, backend=request.param)
     yield sb
     sb.close()
 
 
-@pytest.fixture(scope="session")
-def open_sandbox(tmp_path_factory):
+@pytest.fixture(scope="session", params=BACKENDS)
+def open_sandbox(request, tmp_path_factory):
     """authorized_imports=["*"]: layers 1-2 let everything import, so the OS layers are tested."""
-    sb = make_sandbox(tmp_path_factory, "wild", authorized_imports=["*"], memory_limit_mb=512)
+    sb = make_sandbox(tmp_path_factory, "wild", authorized_imports=["*"], memory_limit_mb=512, backend=request.param)
     yield sb
     sb.close()
 

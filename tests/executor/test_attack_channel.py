@@ -11,7 +11,9 @@ import pytest
 
 from agents.executor import PythonSandbox
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux confinement")
+# Each test runs once per usable sandbox backend (conftest.py: sandbox_backend).
+pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="Linux confinement"),
+              pytest.mark.usefixtures("sandbox_backend")]
 
 FIND_RUN = ("import gc, json, os, sys\n"
             "run = [o for o in gc.get_objects() if type(o).__name__ == 'Executor'][0].run_id\n")
@@ -25,7 +27,7 @@ def sending(frame: str, times: int = 1) -> str:
 
 
 @pytest.fixture(scope="module")
-def bare(tmp_path_factory):
+def bare(sandbox_backend, tmp_path_factory):
     """A sandbox without the Python layers, shared by the module (each test leaves it usable)."""
     box = PythonSandbox(str(tmp_path_factory.mktemp("channel")), python_layers=False)
     yield box

@@ -18,12 +18,15 @@ import uuid
 
 import pytest
 
-from agents.executor import PythonSandbox, worker_watch
+from agents.executor import PythonSandbox
 from agents.executor.errors import SandboxStartError
-from agents.executor.process import APP_ROOT
+from agents.executor.local import worker_watch
+from agents.executor.local.process import APP_ROOT
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux confinement")
+# Each test runs once per usable sandbox backend (conftest.py: sandbox_backend).
+pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="Linux confinement"),
+              pytest.mark.usefixtures("sandbox_backend")]
 
 ATTACK = r'''
 import os, sys, ctypes, json, socket, signal, threading, errno
@@ -125,7 +128,7 @@ json.dumps(out)
 
 
 @pytest.fixture(scope="module")
-def arena(tmp_path_factory):
+def arena(sandbox_backend, tmp_path_factory):
     """Targets outside the workspace, a loopback listener, and a sandbox with no Python-level layers."""
     base = tmp_path_factory.mktemp("arena")
     workspace = base / "ws"
@@ -283,7 +286,7 @@ def test_no_parent_death_signal_and_a_woken_worker_is_replaced(tmp_path):
         sb.run("stamp = 1")
         worker = sb._worker
         wait_until(lambda: worker_watch.is_stopped(worker.pid), 10, "the worker to be stopped")
-        worker.frozen_at -= 1.0  # as if stopped a second ago: the settle window is for a stop still landing
+        worker.process.frozen_at -= 1.0  # as if stopped a second ago: the settle window is for a stop still landing
         os.kill(worker.pid, signal.SIGCONT)  # a wake-up from outside the app's own thaw
         r = sb.run("'stamp' in dir()")
         assert r.state_lost and r.output is False and "woke the sandbox up" in (r.error or "") + str(r.logs), r
@@ -315,7 +318,7 @@ def test_open_files_cannot_be_parked_out_of_sight_and_no_cross_process_probes(ar
 
 def test_preconfinement_thread_refused(tmp_path, monkeypatch):
     """A worker whose libraries started threads before confinement refuses to start."""
-    import agents.executor.process as process
+    import agents.executor.local.process as process
 
     monkeypatch.setattr(process, "SINGLE_THREAD_ENV", {})
     if (os.cpu_count() or 1) < 2:

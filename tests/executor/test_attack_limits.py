@@ -8,10 +8,13 @@ import sys
 
 import pytest
 
-from agents.executor import PythonSandbox, run_watch, worker_watch
+from agents.executor import PythonSandbox, run_watch
+from agents.executor.local import worker_watch
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux confinement")
+# Each test runs once per usable sandbox backend (conftest.py: sandbox_backend).
+pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="Linux confinement"),
+              pytest.mark.usefixtures("sandbox_backend")]
 
 
 def test_thread_left_running_is_stopped(tmp_path):

@@ -17,7 +17,7 @@ def test_no_run_starts_on_a_disk_below_its_floor_and_sandboxes_get_the_floor(tmp
     import gradio as gr
     from ui_testlib import code_reply, write_transcript
 
-    from agents.executor.worker_watch import free_mb
+    from agents.executor.local.worker_watch import free_mb
     from ui.agent_factory import build_agent
     from ui.settings import AppConfig, RunSettings
     from ui.web.run_gate import RunGate
@@ -29,7 +29,7 @@ def test_no_run_starts_on_a_disk_below_its_floor_and_sandboxes_get_the_floor(tmp
     transcript = write_transcript(tmp_path / "t.json", [code_reply("done", "final_answer(1)")])
     config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", min_free_mb=512)
     agent = build_agent(RunSettings(model=config.model), tmp_path / "ws", config)
-    assert agent.sandbox_options["min_free_mb"] == 512
+    assert agent.sandbox_limits.min_free_mb == 512
     monkeypatch.setenv("AGENTDECK_MIN_FREE_MB", "100")
     assert AppConfig.from_env(tmp_path).min_free_mb == 100
 
@@ -42,7 +42,7 @@ def test_a_full_disk_pauses_uploads_and_runs_of_the_real_app(tmp_path: Path) -> 
     from gradio_client import Client
     from ui_testlib import code_reply, run_app, write_transcript
 
-    from agents.executor.worker_watch import free_mb
+    from agents.executor.local.worker_watch import free_mb
 
     transcript = write_transcript(tmp_path / "t.json", [code_reply("done", "final_answer('ok')")])
     data = tmp_path / "data"

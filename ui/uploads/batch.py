@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agents.executor.worker_watch import usage
+from agents.executor.local.worker_watch import usage
 from ui.uploads.intake import UploadResult, human_size, ingest_upload
 
 MAX_FILES_PER_MESSAGE = int(os.environ.get("AGENTDECK_MAX_FILES_PER_MESSAGE", "10"))

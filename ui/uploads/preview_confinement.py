@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from agents.executor import identity, landlock, seccomp
 from agents.executor.confinement import ConfinementConfig, check_single_threaded, read_roots
-from agents.executor.process import SINGLE_THREAD_ENV
+from agents.executor.local.process import SINGLE_THREAD_ENV
 
 #: Readers loaded before confinement (later imports would still work: they read library folders only).
 READERS = ("pandas", "pyarrow.parquet", "openpyxl", "pypdf", "charset_normalizer", "ui.uploads.parsing",

@@ -20,7 +20,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from agents.executor.worker_watch import server_disk_short
+from agents.executor.local.worker_watch import server_disk_short
 from ui.web.gradio_compat import upload_folder
 from ui.web.rate_limit import visitor_of
 

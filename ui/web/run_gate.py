@@ -16,7 +16,7 @@ from typing import Any
 
 import gradio as gr
 
-from agents.executor.worker_watch import server_disk_short, usage
+from agents.executor.local.worker_watch import server_disk_short, usage
 from ui.chat.stream_outputs import Shown
 from ui.chat.streamer import RunStreamer
 from ui.session.registry import ServerBusyError, SessionRegistry

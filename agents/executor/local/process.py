@@ -25,8 +25,8 @@ import time
 import weakref
 from typing import Any
 
-from .errors import SandboxStartError
-from .protocol import ChannelClosed, FrameReader, frame
+from ..errors import SandboxStartError
+from ..protocol import ChannelClosed, FrameReader, frame
 
 SEND_DEADLINE_S = 10.0  # how long a command may wait for the worker to read it
 WORKER_FRAME_BYTES = 16 * 1024 * 1024
@@ -36,7 +36,7 @@ WORKER_FRAME_CONTAINERS = 100_000
 class WorkerUnresponsive(ChannelClosed):
     """The worker did not read a command in time (it is stuck or misbehaving); it is restarted."""
 
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # agents/executor: the worker's package
 APP_ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))
 BOOT = (
     "import sys,types;p=types.ModuleType('_agentdeck_sandbox');p.__path__=[sys.argv[1]];"

@@ -11,8 +11,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from . import execution_result, worker_watch
-from .execution_result import ExecutionResult
+from .. import execution_result
+from ..execution_result import ExecutionResult
+from . import worker_watch
 
 if TYPE_CHECKING:
     from .process import WorkerProcess
