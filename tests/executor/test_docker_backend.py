@@ -13,7 +13,8 @@ import signal
 import pytest
 
 from agents.executor import PythonSandbox, backends
-from agents.executor.docker import daemon, host as docker_host
+from agents.executor.docker import daemon
+from agents.executor.docker import host as docker_host
 from agents.executor.docker.container import _alive
 from agents.executor.docker.host import APP_ID, DockerBackend
 from agents.executor.local.process import APP_ROOT

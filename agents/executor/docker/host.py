@@ -26,7 +26,15 @@ import weakref
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import artifacts, identity
-from ..backend import FILE_MAX_BYTES, SEND_DEADLINE_S, Capabilities, FileInfo, SandboxSpec
+from ..backend import (
+    FILE_MAX_BYTES,
+    SEND_DEADLINE_S,
+    Capabilities,
+    FileInfo,
+    SandboxBackend,
+    SandboxHost,
+    SandboxSpec,
+)
 from ..errors import SandboxError, SandboxStartError
 from ..execution_result import ExecutionResult
 from ..local import worker_watch, workspace_files
@@ -68,6 +76,30 @@ def cpus() -> float:
         raise SandboxStartError("AGENTDECK_DOCKER_CPUS must be a number of CPUs, e.g. 1 or 0.5") from exc
 
 
+def cgroup_memory_bytes(pid: int) -> int | None:
+    """Memory use of the cgroup holding ``pid`` (cgroup v1 ``memory.usage_in_bytes`` or v2 ``memory.current``)."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            candidates = [f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes"]
+        elif controllers == "":
+            candidates = [f"/sys/fs/cgroup{path}/memory.current"]
+        else:
+            continue
+        for candidate in candidates:
+            try:
+                with open(candidate) as fh:
+                    return int(fh.read().strip())
+            except (OSError, ValueError):
+                continue
+    return None
+
+
 def _as_process(worker: ContainerWorker) -> WorkerProcess:
     """The local watch helpers read only ``pid`` and ``dead``, which a container worker has (its host pid)."""
     return cast("WorkerProcess", worker)
@@ -79,6 +111,9 @@ class DockerHost:
     capabilities = CAPABILITIES
 
     def __init__(self, backend: DockerBackend, spec: SandboxSpec) -> None:
+        if spec.workspace is None:
+            # The workspace is a bind mount, fixed when the container is created: no container before the session.
+            raise SandboxStartError("the Docker backend has no warm start: it needs the session's workspace")
         if spec.workspace.extra_read_paths:
             raise SandboxStartError("the Docker sandbox cannot read folders of the app's machine "
                                     "(extra_read_paths); put the files in the workspace instead")
@@ -151,6 +186,13 @@ class DockerHost:
             raise
         with _live_lock:
             _live[self.id] = self
+
+    def assign(self, spec: SandboxSpec) -> None:
+        raise SandboxStartError("the Docker backend has no warm start: its sandboxes are started with their workspace")
+
+    def memory_bytes(self) -> int | None:
+        """The container's memory cgroup usage (page cache included), read on this host."""
+        return cgroup_memory_bytes(self._worker().pid)
 
     def _worker(self) -> ContainerWorker:
         if self.process is None:
@@ -392,3 +434,8 @@ def _close_live() -> None:
 
 
 atexit.register(_close_live)
+
+
+def _conforms(host: DockerHost, backend: DockerBackend) -> tuple[SandboxHost, SandboxBackend]:
+    """Checked by mypy: the Docker classes implement the protocol (no runtime cost)."""
+    return host, backend
