@@ -8,10 +8,10 @@ before any code runs, exactly as on the app's machine.
 
 The channel: a unix socket the app listens on in an app-private folder mounted into the container, which the
 bootstrap connects to before anything else (32 us a round trip, against 0.17-0.22 ms for the stdio of an
-attached ``docker run -i``). The app accepts one connection, only from the container's own process
-(``SO_PEERCRED``), and then closes the listener. The app reaches the worker's process directly on the same host
-(the container's ``State.Pid``): SIGSTOP/SIGCONT between steps (~20 us against 54-104 ms for ``docker pause``),
-SIGINT for the timeout, and ``/proc/<pid>`` for CPU time and threads.
+attached ``docker run -i``). The app accepts one connection, only from the worker (``SO_PEERCRED``: the
+only child of the container's init, Docker's docker-init), and then closes the listener. That peer is the
+worker's pid on this host, which the app signals directly: SIGSTOP/SIGCONT between steps (~20 us against 54-104
+ms for ``docker pause``), SIGINT for the timeout, and ``/proc/<pid>`` for CPU time and threads.
 """
 
 from __future__ import annotations
@@ -68,9 +68,12 @@ class ContainerWorker:
         self.dead = False
         self.frozen = False
         self.frozen_at = 0.0
-        self.pid = int(container.attrs["State"]["Pid"])
-        if self.pid <= 0:
+        # The container's init (Docker's docker-init, a tini) until the worker, its only child, connects: then the
+        # worker's own pid on this host, which the app signals and reads in /proc.
+        self.init_pid = int(container.attrs["State"]["Pid"])
+        if self.init_pid <= 0:
             raise SandboxStartError("the sandbox container started but has no process on this host")
+        self.pid = self.init_pid
         self._exit: str | None = None
 
     # --- channel -----------------------------------------------------------------------------------------------
@@ -87,12 +90,13 @@ class ContainerWorker:
                                         f"{self.log_tail()}")
             if select.select([self._listener], [], [], min(left, 0.5))[0]:
                 conn, _ = self._listener.accept()
-                pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-                if pid != self.pid:  # only the container's own process may be the worker's channel
+                pid, _uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+                if _parent(pid) != self.init_pid:  # only the container's worker may be the channel's other end
                     conn.close()
                     continue
+                self.pid = pid
                 break
-            if not _alive(self.pid):
+            if not _alive(self.init_pid):
                 raise SandboxStartError(f"the sandbox container ended before connecting: {self.exit_description()}. "
                                         f"{self.log_tail()}")
         self._listener.close()
@@ -187,8 +191,12 @@ class ContainerWorker:
         if _alive(self.pid):
             return "still running"
         try:
-            self.container.reload()
-            state = self.container.attrs["State"]
+            while True:  # the init ends with its child; the engine records how (exit code, out of memory)
+                self.container.reload()
+                state = self.container.attrs["State"]
+                if not state.get("Running") or time.monotonic() > deadline + 2:
+                    break
+                time.sleep(0.02)
         except Exception as exc:
             self._exit = (f"ended; the Docker Engine at {self.docker_host} could not say how "
                           f"({type(exc).__name__}: {str(exc)[:120]})")
@@ -224,10 +232,11 @@ class ContainerWorker:
         if self.dead:
             return
         self.dead = True
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        for pid in {self.pid, self.init_pid}:  # the init's end takes every process of the container with it
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         for sock in (self.sock, self._listener):
             if sock is not None:
                 sock.close()
@@ -248,6 +257,14 @@ class ContainerWorker:
             return None
         except Exception as exc:
             return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
 
 
 def _alive(pid: int) -> bool:

@@ -167,6 +167,9 @@ class DockerHost:
                     security_opt=["no-new-privileges", "seccomp=unconfined"], pids_limit=MAX_TASKS,
                     mem_limit=memory, memswap_limit=memory, nano_cpus=int(cpus() * 1e9), environment=env,
                     working_dir="/opt/agentdeck", volumes=mounts, ipc_mode="private", log_config={"type": "none"},
+                    # Docker's init as the container's pid 1, so the worker is not: "signals only to itself" then
+                    # also refuses the container's pid 1, and a worker's end ends the container.
+                    init=True,
                     labels={LABEL: "1", APP_LABEL: APP_ID}, name=f"agentdeck-sbx-{self.id}")
                 try:
                     container.start()
