@@ -32,7 +32,9 @@ FRAME_CONTAINERS = 100_000
 LABEL = "agentdeck.sandbox"
 #: The bootstrap, run with the image's own Python as ``python -I -S -B -c BOOT <worker dir> <socket> <log>
 #: <mpl cache>``: connect, send stdout/stderr to the log (in the temp folder, counted by the disk limit),
-#: give matplotlib a writable copy of the image's font cache, then the worker's ``main``.
+#: give matplotlib a writable copy of the image's font cache (in the app-private folder, which the worker's
+#: private view leaves out once it is confined), then the worker's ``main`` with the argv a local worker has
+#: (``<worker dir> <fd in> <fd out>``, here one socket both ways).
 BOOT = """
 import os,socket,sys,types
 s=socket.socket(socket.AF_UNIX,socket.SOCK_STREAM);s.connect(sys.argv[2]);fd=s.detach()
@@ -43,7 +45,8 @@ for n in os.listdir(sys.argv[4]):
     src=open(os.path.join(sys.argv[4],n),'rb');dst=open(os.path.join(cache,n),'wb');dst.write(src.read());src.close();dst.close()
 p=types.ModuleType('_agentdeck_sandbox');p.__path__=[sys.argv[1]];sys.modules['_agentdeck_sandbox']=p
 from _agentdeck_sandbox.worker import main
-main([sys.argv[0],sys.argv[1],str(fd),str(fd)])
+sys.argv[2:]=[str(fd),str(fd)]
+main(sys.argv)
 """
 
 
@@ -77,7 +80,7 @@ class ContainerWorker:
         self._exit: str | None = None
 
     # --- channel -----------------------------------------------------------------------------------------------
-    def _connect(self, timeout: float) -> FrameReader:
+    def connect(self, timeout: float) -> FrameReader:
         if self.reader is not None:
             return self.reader
         if self.dead:
@@ -124,19 +127,19 @@ class ContainerWorker:
                 raise ChannelClosed(f"the sandbox container's channel closed: {exc}") from exc
 
     def send(self, msg: dict[str, Any], deadline_s: float) -> None:
-        self._connect(deadline_s)
+        self.connect(deadline_s)
         self.thaw()
         self._write(frame(msg), deadline_s)
 
     def read(self, timeout: float | None, wake_fd: int | None, spin_s: float) -> dict[str, Any] | None:
-        reader = self._connect(timeout if timeout is not None else 120.0)
+        reader = self.connect(timeout if timeout is not None else 120.0)
         return reader.read(timeout=timeout, wake_fd=wake_fd, spin_s=spin_s)
 
     def wait_ready(self, timeout: float) -> dict[str, Any]:
         if self.ready is None:
             start = time.monotonic()
             try:
-                reader = self._connect(timeout)
+                reader = self.connect(timeout)
                 msg = reader.read(timeout=max(0.1, timeout - (time.monotonic() - start)))
             except SandboxStartError:
                 self.kill()

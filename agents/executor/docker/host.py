@@ -155,7 +155,7 @@ class DockerHost:
                                    int(limits.min_free_mb))
             self.push_workspace()
             env = minimal_env(self.tmpdir, dict(spec.env))
-            env["MPLCONFIGDIR"] = os.path.join(self.tmpdir, ".mplcache")
+            env["MPLCONFIGDIR"] = os.path.join(self._private, "mplcache")  # not counted as the code's files
             log_path = os.path.join(self.tmpdir, f".agentdeck-worker-{secrets.token_hex(8)}.log")
             memory = f"{int(limits.memory_limit_mb) + BASELINE_MB}m"
             mounts = {path: {"bind": path, "mode": "rw"} for path in (self.workdir, self.tmpdir, self._private)}
@@ -205,7 +205,11 @@ class DockerHost:
     # --- facts -------------------------------------------------------------------------------------------------
     @property
     def pid(self) -> int:
-        return self._worker().pid
+        """The worker's pid on this host (known once it connected: until then the container has only its init)."""
+        worker = self._worker()
+        if worker.reader is None and not worker.dead:
+            worker.connect(self.spec.limits.startup_timeout_s)
+        return worker.pid
 
     @property
     def ready(self) -> dict[str, Any] | None:
