@@ -206,3 +206,37 @@ def test_engine_that_dies_mid_session(tmp_path, backend):
     client, _ = backend.client_and_image()
     assert container_id not in {c.id for c in client.containers.list(all=True)}
     assert not docker_host._unremoved
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_engine
+def test_containers_of_a_killed_app_are_removed_by_the_next(tmp_path, backend):
+    """An app killed with a sandbox open leaves its container (stopped between steps, holding memory); the next
+    app's first start removes it, and leaves alone the containers of apps still running (this one's)."""
+    import subprocess
+    import sys
+
+    from agents.executor.docker.host import sweep_orphans
+
+    mine = make(tmp_path / "mine", backend)
+    try:
+        mine.run("1")
+        script = ("import os, signal, sys\nfrom agents.executor import PythonSandbox\n"
+                  f"sb = PythonSandbox({str(tmp_path / 'killed')!r}, backend='docker')\n"
+                  "sb.run('1')\nprint(sb.host.process.container.id, flush=True)\n"
+                  "os.kill(os.getpid(), signal.SIGKILL)\n")
+        _, tag = backend.client_and_image()
+        env = dict(os.environ, AGENTDECK_DOCKER_IMAGE=tag, PYTHONPATH=str(APP_ROOT))
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300,
+                             cwd=str(tmp_path))
+        assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
+        orphan = out.stdout.strip()
+        client, _ = backend.client_and_image()
+        assert orphan in {c.id for c in client.containers.list(all=True)}
+        assert sweep_orphans(client) >= 1
+        left = {c.id for c in client.containers.list(all=True)}
+        assert orphan not in left and container_of(mine).id in left
+        assert mine.run("2").output == 2
+    finally:
+        mine.close()

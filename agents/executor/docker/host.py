@@ -383,6 +383,14 @@ class DockerBackend:
             if not self._swept or _unremoved:
                 self._swept = True
                 sweep_orphans(self._client)
+            if self._tag is None and os.environ.get("AGENTDECK_DOCKER_IMAGE"):
+                tag = os.environ["AGENTDECK_DOCKER_IMAGE"]
+                try:
+                    self._client.images.get(tag)
+                except Exception as exc:
+                    raise SandboxStartError(f"AGENTDECK_DOCKER_IMAGE={tag} is not an image of the Docker Engine at "
+                                            f"{daemon.docker_host()}: build it with 'make sandbox-image'") from exc
+                self._tag = tag
             if self._tag is None:
                 try:
                     self._tag = image.ensure_image(self._client)
