@@ -58,6 +58,15 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
                       sandbox_limits=SandboxLimits(min_free_mb=config.min_free_mb))
 
 
+def warm_up_sandboxes(config: AppConfig) -> None:
+    """Start the warm pool for the code agent `build_agent` makes with the operator's default imports."""
+    from agents import CodeAgent
+    from agents.executor.backend import SandboxLimits
+
+    CodeAgent.warm_up(config.authorized_imports, config.exec_timeout_s, config.sandbox,
+                      SandboxLimits(min_free_mb=config.min_free_mb))
+
+
 def _construct(cls: Any, common: dict[str, Any], **extra: Any) -> Any:
     """Pass the optional keyword arguments the agent class accepts, and drop the ones it does not."""
     import inspect

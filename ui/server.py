@@ -38,6 +38,10 @@ def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp
     """The page and its handlers: the services, the chat's handlers, and the layout that composes the panels."""
     config = config or AppConfig.from_env()
     check_sandbox_backend(config.sandbox)  # at start, not at a visitor's first step
+    if config.sandbox_pool > 0:  # a sandbox ready before the first visitor's first step
+        from ui.agent_factory import warm_up_sandboxes
+
+        warm_up_sandboxes(config)
     refuse_remote_files()  # files come in as uploads only (Gradio would fetch one an event names by URL)
     controller = AgentDeckApp(config)
     # Without the sign-in button if Gradio's local mock of the login fails (ui/web/sign_in.py).

@@ -11,6 +11,7 @@ worker's low priority. Sizes: `AGENTDECK_SANDBOX_POOL` (default 1 ready sandbox 
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import logging
 import os
@@ -154,10 +155,22 @@ _pools: dict[str, WarmPool] = {}
 _pools_lock = threading.Lock()
 
 
+def _close_all() -> None:
+    """At exit: ready sandboxes hold a worker and temp folders nobody else will release."""
+    for pool in list(_pools.values()):
+        try:
+            pool.close()
+        except Exception:
+            pass
+
+
+atexit.register(_close_all)
+
+
 def for_backend(backend: SandboxBackend) -> WarmPool:
     """The process's pool for `backend` (sized by AGENTDECK_SANDBOX_POOL when first asked for)."""
     with _pools_lock:
         pool = _pools.get(backend.name)
-        if pool is None or pool.backend is not backend:
+        if pool is None or pool.backend is not backend or pool._closed:
             pool = _pools[backend.name] = WarmPool(backend)
         return pool

@@ -97,6 +97,21 @@ class CodeAgent(MultiStepAgent):
         return render(self.prompt_templates, "code_preamble", **self.prompt_variables())
 
     # -- sandbox ---------------------------------------------------------------------------------
+    @staticmethod
+    def warm_up(authorized_imports: Iterable[str] = (), executor_timeout_s: float = 30.0,
+                sandbox: str | SandboxBackend | None = None, sandbox_limits: SandboxLimits | None = None) -> None:
+        """Have the backend's warm pool keep sandboxes ready for agents made with these arguments (the app calls
+        it at start, so even its first session's first step starts warm)."""
+        import dataclasses
+
+        from agents.executor import backends, pool
+        from agents.executor.backend import SandboxLimits, SandboxSpec
+
+        limits = dataclasses.replace(sandbox_limits or SandboxLimits(), timeout_s=executor_timeout_s)
+        imports = tuple(sorted(set(BASE_IMPORTS) | set(authorized_imports)))
+        pool.for_backend(backends.resolve(sandbox)).prewarm(
+            SandboxSpec(workspace=None, authorized_imports=imports, limits=limits))
+
     @property
     def sandbox(self) -> PythonSandbox:
         """The agent's sandbox, started on first use."""

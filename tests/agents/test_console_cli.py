@@ -62,6 +62,17 @@ def test_cli_runs_a_replay_transcript(tmp_path):
     assert completed.stdout.strip() == "391"
 
 
+def test_cli_runs_on_the_sandbox_backend_it_is_given(tmp_path):
+    transcript = tmp_path / "script.yaml"
+    transcript.write_text("- |-\n  ```python\n  final_answer(6 * 7)\n  ```\n", encoding="utf-8")
+    command = [sys.executable, "-m", "agents", "hi", "--model", f"replay:{transcript}", "-v", "0", "--sandbox"]
+    completed = subprocess.run(command + ["local"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0 and completed.stdout.strip() == "42", completed.stderr
+    refused = subprocess.run(command + ["no-such-backend"], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode == 2 and "unknown sandbox backend 'no-such-backend'" in refused.stderr, refused.stderr
+
+
 def test_cli_reports_bad_model_string_clearly(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "agents", "hi", "--model", f"replay:{tmp_path / 'missing.yaml'}"],

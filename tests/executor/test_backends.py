@@ -121,3 +121,46 @@ def test_workspace_spec_defaults_are_the_sandbox_parameters():
     for f in dataclasses.fields(SandboxLimits):
         assert f.name in params and params[f.name].default == f.default, f.name
     assert WorkspaceSpec("x").extra_read_paths == ()
+
+
+def test_an_agents_first_step_starts_from_the_pool_the_app_warmed(tmp_path):
+    """The app warms the pool at start with its agents' arguments (ui/server.py): the agent's sandbox is the
+    pooled one, so even the first session starts warm."""
+    import dataclasses
+
+    from agents import CodeAgent, ReplayModel
+    from agents.executor import pool
+    from agents.executor.backend import SandboxLimits
+    from agents.loop.code_agent import BASE_IMPORTS
+
+    limits = SandboxLimits(min_free_mb=0)
+    CodeAgent.warm_up(["numpy"], 20.0, "local", limits)
+    warm = pool.for_backend(backends.get("local"))
+    spec = SandboxSpec(workspace=None, authorized_imports=tuple(sorted({*BASE_IMPORTS, "numpy"})),
+                       limits=dataclasses.replace(limits, timeout_s=20.0))
+    try:
+        wait_until(lambda: warm.ready_hosts(spec), 60, "the pool to start a sandbox")
+        pooled = warm.ready_hosts(spec)[0]
+        agent = CodeAgent(model=ReplayModel([]), authorized_imports=["numpy"], workdir=tmp_path,
+                          executor_timeout_s=20.0, sandbox="local", sandbox_limits=limits, sandbox_pool=True)
+        try:
+            assert agent.sandbox.host is pooled
+            assert agent.sandbox.run("import numpy\nint(numpy.arange(4).sum())").output == 6
+        finally:
+            agent.close()
+    finally:
+        warm.close()
+
+
+@pytest.mark.parametrize("name", backends.available())
+def test_each_backend_reports_the_promises_it_cannot_hold(name, tmp_path):
+    """The security report names every watch promise, active exactly when the backend's host can keep it."""
+    promises = {"suspend": "freeze_between_steps", "thread_check": "thread_check", "cpu_time": "cpu_time",
+                "disk_usage": "disk_limit"}
+    with PythonSandbox(str(tmp_path), backend=name) as sb:
+        report = sb.security_report()
+        host = sb.host
+        assert host is not None and report["backend"]["detail"].endswith(repr(name))
+        for capability, key in promises.items():
+            assert report[key]["active"] is getattr(host.capabilities, capability), (key, report[key])
+            assert report[key]["detail"], key
