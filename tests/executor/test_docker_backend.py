@@ -181,19 +181,21 @@ def test_out_of_memory_in_the_cgroup_is_named(tmp_path, backend, monkeypatch):
 @pytest.mark.slow
 @needs_engine
 def test_engine_that_dies_mid_session(tmp_path, backend):
-    """The private engine is killed while a sandbox lives: the sandbox keeps working (its process and channel do
-    not need the engine), a new one is refused naming the engine's address, closing leaves no process or folder,
+    """The private engine is killed while a sandbox's step runs: the sandbox keeps working (its process and channel
+    do not need the engine), a new one is refused naming the engine's address, closing leaves no process or folder,
     and the container's record is removed once an engine answers again."""
     if daemon.docker_host() != "unix://" + daemon.PRIVATE_SOCKET or daemon._pid() is None:
         pytest.skip("needs the private engine of `make docker-up` (this test kills it)")
     sb = make(tmp_path, backend)
     try:
+        sb.register_tools({"kill_engine": lambda: os.kill(daemon._pid(), signal.SIGKILL)})
         sb.run("kept = 5")
         pid, container_id = sb.host.pid, container_of(sb).id
         tmpdir, private = sb.host.tmpdir, sb.host._private
-        os.kill(daemon._pid(), signal.SIGKILL)
+        mid_run = sb.run("kill_engine()\nkept * 2")  # the engine dies while the step runs
+        assert (mid_run.error, mid_run.output) == (None, 10)
         wait_until(lambda: daemon.reachable() is not None, what="the engine's end")
-        assert sb.run("kept * 2").output == 10
+        assert sb.run("kept * 3").output == 15
         with pytest.raises(Exception, match="AGENTDECK_DOCKER_HOST|docker-up"):
             make(tmp_path / "second", backend)
         sb.close()
