@@ -39,7 +39,7 @@ chromium:
 # tests when none answers (Debian's docker.io, installed when missing; no systemd: dockerd is started with its own
 # data, exec state, pid file and socket under /var/tmp/agentdeck-dockerd, no bridge, no iptables).
 docker-up: install
-	@if ! command -v dockerd >/dev/null 2>&1; then \
+	@if [ ! -x /usr/sbin/dockerd ] && ! command -v dockerd >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null; \
 	  else echo "dockerd missing: run 'sudo apt-get install docker.io'"; exit 1; fi; \
 	fi
