@@ -17,6 +17,7 @@ from agents.executor.docker import daemon
 from agents.executor.docker import host as docker_host
 from agents.executor.docker.container import _alive
 from agents.executor.docker.host import APP_ID, DockerBackend
+from agents.executor.errors import SandboxStartError
 from agents.executor.local.process import APP_ROOT
 from tests.waiting import wait_until
 
@@ -242,3 +243,12 @@ def test_containers_of_a_killed_app_are_removed_by_the_next(tmp_path, backend):
         assert mine.run("2").output == 2
     finally:
         mine.close()
+
+
+@pytest.mark.docker
+@needs_engine
+def test_a_missing_image_is_named(tmp_path, monkeypatch):
+    """A start that cannot happen says which setting to change (checked before any folder or container exists)."""
+    monkeypatch.setenv("AGENTDECK_DOCKER_IMAGE", "agentdeck-sandbox:no-such-build")
+    with pytest.raises(SandboxStartError, match="AGENTDECK_DOCKER_IMAGE=agentdeck-sandbox:no-such-build"):
+        PythonSandbox(str(tmp_path / "ws"), backend=DockerBackend())

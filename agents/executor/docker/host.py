@@ -129,6 +129,8 @@ class DockerHost:
         self._private = tempfile.mkdtemp(prefix="agentdeck-sbx-app-")
         self.tmpdir = tempfile.mkdtemp(prefix="agentdeck-sbx-")
         self.process: ContainerWorker | None = None
+        listener: socket.socket | None = None
+        container: Any = None
         try:
             user = (self._uid, self._uid) if self._uid is not None else (os.getuid(), os.getgid())
             for folder in (self.tmpdir, self._private):
@@ -171,12 +173,8 @@ class DockerHost:
                     # also refuses the container's pid 1, and a worker's end ends the container.
                     init=True,
                     labels={LABEL: "1", APP_LABEL: APP_ID}, name=f"agentdeck-sbx-{self.id}")
-                try:
-                    container.start()
-                    container.reload()
-                except Exception:
-                    container.remove(force=True)
-                    raise
+                container.start()
+                container.reload()
             except SandboxError:
                 raise
             except Exception as exc:
@@ -185,6 +183,14 @@ class DockerHost:
                     f"(AGENTDECK_SANDBOX=docker): {type(exc).__name__}: {str(exc)[:300]}") from exc
             self.process = ContainerWorker(client, container, listener, init, log_path, daemon.docker_host())
         except BaseException:
+            if self.process is None:  # not yet the worker's to release: the socket and the container, if any
+                if listener is not None:
+                    listener.close()
+                if container is not None:
+                    try:
+                        container.remove(force=True, v=True)
+                    except Exception:
+                        pass
             self._release()
             raise
         with _live_lock:
