@@ -16,7 +16,7 @@ from agents.executor import PythonSandbox, backends
 from agents.executor.docker import daemon
 from agents.executor.docker import host as docker_host
 from agents.executor.docker.container import _alive
-from agents.executor.docker.host import APP_ID, DockerBackend
+from agents.executor.docker.host import DockerBackend
 from agents.executor.errors import SandboxStartError
 from agents.executor.local.process import APP_ROOT
 from tests.waiting import wait_until
@@ -49,10 +49,10 @@ def process_state(pid: int) -> str:
         return fh.read().rsplit(b")", 1)[1].split()[0].decode()
 
 
-def our_containers(backend) -> list:
+def engine_has(backend, *ids: str) -> set[str]:
+    """Which of these containers the engine still has (stopped ones included)."""
     client, _ = backend.client_and_image()
-    return [c for c in client.containers.list(all=True, filters={"label": "agentdeck.sandbox"})
-            if c.labels.get(docker_host.APP_LABEL) == APP_ID]
+    return {c.id for c in client.containers.list(all=True, filters={"label": "agentdeck.sandbox"})} & set(ids)
 
 
 def test_no_engine_gives_a_message_naming_the_settings(monkeypatch, tmp_path):
@@ -90,13 +90,13 @@ def test_container_holds_the_limits_and_the_worker_its_layers(tmp_path, backend)
         assert hc["PidsLimit"] == docker_host.MAX_TASKS and hc["NanoCpus"] > 0
         assert hc["Memory"] == hc["MemorySwap"] == (256 + docker_host.BASELINE_MB) * 1024 * 1024
         assert not cfg["User"].startswith("0:") and cfg["User"] != "0"
-        pid = sb.host.pid
+        pid, first = sb.host.pid, container_of(sb).id
         # Stopped (SIGSTOP from this host) while the app does not wait for it: the signal is taken when the
         # process is next scheduled, before it returns to any code of its own.
         wait_until(lambda: process_state(pid) == "T", timeout=10, what="the worker stopped between steps")
     finally:
         sb.close()
-    assert our_containers(backend) == []
+    assert engine_has(backend, first) == set()
 
 
 @pytest.mark.docker
@@ -157,10 +157,11 @@ def test_killed_container_tells_the_agent_its_variables_are_gone(tmp_path, backe
         text = f"{result.error}"
         assert "SIGKILL" in text or "killed" in text, text
         assert "NameError" in sb.run("kept").error  # a fresh container: nothing of the old one
-        assert container_of(sb).id != dead.id
+        fresh = container_of(sb).id
+        assert fresh != dead.id and engine_has(backend, dead.id) == set()  # the dead one removed at the restart
     finally:
         sb.close()
-    assert our_containers(backend) == []
+    assert engine_has(backend, fresh) == set()
 
 
 @pytest.mark.docker
@@ -184,9 +185,12 @@ def test_out_of_memory_in_the_cgroup_is_named(tmp_path, backend, monkeypatch):
 def test_engine_that_dies_mid_session(tmp_path, backend):
     """The private engine is killed while a sandbox's step runs: the sandbox keeps working (its process and channel
     do not need the engine), a new one is refused naming the engine's address, closing leaves no process or folder,
-    and the container's record is removed once an engine answers again."""
+    the container's record is removed once an engine answers again, and the restarted engine keeps the other
+    sandboxes' containers running."""
     if daemon.docker_host() != "unix://" + daemon.PRIVATE_SOCKET or daemon._pid() is None:
         pytest.skip("needs the private engine of `make docker-up` (this test kills it)")
+    bystander = make(tmp_path / "bystander", backend)
+    bystander.run("mine = 'still here'")
     sb = make(tmp_path, backend)
     try:
         sb.register_tools({"kill_engine": lambda: os.kill(daemon._pid(), signal.SIGKILL)})
@@ -206,9 +210,13 @@ def test_engine_that_dies_mid_session(tmp_path, backend):
     finally:
         sb.close()
         daemon.up()  # the other tests' engine, with its images (kept in its data folder)
-    client, _ = backend.client_and_image()
-    assert container_id not in {c.id for c in client.containers.list(all=True)}
-    assert not docker_host._unremoved
+    try:
+        assert engine_has(backend, container_id) == set() and not docker_host._unremoved
+        # The restarted engine kept the other sandboxes running (--live-restore): their sessions go on.
+        assert bystander.run("mine").output == "still here"
+        assert engine_has(backend, container_of(bystander).id)
+    finally:
+        bystander.close()
 
 
 @pytest.mark.docker

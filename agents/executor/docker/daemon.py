@@ -99,6 +99,8 @@ def up() -> str:
                           "--exec-root", os.path.join(PRIVATE_DIR, "exec"),
                           "--pidfile", os.path.join(PRIVATE_DIR, "dockerd.pid"),
                           "-H", "unix://" + PRIVATE_SOCKET, "--bridge=none", "--iptables=false", "--ip-masq=false",
+                          # Sandboxes outlive a restart of the engine (their channel and signals never needed it).
+                          "--live-restore",
                           "--containerd-namespace", "agentdeck", "--containerd-plugins-namespace", "agentdeck-plugins"],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     os.environ.setdefault("AGENTDECK_DOCKER_HOST", "unix://" + PRIVATE_SOCKET)
