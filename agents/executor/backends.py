@@ -23,6 +23,7 @@ KNOWN: dict[str, str] = {
 
 _lock = threading.Lock()
 _instances: dict[str, SandboxBackend] = {}
+_usable: set[str] = set()  # found usable once: not asked again per sandbox (a start that fails still says why)
 
 
 class UnknownBackend(SandboxError):
@@ -78,8 +79,10 @@ def resolve(backend: str | SandboxBackend | None) -> SandboxBackend:
     if backend is None:
         backend = default_name()
     if isinstance(backend, str):
-        why = unavailable_reason(backend)
-        if why is not None:
+        why = None if backend in _usable else unavailable_reason(backend)
+        if why is None:
+            _usable.add(backend)
+        else:
             if backend not in KNOWN:
                 raise UnknownBackend(why)
             raise BackendUnavailable(f"the sandbox backend {backend!r} cannot be used here: {why}")

@@ -164,3 +164,21 @@ def test_each_backend_reports_the_promises_it_cannot_hold(name, tmp_path):
         for capability, key in promises.items():
             assert report[key]["active"] is getattr(host.capabilities, capability), (key, report[key])
             assert report[key]["detail"], key
+
+
+def test_a_warm_sandbox_that_died_while_it_waited_is_replaced_by_a_cold_start(tmp_path):
+    import signal
+
+    pool = WarmPool(backends.get("local"), size=1)
+    spec = SandboxSpec(workspace=None)
+    try:
+        pool.prewarm(spec)
+        wait_until(lambda: pool.ready_hosts(spec), 60, "the pool to start a sandbox")
+        dying = pool.ready_hosts(spec)[0]
+        os.kill(dying.process.pid, signal.SIGKILL)
+        wait_until(lambda: dying.process.proc.poll() is not None, 10, "the pooled worker to die")
+        with PythonSandbox(str(tmp_path), pool=pool) as sb:
+            assert sb.host is not dying
+            assert sb.run("6 * 7").output == 42
+    finally:
+        pool.close()

@@ -104,7 +104,7 @@ class LocalHost:
         self.push_workspace()
         try:
             self.process.send(init)
-        except ChannelClosed as exc:
+        except (ChannelClosed, OSError) as exc:  # a worker that died while it waited: a broken pipe
             self.process.kill()
             raise SandboxStartError(f"the sandbox worker did not take its settings: {exc}. "
                                     f"{self.process.log_tail()}") from exc
