@@ -61,8 +61,8 @@ def test_no_engine_gives_a_message_naming_the_settings(monkeypatch, tmp_path):
     why = DockerBackend().unavailable_reason()
     assert why is not None and "AGENTDECK_DOCKER_HOST" in why and "make docker-up" in why
     assert "AGENTDECK_SANDBOX=local" in why
-    with pytest.raises(backends.BackendUnavailable, match="docker"):
-        PythonSandbox(str(tmp_path / "ws"), backend="docker")
+    with pytest.raises(SandboxStartError, match="AGENTDECK_DOCKER_HOST.*AGENTDECK_SANDBOX=local"):
+        PythonSandbox(str(tmp_path / "ws"), backend=DockerBackend())  # a start is refused the same way
 
 
 @pytest.mark.docker
