@@ -8,7 +8,8 @@ STAMP  := $(VENV)/.installed-$(shell cat $(REQS) 2>/dev/null | cksum | cut -d' '
 # the project and pytest rewrites every test module again (2.5-3 s of CPU at collection).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
-.PHONY: run lint test test-fast test-browser screenshots bench install chromium clean space
+.PHONY: run lint test test-fast test-browser screenshots bench install chromium clean space docker-up docker-down \
+	sandbox-image
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +34,23 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "Chromium missing: run 'sudo apt-get install chromium' (browser tests will be skipped)"; fi; \
 	fi
+
+# The Docker sandbox backend (AGENTDECK_SANDBOX=docker). docker-up: a private Docker daemon for development and
+# tests when none answers (Debian's docker.io, installed when missing; no systemd: dockerd is started with its own
+# data, exec state, pid file and socket under /var/tmp/agentdeck-dockerd, no bridge, no iptables).
+docker-up: install
+	@if [ ! -x /usr/sbin/dockerd ] && ! command -v dockerd >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null; \
+	  else echo "dockerd missing: run 'sudo apt-get install docker.io'"; exit 1; fi; \
+	fi
+	$(BIN)/python -m agents.executor.docker.daemon up
+
+docker-down: install
+	$(BIN)/python -m agents.executor.docker.daemon down
+
+# The sandbox image, assembled from this machine's Python and libraries and imported (no registry pull).
+sandbox-image: docker-up
+	$(BIN)/python -m agents.executor.docker.image
 
 # ruff over the whole repository, then mypy as pyproject.toml configures it (strict on agents/); zero errors.
 lint: install

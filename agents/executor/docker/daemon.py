@@ -1,0 +1,133 @@
+"""Reaching a Docker Engine, and a private one for development and CI (``make docker-up`` / ``docker-down``).
+
+Which engine: ``AGENTDECK_DOCKER_HOST`` if set, else ``DOCKER_HOST``, else the private daemon's socket when it
+runs, else ``/var/run/docker.sock``. The private daemon keeps everything of its own under ``PRIVATE_DIR`` (data,
+exec state, pid file, socket), has no bridge and touches no iptables: sandbox containers have no network at all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+PRIVATE_DIR = os.environ.get("AGENTDECK_DOCKERD_DIR", "/var/tmp/agentdeck-dockerd")
+PRIVATE_SOCKET = os.path.join(PRIVATE_DIR, "docker.sock")
+SYSTEM_SOCKET = "/var/run/docker.sock"
+START_TIMEOUT_S = 60.0
+CONTAINERD_PID = "exec/containerd/containerd.pid"
+
+
+class DockerUnavailable(RuntimeError):
+    """No Docker Engine answers; the message names the setting to change."""
+
+
+def docker_host() -> str:
+    explicit = os.environ.get("AGENTDECK_DOCKER_HOST") or os.environ.get("DOCKER_HOST")
+    if explicit:
+        return explicit
+    if os.path.exists(PRIVATE_SOCKET):
+        return "unix://" + PRIVATE_SOCKET
+    return "unix://" + SYSTEM_SOCKET
+
+
+def connect(timeout_s: float = 10.0) -> Any:
+    """A docker SDK client for the engine ``docker_host()`` names, checked with a ping."""
+    host = docker_host()
+    try:
+        import docker  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise DockerUnavailable("AGENTDECK_SANDBOX=docker needs the 'docker' Python package (pip install docker)"
+                                ) from exc
+    try:
+        client = docker.DockerClient(base_url=host, timeout=timeout_s)
+        client.ping()
+    except Exception as exc:
+        raise DockerUnavailable(
+            f"no Docker Engine answers at {host} ({type(exc).__name__}: {str(exc)[:200]}). AGENTDECK_SANDBOX=docker "
+            "needs one: set AGENTDECK_DOCKER_HOST (or DOCKER_HOST) to a running engine, start the private one "
+            "with 'make docker-up', or choose another backend with AGENTDECK_SANDBOX=local") from exc
+    return client
+
+
+def reachable() -> str | None:
+    """None when an engine answers, else the reason (tests use it to skip with a clear message)."""
+    try:
+        connect(timeout_s=5).close()
+        return None
+    except DockerUnavailable as exc:
+        return str(exc)
+
+
+def _pid(pid_file: str = "dockerd.pid") -> int | None:
+    """The running process a pid file of the private daemon names (dockerd's, or its containerd's)."""
+    try:
+        with open(os.path.join(PRIVATE_DIR, pid_file)) as fh:
+            pid = int(fh.read().strip())
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+        return None if state == b"Z" else pid  # a killed daemon nobody reaped is gone
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def up() -> str:
+    """Start the private daemon unless an engine already answers; return the host it listens on."""
+    if reachable() is None:
+        return docker_host()
+    if _pid() is not None:
+        raise DockerUnavailable(f"a private dockerd runs (pid file in {PRIVATE_DIR}) but does not answer")
+    dockerd = shutil.which("dockerd") or "/usr/sbin/dockerd"
+    if not os.path.exists(dockerd):
+        raise DockerUnavailable("dockerd is not installed: as root, 'apt-get install -y docker.io' "
+                                "(make docker-up does it)")
+    os.makedirs(PRIVATE_DIR, mode=0o700, exist_ok=True)
+    # A daemon that was killed leaves its pid files (its own and its containerd's; where nobody reaps them the
+    # processes linger as zombies), and dockerd refuses to start over them, or waits for the dead containerd.
+    for pid_file in ("dockerd.pid", CONTAINERD_PID):
+        if _pid(pid_file) is None:
+            try:
+                os.unlink(os.path.join(PRIVATE_DIR, pid_file))
+            except FileNotFoundError:
+                pass
+    with open(os.path.join(PRIVATE_DIR, "dockerd.log"), "ab") as log:
+        subprocess.Popen([dockerd, "--data-root", os.path.join(PRIVATE_DIR, "data"),
+                          "--exec-root", os.path.join(PRIVATE_DIR, "exec"),
+                          "--pidfile", os.path.join(PRIVATE_DIR, "dockerd.pid"),
+                          "-H", "unix://" + PRIVATE_SOCKET, "--bridge=none", "--iptables=false", "--ip-masq=false",
+                          # Sandboxes outlive a restart of the engine (their channel and signals never needed it).
+                          "--live-restore",
+                          "--containerd-namespace", "agentdeck", "--containerd-plugins-namespace", "agentdeck-plugins"],
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    os.environ.setdefault("AGENTDECK_DOCKER_HOST", "unix://" + PRIVATE_SOCKET)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if os.path.exists(PRIVATE_SOCKET) and reachable() is None:
+            return "unix://" + PRIVATE_SOCKET
+        time.sleep(0.2)
+    raise DockerUnavailable(f"the private dockerd did not answer within {START_TIMEOUT_S:.0f} s; "
+                            f"see {PRIVATE_DIR}/dockerd.log")
+
+
+def down() -> None:
+    """Stop the private daemon (its sandbox containers go with it)."""
+    pid = _pid()
+    if pid is None:
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _pid() is not None:
+        time.sleep(0.1)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["up"]:
+        print(f"DOCKER_HOST={up()}")
+    elif sys.argv[1:] == ["down"]:
+        down()
+    else:
+        sys.exit("usage: python -m agents.executor.docker.daemon up|down")

@@ -1,0 +1,462 @@
+"""The Docker backend: each sandbox's worker runs in a container of its own on a Docker Engine of this machine.
+
+What the container adds to the worker's own layers (which run inside it unchanged): its own PID, mount, IPC, UTS
+and network namespaces (no network at all), a read-only root holding only the image's files, a user id of its own,
+no capabilities, no new privileges, and cgroup limits on tasks, memory (page cache counted, no swap) and CPU.
+The app keeps everything else it does for a local worker: the channel is a unix socket, the worker is stopped
+between steps with SIGSTOP and read through ``/proc/<pid>`` on the same host, and the workspace and the private
+temp folder are the app's own folders, bind-mounted at their paths and counted against the disk limit.
+
+Docker's seccomp profile is not applied (``seccomp=unconfined``), deliberately: it refuses the ``unshare`` the
+worker's private view needs, and the worker installs its own filter, stricter than Docker's for everything the
+code can do, on every thread before any code runs (layer 4f). Docker's AppArmor profile is left as the engine
+sets it (none on this machine's engine).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, cast
+
+from .. import artifacts, identity
+from ..backend import (
+    FILE_MAX_BYTES,
+    SEND_DEADLINE_S,
+    Capabilities,
+    FileInfo,
+    SandboxBackend,
+    SandboxHost,
+    SandboxSpec,
+)
+from ..errors import SandboxError, SandboxStartError
+from ..execution_result import ExecutionResult
+from ..local import worker_watch, workspace_files
+from ..local.disk_limit import DiskLimit
+from ..local.process import APP_ROOT, minimal_env
+from . import daemon, image
+from .container import BOOT, LABEL, ContainerWorker
+
+if TYPE_CHECKING:
+    from ..local.process import WorkerProcess
+
+CAPABILITIES = Capabilities(suspend=True, thread_check=True, cpu_time=True, disk_usage=True, same_disk=True,
+                            attach=True)
+#: Memory the container may use beyond ``memory_limit_mb``: the interpreter and the preloaded libraries (about
+#: 200-400 MB with numpy, pandas and matplotlib) are outside the worker's own address-space budget.
+BASELINE_MB = 512
+MAX_TASKS = 80  # the worker's own RLIMIT_NPROC is 64 threads; the cgroup bounds the container as a whole
+APP_LABEL = "agentdeck.app"
+_live: weakref.WeakValueDictionary[str, DockerHost] = weakref.WeakValueDictionary()
+_live_lock = threading.Lock()
+_unremoved: set[str] = set()  # containers closed while the engine did not answer
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return fh.read().strip()
+    except OSError:
+        return "unknown"
+
+
+APP_ID = f"{_boot_id()}:{os.getpid()}"
+
+
+def cpus() -> float:
+    try:
+        return max(0.1, float(os.environ.get("AGENTDECK_DOCKER_CPUS", "1")))
+    except ValueError as exc:
+        raise SandboxStartError("AGENTDECK_DOCKER_CPUS must be a number of CPUs, e.g. 1 or 0.5") from exc
+
+
+def cgroup_memory_bytes(pid: int) -> int | None:
+    """Memory use of the cgroup holding ``pid`` (cgroup v1 ``memory.usage_in_bytes`` or v2 ``memory.current``)."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            candidates = [f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes"]
+        elif controllers == "":
+            candidates = [f"/sys/fs/cgroup{path}/memory.current"]
+        else:
+            continue
+        for candidate in candidates:
+            try:
+                with open(candidate) as fh:
+                    return int(fh.read().strip())
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+def _as_process(worker: ContainerWorker) -> WorkerProcess:
+    """The local watch helpers read only ``pid`` and ``dead``, which a container worker has (its host pid)."""
+    return cast("WorkerProcess", worker)
+
+
+class DockerHost:
+    """One sandbox container: its worker, its channel, its temp folder, its user id."""
+
+    capabilities = CAPABILITIES
+
+    def __init__(self, backend: DockerBackend, spec: SandboxSpec) -> None:
+        if spec.workspace is None:
+            # The workspace is a bind mount, fixed when the container is created: no container before the session.
+            raise SandboxStartError("the Docker backend has no warm start: it needs the session's workspace")
+        if spec.workspace.extra_read_paths:
+            raise SandboxStartError("the Docker sandbox cannot read folders of the app's machine "
+                                    "(extra_read_paths); put the files in the workspace instead")
+        if spec.limits.startup_timeout_s <= 0:
+            raise SandboxStartError("startup_timeout_s must be positive")
+        client, tag = backend.client_and_image()
+        self.id = secrets.token_hex(12)
+        self.spec = spec
+        os.makedirs(spec.workspace.path, exist_ok=True)
+        self.workdir = os.path.realpath(spec.workspace.path)
+        self._closed = False
+        self._uid = identity.allocate()
+        self._private = tempfile.mkdtemp(prefix="agentdeck-sbx-app-")
+        self.tmpdir = tempfile.mkdtemp(prefix="agentdeck-sbx-")
+        self.process: ContainerWorker | None = None
+        listener: socket.socket | None = None
+        container: Any = None
+        try:
+            user = (self._uid, self._uid) if self._uid is not None else (os.getuid(), os.getgid())
+            for folder in (self.tmpdir, self._private):
+                os.chown(folder, *user)  # the private folder: the socket, reachable by the sandbox's id only
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock_path = os.path.join(self._private, "channel.sock")
+            listener.bind(sock_path)
+            os.chown(sock_path, *user)
+            listener.listen(1)
+            limits = spec.limits
+            init: dict[str, Any] = {
+                "op": "init", "workdir": self.workdir, "tmpdir": self.tmpdir, "app_root": APP_ROOT,
+                "authorized_imports": list(spec.authorized_imports), "memory_limit_mb": int(limits.memory_limit_mb),
+                "max_output_chars": int(limits.max_output_chars), "max_result_chars": int(limits.max_result_chars),
+                "max_file_size_mb": int(limits.max_file_size_mb), "max_files_written": int(limits.max_files_written),
+                "max_open_files": int(limits.max_open_files), "use_landlock": spec.use_landlock,
+                "use_seccomp": spec.use_seccomp, "nice": max(0, min(19, int(limits.nice))),
+                "extra_read_paths": [], "uid": None,  # the container's user is already the sandbox's own
+                "new_root": image.NEW_ROOT if spec.private_root else None,
+                "sys_path": image.site_packages_paths(), "python_layers": bool(spec.python_layers),
+                "tools": sorted(spec.tools),
+            }
+            self._disk = DiskLimit(self.workdir, self.tmpdir, int(limits.max_disk_mb), int(limits.max_disk_files),
+                                   int(limits.min_free_mb))
+            self.push_workspace()
+            env = minimal_env(self.tmpdir, dict(spec.env))
+            env["MPLCONFIGDIR"] = os.path.join(self._private, "mplcache")  # not counted as the code's files
+            log_path = os.path.join(self.tmpdir, f".agentdeck-worker-{secrets.token_hex(8)}.log")
+            memory = f"{int(limits.memory_limit_mb) + BASELINE_MB}m"
+            mounts = {path: {"bind": path, "mode": "rw"} for path in (self.workdir, self.tmpdir, self._private)}
+            try:
+                container = client.containers.create(
+                    tag, ["/usr/local/bin/python3", "-I", "-S", "-B", "-c", BOOT, image.WORKER_DIR, sock_path,
+                          log_path, image.MPL_CACHE],
+                    user=f"{user[0]}:{user[1]}", network_mode="none", read_only=True, cap_drop=["ALL"],
+                    security_opt=["no-new-privileges", "seccomp=unconfined"], pids_limit=MAX_TASKS,
+                    mem_limit=memory, memswap_limit=memory, nano_cpus=int(cpus() * 1e9), environment=env,
+                    working_dir="/opt/agentdeck", volumes=mounts, ipc_mode="private", log_config={"type": "none"},
+                    # Docker's init as the container's pid 1, so the worker is not: "signals only to itself" then
+                    # also refuses the container's pid 1, and a worker's end ends the container.
+                    init=True,
+                    labels={LABEL: "1", APP_LABEL: APP_ID}, name=f"agentdeck-sbx-{self.id}")
+                container.start()
+                container.reload()
+            except SandboxError:
+                raise
+            except Exception as exc:
+                raise SandboxStartError(
+                    f"could not start the sandbox container on the Docker Engine at {daemon.docker_host()} "
+                    f"(AGENTDECK_SANDBOX=docker): {type(exc).__name__}: {str(exc)[:300]}") from exc
+            self.process = ContainerWorker(client, container, listener, init, log_path, daemon.docker_host())
+        except BaseException:
+            if self.process is None:  # not yet the worker's to release: the socket and the container, if any
+                if listener is not None:
+                    listener.close()
+                if container is not None:
+                    try:
+                        container.remove(force=True, v=True)
+                    except Exception:
+                        pass
+            self._release()
+            raise
+        with _live_lock:
+            _live[self.id] = self
+
+    def assign(self, spec: SandboxSpec) -> None:
+        raise SandboxStartError("the Docker backend has no warm start: its sandboxes are started with their workspace")
+
+    def memory_bytes(self) -> int | None:
+        """The container's memory cgroup usage (page cache included), read on this host."""
+        return cgroup_memory_bytes(self._worker().pid)
+
+    def _worker(self) -> ContainerWorker:
+        if self.process is None:
+            raise SandboxError("the sandbox container is closed")
+        return self.process
+
+    # --- facts -------------------------------------------------------------------------------------------------
+    @property
+    def pid(self) -> int:
+        """The worker's pid on this host (known once it connected: until then the container has only its init)."""
+        worker = self._worker()
+        if worker.reader is None and not worker.dead:
+            worker.connect(self.spec.limits.startup_timeout_s)
+        return worker.pid
+
+    @property
+    def ready(self) -> dict[str, Any] | None:
+        return None if self.process is None else self.process.ready
+
+    @property
+    def dead(self) -> bool:
+        return self.process is None or self.process.dead
+
+    # --- the channel -----------------------------------------------------------------------------------------
+    def wait_ready(self, timeout: float) -> dict[str, Any]:
+        return self._worker().wait_ready(timeout)
+
+    def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:
+        self._worker().send(msg, deadline_s)
+
+    def read(self, timeout: float | None = None, wake_fd: int | None = None,
+             spin_s: float = 0.0) -> dict[str, Any] | None:
+        return self._worker().read(timeout, wake_fd, spin_s)
+
+    def has_pending(self) -> bool:
+        worker = self._worker()
+        # A container that ended (killed, out of memory) leaves its channel readable at its end: that is not
+        # the code talking between steps; the next send fails and the run reports how the container ended.
+        return worker.reader is not None and worker.alive() and worker_watch.has_pending(worker.reader.fd)
+
+    # --- the watch: the container's process is a process of this host ----------------------------------------
+    def freeze(self) -> None:
+        self._worker().freeze()
+
+    def thaw(self) -> None:
+        self._worker().thaw()
+
+    def woke_up(self) -> bool:
+        worker = self._worker()
+        return (worker.frozen and not worker.dead and worker.alive()
+                and worker_watch.woke_up(worker.pid, worker.frozen_at))
+
+    def cpu_seconds(self) -> float:
+        return worker_watch.cpu_seconds(self._worker().pid)
+
+    def thread_left_running(self, sample_s: float) -> bool:
+        return worker_watch.thread_left_running(_as_process(self._worker()), sample_s)
+
+    def disk_over(self) -> str | None:
+        worker = self._worker()
+        return self._disk.over(None if worker.dead else _as_process(worker))
+
+    def check_disk_after_run(self, result: ExecutionResult) -> bool:
+        worker = self._worker()
+        emptied: list[bool] = []
+        self._disk.check_after_run(result, None if worker.dead else _as_process(worker),
+                                   lambda: emptied.append(True))
+        return bool(emptied)
+
+    def set_min_free_mb(self, value: int) -> None:
+        self._disk.min_free_mb = int(value)
+
+    def interrupt(self) -> None:
+        if self.process is not None:
+            self.process.interrupt()
+
+    def exit_description(self, wait_s: float = 1.0) -> str:
+        return self._worker().exit_description(wait_s)
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.process is not None:
+            self.process.shutdown()
+        self._release()
+
+    def _release(self) -> None:
+        if self.process is not None:
+            # The process is killed from this host even when the engine does not answer; the container's record
+            # is then removed by the next sandbox start that reaches an engine (sweep_orphans).
+            if self.process.remove() is not None:
+                with _live_lock:
+                    _unremoved.add(self.process.container.id)
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        shutil.rmtree(self._private, ignore_errors=True)
+        identity.release(self._uid)
+        self._uid = None
+        with _live_lock:
+            _live.pop(self.id, None)
+
+    # --- the workspace's files (the app's own folder, bind-mounted) -------------------------------------------
+    def list_files(self) -> dict[str, FileInfo]:
+        return {rel: FileInfo(size, mtime) for rel, (size, mtime) in artifacts.snapshot(self.workdir).items()}
+
+    def get_file(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
+        return workspace_files.read(self.workdir, relpath, max_bytes)
+
+    def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES) -> None:
+        workspace_files.write(self.workdir, relpath, data, max_bytes, self._uid)
+
+    def push_workspace(self) -> None:
+        """Files the app put in the workspace (uploads) become the sandbox user's, so its code can change them."""
+        if self._uid is not None:
+            identity.give_tree(self.workdir, self._uid)
+
+    def pull_workspace(self) -> None:
+        """Nothing to copy: the container writes the app's folder (a bind mount)."""
+
+    def security_report(self) -> dict[str, dict[str, Any]]:
+        worker = self._worker()
+        who = f"user id {self._uid} of its own" if self._uid is not None else "the app's user id (the app is not root)"
+        return {
+            "process": {"active": True, "detail": "separate worker process with a minimal environment"},
+            "container": {"active": True, "detail": (
+                f"Docker container {worker.container.short_id} at {worker.docker_host}: no network, read-only root "
+                f"of the sandbox image, {who}, no capabilities, no new privileges, at most {MAX_TASKS} tasks, "
+                f"memory {self.spec.limits.memory_limit_mb + BASELINE_MB} MB (cgroup, page cache counted, no swap), "
+                f"{cpus():g} CPU; Docker's seccomp profile replaced by the worker's own filter")},
+            "freeze_between_steps": {"active": True, "detail": "the container's process is stopped (SIGSTOP from "
+                                     "the app's host) whenever the app is not waiting for it; found running, it is "
+                                     "replaced"},
+            "thread_check": {"active": True, "detail": "after each step the container process's threads are read "
+                             "from /proc/<pid>/task on the host; one not parked in futex restarts it"},
+            "cpu_time": {"active": True, "detail": "the container process's CPU time is read from the host's /proc"},
+            "disk_limit": {"active": True, "detail": f"workspace and temp folder (bind mounts) held to "
+                           f"{self._disk.max_mb} MB and {self._disk.max_files:,} files by the app"},
+        }
+
+
+class DockerBackend:
+    """Sandboxes as containers on a Docker Engine of this machine (``AGENTDECK_SANDBOX=docker``)."""
+
+    name = "docker"
+    capabilities = CAPABILITIES
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._tag: str | None = None
+        self._swept = False
+
+    def unavailable_reason(self) -> str | None:
+        host = daemon.docker_host()
+        if host.startswith("unix://") and not os.path.exists(host[len("unix://"):]):
+            return (f"no Docker Engine at {host} (AGENTDECK_DOCKER_HOST / DOCKER_HOST): start one with "
+                    "'make docker-up', or use AGENTDECK_SANDBOX=local")
+        try:
+            daemon.connect(timeout_s=1.0).close()
+        except daemon.DockerUnavailable as exc:
+            return str(exc)
+        return None
+
+    def client_and_image(self) -> tuple[Any, str]:
+        """The engine's client and the sandbox image's tag (assembled and imported once per process)."""
+        with self._lock:
+            try:
+                if self._client is None:
+                    self._client = daemon.connect()
+                else:
+                    self._client.ping()
+            except daemon.DockerUnavailable as exc:
+                self._client = None
+                raise SandboxStartError(str(exc)) from exc
+            except Exception as exc:
+                self._client = None
+                raise SandboxStartError(
+                    f"the Docker Engine at {daemon.docker_host()} stopped answering ({type(exc).__name__}); "
+                    "AGENTDECK_SANDBOX=docker needs it: restart it ('make docker-up') or choose "
+                    "AGENTDECK_SANDBOX=local") from exc
+            if not self._swept or _unremoved:
+                self._swept = True
+                sweep_orphans(self._client)
+            if self._tag is None and os.environ.get("AGENTDECK_DOCKER_IMAGE"):
+                tag = os.environ["AGENTDECK_DOCKER_IMAGE"]
+                try:
+                    self._client.images.get(tag)
+                except Exception as exc:
+                    raise SandboxStartError(f"AGENTDECK_DOCKER_IMAGE={tag} is not an image of the Docker Engine at "
+                                            f"{daemon.docker_host()}: build it with 'make sandbox-image'") from exc
+                self._tag = tag
+            if self._tag is None:
+                try:
+                    self._tag = image.ensure_image(self._client)
+                except Exception as exc:
+                    raise SandboxStartError(f"the sandbox image could not be built or imported: {exc}") from exc
+            return self._client, self._tag
+
+    def start(self, spec: SandboxSpec) -> DockerHost:
+        return DockerHost(self, spec)
+
+    def attach(self, host_id: str) -> DockerHost:
+        with _live_lock:
+            host = _live.get(host_id)
+        if host is None or host.dead:
+            raise SandboxError(f"no live Docker sandbox {host_id!r} in this process")
+        return host
+
+
+def sweep_orphans(client: Any) -> int:
+    """Remove sandbox containers whose app is gone (killed before it could close them), and this app's own that
+    could not be removed when closed (the engine was down); at the first start and after such a close."""
+    removed = 0
+    try:
+        containers = client.containers.list(all=True, filters={"label": LABEL})
+    except Exception:
+        return 0
+    boot = _boot_id()
+    for container in containers:
+        owner = container.labels.get(APP_LABEL, "")
+        if container.id in _unremoved:
+            try:
+                container.remove(force=True, v=True)
+                _unremoved.discard(container.id)
+                removed += 1
+            except Exception:
+                pass
+            continue
+        owner_boot, _, pid = owner.rpartition(":")
+        if owner_boot == boot and pid.isdigit() and os.path.exists(f"/proc/{pid}") and int(pid) != 1:
+            continue  # a live app's sandbox (this one's or another's)
+        try:
+            container.remove(force=True, v=True)
+            removed += 1
+        except Exception:
+            continue
+    return removed
+
+
+def _close_live() -> None:
+    """At interpreter exit: a stopped container would outlive the app."""
+    for host in list(_live.values()):
+        try:
+            host.close()
+        except Exception:
+            pass
+
+
+atexit.register(_close_live)
+
+
+def _conforms(host: DockerHost, backend: DockerBackend) -> tuple[SandboxHost, SandboxBackend]:
+    """Checked by mypy: the Docker classes implement the protocol (no runtime cost)."""
+    return host, backend
