@@ -25,21 +25,21 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import artifacts, identity
+from .. import identity
 from ..backend import (
-    FILE_MAX_BYTES,
     SEND_DEADLINE_S,
     Capabilities,
-    FileInfo,
     SandboxBackend,
     SandboxHost,
     SandboxSpec,
 )
 from ..errors import SandboxError, SandboxStartError
 from ..execution_result import ExecutionResult
-from ..local import worker_watch, workspace_files
+from ..local import worker_watch
 from ..local.disk_limit import DiskLimit
 from ..local.process import APP_ROOT, minimal_env
+from ..local.shared_disk import SharedDiskFiles
+from ..tree_walk import remove_tree
 from . import daemon, image
 from .container import BOOT, LABEL, ContainerWorker
 
@@ -105,7 +105,7 @@ def _as_process(worker: ContainerWorker) -> WorkerProcess:
     return cast("WorkerProcess", worker)
 
 
-class DockerHost:
+class DockerHost(SharedDiskFiles):
     """One sandbox container: its worker, its channel, its temp folder, its user id."""
 
     capabilities = CAPABILITIES
@@ -300,30 +300,12 @@ class DockerHost:
             if self.process.remove() is not None:
                 with _live_lock:
                     _unremoved.add(self.process.container.id)
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        remove_tree(self.tmpdir)  # any depth: the code may have made a tree too deep for shutil.rmtree
         shutil.rmtree(self._private, ignore_errors=True)
         identity.release(self._uid)
         self._uid = None
         with _live_lock:
             _live.pop(self.id, None)
-
-    # --- the workspace's files (the app's own folder, bind-mounted) -------------------------------------------
-    def list_files(self) -> dict[str, FileInfo]:
-        return {rel: FileInfo(size, mtime) for rel, (size, mtime) in artifacts.snapshot(self.workdir).items()}
-
-    def get_file(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
-        return workspace_files.read(self.workdir, relpath, max_bytes)
-
-    def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES) -> None:
-        workspace_files.write(self.workdir, relpath, data, max_bytes, self._uid)
-
-    def push_workspace(self) -> None:
-        """Files the app put in the workspace (uploads) become the sandbox user's, so its code can change them."""
-        if self._uid is not None:
-            identity.give_tree(self.workdir, self._uid)
-
-    def pull_workspace(self) -> None:
-        """Nothing to copy: the container writes the app's folder (a bind mount)."""
 
     def security_report(self) -> dict[str, dict[str, Any]]:
         worker = self._worker()

@@ -15,12 +15,10 @@ import threading
 import weakref
 from typing import Any
 
-from .. import artifacts, identity
+from .. import identity
 from ..backend import (
-    FILE_MAX_BYTES,
     SEND_DEADLINE_S,
     Capabilities,
-    FileInfo,
     SandboxBackend,
     SandboxHost,
     SandboxSpec,
@@ -29,18 +27,18 @@ from ..errors import SandboxError, SandboxStartError
 from ..execution_result import ExecutionResult
 from ..protocol import ChannelClosed
 from ..tree_walk import remove_tree
-from . import worker_watch, workspace_files
+from . import worker_watch
 from .disk_limit import DiskLimit
 from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache, worker_sys_path
+from .shared_disk import SharedDiskFiles
 
-GIVE_TREE_ENTRIES = 50_000  # workspace entries handed to the sandbox's user at most (or twice max_disk_files)
 CAPABILITIES = Capabilities(suspend=True, thread_check=True, cpu_time=True, disk_usage=True, same_disk=True,
                             attach=True, warm_start=True)
 _live: weakref.WeakValueDictionary[str, LocalHost] = weakref.WeakValueDictionary()
 _live_lock = threading.Lock()
 
 
-class LocalHost:
+class LocalHost(SharedDiskFiles):
     """One local worker and what it owns: its temp folder, its app-private folder, its user id."""
 
     capabilities = CAPABILITIES
@@ -198,29 +196,6 @@ class LocalHost:
         self._uid = None
         with _live_lock:
             _live.pop(self.id, None)
-
-    # --- the workspace's files ----------------------------------------------------------------------------
-    def snapshot(self) -> artifacts.Snapshot:
-        return artifacts.snapshot(self.workdir)
-
-    def list_files(self) -> dict[str, FileInfo]:
-        return {rel: FileInfo(size, mtime) for rel, (size, mtime) in self.snapshot().files.items()}
-
-    def get_file(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
-        return workspace_files.read(self.workdir, relpath, max_bytes)
-
-    def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES) -> None:
-        workspace_files.write(self.workdir, relpath, data, max_bytes, self._uid)
-
-    def push_workspace(self) -> str | None:
-        """Files the app put in the workspace (uploads) become the worker's, so its code can change them."""
-        if self._uid is None or not self.workdir:
-            return None
-        entries = max(GIVE_TREE_ENTRIES, 2 * self.spec.limits.max_disk_files)
-        return identity.give_tree(self.workdir, self._uid, max_entries=entries)
-
-    def pull_workspace(self) -> None:
-        """Nothing to copy: the worker writes the app's folder itself."""
 
     def memory_bytes(self) -> int | None:
         """The worker's proportional set size (shared library pages split among the processes that map them)."""

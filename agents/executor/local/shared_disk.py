@@ -1,0 +1,42 @@
+"""The workspace's file operations for a host whose worker writes the app's own folder (the local worker, and a
+container that bind-mounts it): one implementation, so both list, read, write and hand over files alike."""
+
+from __future__ import annotations
+
+from .. import artifacts, identity
+from ..backend import FILE_MAX_BYTES, FileInfo, SandboxSpec
+from . import workspace_files
+
+GIVE_TREE_ENTRIES = 50_000  # workspace entries handed to the sandbox's user at most (or twice max_disk_files)
+
+
+class SharedDiskFiles:
+    """Mixin for a `SandboxHost` with `Capabilities.same_disk`: `workdir` is the folder the worker writes,
+    `_uid` the sandbox's own user id (None when the app is not root), `spec` its spec."""
+
+    workdir: str
+    _uid: int | None
+    spec: SandboxSpec
+
+    def snapshot(self) -> artifacts.Snapshot:
+        return artifacts.snapshot(self.workdir)
+
+    def list_files(self) -> dict[str, FileInfo]:
+        return {rel: FileInfo(size, mtime) for rel, (size, mtime) in self.snapshot().files.items()}
+
+    def get_file(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
+        return workspace_files.read(self.workdir, relpath, max_bytes)
+
+    def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES) -> None:
+        workspace_files.write(self.workdir, relpath, data, max_bytes, self._uid)
+
+    def push_workspace(self) -> str | None:
+        """Files the app put in the workspace (uploads) become the sandbox user's, so its code can change them;
+        returns why some could not (a tree past the entry cap), for the run's output."""
+        if self._uid is None or not self.workdir:
+            return None
+        entries = max(GIVE_TREE_ENTRIES, 2 * self.spec.limits.max_disk_files)
+        return identity.give_tree(self.workdir, self._uid, max_entries=entries)
+
+    def pull_workspace(self) -> None:
+        """Nothing to copy: the worker writes the app's folder itself."""
