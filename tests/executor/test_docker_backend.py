@@ -107,8 +107,11 @@ def test_code_holding_the_real_os_finds_no_network_host_or_root(tmp_path, backen
     try:
         probe = sb.run(
             "import os, socket\n"
-            f"out = {{'uid': os.getuid(), 'seen': [p for p in ('/etc', '/proc', '/var', '/sys', {APP_ROOT!r}) "
-            "if os.path.exists(p)]}\n"
+            # The app's folder itself may exist as a bare parent of a virtual environment inside it (a fresh
+            # clone's .venv); its own files must not.
+            f"app = {APP_ROOT!r}\n"
+            "out = {'uid': os.getuid(), 'seen': [p for p in ('/etc', '/proc', '/var', '/sys', app + '/app.py', "
+            "app + '/ui', app + '/agents', app + '/README.md') if os.path.exists(p)]}\n"
             "for name, fn in [('socket', lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM)),\n"
             "                 ('proc', lambda: open('/proc/1/status').read()),\n"
             "                 ('passwd', lambda: open('/etc/passwd').read()),\n"
