@@ -91,7 +91,8 @@ def agent_settings(agent: Any) -> dict[str, Any]:
 
 
 def _card(agent: Any, kind: str) -> str:
-    lines = [f"# {agent.name or 'agent'}", "", f"An AgentDeck {kind}. {agent.description or ''}".rstrip(), "",
+    lines = ["---", "library_name: agentdeck", "tags: [agentdeck, agent]", "---", "",
+             f"# {agent.name or 'agent'}", "", f"An AgentDeck {kind}. {agent.description or ''}".rstrip(), "",
              "```python", "from agents import CodeAgent",
              "agent = CodeAgent.from_hub(\"<repo id>\", trust_remote_code=True)  # read its tools first", "```", ""]
     if agent.tools:

@@ -1,7 +1,8 @@
 """A loopback stand-in of the Hugging Face Hub's HTTP API: only the endpoints `huggingface_hub` calls to create
-a repo, upload a folder (preupload, then an NDJSON commit of base64 files) and download a snapshot (repo info,
-the recursive tree, each file's resolve URL). Every request is recorded, so tests assert on what was asked.
-Anything else answers 404 and is recorded too, so a new call by a newer huggingface_hub shows up in a test.
+a repo, upload a folder (a README's metadata check, preupload, an NDJSON commit of base64 files) and download a
+snapshot (repo info, the recursive tree, each file's resolve URL). Every request is recorded, so tests assert on
+what was asked. Anything else answers 404 and is recorded too, so a new call by a newer huggingface_hub shows up
+in a test.
 """
 from __future__ import annotations
 
@@ -14,13 +15,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+#: Requests huggingface_hub makes of its own accord (its once-a-day registry of AI agent harnesses, for its
+#: user-agent string): recorded, answered with an empty registry, left out of `calls()`.
+HOUSEKEEPING = frozenset({"GET /api/agent-harnesses"})
+
 
 @dataclass
 class Request:
     method: str
     path: str
     query: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # names in lower case
     body: bytes
 
 
@@ -54,9 +59,9 @@ class HubStandIn:
         self._server.shutdown()
         self._server.server_close()
 
-    def calls(self, method: str | None = None) -> list[str]:
-        """'METHOD /path' of each request, in order (those of `method` only when given)."""
-        return [f"{r.method} {r.path}" for r in self.requests if method is None or r.method == method]
+    def calls(self) -> list[str]:
+        """'METHOD /path' of each request for the API, in order (HOUSEKEEPING left out)."""
+        return [call for call in (f"{r.method} {r.path}" for r in self.requests) if call not in HOUSEKEEPING]
 
     # -- the API ------------------------------------------------------------------------------------
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -70,7 +75,8 @@ class HubStandIn:
                 parts = urlsplit(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                request = Request(self.command, unquote(parts.path), parts.query, dict(self.headers), body)
+                headers = {key.lower(): value for key, value in self.headers.items()}
+                request = Request(self.command, unquote(parts.path), parts.query, headers, body)
                 with hub._lock:
                     hub.requests.append(request)
                     status, headers, payload = hub._answer(request)
@@ -97,8 +103,14 @@ class HubStandIn:
             if existed:
                 return self._json({"error": "You already created this model repo"}, 409)
             return self._json({"url": f"{self.url}/{repo_id}", "name": repo_id})
+        if f"{method} {path}" in HOUSEKEEPING:
+            return self._json({})
+        if method == "POST" and path == "/api/validate-yaml":  # a README.md's metadata, checked before a commit
+            content = json.loads(request.body or b"{}").get("content", "")
+            warnings = [] if content.startswith("---\n") else [{"message": "empty or missing yaml metadata"}]
+            return self._json({"errors": [], "warnings": warnings})
         if len(segments) >= 5 and segments[0] == "api" and segments[1] == "models":
-            repo_id, action, rest = f"{segments[2]}/{segments[3]}", segments[4], segments[5:]
+            repo_id, action = f"{segments[2]}/{segments[3]}", segments[4]
             repo = self.repos.get(repo_id)
             if repo is None:
                 return self._json({"error": "Repository not found"}, 404, {"X-Error-Code": "RepoNotFound"})
@@ -113,7 +125,8 @@ class HubStandIn:
                                    "siblings": [{"rfilename": name} for name in sorted(repo.files)]})
             if method == "GET" and action == "tree":
                 return self._json([{"type": "file", "path": name, "size": len(data),
-                                    "oid": hashlib.sha1(data).hexdigest()} for name, data in sorted(repo.files.items())])
+                                    "oid": hashlib.sha1(data).hexdigest()}
+                                   for name, data in sorted(repo.files.items())])
         if len(segments) >= 5 and segments[2] == "resolve":
             repo = self.repos.get(f"{segments[0]}/{segments[1]}")
             name = "/".join(segments[4:])
@@ -141,5 +154,6 @@ class HubStandIn:
         return self._json({"success": True, "commitOid": sha, "commitUrl": f"{self.url}/{repo_id}/commit/{sha}"})
 
     @staticmethod
-    def _json(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    def _json(value: Any, status: int = 200,
+              headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
         return status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(value).encode()
