@@ -9,6 +9,7 @@ as keyword arguments, which replace what was saved.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +52,7 @@ def model_string(model: Model | None) -> str | None:
     return prefix + model_id if prefix else None
 
 
-def save_agent(agent: Any, folder: str | Path) -> Path:
+def save_agent(agent: Any, folder: str | os.PathLike[str]) -> Path:
     """Write `agent` to `folder` (created if needed); returns the folder."""
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ the loop's modules call in here (`CodeAgent.from_folder`), so importing them her
 from __future__ import annotations
 
 import inspect
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ def agent_classes() -> dict[str, type[Any]]:
     return {name: getattr(agents, name) for name in AGENT_KINDS}
 
 
-def load_agent(cls: type[Any], folder: str | Path, *, tools_require_approval: bool | None = None,
+def load_agent(cls: type[Any], folder: str | os.PathLike[str], *, tools_require_approval: bool | None = None,
                **overrides: Any) -> Any:
     """The agent saved in `folder`; keyword arguments replace what was saved (`model=` replaces the model for its
     managed agents too). `tools_require_approval` overrides what each loaded tool declares (None keeps it)."""

@@ -8,6 +8,7 @@ templates, which Jinja2 renders in the app) is listed and refused unless the cal
 """
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ class HubOptions:
     endpoint: str | None = None
     token: str | None = None
     revision: str | None = None
-    cache_dir: str | Path | None = None
+    cache_dir: str | os.PathLike[str] | None = None
     repo_type: str = "model"
 
 
@@ -56,7 +57,8 @@ def download(repo_id: str, options: HubOptions) -> Path:
 
     try:
         return Path(snapshot_download(repo_id, repo_type=options.repo_type, revision=options.revision,
-                                      endpoint=options.endpoint, token=options.token, cache_dir=options.cache_dir))
+                                      endpoint=options.endpoint, token=options.token,
+                                      cache_dir=None if options.cache_dir is None else Path(options.cache_dir)))
     except Exception as exc:
         raise SharingError(f"Cannot download {repo_id!r} from the Hub: {type(exc).__name__}: {exc}") from exc
 

@@ -3,6 +3,7 @@ and refused without `trust_remote_code=True`, their tools marked as needing appr
 otherwise."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,9 @@ def agent_from_hub(cls: type[Any], repo_id: str, options: HubOptions, trust_remo
     return load_agent(cls, folder, tools_require_approval=approval, **overrides)
 
 
-def load_tool(repo_id_or_folder: str | Path, *, trust_remote_code: bool = False,
+def load_tool(repo_id_or_folder: str | os.PathLike[str], *, trust_remote_code: bool = False,
               requires_approval: bool | None = None, endpoint: str | None = None, token: str | None = None,
-              revision: str | None = None, cache_dir: str | Path | None = None) -> Tool:
+              revision: str | None = None, cache_dir: str | os.PathLike[str] | None = None) -> Tool:
     """A tool from a saved folder (your own: it runs as any code you import) or a Hub repo id (it runs only with
     `trust_remote_code=True`, and its calls pause for approval unless `requires_approval=False`)."""
     local = Path(repo_id_or_folder)

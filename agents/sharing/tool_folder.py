@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ TOOL_FORMAT = "agentdeck-tool"
 BUILTIN_PACKAGES = ("agents", "tools")
 
 
-def save_tool(tool: Any, folder: str | Path) -> Path:
+def save_tool(tool: Any, folder: str | os.PathLike[str]) -> Path:
     """Write `tool` to `folder` (created if needed); returns the folder."""
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import inspect
 import linecache
+import os
 import sys
 import types
 from pathlib import Path
@@ -79,7 +80,7 @@ def _space_tool(manifest: dict[str, Any]) -> Tool:
                            api_name=api_name if isinstance(api_name, str) else None)
 
 
-def load_tool_folder(folder: str | Path, requires_approval: bool | None = None) -> Tool:
+def load_tool_folder(folder: str | os.PathLike[str], requires_approval: bool | None = None) -> Tool:
     """The tool saved in `folder`. `requires_approval` overrides what the tool declares (None keeps it)."""
     path = Path(folder)
     manifest = read_manifest(path)
@@ -97,9 +98,7 @@ def load_tool_folder(folder: str | Path, requires_approval: bool | None = None) 
     elif kind == "builtin":
         tool = _builtin_tool(manifest, path)
     else:
-        from agents.sharing.space_tool import space_tool_from_reference
-
-        tool = space_tool_from_reference(manifest)
+        tool = _space_tool(manifest)
     if requires_approval is not None:
         mark_approval(tool, requires_approval)
     return tool
