@@ -26,6 +26,7 @@ class SpaceEndpoint:
     inputs: dict[str, dict[str, Any]]
     parameter_names: dict[str, str]
     client: Any = field(repr=False)
+    output_type: str = "any"
 
     def call(self, arguments: dict[str, Any]) -> Any:
         named = {self.parameter_names[key]: value for key, value in arguments.items() if value is not None}
@@ -50,7 +51,7 @@ def connect_space(space_id: str, api_name: str | None = None, token: str | None 
         raise SharingError(f"Cannot reach the Space {space_id!r}: {type(exc).__name__}: {exc}") from exc
     chosen, endpoint = _pick_endpoint(info, api_name, space_id)
     inputs, names = _inputs_of(endpoint, space_id)
-    return SpaceEndpoint(space_id, chosen, inputs, names, client)
+    return SpaceEndpoint(space_id, chosen, inputs, names, client, _output_type(endpoint))
 
 
 def _pick_endpoint(info: Any, api_name: str | None, space_id: str) -> tuple[str, dict[str, Any]]:
@@ -76,8 +77,9 @@ def _inputs_of(endpoint: dict[str, Any], space_id: str) -> tuple[dict[str, dict[
         key = original if original.isidentifier() else f"input_{index}"
         schema = parameter.get("type") if isinstance(parameter.get("type"), dict) else {}
         python_type = parameter.get("python_type") if isinstance(parameter.get("python_type"), dict) else {}
+        default = f"(default {parameter.get('parameter_default')!r})" if parameter.get("parameter_has_default") else ""
         description = " ".join(filter(None, [str(parameter.get("label") or original),
-                                             str(python_type.get("description") or "")])).strip()
+                                             str(python_type.get("description") or ""), default])).strip()
         spec: dict[str, Any] = {"type": _SCHEMA_TYPES.get(str(schema.get("type")), "any"),
                                 "description": description or f"input {original} of {space_id}"}
         if isinstance(schema.get("enum"), list) and schema["enum"]:
@@ -87,3 +89,11 @@ def _inputs_of(endpoint: dict[str, Any], space_id: str) -> tuple[dict[str, dict[
         inputs[key] = spec
         names[key] = original
     return inputs, names
+
+
+def _output_type(endpoint: dict[str, Any]) -> str:
+    """The tool's output type: the one return value's JSON-schema type, else `any` (files, several values)."""
+    returns = endpoint.get("returns", [])
+    if len(returns) != 1 or not isinstance(returns[0].get("type"), dict):
+        return "any"
+    return _SCHEMA_TYPES.get(str(returns[0]["type"].get("type")), "any")

@@ -34,7 +34,7 @@ def save_tool(tool: Any, folder: str | os.PathLike[str]) -> Path:
         "requires_approval": bool(tool.requires_approval),
     }
     space = getattr(tool, "space_reference", None)
-    builtin = _builtin_reference(tool)
+    builtin = None if callable(space) else _builtin_reference(tool)
     if callable(space):
         manifest.update(kind="space", space=space())
     elif builtin is not None:

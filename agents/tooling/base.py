@@ -213,6 +213,7 @@ class SpaceTool(Tool):
         self.name = name
         self.description = description
         self.inputs = endpoint.inputs
+        vars(self)["output_type"] = endpoint.output_type  # per Space, like its name and inputs
         super().__init__()
 
     def forward(self, **kwargs: Any) -> Any:
