@@ -157,3 +157,16 @@ class HubStandIn:
     def _json(value: Any, status: int = 200,
               headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
         return status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(value).encode()
+
+
+def point_huggingface_hub_at(hub: HubStandIn, monkeypatch: Any, tmp_path: Any) -> None:
+    """Make the stand-in huggingface_hub's default endpoint, with its cache under `tmp_path`. The suite runs
+    huggingface_hub offline (tests/conftest.py); with this, a call that forgot `endpoint=` still cannot leave the
+    machine."""
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", hub.url)
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", hub.url + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    monkeypatch.setattr(constants, "AGENT_HARNESSES_PATH", str(tmp_path / "harnesses.json"))

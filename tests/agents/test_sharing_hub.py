@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 
-import huggingface_hub.constants
 import pytest
 
 from agents import CodeAgent, ReplayModel, ToolCallingAgent, load_tool
@@ -14,23 +13,15 @@ from agents.decisions import ApprovalPolicy
 from agents.errors import UntrustedCodeError
 from agents.models import LiteLLMModel
 from tests.agents import sharing_tools
-from tests.agents.hub_standin import HubStandIn, Repo
+from tests.agents.hub_standin import HubStandIn, Repo, point_huggingface_hub_at
 
 TOKEN = "hf_stand_in_token"
 
 
 @pytest.fixture
 def hub(tmp_path, monkeypatch):
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
-    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     with HubStandIn() as stand_in:
-        # The suite runs huggingface_hub offline (tests/conftest.py); these tests reach only the loopback stand-in,
-        # which is also the default endpoint here, so a call that forgot `endpoint=` cannot leave the machine.
-        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-        monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", stand_in.url)
-        monkeypatch.setattr(huggingface_hub.constants, "HUGGINGFACE_CO_URL_TEMPLATE",
-                            stand_in.url + "/{repo_id}/resolve/{revision}/{filename}")
-        monkeypatch.setattr(huggingface_hub.constants, "AGENT_HARNESSES_PATH", str(tmp_path / "harnesses.json"))
+        point_huggingface_hub_at(stand_in, monkeypatch, tmp_path)
         yield stand_in
 
 
