@@ -208,15 +208,16 @@ def load_hub_tools(settings: ToolSettings, errors: list[str]) -> list[tuple[Tool
     """The tools of the Hub repos the operator listed (`repo_id` or `repo_id@revision`, comma-separated). Listing
     a repo is the operator's trust in its code; its calls pause for approval unless the repo is also listed in
     AGENTDECK_HUB_TOOLS_NO_APPROVAL. A repo that fails to load is reported and the others still load."""
-    from agents.sharing import load_tool
+    from agents.sharing.hub import HubOptions
+    from agents.sharing.hub_loading import tool_from_hub
 
     loaded: list[tuple[Tool, str]] = []
     for entry in _comma_list(settings.hub_tools or ""):
         repo_id, _, revision = entry.partition("@")
         try:
-            tool = load_tool(repo_id, trust_remote_code=True, revision=revision or None,
-                             requires_approval=repo_id not in settings.hub_tools_no_approval,
-                             endpoint=settings.hub_endpoint)
+            tool = tool_from_hub(repo_id, trust_remote_code=True,
+                                 requires_approval=repo_id not in settings.hub_tools_no_approval,
+                                 options=HubOptions(endpoint=settings.hub_endpoint, revision=revision or None))
         except Exception as exc:  # one repo's failure must not stop the app or the other tools
             errors.append(f"Hub tool {entry} (AGENTDECK_HUB_TOOLS): {type(exc).__name__}: {exc}")
             continue

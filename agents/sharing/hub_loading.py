@@ -31,7 +31,14 @@ def load_tool(repo_id_or_folder: str | os.PathLike[str], *, trust_remote_code: b
     local = Path(repo_id_or_folder)
     if local.is_dir() and (local / TOOL_MANIFEST).is_file():
         return load_tool_folder(local, requires_approval)
-    repo_id = str(repo_id_or_folder)
-    folder = download(repo_id, HubOptions(endpoint=endpoint, token=token, revision=revision, cache_dir=cache_dir))
+    return tool_from_hub(str(repo_id_or_folder), trust_remote_code=trust_remote_code,
+                         requires_approval=requires_approval,
+                         options=HubOptions(endpoint=endpoint, token=token, revision=revision, cache_dir=cache_dir))
+
+
+def tool_from_hub(repo_id: str, *, trust_remote_code: bool, requires_approval: bool | None = None,
+                  options: HubOptions | None = None) -> Tool:
+    """A tool from a Hub repo, never a local folder of the same name (the workbench's AGENTDECK_HUB_TOOLS)."""
+    folder = download(repo_id, options or HubOptions())
     require_trust(f"the tool {repo_id!r}", code_to_run(folder), trust_remote_code)
     return load_tool_folder(folder, True if requires_approval is None else requires_approval)

@@ -125,8 +125,11 @@ def test_a_tool_is_pushed_and_loaded_back(hub):
     assert tool(x=4) == 10.0 and tool.requires_approval
 
 
-def test_the_workbench_loads_the_hub_tools_the_operator_lists(hub, tmp_path):
+def test_the_workbench_loads_the_hub_tools_the_operator_lists(hub, tmp_path, monkeypatch):
     from tools.registry import ToolSettings, load_tool_catalog
+
+    monkeypatch.chdir(tmp_path)
+    sharing_tools.Greeter().save(tmp_path / "alice" / "scale")  # a local folder named like a listed repo: not used
 
     sharing_tools.scale.push_to_hub("alice/scale", endpoint=hub.url)
     sharing_tools.Greeter().push_to_hub("alice/greet", endpoint=hub.url)
@@ -136,7 +139,8 @@ def test_the_workbench_loads_the_hub_tools_the_operator_lists(hub, tmp_path):
     assert catalog.entries["scale"].source == "hub:alice/scale" and catalog.entries["greet"].source == "hub:alice/greet"
     assert catalog.entries["scale"].tool.requires_approval is True
     assert catalog.entries["greet"].tool.requires_approval is False
-    assert catalog.entries["scale"].tool(x=2) == 5.0
+    assert catalog.entries["scale"].tool(x=2) == 5.0 and "hub:alice/scale" not in {
+        e.source for e in catalog.entries.values() if e.name == "greet"}
     assert [e for e in catalog.errors if "alice/missing" in e], catalog.errors
     assert "GET /api/models/alice/greet/revision/main" in hub.calls()
 
