@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from agents.errors import SharingError
-from agents.sharing.tool_folder import code_to_run, save_tool
+from agents.sharing.tool_folder import FORMAT_VERSION, check_version, code_to_run, save_tool
 
 if TYPE_CHECKING:
     from agents.models.base import Model
@@ -65,7 +65,7 @@ def save_agent(agent: Any, folder: str | os.PathLike[str]) -> Path:
     for name, managed in agent.managed_agents.items():
         save_agent(managed, target / "managed_agents" / name)
     manifest = {
-        "format": AGENT_FORMAT, "version": 1, "class": kind,
+        "format": AGENT_FORMAT, "version": FORMAT_VERSION, "class": kind,
         "model": {"string": model_string(agent.model), "class": type(agent.model).__name__},
         "settings": agent_settings(agent),
         "tools": list(agent.tools), "managed_agents": list(agent.managed_agents),
@@ -111,6 +111,7 @@ def read_agent_manifest(folder: Path) -> dict[str, Any]:
         raise SharingError(f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != AGENT_FORMAT:
         raise SharingError(f"{path} is not an AgentDeck agent manifest (its `format` is not {AGENT_FORMAT!r}).")
+    check_version(manifest, path)
     if manifest.get("class") not in AGENT_KINDS:
         raise SharingError(f"{path}: unknown agent class {manifest.get('class')!r}.")
     for key in ("tools", "managed_agents"):

@@ -19,6 +19,9 @@ from agents.errors import SharingError, UntrustedCodeError
 from agents.sharing.agent_folder import save_agent
 from agents.sharing.tool_folder import save_tool
 
+#: The files of a saved agent or tool (agent_folder.py, tool_folder.py), at any depth.
+SHARED_FILES = ("*.json", "*.py", "*.yaml", "*.md")
+
 
 @dataclass(frozen=True)
 class HubOptions:
@@ -55,8 +58,11 @@ def download(repo_id: str, options: HubOptions) -> Path:
     """The repo's files in a local folder (huggingface_hub's cache); nothing in them runs."""
     from huggingface_hub import snapshot_download
 
+    # Only the files a saved agent or tool has: a repo that also holds weights or data is not downloaded whole.
+
     try:
         return Path(snapshot_download(repo_id, repo_type=options.repo_type, revision=options.revision,
+                                      allow_patterns=list(SHARED_FILES),
                                       endpoint=options.endpoint, token=options.token,
                                       cache_dir=None if options.cache_dir is None else Path(options.cache_dir)))
     except Exception as exc:

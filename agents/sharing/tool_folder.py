@@ -20,6 +20,8 @@ from agents.sharing.tool_source import tool_module_source
 TOOL_MANIFEST = "tool.json"
 TOOL_SOURCE = "tool.py"
 TOOL_FORMAT = "agentdeck-tool"
+#: The folder layout's version; a folder of a later one is refused rather than half understood.
+FORMAT_VERSION = 1
 #: Packages whose tool classes are saved by name: they are installed wherever AgentDeck is.
 BUILTIN_PACKAGES = ("agents", "tools")
 
@@ -29,7 +31,7 @@ def save_tool(tool: Any, folder: str | os.PathLike[str]) -> Path:
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Any] = {
-        "format": TOOL_FORMAT, "version": 1, "name": tool.name, "description": tool.description,
+        "format": TOOL_FORMAT, "version": FORMAT_VERSION, "name": tool.name, "description": tool.description,
         "inputs": tool.inputs, "output_type": tool.output_type,
         "requires_approval": bool(tool.requires_approval),
     }
@@ -81,12 +83,19 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise SharingError(f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != TOOL_FORMAT:
         raise SharingError(f"{path} is not an AgentDeck tool manifest (its `format` is not {TOOL_FORMAT!r}).")
+    check_version(manifest, path)
     name = manifest.get("name")
     if not isinstance(name, str) or not name.isidentifier():
         raise SharingError(f"{path}: the tool's name {name!r} is not a Python identifier.")
     if manifest.get("kind") not in ("source", "builtin", "space"):
         raise SharingError(f"{path}: unknown tool kind {manifest.get('kind')!r} (source, builtin or space).")
     return manifest
+
+
+def check_version(manifest: dict[str, Any], path: Path) -> None:
+    if manifest.get("version") != FORMAT_VERSION:
+        raise SharingError(f"{path} is of format version {manifest.get('version')!r}; this AgentDeck reads version "
+                           f"{FORMAT_VERSION}. Update AgentDeck to load it.")
 
 
 def code_to_run(folder: Path) -> list[str]:

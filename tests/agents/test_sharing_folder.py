@@ -175,6 +175,14 @@ def test_a_tool_file_is_checked_when_loaded(tmp_path, source, message):
         load_tool(folder)
 
 
+def test_a_folder_of_a_later_format_is_refused(tmp_path):
+    folder = sharing_tools.scale.save(tmp_path / "scale")
+    manifest = json.loads((folder / "tool.json").read_text())
+    (folder / "tool.json").write_text(json.dumps({**manifest, "version": 2}))
+    with pytest.raises(SharingError, match="format version 2; this AgentDeck reads version 1"):
+        load_tool(folder)
+
+
 def test_a_folder_of_another_kind_or_shape_is_refused_with_what_to_do(tmp_path):
     ToolCallingAgent(tools=[], model=ReplayModel([]), verbosity=0).save(tmp_path / "tc")
     with pytest.raises(SharingError, match="holds a ToolCallingAgent, not a CodeAgent"):

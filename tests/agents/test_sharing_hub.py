@@ -117,12 +117,14 @@ def test_an_agent_from_the_hub_without_trust_lists_its_tools_and_templates(hub, 
     assert "prompts.yaml (prompt templates)" in message and "tools/scale/tool.py (tool 'scale')" in message
 
 
-def test_a_tool_is_pushed_and_loaded_back(hub):
+def test_a_tool_is_pushed_and_loaded_back_and_only_its_files_are_downloaded(hub):
     sharing_tools.scale.push_to_hub("alice/scale", endpoint=hub.url, token=TOKEN)
     assert sorted(hub.repos["alice/scale"].files) == ["tool.json", "tool.py"]
+    hub.repos["alice/scale"].files["weights.bin"] = b"\0" * 4096  # a repo that also holds other things
     assert b"SCALE = 2.5" in hub.repos["alice/scale"].files["tool.py"]
     tool = load_tool("alice/scale", trust_remote_code=True, endpoint=hub.url)
     assert tool(x=4) == 10.0 and tool.requires_approval
+    assert not any(c.endswith("/weights.bin") for c in hub.calls())
 
 
 def test_the_workbench_loads_the_hub_tools_the_operator_lists(hub, tmp_path, monkeypatch):
