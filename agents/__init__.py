@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "load_model": "agents.models",
     "Tool": "agents.tooling.base",
     "tool": "agents.tooling.decorator",
+    "load_tool": "agents.sharing.hub_loading",
     "AgentMemory": "agents.memory.memory",
     "events": "agents.events",
 }

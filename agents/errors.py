@@ -29,6 +29,14 @@ class ToolDefinitionError(ConfigurationError):
     """A Tool subclass or @tool function is declared incorrectly."""
 
 
+class SharingError(ConfigurationError):
+    """An agent or tool cannot be saved, pushed or loaded (its folder, its source, the Hub)."""
+
+
+class UntrustedCodeError(SharingError):
+    """Loading would run code from the Hub, and `trust_remote_code=True` was not given."""
+
+
 class ModelError(AgentDeckError):
     """A model call failed for good (after any retries)."""
 

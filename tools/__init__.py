@@ -22,6 +22,7 @@ _LAZY: dict[str, str] = {
     "MCPServerSpec": "tools.mcp_config",
     "parse_mcp_servers": "tools.mcp_config",
     "load_user_tools": "tools.user_tools",
+    "load_tool": "agents.sharing.hub_loading",
     "ToolSettings": "tools.registry",
     "ToolCatalog": "tools.registry",
     "all_tools": "tools.registry",

@@ -37,6 +37,9 @@ class ToolSettings:
     tools_path: str | None = None               # AGENTDECK_TOOLS_PATH (os.pathsep-separated files/folders)
     mcp_servers: str | None = None              # AGENTDECK_MCP_SERVERS (JSON or ';'-separated, see mcp_client)
     disabled_tools: frozenset[str] = frozenset()  # AGENTDECK_DISABLED_TOOLS (comma-separated names)
+    hub_tools: str | None = None                # AGENTDECK_HUB_TOOLS (comma-separated repo ids, each maybe @revision)
+    hub_tools_no_approval: frozenset[str] = frozenset()  # AGENTDECK_HUB_TOOLS_NO_APPROVAL (repo ids)
+    hub_endpoint: str | None = None             # HF_ENDPOINT (another Hub; huggingface_hub's default otherwise)
     search_region: str = "wt-wt"
     page_max_chars: int = 40_000
 
@@ -52,6 +55,9 @@ class ToolSettings:
             tools_path=env.get("AGENTDECK_TOOLS_PATH") or None,
             mcp_servers=env.get("AGENTDECK_MCP_SERVERS") or None,
             disabled_tools=disabled,
+            hub_tools=env.get("AGENTDECK_HUB_TOOLS") or None,
+            hub_tools_no_approval=frozenset(_comma_list(env.get("AGENTDECK_HUB_TOOLS_NO_APPROVAL", ""))),
+            hub_endpoint=env.get("HF_ENDPOINT") or None,
         )
 
     @classmethod
@@ -69,8 +75,15 @@ class ToolSettings:
             else:
                 present, value = hasattr(settings, f.name), getattr(settings, f.name, None)
             if present and value is not None:
-                values[f.name] = frozenset(value) if f.name == "disabled_tools" else value
+                values[f.name] = frozenset(value) if f.name in _SET_FIELDS else value
         return cls(**{**{f.name: getattr(base, f.name) for f in fields(cls)}, **values})
+
+
+_SET_FIELDS = ("disabled_tools", "hub_tools_no_approval")
+
+
+def _comma_list(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
 
 
 @dataclass
@@ -78,7 +91,7 @@ class ToolEntry:
     """One tool as the UI shows it."""
 
     tool: Tool
-    source: str          # "builtin", "user:<file>" or "mcp:<server>"
+    source: str          # "builtin", "user:<file>", "mcp:<server>" or "hub:<repo id>"
     enabled: bool = True
 
     @property
@@ -160,7 +173,8 @@ def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
 
 
 def load_tool_catalog(settings: Any = None, *, include_mcp: bool = True) -> ToolCatalog:
-    """Built-in tools, then user tools (AGENTDECK_TOOLS_PATH), then MCP tools (AGENTDECK_MCP_SERVERS)."""
+    """Built-in tools, then user tools (AGENTDECK_TOOLS_PATH), then Hub tools (AGENTDECK_HUB_TOOLS), then MCP
+    tools (AGENTDECK_MCP_SERVERS)."""
     from tools.user_tools import load_user_tools
 
     s = ToolSettings.coerce(settings)
@@ -172,6 +186,9 @@ def load_tool_catalog(settings: Any = None, *, include_mcp: bool = True) -> Tool
         catalog.errors.extend(loaded.errors)
         for name, tool in loaded.tools.items():
             catalog._add(tool, f"user:{loaded.sources[name]}", s.disabled_tools)
+    if s.hub_tools:
+        for tool, source in load_hub_tools(s, catalog.errors):
+            catalog._add(tool, source, s.disabled_tools)
     if include_mcp and s.mcp_servers:
         from tools.mcp_client import load_mcp_toolsets
 
@@ -185,6 +202,27 @@ def load_tool_catalog(settings: Any = None, *, include_mcp: bool = True) -> Tool
     for error in catalog.errors:
         logger.warning("Tool loading: %s", error)
     return catalog
+
+
+def load_hub_tools(settings: ToolSettings, errors: list[str]) -> list[tuple[Tool, str]]:
+    """The tools of the Hub repos the operator listed (`repo_id` or `repo_id@revision`, comma-separated). Listing
+    a repo is the operator's trust in its code; its calls pause for approval unless the repo is also listed in
+    AGENTDECK_HUB_TOOLS_NO_APPROVAL. A repo that fails to load is reported and the others still load."""
+    from agents.sharing.hub import HubOptions
+    from agents.sharing.hub_loading import tool_from_hub
+
+    loaded: list[tuple[Tool, str]] = []
+    for entry in _comma_list(settings.hub_tools or ""):
+        repo_id, _, revision = entry.partition("@")
+        try:
+            tool = tool_from_hub(repo_id, trust_remote_code=True,
+                                 requires_approval=repo_id not in settings.hub_tools_no_approval,
+                                 options=HubOptions(endpoint=settings.hub_endpoint, revision=revision or None))
+        except Exception as exc:  # one repo's failure must not stop the app or the other tools
+            errors.append(f"Hub tool {entry} (AGENTDECK_HUB_TOOLS): {type(exc).__name__}: {exc}")
+            continue
+        loaded.append((tool, f"hub:{repo_id}"))
+    return loaded
 
 
 def all_tools(settings: Any = None) -> dict[str, Tool]:

@@ -8,9 +8,11 @@ tool calls from sandboxed code and paused decisions all stream the same way.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
@@ -291,6 +293,45 @@ class MultiStepAgent:
     def native_tool_schemas(self) -> list[dict[str, Any]] | None:
         """The tools as native tool-call schemas for the model, or None to let it write actions as text."""
         return None
+
+    # -- sharing (agents/sharing/) ----------------------------------------------------------------
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write the agent to `folder`: its tools' source, managed agents, prompt templates, model string (never
+        a key) and settings. `from_folder(folder)` makes it again."""
+        from agents.sharing.agent_folder import save_agent
+
+        return save_agent(self, folder)
+
+    @classmethod
+    def from_folder(cls, folder: str | os.PathLike[str], **overrides: Any) -> MultiStepAgent:
+        """The agent saved in `folder` (your own: its tools' code runs as any code you import). Keyword
+        arguments replace what was saved (`model=` also for its managed agents); `tools_require_approval=`
+        overrides what its tools declare."""
+        from agents.sharing.agent_loading import load_agent
+
+        agent: MultiStepAgent = load_agent(cls, folder, **overrides)
+        return agent
+
+    def push_to_hub(self, repo_id: str, *, commit_message: str = "Upload agent", private: bool | None = None,
+                    token: str | None = None, endpoint: str | None = None) -> str:
+        """Save the agent to a Hugging Face Hub repo (created if needed); returns the commit's URL."""
+        from agents.sharing.hub import HubOptions, push_agent
+
+        return push_agent(self, repo_id, HubOptions(endpoint=endpoint, token=token), commit_message, private)
+
+    @classmethod
+    def from_hub(cls, repo_id: str, *, trust_remote_code: bool = False, tools_require_approval: bool = True,
+                 revision: str | None = None, token: str | None = None, endpoint: str | None = None,
+                 cache_dir: str | os.PathLike[str] | None = None, **overrides: Any) -> MultiStepAgent:
+        """The agent in a Hub repo. Its tools' code and prompt templates run here, so this refuses, listing them,
+        unless `trust_remote_code=True`; its tools pause for approval unless `tools_require_approval=False`."""
+        from agents.sharing.hub import HubOptions
+        from agents.sharing.hub_loading import agent_from_hub
+
+        options = HubOptions(endpoint=endpoint, token=token, revision=revision, cache_dir=cache_dir)
+        agent: MultiStepAgent = agent_from_hub(cls, repo_id, options, trust_remote_code, tools_require_approval,
+                                               overrides)
+        return agent
 
 
 def _ignore(event: Event) -> None:

@@ -1,6 +1,8 @@
 """The Tool class: a named capability with typed inputs that agents call from code or JSON tool calls."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, ClassVar
 
 from agents.errors import ToolDefinitionError, ToolError, ToolInputError
@@ -174,6 +176,52 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<Tool {self.signature_text()}>"
+
+    # -- sharing (agents/sharing/) ----------------------------------------------------------------
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write the tool to `folder` (`tool.json`, and its source as `tool.py`); `load_tool(folder)` reads it."""
+        from agents.sharing.tool_folder import save_tool
+
+        return save_tool(self, folder)
+
+    def push_to_hub(self, repo_id: str, *, commit_message: str = "Upload tool", private: bool | None = None,
+                    token: str | None = None, endpoint: str | None = None) -> str:
+        """Save the tool to a Hub repo (created if needed); returns the commit's URL."""
+        from agents.sharing.hub import HubOptions, push_tool
+
+        return push_tool(self, repo_id, HubOptions(endpoint=endpoint, token=token), commit_message, private)
+
+    @staticmethod
+    def from_space(space_id: str, name: str, description: str, *, api_name: str | None = None,
+                   token: str | None = None) -> Tool:
+        """A Gradio Space (a Hub id, or a Gradio app's full URL) as a tool, its inputs read from the Space's API
+        info. Its calls send data to that server, so they pause for approval in the approval modes that cover
+        flagged tools."""
+        from agents.sharing.space_tool import connect_space
+
+        return SpaceTool(connect_space(space_id, api_name, token), name, description)
+
+
+class SpaceTool(Tool):
+    """A tool whose calls are predictions of a Gradio app's endpoint (made by `Tool.from_space`)."""
+
+    requires_approval = True
+    approval_reason = "sends its inputs to a Gradio Space, a server outside the app"
+
+    def __init__(self, endpoint: Any, name: str, description: str) -> None:
+        self.endpoint = endpoint
+        self.name = name
+        self.description = description
+        self.inputs = endpoint.inputs
+        vars(self)["output_type"] = endpoint.output_type  # per Space, like its name and inputs
+        super().__init__()
+
+    def forward(self, **kwargs: Any) -> Any:
+        return self.endpoint.call(kwargs)
+
+    def space_reference(self) -> dict[str, Any]:
+        """What `save` writes so the tool can reach its Space again."""
+        return dict(self.endpoint.reference())
 
 
 def _matches(value: Any, type_name: str) -> bool:
