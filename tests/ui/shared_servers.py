@@ -74,3 +74,17 @@ def s3_client(endpoint: str):  # type: ignore[no-untyped-def]
 
     return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
                         region_name="us-east-1")
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """moto's S3 server for a test module (import this fixture by name into the module)."""
+    with moto_s3_server(tmp_path_factory.mktemp("moto")) as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server for a test module (import this fixture by name into the module)."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from shared_servers import moto_s3_server, redis_server, s3_client
+from shared_servers import redis_url, s3_client, s3_endpoint  # noqa: F401 (fixtures)
 from waiting import wait_until
 
 from ui.shared.blobs import ANY, MISSING, BlobStore, BlobStoreError, LocalBlobs, VersionConflict, open_blob_store
@@ -18,18 +17,6 @@ from ui.shared.blobs_fsspec import FsspecBlobs
 from ui.shared.blobs_s3 import S3Blobs
 from ui.shared.state import MemoryState, SharedState
 from ui.shared.state_redis import RedisState
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with moto_s3_server(tmp_path_factory.mktemp("moto")) as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as url:
-        yield url
 
 
 @pytest.fixture(params=["local", "s3", "fsspec"])
