@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat $(REQS) 2>/dev/null | cksum | cut -d' '
 # the project and pytest rewrites every test module again (2.5-3 s of CPU at collection).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
-.PHONY: run lint test test-fast test-browser screenshots bench install chromium clean space
+.PHONY: run lint test test-fast test-browser screenshots bench install chromium clean space cluster-up cluster-down
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,21 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "Chromium missing: run 'sudo apt-get install chromium' (browser tests will be skipped)"; fi; \
 	fi
+
+# Several replicas on this machine (README: "Running on more than one machine"): Debian's redis-server and nginx,
+# moto's S3 stand-in, two app replicas behind nginx with cookie affinity; prints the address to open.
+cluster-up: install
+	@for pkg in redis-server nginx; do \
+	  bin=$$pkg; [ $$pkg = redis-server ] || bin=nginx; \
+	  if ! command -v $$bin >/dev/null && [ ! -x /usr/sbin/$$bin ] && [ ! -x /usr/bin/$$bin ]; then \
+	    if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null; \
+	    else echo "$$pkg missing: run 'sudo apt-get install $$pkg'"; exit 1; fi; \
+	  fi; \
+	done
+	$(BIN)/python deploy/cluster/cluster.py up
+
+cluster-down:
+	$(BIN)/python deploy/cluster/cluster.py down
 
 # ruff over the whole repository, then mypy as pyproject.toml configures it (strict on agents/); zero errors.
 lint: install
