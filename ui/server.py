@@ -19,7 +19,7 @@ from ui.saved.store import secret_file, storage_is_ephemeral
 from ui.session.heap import freeze_long_lived_objects
 from ui.session.presence import PresenceMiddleware
 from ui.settings import AppConfig
-from ui.shared.state import open_shared_state
+from ui.shared.choose import open_shared_state
 from ui.web.disk_floor import DiskFloorMiddleware
 from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version, private_uploads, refuse_remote_files
 from ui.web.security_headers import SecurityHeadersMiddleware

@@ -16,8 +16,8 @@ from ui.session.lease import ChatLeases
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
 from ui.settings import AppConfig
-from ui.shared.blobs import open_blob_store
-from ui.shared.state import MemoryState, SharedState, open_shared_state
+from ui.shared.choose import open_blob_store, open_shared_state
+from ui.shared.state import MemoryState, SharedState
 from ui.web.rate_limit import visitor_of
 from ui.web.run_gate import RunGate
 

@@ -6,6 +6,7 @@ two tabs of one chat on different replicas keep the one-tab lease, and 16 sessio
 run without an error. The failover test kills a replica, so it runs last in this module."""
 from __future__ import annotations
 
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,6 +25,9 @@ DOUBLE_X = code_reply("Use x again.", "final_answer(x * 2)")
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    for program in ("redis-server", "nginx"):
+        if not (shutil.which(program) or Path(f"/usr/sbin/{program}").exists() or Path(f"/usr/bin/{program}").exists()):
+            pytest.skip(f"{program} is not installed (make cluster-up installs it with apt as root)")
     folder = tmp_path_factory.mktemp("cluster")
     transcript = write_transcript(folder / "script.json", [SET_X, ANSWER] + [ANSWER] * 20)
     running = Cluster(folder, extra_env={"AGENTDECK_MODEL": f"replay:{transcript}", "AGENTDECK_RUNS_PER_MINUTE": "1000",

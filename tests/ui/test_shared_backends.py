@@ -12,9 +12,10 @@ import pytest
 from shared_servers import redis_url, s3_client, s3_endpoint  # noqa: F401 (fixtures)
 from waiting import wait_until
 
-from ui.shared.blobs import ANY, MISSING, BlobStore, BlobStoreError, LocalBlobs, VersionConflict, open_blob_store
+from ui.shared.blobs import ANY, MISSING, BlobStore, BlobStoreError, LocalBlobs, VersionConflict
 from ui.shared.blobs_fsspec import FsspecBlobs
 from ui.shared.blobs_s3 import S3Blobs
+from ui.shared.choose import open_blob_store
 from ui.shared.state import MemoryState, SharedState
 from ui.shared.state_redis import RedisState
 

@@ -224,8 +224,8 @@ class ChatStore:
 
     def get(self, owner: str, chat_id: Any) -> SavedChat | None:
         """The owner's chat with this id, or None (bad id, another owner's id, deleted)."""
-        if not valid_chat_id(chat_id):
-            return None
+        if not valid_chat_id(chat_id) or self.was_deleted(owner, chat_id):
+            return None  # deleted: on another replica its local folder may still be there
         owner_dir = self._owner_dir(owner)
         folder = owner_dir / chat_id
         try:
@@ -233,7 +233,7 @@ class ChatStore:
         except (ValueError, OSError):
             return None
         if not folder.is_dir():
-            if self.was_deleted(owner, chat_id) or not self._in_store(owner, chat_id):
+            if not self._in_store(owner, chat_id):
                 return None
             (folder / "workspace").mkdir(parents=True, exist_ok=True)  # kept by another replica: a local copy
         return SavedChat(self, owner, chat_id, folder)

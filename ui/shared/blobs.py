@@ -126,21 +126,3 @@ class LocalBlobs:
             return sorted(p.name for p in self.path(prefix).iterdir() if not p.name.startswith("."))
         except (FileNotFoundError, NotADirectoryError):
             return []
-
-
-def open_blob_store(url: str, data_dir: str | Path) -> BlobStore:
-    """The store `AGENTDECK_CHAT_STORE` names: empty for the data folder (the default), `s3://bucket/prefix` for
-    S3 or an S3-compatible server (its address from the standard `AWS_ENDPOINT_URL`), any other fsspec URL
-    (`hf://buckets/...`, `memory://`) through fsspec."""
-    url = (url or "").strip()
-    if not url:
-        return LocalBlobs(data_dir)
-    if url.startswith("s3://"):
-        from ui.shared.blobs_s3 import S3Blobs
-
-        return S3Blobs(url)
-    if url.startswith("file://") or "://" not in url:
-        return LocalBlobs(url.removeprefix("file://"))
-    from ui.shared.blobs_fsspec import FsspecBlobs
-
-    return FsspecBlobs(url)

@@ -11,7 +11,6 @@ dies leaves nothing behind for longer than its TTL.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import deque
@@ -186,26 +185,3 @@ class MemoryState:
     def count_get(self, name: str) -> int:
         with self._lock:
             return int(self._get(name) or 0)
-
-
-_shared: SharedState | None = None
-_shared_lock = threading.Lock()
-
-
-def open_shared_state(url: str | None = None) -> SharedState:
-    """Redis at `url` (default `AGENTDECK_REDIS_URL`), else the process's memory."""
-    url = (os.environ.get("AGENTDECK_REDIS_URL", "") if url is None else url).strip()
-    if not url:
-        return MemoryState()
-    from ui.shared.state_redis import RedisState
-
-    return RedisState(url)
-
-
-def shared_state() -> SharedState:
-    """The process's one shared state (what AGENTDECK_REDIS_URL names), made on first use."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = open_shared_state()
-        return _shared
