@@ -38,8 +38,7 @@ chromium:
 # moto's S3 stand-in, two app replicas behind nginx with cookie affinity; prints the address to open.
 cluster-up: install
 	@for pkg in redis-server nginx; do \
-	  bin=$$pkg; [ $$pkg = redis-server ] || bin=nginx; \
-	  if ! command -v $$bin >/dev/null && [ ! -x /usr/sbin/$$bin ] && [ ! -x /usr/bin/$$bin ]; then \
+	  if ! command -v $$pkg >/dev/null && [ ! -x /usr/sbin/$$pkg ] && [ ! -x /usr/bin/$$pkg ]; then \
 	    if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null; \
 	    else echo "$$pkg missing: run 'sudo apt-get install $$pkg'"; exit 1; fi; \
 	  fi; \

@@ -120,3 +120,30 @@ def test_a_visitors_run_limits_count_across_replicas(redis_url: str) -> None:  #
                 pass
     with two.running("203.0.113.7"):
         pass
+
+
+def test_a_page_open_on_one_replica_is_seen_by_the_other(redis_url: str) -> None:  # noqa: F811
+    from ui.session.presence import PagePresence
+
+    RedisState(redis_url).client.flushdb()
+    here, there = PagePresence(), PagePresence()
+    here.share(RedisState(redis_url))
+    there.share(RedisState(redis_url))
+    here.opened("tab-hash")
+    here.opened("tab-hash")  # a second stream of the same page
+    assert there.has_page("tab-hash") and not there.has_page("another-tab")
+    here.closed("tab-hash")
+    assert there.has_page("tab-hash")
+    here.closed("tab-hash")
+    assert not there.has_page("tab-hash") and not here.has_page("tab-hash")
+
+
+def test_a_visitors_upload_share_counts_across_replicas(redis_url: str) -> None:  # noqa: F811
+    from ui.web.disk_floor import UploadShares
+
+    RedisState(redis_url).client.flushdb()
+    one, two = (UploadShares(10_000, RedisState(redis_url)) for _ in range(2))
+    one.add("203.0.113.7", 6_000)
+    two.add("203.0.113.7", 3_000)
+    assert one.left("203.0.113.7") == two.left("203.0.113.7") == 1_000
+    assert two.left("198.51.100.1") == 10_000
