@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-$(shell cat $(REQS) 2>/dev/null | cksum | cut -d' '
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
 .PHONY: run lint test test-fast test-browser screenshots bench install chromium clean space docker-up docker-down \
-	sandbox-image
+	sandbox-image cluster-up cluster-down services
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,15 @@ chromium:
 	  else echo "Chromium missing: run 'sudo apt-get install chromium' (browser tests will be skipped)"; fi; \
 	fi
 
+# Debian's redis-server and nginx: the shared-state tests and the cluster (make cluster-up) run them for real.
+services:
+	@for pkg in redis-server nginx; do \
+	  if ! command -v $$pkg >/dev/null && [ ! -x /usr/sbin/$$pkg ] && [ ! -x /usr/bin/$$pkg ]; then \
+	    if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null; \
+	    else echo "$$pkg missing: run 'sudo apt-get install $$pkg' (its tests will be skipped)"; fi; \
+	  fi; \
+	done
+
 # The Docker sandbox backend (AGENTDECK_SANDBOX=docker). docker-up: a private Docker daemon for development and
 # tests when none answers (Debian's docker.io, installed when missing; no systemd: dockerd is started with its own
 # data, exec state, pid file and socket under /var/tmp/agentdeck-dockerd, no bridge, no iptables).
@@ -52,12 +61,20 @@ docker-down: install
 sandbox-image: docker-up
 	$(BIN)/python -m agents.executor.docker.image
 
+# Several replicas on this machine (README: "Running on more than one machine"): Debian's redis-server and nginx,
+# moto's S3 stand-in, two app replicas behind nginx with cookie affinity; prints the address to open.
+cluster-up: install services
+	$(BIN)/python deploy/cluster/cluster.py up
+
+cluster-down:
+	$(BIN)/python deploy/cluster/cluster.py down
+
 # ruff over the whole repository, then mypy as pyproject.toml configures it (strict on agents/); zero errors.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: install chromium lint
+test: install chromium services lint
 	$(PYTEST) -q
 
 test-fast: install

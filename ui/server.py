@@ -19,6 +19,7 @@ from ui.saved.store import secret_file, storage_is_ephemeral
 from ui.session.heap import freeze_long_lived_objects
 from ui.session.presence import PresenceMiddleware
 from ui.settings import AppConfig
+from ui.shared.choose import open_shared_state
 from ui.web.body_limit import BodyLimitMiddleware
 from ui.web.disk_floor import DiskFloorMiddleware
 from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version, private_uploads, refuse_remote_files
@@ -76,7 +77,9 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
                                       Middleware(PresenceMiddleware),
                                       Middleware(AbsoluteFileUrlMiddleware),
                                       Middleware(DiskFloorMiddleware, min_free_mb=config.min_free_mb,
-                                                 upload_bytes_per_hour=config.upload_mb_per_hour * 2**20)]},
+                                                 upload_bytes_per_hour=config.upload_mb_per_hour * 2**20,
+                                                 state=open_shared_state(config.redis_url) if config.redis_url
+                                                 else None)]},
         # The data dir is allowed (above) but its signing secret must never be served.
         "blocked_paths": [str(secret_file(config.data_dir))],
     }

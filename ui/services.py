@@ -16,6 +16,8 @@ from ui.session.lease import ChatLeases
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
 from ui.settings import AppConfig
+from ui.shared.choose import open_blob_store, open_shared_state
+from ui.shared.state import MemoryState, SharedState
 from ui.web.rate_limit import visitor_of
 from ui.web.run_gate import RunGate
 
@@ -29,6 +31,7 @@ class Services:
     leases: ChatLeases  # which tab continues which saved chat (ui/session/lease.py)
     streamer: RunStreamer  # a session's run as chat updates (ui/chat/streamer.py)
     gate: RunGate  # the checks before a run starts: settings, sign-in, run limits, a sandbox (ui/web/run_gate.py)
+    state: SharedState  # leases, tombstones, limits: memory, or Redis shared by replicas (ui/shared/state.py)
 
     @classmethod
     def create(cls, config: AppConfig) -> Services:
@@ -39,11 +42,15 @@ class Services:
             decision_timeout_s=config.decision_timeout_s, reattach_grace_s=config.reattach_grace_s,
             max_sessions=config.max_sessions,
         )
-        store = ChatStore(config.data_dir)
+        # One state per app in one process (tests build many); with Redis, what every replica shares.
+        state = open_shared_state(config.redis_url) if config.redis_url else MemoryState()
+        if config.redis_url:
+            registry.presence.share(state)
+        store = ChatStore(config.data_dir, blobs=open_blob_store(config.chat_store, config.data_dir), state=state)
         store.sweep_unused()
         streamer = RunStreamer(registry)
-        return cls(config, registry, store, TabOwners(store), ChatLeases(registry), streamer,
-                   RunGate(config, registry, streamer))
+        return cls(config, registry, store, TabOwners(store), ChatLeases(registry, state, config.idle_timeout_s),
+                   streamer, RunGate(config, registry, streamer, state), state)
 
     def session_for(self, request: Any, from_page: bool = False) -> Session:
         """The tab's session (a new one on first use), kept as a saved chat of the tab's owner. An event

@@ -6,7 +6,13 @@ Environment variables:
   AGENTDECK_MODEL              default model string (e.g. "embedded", "openai/gpt-4.1-mini", "replay:path.yaml")
   AGENTDECK_DATA_DIR           saved chats and workspaces (default ./data beside app.py; on a Space with
                                persistent storage /data/agentdeck)
-  AGENTDECK_SECRET             signs saved chats (default: a random secret kept in <data dir>/secret)
+  AGENTDECK_SECRET             signs saved chats (default: a random secret kept in <data dir>/secret, or in the
+                               chat store when AGENTDECK_CHAT_STORE is set: one secret for every replica)
+  AGENTDECK_CHAT_STORE         where saved chats' files live (default: the data dir; s3://bucket/prefix for object
+                               storage that several replicas share, its server from AWS_ENDPOINT_URL; another
+                               fsspec URL such as hf://buckets/... for one replica)
+  AGENTDECK_REDIS_URL          Redis for leases, page presence, deleted-chat tombstones and the visitors' limits,
+                               shared by several replicas (default: none, kept in the process's memory)
   AGENTDECK_AUTHORIZED_IMPORTS comma-separated extra imports for the code agent (default: data-analysis set)
   AGENTDECK_MAX_STEPS          default max steps (10)
   AGENTDECK_MAX_UPLOAD_MB      upload size limit per file (50)
@@ -136,6 +142,8 @@ class AppConfig:
     allowed_tools: tuple[str, ...] | None = None  # None: every built-in tool
     free_choice: bool = False  # a single-user install: any model string, tool and import
     hf_login: bool = False  # "Sign in with Hugging Face": a real Space's OAuth, or the local mock (hf_login_env.py)
+    chat_store: str = ""  # AGENTDECK_CHAT_STORE: "" for the data dir (ui/shared/blobs.py)
+    redis_url: str = ""  # AGENTDECK_REDIS_URL: "" keeps leases and limits in memory (ui/shared/state.py)
 
     @property
     def max_request_bytes(self) -> int:
@@ -226,6 +234,8 @@ class AppConfig:
             allowed_tools=_list_env("AGENTDECK_TOOLS"),
             free_choice=os.environ.get("AGENTDECK_ALLOW_ANY_MODEL", "").strip().lower() in ("1", "true", "yes"),
             hf_login=hf_login_from_env(),  # a real Space's OAuth, or the loopback-only local mock (hf_login_env.py)
+            chat_store=os.environ.get("AGENTDECK_CHAT_STORE", "").strip(),
+            redis_url=os.environ.get("AGENTDECK_REDIS_URL", "").strip(),
         )
 
 

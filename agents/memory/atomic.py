@@ -12,6 +12,7 @@ import fcntl
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 _locks: dict[str, threading.Lock] = {}
@@ -27,13 +28,23 @@ def _thread_lock(path: Path) -> threading.Lock:
         return lock
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes,
+                       check: Callable[[bytes | None], None] | None = None) -> Path:
+    """Write `data` to `path` (see the module's docstring). `check`, when given, sees the current content (None
+    when there is none) while the lock is held and may raise to refuse the write: a compare-and-swap for callers
+    that must not overwrite a version they have not seen (ui/shared/blobs.py)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     with _thread_lock(target):
         lock_fd = os.open(target.with_name(f".{target.name}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            if check is not None:
+                try:
+                    current: bytes | None = target.read_bytes()
+                except FileNotFoundError:
+                    current = None
+                check(current)
             fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
             try:
                 with os.fdopen(fd, "wb") as fh:

@@ -15,6 +15,14 @@ the user name when login is on, so a folder name never reveals the token. Chat i
 characters; every id and owner key is checked against its pattern before it touches a path, and the
 resolved folder must lie inside the owner's folder, so a guessed or crafted id (`../x`) reaches nothing.
 A chat folder without meta.json was never used (no message sent) and is not listed.
+
+Several replicas (issue 28): the small files (`meta.json`, `memory.json`, `current`, `approval_mode`, and the
+secret when AGENTDECK_SECRET is unset) are blobs of a `BlobStore` (ui/shared/blobs.py) named by the same
+relative paths; the default stores them as the files above, `AGENTDECK_CHAT_STORE=s3://...` in object storage
+that every replica reads. Each write names the version it last saw, so two replicas cannot lose each other's
+update (a conflicting memory save is refused with a message; meta is re-read and written again). The
+workspace and exports stay in the local folder of the replica that serves the chat. Deleted-chat tombstones are
+in the shared state (ui/shared/state.py: Redis when configured), so a tab on any replica sees a delete.
 """
 from __future__ import annotations
 
@@ -27,6 +35,7 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,15 +43,18 @@ from typing import Any
 from agents.decisions import APPROVAL_MODES
 from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
 from agents.executor.tree_walk import remove_tree
-from agents.memory.atomic import atomic_write_bytes
 from agents.memory.memory import AgentMemory
-from agents.memory.serialize import MAX_DOCUMENT_BYTES, load_or_create_secret, loads_memory, save_memory
+from agents.memory.serialize import MAX_DOCUMENT_BYTES, dumps_memory, load_or_create_secret, loads_memory
+from ui.shared.blobs import ANY, MISSING, BlobStore, BlobStoreError, Expect, LocalBlobs, VersionConflict
+from ui.shared.state import MemoryState, SharedState
 
 SECRET_FILE_NAME = "secret"
 MAX_TITLE_CHARS = 80
 TOKEN_BYTES = 32
-#: Deleted chats remembered so another tab showing one cannot save it again (ChatStore.delete); oldest forgotten.
-MAX_DELETED_REMEMBERED = 100_000
+#: Deleted chats remembered so another tab showing one cannot save it again (ChatStore.delete), this long.
+DELETED_REMEMBERED_S = 30 * 24 * 3600.0
+#: Read-modify-write of a chat's meta retried this often when another writer got there first.
+META_RETRIES = 8
 _CHAT_ID = re.compile(r"^[0-9a-f]{32}$")
 _OWNER = re.compile(r"^[0-9a-f]{64}$")
 _TOKEN = re.compile(r"^[0-9a-f]{64}$")
@@ -75,14 +87,29 @@ def secret_file(data_dir: str | Path) -> Path:
     return Path(data_dir) / SECRET_FILE_NAME
 
 
-def server_secret(data_dir: str | Path) -> bytes:
-    """AGENTDECK_SECRET when set, else the secret file in the data folder (created with mode 0600)."""
+def server_secret(data_dir: str | Path, blobs: BlobStore | None = None) -> bytes:
+    """AGENTDECK_SECRET when set, else the secret file in the data folder (created with mode 0600), or with a
+    shared chat store the `secret` blob in it: the first replica creates it (create-only), every other reads
+    it, so all replicas sign and verify with one secret."""
     env = os.environ.get("AGENTDECK_SECRET", "")
     if env:
         if len(env.encode("utf-8")) < 16:
             raise ChatStoreError("AGENTDECK_SECRET must be at least 16 characters long.")
         return env.encode("utf-8")
-    return load_or_create_secret(secret_file(data_dir))
+    if blobs is None or isinstance(blobs, LocalBlobs):
+        return load_or_create_secret(secret_file(data_dir))
+    for _ in range(3):
+        found = blobs.get(SECRET_FILE_NAME)
+        if found is not None:
+            if len(found.data.strip()) < 32:
+                raise ChatStoreError(f"The secret in the chat store {blobs.url} is too short; delete it or set "
+                                     "AGENTDECK_SECRET.")
+            return found.data.strip()
+        try:
+            blobs.put(SECRET_FILE_NAME, secrets.token_hex(32).encode("ascii"), expect=MISSING)
+        except VersionConflict:
+            continue  # another replica created it first: read theirs
+    raise ChatStoreError(f"The signing secret in the chat store {blobs.url} could not be read or created.")
 
 
 def new_token() -> str:
@@ -118,15 +145,18 @@ class SavedChat:
         self.store = store
         self.owner = owner
         self.id = chat_id
-        self.folder = folder
+        self.folder = folder  # the local working copy: workspace and exports
         self.workspace = folder / "workspace"
-        self.meta_path = folder / "meta.json"
+        self.key = f"owners/{owner}/{chat_id}"  # its blobs: <key>/meta.json, <key>/memory.json
+        self.meta_path = folder / "meta.json"  # where the default (local) store keeps the blobs
         self.memory_path = folder / "memory.json"
         self.exports = folder / "exports"
+        # The memory's version this object last read or wrote (ANY: none seen yet, the next save overwrites).
+        self.memory_version: Expect = ANY
 
     @property
     def kept(self) -> bool:
-        return self.meta_path.exists()
+        return self.store.blobs.get(f"{self.key}/meta.json") is not None
 
     @property
     def deleted(self) -> bool:
@@ -134,7 +164,7 @@ class SavedChat:
         return self.store.was_deleted(self.owner, self.id)
 
     def meta(self) -> ChatMeta | None:
-        return self.store._read_meta(self.meta_path, self.id)
+        return self.store._read_meta(self.key, self.id)
 
     def save(self, reason: str, turns: list[dict[str, Any]], memory: AgentMemory | None, settings: Any) -> None:
         """The session's save (ui/session/chat_record.py): see ChatStore.save_chat."""
@@ -145,15 +175,17 @@ class SavedChat:
 
 
 class ChatStore:
-    def __init__(self, data_dir: str | Path, secret: bytes | None = None) -> None:
+    def __init__(self, data_dir: str | Path, secret: bytes | None = None, blobs: BlobStore | None = None,
+                 state: SharedState | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.root = self.data_dir / "owners"
         self.root.mkdir(parents=True, exist_ok=True)
-        self.secret = secret if secret is not None else server_secret(self.data_dir)
+        self.blobs: BlobStore = blobs if blobs is not None else LocalBlobs(self.data_dir)
+        self.secret = secret if secret is not None else server_secret(self.data_dir, self.blobs)
         self._lock = threading.RLock()
-        # Chats deleted since the server started, (owner, id), oldest first: another tab may still show one, and
-        # its next save would bring the chat back (folder, files and all) after the person deleted it.
-        self._deleted: dict[tuple[str, str], None] = {}
+        # Deleted chats' tombstones: another tab (on any replica) may still show one, and its next save would
+        # bring the chat back (folder, files and all) after the person deleted it.
+        self.state: SharedState = state if state is not None else MemoryState()
 
     # ----- owners ---------------------------------------------------------------------------------
     def owner_for_token(self, token: str) -> str:
@@ -187,12 +219,13 @@ class ChatStore:
                 continue
         chat = SavedChat(self, owner, chat_id, folder)
         chat.workspace.mkdir()
+        chat.memory_version = MISSING  # new: its first save creates the memory, never overwrites one
         return chat
 
     def get(self, owner: str, chat_id: Any) -> SavedChat | None:
         """The owner's chat with this id, or None (bad id, another owner's id, deleted)."""
-        if not valid_chat_id(chat_id):
-            return None
+        if not valid_chat_id(chat_id) or self.was_deleted(owner, chat_id):
+            return None  # deleted: on another replica its local folder may still be there
         owner_dir = self._owner_dir(owner)
         folder = owner_dir / chat_id
         try:
@@ -200,19 +233,24 @@ class ChatStore:
         except (ValueError, OSError):
             return None
         if not folder.is_dir():
-            return None
+            if not self._in_store(owner, chat_id):
+                return None
+            (folder / "workspace").mkdir(parents=True, exist_ok=True)  # kept by another replica: a local copy
         return SavedChat(self, owner, chat_id, folder)
+
+    def _in_store(self, owner: str, chat_id: str) -> bool:
+        names = self.blobs.children(f"owners/{owner}/{chat_id}")
+        return "meta.json" in names or "memory.json" in names
 
     def list(self, owner: str) -> list[ChatMeta]:
         """The owner's saved chats, newest first (chats never used are left out)."""
-        owner_dir = self._owner_dir(owner)
+        self._owner_dir(owner)
         found = []
-        if owner_dir.is_dir():
-            for folder in owner_dir.iterdir():
-                if valid_chat_id(folder.name) and folder.is_dir():
-                    meta = self._read_meta(folder / "meta.json", folder.name)
-                    if meta is not None:
-                        found.append(meta)
+        for name in self.blobs.children(f"owners/{owner}"):
+            if valid_chat_id(name):
+                meta = self._read_meta(f"owners/{owner}/{name}", name)
+                if meta is not None:
+                    found.append(meta)
         return sorted(found, key=lambda m: (m.updated, m.created), reverse=True)
 
     def rename(self, owner: str, chat_id: Any, title: str) -> ChatMeta:
@@ -220,65 +258,69 @@ class ChatStore:
         meta = chat.meta() if chat else None
         if chat is None or meta is None:
             raise ChatStoreError("That chat does not exist (it may have been deleted).")
-        title = clean_title(title) or meta.title
-        return self._write_meta(chat, title=title, created=meta.created, updated=meta.updated, steps=meta.steps)
+        clean = clean_title(title)
+        return self._update_meta(chat, lambda old: ChatMeta(chat.id, clean or (old.title if old else "Untitled chat"),
+                                                            old.created if old else time.time(),
+                                                            old.updated if old else time.time(),
+                                                            old.steps if old else 0))
 
     def delete(self, owner: str, chat_id: Any) -> bool:
         chat = self.get(owner, chat_id)
         if chat is None:
             return False
         with self._lock:
-            self._deleted[(owner, chat.id)] = None
-            while len(self._deleted) > MAX_DELETED_REMEMBERED:
-                del self._deleted[next(iter(self._deleted))]
+            self.state.mark(_tombstone(owner, chat.id), DELETED_REMEMBERED_S)
+            self.blobs.delete_tree(chat.key)
             remove_tree(str(chat.folder))
             if self.current(owner) == chat.id:
                 self.set_current(owner, None)
         return True
 
     def was_deleted(self, owner: str, chat_id: str) -> bool:
-        with self._lock:
-            return (owner, chat_id) in self._deleted
+        return self.state.is_marked(_tombstone(owner, chat_id))
+
+    def _owner_text(self, owner: str, name: str) -> str | None:
+        self._owner_dir(owner)
+        blob = self.blobs.get(f"owners/{owner}/{name}")
+        try:
+            return None if blob is None else blob.data.decode("ascii").strip()
+        except UnicodeDecodeError:
+            return None
 
     def current(self, owner: str) -> str | None:
-        try:
-            text = (self._owner_dir(owner) / "current").read_text(encoding="ascii").strip()
-        except (OSError, UnicodeDecodeError):
-            return None
-        return text if valid_chat_id(text) else None
+        text = self._owner_text(owner, "current")
+        return text if text is not None and valid_chat_id(text) else None
 
     def set_current(self, owner: str, chat_id: str | None) -> None:
-        owner_dir = self._owner_dir(owner)
-        owner_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(owner_dir / "current", (chat_id or "") if valid_chat_id(chat_id) or chat_id is None else "")
+        self._owner_dir(owner)
+        text = (chat_id or "") if valid_chat_id(chat_id) or chat_id is None else ""
+        self.blobs.put(f"owners/{owner}/current", text.encode("ascii"))
 
     def approval_mode(self, owner: str) -> str | None:
         """The approval mode this owner chose last, or None. Why kept here: a reload or a reopened chat must
         not quietly fall back to a mode that pauses less than the one the person chose."""
-        try:
-            text = (self._owner_dir(owner) / "approval_mode").read_text(encoding="ascii").strip()
-        except (OSError, UnicodeDecodeError):
-            return None
+        text = self._owner_text(owner, "approval_mode")
         return text if text in APPROVAL_MODES else None
 
     def set_approval_mode(self, owner: str, mode: str) -> None:
         if mode not in APPROVAL_MODES:
             raise ChatStoreError(f"Unknown approval mode {mode!r}; choose one of {', '.join(APPROVAL_MODES)}.")
-        owner_dir = self._owner_dir(owner)
-        owner_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(owner_dir / "approval_mode", mode)
+        self._owner_dir(owner)
+        self.blobs.put(f"owners/{owner}/approval_mode", mode.encode("ascii"))
 
     def sweep_unused(self, older_than_s: float = 24 * 3600.0, now: float | None = None) -> int:
         """Delete chat folders that never got a message (no meta.json) and are older than `older_than_s`."""
         now = now or time.time()
         removed = 0
+        remote = not isinstance(self.blobs, LocalBlobs)  # a kept chat's meta.json is in the store, not here
         if not self.root.is_dir():
             return 0
         for owner_dir in self.root.iterdir():
             if not owner_dir.is_dir() or not _OWNER.match(owner_dir.name):
                 continue
             for folder in owner_dir.iterdir():
-                if valid_chat_id(folder.name) and folder.is_dir() and not (folder / "meta.json").exists():
+                if valid_chat_id(folder.name) and folder.is_dir() and not (folder / "meta.json").exists() \
+                        and not (remote and self._in_store(owner_dir.name, folder.name)):
                     try:
                         if now - folder.stat().st_mtime > older_than_s:
                             remove_tree(str(folder))
@@ -292,30 +334,34 @@ class ChatStore:
         return removed
 
     # ----- meta -----------------------------------------------------------------------------------
-    @staticmethod
-    def _read_meta(path: Path, chat_id: str) -> ChatMeta | None:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return ChatMeta(id=chat_id, title=clean_title(str(data.get("title") or "")) or "Untitled chat",
-                            created=float(data.get("created") or 0.0), updated=float(data.get("updated") or 0.0),
-                            steps=int(data.get("steps") or 0))
-        except (OSError, ValueError, TypeError, AttributeError):
-            return None
+    def _read_meta(self, chat_key: str, chat_id: str) -> ChatMeta | None:
+        blob = self.blobs.get(f"{chat_key}/meta.json")
+        return None if blob is None else _parse_meta(blob.data, chat_id)
 
-    def _write_meta(self, chat: SavedChat, title: str, created: float, updated: float, steps: int) -> ChatMeta:
-        meta = ChatMeta(id=chat.id, title=title, created=created, updated=updated, steps=steps)
-        data = {"id": chat.id, "title": title, "created": created, "updated": updated, "steps": steps}
-        with self._lock:
-            _atomic_write(chat.meta_path, json.dumps(data, ensure_ascii=False, indent=1))
-        return meta
+    def _update_meta(self, chat: SavedChat, change: Callable[[ChatMeta | None], ChatMeta]) -> ChatMeta:
+        """Read, change and write the chat's meta with a version check, again if another writer came first."""
+        key = f"{chat.key}/meta.json"
+        for _ in range(META_RETRIES):
+            blob = self.blobs.get(key)
+            meta = change(None if blob is None else _parse_meta(blob.data, chat.id))
+            data = {"id": chat.id, "title": meta.title, "created": meta.created, "updated": meta.updated,
+                    "steps": meta.steps}
+            try:
+                self.blobs.put(key, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"),
+                               expect=MISSING if blob is None else blob.version)
+                return meta
+            except VersionConflict:
+                continue
+        raise ChatStoreError("This chat's entry could not be saved: other tabs or servers kept changing it. Try again.")
 
     def touch(self, chat: SavedChat, title: str | None = None, steps: int | None = None) -> ChatMeta:
-        old = chat.meta()
-        now = time.time()
-        return self._write_meta(
-            chat, title=(old.title if old and old.title != "Untitled chat" else None) or clean_title(title or "")
-            or "Untitled chat", created=old.created if old else now, updated=now,
-            steps=steps if steps is not None else (old.steps if old else 0))
+        def change(old: ChatMeta | None) -> ChatMeta:
+            now = time.time()
+            return ChatMeta(id=chat.id, title=(old.title if old and old.title != "Untitled chat" else None)
+                            or clean_title(title or "") or "Untitled chat", created=old.created if old else now,
+                            updated=now, steps=steps if steps is not None else (old.steps if old else 0))
+
+        return self._update_meta(chat, change)
 
     # ----- memory ---------------------------------------------------------------------------------
     def chat_key(self, chat: SavedChat) -> bytes:
@@ -325,20 +371,34 @@ class ChatStore:
         return hmac.new(self.secret, label, hashlib.sha256).digest()
 
     def save_memory(self, chat: SavedChat, memory: AgentMemory, metadata: dict[str, Any]) -> None:
-        save_memory(memory, chat.memory_path, self.chat_key(chat), metadata=metadata)
+        """Write the chat's signed memory over the version this SavedChat last read or wrote. Raises
+        ChatStoreError (nothing written) if another tab or replica saved the chat since: its update stands."""
+        data = dumps_memory(memory, self.chat_key(chat), metadata=metadata)
+        try:
+            chat.memory_version = self.blobs.put(f"{chat.key}/memory.json", data, expect=chat.memory_version)
+        except VersionConflict:
+            raise ChatStoreError("This chat was saved meanwhile from another tab or server, so this tab's version "
+                                 "was not saved over it. Reopen the chat to continue from what was saved.") from None
+        except BlobStoreError as exc:
+            raise ChatStoreError(f"This chat could not be saved: {exc}") from None
 
     def load_memory(self, chat: SavedChat) -> tuple[AgentMemory | None, dict[str, Any]]:
         """The chat's memory and the signed metadata saved with it; (None, {}) if no run was saved yet.
 
         Raises ChatStoreError with a clear sentence when the file was changed, comes from another server,
         is too big or unreadable: nothing of it is used then."""
-        if not chat.memory_path.exists():
+        try:
+            blob = self.blobs.get(f"{chat.key}/memory.json")
+        except BlobStoreError as exc:
+            raise ChatStoreError(f"This saved chat could not be read: {exc}") from None
+        if blob is None:
+            chat.memory_version = MISSING
             return None, {}
         try:
-            size = chat.memory_path.stat().st_size
-            if size > MAX_DOCUMENT_BYTES:
-                raise MemoryTooLargeError(f"The saved memory is {size:,} bytes; the limit is {MAX_DOCUMENT_BYTES:,}.")
-            data = chat.memory_path.read_bytes()
+            data = blob.data
+            if len(data) > MAX_DOCUMENT_BYTES:
+                raise MemoryTooLargeError(f"The saved memory is {len(data):,} bytes; the limit is "
+                                          f"{MAX_DOCUMENT_BYTES:,}.")
             memory = loads_memory(data, self.chat_key(chat))
             metadata = json.loads(data.decode("utf-8"))["document"].get("metadata") or {}
         except MemoryIntegrityError:
@@ -351,7 +411,13 @@ class ChatStore:
             raise ChatStoreError(f"This saved chat could not be read: {exc}") from None
         except OSError as exc:
             raise ChatStoreError(f"This saved chat could not be read: {exc.strerror or exc}.") from None
+        chat.memory_version = blob.version
         return memory, metadata if isinstance(metadata, dict) else {}
+
+    def _has_memory(self, chat: SavedChat) -> bool:
+        if isinstance(chat.memory_version, str):
+            return True
+        return self.blobs.get(f"{chat.key}/memory.json") is not None
 
     def save_chat(self, chat: SavedChat, reason: str, turns: builtins.list[dict[str, Any]],
                   memory: AgentMemory | None, settings: Any) -> None:
@@ -366,7 +432,7 @@ class ChatStore:
         title = turns[0].get("text", "") if turns else ""
         steps = sum(1 for s in memory.steps if s.step_type == "action") if isinstance(memory, AgentMemory) else None
         if isinstance(memory, AgentMemory) and (memory.steps or reason == "rewind"
-                                                or (turns and not chat.memory_path.exists())):
+                                                or (turns and not self._has_memory(chat))):
             # Every turn is kept, also one whose run has no step on disk yet: a reopened chat shows it. A rewound
             # chat (ui/session/rewind.py) is written even with no step left, over the version it undid.
             metadata = {"turns": turns, "settings": settings_dict(settings)}
@@ -375,6 +441,20 @@ class ChatStore:
             return  # the list's entry (meta) changes when a message is sent and when a run ends
         self.touch(chat, title=title, steps=steps)
         self.set_current(chat.owner, chat.id)
+
+
+def _tombstone(owner: str, chat_id: str) -> str:
+    return f"deleted:{owner}:{chat_id}"
+
+
+def _parse_meta(raw: bytes, chat_id: str) -> ChatMeta | None:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        return ChatMeta(id=chat_id, title=clean_title(str(data.get("title") or "")) or "Untitled chat",
+                        created=float(data.get("created") or 0.0), updated=float(data.get("updated") or 0.0),
+                        steps=int(data.get("steps") or 0))
+    except (ValueError, TypeError, AttributeError):
+        return None
 
 
 def settings_dict(settings: Any) -> dict[str, Any] | None:
@@ -395,5 +475,3 @@ def clean_title(title: str) -> str:
     return text if len(text) <= MAX_TITLE_CHARS else text[: MAX_TITLE_CHARS - 1] + "…"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))

@@ -1,14 +1,21 @@
-"""Two tabs on one saved chat: the tab that opened or continued it last holds it (a lease kept in memory).
+"""Two tabs on one saved chat: the tab that opened or continued it last holds it (a lease in the shared state).
 
 Why: each tab's session has its own agent and memory, and each saved its version over the other's: turns
 were lost. Now the other tab's message is not sent; it is told the chat is open elsewhere and offered to take
-it over (ui/panels/history.py reloads the chat from disk). A lease whose tab is gone, or shows another chat,
-is free.
+it over (ui/panels/history.py reloads the chat from the store). A lease whose tab is gone, or shows another
+chat, is free.
+
+Several replicas (issue 28): the lease lives in the shared state (ui/shared/state.py; Redis when
+AGENTDECK_REDIS_URL is set) as `<replica>|<tab key>`, so a tab on another replica sees it. This replica checks
+its own holders' sessions as before; another replica's holder counts while its lease lives (renewed with each
+message, it expires after the session idle time-out), and Take over here always takes it.
 """
 from __future__ import annotations
 
-import threading
+import secrets
 from typing import TYPE_CHECKING
+
+from ui.shared.state import MemoryState, SharedState
 
 if TYPE_CHECKING:
     from ui.session.registry import SessionRegistry
@@ -18,27 +25,43 @@ REFUSAL = ("📑 This chat is open in another tab, which continued it last. Your
            "in the box). Press **Take over here** to load the chat as it is now and continue it in this tab.")
 DELETED = ("🗑 This chat was deleted (in another tab). Your message was not sent (it is still in the box). Press "
            "**New chat** to send it in a new chat.")
+#: This process among the replicas (a lease names the replica whose tab holds it).
+REPLICA = secrets.token_hex(8)
 
 
 class ChatLeases:
-    def __init__(self, registry: SessionRegistry) -> None:
+    def __init__(self, registry: SessionRegistry, state: SharedState | None = None, ttl_s: float = 3600.0) -> None:
         self.registry = registry
-        self._holders: dict[str, str] = {}  # chat id -> tab key
-        self._lock = threading.Lock()
+        self.state: SharedState = state if state is not None else MemoryState()
+        self.ttl_s = ttl_s
 
     def hold(self, chat_id: str, key: str) -> None:
-        with self._lock:
-            self._holders[chat_id] = key
+        self.state.lease_set(f"lease:{chat_id}", f"{REPLICA}|{key}", self.ttl_s)
+
+    def _held_by(self, chat_id: str) -> tuple[str, str] | None:
+        value = self.state.lease_get(f"lease:{chat_id}")
+        if not value or "|" not in value:
+            return None
+        replica, _, key = value.partition("|")
+        return replica, key
 
     def holder(self, chat_id: str, key: str) -> Session | None:
-        """The live session of another tab that holds this chat, if any."""
-        with self._lock:
-            holder = self._holders.get(chat_id)
-        other = self.registry.peek(holder) if holder and holder != key else None
+        """The live session of another tab of this replica that holds this chat, if any."""
+        held = self._held_by(chat_id)
+        if held is None or held[1] == key or held[0] != REPLICA:
+            return None
+        other = self.registry.peek(held[1])
         chat = other.record.saved if other is not None else None
         if other is None or chat is None or chat.id != chat_id or other.closed_at is not None:
             return None
         return other
+
+    def held_elsewhere(self, chat_id: str, key: str) -> bool:
+        """Another tab holds the chat: a live session here, or any tab of another replica while its lease lives."""
+        held = self._held_by(chat_id)
+        if held is None or held[1] == key:
+            return False
+        return held[0] != REPLICA or self.holder(chat_id, key) is not None
 
     def claim(self, key: str, session: Session) -> str | None:
         """Before a message is sent: None if this tab may continue its chat (it takes the lease), else why not."""
@@ -47,7 +70,7 @@ class ChatLeases:
             return DELETED  # saving on would bring the deleted chat back
         if chat is None or not chat.kept:
             return None
-        if self.holder(chat.id, key) is not None:
+        if self.held_elsewhere(chat.id, key):
             return REFUSAL
         self.hold(chat.id, key)
         return None

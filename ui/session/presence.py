@@ -11,19 +11,34 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ui.shared.state import SharedState
+
 HEARTBEAT_MARK = "/heartbeat/"
+#: How long a page counted in the shared state stays counted without a change (a replica that died mid-stream).
+SHARED_PAGE_TTL_S = 3600.0
 
 
 class PagePresence:
     def __init__(self) -> None:
         self._lock = threading.Condition()  # notified when a stream closes (`wait_gone`)
         self._open: dict[str, int] = {}
+        self._shared: SharedState | None = None
+
+    def share(self, state: SharedState) -> None:
+        """Also count pages in the shared state (several replicas: ui/shared/state.py), so a replica sees a page
+        another replica holds. This replica's own pages are still known here first (and `wait_gone` waits on
+        them only)."""
+        self._shared = state
 
     def opened(self, session_hash: str) -> None:
         with self._lock:
             self._open[session_hash] = self._open.get(session_hash, 0) + 1
+        if self._shared is not None:
+            self._shared.count_add(f"page:{session_hash}", 1, SHARED_PAGE_TTL_S)
 
     def closed(self, session_hash: str) -> None:
+        if self._shared is not None:
+            self._shared.count_add(f"page:{session_hash}", -1, SHARED_PAGE_TTL_S)
         with self._lock:
             left = self._open.get(session_hash, 0) - 1
             if left > 0:
@@ -34,7 +49,9 @@ class PagePresence:
 
     def has_page(self, session_hash: str) -> bool:
         with self._lock:
-            return session_hash in self._open
+            if session_hash in self._open:
+                return True
+        return self._shared is not None and self._shared.count_get(f"page:{session_hash}") > 0
 
     def wait_gone(self, session_hash: str, timeout: float) -> bool:
         """Wait until no page holds the session: True then, False if one still does after `timeout` seconds.

@@ -12,15 +12,13 @@ a length, or with many files, is cut off at the share).
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
 
 from agents.executor.local.worker_watch import server_disk_short
+from ui.shared.state import MemoryState, SharedState
 from ui.web.gradio_compat import upload_folder
 from ui.web.rate_limit import visitor_of
 
@@ -30,33 +28,20 @@ MAX_VISITORS = 10_000
 
 
 class UploadShares:
-    """Bytes each visitor sent to the upload route in the last hour (a sliding window, visitors bounded)."""
+    """Bytes each visitor sent to the upload route in the last hour (a sliding window in a `SharedState`: this
+    process's memory, visitors bounded, or Redis with several replicas)."""
 
-    def __init__(self, bytes_per_hour: int) -> None:
+    def __init__(self, bytes_per_hour: int, state: SharedState | None = None) -> None:
         self.bytes_per_hour = bytes_per_hour
-        self._lock = threading.Lock()
-        self._sent: dict[str, deque[tuple[float, int]]] = {}
+        self.state: SharedState = state if state is not None else MemoryState(max_entries=MAX_VISITORS)
 
     def left(self, visitor: str, now: float | None = None) -> int:
         """Bytes `visitor` may still send this hour."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            sent = self._sent.get(visitor)
-            while sent and now - sent[0][0] >= WINDOW_S:
-                sent.popleft()
-            return self.bytes_per_hour - sum(n for _, n in sent or ())
+        return self.bytes_per_hour - int(self.state.window_used(f"upload:{visitor}", WINDOW_S, now=now))
 
     def add(self, visitor: str, n: int, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            sent = self._sent.setdefault(visitor, deque())
-            if sent and now - sent[-1][0] < 1.0:  # one entry a second: a long upload is not a million entries
-                sent[-1] = (sent[-1][0], sent[-1][1] + n)
-            else:
-                sent.append((now, n))
-            if len(self._sent) > MAX_VISITORS:  # forget the quietest visitors first
-                for key in [k for k, v in self._sent.items() if not v or now - v[-1][0] >= WINDOW_S]:
-                    del self._sent[key]
+        if n > 0:
+            self.state.window_add(f"upload:{visitor}", n, WINDOW_S, now=now)
 
 
 class DiskFloorMiddleware:
@@ -64,10 +49,10 @@ class DiskFloorMiddleware:
     a visitor past its share (and a body that goes past it is cut off: the route sees the client leave)."""
 
     def __init__(self, app: Callable[..., Awaitable[None]], min_free_mb: int = 0,
-                 upload_bytes_per_hour: int = 0) -> None:
+                 upload_bytes_per_hour: int = 0, state: SharedState | None = None) -> None:
         self.app = app
         self.min_free_mb = min_free_mb
-        self.shares = UploadShares(upload_bytes_per_hour) if upload_bytes_per_hour > 0 else None
+        self.shares = UploadShares(upload_bytes_per_hour, state) if upload_bytes_per_hour > 0 else None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if not (scope.get("type") == "http" and scope.get("method") == "POST"

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import threading
-import time
-from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ui.shared.state import MemoryState, SharedState
 from ui.web.hf_login_env import on_a_space
 
 WINDOW_S = 60.0
+#: A run's place among the visitor's runs at once is given back after this long at most (a replica that died).
+RUNNING_TTL_S = 3 * 3600.0
 
 
 class RateLimitedError(Exception):
@@ -24,47 +24,33 @@ class RateLimitedError(Exception):
 
 
 class RunRateLimiter:
-    def __init__(self, per_minute: int, at_once: int = 2, max_visitors: int = 10000) -> None:
+    """The counts live in a `SharedState` (ui/shared/state.py): this process's memory by default, Redis with
+    several replicas, so a visitor's limits do not multiply with the replicas."""
+
+    def __init__(self, per_minute: int, at_once: int = 2, max_visitors: int = 10000,
+                 state: SharedState | None = None) -> None:
         self.per_minute = per_minute
         self.at_once = at_once  # runs one visitor may have streaming at the same time
         self.max_visitors = max_visitors
-        self._lock = threading.Lock()
-        self._starts: dict[str, deque[float]] = {}
-        self._running: dict[str, int] = {}
+        self.state: SharedState = state if state is not None else MemoryState(max_entries=max_visitors)
 
     @contextmanager
     def running(self, visitor: str) -> Iterator[None]:
         """Hold one of the visitor's concurrent-run places while a run streams (RateLimitedError if none)."""
-        with self._lock:
-            if self._running.get(visitor, 0) >= self.at_once:
-                raise RateLimitedError(f"Too many runs at once: this server runs {self.at_once} at a time for each "
-                                       "visitor. Wait for one to finish.")
-            self._running[visitor] = self._running.get(visitor, 0) + 1
+        if not self.state.slot_take(f"running:{visitor}", self.at_once, RUNNING_TTL_S):
+            raise RateLimitedError(f"Too many runs at once: this server runs {self.at_once} at a time for each "
+                                   "visitor. Wait for one to finish.")
         try:
             yield
         finally:
-            with self._lock:
-                left = self._running.get(visitor, 1) - 1
-                if left > 0:
-                    self._running[visitor] = left
-                else:
-                    self._running.pop(visitor, None)
+            self.state.slot_release(f"running:{visitor}")
 
     def check(self, visitor: str, now: float | None = None) -> None:
         """Count one run for `visitor`, or raise RateLimitedError if it has used up its minute."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            starts = self._starts.setdefault(visitor, deque())
-            while starts and now - starts[0] >= WINDOW_S:
-                starts.popleft()
-            if len(starts) >= self.per_minute:
-                wait = WINDOW_S - (now - starts[0])
-                raise RateLimitedError(f"Too many runs: this server allows {self.per_minute} per minute for each "
-                                       f"visitor. Try again in {max(1, round(wait))} s.")
-            starts.append(now)
-            if len(self._starts) > self.max_visitors:  # forget the quietest visitors first
-                for key in [k for k, v in self._starts.items() if not v or now - v[-1] >= WINDOW_S]:
-                    del self._starts[key]
+        wait = self.state.window_take(f"runs:{visitor}", self.per_minute, WINDOW_S, now=now)
+        if wait > 0:
+            raise RateLimitedError(f"Too many runs: this server allows {self.per_minute} per minute for each "
+                                   f"visitor. Try again in {max(1, round(wait))} s.")
 
 
 def trusts_forwarded_header() -> bool:

@@ -23,6 +23,7 @@ from ui.session.registry import ServerBusyError, SessionRegistry
 from ui.session.session import Session
 from ui.settings import AppConfig, RunSettings, SettingsRefusedError, SignInNeededError
 from ui.settings_form import FormValues
+from ui.shared.state import SharedState
 from ui.web.gradio_compat import root_url_of
 from ui.web.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
 from ui.web.sign_in import sign_in_message, visitor_token
@@ -40,11 +41,12 @@ def refusal(message: str) -> gr.Error:
     return gr.Error(message, duration=None, print_exception=False)
 
 class RunGate:
-    def __init__(self, config: AppConfig, registry: SessionRegistry, streamer: RunStreamer) -> None:
+    def __init__(self, config: AppConfig, registry: SessionRegistry, streamer: RunStreamer,
+                 state: SharedState | None = None) -> None:
         self.config = config
         self.registry = registry
         self.streamer = streamer
-        self.rate_limiter = RunRateLimiter(config.runs_per_minute, config.runs_at_once)
+        self.rate_limiter = RunRateLimiter(config.runs_per_minute, config.runs_at_once, state=state)
         self._visitor_sessions: dict[str, weakref.WeakSet[Session]] = {}  # sessions each visitor started runs in
         self._visitor_folders: dict[str, dict[str, None]] = {}  # the chat folders they were in (kept on disk)
         self._visitor_lock = threading.Lock()

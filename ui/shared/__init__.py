@@ -1,0 +1,1 @@
+"""What several app replicas share: saved chats' files (`blobs`) and short-lived state (`state`)."""
