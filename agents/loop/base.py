@@ -28,6 +28,7 @@ from agents.memory.compaction import make_compactor
 from agents.models.base import Message, Model, ModelReply
 from agents.prompts import load_prompt_templates, render
 from agents.prompts.profiles import describe_task, example_messages
+from agents.telemetry.hub import observe_run
 from agents.tooling.base import Tool
 
 if TYPE_CHECKING:
@@ -248,6 +249,7 @@ class MultiStepAgent:
                  history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
                  parent_id: str | None = None) -> RunResult:
         """Start a run: a new RunContext and StepRunner; the agent's own part is preparing its memory."""
+        emit = observe_run(self, emit, parent_id)  # traces and metrics (agents/telemetry); unchanged when off
         run = RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag,
                          broker=self.broker, parent_id=parent_id, step=self._step_number)
         self._interrupt_flag.clear()
