@@ -23,6 +23,8 @@ from ui.web.disk_floor import DiskFloorMiddleware
 from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version, private_uploads, refuse_remote_files
 from ui.web.login_guard import guard_login_routes
 from ui.web.login_throttle import LoginThrottleMiddleware
+from ui.web.metrics import MetricsConfig, MetricsMiddleware
+from ui.web.metrics import start as start_metrics
 from ui.web.rate_limit import stop_uvicorn_trusting_loopback_proxies
 from ui.web.security_headers import SecurityHeadersMiddleware
 from ui.web.sign_in import build_page
@@ -56,7 +58,9 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         "footer_links": ["api", "settings"],
         # Gradio refuses bigger uploads itself, before they are stored (the app's own check comes later).
         "max_file_size": config.max_upload_bytes,
-        "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware), Middleware(PresenceMiddleware),
+        "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware),
+                                      Middleware(MetricsMiddleware, token=MetricsConfig.from_env().token),
+                                      Middleware(PresenceMiddleware),
                                       Middleware(AbsoluteFileUrlMiddleware),
                                       Middleware(DiskFloorMiddleware, min_free_mb=config.min_free_mb,
                                                  upload_bytes_per_hour=config.upload_mb_per_hour * 2**20)]},
@@ -83,6 +87,7 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
     config = config or (app[1].config if app else AppConfig.from_env())
     demo, controller = app or create_app(config)
     controller.registry.start_reaper()
+    start_metrics(MetricsConfig.from_env(), controller.registry)  # off unless AGENTDECK_METRICS_* (ui/web/metrics.py)
     freeze_long_lived_objects()  # after every import and the app itself: see ui/session/heap.py
     # Many threads share this process's GIL: an agent loop and an event drain per run, Gradio's event loop and
     # its workers. Handing the GIL over every 1 ms instead of 5 ms lets a drain or the event loop get in
