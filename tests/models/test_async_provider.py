@@ -78,3 +78,19 @@ def test_stop_while_the_provider_stalls_ends_the_run_at_once(server):
     assert elapsed < 3.0, f"Stop took {elapsed:.1f} s while the provider stalled"
     assert events[-1].state == "interrupted"
     assert len(server.requests) == 1  # no retry after Stop
+
+
+def test_hugging_face_inference_is_awaited_too(server, monkeypatch):
+    import huggingface_hub.constants
+
+    # The test session sets HF_HUB_OFFLINE=1; huggingface_hub may talk to the loopback server only.
+    monkeypatch.setattr(huggingface_hub.constants, "is_offline_mode", lambda: False)
+    model = load_model("hf:Qwen/Qwen2.5-Coder-32B-Instruct", base_url=server.url, token="hf_test_token_0123456789",
+                       retry=RetryPolicy(max_retries=1, initial_delay=0.05, max_delay=0.1))
+    agent = ToolCallingAgent(model=model, verbosity=0, max_steps=3)
+    server.script = [{"type": "reply", "content": THINKING, "usage": (40, 9)}, final("hf done")]
+    events = asyncio.run(_collect(agent, "Think, then answer."))
+    assert events[-1].state == "success" and events[-1].output == "hf done", events[-1].error
+    assert "".join(e.text for e in events if isinstance(e, ev.ModelTextDelta) and e.step == 1) == THINKING
+    first = next(e for e in events if isinstance(e, ev.ModelOutput))
+    assert (first.token_usage.input_tokens, first.token_usage.output_tokens) == (40, 9)
