@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
+from agents.telemetry import configure_from_environment as configure_tracing
 from ui.app import ASSETS, AgentDeckApp
 from ui.layout import CSS, build_blocks
 from ui.saved.store import secret_file, storage_is_ephemeral
@@ -88,6 +89,7 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
     demo, controller = app or create_app(config)
     controller.registry.start_reaper()
     start_metrics(MetricsConfig.from_env(), controller.registry)  # off unless AGENTDECK_METRICS_* (ui/web/metrics.py)
+    configure_tracing()  # OTEL_* read now, so a wrong setting stops the start (agents/telemetry/setup.py)
     freeze_long_lived_objects()  # after every import and the app itself: see ui/session/heap.py
     # Many threads share this process's GIL: an agent loop and an event drain per run, Gradio's event loop and
     # its workers. Handing the GIL over every 1 ms instead of 5 ms lets a drain or the event loop get in
