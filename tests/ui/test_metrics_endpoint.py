@@ -44,7 +44,7 @@ def test_metrics_are_the_operators_only(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
     port = free_port()
-    env = {"AGENTDECK_METRICS_TOKEN": TOKEN, "AGENTDECK_METRICS_PORT": str(port)}
+    env = {"AGENTDECK_METRICS_TOKEN": TOKEN, "AGENTDECK_METRICS_PORT": str(port), "AGENTDECK_RUNS_PER_MINUTE": "1"}
     with run_app(transcript, data, extra_env=env) as url:
         operator = {"Authorization": f"Bearer {TOKEN}"}
         for visitor in ({}, {"Authorization": "Bearer wrong-token-wrong-token-00"}, {"Authorization": TOKEN},
@@ -72,6 +72,17 @@ def test_metrics_are_the_operators_only(tmp_path: Path) -> None:
         assert value(after, "agentdeck_chat_saves_total", outcome="failed") == 0
         assert value(after, "agentdeck_sessions") >= 1
         assert value(after, "agentdeck_sandboxes", state="live") >= 1
+        # A second run within the minute is refused (AGENTDECK_RUNS_PER_MINUTE=1), and counted.
+        try:
+            client.predict({"text": "Again?", "files": []}, **form(f"replay:{transcript}"),
+                           approval_mode="autonomous", api_name="/run")
+        except Exception as exc:
+            assert "Too many runs" in str(exc)
+        else:
+            raise AssertionError("the second run was not refused")
+        refused = get(url + "metrics", operator)[1]
+        assert value(refused, "agentdeck_run_refusals_total", reason="rate_limit") == 1
+        assert value(refused, "agentdeck_runs_total", state="success") == 1
         # The loopback metrics port serves the same figures, to anyone on this machine only (bound to 127.0.0.1).
         status, local = get(f"http://127.0.0.1:{port}/metrics")
         assert status == 200 and value(local, "agentdeck_runs_total", state="success") == 1
