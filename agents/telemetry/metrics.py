@@ -11,7 +11,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from agents import events as ev
 
-_MAX_ERROR_KINDS = 40  # an error kind may come from a sandbox's result: past this many, "other" (bounded labels)
+# Label values a run can choose (an error kind from a sandbox's result, a tool name the model made up) are kept to
+# this many distinct values per label; past it they count as "other", so a visitor cannot grow the metrics.
+_MAX_LABEL_VALUES = 64
 _SECONDS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -32,7 +34,7 @@ class EventMetrics:
     """A RunObserver whose sink counts every top-level run's events (its managed agents' included)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self._kinds: set[str] = set()
+        self._seen: dict[str, set[str]] = {}
         self._m = _Instruments(
             runs=Counter("agentdeck_runs", "Agent runs that ended, by how (success, max_steps, interrupted, error).",
                          ["state"], registry=registry),
@@ -54,14 +56,16 @@ class EventMetrics:
                               ["kind", "outcome"], registry=registry),
         )
 
-    def _error_kind(self, kind: str) -> str:
-        """The label of an error kind: a short identifier seen before, or one of the first few; else "other"."""
-        if kind in self._kinds:
-            return kind
-        if not (kind.isidentifier() and len(kind) <= 48) or len(self._kinds) >= _MAX_ERROR_KINDS:
+    def _bounded(self, label: str, value: str) -> str:
+        """`value` as a label value: one seen before, or a new short name while there is room; else "other"."""
+        seen = self._seen.setdefault(label, set())
+        if value in seen:
+            return value
+        name = value.replace("-", "_").replace(".", "_")
+        if not (name.isidentifier() and len(value) <= 64) or len(seen) >= _MAX_LABEL_VALUES:
             return "other"
-        self._kinds.add(kind)
-        return kind
+        seen.add(value)
+        return value
 
     def start_run(self, agent: Any) -> EventMetrics:
         return self  # no per-run state: every event is counted as it comes
@@ -75,15 +79,15 @@ class EventMetrics:
             m.tokens.labels("output").inc(event.token_usage.output_tokens)
             m.model_seconds.observe(event.duration_s)
         elif isinstance(event, ev.ToolCallResult):
-            m.tool_calls.labels(event.tool_name, "rejected" if event.rejected else
+            m.tool_calls.labels(self._bounded("tool", event.tool_name), "rejected" if event.rejected else
                                 "error" if event.is_error else "ok").inc()
         elif isinstance(event, ev.SandboxRun):
             outcome = ("untrusted" if event.untrusted else "state_lost" if event.state_lost else
                        "error" if event.error_type else "ok")
-            m.sandbox_runs.labels(event.backend, outcome).inc()
+            m.sandbox_runs.labels(self._bounded("backend", event.backend), outcome).inc()
             m.sandbox_seconds.observe(event.duration_s)
         elif isinstance(event, ev.StepError):
-            m.errors.labels(self._error_kind(event.error_type)).inc()
+            m.errors.labels(self._bounded("kind", event.error_type)).inc()
         elif isinstance(event, ev.DecisionMade):
             m.decisions.labels(event.request_kind, event.outcome).inc()
         elif isinstance(event, ev.RunFinished) and event.parent_id is None:

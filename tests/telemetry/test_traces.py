@@ -131,3 +131,4 @@ def test_a_sandbox_that_lost_its_state_says_so_in_its_span(traced, tmp_path):
     (span,) = _by_name(exporter.get_finished_spans())["execute_code"]
     assert span.attributes["agentdeck.sandbox.state_lost"] is True
     assert span.attributes["agentdeck.sandbox.untrusted"] is False
+
