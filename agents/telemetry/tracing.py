@@ -214,11 +214,12 @@ class RunTracer:
         if run is None:
             return
         parent = self._open_sandbox(run) or self._parent(run)
-        attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": e.tool_name,
+        name = e.tool_name[:100]  # the model may name a tool that does not exist, at any length
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
                                       "gen_ai.tool.call.id": e.call_id}
         if self._content:
             attributes["gen_ai.tool.call.arguments"] = _text(e.arguments)
-        span = self._start(f"execute_tool {e.tool_name}", parent, e.timestamp, attributes)
+        span = self._start(f"execute_tool {name}", parent, e.timestamp, attributes)
         run.tools[e.call_id] = span
         self._tool_by_call[e.call_id] = span
 
