@@ -145,5 +145,6 @@ HANDLERS: dict[type[ev.Event], _Handler] = dict([
 # Events the console does not print, and why.
 NOT_SHOWN: dict[type[ev.Event], str] = {
     ev.ModelOutput: "the reply was already printed as it streamed (ModelTextDelta, at debug verbosity)",
+    ev.SandboxRun: "how the sandbox ran the code (for traces and metrics); its output and errors are printed",
     ev.Observation: "what the model is told next, made of the logs, errors and tool results printed before it",
 }

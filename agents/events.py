@@ -142,6 +142,17 @@ class ArtifactCreated(Event):
 
 
 @dataclass(kw_only=True)
+class SandboxRun(Event):
+    """A step's code ran in the sandbox (streaming only: a replay has none). `state_lost`: the worker was
+    restarted and its variables are gone; `untrusted`: the worker broke the protocol. Traces and metrics read it."""
+    backend: str
+    duration_s: float
+    state_lost: bool = False
+    untrusted: bool = False
+    error_type: str | None = None
+
+
+@dataclass(kw_only=True)
 class Observation(Event):
     text: str
 

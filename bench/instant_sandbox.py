@@ -15,6 +15,9 @@ class InstantResult:
     is_final_answer: bool = False
     error: str | None = None
     artifacts: list = field(default_factory=list)
+    error_type: str | None = None
+    state_lost: bool = False
+    untrusted: bool = False
 
 
 class InstantSandbox:

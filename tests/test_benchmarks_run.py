@@ -16,6 +16,23 @@ def test_agent_loop_benchmark_run_completes():
     assert figures["chars_sent"] > 30 * figures["last_prompt_chars"] // 4  # every step really sent a prompt
 
 
+def test_agent_loop_benchmark_measures_tracing_off_and_on():
+    completed = subprocess.run([sys.executable, "bench/agent_loop.py", "--tracing"], cwd=PROJECT_ROOT,
+                               capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "tracing off:" in completed.stdout and "tracing on" in completed.stdout
+    spans = int(completed.stdout.split("spans recorded while on: ")[1].split()[0].replace(",", ""))
+    assert spans > 200  # the traced runs really made spans
+
+
+def test_async_agents_benchmark_runs_both_modes():
+    completed = subprocess.run([sys.executable, "bench/async_agents.py", "--agents", "4", "--latency", "0.2"],
+                               cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    rows = [line.split() for line in completed.stdout.splitlines() if line.split()[:1] in (["sync"], ["async"])]
+    assert [row[0] for row in rows] == ["sync", "async", "sync", "async"]
+
+
 def test_memory_compaction_benchmark_prints_its_figures():
     completed = subprocess.run([sys.executable, "bench/memory_compaction.py"], cwd=PROJECT_ROOT,
                                capture_output=True, text=True, timeout=300)

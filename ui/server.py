@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
+from agents.telemetry import configure_from_environment as configure_tracing
 from ui.app import ASSETS, AgentDeckApp
 from ui.layout import CSS, build_blocks
 from ui.saved.store import secret_file, storage_is_ephemeral
@@ -25,6 +26,8 @@ from ui.web.disk_floor import DiskFloorMiddleware
 from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version, private_uploads, refuse_remote_files
 from ui.web.login_guard import guard_login_routes
 from ui.web.login_throttle import LoginThrottleMiddleware
+from ui.web.metrics import MetricsConfig, MetricsMiddleware
+from ui.web.metrics import start as start_metrics
 from ui.web.rate_limit import stop_uvicorn_trusting_loopback_proxies
 from ui.web.security_headers import SecurityHeadersMiddleware
 from ui.web.sign_in import build_page
@@ -74,6 +77,7 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         "max_file_size": config.max_upload_bytes,
         "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware),
                                       Middleware(BodyLimitMiddleware, max_bytes=config.max_request_bytes),
+                                      Middleware(MetricsMiddleware, token=MetricsConfig.from_env().token),
                                       Middleware(PresenceMiddleware),
                                       Middleware(AbsoluteFileUrlMiddleware),
                                       Middleware(DiskFloorMiddleware, min_free_mb=config.min_free_mb,
@@ -103,6 +107,8 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
     config = config or (app[1].config if app else AppConfig.from_env())
     demo, controller = app or create_app(config)
     controller.registry.start_reaper()
+    start_metrics(MetricsConfig.from_env(), controller.registry)  # off unless AGENTDECK_METRICS_* (ui/web/metrics.py)
+    configure_tracing()  # OTEL_* read now, so a wrong setting stops the start (agents/telemetry/setup.py)
     freeze_long_lived_objects()  # after every import and the app itself: see ui/session/heap.py
     # Many threads share this process's GIL: an agent loop and an event drain per run, Gradio's event loop and
     # its workers. Handing the GIL over every 1 ms instead of 5 ms lets a drain or the event loop get in

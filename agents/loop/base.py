@@ -8,10 +8,11 @@ tool calls from sandboxed code and paused decisions all stream the same way.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from agents.memory.compaction import make_compactor
 from agents.models.base import Message, Model, ModelReply
 from agents.prompts import load_prompt_templates, render
 from agents.prompts.profiles import describe_task, example_messages
+from agents.telemetry.hub import observe_run
 from agents.tooling.base import Tool
 
 if TYPE_CHECKING:
@@ -169,6 +171,20 @@ class MultiStepAgent:
             raise result.exception
         return result.output
 
+    def astream(self, task: str, reset: bool = True, history: list[Message] | None = None,
+                additional_args: dict[str, Any] | None = None) -> AsyncIterator[Event]:
+        """`async for event in agent.astream(task)`: the events of `run(stream=True)`, in an event loop; the
+        model call is awaited there when the model can be (agents/loop/async_api.py). Cancel the task to Stop."""
+        from agents.loop.async_api import astream
+        return astream(self, task, reset=reset, history=history, additional_args=additional_args)
+
+    async def arun(self, task: str, reset: bool = True, return_result: bool = False,
+                   history: list[Message] | None = None, additional_args: dict[str, Any] | None = None) -> Any:
+        """`await agent.arun(task)`: what `run(task)` returns, from an event loop (see `astream`)."""
+        from agents.loop.async_api import arun
+        return await arun(self, task, reset=reset, return_result=return_result, history=history,
+                          additional_args=additional_args)
+
     def interrupt(self) -> None:
         """Stop the current run at the next safe point; running code and pending decisions stop at once."""
         self._interrupt_flag.set()
@@ -203,10 +219,13 @@ class MultiStepAgent:
             agent.broker.policy = policy
 
     def run_for_manager(self, task: str, emit: Callable[[Event], None], parent_id: str,
-                        additional_args: dict[str, Any] | None = None) -> RunResult:
+                        additional_args: dict[str, Any] | None = None,
+                        event_loop: asyncio.AbstractEventLoop | None = None) -> RunResult:
         """Run `task` as a managed agent, inside its manager's run (agents/loop/managed.py): a fresh memory, the
-        events into the manager's stream (`emit`), this run's `parent_id` the manager's call that started it."""
-        return self._execute(task, emit=emit, reset=True, additional_args=additional_args, parent_id=parent_id)
+        events into the manager's stream (`emit`), this run's `parent_id` the manager's call that started it
+        (and its model calls in the manager's event loop, under `arun`/`astream`)."""
+        return self._execute(task, emit=emit, reset=True, additional_args=additional_args, parent_id=parent_id,
+                             event_loop=event_loop)
 
     def continue_from(self, memory: AgentMemory) -> None:
         """Carry on the conversation held in `memory` (loaded from disk, or an earlier agent's): the next
@@ -248,10 +267,11 @@ class MultiStepAgent:
 
     def _execute(self, task: str, emit: Callable[[Event], None], reset: bool = True,
                  history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
-                 parent_id: str | None = None) -> RunResult:
+                 parent_id: str | None = None, event_loop: asyncio.AbstractEventLoop | None = None) -> RunResult:
         """Start a run: a new RunContext and StepRunner; the agent's own part is preparing its memory."""
+        emit = observe_run(self, emit, parent_id)  # traces and metrics (agents/telemetry); unchanged when off
         run = RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag,
-                         broker=self.broker, parent_id=parent_id, step=self._step_number)
+                         broker=self.broker, parent_id=parent_id, step=self._step_number, event_loop=event_loop)
         self._interrupt_flag.clear()
         started = time.perf_counter()
         if reset:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agents import step_events
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentInterrupted
+from agents.events import SandboxRun
 from agents.executor.tree_walk import remove_tree
 from agents.injection import fence, warning_line
 from agents.loop.base import MultiStepAgent
@@ -244,6 +245,9 @@ class CodeAgent(MultiStepAgent):
         rest = step.logs[len(already_sent):] if step.logs.startswith(already_sent) else step.logs
         if rest:
             context.emit(step_events.execution_log(rest, fields))
+        context.emit(SandboxRun(**fields, backend=str(getattr(sandbox, "backend", "process")),
+                                duration_s=step.execution_duration_s, state_lost=result.state_lost,
+                                untrusted=result.untrusted, error_type=result.error_type))
         return result
 
     def _screen_execution(self, step: ActionStep, output_text: str, context: RunContext) -> tuple[str, str]:

@@ -7,6 +7,7 @@ Nothing of a run is kept on a thread or in a module: a tool that needs the run g
 """
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ class RunContext:
     log_position: Callable[[], int] = _nothing_printed
     #: The first prompt message this run added (its history, else its task): where it begins in the prompt.
     first_message: Message | None = None
+    #: The event loop of `arun`/`astream`'s caller: model calls that can be awaited run there (async_api.py).
+    event_loop: asyncio.AbstractEventLoop | None = None
 
     def emit(self, event: Event) -> None:
         self.emit_function(event)

@@ -1,6 +1,7 @@
 """Managed agents: a sub-agent wrapped as a tool its manager calls from code or a JSON tool call."""
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -20,7 +21,8 @@ class TeamMember(Protocol):
     prompt_templates: dict[str, Any]
 
     def run_for_manager(self, task: str, emit: Callable[[Event], None], parent_id: str,
-                        additional_args: dict[str, Any] | None = None) -> RunResult: ...
+                        additional_args: dict[str, Any] | None = None,
+                        event_loop: asyncio.AbstractEventLoop | None = None) -> RunResult: ...
 
 
 class ManagedAgentTool(Tool):
@@ -43,8 +45,9 @@ class ManagedAgentTool(Tool):
 
     def forward(self, task: str, additional_args: dict[str, Any] | None = None, *, context: ToolContext) -> str:
         full_task = render(self.agent.prompt_templates, "managed_agent.task", name=self.name, task=task)
+        loop = getattr(context.run, "event_loop", None)  # the manager's, under arun/astream
         result = self.agent.run_for_manager(full_task, emit=context.run.emit, parent_id=context.call_id,
-                                            additional_args=additional_args)
+                                            additional_args=additional_args, event_loop=loop)
         if result.state is RunState.INTERRUPTED:
             raise AgentInterrupted(f"Managed agent {self.name!r} was stopped.")
         if result.state is RunState.ERROR:

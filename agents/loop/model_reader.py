@@ -57,6 +57,24 @@ def _pump(make_stream: Callable[[], Iterator[ModelDelta]], token: CancelToken, o
             out.put(_END)
 
 
+def read_deltas(items: queue.SimpleQueue[_Item], should_stop: Callable[[], bool],
+                poll_s: float = POLL_S) -> Iterator[ModelDelta]:
+    """The deltas put in `items` until its end marker, checking `should_stop()` every `poll_s` (see
+    `ModelStreamReader.deltas`; agents/loop/async_reader.py reads a call made in an event loop the same way)."""
+    while True:
+        if should_stop():
+            raise AgentInterrupted("The run was stopped while the model was answering.")
+        try:
+            item = items.get(timeout=poll_s)
+        except queue.Empty:
+            continue
+        if isinstance(item, _End):
+            return
+        if isinstance(item, _Failure):
+            raise item.exc
+        yield item
+
+
 class ModelStreamReader:
     """One model call read in a daemon thread. Iterate `deltas(should_stop)`; always `close()` after."""
 
@@ -71,18 +89,7 @@ class ModelStreamReader:
     def deltas(self, should_stop: Callable[[], bool], poll_s: float = POLL_S) -> Iterator[ModelDelta]:
         """The call's deltas; raises AgentInterrupted within `poll_s` of `should_stop()` turning true,
         and the call's own error if it failed."""
-        while True:
-            if should_stop():
-                raise AgentInterrupted("The run was stopped while the model was answering.")
-            try:
-                item = self._queue.get(timeout=poll_s)
-            except queue.Empty:
-                continue
-            if isinstance(item, _End):
-                return
-            if isinstance(item, _Failure):
-                raise item.exc
-            yield item
+        return read_deltas(self._queue, should_stop, poll_s)
 
     def close(self) -> None:
         """End the call if it is still going (idempotent)."""

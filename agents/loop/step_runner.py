@@ -17,6 +17,7 @@ from agents import step_events
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentDeckError, AgentInterrupted, RunBudgetExceededError
 from agents.events import ModelRetrying, ModelTextDelta
+from agents.loop.async_reader import AsyncModelReader
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
 from agents.loop.edits import apply_edits, edit_notes
@@ -25,6 +26,7 @@ from agents.loop.result import RunResult, RunState
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, PlanningStep, SummaryStep, TaskStep
 from agents.memory.compaction import Compactor
 from agents.memory.steps import PromptSnapshot
+from agents.models.async_remote import agenerate_stream, supports_async
 from agents.models.base import Message, Model, ModelReply, TokenUsage
 from agents.prompts import render
 from agents.prompts.profiles import name_choice_for
@@ -146,9 +148,14 @@ class StepRunner:
         reply: ModelReply | None = None
         pieces: list[str] = []
         fields = run.event_fields()
-        reader = ModelStreamReader(
-            lambda: agent.model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools, **options),
-            name=f"model-{agent.name or type(agent).__name__}")
+        reader: ModelStreamReader | AsyncModelReader
+        if run.event_loop is not None and supports_async(agent.model):  # arun/astream: awaited in their loop
+            reader = AsyncModelReader(lambda: agenerate_stream(agent.model, messages, stop_sequences=stop_sequences,
+                                                               tools=tools, **options), run.event_loop)
+        else:
+            reader = ModelStreamReader(
+                lambda: agent.model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools, **options),
+                name=f"model-{agent.name or type(agent).__name__}")
         try:
             for delta in reader.deltas(run.interrupt_flag.is_set):
                 if delta.retry is not None:

@@ -6,6 +6,7 @@ other account. It shares streaming, stop, usage, retry and error handling with L
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from agents.models.remote import RemoteChatModel, openai_request_options
@@ -43,13 +44,14 @@ class InferenceClientModel(RemoteChatModel):
         self.context_size = KNOWN_CONTEXT_SIZES.get(model_id)
         self._client: Any = None
 
-    def _make_client(self) -> Any:
-        from huggingface_hub import InferenceClient
+    def _make_client(self, asynchronous: bool = False) -> Any:
+        from huggingface_hub import AsyncInferenceClient, InferenceClient
 
+        client = AsyncInferenceClient if asynchronous else InferenceClient
         if self.base_url:
-            return InferenceClient(base_url=self.base_url, api_key=self.__token, timeout=self.timeout)
+            return client(base_url=self.base_url, api_key=self.__token, timeout=self.timeout)
         # The provider is the person's string; huggingface_hub checks it against the providers it knows.
-        return InferenceClient(provider=cast(Any, self.provider), token=self.__token, timeout=self.timeout)
+        return client(provider=cast(Any, self.provider), token=self.__token, timeout=self.timeout)
 
     def _error_context(self) -> ErrorContext:
         return ErrorContext(model_id=self.model_id, key_env="HF_TOKEN",
@@ -60,6 +62,25 @@ class InferenceClientModel(RemoteChatModel):
               stream: bool, **kwargs: Any) -> Any:
         if self._client is None:
             self._client = self._make_client()
+        return self._client.chat_completion(**self._params(messages, stop, tools, stream, **kwargs))
+
+    async def _asend(self, messages: list[dict[str, Any]], stop: list[str] | None,
+                     tools: list[dict[str, Any]] | None, stream: bool, **kwargs: Any) -> Any:
+        """`_send` awaited in the caller's event loop (AsyncInferenceClient; a client per call: its HTTP session
+        belongs to the loop it was made in, and is closed when the reply ends)."""
+        client = self._make_client(asynchronous=True)
+        try:
+            response = await client.chat_completion(**self._params(messages, stop, tools, stream, **kwargs))
+        except BaseException:
+            await client.close()
+            raise
+        if not stream:
+            await client.close()
+            return response
+        return _closing(response, client)
+
+    def _params(self, messages: list[dict[str, Any]], stop: list[str] | None, tools: list[dict[str, Any]] | None,
+                stream: bool, **kwargs: Any) -> dict[str, Any]:
         params: dict[str, Any] = {"messages": messages, "stream": stream, **self.request_kwargs, **kwargs}
         if not self.base_url:
             params["model"] = self.model_id
@@ -68,4 +89,13 @@ class InferenceClientModel(RemoteChatModel):
             params.setdefault("max_tokens", self.max_tokens)
         if self.temperature is not None:
             params.setdefault("temperature", self.temperature)
-        return self._client.chat_completion(**params)
+        return params
+
+
+async def _closing(chunks: AsyncIterator[Any], client: Any) -> AsyncIterator[Any]:
+    """The streamed chunks, then the client closed (also when the reader stops early or is cancelled)."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        await client.close()

@@ -115,7 +115,15 @@ class LiteLLMModel(RemoteChatModel):
 
     def _send(self, messages: list[dict[str, Any]], stop: list[str] | None, tools: list[dict[str, Any]] | None,
               stream: bool, **kwargs: Any) -> Any:
-        litellm = import_litellm()
+        return import_litellm().completion(**self._params(messages, stop, tools, stream, **kwargs))
+
+    async def _asend(self, messages: list[dict[str, Any]], stop: list[str] | None,
+                     tools: list[dict[str, Any]] | None, stream: bool, **kwargs: Any) -> Any:
+        """`_send` awaited in the caller's event loop (litellm.acompletion): no thread waits for the provider."""
+        return await import_litellm().acompletion(**self._params(messages, stop, tools, stream, **kwargs))
+
+    def _params(self, messages: list[dict[str, Any]], stop: list[str] | None, tools: list[dict[str, Any]] | None,
+                stream: bool, **kwargs: Any) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.litellm_model,
             "messages": messages,
@@ -137,4 +145,4 @@ class LiteLLMModel(RemoteChatModel):
             params.setdefault("max_tokens", self.max_tokens)
         if self.temperature is not None:
             params.setdefault("temperature", self.temperature)
-        return litellm.completion(**params)
+        return params

@@ -22,6 +22,7 @@ Replayed (`replay` gives them back from a saved memory):
 Streaming only (`STREAMING_ONLY`; what they said is in the events above, or it left nothing to show):
   ModelTextDelta is the reply while it arrives: ModelOutput carries all of it.
   ModelRetrying is a wait for the provider: once the reply came, nothing of it remains.
+  SandboxRun is how the sandbox ran the step's code (backend, time, state lost): for traces and metrics.
   A step's printed output streams as many ExecutionLog pieces; it is replayed as one piece per stretch between
   two tool calls (`replayable` joins neighbouring pieces before comparing).
 Not replayed, because the chat's memory does not hold them:

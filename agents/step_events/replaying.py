@@ -9,14 +9,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.events import Event, ExecutionLog, ModelRetrying, ModelTextDelta
+from agents.events import Event, ExecutionLog, ModelRetrying, ModelTextDelta, SandboxRun
 from agents.memory.steps import ActionStep, FinalAnswerStep, MemoryStep, PlanningStep, SummaryStep, TaskStep
 from agents.step_events import frames
 from agents.step_events.actions import action_events, planning_events
 from agents.step_events.frames import Fields
 
 #: Events that exist only while a run streams (see agents/step_events/__init__.py).
-STREAMING_ONLY: tuple[type[Event], ...] = (ModelTextDelta, ModelRetrying)
+STREAMING_ONLY: tuple[type[Event], ...] = (ModelTextDelta, ModelRetrying, SandboxRun)
 #: A saved run without a recorded id (older memories) gets `restored-<its index>`.
 RESTORED_RUN = "restored"
 

@@ -273,5 +273,7 @@ HANDLERS: dict[type[ev.Event], _Handler] = dict([
     ev.handles(ev.RunFinished, Transcript._on_run_finished),
 ])
 
-# Events the chat deliberately does not show, each with the reason. Empty today: every event shows.
-NOT_SHOWN: dict[type[ev.Event], str] = {}
+# Events the chat deliberately does not show, each with the reason.
+NOT_SHOWN: dict[type[ev.Event], str] = {
+    ev.SandboxRun: "how the sandbox ran the code, for traces and metrics; its output and errors show as they come",
+}

@@ -28,6 +28,7 @@ from ui.settings import RunSettings
 from ui.uploads.batch import ingest_uploads
 from ui.uploads.intake import UploadResult
 from ui.web.gradio_compat import discard_upload
+from ui.web.metrics import count_save
 
 RESTORING_NOTE = "♻️ Restoring the agent: rebuilding the sandbox's variables…"
 
@@ -232,6 +233,7 @@ class ChatRecord:
                 self._save_notes.append("💾 Saved again: the chat on disk is up to date.")
             self._save_failed = None
             ok = True
+        count_save(ok)
         if announce:
             self.note_saves()
         return ok

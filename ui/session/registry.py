@@ -189,6 +189,15 @@ class SessionRegistry:
     def __len__(self) -> int:
         return len(self._sessions)
 
+    def sandbox_counts(self) -> dict[str, int]:
+        """Sessions whose agent (and its sandbox) is live, and places promised to runs still starting (metrics)."""
+        now = time.monotonic()
+        with self._lock:
+            live = sum(1 for s in self._sessions.values() if s.holds_sandbox)
+            starting = sum(1 for s, at in list(self._reserved.values())
+                           if now - at < RESERVATION_S and not s.holds_sandbox and s.closed_at is None)
+        return {"live": live, "starting": starting}
+
     def close(self, key: str, expired: bool = False) -> None:
         with self._lock:
             session = self._sessions.pop(key, None)

@@ -25,6 +25,7 @@ from ui.settings import AppConfig, RunSettings, SettingsRefusedError, SignInNeed
 from ui.settings_form import FormValues
 from ui.shared.state import SharedState
 from ui.web.gradio_compat import root_url_of
+from ui.web.metrics import count_refusal
 from ui.web.rate_limit import RateLimitedError, RunRateLimiter, visitor_of
 from ui.web.sign_in import sign_in_message, visitor_token
 
@@ -80,6 +81,7 @@ class RunGate:
         short = server_disk_short([str(self.config.data_dir)], self.config.min_free_mb)
         if short is not None:
             logging.getLogger(__name__).warning("A run was refused: %s (AGENTDECK_MIN_FREE_MB)", short)
+            count_refusal("disk")
             raise refusal(f"No new runs for now: {short.split(';')[0]}). Try again later.")
         visitor = visitor_of(request)
         try:
@@ -88,6 +90,7 @@ class RunGate:
             self.rate_limiter.check(visitor)
             self.registry.make_room(session)
         except (RateLimitedError, ServerBusyError) as exc:
+            count_refusal("busy" if isinstance(exc, ServerBusyError) else "rate_limit")
             raise refusal(str(exc)) from None
         self._remember(visitor, session)
 
@@ -173,6 +176,7 @@ class RunGate:
                 place = self.rate_limiter.running(visitor_of(request))
                 place.__enter__()
             except RateLimitedError as exc:
+                count_refusal("rate_limit")
                 raise refusal(str(exc)) from None
             try:
                 yield from updates

@@ -1,0 +1,90 @@
+"""`arun`/`astream`: the same events as `run(stream=True)`, Stop by cancellation, approvals through the stream."""
+from __future__ import annotations
+
+import asyncio
+
+from agents import CodeAgent, ReplayModel, ToolCallingAgent
+from agents import events as ev
+from agents.decisions import Decision
+from agents.memory import TaskStep
+from tests.agents.conftest import call, code
+
+SCRIPT = [code("x = 6 * 7\nprint(x)"), code("final_answer(x)")]
+
+
+def _classes(events):
+    return [type(e) for e in events]
+
+
+async def _collect(agent, task):
+    return [event async for event in agent.astream(task)]
+
+
+def test_astream_gives_the_events_of_a_streamed_run_in_the_same_order(tmp_path):
+    with CodeAgent(tools=[], model=ReplayModel(SCRIPT), workdir=tmp_path / "a", verbosity=0) as agent:
+        expected = list(agent.run("Compute.", stream=True))
+    with CodeAgent(tools=[], model=ReplayModel(SCRIPT), workdir=tmp_path / "b", verbosity=0) as agent:
+        got = asyncio.run(_collect(agent, "Compute."))
+    assert _classes(got) == _classes(expected)
+    assert got[-1].state == "success" and got[-1].output == 42
+
+
+def test_arun_returns_what_run_returns():
+    agent = ToolCallingAgent(tools=[], model=ReplayModel([call("final_answer", answer="four")]), verbosity=0)
+    assert asyncio.run(agent.arun("2+2?")) == "four"
+    agent = ToolCallingAgent(tools=[], model=ReplayModel([call("final_answer", answer="four")]), verbosity=0)
+    result = asyncio.run(agent.arun("2+2?", return_result=True))
+    assert result.state.value == "success" and result.output == "four" and result.steps
+
+
+def test_many_agents_run_together_in_one_loop():
+    async def main():
+        agents = [ToolCallingAgent(tools=[], model=ReplayModel([call("final_answer", answer=str(i))]), verbosity=0)
+                  for i in range(20)]
+        return await asyncio.gather(*(agent.arun("which?") for agent in agents))
+
+    assert asyncio.run(main()) == [str(i) for i in range(20)]
+
+
+def test_an_approval_pause_is_answered_through_astream(tmp_path):
+    async def main(agent):
+        seen = []
+        async for event in agent.astream("Compute."):
+            seen.append(event)
+            if isinstance(event, ev.DecisionRequested):
+                agent.resolve_decision(event.request_id, Decision.approve())
+        return seen
+
+    with CodeAgent(tools=[], model=ReplayModel(SCRIPT), workdir=tmp_path, verbosity=0,
+                   approval_policy="approve_code") as agent:
+        events = asyncio.run(main(agent))
+    requested = [e for e in events if isinstance(e, ev.DecisionRequested)]
+    made = [e for e in events if isinstance(e, ev.DecisionMade)]
+    assert len(requested) == 2 and [e.outcome for e in made] == ["approve", "approve"]
+    assert events[-1].state == "success" and events[-1].output == 42
+
+
+def test_cancelling_the_task_stops_the_run_and_records_it(tmp_path):
+    async def main(agent):
+        paused = asyncio.Event()
+
+        async def consume():
+            async for event in agent.astream("Compute."):
+                if isinstance(event, ev.DecisionRequested):
+                    paused.set()  # nobody answers: the run waits for a person
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(paused.wait(), 30)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return True
+        return False
+
+    with CodeAgent(tools=[], model=ReplayModel(SCRIPT), workdir=tmp_path, verbosity=0,
+                   approval_policy="approve_code") as agent:
+        assert asyncio.run(main(agent)) is True
+        task_step = next(s for s in agent.memory.steps if isinstance(s, TaskStep))
+        assert task_step.state == "interrupted"  # recorded by the time the cancellation returned
+        assert not agent.pending_decisions()

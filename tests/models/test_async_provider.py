@@ -1,0 +1,96 @@
+"""`arun`/`astream` with a hosted model on a loopback OpenAI-compatible server: the reply is awaited in the
+event loop (litellm's acompletion), no model thread is started, a retry and Stop during a stalled stream work."""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from agents import ToolCallingAgent
+from agents import events as ev
+from agents.models import load_model
+from agents.models.retry import RetryPolicy
+
+SECRET = "sk-test-secret-0123456789"
+THINKING = "Let me think about this question for a little while before answering it."
+
+
+def final(answer: str) -> dict:
+    return {"type": "reply", "content": "", "tool_calls": [{"name": "final_answer", "arguments": {"answer": answer}}]}
+
+
+def make_agent(server) -> ToolCallingAgent:
+    model = load_model("openai/gpt-4.1-mini", api_base=server.url, api_key=SECRET,
+                       retry=RetryPolicy(max_retries=2, initial_delay=0.05, max_delay=0.1))
+    return ToolCallingAgent(model=model, verbosity=0, max_steps=3)
+
+
+def test_arun_awaits_the_provider_in_the_loop_without_a_model_thread(server):
+    agent = make_agent(server)
+    server.script = [{"type": "reply", "content": THINKING, "usage": (50, 12)}, final("done")]
+    model_threads: list[str] = []
+
+    async def main():
+        events = []
+        async for event in agent.astream("Think, then answer."):
+            events.append(event)
+            model_threads.extend(t.name for t in threading.enumerate() if t.name.startswith("model-"))
+        return events
+
+    events = asyncio.run(main())
+    assert events[-1].state == "success" and events[-1].output == "done"
+    assert "".join(e.text for e in events if isinstance(e, ev.ModelTextDelta) and e.step == 1) == THINKING
+    first = next(e for e in events if isinstance(e, ev.ModelOutput))
+    assert (first.token_usage.input_tokens, first.token_usage.output_tokens) == (50, 12)
+    assert model_threads == []  # the sync path reads each reply in a "model-..." thread
+
+
+def test_a_transient_error_is_retried_and_shown(server):
+    agent = make_agent(server)
+    server.script = [{"type": "error", "status": 503, "message": "busy"}, final("after retry")]
+    events = asyncio.run(_collect(agent, "Try."))
+    assert any(isinstance(e, ev.ModelRetrying) for e in events)
+    assert events[-1].state == "success" and events[-1].output == "after retry"
+
+
+async def _collect(agent, task):
+    return [event async for event in agent.astream(task)]
+
+
+def test_stop_while_the_provider_stalls_ends_the_run_at_once(server):
+    agent = make_agent(server)
+    server.script = [{"type": "stall_mid", "content": THINKING, "stall_s": 60}]
+
+    async def main():
+        stopped_at: list[float] = []
+
+        async def stop_once_stalled():
+            assert await asyncio.to_thread(server.stalled.wait, 30), "the server never stalled"
+            stopped_at.append(time.monotonic())
+            agent.interrupt()
+
+        watcher = asyncio.create_task(stop_once_stalled())
+        events = [event async for event in agent.astream("Stall.")]
+        await watcher
+        return events, time.monotonic() - stopped_at[0]
+
+    events, elapsed = asyncio.run(main())
+    assert elapsed < 3.0, f"Stop took {elapsed:.1f} s while the provider stalled"
+    assert events[-1].state == "interrupted"
+    assert len(server.requests) == 1  # no retry after Stop
+
+
+def test_hugging_face_inference_is_awaited_too(server, monkeypatch):
+    import huggingface_hub.constants
+
+    # The test session sets HF_HUB_OFFLINE=1; huggingface_hub may talk to the loopback server only.
+    monkeypatch.setattr(huggingface_hub.constants, "is_offline_mode", lambda: False)
+    model = load_model("hf:Qwen/Qwen2.5-Coder-32B-Instruct", base_url=server.url, token="hf_test_token_0123456789",
+                       retry=RetryPolicy(max_retries=1, initial_delay=0.05, max_delay=0.1))
+    agent = ToolCallingAgent(model=model, verbosity=0, max_steps=3)
+    server.script = [{"type": "reply", "content": THINKING, "usage": (40, 9)}, final("hf done")]
+    events = asyncio.run(_collect(agent, "Think, then answer."))
+    assert events[-1].state == "success" and events[-1].output == "hf done", events[-1].error
+    assert "".join(e.text for e in events if isinstance(e, ev.ModelTextDelta) and e.step == 1) == THINKING
+    first = next(e for e in events if isinstance(e, ev.ModelOutput))
+    assert (first.token_usage.input_tokens, first.token_usage.output_tokens) == (40, 9)
