@@ -1,6 +1,8 @@
 """Runs as OpenTelemetry traces (GenAI semantic conventions), built from the event stream."""
 from __future__ import annotations
 
+import functools
+
 from agents import CodeAgent, ReplayModel, ToolCallingAgent, telemetry
 from agents.decisions import Decision, ScriptedDecider
 from agents.tooling import tool
@@ -119,14 +121,19 @@ def test_no_observer_means_the_emit_function_is_unchanged():
     assert telemetry.observe_run(object(), sink, None) is sink
 
 
-def test_a_sandbox_that_lost_its_state_says_so_in_its_span(traced, tmp_path):
+def test_a_sandbox_that_lost_its_state_says_so_in_its_span(traced, tmp_path, monkeypatch):
     """Code that leaves a thread running: the worker is replaced after the step and its variables are gone."""
+    import agents.executor
+
+    # The sandbox with the Python layers off (as the attack suites run it), so the code may start a thread.
+    monkeypatch.setattr(agents.executor, "PythonSandbox",
+                        functools.partial(agents.executor.PythonSandbox, python_layers=False))
     exporter, provider = traced
     telemetry.instrument(tracer_provider=provider)
     spin = "import threading\ndef spin():\n    while True: pass\nthreading.Thread(target=spin, daemon=True).start()"
     model = ReplayModel([code(spin), "My best guess: it spins."])
     with CodeAgent(tools=[], model=model, workdir=tmp_path, verbosity=0, authorized_imports=["threading"],
-                   sandbox_options={"python_layers": False}, max_steps=1) as agent:
+                   max_steps=1) as agent:
         agent.run("Spin.")
     (span,) = _by_name(exporter.get_finished_spans())["execute_code"]
     assert span.attributes["agentdeck.sandbox.state_lost"] is True
