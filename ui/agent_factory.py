@@ -53,7 +53,8 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
         return _construct(ToolCallingAgent, common, workdir=str(workdir))
     return _construct(CodeAgent, common, workdir=str(workdir), authorized_imports=list(settings.authorized_imports),
                       executor_timeout_s=config.exec_timeout_s,
-                      sandbox_options={"min_free_mb": config.min_free_mb})
+                      sandbox_options={"min_free_mb": config.min_free_mb},
+                      use_structured_outputs_internally=config.structured_code)
 
 
 def _construct(cls: Any, common: dict[str, Any], **extra: Any) -> Any:

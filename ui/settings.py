@@ -121,6 +121,7 @@ class AppConfig:
     allowed_tools: tuple[str, ...] | None = None  # None: every built-in tool
     free_choice: bool = False  # a single-user install: any model string, tool and import
     hf_login: bool = False  # the "Sign in with Hugging Face" button (on a Space, or AGENTDECK_HF_LOGIN=1 with a token)
+    structured_code: bool = False  # code steps as {"thought", "code"} JSON (AGENTDECK_STRUCTURED_CODE=1)
 
     def needs_sign_in(self, settings: RunSettings) -> bool:
         """A Hugging Face model with neither the visitor's token nor a server key: the visitor must sign in."""
@@ -191,6 +192,7 @@ class AppConfig:
             max_runs=max(1, _int_env("AGENTDECK_MAX_RUNS", 32)),
             exec_timeout_s=float(_int_env("AGENTDECK_EXEC_TIMEOUT_S", 120)),
             min_free_mb=max(0, _int_env("AGENTDECK_MIN_FREE_MB", 2048)),
+            structured_code=_int_env("AGENTDECK_STRUCTURED_CODE", 0) > 0,
             visitor_disk_mb=max(0, _int_env("AGENTDECK_VISITOR_DISK_MB", 4096)),
             # 20 uploads of the largest size by default: a message holds up to 10 files, a chat up to 4 of them
             upload_mb_per_hour=max(0, _int_env("AGENTDECK_UPLOAD_MB_PER_HOUR",

@@ -106,6 +106,12 @@ class Model(ABC):
     context_size: int | None = None
     #: Which prompt family suits the model: "default", or "tiny" for very small local models.
     prompt_style: str = "default"
+    #: True when the model reads `image_url` parts (a vision model); an agent refuses a task's images otherwise
+    #: and gives it no observation images.
+    supports_images: bool = False
+    #: True when a call may pass `response_format` (a JSON schema) and the reply follows it: the provider's
+    #: structured output, or guided decoding for local models (the structured CodeAgent asks for it).
+    supports_structured_output: bool = False
 
     @abstractmethod
     def generate(
