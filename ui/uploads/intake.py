@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.errors import ImageRefusedError
 from agents.injection import detect_injection, screen
+from ui.uploads.images import IMAGE_KIND, image_preview, is_image_name
 from ui.uploads.parsing import (
     SUPPORTED_EXTENSIONS,
     UploadError,
@@ -127,8 +129,11 @@ def ingest_upload(
             raise UploadError("is empty (0 bytes).")
         if size > max_bytes:
             raise UploadError(f"is too large: {human_size(size)}; the limit is {human_size(max_bytes)}.")
-        result.kind, result.preview = preview_file(src, name)
-    except UploadError as exc:
+        if is_image_name(name):  # checked here, header only: never decoded by the app (ui/uploads/images.py)
+            result.kind, result.preview = IMAGE_KIND, image_preview(src, max_bytes)
+        else:
+            result.kind, result.preview = preview_file(src, name)
+    except (UploadError, ImageRefusedError) as exc:
         result.error = f"`{name}` {exc}"
         return result
     except Exception as exc:  # a reader failing in a way we did not foresee must not stop the run
