@@ -100,7 +100,8 @@ class RunControl:
             for note in notes:
                 self._record.add_note(note)
             # keeps its memory: reset=False
-            self._run = RunHandle(agent.run(task, stream=True, reset=False, images=images or None))
+            pictures: dict[str, Any] = {"images": images} if images else {}
+            self._run = RunHandle(agent.run(task, stream=True, reset=False, **pictures))
             return True
 
     def set_approval_mode(self, mode: Any) -> None:
