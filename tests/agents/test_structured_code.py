@@ -25,7 +25,8 @@ def test_the_reply_object_is_asked_for_and_its_code_runs(make_code_agent):
 
 
 def test_a_malformed_reply_gets_a_clear_error_and_the_run_goes_on(make_code_agent):
-    agent, model = make_code_agent(['{"thought": "oops", "code": print(1)}', "Thought: I forgot.\n```python\nprint(1)\n```",
+    agent, model = make_code_agent(['{"thought": "oops", "code": print(1)}',
+                                    "Thought: I forgot.\n```python\nprint(1)\n```",
                                     '{"thought": "again", "code": "final_answer(42)"}'],
                                    use_structured_outputs_internally=True)
     events = list(agent.run("The answer?", stream=True))
