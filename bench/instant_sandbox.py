@@ -15,6 +15,9 @@ class InstantResult:
     is_final_answer: bool = False
     error: str | None = None
     artifacts: list = field(default_factory=list)
+    error_type: str | None = None
+    untrusted: bool = False  # the fields the CodeAgent reads of a real ExecutionResult
+    state_lost: bool = False
 
 
 class InstantSandbox:
