@@ -185,3 +185,15 @@ def test_a_loaded_observation_with_images_is_screened_too(make_code_agent):
     observation = next(m for m in loaded.messages if m.get(OBSERVATION_IMAGES_KEY))
     assert observation["content"][0]["text"].startswith("Note: text from memory:step 1 looks like")
     assert len(image_parts(observation)) == 1
+
+
+def test_an_image_counts_in_the_prompt_token_estimate():
+    from agents.models.base import IMAGE_TOKENS, Model
+
+    class Counter(Model):
+        def generate(self, messages, stop_sequences=None, tools=None, **kwargs):
+            raise NotImplementedError
+
+    text = {"role": "user", "content": "look"}
+    with_image = {"role": "user", "content": [{"type": "text", "text": "look"}, to_image(png_bytes()).part()]}
+    assert Counter().count_tokens([with_image]) == Counter().count_tokens([text]) + IMAGE_TOKENS
