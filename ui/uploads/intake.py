@@ -3,7 +3,8 @@
 Everything here is a pure function of its arguments (plus the file on disk), so it is unit-tested
 without a server. A file that cannot be used never reaches the workspace: `ingest_upload` returns an
 `UploadResult` whose `error` is a sentence meant for the chat. Reading a file's content is
-ui/uploads/parsing.py's job, done in the preview child (ui/uploads/preview_worker.py).
+ui/uploads/parsing.py's job, done in the preview child (ui/uploads/preview_worker.py); a picture's header alone
+(format, size, pixels: never its image data) is read in the app, by ui/uploads/images.py.
 """
 from __future__ import annotations
 
