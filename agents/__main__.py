@@ -28,6 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--imports", default="", help="Comma-separated extra modules the code may import.")
     parser.add_argument("--approval", default="autonomous",
                         help="autonomous, review_plans, approve_code, approve_tools or all (answered at the prompt).")
+    parser.add_argument("--image", action="append", default=[], metavar="PATH",
+                        help="A picture (PNG, JPEG, WebP, GIF) given with the task, for a vision model; repeatable.")
+    parser.add_argument("--structured", action="store_true",
+                        help="Code steps as {thought, code} JSON through the model's structured output.")
     parser.add_argument("--workdir", default=None, help="Folder the code works in (default: a temporary folder).")
     parser.add_argument("-v", "--verbosity", type=int, default=1, help="0 quiet, 1 steps, 2 debug (streamed text).")
     return parser
@@ -49,11 +53,12 @@ def main(argv: list[str] | None = None) -> int:
                       approval_policy=args.approval, decider=TerminalDecider(), verbosity=args.verbosity)
         if args.agent == "code":
             imports = [m.strip() for m in args.imports.split(",") if m.strip()]
-            agent = CodeAgent(authorized_imports=imports, workdir=args.workdir, **common)
+            agent = CodeAgent(authorized_imports=imports, workdir=args.workdir,
+                              use_structured_outputs_internally=args.structured, **common)
         else:
             agent = ToolCallingAgent(**common)
         with agent:
-            result = agent.run(args.task, return_result=True)
+            result = agent.run(args.task, return_result=True, images=args.image or None)
     except AgentDeckError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

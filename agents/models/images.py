@@ -70,7 +70,9 @@ def inspect_image(data: bytes, name: str = "", limits: ImageLimits = ImageLimits
     except Image.DecompressionBombError:
         raise ImageRefusedError(f"{_label(name)} claims more pixels than an image may have "
                                 f"({limits.max_pixels:,} at most): refused before decoding.") from None
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+    except UnidentifiedImageError:
+        raise ImageRefusedError(f"{_label(name)} is not a PNG, JPEG, WebP or GIF image.") from None
+    except (OSError, ValueError, SyntaxError) as exc:  # a damaged header
         raise ImageRefusedError(f"{_label(name)} is not a PNG, JPEG, WebP or GIF image ({exc}).") from None
     mime = IMAGE_FORMATS.get(fmt)
     if mime is None:
