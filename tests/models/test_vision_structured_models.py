@@ -83,3 +83,21 @@ def test_string_bodies_are_made_valid_json():
     assert valid_body("line one\nline two") == "line one\\nline two"
     assert valid_body("ends in \\") == "ends in "
     assert json.loads('"' + valid_body("bad \\q escape") + '"') == "bad \\q escape"
+
+
+def test_hugging_face_vision_models_get_image_parts_and_the_response_format(server, monkeypatch):
+    import huggingface_hub.constants
+
+    # The test session sets HF_HUB_OFFLINE=1; huggingface_hub may talk to the loopback server only.
+    monkeypatch.setattr(huggingface_hub.constants, "is_offline_mode", lambda: False)
+    model = load_model("hf:Qwen/Qwen2.5-VL-7B-Instruct", base_url=server.url, token="hf_test",
+                       retry=RetryPolicy(max_retries=0))
+    assert model.supports_images
+    assert not load_model("hf:Qwen/Qwen2.5-Coder-32B-Instruct", base_url=server.url, token="hf_test").supports_images
+    image = to_image(png())
+    server.script = [{"type": "reply", "content": '{"thought": "t", "code": "print(1)"}'}]
+    model.generate([{"role": "user", "content": [{"type": "text", "text": "Look."}, image.part()]}],
+                   response_format=CODE_STEP_FORMAT)
+    body = server.requests[0]
+    assert body["messages"][0]["content"][1]["image_url"]["url"] == image.data_url()
+    assert body["response_format"]["json_schema"]["schema"] == CODE_STEP_SCHEMA
