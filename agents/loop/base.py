@@ -27,7 +27,7 @@ from agents.loop.tool_runner import ToolRunner
 from agents.memory import ActionStep, AgentMemory, HistoryStep
 from agents.memory.compaction import make_compactor
 from agents.models.base import Message, Model, ModelReply
-from agents.models.images import ImageData, to_image, with_images
+from agents.models.images import MAX_MEMORY_IMAGE_BYTES, ImageData, to_image, with_images
 from agents.prompts import load_prompt_templates, render
 from agents.prompts.profiles import describe_task, example_messages
 from agents.tooling.base import Tool
@@ -153,13 +153,19 @@ class MultiStepAgent:
         """Whether a step's images are given to the model at all: a vision model, and a mode other than none."""
         return self.observation_images != "none" and bool(getattr(self.model, "supports_images", False))
 
+    def image_room(self, context: RunContext | None = None) -> int:
+        """How many more bytes of images (base64) the memory may take: a saved chat holds them all."""
+        pending = sum(len(image.data_url()) for image in context.observation_images) if context else 0
+        return max(0, MAX_MEMORY_IMAGE_BYTES - self.memory.image_bytes - pending)
+
     def step_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """The options of an action step's model call (from `StepRunner._reply_options`); an agent may change
         them (the structured CodeAgent asks for its JSON reply instead)."""
         return options
 
-    def check_images(self, images: Any) -> list[ImageData]:
-        """The task's images, checked; refused with a clear message when the model reads no images."""
+    def check_images(self, images: Any, fresh: bool = False) -> list[ImageData]:
+        """The task's images, checked; refused with a clear message when the model reads no images, or when the
+        memory (`fresh`: about to be reset) has no room left for them."""
         if images is None:
             return []
         if not isinstance(images, (list, tuple)):
@@ -170,6 +176,13 @@ class MultiStepAgent:
                 f"The model '{getattr(self.model, 'model_id', 'model')}' does not read images, and this task has "
                 f"{len(checked)}. Choose a vision model (e.g. openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5), "
                 "or describe the image in words.")
+        size = sum(len(image.data_url()) for image in checked)
+        room = MAX_MEMORY_IMAGE_BYTES if fresh else self.image_room()
+        if size > room:
+            raise ImageRefusedError(
+                f"These images take {size:,} bytes and this conversation may hold {room:,} more "
+                f"({MAX_MEMORY_IMAGE_BYTES:,} in all, so a saved chat stays loadable). Send fewer or smaller "
+                "images, or start a new chat.")
         return checked
 
     def describe_task(self, text: str, files: Any = (), unusable: Any = ()) -> str:
@@ -195,7 +208,8 @@ class MultiStepAgent:
         unreachable, script exhausted) raises its error unless `return_result=True`.
         """
         arguments: dict[str, Any] = {"task": task, "reset": reset, "history": history,
-                                     "additional_args": additional_args, "images": self.check_images(images)}
+                                     "additional_args": additional_args,
+                                     "images": self.check_images(images, fresh=reset)}
         if stream:
             return self._stream(arguments)
         logger = self._console()

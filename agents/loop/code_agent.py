@@ -237,7 +237,8 @@ class CodeAgent(MultiStepAgent):
         say which were refused (too large, a bomb, not an image)."""
         if not self.sends_observation_images() or not result.artifacts:
             return []
-        images, notes = artifact_images(self.workdir, list(result.artifacts), self.observation_image_budget)
+        images, notes = artifact_images(self.workdir, list(result.artifacts), self.observation_image_budget,
+                                        self.image_room(context))
         context.observation_images.extend(images)
         return notes
 

@@ -87,10 +87,11 @@ def observation_message(text: str, images: list[ImageData]) -> Message:
             OBSERVATION_IMAGES_KEY: True}
 
 
-def artifact_images(workdir: Path, artifacts: list[Any],
-                    budget: ObservationImageBudget) -> tuple[list[ImageData], list[str]]:
+def artifact_images(workdir: Path, artifacts: list[Any], budget: ObservationImageBudget,
+                    room: int) -> tuple[list[ImageData], list[str]]:
     """The image files among a step's artifacts (PNG, JPEG, WebP, GIF), read safely from the workspace (the
-    worker may have made them links or bombs), at most `budget.max_images`; and a note for each one refused."""
+    worker may have made them links or bombs), at most `budget.max_images` and `room` bytes (base64) in all; and
+    a note for each one refused."""
     images: list[ImageData] = []
     notes: list[str] = []
     for artifact in artifacts:
@@ -106,5 +107,10 @@ def artifact_images(workdir: Path, artifacts: list[Any],
         except ImageRefusedError as exc:
             notes.append(f"{name}: not shown to you ({exc})")
             continue
+        size = len(image.data_url())
+        if size > room:
+            notes.append(f"{name}: not shown to you (this conversation holds as many images as it may).")
+            continue
+        room -= size
         images.append(ImageData(image.data, image.mime, image.width, image.height, name))
     return images, notes

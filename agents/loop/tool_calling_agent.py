@@ -77,6 +77,8 @@ class ToolCallingAgent(MultiStepAgent):
             return f"{name} returned an image that is not shown to you: {exc}"
         if len(context.observation_images) >= self.observation_image_budget.max_images:
             return f"{name} returned an image; not shown to you (too many images in this step)."
+        if len(image.data_url()) > self.image_room(context):
+            return f"{name} returned an image; not shown to you (this conversation holds as many images as it may)."
         context.observation_images.append(image)
         return f"{name} returned an image of {image.width} x {image.height} pixels (attached)."
 

@@ -24,6 +24,8 @@ IMAGE_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp",
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
 #: Per image. 5 MB is the smallest cap among the big providers (Anthropic's).
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
+#: All the images one memory may hold (base64 characters): a saved chat holds them (its document's cap is 64 MB).
+MAX_MEMORY_IMAGE_BYTES = 24 * 1024 * 1024
 #: Per image: about 8192 x 4096. A header claiming more is refused before decoding (decompression bombs).
 MAX_IMAGE_PIXELS = 33_554_432
 
@@ -154,6 +156,11 @@ def image_parts(message: Message) -> list[dict[str, Any]]:
     if not isinstance(content, list):
         return []
     return [part for part in content if isinstance(part, dict) and part.get("type") == "image_url"]
+
+
+def images_size(messages: list[Message]) -> int:
+    """The size of the image data `messages` carry (base64 characters)."""
+    return sum(part_bytes(part) for message in messages for part in image_parts(message))
 
 
 def part_bytes(part: dict[str, Any]) -> int:

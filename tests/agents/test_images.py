@@ -197,3 +197,31 @@ def test_an_image_counts_in_the_prompt_token_estimate():
     text = {"role": "user", "content": "look"}
     with_image = {"role": "user", "content": [{"type": "text", "text": "look"}, to_image(png_bytes()).part()]}
     assert Counter().count_tokens([with_image]) == Counter().count_tokens([text]) + IMAGE_TOKENS
+
+
+def test_a_conversation_holds_images_up_to_a_cap_so_its_saved_chat_stays_loadable(make_code_agent, monkeypatch):
+    import agents.loop.base as base
+
+    one = len(to_image(png_bytes()).data_url())
+    monkeypatch.setattr(base, "MAX_MEMORY_IMAGE_BYTES", one * 2 + 10)
+    chart = png_bytes()
+    agent, model = make_code_agent(["```python\nfinal_answer(1)\n```", CHART_CODE.format(hex=chart.hex()),
+                                    "```python\nfinal_answer(2)\n```", "```python\nfinal_answer(3)\n```"])
+    agent.run("First picture.", images=[png_bytes()])
+    assert agent.memory.image_bytes == one
+    agent.run("Draw one.", reset=False)  # the chart fits: two images now
+    assert agent.memory.image_bytes == 2 * one
+    with pytest.raises(ImageRefusedError, match="this conversation may hold"):
+        agent.run("And this one.", images=[png_bytes()], reset=False)
+    assert agent.run("A new chat.", images=[png_bytes()]) == 3  # a reset memory has room again
+
+
+def test_a_chart_past_the_cap_is_not_shown_and_the_model_is_told(make_code_agent, monkeypatch):
+    import agents.loop.base as base
+
+    monkeypatch.setattr(base, "MAX_MEMORY_IMAGE_BYTES", 10)
+    agent, model = make_code_agent([CHART_CODE.format(hex=png_bytes().hex()), "```python\nfinal_answer(1)\n```"])
+    agent.run("Draw it.")
+    observation = last_user_message(model, 1)
+    assert isinstance(observation["content"], str)
+    assert "chart.png: not shown to you (this conversation holds as many images as it may)" in observation["content"]

@@ -96,7 +96,7 @@ class RunControl:
             self._record.add_turn(task, text, good)
             self._save("start")  # the person's message is on disk before the agent starts
             self._record.transcript.finished = None
-            images, notes = images_for_model(good, getattr(agent, "model", None), Path(self._record.workspace))
+            images, notes = images_for_model(good, agent, Path(self._record.workspace))
             for note in notes:
                 self._record.add_note(note)
             # keeps its memory: reset=False

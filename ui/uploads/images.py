@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from agents.errors import ImageRefusedError
-from agents.models.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, ImageData, ImageLimits, read_image_file
+from agents.models.images import (
+    IMAGE_SUFFIXES,
+    MAX_IMAGE_BYTES,
+    MAX_MEMORY_IMAGE_BYTES,
+    ImageData,
+    ImageLimits,
+    read_image_file,
+)
 
 IMAGE_KIND = "image"
 
@@ -27,9 +34,11 @@ def image_preview(path: str | Path, max_bytes: int) -> str:
     return f"{image.mime.split('/')[1].upper()} image, {image.width} x {image.height} pixels."
 
 
-def images_for_model(results: Sequence[Any], model: Any, workspace: Path) -> tuple[list[ImageData], list[str]]:
-    """The message's pictures for the model (read again from the workspace copy), and notes for the person: a
-    model that reads no images is given none (its code can still open the files)."""
+def images_for_model(results: Sequence[Any], agent: Any, workspace: Path) -> tuple[list[ImageData], list[str]]:
+    """The message's pictures for the agent's model (read again from the workspace copy), and notes for the
+    person: a model that reads no images is given none (its code can still open the files), nor is a chat that
+    holds as many images as it may."""
+    model = getattr(agent, "model", None)
     pictures = [r for r in results if getattr(r, "ok", False) and r.kind == IMAGE_KIND and r.path is not None]
     if not pictures:
         return [], []
@@ -38,9 +47,18 @@ def images_for_model(results: Sequence[Any], model: Any, workspace: Path) -> tup
         return [], [f"The model '{getattr(model, 'model_id', 'model')}' cannot see images: {names} is only in the "
                     "workspace, for its code. Pick a vision model to show it the picture."]
     images, notes = [], []
+    room = agent.image_room() if hasattr(agent, "image_room") else MAX_MEMORY_IMAGE_BYTES
     for result in pictures:
         try:
-            images.append(read_image_file(result.path, inside=workspace))
+            image = read_image_file(result.path, inside=workspace)
         except ImageRefusedError as exc:
             notes.append(f"Not shown to the model: {exc}")
+            continue
+        size = len(image.data_url())
+        if size > room:
+            notes.append(f"Not shown to the model: {result.safe_name} (this chat holds as many images as it may; "
+                         "start a new chat to show it more).")
+            continue
+        room -= size
+        images.append(image)
     return images, notes
