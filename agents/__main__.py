@@ -28,6 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--imports", default="", help="Comma-separated extra modules the code may import.")
     parser.add_argument("--approval", default="autonomous",
                         help="autonomous, review_plans, approve_code, approve_tools or all (answered at the prompt).")
+    parser.add_argument("--image", action="append", default=[], metavar="PATH",
+                        help="A picture (PNG, JPEG, WebP, GIF) given with the task, for a vision model; repeatable.")
+    parser.add_argument("--structured", action="store_true",
+                        help="Code steps as {thought, code} JSON through the model's structured output.")
     parser.add_argument("--workdir", default=None, help="Folder the code works in (default: a temporary folder).")
     parser.add_argument("--sandbox", default=None,
                         help="Sandbox backend the code runs on: local, docker (default: $AGENTDECK_SANDBOX, else "
@@ -56,11 +60,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.agent == "code":
             imports = [m.strip() for m in args.imports.split(",") if m.strip()]
             backend = backends.resolve(args.sandbox)  # a backend this machine cannot use is refused before any step
-            agent = CodeAgent(authorized_imports=imports, workdir=args.workdir, sandbox=backend, **common)
+            agent = CodeAgent(authorized_imports=imports, workdir=args.workdir, sandbox=backend,
+                              use_structured_outputs_internally=args.structured, **common)
         else:
             agent = ToolCallingAgent(**common)
         with agent:
-            result = agent.run(args.task, return_result=True)
+            result = agent.run(args.task, return_result=True, images=args.image or None)
     except (AgentDeckError, SandboxError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -95,3 +95,7 @@ class MemoryTooLargeError(MemoryFileError):
 
 class MissingApiKeyError(ModelAuthenticationError):
     """The provider needs an API key and none is set; the message names the variable to set."""
+
+
+class ImageRefusedError(ConfigurationError):
+    """An image cannot be given to the model: not a PNG/JPEG/WebP/GIF, too large, or the model reads no images."""

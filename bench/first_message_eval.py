@@ -1,13 +1,15 @@
 """The first message, measured: simple questions asked through the app's own agent, as a newcomer would.
 
 Usage: python bench/first_message_eval.py [--model embedded:smollm2] [--only 0,3,12] [--set new] [--kind table]
-                                         [--max-steps 1] [--json out.json] [--trace trace.json]
+                                         [--max-steps 1] [--json out.json] [--trace trace.json] [--structured both]
 
 Each question goes to a fresh session of the real app controller (`AgentDeckApp`: its agent factory, the
 settings form's defaults, the upload path of a message with files), so the model gets exactly the prompt
 the browser's first message gets. The questions, their four sets and their expected answers (computed with
 pandas, for grading only: the agent never sees them) are in bench/first_message_sets.py; set accuracies are
-reported apart, so a prompt fitted to the sets it was tuned on shows.
+reported apart, so a prompt fitted to the sets it was tuned on shows. `--structured both` asks every question
+twice in one run, with fenced code and with structured code steps (`{"thought", "code"}` JSON, the CodeAgent's
+`use_structured_outputs_internally`), and reports both; `--structured on` asks with structured steps only.
 
 Prints one line per question, then the accuracy (per set), the median seconds per question (from sending
 the graded message to the end of its run) and the machine's load average before and after (other work
@@ -146,6 +148,8 @@ def main() -> int:
     parser.add_argument("--json", default="", help="also write every outcome to this JSON file")
     parser.add_argument("--trace", default="", help="write what the model was sent and replied, per question, to "
                                                      "this JSON file (to see why an answer is wrong)")
+    parser.add_argument("--structured", default="off", choices=["off", "on", "both"],
+                        help="code steps as JSON objects (on), fenced code (off), or each question both ways (both)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.model:
@@ -157,7 +161,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="agentdeck-eval-") as folder:
         os.environ["AGENTDECK_DATA_DIR"] = str(Path(folder) / "data")
         config = AppConfig.from_env()
-        app = AgentDeckApp(config)
+        variants = {"off": [("fenced", False)], "on": [("structured", True)],
+                    "both": [("fenced", False), ("structured", True)]}[args.structured]
+        apps = {name: AgentDeckApp(dataclasses.replace(config, structured_code=flag)) for name, flag in variants}
         # The settings form's values on a fresh page (ui/settings_form.py).
         fresh = initial_values(config)
         if args.max_steps:
@@ -169,41 +175,53 @@ def main() -> int:
                   and (not args.kind or items[i].kind == args.kind)]
         load_before = load_average()
         print(f"model {config.model} · {len(chosen)} questions · load average before: {load_before}")
-        outcomes, traces = [], []
+        by_variant: dict[str, list[Outcome]] = {name: [] for name in apps}
+        traces = []
         for index in chosen:
-            with ModelTrace(enabled=bool(args.trace)) as trace:
-                outcome = ask(app, settings, items[index], index)
-            traces.append({"question": index, "calls": trace.calls})
-            outcomes.append(outcome)
-            mark = "ok " if outcome.correct else "BAD"
-            follow = " (follow-up)" if items[index].before else ""
-            print(f"{mark} {index:2d} {outcome.seconds:6.1f} s {outcome.steps:2d} steps {outcome.state:9s} "
-                  f"{outcome.question[:50]!r} ({outcome.file or 'no file'}){follow} -> {str(outcome.answer)[:40]!r} "
-                  f"(expected {outcome.expected!r})", flush=True)
-        correct = sum(o.correct for o in outcomes)
-        median = statistics.median(o.seconds for o in outcomes)
-        summary = {"model": config.model, "questions": len(outcomes), "correct": correct,
-                   "accuracy": round(correct / len(outcomes), 3), "median_s": round(median, 1),
-                   "load_before": load_before, "load_after": load_average(), "cpus": os.cpu_count(),
-                   "sets": {}, "kinds": {}}
-        groups = [("set", name) for name in SETS]
-        groups += [("kind", name) for name in ("arithmetic", "string", "table")]
-        for field, name in groups:
-            part = [o for o in outcomes if getattr(o, field) == name]
-            if part:
-                summary["sets" if field == "set" else "kinds"][name] = {
-                    "questions": len(part), "correct": sum(o.correct for o in part),
-                    "median_s": round(statistics.median(o.seconds for o in part), 1)}
-                print(f"{name} {field}: {sum(o.correct for o in part)}/{len(part)} correct · median "
-                      f"{statistics.median(o.seconds for o in part):.1f} s")
-        print(f"accuracy {correct}/{len(outcomes)} ({summary['accuracy']:.0%}) · median {median:.1f} s per question "
-              f"· load average before {load_before}, after {summary['load_after']} ({os.cpu_count()} CPUs)")
+            for name, app in apps.items():
+                with ModelTrace(enabled=bool(args.trace)) as trace:
+                    outcome = ask(app, settings, items[index], index)
+                traces.append({"question": index, "variant": name, "calls": trace.calls})
+                by_variant[name].append(outcome)
+                mark = "ok " if outcome.correct else "BAD"
+                follow = " (follow-up)" if items[index].before else ""
+                label = f"[{name}] " if len(apps) > 1 else ""
+                print(f"{label}{mark} {index:2d} {outcome.seconds:6.1f} s {outcome.steps:2d} steps {outcome.state:9s} "
+                      f"{outcome.question[:50]!r} ({outcome.file or 'no file'}){follow} -> "
+                      f"{str(outcome.answer)[:40]!r} (expected {outcome.expected!r})", flush=True)
+        results = {name: _summary(outcomes, config.model, load_before, f"[{name}] " if len(apps) > 1 else "")
+                   for name, outcomes in by_variant.items()}
         if args.json:
-            Path(args.json).write_text(json.dumps({"summary": summary, "outcomes": [asdict(o) for o in outcomes]},
+            written = {name: {"summary": summary, "outcomes": [asdict(o) for o in by_variant[name]]}
+                       for name, summary in results.items()}
+            Path(args.json).write_text(json.dumps(written if len(apps) > 1 else next(iter(written.values())),
                                                   indent=1, default=str))
         if args.trace:
             Path(args.trace).write_text(json.dumps(traces, indent=1, default=str))
-        return 0 if correct == len(outcomes) else 1
+        return 0 if all(r["correct"] == r["questions"] for r in results.values()) else 1
+
+
+def _summary(outcomes: list[Outcome], model: str, load_before: str, label: str) -> dict[str, Any]:
+    """Print and return the accuracy, per set and kind, and the median time of one variant's outcomes."""
+    correct = sum(o.correct for o in outcomes)
+    median = statistics.median(o.seconds for o in outcomes)
+    summary: dict[str, Any] = {"model": model, "questions": len(outcomes), "correct": correct,
+                               "accuracy": round(correct / len(outcomes), 3), "median_s": round(median, 1),
+                               "load_before": load_before, "load_after": load_average(), "cpus": os.cpu_count(),
+                               "sets": {}, "kinds": {}}
+    groups = [("set", name) for name in SETS]
+    groups += [("kind", name) for name in ("arithmetic", "string", "table")]
+    for field, name in groups:
+        part = [o for o in outcomes if getattr(o, field) == name]
+        if part:
+            summary["sets" if field == "set" else "kinds"][name] = {
+                "questions": len(part), "correct": sum(o.correct for o in part),
+                "median_s": round(statistics.median(o.seconds for o in part), 1)}
+            print(f"{label}{name} {field}: {sum(o.correct for o in part)}/{len(part)} correct · median "
+                  f"{statistics.median(o.seconds for o in part):.1f} s")
+    print(f"{label}accuracy {correct}/{len(outcomes)} ({summary['accuracy']:.0%}) · median {median:.1f} s per question "
+          f"· load average before {load_before}, after {summary['load_after']} ({os.cpu_count()} CPUs)")
+    return summary
 
 
 if __name__ == "__main__":

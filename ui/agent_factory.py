@@ -55,7 +55,8 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
     return _construct(CodeAgent, common, workdir=str(workdir), authorized_imports=list(settings.authorized_imports),
                       executor_timeout_s=config.exec_timeout_s, sandbox=config.sandbox,
                       sandbox_pool=config.sandbox_pool > 0,
-                      sandbox_limits=SandboxLimits(min_free_mb=config.min_free_mb))
+                      sandbox_limits=SandboxLimits(min_free_mb=config.min_free_mb),
+                      use_structured_outputs_internally=config.structured_code)
 
 
 def warm_up_sandboxes(config: AppConfig) -> None:

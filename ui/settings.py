@@ -142,6 +142,7 @@ class AppConfig:
     allowed_tools: tuple[str, ...] | None = None  # None: every built-in tool
     free_choice: bool = False  # a single-user install: any model string, tool and import
     hf_login: bool = False  # "Sign in with Hugging Face": a real Space's OAuth, or the local mock (hf_login_env.py)
+    structured_code: bool = False  # code steps as {"thought", "code"} JSON (AGENTDECK_STRUCTURED_CODE=1)
     chat_store: str = ""  # AGENTDECK_CHAT_STORE: "" for the data dir (ui/shared/blobs.py)
     redis_url: str = ""  # AGENTDECK_REDIS_URL: "" keeps leases and limits in memory (ui/shared/state.py)
 
@@ -222,6 +223,7 @@ class AppConfig:
             max_runs=max(1, _int_env("AGENTDECK_MAX_RUNS", 32)),
             exec_timeout_s=float(_int_env("AGENTDECK_EXEC_TIMEOUT_S", 120)),
             min_free_mb=max(0, _int_env("AGENTDECK_MIN_FREE_MB", 2048)),
+            structured_code=_int_env("AGENTDECK_STRUCTURED_CODE", 0) > 0,
             visitor_disk_mb=max(0, _int_env("AGENTDECK_VISITOR_DISK_MB", 4096)),
             # 20 uploads of the largest size by default: a message holds up to 10 files, a chat up to 4 of them
             upload_mb_per_hour=max(0, _int_env("AGENTDECK_UPLOAD_MB_PER_HOUR",

@@ -17,18 +17,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
-from agents.errors import ConfigurationError
+from agents.errors import ConfigurationError, ImageRefusedError
 from agents.events import Event, new_id
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
 from agents.loop.event_stream import EventStream
 from agents.loop.managed import ManagedAgentTool
+from agents.loop.observation_images import ObservationImageBudget, check_mode, images_for_prompt
 from agents.loop.result import RunResult, RunState
 from agents.loop.step_runner import FinalAnswerCheck, StepRunner
 from agents.loop.tool_runner import ToolRunner
 from agents.memory import ActionStep, AgentMemory, HistoryStep
 from agents.memory.compaction import make_compactor
 from agents.models.base import Message, Model, ModelReply
+from agents.models.images import MAX_MEMORY_IMAGE_BYTES, ImageData, to_image, with_images
 from agents.prompts import load_prompt_templates, render
 from agents.prompts.profiles import describe_task, example_messages
 from agents.telemetry.hub import observe_run
@@ -63,6 +65,8 @@ class MultiStepAgent:
         context_budget: int | None = None,
         compaction: Any = None,
         max_tokens_per_run: int | None = None,
+        observation_images: str = "latest",
+        observation_image_budget: ObservationImageBudget | None = None,
     ) -> None:
         if model is None:
             raise ConfigurationError("An agent needs a model, e.g. model=load_model('embedded') or ReplayModel([...]).")
@@ -75,6 +79,9 @@ class MultiStepAgent:
         self.model = model
         self.max_steps = max_steps
         self.max_tokens_per_run = max_tokens_per_run  # an operator's spending cap: the run stops past it
+        #: Which images the steps produced go to a vision model with the next steps (observation_images.py).
+        self.observation_images = check_mode(observation_images)
+        self.observation_image_budget = observation_image_budget or ObservationImageBudget()
         self.planning_interval = planning_interval
         self.name = name
         self.description = description
@@ -141,6 +148,47 @@ class MultiStepAgent:
         """What the model is sent for an action step: the memory's prompt (an agent may show less of it)."""
         return self.memory.messages
 
+    def images_in_prompt(self, messages: list[Message]) -> list[Message]:
+        """The prompt with the observation images `observation_images` keeps (none in the memory: unchanged)."""
+        return images_for_prompt(messages, self.memory.image_messages, self.observation_images,
+                                 self.observation_image_budget)
+
+    def sends_observation_images(self) -> bool:
+        """Whether a step's images are given to the model at all: a vision model, and a mode other than none."""
+        return self.observation_images != "none" and bool(getattr(self.model, "supports_images", False))
+
+    def image_room(self, context: RunContext | None = None) -> int:
+        """How many more bytes of images (base64) the memory may take: a saved chat holds them all."""
+        pending = sum(len(image.data_url()) for image in context.observation_images) if context else 0
+        return max(0, MAX_MEMORY_IMAGE_BYTES - self.memory.image_bytes - pending)
+
+    def step_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The options of an action step's model call (from `StepRunner._reply_options`); an agent may change
+        them (the structured CodeAgent asks for its JSON reply instead)."""
+        return options
+
+    def check_images(self, images: Any, fresh: bool = False) -> list[ImageData]:
+        """The task's images, checked; refused with a clear message when the model reads no images, or when the
+        memory (`fresh`: about to be reset) has no room left for them."""
+        if images is None:
+            return []
+        if not isinstance(images, (list, tuple)):
+            images = [images]
+        checked = [to_image(image) for image in images]
+        if checked and not getattr(self.model, "supports_images", False):
+            raise ImageRefusedError(
+                f"The model '{getattr(self.model, 'model_id', 'model')}' does not read images, and this task has "
+                f"{len(checked)}. Choose a vision model (e.g. openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5), "
+                "or describe the image in words.")
+        size = sum(len(image.data_url()) for image in checked)
+        room = MAX_MEMORY_IMAGE_BYTES if fresh else self.image_room()
+        if size > room:
+            raise ImageRefusedError(
+                f"These images take {size:,} bytes and this conversation may hold {room:,} more "
+                f"({MAX_MEMORY_IMAGE_BYTES:,} in all, so a saved chat stays loadable). Send fewer or smaller "
+                "images, or start a new chat.")
+        return checked
+
     def describe_task(self, text: str, files: Any = (), unusable: Any = ()) -> str:
         """The task for `text` with uploaded `files`, worded the way this agent's prompts expect."""
         return describe_task(self.prompt_templates, text, files, unusable)
@@ -152,15 +200,20 @@ class MultiStepAgent:
 
     # -- public API ------------------------------------------------------------------------------
     def run(self, task: str, stream: bool = False, reset: bool = True, return_result: bool = False,
-            history: list[Message] | None = None, additional_args: dict[str, Any] | None = None) -> Any:
+            history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
+            images: list[Any] | None = None) -> Any:
         """Run `task`. `reset=False` continues the same memory and state (a follow-up question).
+
+        `images` (PIL images, file paths or bytes: PNG, JPEG, WebP, GIF) go to the model with the task; a model
+        that reads no images (`Model.supports_images`) refuses them here, before the run starts.
 
         With `stream=True`, returns an EventStream: an iterator of events that can also be read with a timeout.
         Otherwise returns the final answer, or a RunResult with `return_result=True`. A run that fails (model
         unreachable, script exhausted) raises its error unless `return_result=True`.
         """
         arguments: dict[str, Any] = {"task": task, "reset": reset, "history": history,
-                                     "additional_args": additional_args}
+                                     "additional_args": additional_args,
+                                     "images": self.check_images(images, fresh=reset)}
         if stream:
             return self._stream(arguments)
         logger = self._console()
@@ -267,7 +320,8 @@ class MultiStepAgent:
 
     def _execute(self, task: str, emit: Callable[[Event], None], reset: bool = True,
                  history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
-                 parent_id: str | None = None, event_loop: asyncio.AbstractEventLoop | None = None) -> RunResult:
+                 parent_id: str | None = None, event_loop: asyncio.AbstractEventLoop | None = None,
+                 images: list[ImageData] | None = None) -> RunResult:
         """Start a run: a new RunContext and StepRunner; the agent's own part is preparing its memory."""
         emit = observe_run(self, emit, parent_id)  # traces and metrics (agents/telemetry); unchanged when off
         run = RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag,
@@ -284,7 +338,8 @@ class MultiStepAgent:
         if additional_args:
             task = self._hand_over_arguments(task, additional_args)
         self.memory.set_system_prompt(self.system_prompt(), self.prompt_examples(task))
-        task_message = {"role": "user", "content": render(self.prompt_templates, "task", task=task)}
+        task_message = {"role": "user", "content": with_images(render(self.prompt_templates, "task", task=task),
+                                                               list(images or []))}
         run.first_message = history_message or task_message
         try:
             return steps.execute(task, task_message)

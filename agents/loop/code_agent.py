@@ -17,12 +17,14 @@ from agents.executor.tree_walk import remove_tree
 from agents.injection import fence, warning_line
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
+from agents.loop.observation_images import artifact_images
 from agents.loop.parsing import extract_code
 from agents.loop.step_runner import show_step_error
+from agents.loop.structured_code import CODE_STEP_FORMAT, StructuredReplyError, as_structured_reply, parse_code_step
 from agents.loop.tool_runner import UNSCREENED_TOOLS
 from agents.memory import ActionStep
 from agents.models.base import Message, Model, ModelReply
-from agents.prompts import render
+from agents.prompts import load_prompt_overlay, merge_templates, render
 from agents.prompts.profiles import profile_for
 from agents.tooling.base import Tool
 
@@ -46,11 +48,14 @@ class CodeAgent(MultiStepAgent):
     def __init__(self, tools: Iterable[Tool] = (), model: Model | None = None,
                  authorized_imports: list[str] | tuple[str, ...] = (), workdir: str | os.PathLike[str] | None = None,
                  executor_timeout_s: float = 30.0, sandbox: str | SandboxBackend | None = None,
-                 sandbox_limits: SandboxLimits | None = None, sandbox_pool: bool = False, **kwargs: Any) -> None:
+                 sandbox_limits: SandboxLimits | None = None, sandbox_pool: bool = False,
+                 use_structured_outputs_internally: bool = False, **kwargs: Any) -> None:
         """`sandbox`: the backend the code runs on, by name (`agents.executor.backends.available()`) or as an
         object; None is the app's default (`AGENTDECK_SANDBOX`, else local). `sandbox_limits`: the sandbox's
         limits (`executor_timeout_s` takes the place of its `timeout_s`). `sandbox_pool`: start from a sandbox
-        the backend's warm pool started ahead of time (`agents/executor/pool.py`), when one is ready."""
+        the backend's warm pool started ahead of time (`agents/executor/pool.py`), when one is ready.
+        `use_structured_outputs_internally`: ask the model for `{"thought", "code"}` JSON through the provider's
+        structured output (agents/loop/structured_code.py) instead of fenced code."""
         self.authorized_imports = sorted(set(BASE_IMPORTS) | set(authorized_imports))
         self._owns_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="agentdeck-"))
@@ -62,6 +67,13 @@ class CodeAgent(MultiStepAgent):
         self._sandbox: PythonSandbox | None = None
         self._sandbox_lock = threading.Lock()
         self.profile = profile_for(model)
+        #: Each step's reply is a `{"thought", "code"}` JSON object (agents/loop/structured_code.py), asked for
+        #: through the provider's response format when the model takes one, else by the prompt alone.
+        self.structured = bool(use_structured_outputs_internally)
+        if self.structured:
+            self.stop_sequences = []  # "Observation:" may be inside the JSON's code; the object ends the reply
+            overlay = load_prompt_overlay(f"{self.profile.code_prompts}_structured")
+            kwargs["prompt_templates"] = merge_templates(overlay, kwargs.get("prompt_templates") or {})
         # The model's profile decides which of the given tools it is shown (none for a tiny model).
         tools = list(tools)
         self.tools_left_out = [getattr(t, "name", "") for t in tools
@@ -89,6 +101,25 @@ class CodeAgent(MultiStepAgent):
             if messages[index] is context.first_message:
                 return messages[:head] + messages[index:]
         return messages
+
+    def prompt_examples(self, task: str = "") -> list[Message]:
+        """The prompt's worked examples; for structured steps their replies are written as JSON objects."""
+        examples = super().prompt_examples(task)
+        if not self.structured:
+            return examples
+        thought = str(self.prompt_templates.get("example_thought") or "")
+        return [{**m, "content": as_structured_reply(str(m["content"]), thought)} if m.get("role") == "assistant"
+                else m for m in examples]
+
+    def step_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Structured steps ask for the `{"thought", "code"}` object; a reply prefix or a guided name would
+        break it, so they are left out."""
+        if not self.structured:
+            return options
+        kept = {k: v for k, v in options.items() if k not in ("response_prefix", "name_choice")}
+        if getattr(self.model, "supports_structured_output", False):
+            kept["response_format"] = CODE_STEP_FORMAT
+        return kept
 
     def code_preamble(self) -> str:
         """Lines run before each code block when the prompt file says so (`code_preamble`): the tiny prompt's
@@ -165,14 +196,12 @@ class CodeAgent(MultiStepAgent):
     # -- acting ----------------------------------------------------------------------------------
     def act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
         fields = context.event_fields()
-        code = extract_code(reply.content)
-        preamble = self.code_preamble()
-        if code is not None and preamble:
-            code = f"{preamble}\n{code}"  # shown and recorded as run, so a restored chat re-runs it too
+        code = self._code_of(step, reply, context)
         if code is None:
-            step.error = render(self.prompt_templates, "parse_error")
-            show_step_error(step, "ParsingError", "The reply held no code block.", context)
             return
+        preamble = self.code_preamble()
+        if preamble:
+            code = f"{preamble}\n{code}"  # shown and recorded as run, so a restored chat re-runs it too
         step.code = code
         context.emit(step_events.code_proposed(step, fields))
         decision = context.ask(DecisionKind.CODE, {"code": code})
@@ -200,11 +229,14 @@ class CodeAgent(MultiStepAgent):
             step.error, error_type = self._lost_state_error(result)
             show_step_error(step, error_type, step.error, context)
             return
+        image_notes = self._observe_images(result, context)
         has_output = result.output is not None and not result.is_final_answer
         output_text = _shorten(repr(result.output)) if has_output else ""
         logs_shown, output_text = self._screen_execution(step, output_text, context)
         step.observations = render(self.prompt_templates, "execution_observation", logs=logs_shown,
                                    has_output=has_output, output=output_text)
+        if image_notes:
+            step.observations = "\n".join([step.observations, *image_notes])
         if result.error:
             step.error = result.error  # the model is told where the code stopped (and, if rejected, why)
             if not _stopped_by_rejection(result, context):  # a rejected call already shows, with its reason
@@ -213,6 +245,32 @@ class CodeAgent(MultiStepAgent):
         if result.is_final_answer:
             step.is_final_answer = True
             step.action_output = result.output
+
+    def _code_of(self, step: ActionStep, reply: ModelReply, context: RunContext) -> str | None:
+        """The code of the reply (a fenced block, or the structured object's `code`); None, with the step's error
+        told to the model and shown, when there is none: the run goes on to the next step."""
+        if not self.structured:
+            code = extract_code(reply.content)
+            if code is None:
+                step.error = render(self.prompt_templates, "parse_error")
+                show_step_error(step, "ParsingError", "The reply held no code block.", context)
+            return code
+        try:
+            return parse_code_step(reply.content).code
+        except StructuredReplyError as exc:
+            step.error = render(self.prompt_templates, "structured_parse_error", error=str(exc))
+            show_step_error(step, "ParsingError", f"The reply was not the expected JSON object: {exc}.", context)
+            return None
+
+    def _observe_images(self, result: ExecutionResult, context: RunContext) -> list[str]:
+        """Give the step's new images (charts saved or shown) to a vision model with the next step; the notes
+        say which were refused (too large, a bomb, not an image)."""
+        if not self.sends_observation_images() or not result.artifacts:
+            return []
+        images, notes = artifact_images(self.workdir, list(result.artifacts), self.observation_image_budget,
+                                        self.image_room(context))
+        context.observation_images.extend(images)
+        return notes
 
     def _lost_state_error(self, result: ExecutionResult) -> tuple[str, str]:
         """What the model and the person are told of a run whose worker was replaced, and the error's type: one

@@ -18,6 +18,7 @@ from agents.errors import AgentInterrupted
 from agents.events import Event
 from agents.injection import Finding
 from agents.models.base import Message, ToolCall
+from agents.models.images import ImageData
 from agents.step_events import ToolCallRecord
 
 
@@ -48,6 +49,9 @@ class RunContext:
     first_message: Message | None = None
     #: The event loop of `arun`/`astream`'s caller: model calls that can be awaited run there (async_api.py).
     event_loop: asyncio.AbstractEventLoop | None = None
+    #: Images the current step produced for the model (agents/loop/observation_images.py): its observation
+    #: message carries them.
+    observation_images: list[ImageData] = field(default_factory=list)
 
     def emit(self, event: Event) -> None:
         self.emit_function(event)
@@ -68,6 +72,7 @@ class RunContext:
         self.tool_findings = {}
         self.call_records = []
         self.log_position = _nothing_printed
+        self.observation_images = []
 
     def take_decisions(self) -> list[dict[str, Any]]:
         taken, self.decisions = self.decisions, []
@@ -77,6 +82,10 @@ class RunContext:
         """The current step's tool calls as plain records, for the step (its `call_records`)."""
         taken, self.call_records = self.call_records, []
         return [record.as_dict() for record in taken]
+
+    def take_observation_images(self) -> list[ImageData]:
+        taken, self.observation_images = self.observation_images, []
+        return taken
 
     def event_fields(self) -> dict[str, Any]:
         """The fields every event of this run carries."""

@@ -22,6 +22,7 @@ from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
 from agents.loop.edits import apply_edits, edit_notes
 from agents.loop.model_reader import ModelStreamReader
+from agents.loop.observation_images import observation_message
 from agents.loop.result import RunResult, RunState
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, PlanningStep, SummaryStep, TaskStep
 from agents.memory.compaction import Compactor
@@ -56,6 +57,10 @@ class StepAgent(Protocol):
     def native_tool_schemas(self) -> list[dict[str, Any]] | None: ...
 
     def prompt_for_step(self, run: RunContext) -> list[Message]: ...
+
+    def images_in_prompt(self, messages: list[Message]) -> list[Message]: ...
+
+    def step_options(self, options: dict[str, Any]) -> dict[str, Any]: ...
 
     def act(self, step: ActionStep, reply: ModelReply, run: RunContext) -> None: ...
 
@@ -264,12 +269,12 @@ class StepRunner:
         step.timing.start_time = time.time()
         run.emit(step_events.step_started(step, fields))
         self.compact()  # before reading the prompt: compaction swaps it
-        messages = agent.prompt_for_step(run)
+        messages = agent.images_in_prompt(agent.prompt_for_step(run))
         step.model_input_messages = PromptSnapshot(messages)
         try:
             reply, step.model_duration_s = self.call_model(
                 messages, stop_sequences=agent.stop_sequences or None, tools=agent.native_tool_schemas(),
-                **self._reply_options(),
+                **agent.step_options(self._reply_options()),
             )
             step.model_output, step.token_usage = reply.content, reply.token_usage
             run.emit(step_events.model_output(step, fields))
@@ -317,7 +322,8 @@ class StepRunner:
                 text = render(templates, "observations.observation", observation=step.observations) + "\n" + text
         else:
             text = render(templates, "observations.observation", observation=step.observations)
-        messages.append({"role": "user", "content": "\n\n".join([*edit_notes(templates, step), text])})
+        text = "\n\n".join([*edit_notes(templates, step), text])
+        messages.append(observation_message(text, self.run.take_observation_images()))
         return messages
 
     def _check_final_answer(self, step: ActionStep) -> None:

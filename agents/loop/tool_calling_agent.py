@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agents.decisions import Rejected
-from agents.errors import ToolError
+from agents.errors import ImageRefusedError, ToolError
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
 from agents.loop.parsing import parse_tool_calls
@@ -14,6 +14,7 @@ from agents.loop.step_runner import show_step_error
 from agents.loop.tool_runner import fenced_output
 from agents.memory import ActionStep
 from agents.models.base import Model, ModelReply, ToolCall
+from agents.models.images import is_image, to_image
 from agents.prompts import render
 from agents.tooling.base import Tool
 from agents.tooling.final_answer import FinalAnswerTool
@@ -56,6 +57,8 @@ class ToolCallingAgent(MultiStepAgent):
                 errors.append(f"{call.name}: {error}")
             elif call.name == "final_answer":
                 step.is_final_answer, step.action_output = True, output
+            elif is_image(output):  # a screenshot, a chart: to a vision model with the next step
+                lines.append(self._observe_image(call.name, output, context))
             else:
                 shown = fenced_output(call.name, call.id, output, context)  # outside data, fenced
                 lines.append(f"{call.name} returned:\n{shown}" if len(calls) > 1 else shown)
@@ -63,6 +66,21 @@ class ToolCallingAgent(MultiStepAgent):
         if errors:
             step.is_final_answer = False
             step.error = "\n".join(errors)
+
+    def _observe_image(self, name: str, output: Any, context: RunContext) -> str:
+        """What the model is told of a tool's image; the image itself goes with the next step when it can."""
+        if not self.sends_observation_images():
+            return f"{name} returned an image, which this model cannot see."
+        try:
+            image = to_image(output, self.observation_image_budget.limits)
+        except ImageRefusedError as exc:
+            return f"{name} returned an image that is not shown to you: {exc}"
+        if len(context.observation_images) >= self.observation_image_budget.max_images:
+            return f"{name} returned an image; not shown to you (too many images in this step)."
+        if len(image.data_url()) > self.image_room(context):
+            return f"{name} returned an image; not shown to you (this conversation holds as many images as it may)."
+        context.observation_images.append(image)
+        return f"{name} returned an image of {image.width} x {image.height} pixels (attached)."
 
     def _run_calls(self, calls: list[ToolCall], context: RunContext) -> list[tuple[Any, str | None]]:
         """Run the calls, in parallel when there are several (up to max_parallel_calls); (output, error) per call,

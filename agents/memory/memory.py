@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 
 from agents.memory.steps import ActionStep, MemoryStep, PlanningStep, SummaryStep, SystemPromptStep, TaskStep
 from agents.models.base import Message
+from agents.models.images import OBSERVATION_IMAGES_KEY, images_size
 
 
 def latest_summary(steps: Sequence[MemoryStep]) -> tuple[int, SummaryStep] | None:
@@ -63,11 +64,20 @@ class AgentMemory:
                                               messages=[{"role": "system", "content": system_prompt}, *examples])
         self.steps: list[MemoryStep] = []
         self._messages: list[Message] = list(self.system_prompt.messages)
+        #: How many prompt messages carry observation images (agents/loop/observation_images.py): counted as
+        #: steps are recorded, so a prompt without images is never scanned for them.
+        self.image_messages = 0
+        self.image_bytes = 0
+        #: The size of every image the steps hold (base64 characters): a saved chat holds them all, so an agent
+        #: stops adding images past `agents.models.images.MAX_MEMORY_IMAGE_BYTES`.
+        self.image_bytes = 0
 
     # -- recording -------------------------------------------------------------------------------
     def add_step(self, step: MemoryStep) -> None:
         self.steps.append(step)
         self._messages.extend(step.messages)
+        self.image_messages += sum(1 for m in step.messages if m.get(OBSERVATION_IMAGES_KEY))
+        self.image_bytes += images_size(step.messages)
 
     def set_system_prompt(self, system_prompt: str, examples: list[Message] | tuple[Message, ...] = ()) -> None:
         """The system message, then the prompt's worked examples as chat turns (see agents/prompts/profiles.py)."""
@@ -87,12 +97,15 @@ class AgentMemory:
     def reset(self) -> None:
         self.steps.clear()
         self._messages = list(self.system_prompt.messages)
+        self.image_messages = 0
 
     def rebuild_prompt(self) -> None:
         """Rebuild the prompt from every step's cached messages (after loading a saved memory or compacting).
 
         The latest SummaryStep, if any, stands in for the earlier steps it folded (see compaction.py)."""
         self._messages = prompt_from_steps(self.system_prompt.messages, self.steps)
+        self.image_messages = sum(1 for m in self._messages if m.get(OBSERVATION_IMAGES_KEY))
+        self.image_bytes = sum(images_size(step.messages) for step in self.steps)
 
     # -- reading ---------------------------------------------------------------------------------
     @property

@@ -21,10 +21,15 @@ def flag_loaded_observations(memory: AgentMemory) -> list[tuple[str, Any]]:
         flagged.extend((source, finding) for finding in findings)
         note = warning_line(source)
         for message in reversed(step.messages):
-            if message.get("role") == "user" and isinstance(message.get("content"), str):
-                if note not in message["content"]:
-                    message["content"] = note + "\n" + message["content"]
-                break
+            if message.get("role") != "user":
+                continue
+            content = message.get("content")
+            if isinstance(content, str) and note not in content:
+                message["content"] = note + "\n" + content
+            elif isinstance(content, list) and content and isinstance(content[0], dict) \
+                    and content[0].get("type") == "text" and note not in str(content[0].get("text", "")):
+                content[0] = {**content[0], "text": note + "\n" + str(content[0].get("text", ""))}  # with images
+            break
     if flagged:
         memory.rebuild_prompt()
     return flagged

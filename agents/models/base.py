@@ -78,6 +78,17 @@ def message_text(message: Message) -> str:
     return "".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
+#: What one image part is counted as in a prompt's token estimate.
+IMAGE_TOKENS = 765
+
+
+def image_count(message: Message) -> int:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for part in content if isinstance(part, dict) and part.get("type") == "image_url")
+
+
 def estimate_tokens(text: str) -> int:
     """A tokenizer-free estimate (about 4 characters per token for English and code)."""
     return (len(text) + 3) // 4
@@ -106,6 +117,12 @@ class Model(ABC):
     context_size: int | None = None
     #: Which prompt family suits the model: "default", or "tiny" for very small local models.
     prompt_style: str = "default"
+    #: True when the model reads `image_url` parts (a vision model); an agent refuses a task's images otherwise
+    #: and gives it no observation images.
+    supports_images: bool = False
+    #: True when a call may pass `response_format` (a JSON schema) and the reply follows it: the provider's
+    #: structured output, or guided decoding for local models (the structured CodeAgent asks for it).
+    supports_structured_output: bool = False
 
     @abstractmethod
     def generate(
@@ -131,8 +148,9 @@ class Model(ABC):
         yield ModelDelta(reply=reply)
 
     def count_tokens(self, messages: list[Message]) -> int:
-        """Tokens `messages` would take; adapters with a tokenizer override this."""
-        return sum(estimate_tokens(message_text(m)) + 4 for m in messages)
+        """Tokens `messages` would take; adapters with a tokenizer override this. An image part counts as
+        IMAGE_TOKENS (providers charge by size; this is a 1024-pixel picture's usual cost)."""
+        return sum(estimate_tokens(message_text(m)) + 4 + IMAGE_TOKENS * image_count(m) for m in messages)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_id!r})"

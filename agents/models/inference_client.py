@@ -28,6 +28,11 @@ KNOWN_CONTEXT_SIZES = {
 }
 
 
+#: Words in a repo id that mark a vision-language model (the Hub's inference API says nothing offline).
+VISION_NAME_MARKS = ("-vl", "vl-", "vision", "llava", "idefics", "smolvlm", "pixtral", "gemma-3-", "paligemma",
+                     "qwen2.5-omni", "llama-4-")
+
+
 class InferenceClientModel(RemoteChatModel):
     """`hf:<repo id>` models. `provider` picks the inference provider ("auto" lets the Hub choose);
     `base_url` targets a dedicated endpoint or any OpenAI-compatible server instead."""
@@ -43,6 +48,11 @@ class InferenceClientModel(RemoteChatModel):
         self.__token = token or api_key or os.environ.get("HF_TOKEN") or None
         self.context_size = KNOWN_CONTEXT_SIZES.get(model_id)
         self._client: Any = None
+
+    def _reads_images(self) -> bool:
+        """By the repo id's name (`-VL`, `Vision`, `llava`, ...); `images=True` says so for any other."""
+        name = self.model_id.lower()
+        return any(mark in name for mark in VISION_NAME_MARKS)
 
     def _make_client(self, asynchronous: bool = False) -> Any:
         from huggingface_hub import AsyncInferenceClient, InferenceClient

@@ -82,6 +82,13 @@ class LiteLLMModel(RemoteChatModel):
     def context_size(self, value: int | None) -> None:
         self._context_size, self._context_looked_up = value, True
 
+    def _reads_images(self) -> bool:
+        """litellm's bundled model map says which models read images (`supports_vision`); no network."""
+        try:
+            return bool(import_litellm().supports_vision(model=self.litellm_model))
+        except Exception:
+            return False
+
     def _error_context(self) -> ErrorContext:
         provider = provider_of(self.litellm_model)
         return ErrorContext(

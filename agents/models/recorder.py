@@ -65,6 +65,14 @@ class RecordingModel(Model):
         return self.model.supports_native_tools
 
     @property
+    def supports_images(self) -> bool:  # type: ignore[override]
+        return bool(getattr(self.model, "supports_images", False))
+
+    @property
+    def supports_structured_output(self) -> bool:  # type: ignore[override]
+        return bool(getattr(self.model, "supports_structured_output", False))
+
+    @property
     def context_size(self) -> int | None:  # type: ignore[override]
         return self.model.context_size
 

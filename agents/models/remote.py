@@ -31,17 +31,30 @@ class RemoteChatModel(Model):
 
     def __init__(self, model_id: str, *, retry: RetryPolicy | None = None, max_tokens: int | None = None,
                  temperature: float | None = None, timeout: float | None = 120.0,
-                 images: bool = True, **request_kwargs: Any) -> None:
+                 images: bool | None = None, **request_kwargs: Any) -> None:
         self.model_id = model_id
         self.retry = retry or RetryPolicy.from_env()
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.timeout = timeout
+        #: None: ask the adapter (`_reads_images`); True/False: the person knows better (a custom endpoint).
         self.images = images
         self.request_kwargs = request_kwargs
         self._stop_supported = True
 
+    @property
+    def supports_images(self) -> bool:  # type: ignore[override]
+        return self._reads_images() if self.images is None else bool(self.images)
+
+    @property
+    def supports_structured_output(self) -> bool:  # type: ignore[override]
+        return True  # `response_format` goes to the provider; one that ignores it still gets a parsed reply
+
     # --- what subclasses provide -------------------------------------------------------------
+    def _reads_images(self) -> bool:
+        """Whether the model is known to read images (offline knowledge only)."""
+        return False
+
     @abstractmethod
     def _send(self, messages: list[dict[str, Any]], stop: list[str] | None, tools: list[dict[str, Any]] | None,
               stream: bool, **kwargs: Any) -> Any:
@@ -67,7 +80,7 @@ class RemoteChatModel(Model):
 
     def _request(self, messages: list[Message], stop_sequences: list[str] | None,
                  tools: list[dict[str, Any]] | None, stream: bool, kwargs: dict[str, Any]) -> Any:
-        prepared = prepare_messages(messages, images=self.images)
+        prepared = prepare_messages(messages, images=self.supports_images)
         stop = self._stop_param(stop_sequences)
         try:
             return self._send(prepared, stop, tools or None, stream, **kwargs)

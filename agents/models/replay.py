@@ -31,13 +31,19 @@ class ReplayModel(Model):
     (a list of `{"name", "arguments", "id"}`), `token_usage` (`{"input_tokens", "output_tokens"}`).
     """
 
-    def __init__(self, replies: list[ScriptEntry], model_id: str = "replay", chunk_size: int = 16) -> None:
+    def __init__(self, replies: list[ScriptEntry], model_id: str = "replay", chunk_size: int = 16,
+                 supports_images: bool = True, supports_structured_output: bool = True) -> None:
         if isinstance(replies, (str, dict)) or not isinstance(replies, (list, tuple)):
             raise ConfigurationError("ReplayModel expects a list of replies (strings or dicts).")
         self.replies: list[ScriptEntry] = list(replies)
         self.model_id = model_id
         self.chunk_size = max(1, chunk_size)
         self.calls: list[list[Message]] = []
+        #: Each call's options (e.g. `response_format`), by position in `calls`.
+        self.call_options: list[dict[str, Any]] = []
+        # A stand-in for any model: it reads images (its `calls` record the parts) and takes a response format.
+        self.supports_images = supports_images
+        self.supports_structured_output = supports_structured_output
         self.supports_native_tools = any(isinstance(r, dict) and r.get("tool_calls") for r in self.replies)
 
     @classmethod
@@ -67,9 +73,11 @@ class ReplayModel(Model):
     def remaining(self) -> int:
         return len(self.replies) - len(self.calls)
 
-    def _next_reply(self, messages: list[Message], stop_sequences: list[str] | None) -> ModelReply:
+    def _next_reply(self, messages: list[Message], stop_sequences: list[str] | None,
+                    options: dict[str, Any] | None = None) -> ModelReply:
         index = len(self.calls)
         self.calls.append(list(messages))
+        self.call_options.append(dict(options or {}))
         if index >= len(self.replies):
             raise ReplayExhaustedError(
                 f"The replay script has {len(self.replies)} replies and call {index + 1} asked for another. "
@@ -99,11 +107,11 @@ class ReplayModel(Model):
 
     def generate(self, messages: list[Message], stop_sequences: list[str] | None = None,
                  tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> ModelReply:
-        return self._next_reply(messages, stop_sequences)
+        return self._next_reply(messages, stop_sequences, kwargs)
 
     def generate_stream(self, messages: list[Message], stop_sequences: list[str] | None = None,
                         tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> Iterator[ModelDelta]:
-        reply = self._next_reply(messages, stop_sequences)
+        reply = self._next_reply(messages, stop_sequences, kwargs)
         text = reply.content
         for start in range(0, len(text), self.chunk_size):
             yield ModelDelta(content=text[start:start + self.chunk_size])

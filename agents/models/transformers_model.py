@@ -8,9 +8,10 @@ are written by transformers_guided.py.
 from __future__ import annotations
 
 import itertools
+import queue
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agents.errors import ContextWindowExceededError, ModelError
@@ -21,6 +22,7 @@ from agents.models.streaming import EndCutter, StopFilter
 from agents.models.transformers_guided import generate_guided
 from agents.models.transformers_loading import LoadRequest, load_shared, pick_device, pick_dtype, resolve_source
 from agents.models.transformers_params import GenerationDefaults, generation_params
+from agents.models.transformers_structured import generate_structured, string_fields
 
 
 class TransformersModel(Model):
@@ -32,6 +34,8 @@ class TransformersModel(Model):
     """
 
     supports_response_prefix = True
+    #: A JSON-schema `response_format` of string fields is written by guided decoding (transformers_structured.py).
+    supports_structured_output = True
 
     def __init__(self, model_id: str, *, gguf_file: str | None = None, device: str | None = None,
                  dtype: Any = None, max_new_tokens: int = 1024, do_sample: bool = False,
@@ -91,6 +95,9 @@ class TransformersModel(Model):
     def generate(self, messages: list[Message], stop_sequences: list[str] | None = None,
                  tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> ModelReply:
         kwargs = dict(kwargs)
+        response_format = kwargs.pop("response_format", None)
+        if response_format is not None:
+            return self._structured(messages, response_format, kwargs, lambda piece: None, None)
         prefix = str(kwargs.pop("response_prefix", None) or self.response_prefix)
         choice = kwargs.pop("name_choice", None)
         inputs = self._encode(messages, prefix)
@@ -109,6 +116,10 @@ class TransformersModel(Model):
         from transformers import TextIteratorStreamer
 
         kwargs = dict(kwargs)
+        response_format = kwargs.pop("response_format", None)
+        if response_format is not None:
+            yield from self._structured_stream(messages, response_format, kwargs)
+            return
         prefix = str(kwargs.pop("response_prefix", None) or self.response_prefix)
         choice = kwargs.pop("name_choice", None)
         inputs = self._encode(messages, prefix)
@@ -149,6 +160,50 @@ class TransformersModel(Model):
         output_tokens = int(result["output"][0].shape[-1]) - prompt_length
         yield ModelDelta(reply=ModelReply(content="".join(shown_parts),
                                           token_usage=TokenUsage(prompt_length, output_tokens)))
+
+    # --- structured output ---------------------------------------------------------------------
+    def _structured(self, messages: list[Message], response_format: Any, kwargs: dict[str, Any],
+                    on_text: Callable[[str], None], cancel: threading.Event | None) -> ModelReply:
+        """A reply that is the response format's JSON object, by guided decoding (no prefix, no stop strings)."""
+        fields = string_fields(response_format)
+        kwargs.pop("response_prefix", None)
+        kwargs.pop("name_choice", None)
+        params = self._generation_kwargs(self._encode(messages, ""), None, kwargs)
+        prompt_length = int(params["input_ids"].shape[-1])
+        self._check_context(prompt_length)
+        text, used = generate_structured(self._loaded, params, fields, on_text, cancel)
+        return ModelReply(content=text, token_usage=TokenUsage(prompt_length, used))
+
+    def _structured_stream(self, messages: list[Message], response_format: Any,
+                           kwargs: dict[str, Any]) -> Iterator[ModelDelta]:
+        """The structured reply in pieces (each fixed part, each field's body), generated in a helper thread."""
+        pieces: queue.Queue[str | None] = queue.Queue()
+        cancel = threading.Event()
+        result: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                result["reply"] = self._structured(messages, response_format, kwargs, pieces.put, cancel)
+            except BaseException as exc:
+                result["error"] = exc
+            finally:
+                pieces.put(None)
+
+        worker = threading.Thread(target=work, name="agentdeck-generate-structured", daemon=True)
+        worker.start()
+        try:
+            while (piece := pieces.get()) is not None:
+                if piece:
+                    yield ModelDelta(content=piece)
+        finally:
+            cancel.set()
+            worker.join()
+        if "error" in result:
+            error = result["error"]
+            if isinstance(error, ModelError):
+                raise error
+            raise ModelError(f"Local generation with '{self.model_id}' failed: {error}") from error
+        yield ModelDelta(reply=result["reply"])
 
     def _check_context(self, prompt_length: int) -> None:
         if self.context_size and prompt_length >= self.context_size:

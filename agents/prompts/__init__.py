@@ -49,6 +49,11 @@ def load_prompt_templates(kind: str, overrides: dict[str, Any] | None = None) ->
     return merge_templates(templates, overrides or {})
 
 
+def load_prompt_overlay(name: str) -> dict[str, Any]:
+    """A prompt file laid over an agent kind's own (e.g. `code_agent_structured` over `code_agent`)."""
+    return copy.deepcopy(_read_yaml(PROMPTS_DIR / f"{name}.yaml"))
+
+
 @lru_cache(maxsize=256)
 def _compile(source: str) -> jinja2.Template:
     try:

@@ -21,7 +21,7 @@ from agents.events import (
     StepType,
 )
 from agents.memory.steps import ActionStep, FinalAnswerStep, MemoryStep, PlanningStep, SummaryStep, TaskStep
-from agents.models.base import TokenUsage
+from agents.models.base import TokenUsage, message_text
 
 Fields = dict[str, Any]  # run_id, step, parent_id: what every event of a step carries
 
@@ -74,7 +74,7 @@ def observation(step: ActionStep, fields: Fields) -> Observation | None:
     """What the model is sent after the step: the last message the step added to the prompt."""
     if not step.messages:
         return None
-    return Observation(**fields, text=str(step.messages[-1].get("content") or ""))
+    return Observation(**fields, text=message_text(step.messages[-1]))
 
 
 def step_finished(step: PlanningStep | ActionStep, fields: Fields) -> StepFinished:

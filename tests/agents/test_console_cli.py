@@ -73,6 +73,28 @@ def test_cli_runs_on_the_sandbox_backend_it_is_given(tmp_path):
     assert refused.returncode == 2 and "unknown sandbox backend 'no-such-backend'" in refused.stderr, refused.stderr
 
 
+def test_cli_gives_an_image_and_asks_for_structured_steps(tmp_path):
+    from PIL import Image
+
+    transcript = tmp_path / "script.yaml"
+    transcript.write_text("""- '{"thought": "look", "code": "final_answer(\\"red\\")"}'\n""", encoding="utf-8")
+    Image.new("RGB", (2, 2), "red").save(tmp_path / "red.png")
+    completed = subprocess.run(
+        [sys.executable, "-m", "agents", "What colour?", "--model", f"replay:{transcript}", "-v", "0",
+         "--image", str(tmp_path / "red.png"), "--structured"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "red"
+    from test_images import png_header_claiming
+
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(png_header_claiming(60_000, 60_000))
+    refused = subprocess.run(
+        [sys.executable, "-m", "agents", "What colour?", "--model", f"replay:{transcript}", "--image", str(bomb)],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "refused before decoding" in refused.stderr
+
+
 def test_cli_reports_bad_model_string_clearly(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "agents", "hi", "--model", f"replay:{tmp_path / 'missing.yaml'}"],

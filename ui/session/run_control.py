@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from agents import events as ev
@@ -31,6 +32,7 @@ from ui.session.pending_decisions import (
 )
 from ui.session.run_stream import END, Failure, RunHandle
 from ui.settings import RunSettings
+from ui.uploads.images import images_for_model
 from ui.uploads.intake import UploadResult, agent_task_text
 
 BUSY_RUN_NOTE = "⏳ A run is still going: wait for it, or press Stop."
@@ -94,7 +96,12 @@ class RunControl:
             self._record.add_turn(task, text, good)
             self._save("start")  # the person's message is on disk before the agent starts
             self._record.transcript.finished = None
-            self._run = RunHandle(agent.run(task, stream=True, reset=False))  # keeps its memory: reset=False
+            images, notes = images_for_model(good, agent, Path(self._record.workspace))
+            for note in notes:
+                self._record.add_note(note)
+            # keeps its memory: reset=False
+            pictures: dict[str, Any] = {"images": images} if images else {}
+            self._run = RunHandle(agent.run(task, stream=True, reset=False, **pictures))
             return True
 
     def set_approval_mode(self, mode: Any) -> None:

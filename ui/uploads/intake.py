@@ -3,7 +3,8 @@
 Everything here is a pure function of its arguments (plus the file on disk), so it is unit-tested
 without a server. A file that cannot be used never reaches the workspace: `ingest_upload` returns an
 `UploadResult` whose `error` is a sentence meant for the chat. Reading a file's content is
-ui/uploads/parsing.py's job, done in the preview child (ui/uploads/preview_worker.py).
+ui/uploads/parsing.py's job, done in the preview child (ui/uploads/preview_worker.py); a picture's header alone
+(format, size, pixels: never its image data) is read in the app, by ui/uploads/images.py.
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.errors import ImageRefusedError
 from agents.injection import detect_injection, screen
+from ui.uploads.images import IMAGE_KIND, image_preview, is_image_name
 from ui.uploads.parsing import (
     SUPPORTED_EXTENSIONS,
     UploadError,
@@ -127,8 +130,11 @@ def ingest_upload(
             raise UploadError("is empty (0 bytes).")
         if size > max_bytes:
             raise UploadError(f"is too large: {human_size(size)}; the limit is {human_size(max_bytes)}.")
-        result.kind, result.preview = preview_file(src, name)
-    except UploadError as exc:
+        if is_image_name(name):  # checked here, header only: never decoded by the app (ui/uploads/images.py)
+            result.kind, result.preview = IMAGE_KIND, image_preview(src, max_bytes)
+        else:
+            result.kind, result.preview = preview_file(src, name)
+    except (UploadError, ImageRefusedError) as exc:
         result.error = f"`{name}` {exc}"
         return result
     except Exception as exc:  # a reader failing in a way we did not foresee must not stop the run
