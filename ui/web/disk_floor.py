@@ -21,10 +21,10 @@ from typing import Any
 from starlette.requests import Request
 
 from agents.executor.local.worker_watch import server_disk_short
+from ui.web.body_limit import is_upload_route
 from ui.web.gradio_compat import upload_folder
 from ui.web.rate_limit import visitor_of
 
-UPLOAD_ROUTE = "/upload"
 WINDOW_S = 3600.0  # as long as Gradio keeps a stored upload (ui/layout.py: delete_cache)
 MAX_VISITORS = 10_000
 
@@ -71,7 +71,7 @@ class DiskFloorMiddleware:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if not (scope.get("type") == "http" and scope.get("method") == "POST"
-                and str(scope.get("path", "")).rstrip("/").endswith(UPLOAD_ROUTE)):
+                and is_upload_route(scope)):
             await self.app(scope, receive, send)
             return
         short = server_disk_short([str(upload_folder())], self.min_free_mb)
