@@ -10,6 +10,7 @@ with a message saying how to convert them.
 from __future__ import annotations
 
 import copy
+import io
 import os
 import struct
 import threading
@@ -18,11 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from agents.errors import ToolError
+from agents.executor.backend import FileTooLarge
+from agents.executor.local import workspace_files
 from agents.tooling.base import Tool
 
 STT_MODEL_ENV = "AGENTDECK_STT_MODEL"
 DEFAULT_STT_MODEL = "openai/whisper-tiny"
 _CHUNK_SECONDS = 30
+#: The largest WAV file read (into the app's memory): 30 minutes of 48 kHz 16-bit stereo is 330 MB.
+MAX_AUDIO_BYTES = 384 * 2**20
 
 
 class SpeechToTextTool(Tool):
@@ -48,6 +53,7 @@ class SpeechToTextTool(Tool):
         self._pipeline: Any = None
         self._lock = threading.Lock()
         self.root: Path | None = None  # when set, only files inside it can be read (a session's workspace)
+        self._given_root: Path | None = None  # the same folder as named (the worker may name it so)
 
     def for_workspace(self, root: str | Path) -> SpeechToTextTool:
         """This tool for one session: relative paths are read from `root` and nothing outside it is opened.
@@ -56,10 +62,11 @@ class SpeechToTextTool(Tool):
         reach the app's own files or another session's workspace."""
         bound = copy.copy(self)
         bound.root = Path(root).resolve()
+        bound._given_root = Path(os.path.abspath(root))
         return bound
 
     def forward(self, audio: Any) -> str:
-        samples, rate = load_audio(self._inside_root(audio))
+        samples, rate = load_audio(self._read_inside_root(audio))
         if samples.size == 0:
             raise ToolError("The audio file holds no samples; nothing to transcribe.")
         duration = samples.size / rate
@@ -79,15 +86,35 @@ class SpeechToTextTool(Tool):
         text = (result.get("text", "") if isinstance(result, dict) else str(result)).strip()
         return text or "(no speech recognized)"
 
-    def _inside_root(self, audio: Any) -> Any:
+    def _read_inside_root(self, audio: Any) -> Any:
+        """The file's bytes, read from the workspace by descriptor: every folder and the file opened without
+        following a link, a regular file only, at most MAX_AUDIO_BYTES, read once.
+
+        Why not resolve the path, check it and open it by name: the worker's threads run during a tool call and
+        can swap a checked file for a link between the check and the open (the app then read any file of the
+        host it named, `/dev/zero` without end), and a second open (the WAV reader's) saw a third file."""
         if self.root is None or not isinstance(audio, (str, os.PathLike)):
             return audio
-        given = Path(audio)
-        path = (given if given.is_absolute() else self.root / given).resolve()
-        if not path.is_relative_to(self.root):
-            raise ToolError(f"speech_to_text reads files in the workspace only; {given.name!r} is outside it. "
-                            "Upload the audio file to the chat first.")
-        return path
+        given = Path(os.path.normpath(os.fspath(audio)))
+        relative = given
+        if given.is_absolute():
+            base = next((root for root in (self.root, self._given_root)
+                         if root is not None and given.is_relative_to(root)), None)
+            if base is None:
+                raise ToolError(f"speech_to_text reads files in the workspace only; {given.name!r} is outside it. "
+                                "Upload the audio file to the chat first.")
+            relative = given.relative_to(base)
+        try:
+            data = workspace_files.read(str(self.root), str(relative), MAX_AUDIO_BYTES)
+        except FileNotFoundError:
+            raise ToolError(f"No audio file named {given.name!r}; pass the path of an existing WAV file.") from None
+        except FileTooLarge:
+            raise ToolError(f"{given.name} is larger than {MAX_AUDIO_BYTES >> 20} MB; split it into shorter "
+                            "files.") from None
+        except OSError as exc:  # a link, a folder, a FIFO, a path leaving the workspace
+            raise ToolError(f"speech_to_text reads regular files in the workspace only; {given.name!r} cannot be "
+                            f"read ({exc.strerror or exc}). Upload the audio file to the chat first.") from None
+        return WavBytes(given.name, data, given.suffix)
 
     def load_pipeline(self) -> Any:
         """Build the ASR pipeline on first use (thread-safe); later calls reuse it."""
@@ -125,6 +152,13 @@ class SpeechToTextTool(Tool):
 
 
 # ---------------------------------------------------------------------- audio decoding
+class WavBytes:
+    """A WAV file's bytes as read once, with its name for messages."""
+
+    def __init__(self, name: str, data: bytes, suffix: str = "") -> None:
+        self.name, self.data, self.suffix = name, data, suffix
+
+
 def load_audio(audio: Any) -> tuple[Any, int]:
     """Return (mono float32 samples in [-1, 1], sampling rate) from a WAV path or a (rate, array) pair."""
     import numpy as np
@@ -134,26 +168,28 @@ def load_audio(audio: Any) -> tuple[Any, int]:
         return _to_mono_float(np.asarray(data)), rate
     if isinstance(audio, dict) and "raw" in audio and "sampling_rate" in audio:
         return _to_mono_float(np.asarray(audio["raw"])), int(audio["sampling_rate"])
-    if not isinstance(audio, (str, os.PathLike)):
+    if not isinstance(audio, (str, os.PathLike, WavBytes)):
         raise ToolError(f"speech_to_text expects the path of a WAV file, got {type(audio).__name__}.")
-    path = Path(audio).expanduser()
-    if not path.is_file():
-        raise ToolError(f"No audio file named {path.name!r}; pass the path of an existing WAV file.")
-    with path.open("rb") as handle:
-        header = handle.read(12)
-    if not (header[:4] == b"RIFF" and header[8:12] == b"WAVE"):
-        kind = path.suffix.lower().lstrip(".") or "unknown"
+    if not isinstance(audio, WavBytes):  # a path of the caller's own (not a workspace's: see _read_inside_root)
+        path = Path(audio).expanduser()
+        if not path.is_file():
+            raise ToolError(f"No audio file named {path.name!r}; pass the path of an existing WAV file.")
+        audio = WavBytes(path.name, path.read_bytes(), path.suffix)
+    name, data = audio.name, audio.data
+    if not (data[:4] == b"RIFF" and data[8:12] == b"WAVE"):
+        kind = audio.suffix.lower().lstrip(".") or "unknown"
+        stem = Path(name).stem
         raise ToolError(
-            f"{path.name} is not a WAV file (format: {kind}); speech_to_text reads WAV only. Convert it first, e.g. "
-            f"`ffmpeg -i {path.name} -ar 16000 -ac 1 {path.stem}.wav`."
+            f"{name} is not a WAV file (format: {kind}); speech_to_text reads WAV only. Convert it first, e.g. "
+            f"`ffmpeg -i {name} -ar 16000 -ac 1 {stem}.wav`."
         )
     try:
-        with wave.open(str(path), "rb") as reader:
+        with wave.open(io.BytesIO(data), "rb") as reader:
             channels, width, rate = reader.getnchannels(), reader.getsampwidth(), reader.getframerate()
             frames = reader.readframes(reader.getnframes())
         return _pcm_to_float(frames, width, channels), rate
     except (wave.Error, EOFError):
-        return _read_riff(path)  # float or WAVE_FORMAT_EXTENSIBLE files, which `wave` refuses
+        return _read_riff(name, data)  # float or WAVE_FORMAT_EXTENSIBLE files, which `wave` refuses
 
 
 def _pcm_to_float(frames: bytes, width: int, channels: int) -> Any:
@@ -175,11 +211,10 @@ def _pcm_to_float(frames: bytes, width: int, channels: int) -> Any:
     return _to_mono_float(data.reshape(-1, channels) if channels > 1 else data)
 
 
-def _read_riff(path: Path) -> tuple[Any, int]:
+def _read_riff(name: str, data: bytes) -> tuple[Any, int]:
     """Minimal RIFF/WAVE reader for IEEE-float and WAVE_FORMAT_EXTENSIBLE files."""
     import numpy as np
 
-    data = path.read_bytes()
     pos, fmt, samples = 12, None, None
     while pos + 8 <= len(data):
         chunk_id, size = data[pos:pos + 4], struct.unpack("<I", data[pos + 4:pos + 8])[0]
@@ -192,7 +227,7 @@ def _read_riff(path: Path) -> tuple[Any, int]:
             samples = body
         pos += 8 + size + (size & 1)
     if fmt is None or samples is None:
-        raise ToolError(f"{path.name} is not a readable WAV file (missing fmt or data chunk).")
+        raise ToolError(f"{name} is not a readable WAV file (missing fmt or data chunk).")
     tag, channels, rate, _, _, bits = fmt
     if tag == 1:
         return _pcm_to_float(samples, bits // 8, channels), rate
@@ -200,7 +235,7 @@ def _read_riff(path: Path) -> tuple[Any, int]:
         array = np.frombuffer(samples[: len(samples) // (bits // 8) * (bits // 8)],
                               dtype="<f4" if bits == 32 else "<f8").astype(np.float32)
         return _to_mono_float(array.reshape(-1, channels) if channels > 1 else array), rate
-    raise ToolError(f"{path.name} uses WAV encoding {tag} ({bits}-bit), which is not supported; save it as "
+    raise ToolError(f"{name} uses WAV encoding {tag} ({bits}-bit), which is not supported; save it as "
                     "16-bit PCM WAV (e.g. `ffmpeg -i in.wav -acodec pcm_s16le out.wav`).")
 
 

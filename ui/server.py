@@ -23,7 +23,13 @@ from ui.settings import AppConfig
 from ui.shared.choose import open_shared_state
 from ui.web.body_limit import BodyLimitMiddleware
 from ui.web.disk_floor import DiskFloorMiddleware
-from ui.web.gradio_compat import AbsoluteFileUrlMiddleware, check_version, private_uploads, refuse_remote_files
+from ui.web.gradio_compat import (
+    AbsoluteFileUrlMiddleware,
+    cap_upload_fields,
+    check_version,
+    private_uploads,
+    refuse_remote_files,
+)
 from ui.web.login_guard import guard_login_routes
 from ui.web.login_throttle import LoginThrottleMiddleware
 from ui.web.metrics import MetricsConfig, MetricsMiddleware
@@ -52,6 +58,7 @@ def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp
         warm_up_sandboxes(config)
     refuse_remote_files()  # files come in as uploads only (Gradio would fetch one an event names by URL)
     private_uploads()  # each upload in a folder no other visitor can name (Gradio's is the content's hash)
+    cap_upload_fields()  # the upload route keeps no form field past 64 KB in memory (Gradio's parser has no cap)
     controller = AgentDeckApp(config)
     # Without the sign-in button if Gradio's local mock of the login fails (ui/web/sign_in.py).
     demo = build_page(config, lambda: build_blocks(controller))

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import base64
 import os
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agents.executor.backend import FileTooLarge
+from agents.executor.local import workspace_files
 from agents.memory.export import (
     answer_markdown,
     error_markdown,
@@ -133,23 +134,15 @@ def _read_image(root: Path | None, artifact: str, budget: list[int]) -> str | ob
     when it is over MAX_IMAGE_BYTES or the notebook's remaining `budget` (which it then uses up)."""
     if root is None or Path(artifact).suffix.lower() not in _IMAGE_SUFFIXES:
         return None
-    path = (root / artifact).resolve()
+    # Read by descriptor below the workspace (no link at any step, a regular file, opening never waits): the
+    # worker may be running while the person exports, and a path resolved, checked and then opened by name could
+    # be swapped for a link in between (the notebook then carried any file of the app's it named).
     try:
-        path.relative_to(root.resolve())
-    except ValueError:
-        return None
-    try:  # a regular file, checked on the descriptor it is read from (opening never waits, as a FIFO's would)
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb", buffering=0) as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                return None
-            if info.st_size > min(MAX_IMAGE_BYTES, budget[0]):
-                return _TOO_BIG
-            data = handle.read(min(MAX_IMAGE_BYTES, budget[0]) + 1)
+        data = workspace_files.read(str(root), artifact, min(MAX_IMAGE_BYTES, budget[0]))
+    except FileTooLarge:
+        return _TOO_BIG
     except OSError:
         return None
-    if len(data) > min(MAX_IMAGE_BYTES, budget[0]):  # grown since
-        return _TOO_BIG
     budget[0] -= len(data)
     return base64.b64encode(data).decode("ascii")
 

@@ -163,3 +163,59 @@ def test_parallel_guesses_cannot_share_one_free_place() -> None:
     throttle = LoginThrottle(clock=Clock())
     verdicts = [throttle.attempt("203.0.113.5", USER) for _ in range(20)]  # none has finished yet
     assert sum(not isinstance(v, Refusal) for v in verdicts) == 3
+
+
+class _Gradio:
+    """Stands for Gradio's /login: records that a form reached it."""
+
+    def __init__(self) -> None:
+        self.reached = 0
+
+    async def __call__(self, scope: dict, receive, send) -> None:
+        self.reached += 1
+        await send({"type": "http.response.start", "status": 400, "headers": []})
+        await send({"type": "http.response.body", "body": b'{"detail": "Incorrect credentials."}'})
+
+
+def _post_login(app, body: bytes, kind: str) -> int:
+    import asyncio
+
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/login", "headers": [(b"content-type", kind.encode())],
+             "client": ("203.0.113.9", 5000)}
+    asyncio.run(app(scope, receive, send))
+    return next(m["status"] for m in sent if m["type"] == "http.response.start")
+
+
+@pytest.mark.parametrize("form", ["padded", "file", "file-username"])
+def test_a_form_the_throttle_cannot_read_never_reaches_gradios_login(form: str) -> None:
+    """Gradio reads the login form with wider limits than the throttle (1,000 fields and files): a form padded past
+    the throttle's, or with a file part, was counted as a guess at the account "" while Gradio checked the real
+    name's password. What the throttle cannot read is refused, so each guess counts against the name it tries."""
+    from ui.web.login_throttle import LoginThrottleMiddleware
+
+    if form == "padded":
+        body = urllib.parse.urlencode([("username", USER), ("password", "guess")]
+                                      + [(f"pad{n}", "x") for n in range(30)]).encode()
+        kind = "application/x-www-form-urlencoded"
+    else:
+        name = "username" if form == "file-username" else "note"
+        parts = [f'--b0undary\r\nContent-Disposition: form-data; name="{name}"; filename="a.txt"\r\n\r\n{USER}\r\n']
+        if form == "file":
+            parts.append(f'--b0undary\r\nContent-Disposition: form-data; name="username"\r\n\r\n{USER}\r\n')
+        parts.append('--b0undary\r\nContent-Disposition: form-data; name="password"\r\n\r\nguess\r\n--b0undary--\r\n')
+        body, kind = "".join(parts).encode(), "multipart/form-data; boundary=b0undary"
+    gradio = _Gradio()
+    throttle = LoginThrottle(clock=Clock())
+    assert _post_login(LoginThrottleMiddleware(gradio, throttle), body, kind) == 400
+    assert gradio.reached == 0
+    plain = urllib.parse.urlencode({"username": USER, "password": "guess"}).encode()
+    assert _post_login(LoginThrottleMiddleware(gradio, throttle), plain, "application/x-www-form-urlencoded") == 400
+    assert gradio.reached == 1  # an ordinary form still reaches it

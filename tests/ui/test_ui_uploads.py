@@ -248,3 +248,24 @@ def test_a_message_takes_a_limited_number_of_files_and_a_workspace_has_a_quota(t
     assert [r.ok for r in more] == [True, False, False]  # one more 804-byte file fits, a second does not
     assert "t1.csv" in more[1].error and "more than" in more[1].error
     assert len(list(workspace.iterdir())) == 4
+
+
+def test_an_upload_is_never_written_through_a_link_left_in_the_workspace(tmp_path) -> None:
+    """Attack: the workspace is the worker's. A dangling link it left under an upload's name (`data.csv` ->
+    a path outside) looked like a free name, and the copy was written through it: the visitor's bytes landed
+    wherever the link pointed, with the app's user (a `.pth` in site-packages, a cron file). Landlock refuses
+    links in the workspace today; this holds where it is off."""
+    import os
+
+    from ui.uploads.intake import ingest_upload
+
+    workspace, outside = tmp_path / "ws", tmp_path / "app"
+    workspace.mkdir()
+    outside.mkdir()
+    (workspace / "data.csv").symlink_to(outside / "planted.csv")
+    source = tmp_path / "upload.csv"
+    source.write_text("a,b\n1,2\n")
+    result = ingest_upload(source, workspace, "data.csv")
+    assert not os.path.lexists(outside / "planted.csv")
+    assert result.ok and result.safe_name == "data_2.csv"
+    assert (workspace / "data_2.csv").read_text() == "a,b\n1,2\n" and not (workspace / "data_2.csv").is_symlink()

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import re
+import stat
 from typing import Any
 
 from agents.text_tables import table_of_frame, text_with_tables, to_markdown
@@ -85,14 +86,26 @@ def format_value(value: Any) -> str:
 
 
 def file_digest(path: str, limit: int = 20 * 1024 * 1024) -> str | None:
-    """SHA-1 of a file's bytes (None when unreadable or over `limit`): spots the same figure saved twice."""
+    """SHA-1 of a file's bytes (None when unreadable, not a regular file, a link, or over `limit`): spots the
+    same figure saved twice. The file is the worker's: opened as published files are (never through a link at
+    its end, without waiting on a FIFO)."""
+    from ui.chat.published_files import READ_FLAGS
+
     try:
-        if os.path.getsize(path) > limit:
-            return None
-        with open(path, "rb") as handle:
-            return hashlib.sha1(handle.read()).hexdigest()
+        fd = os.open(path, READ_FLAGS)
     except OSError:
         return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(limit + 1)
+        return hashlib.sha1(data).hexdigest() if len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def image_message(path: str, alt: str) -> dict[str, Any]:

@@ -29,6 +29,10 @@ from typing import Any
 from ui.web.gradio_compat import file_url, upload_folder
 
 CHUNK = 1 << 20
+#: How a file the worker controls is opened: never through a link at its end, and without waiting: a FIFO
+#: opened for reading blocks until a writer comes, so one left in the workspace held an app thread forever (the
+#: file is then refused as not regular; O_NONBLOCK changes nothing for a regular file's reads).
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 class NotPublishable(ValueError):
@@ -85,7 +89,7 @@ class FilePublisher:
         """The published copy of `source` as it is now; it must be a regular file under the folder `inside`."""
         name = os.path.basename(source)
         try:
-            fd = os.open(source, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(source, READ_FLAGS)
         except OSError as exc:
             why = "is a symbolic link" if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror}"
             raise NotPublishable(f"{name} {why}") from exc

@@ -86,12 +86,12 @@ def safe_filename(name: str) -> str:
 
 
 def unique_name(directory: Path, name: str) -> str:
-    """`name`, or `stem_2.ext`, `stem_3.ext`... if it is taken in `directory`."""
-    if not (directory / name).exists():
+    """`name`, or `stem_2.ext`, `stem_3.ext`... if it is taken in `directory` (by anything, a link too)."""
+    if not os.path.lexists(directory / name):
         return name
     stem, ext = os.path.splitext(name)
     index = 2
-    while (directory / f"{stem}_{index}{ext}").exists():
+    while os.path.lexists(directory / f"{stem}_{index}{ext}"):
         index += 1
     return f"{stem}_{index}{ext}"
 
@@ -145,10 +145,19 @@ def ingest_upload(
     result.safe_name = unique_name(target_dir, safe_filename(name))
     result.path = target_dir / result.safe_name
     normalized = normalized_text_upload(src) if result.kind in ("csv", "tsv", "text", "json", "jsonl") else None
-    if normalized is not None:  # the agent's code then reads it as plain UTF-8, as the preview says
-        result.path.write_text(normalized, encoding="utf-8")
-    else:
-        shutil.copyfile(src, result.path)
+    # The workspace is the worker's: a name in it may be a link its code left there (dangling, so the name looked
+    # free). The copy is a new file made here (O_EXCL, O_NOFOLLOW), never written through whatever is in its place.
+    try:
+        fd = os.open(result.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        result.error = f"`{name}` could not be added to the workspace: {exc.strerror}."
+        return result
+    with open(fd, "wb") as out:
+        if normalized is not None:  # the agent's code then reads it as plain UTF-8, as the preview says
+            out.write(normalized.encode("utf-8"))
+        else:
+            with open(src, "rb") as source_file:
+                shutil.copyfileobj(source_file, out, 1 << 20)
     return result
 
 

@@ -5,7 +5,11 @@ Why here: Gradio reads each event's body whole and parses it (a chat message arr
 836 MB however short the handler's own cap (ui/app.py: AGENTDECK_MAX_MESSAGE_CHARS). A body that announces more is
 refused at once; one without a length (chunked) is counted as it arrives and refused where it goes past the cap,
 the rest never read. Gradio's upload route is left to its own limits: it streams files to disk, each held to
-AGENTDECK_MAX_UPLOAD_MB by Gradio and their sum to each visitor's share (ui/web/disk_floor.py).
+AGENTDECK_MAX_UPLOAD_MB by Gradio and their sum to each visitor's share (ui/web/disk_floor.py), and a form part
+that is not a file to a small size (ui/web/gradio_compat.py: cap_upload_fields). Only that route's own path is
+left out: Gradio's API routes take the endpoint's name from the path (`/gradio_api/run/{api_name}`, `/call/`,
+`/api/`) and parse the whole body before they look the name up, so "any path ending in /upload" let
+`POST /gradio_api/run/upload` through with a body of any size.
 """
 from __future__ import annotations
 
@@ -13,7 +17,17 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-UPLOAD_ROUTE = "/upload"
+UPLOAD_ROUTE = "/gradio_api/upload"  # Gradio's API_PREFIX + its upload route (tests/ui/test_attack_request_bodies.py)
+
+
+def is_upload_route(scope: dict[str, Any]) -> bool:
+    """Whether the request goes to Gradio's upload route itself: its exact path (a trailing slash aside, which
+    Gradio redirects unread), below the app's root path when it is served under one."""
+    path = str(scope.get("path", ""))
+    root = str(scope.get("root_path", "") or "").rstrip("/")
+    if root and path.startswith(root + "/"):
+        path = path[len(root):]
+    return path.rstrip("/") == UPLOAD_ROUTE
 
 
 class BodyLimitMiddleware:
@@ -28,7 +42,7 @@ class BodyLimitMiddleware:
                 "request (files go as uploads). Send less at a time.")
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or str(scope.get("path", "")).rstrip("/").endswith(UPLOAD_ROUTE):
+        if scope.get("type") != "http" or is_upload_route(scope):
             await self.app(scope, receive, send)
             return
         length = dict(scope.get("headers") or []).get(b"content-length", b"")

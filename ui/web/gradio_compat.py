@@ -7,7 +7,8 @@ upgrade is a reason to re-read this module, not a surprise. What is here, and wh
   gradio_client (published files carry absolute URLs: ui/chat/published_files.py).
 - Taking files in: only uploads (`refuse_remote_files`: Gradio would fetch a file an event names by URL), each
   stored in a folder of its own that no other visitor can name (`private_uploads`: Gradio's folder is named by
-  the content's hash, shared by everyone who uploads the same bytes).
+  the content's hash, shared by everyone who uploads the same bytes), and no form field of an upload request
+  past a small size held in memory (`cap_upload_fields`: Gradio's parser keeps it whole).
 - Rendering updates in the handler's thread: a component's own `postprocess`, Gradio's update dicts
   (`{"__type__": "update"}`) and its pydantic models (ui/chat/stream_outputs.py explains the cost it saves).
 - Events: `gr.SelectData` for API calls, the chat's example records (Gradio changes them in place), the token
@@ -142,6 +143,36 @@ def private_uploads() -> None:
 
     private_upload_fn._private = True  # type: ignore[attr-defined]
     routes.upload_fn = private_upload_fn
+
+
+#: The most one form part of an upload request that is not a file may hold. Gradio's client sends files alone
+#: (parts with a `filename`, streamed to disk); anything else is a visitor's own form, and Gradio keeps it whole.
+MAX_UPLOAD_FIELD_BYTES = 64 * 1024
+
+
+def cap_upload_fields() -> None:
+    """Gradio's upload route refuses a form part that is not a file past `MAX_UPLOAD_FIELD_BYTES` (413), as it
+    refuses a file past its size (process-wide, idempotent).
+
+    Why: its multipart parser streams file parts to disk but appends every other part to a buffer in memory
+    with no limit (Starlette's own parser caps a part at 1 MB; Gradio's copy has no such check), and the request
+    cap leaves this route to its own limits: one request with a 60 MB field took the app's memory with it, up to
+    each visitor's hourly upload share (1 GB by default) at a time."""
+    from gradio.route_utils import GradioMultiPartParser, MultiPartException
+
+    original = GradioMultiPartParser.on_part_data
+    if getattr(original, "_capped", False):
+        return
+
+    def capped(self: Any, data: bytes, start: int, end: int) -> None:
+        part = self._current_part
+        if part.file is None and len(part.data) + (end - start) > MAX_UPLOAD_FIELD_BYTES:
+            raise MultiPartException(f"A form field exceeded maximum allowed size of {MAX_UPLOAD_FIELD_BYTES} bytes: "
+                                     "send files as files.")
+        original(self, data, start, end)
+
+    capped._capped = True  # type: ignore[attr-defined]
+    GradioMultiPartParser.on_part_data = capped  # type: ignore[method-assign]
 
 
 def discard_upload(path: str | Path) -> bool:

@@ -181,6 +181,9 @@ class LoginThrottleMiddleware:
             if not message.get("more_body"):
                 break
         account = await _username(scope, bytes(body))
+        if account is None:  # Gradio's own parser, with wider limits, could read a name this one did not count
+            await _answer(send, 400, "A sign-in form is a username and a password: this one could not be read.")
+            return
         visitor = visitor_of(Request(scope))
         verdict = self.throttle.attempt(visitor, account)
         if isinstance(verdict, Refusal):
@@ -207,8 +210,11 @@ class LoginThrottleMiddleware:
             self.throttle.succeeded(visitor, account, verdict)
 
 
-async def _username(scope: dict[str, Any], body: bytes) -> str:
-    """The form's username as Gradio reads it (stripped); "" when there is none or the form does not parse."""
+async def _username(scope: dict[str, Any], body: bytes) -> str | None:
+    """The form's username as Gradio reads it (stripped; "" when there is none), or None when the form does not
+    parse here (past 20 fields, a file part, broken encoding) or its username is a file: Gradio reads forms with
+    wider limits (1,000 fields and files), so such a form must not reach it, or its guess would be counted under
+    another account's name than the one it tried."""
     done = False
 
     async def once() -> dict[str, Any]:
@@ -222,8 +228,10 @@ async def _username(scope: dict[str, Any], body: bytes) -> str:
         form = await Request(scope, once).form(max_files=0, max_fields=20)
         value = form.get("username")
     except Exception:
+        return None
+    if value is None:
         return ""
-    return value.strip()[:200] if isinstance(value, str) else ""
+    return value.strip()[:200] if isinstance(value, str) else None
 
 
 async def _answer(send: Any, status: int, detail: str, retry_after: int | None = None) -> None:
