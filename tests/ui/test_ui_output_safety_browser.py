@@ -53,6 +53,11 @@ def test_hostile_thoughts_and_answers_render_inert(tmp_path: Path) -> None:
             with open_page(url) as page:
                 send(page, "Say something")
                 wait_for_text(page, "MARK-answer", timeout=60)
+                # A step that ran quickly (a warm sandbox) is folded when it first shows: open it, so the thought
+                # is laid out and its markup, if it were live, would act.
+                bar = page.locator("#chat .title").filter(has=page.get_by_text("Step 1", exact=True)).last
+                if "expanded" not in (bar.get_attribute("class") or "").split():
+                    bar.click()
                 wait_for_text(page, "MARK-thought", timeout=10)
                 for tag in ("thought", "answer"):
                     assert page.locator(f"#overlay-{tag}").count() == 0
