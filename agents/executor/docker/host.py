@@ -37,9 +37,10 @@ from ..errors import SandboxError, SandboxStartError
 from ..execution_result import ExecutionResult
 from ..local import worker_watch
 from ..local.disk_limit import DiskLimit
-from ..local.process import APP_ROOT, minimal_env
+from ..local.process import minimal_env
 from ..local.shared_disk import SharedDiskFiles
 from ..tree_walk import remove_tree
+from ..worker_init import init_command
 from . import daemon, image
 from .container import BOOT, LABEL, ContainerWorker
 
@@ -141,18 +142,10 @@ class DockerHost(SharedDiskFiles):
             os.chown(sock_path, *user)
             listener.listen(1)
             limits = spec.limits
-            init: dict[str, Any] = {
-                "op": "init", "workdir": self.workdir, "tmpdir": self.tmpdir, "app_root": APP_ROOT,
-                "authorized_imports": list(spec.authorized_imports), "memory_limit_mb": int(limits.memory_limit_mb),
-                "max_output_chars": int(limits.max_output_chars), "max_result_chars": int(limits.max_result_chars),
-                "max_file_size_mb": int(limits.max_file_size_mb), "max_files_written": int(limits.max_files_written),
-                "max_open_files": int(limits.max_open_files), "use_landlock": spec.use_landlock,
-                "use_seccomp": spec.use_seccomp, "nice": max(0, min(19, int(limits.nice))),
-                "extra_read_paths": [], "uid": None,  # the container's user is already the sandbox's own
-                "new_root": image.NEW_ROOT if spec.private_root else None,
-                "sys_path": image.site_packages_paths(), "python_layers": bool(spec.python_layers),
-                "tools": sorted(spec.tools),
-            }
+            init = init_command(
+                spec, self.workdir, self.tmpdir, nice=max(0, min(19, int(limits.nice))),
+                extra_read_paths=[], uid=None,  # the container's user is already the sandbox's own
+                new_root=image.NEW_ROOT if spec.private_root else None, sys_path=image.site_packages_paths())
             self._disk = DiskLimit(self.workdir, self.tmpdir, int(limits.max_disk_mb), int(limits.max_disk_files),
                                    int(limits.min_free_mb))
             self.push_workspace()

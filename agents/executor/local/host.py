@@ -27,9 +27,10 @@ from ..errors import SandboxError, SandboxStartError
 from ..execution_result import ExecutionResult
 from ..protocol import ChannelClosed
 from ..tree_walk import remove_tree
+from ..worker_init import init_command
 from . import worker_watch
 from .disk_limit import DiskLimit
-from .process import APP_ROOT, WorkerProcess, minimal_env, shared_mpl_cache, worker_sys_path
+from .process import WorkerProcess, minimal_env, shared_mpl_cache, worker_sys_path
 from .shared_disk import SharedDiskFiles
 
 CAPABILITIES = Capabilities(suspend=True, thread_check=True, cpu_time=True, disk_usage=True, same_disk=True,
@@ -86,19 +87,9 @@ class LocalHost(SharedDiskFiles):
         os.makedirs(spec.workspace.path, exist_ok=True)
         self.workdir = os.path.realpath(spec.workspace.path)
         limits = spec.limits
-        init: dict[str, Any] = {
-            "op": "init", "workdir": self.workdir, "tmpdir": self.tmpdir, "app_root": APP_ROOT,
-            "authorized_imports": list(spec.authorized_imports), "memory_limit_mb": int(limits.memory_limit_mb),
-            "max_output_chars": int(limits.max_output_chars), "max_result_chars": int(limits.max_result_chars),
-            "max_file_size_mb": int(limits.max_file_size_mb), "max_files_written": int(limits.max_files_written),
-            "max_open_files": int(limits.max_open_files), "use_landlock": spec.use_landlock,
-            "use_seccomp": spec.use_seccomp,
-            "extra_read_paths": [os.path.realpath(p) for p in spec.workspace.extra_read_paths]
-            + [shared_mpl_cache()],
-            "uid": self._uid, "new_root": self._new_root if spec.private_root else None,
-            # False only for the attack test suite: no guard, real builtins, no audit hook (a full bypass).
-            "python_layers": bool(spec.python_layers), "tools": sorted(spec.tools),
-        }
+        extra_read = [os.path.realpath(p) for p in spec.workspace.extra_read_paths] + [shared_mpl_cache()]
+        init = init_command(spec, self.workdir, self.tmpdir, extra_read_paths=extra_read, uid=self._uid,
+                            new_root=self._new_root if spec.private_root else None)
         self._disk = DiskLimit(self.workdir, self.tmpdir, int(limits.max_disk_mb), int(limits.max_disk_files),
                                int(limits.min_free_mb))
         self.push_workspace()
