@@ -47,12 +47,16 @@ services:
 # The Docker sandbox backend (AGENTDECK_SANDBOX=docker). docker-up: a private Docker daemon for development and
 # tests when none answers (Debian's docker.io, installed when missing; no systemd: dockerd is started with its own
 # data, exec state, pid file and socket under /var/tmp/agentdeck-dockerd, no bridge, no iptables).
+# Not root: an engine that already answers (DOCKER_HOST) is used, else the Docker tests are skipped with the reason.
 docker-up: install
-	@if [ ! -x /usr/sbin/dockerd ] && ! command -v dockerd >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null; \
-	  else echo "dockerd missing: run 'sudo apt-get install docker.io'"; exit 1; fi; \
+	@if [ "$$(id -u)" != 0 ]; then \
+	  $(BIN)/python -m agents.executor.docker.daemon up || echo "no Docker engine (start one, or run as root): the Docker backend's tests will be skipped"; \
+	else \
+	  if [ ! -x /usr/sbin/dockerd ] && ! command -v dockerd >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null; \
+	  fi; \
+	  $(BIN)/python -m agents.executor.docker.daemon up; \
 	fi
-	$(BIN)/python -m agents.executor.docker.daemon up
 
 docker-down: install
 	$(BIN)/python -m agents.executor.docker.daemon down
@@ -74,7 +78,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: install chromium services lint
+test: install chromium services docker-up lint
 	$(PYTEST) -q
 
 test-fast: install
