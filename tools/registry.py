@@ -24,7 +24,7 @@ from tools._common import env_flag
 logger = logging.getLogger(__name__)
 
 #: The built-in tools, in the order the UI lists them.
-BUILTIN_TOOL_NAMES = ("web_search", "visit_webpage", "wikipedia_search", "speech_to_text")
+BUILTIN_TOOL_NAMES = ("web_search", "visit_webpage", "web_browser", "wikipedia_search", "speech_to_text")
 
 
 @dataclass
@@ -158,6 +158,7 @@ def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
     """Only the built-in tools, freshly constructed (no network, no model loading)."""
     from tools.speech_to_text import SpeechToTextTool
     from tools.visit_webpage import VisitWebpageTool
+    from tools.web_browser import WebBrowserTool
     from tools.web_search import WebSearchTool
     from tools.wikipedia_search import WikipediaSearchTool
 
@@ -165,6 +166,7 @@ def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
     built: list[Tool] = [
         WebSearchTool(region=s.search_region),
         VisitWebpageTool(allow_private=s.allow_private_urls, max_chars=s.page_max_chars),
+        WebBrowserTool(allow_private=s.allow_private_urls),
         WikipediaSearchTool(base_url=s.wikipedia_url, max_chars=s.page_max_chars),
     ]
     if local_models_installed():  # a lean install (a Space) has no torch: never offer a tool that cannot run
