@@ -275,6 +275,7 @@ def shared_host() -> BrowserHost:
 
 
 @atexit.register
-def _close_shared() -> None:  # pragma: no cover - runs at interpreter exit
+def close_shared() -> None:
+    """Close the shared browser (at app stop and at exit); a later call to the tool launches it again."""
     if _SHARED is not None:
         _quietly(_SHARED.close)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -133,6 +134,9 @@ class ToolCatalog:
             except Exception:  # pragma: no cover - closing is best effort
                 logger.exception("Closing MCP toolset failed")
         self.toolsets.clear()
+        host = sys.modules.get("tools.browser_host")
+        if host is not None:  # web_browser's Chromium, if it was started (it is also closed at exit)
+            host.close_shared()
 
     def __enter__(self) -> ToolCatalog:
         return self
@@ -154,6 +158,15 @@ def local_models_installed() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("transformers", "torch"))
 
 
+def browser_installed() -> bool:
+    """Whether Playwright and the system's Chromium are installed (web_browser never downloads a browser)."""
+    import importlib.util
+
+    from tools.browser_host import CHROMIUM
+
+    return importlib.util.find_spec("playwright") is not None and os.path.exists(CHROMIUM)
+
+
 def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
     """Only the built-in tools, freshly constructed (no network, no model loading)."""
     from tools.speech_to_text import SpeechToTextTool
@@ -166,9 +179,10 @@ def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
     built: list[Tool] = [
         WebSearchTool(region=s.search_region),
         VisitWebpageTool(allow_private=s.allow_private_urls, max_chars=s.page_max_chars),
-        WebBrowserTool(allow_private=s.allow_private_urls),
         WikipediaSearchTool(base_url=s.wikipedia_url, max_chars=s.page_max_chars),
     ]
+    if browser_installed():  # Playwright is optional (requirements-test.txt), Chromium comes from apt
+        built.insert(2, WebBrowserTool(allow_private=s.allow_private_urls))
     if local_models_installed():  # a lean install (a Space) has no torch: never offer a tool that cannot run
         built.append(SpeechToTextTool(model_id=s.stt_model))
     return {tool.name: tool for tool in built}
