@@ -21,7 +21,7 @@ import atexit
 import html
 import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -81,6 +81,9 @@ class BrowserHost:
         self._playwright: Any = None
         self._browser: Any = None
         self._sessions: OrderedDict[str, Session] = OrderedDict()
+        #: Sessions whose agent is gone, closed by the next job (a finalizer may run inside any lock, so it
+        #: only appends here: deque.append takes none).
+        self._retired: deque[str] = deque()
 
     # ------------------------------------------------------------------ the worker thread
     def submit(self, job: Callable[[], T], timeout: float) -> T:
@@ -111,8 +114,14 @@ class BrowserHost:
         self._browser = self._playwright = None
 
     # ------------------------------------------------------------------ sessions (browser thread only)
+    def retire(self, key: str) -> None:
+        """Session `key`'s agent is gone: its context is closed by the browser's next job. Safe in a finalizer."""
+        self._retired.append(key)
+
     def session(self, key: str, allow_private: bool) -> Session:
         """The session `key`'s context and page, made on first use; the least recently used is closed past the cap."""
+        while self._retired:
+            self.end_session(self._retired.popleft())
         found = self._sessions.get(key)
         if found is not None and not found.page.is_closed():
             self._sessions.move_to_end(key)

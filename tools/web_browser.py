@@ -13,6 +13,7 @@ agent whose run calls the tool) has its own browser context: no cookies or stora
 from __future__ import annotations
 
 import re
+import time
 import weakref
 from typing import Any, ClassVar
 
@@ -21,13 +22,14 @@ from agents.models.images import ImageLimits, TextAndImage, inspect_image
 from agents.tooling.base import Tool
 from agents.tooling.context import ToolContext
 from tools._common import env_flag
-from tools.browser_host import MAX_REDIRECTS, REDIRECT_MARK, BrowserHost, Session, shared_host
+from tools.browser_host import REDIRECT_MARK, BrowserHost, Session, shared_host
 from tools.visit_webpage import ALLOW_PRIVATE_ENV
 
 ACTIONS = ("open", "click", "type", "scroll", "back", "find")
 EXCERPT_CHARS = 1500
 FIND_MATCHES = 5
 #: A target that looks like CSS (starts with #, ., [ or a tag name followed by one of them) is a selector.
+_LOADED_JS = f"() => document.readyState === 'complete' && !document.documentElement.hasAttribute('{REDIRECT_MARK}')"
 _SELECTOR = re.compile(r"^\s*([#.\[]|[a-zA-Z][a-zA-Z0-9-]*\s*([#.\[:>]|$))")
 
 
@@ -91,7 +93,7 @@ class WebBrowserTool(Tool):
             if key is None:
                 key = self._keys[owner] = f"agent:{id(owner)}:{len(self._keys)}:{id(self)}"
                 host = self.host or shared_host()
-                weakref.finalize(owner, _end_later, host, key)
+                weakref.finalize(owner, host.retire, key)
             return key
         except TypeError:  # not weakly referenceable
             return f"run:{context.run.run_id}"
@@ -124,7 +126,7 @@ class WebBrowserTool(Tool):
                     note = "There is no earlier page."
             else:
                 note = self._find(page, _required(text, "text", action))
-            _settle(page)
+            _settle(page, host.limits.timeout)
         except ToolError:
             raise
         except Exception as exc:
@@ -206,18 +208,19 @@ def _refused_navigation(session: Session) -> str:
     return ""
 
 
-def _settle(page: Any) -> None:
-    """Let a navigation an action started finish loading, through the pages redirects became (bounded by
-    MAX_REDIRECTS and the context's timeout)."""
-    try:
-        for _hop in range(MAX_REDIRECTS + 1):
+def _settle(page: Any, timeout: float) -> None:
+    """Let a navigation an action started finish loading, through the pages redirects became, for at most
+    `timeout` seconds (a page still loading then is shown as it is). Polled, because a navigation may replace
+    the document between any two looks at it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
             page.wait_for_load_state("load")
-            if not page.locator(f"html[{REDIRECT_MARK}]").count():
+            if page.evaluate(_LOADED_JS):
                 return
-            stub = page.url
-            page.wait_for_url(lambda url, stub=stub: url != stub)
-    except Exception:  # a page still loading after the timeout is shown as it is
-        return
+        except Exception:  # the document was replaced while we looked: look again
+            pass
+        page.wait_for_timeout(50)
 
 
 def _required(value: str | None, name: str, action: str) -> str:
@@ -233,13 +236,3 @@ def _explain(exc: Exception, action: str, session: Session) -> str:
     if "Timeout" in type(exc).__name__ or "Timeout" in text:
         return f"The {action!r} action timed out: {text}. The page is slow, or the target is not on it."
     return f"The {action!r} action failed: {text}"
-
-
-def _end_later(host: BrowserHost, key: str) -> None:
-    """An agent is gone: close its context on the browser's thread, without waiting for it."""
-    executor = host._executor
-    if executor is not None:
-        try:
-            executor.submit(host.end_session, key)
-        except RuntimeError:  # the host is shutting down
-            pass

@@ -265,11 +265,20 @@ class CodeAgent(MultiStepAgent):
     def _observe_images(self, result: ExecutionResult, context: RunContext) -> list[str]:
         """Give the step's new images (charts saved or shown) to a vision model with the next step; the notes
         say which were refused (too large, a bomb, not an image)."""
-        if not self.sends_observation_images() or not result.artifacts:
+        shots, context.tool_images = context.tool_images, []
+        if not self.sends_observation_images() or not (result.artifacts or shots):
             return []
-        images, notes = artifact_images(self.workdir, list(result.artifacts), self.observation_image_budget,
-                                        self.image_room(context))
+        budget = self.observation_image_budget
+        images, notes = artifact_images(self.workdir, list(result.artifacts), budget, self.image_room(context))
         context.observation_images.extend(images)
+        for shot in shots:  # screenshots the tools returned (web_browser), after the step's own images
+            if len(context.observation_images) >= budget.max_images:
+                notes.append(f"A tool's screenshot: not shown to you (at most {budget.max_images} images per step).")
+            elif len(shot.data) > budget.limits.max_bytes or len(shot.data_url()) > self.image_room(context):
+                notes.append("A tool's screenshot: not shown to you (this conversation holds as many images as "
+                             "it may).")
+            else:
+                context.observation_images.append(shot)
         return notes
 
     def _lost_state_error(self, result: ExecutionResult) -> tuple[str, str]:

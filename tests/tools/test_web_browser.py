@@ -195,3 +195,23 @@ def test_a_tool_calling_agent_sees_the_screenshot(server: LocalServer, host: Bro
     text = observation["content"][0]["text"]
     assert "Title: Second page" in text and "1024 x 768 pixels (attached)" in text
     assert len(image_parts(observation)) == 1
+
+
+def test_a_code_agent_gets_the_text_and_the_model_the_screenshot(server: LocalServer, host: BrowserHost,
+                                                                 tmp_path: Any) -> None:
+    from agents.loop.code_agent import CodeAgent
+    from agents.models.images import image_parts
+    from agents.models.replay import ReplayModel
+
+    code = (f"page = web_browser(action='open', url='{server.base}/second')\n"
+            "print(type(page).__name__, page.splitlines()[0])")
+    model = ReplayModel([f"```python\n{code}\n```", "```python\nfinal_answer('done')\n```"])
+    agent = CodeAgent(model=model, tools=[WebBrowserTool(allow_private=True, host=host)], workdir=tmp_path / "w",
+                      verbosity=0)
+    try:
+        assert agent.run("Open the page.") == "done"
+    finally:
+        agent.close()
+    observation = model.calls[1][-1]
+    assert "str Title: Second page" in observation["content"][0]["text"]
+    assert len(image_parts(observation)) == 1 and "image/jpeg" in image_parts(observation)[0]["image_url"]["url"]
