@@ -24,6 +24,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
@@ -92,7 +93,11 @@ class BrowserHost:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="web-browser")
             future: Future[T] = self._executor.submit(job)
-        return future.result(timeout=timeout)
+        try:
+            return future.result(timeout=timeout)
+        except FutureTimeout as exc:
+            raise ToolError(f"The browser did not answer within {timeout:g}s (a slow page, or the browser is busy "
+                            "with another session's). Try again, or another page.") from exc
 
     def close(self) -> None:
         """Close every context and the browser (at app stop); a later call launches a new one."""
@@ -140,8 +145,8 @@ class BrowserHost:
         fetcher = _GuardedFetcher(allow_private, self.limits)
         context.route("**/*", fetcher.handle)
         context.route_web_socket("**/*", lambda ws: ws.close())  # never connected to any server
-        context.on("page", lambda page: self._limit_pages(context, page))
         session = Session(context, context.new_page(), fetcher)
+        context.on("page", lambda page: self._follow_popup(session, page))
         self._sessions[key] = session
         return session
 
@@ -150,9 +155,12 @@ class BrowserHost:
         if session is not None:
             _quietly(session.context.close)
 
-    def _limit_pages(self, context: Any, page: Any) -> None:
-        if len(context.pages) > self.limits.max_pages:
-            _quietly(page.close)  # a popup past the cap
+    def _follow_popup(self, session: Session, page: Any) -> None:
+        """A page a click opened (target=_blank, window.open) becomes the one the agent sees, up to the cap."""
+        if len(session.context.pages) > self.limits.max_pages:
+            _quietly(page.close)
+        else:
+            session.page = page
 
     def _browser_process(self) -> Any:
         if self._browser is None:
@@ -225,7 +233,7 @@ class _GuardedFetcher:
         """Make `request` (or a GET of `url`, a redirect's target) with the guarded session; never follows."""
         import requests
 
-        headers = {k: v for k, v in request.headers.items() if not k.startswith(":")}
+        headers = {k: v for k, v in request.all_headers().items() if not k.startswith(":")}  # cookies too
         method, data = (request.method, request.post_data_buffer) if url is None else ("GET", None)
         try:
             response = self.http.request(method, url or request.url, headers=headers, data=data,

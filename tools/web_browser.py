@@ -28,6 +28,7 @@ from tools.visit_webpage import ALLOW_PRIVATE_ENV
 ACTIONS = ("open", "click", "type", "scroll", "back", "find")
 EXCERPT_CHARS = 1500
 FIND_MATCHES = 5
+POPUP_WAIT_MS = 250
 #: A target that looks like CSS (starts with #, ., [ or a tag name followed by one of them) is a selector.
 _LOADED_JS = f"() => document.readyState === 'complete' && !document.documentElement.hasAttribute('{REDIRECT_MARK}')"
 _SELECTOR = re.compile(r"^\s*([#.\[]|[a-zA-Z][a-zA-Z0-9-]*\s*([#.\[:>]|$))")
@@ -126,7 +127,7 @@ class WebBrowserTool(Tool):
                     note = "There is no earlier page."
             else:
                 note = self._find(page, _required(text, "text", action))
-            _settle(page, host.limits.timeout)
+            _settle(session.page, host.limits.timeout)  # a popup may have become the page
         except ToolError:
             raise
         except Exception as exc:
@@ -152,6 +153,7 @@ class WebBrowserTool(Tool):
         session.fetcher.refusals.clear()
         with _navigation_allowed(session):
             locator.first.click()
+        page.wait_for_timeout(POPUP_WAIT_MS)  # a tab the click opens is announced after click() returns
 
     @staticmethod
     def _find(page: Any, wanted: str) -> str:

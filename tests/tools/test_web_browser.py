@@ -24,7 +24,7 @@ pytestmark = [
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 HOME = """<html><head><title>Home page</title></head><body><h1>Welcome home</h1>
 <p>The quick brown fox jumps over the lazy dog.</p>
-<a href="/second">Go to the second page</a>
+<a href="/second">Go to the second page</a> <a href="/second" target="_blank">In a new tab</a>
 <a id="secret" href="file:///etc/passwd">Local file</a>
 <form action="/search" method="get"><input id="q" name="q"></form>
 <div style="height: 3000px"></div><p>Far below: the treasure.</p>
@@ -113,6 +113,10 @@ def test_open_click_type_find_scroll_and_back(server: LocalServer, host: Browser
     assert "Title: Results" in typed.text and "You searched for otters" in typed.text
     assert server.requests[-1].path == "/search" and server.requests[-1].query == {"q": ["otters"]}
 
+    tool.invoke({"action": "open", "url": f"{server.base}/"}, context)
+    popup = tool.invoke({"action": "click", "target": "In a new tab"}, context)
+    assert "Title: Second page" in popup.text  # the tab a click opened is the one the agent sees
+
 
 def test_a_link_to_a_local_file_is_not_followed(server: LocalServer, host: BrowserHost) -> None:
     tool = WebBrowserTool(allow_private=True, host=host)
@@ -163,6 +167,7 @@ def test_sessions_do_not_share_cookies(server: LocalServer, host: BrowserHost) -
     alice, bob = _context(_Run()), _context(_Run())
     tool.invoke({"action": "open", "url": f"{server.base}/set-cookie"}, alice)
     assert "seen:token=alice" in tool.invoke({"action": "open", "url": f"{server.base}/cookies"}, alice).text
+    assert server.requests[-1].headers.get("cookie") == "token=alice"  # the browser sends its own cookies
     seen = tool.invoke({"action": "open", "url": f"{server.base}/cookies"}, bob).text
     assert "seen:" in seen and "token=alice" not in seen
     assert server.requests[-1].headers.get("cookie") is None
