@@ -128,17 +128,16 @@ class WebBrowserTool(Tool):
             else:
                 note = self._find(page, _required(text, "text", action))
             _settle(session.page, host.limits.timeout)  # a popup may have become the page
+            return self._observe(session, host, note)
         except ToolError:
             raise
         except Exception as exc:
             raise ToolError(_explain(exc, action, session)) from exc
-        return self._observe(session, host, note)
 
     def _open(self, session: Session, url: str) -> None:
         url = url.strip()
         if not re.match(r"^https?://", url, re.IGNORECASE):
             raise ToolError(f"Cannot open {url!r}: only http:// and https:// URLs are supported.")
-        session.fetcher.refusals.clear()
         with _navigation_allowed(session):
             session.page.goto(url, wait_until="load")
 
@@ -150,7 +149,6 @@ class WebBrowserTool(Tool):
         if locator.count() == 0:
             raise ToolError(f"Nothing on the page matches {target!r}: give a link's or button's visible text, "
                             "or a CSS selector.")
-        session.fetcher.refusals.clear()
         with _navigation_allowed(session):
             locator.first.click()
         page.wait_for_timeout(POPUP_WAIT_MS)  # a tab the click opens is announced after click() returns
