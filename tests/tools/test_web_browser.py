@@ -220,3 +220,7 @@ def test_a_code_agent_gets_the_text_and_the_model_the_screenshot(server: LocalSe
     observation = model.calls[1][-1]
     assert "str Title: Second page" in observation["content"][0]["text"]
     assert len(image_parts(observation)) == 1 and "image/jpeg" in image_parts(observation)[0]["image_url"]["url"]
+    # The screenshot is also saved in the workspace, as the chat shows a chart: once, by the step that took it.
+    saved = [step.artifacts for step in agent.memory.steps if hasattr(step, "artifacts")]
+    assert len(saved) == 2 and len(saved[0]) == 1 and saved[1] == []
+    assert saved[0][0].startswith("tool-image-") and (tmp_path / "w" / saved[0][0]).read_bytes()[:2] == b"\xff\xd8"
