@@ -14,6 +14,7 @@ from agents.tooling.decorator import tool
 _LAZY: dict[str, str] = {
     "WebSearchTool": "tools.web_search",
     "VisitWebpageTool": "tools.visit_webpage",
+    "WebBrowserTool": "tools.web_browser",
     "WikipediaSearchTool": "tools.wikipedia_search",
     "SpeechToTextTool": "tools.speech_to_text",
     "FinalAnswerTool": "agents.tooling.final_answer",

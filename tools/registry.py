@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -24,7 +25,7 @@ from tools._common import env_flag
 logger = logging.getLogger(__name__)
 
 #: The built-in tools, in the order the UI lists them.
-BUILTIN_TOOL_NAMES = ("web_search", "visit_webpage", "wikipedia_search", "speech_to_text")
+BUILTIN_TOOL_NAMES = ("web_search", "visit_webpage", "web_browser", "wikipedia_search", "speech_to_text")
 
 
 @dataclass
@@ -133,6 +134,9 @@ class ToolCatalog:
             except Exception:  # pragma: no cover - closing is best effort
                 logger.exception("Closing MCP toolset failed")
         self.toolsets.clear()
+        host = sys.modules.get("tools.browser_host")
+        if host is not None:  # web_browser's Chromium, if it was started (it is also closed at exit)
+            host.close_shared()
 
     def __enter__(self) -> ToolCatalog:
         return self
@@ -154,10 +158,20 @@ def local_models_installed() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("transformers", "torch"))
 
 
+def browser_installed() -> bool:
+    """Whether Playwright and the system's Chromium are installed (web_browser never downloads a browser)."""
+    import importlib.util
+
+    from tools.browser_host import CHROMIUM
+
+    return importlib.util.find_spec("playwright") is not None and os.path.exists(CHROMIUM)
+
+
 def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
     """Only the built-in tools, freshly constructed (no network, no model loading)."""
     from tools.speech_to_text import SpeechToTextTool
     from tools.visit_webpage import VisitWebpageTool
+    from tools.web_browser import WebBrowserTool
     from tools.web_search import WebSearchTool
     from tools.wikipedia_search import WikipediaSearchTool
 
@@ -167,6 +181,8 @@ def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
         VisitWebpageTool(allow_private=s.allow_private_urls, max_chars=s.page_max_chars),
         WikipediaSearchTool(base_url=s.wikipedia_url, max_chars=s.page_max_chars),
     ]
+    if browser_installed():  # Playwright is optional (requirements-test.txt), Chromium comes from apt
+        built.insert(2, WebBrowserTool(allow_private=s.allow_private_urls))
     if local_models_installed():  # a lean install (a Space) has no torch: never offer a tool that cannot run
         built.append(SpeechToTextTool(model_id=s.stt_model))
     return {tool.name: tool for tool in built}

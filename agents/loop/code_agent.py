@@ -6,6 +6,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from agents.loop.structured_code import CODE_STEP_FORMAT, StructuredReplyError, 
 from agents.loop.tool_runner import UNSCREENED_TOOLS
 from agents.memory import ActionStep
 from agents.models.base import Message, Model, ModelReply
+from agents.models.images import ImageData
 from agents.prompts import load_prompt_overlay, merge_templates, render
 from agents.prompts.profiles import profile_for
 from agents.tooling.base import Tool
@@ -215,6 +217,8 @@ class CodeAgent(MultiStepAgent):
         result = self._execute_code(code, step, context)
         for artifact in result.artifacts:
             self._emit_artifact(artifact, step, context)
+        for number, shot in enumerate(context.tool_images, 1):  # screenshots tools returned: shown in the chat
+            self._save_tool_image(shot, number, step, context)
         if context.interrupt_flag.is_set():
             step.error = "The run was stopped by the user while the code was running."
             if result.state_lost and result.error:  # the code did not stop in time: the worker was restarted
@@ -265,11 +269,20 @@ class CodeAgent(MultiStepAgent):
     def _observe_images(self, result: ExecutionResult, context: RunContext) -> list[str]:
         """Give the step's new images (charts saved or shown) to a vision model with the next step; the notes
         say which were refused (too large, a bomb, not an image)."""
-        if not self.sends_observation_images() or not result.artifacts:
+        shots, context.tool_images = context.tool_images, []
+        if not self.sends_observation_images() or not (result.artifacts or shots):
             return []
-        images, notes = artifact_images(self.workdir, list(result.artifacts), self.observation_image_budget,
-                                        self.image_room(context))
+        budget = self.observation_image_budget
+        images, notes = artifact_images(self.workdir, list(result.artifacts), budget, self.image_room(context))
         context.observation_images.extend(images)
+        for shot in shots:  # screenshots the tools returned (web_browser), after the step's own images
+            if len(context.observation_images) >= budget.max_images:
+                notes.append(f"A tool's screenshot: not shown to you (at most {budget.max_images} images per step).")
+            elif len(shot.data) > budget.limits.max_bytes or len(shot.data_url()) > self.image_room(context):
+                notes.append("A tool's screenshot: not shown to you (this conversation holds as many images as "
+                             "it may).")
+            else:
+                context.observation_images.append(shot)
         return notes
 
     def _lost_state_error(self, result: ExecutionResult) -> tuple[str, str]:
@@ -321,6 +334,20 @@ class CodeAgent(MultiStepAgent):
                                  if c.id in context.tool_findings)
         return "\n".join([*warnings, logs]).strip(), output_text
 
+    def _save_tool_image(self, image: ImageData, number: int, step: ActionStep, context: RunContext) -> None:
+        """Save an image a tool returned (web_browser's screenshot) in the workspace, so that the chat shows it and
+        the files panel lists it, like a chart the code saved. The worker may have put anything at that name (a
+        link, a file): the file is only ever created new, never through a link."""
+        suffix = ".jpg" if image.mime == "image/jpeg" else "." + image.mime.split("/")[-1]
+        relative = f"tool-image-{context.run_id[:8]}-{context.step}-{number}{suffix}"
+        try:
+            fd = os.open(self.workdir / relative, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except OSError:
+            return  # the name is taken: the model still sees the image, the chat does not show it
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(image.data)
+        self._emit_artifact(_SavedImage(relative, len(image.data)), step, context)
+
     def _emit_artifact(self, artifact: Any, step: ActionStep, context: RunContext) -> None:
         relative = str(getattr(artifact, "path", artifact))
         if os.path.isabs(relative):
@@ -328,6 +355,12 @@ class CodeAgent(MultiStepAgent):
         step.artifacts.append(relative)
         step.artifact_sizes.append(int(getattr(artifact, "size", None) or 0))
         context.emit(step_events.artifact_created(step, len(step.artifacts) - 1, self.workdir, context.event_fields()))
+
+
+@dataclass(frozen=True)
+class _SavedImage:
+    path: str
+    size: int
 
 
 def _stopped_by_rejection(result: ExecutionResult, context: RunContext) -> bool:

@@ -52,6 +52,9 @@ class RunContext:
     #: Images the current step produced for the model (agents/loop/observation_images.py): its observation
     #: message carries them.
     observation_images: list[ImageData] = field(default_factory=list)
+    #: Images the current step's tool calls from code returned with their text (a browser's screenshots): the
+    #: code got the text, the CodeAgent offers these to the model (`CodeAgent._observe_images`).
+    tool_images: list[ImageData] = field(default_factory=list)
 
     def emit(self, event: Event) -> None:
         self.emit_function(event)
@@ -73,6 +76,7 @@ class RunContext:
         self.call_records = []
         self.log_position = _nothing_printed
         self.observation_images = []
+        self.tool_images = []
 
     def take_decisions(self) -> list[dict[str, Any]]:
         taken, self.decisions = self.decisions, []

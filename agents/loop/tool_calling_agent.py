@@ -14,7 +14,7 @@ from agents.loop.step_runner import show_step_error
 from agents.loop.tool_runner import fenced_output
 from agents.memory import ActionStep
 from agents.models.base import Model, ModelReply, ToolCall
-from agents.models.images import is_image, to_image
+from agents.models.images import TextAndImage, is_image, to_image
 from agents.prompts import render
 from agents.tooling.base import Tool
 from agents.tooling.final_answer import FinalAnswerTool
@@ -57,6 +57,10 @@ class ToolCallingAgent(MultiStepAgent):
                 errors.append(f"{call.name}: {error}")
             elif call.name == "final_answer":
                 step.is_final_answer, step.action_output = True, output
+            elif isinstance(output, TextAndImage):  # a page and its screenshot
+                shown = fenced_output(call.name, call.id, output.text, context)
+                note = self._observe_image(call.name, output.image, context)
+                lines.append((f"{call.name} returned:\n" if len(calls) > 1 else "") + f"{shown}\n{note}")
             elif is_image(output):  # a screenshot, a chart: to a vision model with the next step
                 lines.append(self._observe_image(call.name, output, context))
             else:

@@ -17,6 +17,7 @@ from agents.events import new_id
 from agents.injection import detect_injection, fence, warning_line
 from agents.loop.context import RunContext
 from agents.models.base import ToolCall
+from agents.models.images import TextAndImage
 from agents.tooling.base import Tool
 from agents.tooling.context import ToolContext
 
@@ -96,7 +97,11 @@ class ToolRunner:
             def proxy(*args: Any, **kwargs: Any) -> Any:
                 if run is None:
                     raise ToolError(f"Tool {name!r} was called outside of a run.")
-                return self.call(name, kwargs, run, positional=args)
+                output = self.call(name, kwargs, run, positional=args)
+                if isinstance(output, TextAndImage):  # the code gets the text, the model may see the image
+                    run.tool_images.append(output.image)
+                    return output.text
+                return output
             proxy.__name__ = name
             return proxy
         return {name: make(name) for name in self.tools}

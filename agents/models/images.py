@@ -53,6 +53,17 @@ class ImageData:
         return {"type": "image_url", "image_url": {"url": self.data_url()}}
 
 
+@dataclass(frozen=True)
+class TextAndImage:
+    """A tool's output that is text for the model and an image it may be shown with it (a browser's page and its
+    screenshot). Where only text can go (events, sandboxed code) it is its text."""
+    text: str
+    image: ImageData
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def _label(name: str) -> str:
     return f"image {name!r}" if name else "the image"
 

@@ -173,7 +173,17 @@ def test_speech_to_text_is_offered_only_where_it_can_run(monkeypatch) -> None:
 
     assert "speech_to_text" in registry.make_builtin_tools()  # this machine has the local-model packages
     monkeypatch.setattr(registry, "local_models_installed", lambda: False)
-    assert set(registry.make_builtin_tools()) == {"web_search", "visit_webpage", "wikipedia_search"}
+    monkeypatch.setattr(registry, "browser_installed", lambda: True)
+    assert set(registry.make_builtin_tools()) == {"web_search", "visit_webpage", "web_browser", "wikipedia_search"}
+
+
+def test_web_browser_is_offered_only_where_it_can_run(monkeypatch) -> None:
+    """Without Playwright or the system's Chromium the browser tool is not offered (never a downloaded browser)."""
+    import tools.registry as registry
+
+    monkeypatch.setattr(registry, "browser_installed", lambda: False)
+    assert "web_browser" not in registry.make_builtin_tools()
+    assert registry.BUILTIN_TOOL_NAMES.index("web_browser") == 2  # listed with the other built-ins
 
 
 def test_settings_from_a_mapping_read_flags_as_the_tools_do(monkeypatch: pytest.MonkeyPatch) -> None:
