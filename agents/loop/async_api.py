@@ -21,6 +21,7 @@ from typing import Any
 
 from agents.events import Event
 from agents.loop.result import RunResult, RunState
+from agents.models.images import ImageData
 
 #: How long a cancelled `astream` waits for its run to end after telling it to stop (Stop takes effect within
 #: a fraction of a second; a sandbox stuck in the kernel is killed within its own limits).
@@ -37,13 +38,16 @@ class _Failure:
 
 
 def astream(agent: Any, task: str, reset: bool = True, history: list[Any] | None = None,
-            additional_args: dict[str, Any] | None = None) -> AsyncIterator[Event]:
-    """The run's events as they come (see the module's docstring)."""
-    return _events(agent, task, reset, history, additional_args, [])
+            additional_args: dict[str, Any] | None = None, images: list[Any] | None = None) -> AsyncIterator[Event]:
+    """The run's events as they come (see the module's docstring). `images` are checked here, before the run
+    starts, as `run` checks them: a model that reads no images refuses them with ImageRefusedError at once."""
+    checked = agent.check_images(images, fresh=reset)
+    return _events(agent, task, reset, history, additional_args, checked, [])
 
 
 async def _events(agent: Any, task: str, reset: bool, history: list[Any] | None,
-                  additional_args: dict[str, Any] | None, results: list[RunResult]) -> AsyncIterator[Event]:
+                  additional_args: dict[str, Any] | None, images: list[ImageData],
+                  results: list[RunResult]) -> AsyncIterator[Event]:
     """`astream`, keeping the run's RunResult in `results` (for `arun`)."""
     loop = asyncio.get_running_loop()
     items: asyncio.Queue[Event | _End | _Failure] = asyncio.Queue()
@@ -63,7 +67,7 @@ async def _events(agent: Any, task: str, reset: bool, history: list[Any] | None,
     def body() -> None:
         try:
             results.append(agent._execute(task, emit=send, reset=reset, history=history,
-                                          additional_args=additional_args, event_loop=loop))
+                                          additional_args=additional_args, event_loop=loop, images=images))
         except BaseException as exc:  # a bug in the loop itself: surface it to the consumer
             send(_Failure(exc))
         finally:
@@ -92,11 +96,13 @@ async def _events(agent: Any, task: str, reset: bool, history: list[Any] | None,
 
 
 async def arun(agent: Any, task: str, reset: bool = True, return_result: bool = False,
-               history: list[Any] | None = None, additional_args: dict[str, Any] | None = None) -> Any:
+               history: list[Any] | None = None, additional_args: dict[str, Any] | None = None,
+               images: list[Any] | None = None) -> Any:
     """Like `agent.run(task)`: the final answer (a RunResult with `return_result=True`); a failed run raises its
-    error unless `return_result`."""
+    error unless `return_result`. `images` as for `run` (refused before the run by a model that reads none)."""
+    checked = agent.check_images(images, fresh=reset)
     results: list[RunResult] = []
-    async for _ in _events(agent, task, reset, history, additional_args, results):
+    async for _ in _events(agent, task, reset, history, additional_args, checked, results):
         pass
     result = results[0]
     if return_result:

@@ -225,18 +225,22 @@ class MultiStepAgent:
         return result.output
 
     def astream(self, task: str, reset: bool = True, history: list[Message] | None = None,
-                additional_args: dict[str, Any] | None = None) -> AsyncIterator[Event]:
+                additional_args: dict[str, Any] | None = None,
+                images: list[Any] | None = None) -> AsyncIterator[Event]:
         """`async for event in agent.astream(task)`: the events of `run(stream=True)`, in an event loop; the
-        model call is awaited there when the model can be (agents/loop/async_api.py). Cancel the task to Stop."""
+        model call is awaited there when the model can be (agents/loop/async_api.py). Cancel the task to Stop.
+        `images` as for `run`: refused here, before the run, by a model that reads no images."""
         from agents.loop.async_api import astream
-        return astream(self, task, reset=reset, history=history, additional_args=additional_args)
+        return astream(self, task, reset=reset, history=history, additional_args=additional_args, images=images)
 
     async def arun(self, task: str, reset: bool = True, return_result: bool = False,
-                   history: list[Message] | None = None, additional_args: dict[str, Any] | None = None) -> Any:
-        """`await agent.arun(task)`: what `run(task)` returns, from an event loop (see `astream`)."""
+                   history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
+                   images: list[Any] | None = None) -> Any:
+        """`await agent.arun(task)`: what `run(task)` returns, from an event loop (see `astream`); `images` as
+        for `run`."""
         from agents.loop.async_api import arun
         return await arun(self, task, reset=reset, return_result=return_result, history=history,
-                          additional_args=additional_args)
+                          additional_args=additional_args, images=images)
 
     def interrupt(self) -> None:
         """Stop the current run at the next safe point; running code and pending decisions stop at once."""

@@ -6,7 +6,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +21,10 @@ from agents.loop.observation_images import artifact_images
 from agents.loop.parsing import extract_code
 from agents.loop.step_runner import show_step_error
 from agents.loop.structured_code import CODE_STEP_FORMAT, StructuredReplyError, as_structured_reply, parse_code_step
+from agents.loop.tool_images import record_artifact, save_tool_image
 from agents.loop.tool_runner import UNSCREENED_TOOLS
 from agents.memory import ActionStep
 from agents.models.base import Message, Model, ModelReply
-from agents.models.images import ImageData
 from agents.prompts import load_prompt_overlay, merge_templates, render
 from agents.prompts.profiles import profile_for
 from agents.tooling.base import Tool
@@ -218,7 +217,7 @@ class CodeAgent(MultiStepAgent):
         for artifact in result.artifacts:
             self._emit_artifact(artifact, step, context)
         for number, shot in enumerate(context.tool_images, 1):  # screenshots tools returned: shown in the chat
-            self._save_tool_image(shot, number, step, context)
+            save_tool_image(self.workdir, shot, number, step, context)
         if context.interrupt_flag.is_set():
             step.error = "The run was stopped by the user while the code was running."
             if result.state_lost and result.error:  # the code did not stop in time: the worker was restarted
@@ -334,33 +333,11 @@ class CodeAgent(MultiStepAgent):
                                  if c.id in context.tool_findings)
         return "\n".join([*warnings, logs]).strip(), output_text
 
-    def _save_tool_image(self, image: ImageData, number: int, step: ActionStep, context: RunContext) -> None:
-        """Save an image a tool returned (web_browser's screenshot) in the workspace, so that the chat shows it and
-        the files panel lists it, like a chart the code saved. The worker may have put anything at that name (a
-        link, a file): the file is only ever created new, never through a link."""
-        suffix = ".jpg" if image.mime == "image/jpeg" else "." + image.mime.split("/")[-1]
-        relative = f"tool-image-{context.run_id[:8]}-{context.step}-{number}{suffix}"
-        try:
-            fd = os.open(self.workdir / relative, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        except OSError:
-            return  # the name is taken: the model still sees the image, the chat does not show it
-        with os.fdopen(fd, "wb") as stream:
-            stream.write(image.data)
-        self._emit_artifact(_SavedImage(relative, len(image.data)), step, context)
-
     def _emit_artifact(self, artifact: Any, step: ActionStep, context: RunContext) -> None:
         relative = str(getattr(artifact, "path", artifact))
         if os.path.isabs(relative):
             relative = os.path.relpath(relative, self.workdir)
-        step.artifacts.append(relative)
-        step.artifact_sizes.append(int(getattr(artifact, "size", None) or 0))
-        context.emit(step_events.artifact_created(step, len(step.artifacts) - 1, self.workdir, context.event_fields()))
-
-
-@dataclass(frozen=True)
-class _SavedImage:
-    path: str
-    size: int
+        record_artifact(self.workdir, relative, int(getattr(artifact, "size", None) or 0), step, context)
 
 
 def _stopped_by_rejection(result: ExecutionResult, context: RunContext) -> bool:

@@ -88,3 +88,43 @@ def test_cancelling_the_task_stops_the_run_and_records_it(tmp_path):
         task_step = next(s for s in agent.memory.steps if isinstance(s, TaskStep))
         assert task_step.state == "interrupted"  # recorded by the time the cancellation returned
         assert not agent.pending_decisions()
+
+
+def _png() -> bytes:
+    import io
+
+    from PIL import Image
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 3), "red").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_arun_and_astream_give_the_task_images_to_the_model(tmp_path):
+    model = ReplayModel([call("final_answer", answer="a red square")])
+    agent = ToolCallingAgent(tools=[], model=model, verbosity=0)
+    assert asyncio.run(agent.arun("What is it?", images=[_png()])) == "a red square"
+    urls = [part["image_url"]["url"] for part in model.calls[0][-1]["content"] if part.get("type") == "image_url"]
+    assert len(urls) == 1 and urls[0].startswith("data:image/png;base64,")
+
+    model = ReplayModel([code("final_answer('seen')")])
+    with CodeAgent(tools=[], model=model, workdir=tmp_path, verbosity=0) as agent:
+        events = asyncio.run(_collect_with_images(agent, "Describe.", [_png(), _png()]))
+    assert events[-1].output == "seen"
+    assert sum(part.get("type") == "image_url" for part in model.calls[0][-1]["content"]) == 2
+
+
+async def _collect_with_images(agent, task, images):
+    return [event async for event in agent.astream(task, images=images)]
+
+
+def test_a_text_only_model_refuses_images_before_the_async_run_starts():
+    import pytest
+
+    from agents.errors import ImageRefusedError
+    model = ReplayModel([call("final_answer", answer="x")], model_id="text-only", supports_images=False)
+    agent = ToolCallingAgent(tools=[], model=model, verbosity=0)
+    with pytest.raises(ImageRefusedError, match="'text-only' does not read images"):
+        asyncio.run(agent.arun("Describe.", images=[_png()]))
+    with pytest.raises(ImageRefusedError, match="does not read images"):
+        agent.astream("Describe.", images=[_png()])  # refused when called, as run(stream=True) is
+    assert model.calls == []
