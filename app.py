@@ -31,7 +31,11 @@ def main() -> None:
     print(f"AgentDeck: model {config.model!r}, workspaces in {config.data_dir}", flush=True)
     if os.environ.get("AGENTDECK_USERNAME") and not config.auth:
         print("AgentDeck: AGENTDECK_USERNAME is set without AGENTDECK_PASSWORD: login is off.", flush=True)
-    launch(config, app=(demo, controller))
+    try:
+        launch(config, app=(demo, controller))
+    except ConfigurationError as exc:  # e.g. GRADIO_MCP_SERVER=True (ui/web/mcp_mode.py)
+        print(f"AgentDeck cannot start: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

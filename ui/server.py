@@ -32,6 +32,7 @@ from ui.web.gradio_compat import (
 )
 from ui.web.login_guard import guard_login_routes
 from ui.web.login_throttle import LoginThrottleMiddleware
+from ui.web.mcp_mode import refuse_gradio_mcp_mode
 from ui.web.metrics import MetricsConfig, MetricsMiddleware
 from ui.web.metrics import start as start_metrics
 from ui.web.rate_limit import stop_uvicorn_trusting_loopback_proxies
@@ -111,6 +112,7 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
            **overrides: Any) -> tuple[gr.Blocks, AgentDeckApp]:
     """Serve the app (built here unless `app` is the pair `create_app` returned)."""
     check_version()
+    refuse_gradio_mcp_mode(overrides)  # Gradio would start without it and say nothing (ui/web/mcp_mode.py)
     config = config or (app[1].config if app else AppConfig.from_env())
     demo, controller = app or create_app(config)
     controller.registry.start_reaper()
