@@ -315,7 +315,8 @@ class CodeAgent(MultiStepAgent):
         rest = step.logs[len(already_sent):] if step.logs.startswith(already_sent) else step.logs
         if rest:
             context.emit(step_events.execution_log(rest, fields))
-        context.emit(SandboxRun(**fields, backend=str(getattr(sandbox, "backend", "process")),
+        backend = str(getattr(getattr(sandbox, "backend", None), "name", "local"))  # the backend's name, e.g. docker
+        context.emit(SandboxRun(**fields, backend=backend,
                                 duration_s=step.execution_duration_s, state_lost=result.state_lost,
                                 untrusted=result.untrusted, error_type=result.error_type))
         return result

@@ -68,7 +68,7 @@ def test_metrics_are_the_operators_only(tmp_path: Path) -> None:
         assert value(after, "agentdeck_steps_total", type="action") == 1
         assert value(after, "agentdeck_model_tokens_total", direction="output") > 0
         assert value(after, "agentdeck_model_call_seconds_count") == 1
-        assert value(after, "agentdeck_sandbox_runs_total", backend="process", outcome="ok") == 1
+        assert value(after, "agentdeck_sandbox_runs_total", backend="local", outcome="ok") == 1
         assert value(after, "agentdeck_chat_saves_total", outcome="failed") == 0
         assert value(after, "agentdeck_sessions") >= 1
         assert value(after, "agentdeck_sandboxes", state="live") >= 1
