@@ -6,6 +6,8 @@ no capabilities, no new privileges, and cgroup limits on tasks, memory (page cac
 The app keeps everything else it does for a local worker: the channel is a unix socket, the worker is stopped
 between steps with SIGSTOP and read through ``/proc/<pid>`` on the same host, and the workspace and the private
 temp folder are the app's own folders, bind-mounted at their paths and counted against the disk limit.
+A pooled container (a warm start, `pool.py`) is made before its session: its workspace is bound onto its slot
+(`slot.py`) at `assign`, before the worker gets its settings and confines itself.
 
 Docker's seccomp profile is not applied (``seccomp=unconfined``), deliberately: it refuses the ``unshare`` the
 worker's private view needs, and the worker installs its own filter, stricter than Docker's for everything the
