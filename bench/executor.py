@@ -208,6 +208,8 @@ def warm_start(backend: backends.SandboxBackend, count: int) -> None:
                     warm.append(time.perf_counter() - t0)
                     if r.error:
                         raise RuntimeError(r.error)
+                    if sb.host is not hosts[0]:  # the pool's sandbox could not be used: this was a cold start
+                        raise RuntimeError("the warm start did not use the pooled sandbox")
     finally:
         pool.close()
     print(f"warm start (a ready sandbox from the pool to its first result): median "

@@ -24,6 +24,7 @@ from .errors import SandboxError
 log = logging.getLogger("agents.executor")
 ENV_VAR = "AGENTDECK_SANDBOX_POOL"
 DEFAULT_SIZE = 1
+CLOSE_WAIT_S = 60.0  # at most a start's own timeout
 MAX_KEYS = 4  # specs kept warm at once (each key holds `size` sandboxes): the most recently asked for
 
 
@@ -149,6 +150,11 @@ class WarmPool:
         self._wanted.set()
         for host in hosts:
             host.close()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            # A start in flight closes its host when it ends (the pool is closed); waited for, so that an exiting
+            # app does not leave it behind half-made (a container and its workspace slot, on the Docker backend).
+            thread.join(CLOSE_WAIT_S)
 
 
 _pools: dict[str, WarmPool] = {}

@@ -263,3 +263,95 @@ def test_a_missing_image_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTDECK_DOCKER_IMAGE", "agentdeck-sandbox:no-such-build")
     with pytest.raises(SandboxStartError, match="AGENTDECK_DOCKER_IMAGE=agentdeck-sandbox:no-such-build"):
         PythonSandbox(str(tmp_path / "ws"), backend=DockerBackend())
+
+
+def _slot_mounts() -> list[str]:
+    with open("/proc/self/mountinfo") as fh:
+        return [line.split()[4] for line in fh if "agentdeck-slot-" in line]
+
+
+def _preloaded(host) -> bool:
+    """A pooled container's worker has loaded numpy and sleeps waiting for its session, unconfined (no `ready`)."""
+    pid = host.process.pid
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            maps = fh.read()
+    except OSError:
+        return False
+    return host.ready is None and "numpy" in maps and process_state(pid) == "S"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_engine
+def test_warm_container_gets_the_sessions_workspace_and_nothing_else(tmp_path, backend):
+    """A session takes a pooled container whose worker preloaded numpy before any session was known; its workspace
+    is bound in at `assign`: the app's file is there, the code's file lands in the app's folder, nothing of the
+    previous session is, every layer is active; closing leaves no container, mount or slot folder."""
+    import time
+
+    from agents.executor.backend import SandboxSpec
+    from agents.executor.pool import WarmPool
+
+    assert backend.capabilities.warm_start  # the tests run as root, like the app here
+    pool = WarmPool(backend, size=1)
+    first = second = None
+    spec = SandboxSpec(workspace=None)
+    try:
+        first = make(tmp_path / "a", backend, pool=pool)  # none ready yet: a cold start, which asks for a warm one
+        spec = first.spec  # the pool's key: everything but the workspace, tools and environment
+        assert first.run("secret_of_a = 42\nopen('a.txt', 'w').write('a')").error is None
+        wait_until(lambda: pool.ready_hosts(spec) and _preloaded(pool.ready_hosts(spec)[0]), 120,
+                   "a pooled container to preload numpy")
+        pooled = pool.ready_hosts(spec)[0]
+        slot_path = pooled._slot.path
+        (tmp_path / "b" / "ws").mkdir(parents=True)
+        (tmp_path / "b" / "ws" / "from_app.txt").write_text("the app's file")
+        started = time.monotonic()
+        second = make(tmp_path / "b", backend, pool=pool)
+        r = second.run("import glob\nopen('by_code.txt', 'w').write('the code')\n"
+                       "['secret_of_a' in dir(), open('from_app.txt').read(), sorted(glob.glob('*'))]")
+        print(f"warm Docker start to the first result: {time.monotonic() - started:.3f} s")
+        assert r.error is None, r.error
+        assert second.host is pooled  # the path taken: the pooled, preloaded container
+        assert r.output == [False, "the app's file", ["by_code.txt", "from_app.txt"]]
+        assert (tmp_path / "b" / "ws" / "by_code.txt").read_text() == "the code"
+        assert not (tmp_path / "a" / "ws" / "by_code.txt").exists()
+        assert all(info["active"] for info in second.security_report().values()), second.security_report()
+        assert slot_path in _slot_mounts()
+        container_id = container_of(second).id
+        second.close()
+        assert slot_path not in _slot_mounts() and not os.path.exists(slot_path)
+        assert not engine_has(backend, container_id)
+        assert (tmp_path / "b" / "ws" / "by_code.txt").exists()  # the session's files stay the app's
+    finally:
+        for sb in (first, second):
+            if sb is not None:
+                sb.close()
+        wait_until(lambda: not pool._thread or pool.ready_hosts(spec), 120, "the pool's refill to settle")
+        pool.close()
+    assert not [p for p in _slot_mounts() if f"-{os.getpid()}-" in p]
+
+
+@pytest.mark.docker
+@needs_engine
+def test_slots_of_a_killed_app_are_swept(tmp_path):
+    """A killed app's slot (still a mount point) is detached and removed at the next start; a live app's stays."""
+    import subprocess
+    import tempfile
+
+    from agents.executor.docker import slot
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    orphan = tempfile.mkdtemp(prefix=f"{slot.PREFIX}{gone.pid}-")
+    slot._mount(orphan, orphan, slot.MS_BIND)
+    live = slot.WorkspaceSlot()
+    try:
+        assert orphan in _slot_mounts()
+        assert slot.sweep() >= 1
+        assert orphan not in _slot_mounts() and not os.path.exists(orphan)
+        assert live.path in _slot_mounts()
+    finally:
+        live.release()
+    assert live.path not in _slot_mounts() and not os.path.exists(live.path)

@@ -127,6 +127,11 @@ class ContainerWorker:
             except OSError as exc:
                 raise ChannelClosed(f"the sandbox container's channel closed: {exc}") from exc
 
+    def send_settings(self, init: dict[str, Any]) -> None:
+        """A warm start: the session's settings, after the ``preload`` frame the worker got when it connected."""
+        self.connect(10.0)
+        self._write(frame(init), 10.0)
+
     def send(self, msg: dict[str, Any], deadline_s: float) -> None:
         self.connect(deadline_s)
         self.thaw()

@@ -6,6 +6,8 @@ no capabilities, no new privileges, and cgroup limits on tasks, memory (page cac
 The app keeps everything else it does for a local worker: the channel is a unix socket, the worker is stopped
 between steps with SIGSTOP and read through ``/proc/<pid>`` on the same host, and the workspace and the private
 temp folder are the app's own folders, bind-mounted at their paths and counted against the disk limit.
+A pooled container (a warm start, `pool.py`) is made before its session: its workspace is bound onto its slot
+(`slot.py`) at `assign`, before the worker gets its settings and confines itself.
 
 Docker's seccomp profile is not applied (``seccomp=unconfined``), deliberately: it refuses the ``unshare`` the
 worker's private view needs, and the worker installs its own filter, stricter than Docker's for everything the
@@ -39,21 +41,25 @@ from ..local import worker_watch
 from ..local.disk_limit import DiskLimit
 from ..local.process import minimal_env
 from ..local.shared_disk import SharedDiskFiles
+from ..protocol import ChannelClosed
 from ..tree_walk import remove_tree
 from ..worker_init import init_command
-from . import daemon, image
+from . import daemon, image, slot
 from .container import BOOT, LABEL, ContainerWorker
+from .slot import WorkspaceSlot
 
 if TYPE_CHECKING:
     from ..local.process import WorkerProcess
 
 CAPABILITIES = Capabilities(suspend=True, thread_check=True, cpu_time=True, disk_usage=True, same_disk=True,
-                            attach=True)
+                            attach=True, warm_start=slot.supported())
 #: Memory the container may use beyond ``memory_limit_mb``: the interpreter and the preloaded libraries (about
 #: 200-400 MB with numpy, pandas and matplotlib) are outside the worker's own address-space budget.
 BASELINE_MB = 512
 MAX_TASKS = 80  # the worker's own RLIMIT_NPROC is 64 threads; the cgroup bounds the container as a whole
 APP_LABEL = "agentdeck.app"
+NO_EXTRA_READ = ("the Docker sandbox cannot read folders of the app's machine (extra_read_paths); put the files "
+                 "in the workspace instead")
 _live: weakref.WeakValueDictionary[str, DockerHost] = weakref.WeakValueDictionary()
 _live_lock = threading.Lock()
 _unremoved: set[str] = set()  # containers closed while the engine did not answer
@@ -112,20 +118,19 @@ class DockerHost(SharedDiskFiles):
     capabilities = CAPABILITIES
 
     def __init__(self, backend: DockerBackend, spec: SandboxSpec) -> None:
-        if spec.workspace is None:
-            # The workspace is a bind mount, fixed when the container is created: no container before the session.
-            raise SandboxStartError("the Docker backend has no warm start: it needs the session's workspace")
-        if spec.workspace.extra_read_paths:
-            raise SandboxStartError("the Docker sandbox cannot read folders of the app's machine "
-                                    "(extra_read_paths); put the files in the workspace instead")
+        workspace = spec.workspace  # None: a warm start (pool.py), the workspace comes with `assign`, into the slot
+        warm = workspace is None
+        if workspace is not None and workspace.extra_read_paths:
+            raise SandboxStartError(NO_EXTRA_READ)
         if spec.limits.startup_timeout_s <= 0:
             raise SandboxStartError("startup_timeout_s must be positive")
         client, tag = backend.client_and_image()
         self.id = secrets.token_hex(12)
         self.spec = spec
-        os.makedirs(spec.workspace.path, exist_ok=True)
-        self.workdir = os.path.realpath(spec.workspace.path)
+        self.workdir = ""
         self._closed = False
+        self._slot: WorkspaceSlot | None = None
+        self._disk: DiskLimit | None = None
         self._uid = identity.allocate()
         self._private = tempfile.mkdtemp(prefix="agentdeck-sbx-app-")
         self.tmpdir = tempfile.mkdtemp(prefix="agentdeck-sbx-")
@@ -142,18 +147,27 @@ class DockerHost(SharedDiskFiles):
             os.chown(sock_path, *user)
             listener.listen(1)
             limits = spec.limits
-            init = init_command(
-                spec, self.workdir, self.tmpdir, nice=max(0, min(19, int(limits.nice))),
-                extra_read_paths=[], uid=None,  # the container's user is already the sandbox's own
-                new_root=image.NEW_ROOT if spec.private_root else None, sys_path=image.site_packages_paths())
-            self._disk = DiskLimit(self.workdir, self.tmpdir, int(limits.max_disk_mb), int(limits.max_disk_files),
-                                   int(limits.min_free_mb))
-            self.push_workspace()
+            nice = max(0, min(19, int(limits.nice)))
+            mounts = {path: {"bind": path, "mode": "rw"} for path in (self.tmpdir, self._private)}
+            first: dict[str, Any]
+            if workspace is None:
+                # The libraries are loaded now; the session's settings and the confinement follow at `assign`.
+                self._slot = WorkspaceSlot()
+                mounts[self._slot.path] = {"bind": self._slot.path, "mode": "rw,rslave"}
+                first = {"op": "preload", "authorized_imports": list(spec.authorized_imports), "nice": nice,
+                         "sys_path": image.site_packages_paths()}
+            else:
+                os.makedirs(workspace.path, exist_ok=True)
+                self.workdir = os.path.realpath(workspace.path)
+                mounts[self.workdir] = {"bind": self.workdir, "mode": "rw"}
+                first = self._init_command(spec, self.workdir)
+                self._disk = DiskLimit(self.workdir, self.tmpdir, int(limits.max_disk_mb),
+                                       int(limits.max_disk_files), int(limits.min_free_mb))
+                self.push_workspace()
             env = minimal_env(self.tmpdir, dict(spec.env))
             env["MPLCONFIGDIR"] = os.path.join(self._private, "mplcache")  # not counted as the code's files
             log_path = os.path.join(self.tmpdir, f".agentdeck-worker-{secrets.token_hex(8)}.log")
             memory = f"{int(limits.memory_limit_mb) + BASELINE_MB}m"
-            mounts = {path: {"bind": path, "mode": "rw"} for path in (self.workdir, self.tmpdir, self._private)}
             try:
                 container = client.containers.create(
                     tag, ["/usr/local/bin/python3", "-I", "-S", "-B", "-c", BOOT, image.WORKER_DIR, sock_path,
@@ -174,7 +188,9 @@ class DockerHost(SharedDiskFiles):
                 raise SandboxStartError(
                     f"could not start the sandbox container on the Docker Engine at {daemon.docker_host()} "
                     f"(AGENTDECK_SANDBOX=docker): {type(exc).__name__}: {str(exc)[:300]}") from exc
-            self.process = ContainerWorker(client, container, listener, init, log_path, daemon.docker_host())
+            self.process = ContainerWorker(client, container, listener, first, log_path, daemon.docker_host())
+            if warm:  # connected now, so the worker preloads while it waits for a session
+                self.process.connect(limits.startup_timeout_s)
         except BaseException:
             if self.process is None:  # not yet the worker's to release: the socket and the container, if any
                 if listener is not None:
@@ -189,8 +205,40 @@ class DockerHost(SharedDiskFiles):
         with _live_lock:
             _live[self.id] = self
 
+    def _init_command(self, spec: SandboxSpec, workdir_inside: str) -> dict[str, Any]:
+        return init_command(
+            spec, workdir_inside, self.tmpdir, nice=max(0, min(19, int(spec.limits.nice))),
+            extra_read_paths=[], uid=None,  # the container's user is already the sandbox's own
+            new_root=image.NEW_ROOT if spec.private_root else None, sys_path=image.site_packages_paths())
+
     def assign(self, spec: SandboxSpec) -> None:
-        raise SandboxStartError("the Docker backend has no warm start: its sandboxes are started with their workspace")
+        """Hand this pooled container to a session: its workspace is bound onto the slot (on this host, so the
+        mount appears in the container), then the worker gets its settings and confines itself."""
+        ws_slot, worker = self._slot, self.process
+        if ws_slot is None or ws_slot.filled or worker is None or worker.dead or spec.workspace is None:
+            raise SandboxStartError("this sandbox cannot be assigned a workspace (started cold, already assigned, "
+                                    "or gone)")
+        if spec.workspace.extra_read_paths:
+            raise SandboxStartError(NO_EXTRA_READ)
+        self.spec = spec
+        os.makedirs(spec.workspace.path, exist_ok=True)
+        self.workdir = os.path.realpath(spec.workspace.path)
+        limits = spec.limits
+        self._disk = DiskLimit(self.workdir, self.tmpdir, int(limits.max_disk_mb), int(limits.max_disk_files),
+                               int(limits.min_free_mb))
+        try:
+            self.push_workspace()  # the workspace handed to the container's user id, as for a cold start
+            ws_slot.fill(self.workdir)
+            worker.send_settings(self._init_command(spec, ws_slot.path))
+        except (ChannelClosed, OSError, SandboxStartError) as exc:
+            worker.kill()
+            raise SandboxStartError(f"the warm sandbox container did not take its session: {exc}. "
+                                    f"{worker.log_tail()}") from exc
+
+    def _limit(self) -> DiskLimit:
+        if self._disk is None:
+            raise SandboxError("this warm sandbox has no workspace yet (it is waiting in the pool)")
+        return self._disk
 
     def memory_bytes(self) -> int | None:
         """The container's memory cgroup usage (page cache included), read on this host."""
@@ -255,17 +303,17 @@ class DockerHost(SharedDiskFiles):
 
     def disk_over(self) -> str | None:
         worker = self._worker()
-        return self._disk.over(None if worker.dead else _as_process(worker))
+        return self._limit().over(None if worker.dead else _as_process(worker))
 
     def check_disk_after_run(self, result: ExecutionResult) -> bool:
         worker = self._worker()
         emptied: list[bool] = []
-        self._disk.check_after_run(result, None if worker.dead else _as_process(worker),
+        self._limit().check_after_run(result, None if worker.dead else _as_process(worker),
                                    lambda: emptied.append(True))
         return bool(emptied)
 
     def set_min_free_mb(self, value: int) -> None:
-        self._disk.min_free_mb = int(value)
+        self._limit().min_free_mb = int(value)
 
     def interrupt(self) -> None:
         if self.process is not None:
@@ -293,6 +341,8 @@ class DockerHost(SharedDiskFiles):
             if self.process.remove() is not None:
                 with _live_lock:
                     _unremoved.add(self.process.container.id)
+        if self._slot is not None:  # after the container's process is gone: never a slot without it
+            self._slot.release()
         remove_tree(self.tmpdir)  # any depth: the code may have made a tree too deep for shutil.rmtree
         shutil.rmtree(self._private, ignore_errors=True)
         identity.release(self._uid)
@@ -317,7 +367,7 @@ class DockerHost(SharedDiskFiles):
                              "from /proc/<pid>/task on the host; one not parked in futex restarts it"},
             "cpu_time": {"active": True, "detail": "the container process's CPU time is read from the host's /proc"},
             "disk_limit": {"active": True, "detail": f"workspace and temp folder (bind mounts) held to "
-                           f"{self._disk.max_mb} MB and {self._disk.max_files:,} files by the app"},
+                           f"{self._limit().max_mb} MB and {self._limit().max_files:,} files by the app"},
         }
 
 
@@ -364,6 +414,7 @@ class DockerBackend:
             if not self._swept or _unremoved:
                 self._swept = True
                 sweep_orphans(self._client)
+                slot.sweep()  # after the containers: a killed app's slots, no longer mounted in any container
             if self._tag is None and os.environ.get("AGENTDECK_DOCKER_IMAGE"):
                 tag = os.environ["AGENTDECK_DOCKER_IMAGE"]
                 try:
