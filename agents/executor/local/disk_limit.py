@@ -29,6 +29,7 @@ class DiskLimit:
         self.max_mb, self.max_files = max_mb, max_files
         self.min_free_mb = min_free_mb  # the shared disk's floor (worker_watch.server_disk_short)
         self._maps_checked_at = 0.0
+        self._after_run_at = 0.0  # when the last check after a run ended
 
     def over(self, worker: WorkerProcess | None, read_maps: bool = False) -> str | None:
         """Why the files are over the limits now, or None; `worker` (if alive) adds what it holds deleted.
@@ -46,8 +47,10 @@ class DiskLimit:
     def check_after_run(self, result: ExecutionResult, worker: WorkerProcess | None,
                         empty_tmp: Callable[[], None]) -> None:
         """Over the limits, the temp folder is emptied (`empty_tmp`, with a fresh worker) and the run is told."""
-        # A check during the run may have read the mappings just before it ended: this one always reads them.
-        why = self.over(worker, read_maps=True)
+        # A check while the code ran may have read the mappings before the code mapped a file: then they are read
+        # again now. Otherwise the once-a-second rate holds, so back-to-back tiny steps do not each pay ~1 ms.
+        why = self.over(worker, read_maps=self._maps_checked_at > self._after_run_at)
+        self._after_run_at = time.monotonic()
         if why is None:
             return
         # The worker's own log is always there; anything else in the temp folder (or a deleted file still open)
