@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from agents.errors import SharingError
-from agents.sharing.tool_folder import FORMAT_VERSION, check_version, code_to_run, save_tool
+from agents.sharing.tool_folder import FORMAT_VERSION, code_to_run, load_manifest, save_tool
 
 if TYPE_CHECKING:
     from agents.models.base import Model
@@ -102,16 +102,7 @@ def _card(agent: Any, kind: str) -> str:
 
 
 def read_agent_manifest(folder: Path) -> dict[str, Any]:
-    path = folder / AGENT_MANIFEST
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise SharingError(f"{folder} holds no {AGENT_MANIFEST}: it is not a saved agent.") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SharingError(f"{path} is not valid JSON: {exc}") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != AGENT_FORMAT:
-        raise SharingError(f"{path} is not an AgentDeck agent manifest (its `format` is not {AGENT_FORMAT!r}).")
-    check_version(manifest, path)
+    manifest, path = load_manifest(folder, AGENT_MANIFEST, AGENT_FORMAT, "agent")
     if manifest.get("class") not in AGENT_KINDS:
         raise SharingError(f"{path}: unknown agent class {manifest.get('class')!r}.")
     for key in ("tools", "managed_agents"):

@@ -72,18 +72,25 @@ def _builtin_reference(tool: Any) -> str | None:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
-    """The folder's tool manifest, checked for shape; SharingError saying what is wrong."""
-    path = folder / TOOL_MANIFEST
+def load_manifest(folder: Path, file_name: str, fmt: str, what: str) -> tuple[dict[str, Any], Path]:
+    """A saved folder's manifest (`what`: "tool" or "agent") checked for JSON, format and version, and its path;
+    SharingError saying what is wrong."""
+    path = folder / file_name
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise SharingError(f"{folder} holds no {TOOL_MANIFEST}: it is not a saved tool.") from exc
+        raise SharingError(f"{folder} holds no {file_name}: it is not a saved {what}.") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise SharingError(f"{path} is not valid JSON: {exc}") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != TOOL_FORMAT:
-        raise SharingError(f"{path} is not an AgentDeck tool manifest (its `format` is not {TOOL_FORMAT!r}).")
+    if not isinstance(manifest, dict) or manifest.get("format") != fmt:
+        raise SharingError(f"{path} is not an AgentDeck {what} manifest (its `format` is not {fmt!r}).")
     check_version(manifest, path)
+    return manifest, path
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The folder's tool manifest, checked for shape; SharingError saying what is wrong."""
+    manifest, path = load_manifest(folder, TOOL_MANIFEST, TOOL_FORMAT, "tool")
     name = manifest.get("name")
     if not isinstance(name, str) or not name.isidentifier():
         raise SharingError(f"{path}: the tool's name {name!r} is not a Python identifier.")

@@ -7,7 +7,6 @@ viewer), and the HTML it makes is read by an HTML parser: no element or attribut
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import nbformat
@@ -167,11 +166,8 @@ def test_a_figure_swapped_for_a_link_while_exporting_never_reaches_the_notebook(
     """Attack: the worker may run while the person exports. A process swapping `chart.png` between a PNG in the
     workspace and a link to one of the app's files raced the export's check (resolve) against its open by name:
     the notebook carried the app's file, base64 in an output cell."""
-    import subprocess
-    import sys
-
     from agents.memory.export_notebook import MAX_IMAGE_BYTES, _read_image
-    from tests.waiting import wait_until
+    from tests.link_swapping import swapping
 
     workspace, elsewhere = tmp_path / "ws", tmp_path / "app"
     workspace.mkdir()
@@ -179,25 +175,9 @@ def test_a_figure_swapped_for_a_link_while_exporting_never_reaches_the_notebook(
     secret = elsewhere / "secret.png"
     secret.write_bytes(b"APP-SECRET-" * 10)
     (workspace / "plain.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"A" * 64)
-    os.link(workspace / "plain.png", workspace / ".regular")
-    (workspace / ".link").symlink_to(secret)
-    swapper = subprocess.Popen([sys.executable, "-c", (
-        "import os, sys\n"
-        "os.chdir(sys.argv[1])\n"
-        "while True:\n"
-        "    for source in ('.regular', '.link'):\n"
-        "        try:\n"
-        "            os.link(source, '.next', follow_symlinks=False); os.replace('.next', 'chart.png')\n"
-        "        except OSError:\n"
-        "            pass\n"), str(workspace)])
     leaked = 0
-    try:
-        wait_until(lambda: (workspace / "chart.png").is_symlink() or (workspace / "chart.png").exists(),
-                   what="the swapping to start")
+    with swapping(workspace, "chart.png", workspace / "plain.png", secret):
         for _ in range(2000):
             image = _read_image(workspace, "chart.png", [MAX_IMAGE_BYTES])
             leaked += int(isinstance(image, str) and "QVBQLVNFQ1JFVC" in image)  # base64 of "APP-SECRET"
-    finally:
-        swapper.kill()
-        swapper.wait(5)
     assert leaked == 0, f"the export read the app's file {leaked} times in 2000 tries"

@@ -1,7 +1,6 @@
 """speech_to_text: WAV decoding, and a tiny randomly initialised Whisper built offline and run through the tool."""
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 
@@ -131,40 +130,21 @@ def test_a_file_swapped_for_a_link_during_the_call_is_never_read(tmp_path: Path)
     """Attack: the tool runs in the app while the worker's own threads keep running. A thread swapping
     `note.wav` between a WAV in the workspace and a link to a WAV elsewhere raced the tool's check (resolve)
     against its opens by name: the app read the other file (and a link to /dev/zero there reads without end)."""
-    import subprocess
-    import sys
-
-    from tests.waiting import wait_until
+    from tests.link_swapping import swapping
 
     workspace, elsewhere = tmp_path / "ws", tmp_path / "other"
     workspace.mkdir()
     elsewhere.mkdir()
     secret = write_wav(elsewhere / "secret.wav", np.full(4000, 0.5), rate=8000)
     inside = write_wav(workspace / "plain.wav", np.zeros(10), rate=8000)
-    os.link(inside, workspace / ".regular")
-    (workspace / ".link").symlink_to(secret)
     tool = SpeechToTextTool(model_id=str(tmp_path / "never-loaded")).for_workspace(workspace)
-    # What code in the sandbox does with a thread while the tool call waits: it runs in a process of its own.
-    swapper = subprocess.Popen([sys.executable, "-c", (
-        "import os, sys\n"
-        "os.chdir(sys.argv[1])\n"
-        "while True:\n"
-        "    for source in ('.regular', '.link'):\n"
-        "        try:\n"
-        "            os.link(source, '.next', follow_symlinks=False); os.replace('.next', 'note.wav')\n"
-        "        except OSError:\n"
-        "            pass\n"), str(workspace)])
     leaked = 0
-    try:
-        wait_until(lambda: (workspace / "note.wav").exists() or (workspace / "note.wav").is_symlink(),
-                   what="the swapping to start")
+    # What code in the sandbox does with a thread while the tool call waits: it runs in a process of its own.
+    with swapping(workspace, "note.wav", inside, secret):
         for _ in range(2000):
             try:
                 samples, _rate = load_audio(tool._read_inside_root("note.wav"))
             except (ToolError, OSError, EOFError):
                 continue  # refused (the link), or a file caught mid-swap: never the other file
             leaked += int(samples.size == 4000)
-    finally:
-        swapper.kill()
-        swapper.wait(5)
     assert leaked == 0, f"the tool read the file outside the workspace {leaked} times in 2000 calls"

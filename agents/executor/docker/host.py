@@ -20,7 +20,6 @@ from __future__ import annotations
 import atexit
 import os
 import secrets
-import shutil
 import socket
 import tempfile
 import threading
@@ -42,7 +41,6 @@ from ..local.disk_limit import DiskLimit
 from ..local.process import minimal_env
 from ..local.shared_disk import SharedDiskFiles
 from ..protocol import ChannelClosed
-from ..tree_walk import remove_tree
 from ..worker_init import init_command
 from . import daemon, image, slot
 from .container import BOOT, LABEL, ContainerWorker
@@ -343,12 +341,7 @@ class DockerHost(SharedDiskFiles):
                     _unremoved.add(self.process.container.id)
         if self._slot is not None:  # after the container's process is gone: never a slot without it
             self._slot.release()
-        remove_tree(self.tmpdir)  # any depth: the code may have made a tree too deep for shutil.rmtree
-        shutil.rmtree(self._private, ignore_errors=True)
-        identity.release(self._uid)
-        self._uid = None
-        with _live_lock:
-            _live.pop(self.id, None)
+        self._release_host_side(_live, _live_lock)
 
     def security_report(self) -> dict[str, dict[str, Any]]:
         worker = self._worker()

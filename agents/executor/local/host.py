@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import tempfile
 import threading
 import weakref
@@ -26,7 +25,6 @@ from ..backend import (
 from ..errors import SandboxError, SandboxStartError
 from ..execution_result import ExecutionResult
 from ..protocol import ChannelClosed
-from ..tree_walk import remove_tree
 from ..worker_init import init_command
 from . import worker_watch
 from .disk_limit import DiskLimit
@@ -181,12 +179,7 @@ class LocalHost(SharedDiskFiles):
         self._release()
 
     def _release(self) -> None:
-        remove_tree(self.tmpdir)  # any depth: the code may have made a tree too deep for shutil.rmtree
-        shutil.rmtree(self._private, ignore_errors=True)
-        identity.release(self._uid)
-        self._uid = None
-        with _live_lock:
-            _live.pop(self.id, None)
+        self._release_host_side(_live, _live_lock)
 
     def memory_bytes(self) -> int | None:
         """The worker's proportional set size (shared library pages split among the processes that map them)."""

@@ -3,8 +3,14 @@ container that bind-mounts it): one implementation, so both list, read, write an
 
 from __future__ import annotations
 
+import shutil
+import threading
+from collections.abc import MutableMapping
+from typing import Any
+
 from .. import artifacts, identity
 from ..backend import FILE_MAX_BYTES, FileInfo, SandboxSpec
+from ..tree_walk import remove_tree
 from . import workspace_files
 
 GIVE_TREE_ENTRIES = 50_000  # workspace entries handed to the sandbox's user at most (or twice max_disk_files)
@@ -14,9 +20,22 @@ class SharedDiskFiles:
     """Mixin for a `SandboxHost` with `Capabilities.same_disk`: `workdir` is the folder the worker writes,
     `_uid` the sandbox's own user id (None when the app is not root), `spec` its spec."""
 
+    id: str
     workdir: str
+    tmpdir: str
+    _private: str
     _uid: int | None
     spec: SandboxSpec
+
+    def _release_host_side(self, live: MutableMapping[str, Any], live_lock: threading.Lock) -> None:
+        """What a host of this machine leaves when its worker is gone: the temp folder (any depth: the code may
+        have made a tree too deep for shutil.rmtree), the app-private folder, the user id, the live entry."""
+        remove_tree(self.tmpdir)
+        shutil.rmtree(self._private, ignore_errors=True)
+        identity.release(self._uid)
+        self._uid = None
+        with live_lock:
+            live.pop(self.id, None)
 
     def snapshot(self) -> artifacts.Snapshot:
         return artifacts.snapshot(self.workdir)
