@@ -52,6 +52,10 @@ def check_sandbox_backend(name: str) -> None:
 def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp]:
     """The page and its handlers: the services, the chat's handlers, and the layout that composes the panels."""
     config = config or AppConfig.from_env()
+    if config.settings is not None:  # the agents library's process-wide settings (it reads no AGENTDECK_*)
+        from ui.config.apply import apply_to_libraries
+
+        apply_to_libraries(config.settings)
     check_sandbox_backend(config.sandbox)  # at start, not at a visitor's first step
     if config.sandbox_pool > 0:  # a sandbox ready before the first visitor's first step
         from ui.agent_factory import warm_up_sandboxes

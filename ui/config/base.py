@@ -66,7 +66,8 @@ def env_name(field_name: str) -> str:
 
 
 def _bounds(info: FieldInfo) -> tuple[Any, Any]:
-    low = high = None
+    low: Any = None
+    high: Any = None
     for item in info.metadata:
         if isinstance(item, annotated_types.Ge):
             low = item.ge

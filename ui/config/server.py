@@ -12,8 +12,6 @@ class ServerSettings(SettingsPart):
     secret: SecretStr | None = setting(None, "the server secret that signs saved chats", min_length=16,
                                        default_text="a generated file in the data folder, mode 0600; with a chat "
                                                     "store, one the first replica creates in it")
-    secret_file: str = setting("", "the secret file of a library user's saved memories (`python -m agents`)",
-                               accepts="a file path", default_text="~/.agentdeck/secret")
     chat_store: str = setting("", "where saved chats' files live: `s3://bucket/prefix` for object storage several "
                                   "replicas share (`AWS_*` variables), another fsspec URL for one replica",
                               accepts="empty, s3://bucket/prefix or an fsspec URL", default_text="the data folder")

@@ -23,7 +23,8 @@ def table() -> str:
     """The Markdown of every setting, part by part: variable, what it does, what it accepts, its default."""
     lines = [START]
     for heading, part in PARTS:
-        lines += ["", f"**{heading}**", "", "| variable | what it does | accepts | default |", "| --- | --- | --- | --- |"]
+        lines += ["", f"**{heading}**", "", "| variable | what it does | accepts | default |",
+                  "| --- | --- | --- | --- |"]
         for name, info in part.model_fields.items():
             lines.append(f"| `{env_name(name)}` | {_cell(info.description or '')} | {_cell(accepts(info))} | "
                          f"{_cell(default_text(info))} |")
