@@ -36,6 +36,10 @@ def clean_environment(monkeypatch):
     ("AGENTDECK_SANDBOX", "vm", "AGENTDECK_SANDBOX is 'vm', which it does not accept (unknown sandbox backend 'vm'); "
                                 "it accepts one of local, docker."),
     ("AGENTDECK_TRUST_FORWARDED", "maybe", "AGENTDECK_TRUST_FORWARDED is 'maybe'"),
+    # Read as on for 1 alone where it acts (ui/web/rate_limit.py): `true` is refused, never half-taken.
+    ("AGENTDECK_TRUST_FORWARDED", "true", "AGENTDECK_TRUST_FORWARDED is 'true', which it does not accept (only 1 "
+                                          "turns it on); it accepts 1 or 0."),
+    ("AGENTDECK_HF_LOGIN", "yes", "it accepts 1 or 0."),
     ("AGENTDECK_SANDBOX_UIDS", "5-2", "AGENTDECK_SANDBOX_UIDS is '5-2'"),
     ("AGENTDECK_EXEC_TIMEOUT_S", "0", "it accepts a number from 1 to 86_400."),
     ("AGENTDECK_DEVICE", "gpu", "it accepts cpu, cuda, cuda:N or mps."),

@@ -37,6 +37,19 @@ def _split_commas(value: Any) -> Any:
     return value
 
 
+def _zero_or_one(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    if text not in ("0", "1"):
+        raise ValueError("only 1 turns it on")
+    return text == "1"
+
+
+#: A switch whose readers turn it on for `1` alone (security switches, read where they act): anything but 1 or
+#: 0 is refused at start, so `true` is never taken for on by the check and for off where it is read.
+Switch01 = Annotated[bool, BeforeValidator(_zero_or_one)]
+
 #: A comma-separated list of names in one variable (never parsed as JSON).
 CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_split_commas)]
 
@@ -113,6 +126,8 @@ def accepts(info: FieldInfo) -> str:
     extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
     if "accepts" in extra:
         return str(extra["accepts"])
+    if any(getattr(item, "func", None) is _zero_or_one for item in info.metadata):
+        return "1 or 0"
     kind, _ = _core_type(info.annotation)
     if typing.get_origin(kind) is Literal:
         return "one of " + ", ".join(str(choice) for choice in typing.get_args(kind))

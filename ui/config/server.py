@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-from ui.config.base import SettingsPart, setting
+from ui.config.base import SettingsPart, Switch01, setting
 
 
 class ServerSettings(SettingsPart):
@@ -20,9 +20,9 @@ class ServerSettings(SettingsPart):
     username: str = setting("", "with the password: turn on password protection (wrong passwords slow down, then "
                                 "lock out)", accepts="text")
     password: SecretStr | None = setting(None, "the password of that login")
-    trust_forwarded: bool = setting(False, "take the visitor's address from X-Forwarded-For's right-most hop (only "
+    trust_forwarded: Switch01 = setting(False, "take the visitor's address from X-Forwarded-For's right-most hop (only "
                                            "behind a proxy that sets it; a Space does)")
-    hf_login: bool = setting(False, "Gradio's mocked \"Sign in with Hugging Face\" on a loopback-only server "
+    hf_login: Switch01 = setting(False, "Gradio's mocked \"Sign in with Hugging Face\" on a loopback-only server "
                                     "(everyone becomes this machine's account); a real Space needs no variable")
     metrics_port: int | None = setting(None, "serve Prometheus metrics on 127.0.0.1:<port>/metrics, a listener "
                                              "only this machine reaches", ge=1, le=65535, default_text="off")
