@@ -89,6 +89,10 @@ def test_values_are_typed_and_the_defaults_are_the_documented_ones(tmp_path, mon
     assert config.allowed_models == ("a/b", "c/d") and config.free_choice is True
     assert config.max_upload_bytes == 10 * 2**20 and config.upload_mb_per_hour == 200
     assert config.authorized_imports == ("numpy", "os.path") and config.max_tokens_per_run is None
+    monkeypatch.setenv("AGENTDECK_AUTHORIZED_IMPORTS", "")  # set but empty: no imports beyond the standard ones
+    monkeypatch.setenv("AGENTDECK_MAX_STEPS", "  ")  # blank: unset, the default
+    config = AppConfig.from_env(tmp_path)
+    assert config.authorized_imports == () and config.max_steps == 10
 
 
 def test_an_unknown_variable_is_logged_by_name(monkeypatch, caplog):

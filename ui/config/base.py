@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 import annotated_types
-from pydantic import BeforeValidator, Field, SecretStr
+from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -54,11 +54,24 @@ Switch01 = Annotated[bool, BeforeValidator(_zero_or_one)]
 CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_split_commas)]
 
 
-class SettingsPart(BaseSettings):
-    """One concept's variables (models, sandbox, limits...); `AppSettings` inherits them all."""
+#: Fields for which a variable set to nothing means nothing (no extra imports), not the default.
+EMPTY_MEANS_NONE = frozenset({"authorized_imports"})
 
-    model_config = SettingsConfigDict(env_prefix=PREFIX, env_ignore_empty=True, extra="ignore", protected_namespaces=(),
+
+class SettingsPart(BaseSettings):
+    """One concept's variables (models, sandbox, limits...); `AppSettings` inherits them all. A variable set to
+    an empty (or blank) value counts as unset, as it always did, except those of `EMPTY_MEANS_NONE`."""
+
+    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="ignore", protected_namespaces=(),
                                       validate_default=False, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_is_unset(cls, values: Any) -> Any:
+        if not isinstance(values, dict):
+            return values
+        return {name: value for name, value in values.items()
+                if not (isinstance(value, str) and not value.strip() and name not in EMPTY_MEANS_NONE)}
 
 
 def setting(default: Any, description: str, *, accepts: str | None = None, default_text: str | None = None,

@@ -22,8 +22,8 @@ class LimitSettings(SettingsPart):
     approval_mode: ApprovalMode = setting("autonomous", "the approval mode a new tab starts with (see Human in the "
                                                         "loop)")
     authorized_imports: CommaList = setting(DEFAULT_AUTHORIZED_IMPORTS,
-                                            "modules the code agent may import besides the safe standard ones; "
-                                            "visitors may narrow it, never widen it")
+                                            "modules the code agent may import besides the safe standard ones "
+                                            "(set but empty: none); visitors may narrow it, never widen it")
     tools: CommaList | None = setting(None, "the tools visitors may enable", default_text="every built-in tool")
     runs_per_minute: int = setting(10, "runs one visitor (one address; an IPv6 /64) may start per minute; "
                                        "re-running a reopened chat's code counts as a run", ge=1, le=1_000_000)
