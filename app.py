@@ -3,23 +3,26 @@
 Host and port follow GRADIO_SERVER_NAME / GRADIO_SERVER_PORT; AGENTDECK_MODEL picks the model
 (e.g. `replay:transcript.yaml` to run offline); workspaces live under AGENTDECK_DATA_DIR (default ./data
 beside this file). Set AGENTDECK_USERNAME and AGENTDECK_PASSWORD to require a login.
-See ui/settings.py for the other settings.
+Every AGENTDECK_* setting: ui/config/ (checked here at start) and README.md's Configuration.
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agents.errors import ConfigurationError
+from ui.config import SettingsError
 from ui.server import create_app, launch
 from ui.settings import AppConfig
 
 try:
-    config = AppConfig.from_env(Path(__file__).resolve().parent)
+    config = AppConfig.from_env(Path(__file__).resolve().parent)  # a bad AGENTDECK_* value: SettingsError
     config.check_models()  # a bad AGENTDECK_MODEL is refused now, with the reason, not after a first run
+except SettingsError as exc:  # its message already starts "AgentDeck cannot start:"
+    print(exc, file=sys.stderr, flush=True)
+    raise SystemExit(2) from None
 except ConfigurationError as exc:
     print(f"AgentDeck cannot start: {exc}", file=sys.stderr, flush=True)
     raise SystemExit(2) from None
@@ -29,7 +32,7 @@ demo, controller = create_app(config)
 
 def main() -> None:
     print(f"AgentDeck: model {config.model!r}, workspaces in {config.data_dir}", flush=True)
-    if os.environ.get("AGENTDECK_USERNAME") and not config.auth:
+    if config.settings is not None and config.settings.username and not config.auth:
         print("AgentDeck: AGENTDECK_USERNAME is set without AGENTDECK_PASSWORD: login is off.", flush=True)
     try:
         launch(config, app=(demo, controller))

@@ -18,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default=None,
                         help="Model string, e.g. openai/gpt-4.1-mini, hf:Qwen/Qwen2.5-Coder-32B-Instruct, "
                              "transformers:<id or folder>, replay:<transcript.yaml>, embedded "
-                             "(default: $AGENTDECK_MODEL, else chosen from the keys in the environment).")
+                             "(default: chosen from the provider keys in the environment).")
     parser.add_argument("--agent", choices=("code", "tool"), default="code", help="Code agent or tool-calling agent.")
     parser.add_argument("--max-steps", type=int, default=10)
     parser.add_argument("--planning-interval", type=int, default=None)
@@ -34,9 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Code steps as {thought, code} JSON through the model's structured output.")
     parser.add_argument("--workdir", default=None, help="Folder the code works in (default: a temporary folder).")
     parser.add_argument("--sandbox", default=None,
-                        help="Sandbox backend the code runs on: local, docker (default: $AGENTDECK_SANDBOX, else "
-                             "local; `python -c 'from agents.executor import backends; print(backends.available())'` "
+                        help="Sandbox backend the code runs on: local, docker (default: local; "
+                             "`python -c 'from agents.executor import backends; print(backends.available())'` "
                              "lists the ones this machine can use).")
+    parser.add_argument("--record", default=None, metavar="PATH",
+                        help="Record every model exchange to this transcript (play it back with replay:PATH).")
     parser.add_argument("-v", "--verbosity", type=int, default=1, help="0 quiet, 1 steps, 2 debug (streamed text).")
     return parser
 
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     from agents.tooling.ask_user import AskUserTool
 
     try:
-        model = load_model(args.model or default_model_string())
+        model = load_model(args.model or default_model_string(), record_to=args.record)
         tools = [AskUserTool(), *_chosen_tools(args.tools)]
         common = dict(tools=tools, model=model, max_steps=args.max_steps, planning_interval=args.planning_interval,
                       approval_policy=args.approval, decider=TerminalDecider(), verbosity=args.verbosity)

@@ -82,7 +82,9 @@ def main() -> None:
     parser.add_argument("--min-seconds", type=float, default=1.5,
                         help="sample a workload for at least this long in all (at most 500 pairs)")
     parser.add_argument("--rounds", type=int, default=5, help="round-robin passes over the workloads")
-    parser.add_argument("--backend", default=None, help="sandbox backend (default: $AGENTDECK_SANDBOX, else local)")
+    # The bench is a program of its own: it reads the app's variable for its default (the library does not).
+    parser.add_argument("--backend", default=os.environ.get("AGENTDECK_SANDBOX") or None,
+                        help="sandbox backend (default: $AGENTDECK_SANDBOX, else local)")
     parser.add_argument("--starts", type=int, default=3, help="cold starts to time")
     args = parser.parse_args()
     backend = backends.resolve(args.backend)

@@ -15,18 +15,32 @@ _shared_models: dict[str, Any] = {}
 _shared_models_lock = threading.Lock()
 
 
-def load_model(model_string: str) -> Any:
+def model_options(model_string: str, config: AppConfig | None) -> dict[str, Any]:
+    """What the operator's settings pass to `agents.models.load_model`: the transcript to record to, and for a
+    hosted model the retry policy (the library reads no AGENTDECK_* variable: ui/config/)."""
+    if config is None:
+        return {}
+    options: dict[str, Any] = {"record_to": config.record_to} if config.record_to else {}
+    if not model_string.startswith(("replay:", "embedded", "transformers:")):
+        from agents.models import RetryPolicy
+
+        options["retry"] = RetryPolicy(max_retries=config.retry.max_retries, initial_delay=config.retry.initial_delay,
+                                       max_retry_after=config.retry.max_retry_after)
+    return options
+
+
+def load_model(model_string: str, config: AppConfig | None = None) -> Any:
     """The model for `model_string`. Replay models keep a cursor, so each session gets its own; every other
     adapter is stateless between calls and thread-safe, so sessions share one instance (the embedded model's
     weights are loaded once per process, not once per browser tab)."""
     from agents.models import load_model as load
 
     if model_string.startswith("replay:"):
-        return load(model_string)
+        return load(model_string, **model_options(model_string, config))
     with _shared_models_lock:
         model = _shared_models.get(model_string)
         if model is None:
-            model = _shared_models[model_string] = load(model_string)
+            model = _shared_models[model_string] = load(model_string, **model_options(model_string, config))
             # Its weights and libraries live as long as the process: keep them out of every full collection.
             freeze_long_lived_objects()
         return model
@@ -40,16 +54,18 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
     if settings.hf_token and settings.model.startswith("hf:"):
         from agents.models import load_model as load
 
-        model = load(settings.model, token=settings.hf_token)  # the visitor's own: never shared between sessions
+        model = load(settings.model, token=settings.hf_token,  # the visitor's own: never shared between sessions
+                     **model_options(settings.model, config))
     else:
-        model = load_model(settings.model)
+        model = load_model(settings.model, config)
     tools = [t.for_workspace(workdir) if hasattr(t, "for_workspace") else t for t in select_tools(settings.tools)]
     if not any(getattr(t, "name", "") == "ask_user" for t in tools):  # always there: the model may ask the person
         from agents.tooling.ask_user import AskUserTool
         tools.append(AskUserTool())
     common: dict[str, Any] = dict(tools=tools, model=model, max_steps=settings.max_steps,
                                   planning_interval=settings.planning_interval, verbosity=0,
-                                  max_tokens_per_run=config.max_tokens_per_run)
+                                  max_tokens_per_run=config.max_tokens_per_run,
+                                  context_budget=config.context_budget)
     if settings.agent_type == "tool-calling":
         return _construct(ToolCallingAgent, common, workdir=str(workdir))
     return _construct(CodeAgent, common, workdir=str(workdir), authorized_imports=list(settings.authorized_imports),
@@ -65,7 +81,7 @@ def warm_up_sandboxes(config: AppConfig) -> None:
     from agents.executor.backend import SandboxLimits
 
     CodeAgent.warm_up(config.authorized_imports, config.exec_timeout_s, config.sandbox,
-                      SandboxLimits(min_free_mb=config.min_free_mb))
+                      SandboxLimits(min_free_mb=config.min_free_mb), pool_size=config.sandbox_pool)
 
 
 def _construct(cls: Any, common: dict[str, Any], **extra: Any) -> Any:

@@ -91,7 +91,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                                     info=("Single-user install: any model string is accepted."
                                           if config.free_choice else
                                           "The models this server can reach; other names are not accepted."))
-                note = gr.Markdown(model_note(config.model), elem_id="model-note")
+                note = gr.Markdown(model_note(config.model, config.configured_model), elem_id="model-note")
                 files_panel = gr.File(label="Files (uploads and outputs)", elem_id="files-panel",
                                       file_count="multiple", interactive=False)
                 delete_confirm = files_panel_ui.build_delete_confirm()  # the × asks before deleting

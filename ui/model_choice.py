@@ -44,8 +44,9 @@ def model_problem(model: str) -> str | None:
     return None
 
 
-def model_note(model: str) -> str:
-    """A short note about a model choice: what the embedded model can do, a refused string's reason."""
+def model_note(model: str, configured: str = "") -> str:
+    """A short note about a model choice: what the embedded model can do, a refused string's reason.
+    `configured`: the operator's AGENTDECK_MODEL as set ("" when chosen from the keys)."""
     problem = model_problem(model)
     if problem:
         return f"⛔ **This model cannot be used**: {problem}"
@@ -54,7 +55,7 @@ def model_note(model: str) -> str:
                 "credits (the server has no key of its own).")
     try:
         from agents.models.selection import describe_model_choice
-        note = describe_model_choice(model)
+        note = describe_model_choice(model, configured=configured or None)
         if note:
             return str(note)
     except Exception:

@@ -52,6 +52,10 @@ def check_sandbox_backend(name: str) -> None:
 def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp]:
     """The page and its handlers: the services, the chat's handlers, and the layout that composes the panels."""
     config = config or AppConfig.from_env()
+    if config.settings is not None:  # the agents library's process-wide settings (it reads no AGENTDECK_*)
+        from ui.config.apply import apply_to_libraries
+
+        apply_to_libraries(config.settings)
     check_sandbox_backend(config.sandbox)  # at start, not at a visitor's first step
     if config.sandbox_pool > 0:  # a sandbox ready before the first visitor's first step
         from ui.agent_factory import warm_up_sandboxes
@@ -85,7 +89,8 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         "max_file_size": config.max_upload_bytes,
         "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware),
                                       Middleware(BodyLimitMiddleware, max_bytes=config.max_request_bytes),
-                                      Middleware(MetricsMiddleware, token=MetricsConfig.from_env().token),
+                                      Middleware(MetricsMiddleware,
+                                                 token=MetricsConfig.from_settings(config.settings).token),
                                       Middleware(PresenceMiddleware),
                                       Middleware(AbsoluteFileUrlMiddleware),
                                       Middleware(DiskFloorMiddleware, min_free_mb=config.min_free_mb,
@@ -116,7 +121,8 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
     config = config or (app[1].config if app else AppConfig.from_env())
     demo, controller = app or create_app(config)
     controller.registry.start_reaper()
-    start_metrics(MetricsConfig.from_env(), controller.registry)  # off unless AGENTDECK_METRICS_* (ui/web/metrics.py)
+    # Off unless AGENTDECK_METRICS_PORT or AGENTDECK_METRICS_TOKEN is set (ui/web/metrics.py).
+    start_metrics(MetricsConfig.from_settings(config.settings), controller.registry)
     configure_tracing()  # OTEL_* read now, so a wrong setting stops the start (agents/telemetry/setup.py)
     freeze_long_lived_objects()  # after every import and the app itself: see ui/session/heap.py
     # Many threads share this process's GIL: an agent loop and an event drain per run, Gradio's event loop and

@@ -2,55 +2,8 @@
 operator allows: a visitor sends them (form or API), so they are hostile input. What models and tools are offered:
 ui/model_choice.py and ui/tool_offer.py; the agent built from the settings: ui/agent_factory.py.
 
-Environment variables:
-  AGENTDECK_MODEL              default model string (e.g. "embedded", "openai/gpt-4.1-mini", "replay:path.yaml")
-  AGENTDECK_DATA_DIR           saved chats and workspaces (default ./data beside app.py; on a Space with
-                               persistent storage /data/agentdeck)
-  AGENTDECK_SECRET             signs saved chats (default: a random secret kept in <data dir>/secret, or in the
-                               chat store when AGENTDECK_CHAT_STORE is set: one secret for every replica)
-  AGENTDECK_CHAT_STORE         where saved chats' files live (default: the data dir; s3://bucket/prefix for object
-                               storage that several replicas share, its server from AWS_ENDPOINT_URL; another
-                               fsspec URL such as hf://buckets/... for one replica)
-  AGENTDECK_REDIS_URL          Redis for leases, page presence, deleted-chat tombstones and the visitors' limits,
-                               shared by several replicas (default: none, kept in the process's memory)
-  AGENTDECK_AUTHORIZED_IMPORTS comma-separated extra imports for the code agent (default: data-analysis set)
-  AGENTDECK_MAX_STEPS          default max steps (10)
-  AGENTDECK_MAX_UPLOAD_MB      upload size limit per file (50)
-  AGENTDECK_MAX_MESSAGE_CHARS  characters one chat message may have (100000; 0: no limit)
-  AGENTDECK_MAX_REQUEST_MB     bytes one request body may have, uploads aside (2; at least what a message of
-                               AGENTDECK_MAX_MESSAGE_CHARS needs)
-  AGENTDECK_SESSION_IDLE_S     close a session after this long without activity (3600)
-  AGENTDECK_PAGELESS_IDLE_S    close a session no browser page holds (an API client) after this long idle (180)
-  AGENTDECK_MAX_SANDBOXES      live sandboxes at once; idle ones are closed first to make room (16)
-  AGENTDECK_SANDBOX            the sandbox backend code runs on (local; `agents.executor.backends.available()`
-                               lists the ones this machine can use; the app refuses to start on one it cannot)
-  AGENTDECK_SANDBOX_POOL       sandboxes kept started ahead of time per sandbox setting in use, each handed to one
-                               session only (1; 0 = every session's sandbox starts cold)
-  AGENTDECK_MAX_SESSIONS       live sessions (tabs and API clients) at once; the longest idle ones without a run or
-                               a page are closed first to make room (2000)
-  AGENTDECK_DECISION_TIMEOUT_S a run paused for a decision nobody makes is closed after this long (1800)
-  AGENTDECK_TRUST_FORWARDED    1: take the visitor's address from X-Forwarded-For's right-most hop, if it is an IP
-                               address (set behind your own proxy; on a real Space, SYSTEM=spaces, it is trusted
-                               already; ui/web/rate_limit.py)
-  AGENTDECK_HF_LOGIN           1: Gradio's mocked "Sign in with Hugging Face" (everyone becomes this machine's account),
-                               for local development on a loopback-only server (ui/web/hf_login_env.py)
-  AGENTDECK_MAX_TOKENS_PER_RUN model tokens one run may use before it stops (default: no cap)
-  AGENTDECK_RUNS_AT_ONCE       runs one visitor may have going at the same time (2)
-  AGENTDECK_RUNS_PER_MINUTE    runs one visitor (one address) may start per minute (10)
-  AGENTDECK_SESSION_GRACE_S    delete a closed session's workspace after this long (300)
-  AGENTDECK_MAX_RUNS           runs that may stream at the same time (32)
-  AGENTDECK_EXEC_TIMEOUT_S     time limit of one code execution in the sandbox (120)
-  AGENTDECK_MIN_FREE_MB        disk space kept free where the data folder lives (2048): below it no run starts and
-                               running code stops writing (saved chats keep their files, so visitors could fill it)
-  AGENTDECK_MAX_PUBLISHED_MB   what one chat's shown files (a copy per version, in Gradio's folder) may take (2048)
-  AGENTDECK_APPROVAL_MODE      the approval mode a new tab starts with (autonomous; see ui/panels/approval_panel.py)
-  AGENTDECK_USERNAME / AGENTDECK_PASSWORD   turn on password protection (wrong passwords slow down, then lock out:
-                               ui/web/login_throttle.py)
-  AGENTDECK_MODELS             comma-separated model strings visitors may pick (default: the configured model,
-                               the embedded one and the hosted defaults; never replay:, transformers: or custom
-                               endpoints unless listed here or set as AGENTDECK_MODEL)
-  AGENTDECK_TOOLS              comma-separated tools visitors may enable (default: every built-in tool)
-  AGENTDECK_ALLOW_ANY_MODEL    1 = a single-user install: any model string and any import may be chosen
+The operator's settings are the typed object of ui/config/ (every AGENTDECK_* variable, its type, range, default
+and description, checked at start-up); `AppConfig.from_env` turns them into what the app uses.
 """
 from __future__ import annotations
 
@@ -59,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ui.config import DEFAULT_AUTHORIZED_IMPORTS, MAX_STEPS_LIMIT, AppSettings, load_settings
+from ui.config.uploads import UPLOADS_PER_HOUR
 from ui.model_choice import default_model, is_operator_only_model, model_choices, model_problem
 from ui.tool_offer import available_tools
-from ui.uploads.intake import max_upload_bytes_from_env
 
-DEFAULT_AUTHORIZED_IMPORTS = ("pandas", "numpy", "matplotlib", "seaborn", "openpyxl", "scipy", "pypdf")
 AGENT_TYPES = ("code", "tool-calling")
-MAX_STEPS_LIMIT = 50  # the settings slider's top: a visitor's run never takes more steps
+__all__ = ["AGENT_TYPES", "DEFAULT_AUTHORIZED_IMPORTS", "MAX_STEPS_LIMIT", "AppConfig", "RunSettings",
+           "SettingsRefusedError", "SignInNeededError", "parse_imports"]
 
 
 class SettingsRefusedError(ValueError):
@@ -75,27 +29,6 @@ class SettingsRefusedError(ValueError):
 class SignInNeededError(Exception):
     """A Hugging Face model was asked for with neither the visitor's token nor a server key (the page offers
     its sign-in: ui/web/sign_in.py)."""
-
-
-def _list_env(name: str) -> tuple[str, ...] | None:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return None
-    return tuple(dict.fromkeys(item.strip() for item in raw.split(",") if item.strip()))
-
-
-def _int_env(name: str, default: int) -> int:
-    try:
-        return int(float(os.environ.get(name, "") or default))
-    except ValueError:
-        return default
-
-
-def _approval_mode_env() -> str:
-    from agents.decisions import APPROVAL_MODES
-
-    mode = os.environ.get("AGENTDECK_APPROVAL_MODE", "").strip().lower()
-    return mode if mode in APPROVAL_MODES else "autonomous"
 
 
 def parse_imports(text: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
@@ -108,6 +41,14 @@ def parse_imports(text: str | list[str] | tuple[str, ...] | None) -> tuple[str, 
         if name and all(part.isidentifier() or part == "*" for part in name.split(".")):
             seen.setdefault(name, None)
     return tuple(seen)
+
+
+@dataclass(frozen=True)
+class RetryChoice:
+    """The operator's retry policy of model calls, passed to `agents.models.RetryPolicy`."""
+    max_retries: int = 4
+    initial_delay: float = 1.0
+    max_retry_after: float = 60.0
 
 
 @dataclass
@@ -145,6 +86,13 @@ class AppConfig:
     structured_code: bool = False  # code steps as {"thought", "code"} JSON (AGENTDECK_STRUCTURED_CODE=1)
     chat_store: str = ""  # AGENTDECK_CHAT_STORE: "" for the data dir (ui/shared/blobs.py)
     redis_url: str = ""  # AGENTDECK_REDIS_URL: "" keeps leases and limits in memory (ui/shared/state.py)
+    configured_model: str = ""  # AGENTDECK_MODEL as the operator set it ("" when chosen from the keys)
+    record_to: str | None = None  # AGENTDECK_RECORD: every model exchange saved to this transcript
+    context_budget: int | None = None  # AGENTDECK_CONTEXT_BUDGET (None: from the model's context size)
+    retry: RetryChoice = field(default_factory=lambda: RetryChoice())  # AGENTDECK_MODEL_* retries
+    #: The object this configuration was made from (None for one built by hand, as tests do): what the app sets
+    #: for the whole process (the agents library's host settings) comes from it at start (ui/server.py).
+    settings: AppSettings | None = field(default=None, repr=False, compare=False)
 
     @property
     def max_request_bytes(self) -> int:
@@ -195,49 +143,59 @@ class AppConfig:
 
     @classmethod
     def from_env(cls, base_dir: str | Path | None = None) -> AppConfig:
+        """The configuration from the environment, through the settings object: a bad variable raises
+        `ui.config.SettingsError` naming it, what it got and what it accepts."""
+        return cls.from_settings(load_settings(), base_dir)
+
+    @classmethod
+    def from_settings(cls, settings: AppSettings, base_dir: str | Path | None = None) -> AppConfig:
         base = Path(base_dir) if base_dir else Path(__file__).resolve().parent.parent
         from ui.saved.store import default_data_dir  # AGENTDECK_DATA_DIR, a Space's /data, else <base>/data
         from ui.web.hf_login_env import hf_login_from_env
 
-        data_dir = default_data_dir(base)
-        imports_env = os.environ.get("AGENTDECK_AUTHORIZED_IMPORTS")
-        user, password = os.environ.get("AGENTDECK_USERNAME", ""), os.environ.get("AGENTDECK_PASSWORD", "")
+        upload_mb = settings.max_upload_mb
+        password = settings.password.get_secret_value() if settings.password is not None else ""
         return cls(
-            model=os.environ.get("AGENTDECK_MODEL", "").strip() or default_model(),
-            data_dir=data_dir,
-            authorized_imports=parse_imports(imports_env) if imports_env is not None else DEFAULT_AUTHORIZED_IMPORTS,
-            max_steps=max(1, _int_env("AGENTDECK_MAX_STEPS", 10)),
-            max_upload_bytes=max_upload_bytes_from_env(),
-            idle_timeout_s=float(_int_env("AGENTDECK_SESSION_IDLE_S", 3600)),
-            grace_s=float(_int_env("AGENTDECK_SESSION_GRACE_S", 300)),
-            pageless_idle_s=float(_int_env("AGENTDECK_PAGELESS_IDLE_S", 180)),
-            reattach_grace_s=float(_int_env("AGENTDECK_REATTACH_GRACE_S", 120)),
-            runs_per_minute=max(1, _int_env("AGENTDECK_RUNS_PER_MINUTE", 10)),
-            runs_at_once=max(1, _int_env("AGENTDECK_RUNS_AT_ONCE", 2)),
-            max_sandboxes=max(1, _int_env("AGENTDECK_MAX_SANDBOXES", 16)),
-            sandbox=os.environ.get("AGENTDECK_SANDBOX", "").strip() or "local",
-            sandbox_pool=max(0, min(16, _int_env("AGENTDECK_SANDBOX_POOL", 1))),
-            max_sessions=max(10, _int_env("AGENTDECK_MAX_SESSIONS", 2000)),
-            decision_timeout_s=float(max(60, _int_env("AGENTDECK_DECISION_TIMEOUT_S", 1800))),
-            max_tokens_per_run=_int_env("AGENTDECK_MAX_TOKENS_PER_RUN", 0) or None,
-            max_runs=max(1, _int_env("AGENTDECK_MAX_RUNS", 32)),
-            exec_timeout_s=float(_int_env("AGENTDECK_EXEC_TIMEOUT_S", 120)),
-            min_free_mb=max(0, _int_env("AGENTDECK_MIN_FREE_MB", 2048)),
-            structured_code=_int_env("AGENTDECK_STRUCTURED_CODE", 0) > 0,
-            visitor_disk_mb=max(0, _int_env("AGENTDECK_VISITOR_DISK_MB", 4096)),
+            model=settings.model.strip() or default_model(),
+            configured_model=settings.model.strip(),
+            data_dir=default_data_dir(base, settings.data_dir),
+            authorized_imports=parse_imports(settings.authorized_imports),
+            max_steps=settings.max_steps,
+            max_upload_bytes=int(upload_mb * 2**20),
+            idle_timeout_s=float(settings.session_idle_s),
+            grace_s=float(settings.session_grace_s),
+            pageless_idle_s=float(settings.pageless_idle_s),
+            reattach_grace_s=float(settings.reattach_grace_s),
+            runs_per_minute=settings.runs_per_minute,
+            runs_at_once=settings.runs_at_once,
+            max_sandboxes=settings.max_sandboxes,
+            sandbox=settings.sandbox,
+            sandbox_pool=settings.sandbox_pool,
+            max_sessions=settings.max_sessions,
+            decision_timeout_s=float(settings.decision_timeout_s),
+            max_tokens_per_run=settings.max_tokens_per_run or None,
+            max_runs=settings.max_runs,
+            exec_timeout_s=settings.exec_timeout_s,
+            min_free_mb=settings.min_free_mb,
+            structured_code=settings.structured_code,
+            visitor_disk_mb=settings.visitor_disk_mb,
             # 20 uploads of the largest size by default: a message holds up to 10 files, a chat up to 4 of them
-            upload_mb_per_hour=max(0, _int_env("AGENTDECK_UPLOAD_MB_PER_HOUR",
-                                               20 * max(1, max_upload_bytes_from_env() // 2**20))),
-            max_message_chars=max(0, _int_env("AGENTDECK_MAX_MESSAGE_CHARS", 100_000)),
-            max_request_mb=max(1, _int_env("AGENTDECK_MAX_REQUEST_MB", 2)),
-            auth=(user, password) if user and password else None,
-            approval_mode=_approval_mode_env(),
-            allowed_models=_list_env("AGENTDECK_MODELS"),
-            allowed_tools=_list_env("AGENTDECK_TOOLS"),
-            free_choice=os.environ.get("AGENTDECK_ALLOW_ANY_MODEL", "").strip().lower() in ("1", "true", "yes"),
+            upload_mb_per_hour=(settings.upload_mb_per_hour if settings.upload_mb_per_hour is not None
+                                else UPLOADS_PER_HOUR * max(1, int(upload_mb))),
+            max_message_chars=settings.max_message_chars,
+            max_request_mb=settings.max_request_mb,
+            auth=(settings.username, password) if settings.username and password else None,
+            approval_mode=settings.approval_mode,
+            allowed_models=settings.models or None,
+            allowed_tools=settings.tools,
+            free_choice=settings.allow_any_model,
             hf_login=hf_login_from_env(),  # a real Space's OAuth, or the loopback-only local mock (hf_login_env.py)
-            chat_store=os.environ.get("AGENTDECK_CHAT_STORE", "").strip(),
-            redis_url=os.environ.get("AGENTDECK_REDIS_URL", "").strip(),
+            chat_store=settings.chat_store.strip(),
+            redis_url=settings.redis_url.strip(),
+            record_to=settings.record or None,
+            context_budget=settings.context_budget,
+            retry=RetryChoice(settings.model_max_retries, settings.model_retry_delay, settings.model_max_retry_after),
+            settings=settings,
         )
 
 

@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 import gradio as gr
 
 from ui.chat.formatting import first_words
-from ui.settings import AGENT_TYPES, AppConfig
+from ui.settings import AGENT_TYPES, MAX_STEPS_LIMIT, AppConfig
 from ui.tool_offer import available_tools, default_tool_names
 
 V = TypeVar("V")
@@ -60,7 +60,9 @@ def build(config: AppConfig, model: Any) -> SettingsForm[Any]:
     """The settings' components (call inside the settings accordion); `model` is the picker built above it."""
     tools = available_tools()
     agent_type = gr.Radio(list(AGENT_TYPES), value="code", label="Agent type", elem_id="settings-agent-type")
-    max_steps = gr.Slider(1, 50, value=config.max_steps, step=1, label="Max steps", elem_id="settings-max-steps")
+    # Its top is AGENTDECK_MAX_STEPS's own maximum (ui/config/limits.py): the operator's default always fits.
+    max_steps = gr.Slider(1, MAX_STEPS_LIMIT, value=config.max_steps, step=1, label="Max steps",
+                          elem_id="settings-max-steps")
     # No minimum: Gradio refuses a value under it before any handler runs, so a typed -3 failed every message
     # with a bare "Error"; RunSettings.from_form reads 0 or less as no planning.
     planning = gr.Number(0, label="Planning interval (0 = no planning)", precision=0, elem_id="settings-planning")

@@ -8,13 +8,11 @@ that implements `backend.SandboxBackend` (constructible with no arguments) and o
 from __future__ import annotations
 
 import importlib
-import os
 import threading
 
 from .backend import SandboxBackend
 from .errors import SandboxError
 
-ENV_VAR = "AGENTDECK_SANDBOX"
 DEFAULT = "local"
 KNOWN: dict[str, str] = {
     "local": "agents.executor.local:LocalBackend",
@@ -70,8 +68,8 @@ def available() -> list[str]:
 
 
 def default_name() -> str:
-    """The backend the app uses: `AGENTDECK_SANDBOX`, else `local`."""
-    return os.environ.get(ENV_VAR, "").strip() or DEFAULT
+    """The backend of `CodeAgent(sandbox=None)`: `DEFAULT` (`local`). The app passes its AGENTDECK_SANDBOX by name."""
+    return DEFAULT
 
 
 def resolve(backend: str | SandboxBackend | None) -> SandboxBackend:

@@ -4,7 +4,8 @@ Why: with the app's identity a worker that got past Landlock could write whateve
 (site-packages, the app's folder); as root, everything. With a user id no file outside its
 workspace belongs to, file permissions refuse writes, mode, owner, time and attribute changes, and
 signals to other processes, independently of the other layers. Ids are drawn from a range that no
-account uses (``AGENTDECK_SANDBOX_UIDS``, default 40000-59999), one per live sandbox in the process.
+account uses (``configure_host(sandbox_uids=...)``, default 40000-59999; the app's ``AGENTDECK_SANDBOX_UIDS``),
+one per live sandbox in the process.
 
 App side: ``allocate``/``release`` and ``give_tree`` (hand the workspace to that id without
 following links the worker may have planted). Worker side: ``become``.
@@ -34,14 +35,10 @@ class IdentityError(OSError):
 
 
 def uid_range() -> tuple[int, int]:
-    spec = os.environ.get("AGENTDECK_SANDBOX_UIDS", "")
-    try:
-        low, high = (int(x) for x in spec.split("-", 1))
-        if 0 < low < high:
-            return low, high
-    except ValueError:
-        pass
-    return DEFAULT_RANGE
+    """The ids to pick from (first, one past the last): `configure_host(sandbox_uids=...)` (agents/host_settings.py)."""
+    from agents.host_settings import host_settings
+
+    return host_settings().sandbox_uids
 
 
 def allocate() -> int | None:
@@ -55,7 +52,7 @@ def allocate() -> int | None:
             if uid not in _in_use:
                 _in_use.add(uid)
                 return uid
-    raise IdentityError("no free sandbox user id left in AGENTDECK_SANDBOX_UIDS")
+    raise IdentityError(f"no free sandbox user id left in {low}-{high - 1} (the app's AGENTDECK_SANDBOX_UIDS)")
 
 
 def release(uid: int | None) -> None:

@@ -6,7 +6,8 @@ from a spec without a workspace; the pool keeps `size` of them ready per spec (t
 tools: the key) and `take` completes one for the session (`SandboxHost.assign`). A host is taken once and never
 comes back: a used sandbox (one that ran a session's code, or that was assigned a workspace) is never pooled,
 so nothing of one session can reach another. Refilling runs in a background thread, one start at a time, at the
-worker's low priority. Sizes: `AGENTDECK_SANDBOX_POOL` (default 1 ready sandbox per spec in use; 0 turns it off).
+worker's low priority. Sizes: `size` of `for_backend`/`CodeAgent.warm_up` (default 1 ready sandbox per spec in use;
+0 turns it off; the app passes its AGENTDECK_SANDBOX_POOL).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
-import os
 import threading
 from collections.abc import Hashable
 
@@ -22,17 +22,10 @@ from .backend import SandboxBackend, SandboxHost, SandboxSpec
 from .errors import SandboxError
 
 log = logging.getLogger("agents.executor")
-ENV_VAR = "AGENTDECK_SANDBOX_POOL"
 DEFAULT_SIZE = 1
+MAX_SIZE = 16
 CLOSE_WAIT_S = 60.0  # at most a start's own timeout
 MAX_KEYS = 4  # specs kept warm at once (each key holds `size` sandboxes): the most recently asked for
-
-
-def size_from_env() -> int:
-    try:
-        return max(0, min(16, int(os.environ.get(ENV_VAR, DEFAULT_SIZE))))
-    except ValueError:
-        return DEFAULT_SIZE
 
 
 def _key(spec: SandboxSpec) -> Hashable:
@@ -44,9 +37,9 @@ def _key(spec: SandboxSpec) -> Hashable:
 class WarmPool:
     """Ready sandboxes of one backend, per spec; see the module docstring."""
 
-    def __init__(self, backend: SandboxBackend, size: int | None = None) -> None:
+    def __init__(self, backend: SandboxBackend, size: int = DEFAULT_SIZE) -> None:
         self.backend = backend
-        self.size = size_from_env() if size is None else max(0, int(size))
+        self.size = max(0, min(MAX_SIZE, int(size)))
         self._lock = threading.Lock()
         self._ready: dict[Hashable, list[SandboxHost]] = {}
         self._templates: dict[Hashable, SandboxSpec] = {}
@@ -173,10 +166,13 @@ def _close_all() -> None:
 atexit.register(_close_all)
 
 
-def for_backend(backend: SandboxBackend) -> WarmPool:
-    """The process's pool for `backend` (sized by AGENTDECK_SANDBOX_POOL when first asked for)."""
+def for_backend(backend: SandboxBackend, size: int | None = None) -> WarmPool:
+    """The process's pool for `backend`: `size` ready sandboxes per spec when given (a pool made without one keeps
+    `DEFAULT_SIZE`; a later `size` resizes it, ready sandboxes past it are kept until taken)."""
     with _pools_lock:
         pool = _pools.get(backend.name)
         if pool is None or pool.backend is not backend or pool._closed:
-            pool = _pools[backend.name] = WarmPool(backend)
+            pool = _pools[backend.name] = WarmPool(backend, DEFAULT_SIZE if size is None else size)
+        elif size is not None:
+            pool.size = max(0, min(MAX_SIZE, int(size)))
         return pool

@@ -52,7 +52,7 @@ class CodeAgent(MultiStepAgent):
                  sandbox_limits: SandboxLimits | None = None, sandbox_pool: bool = False,
                  use_structured_outputs_internally: bool = False, **kwargs: Any) -> None:
         """`sandbox`: the backend the code runs on, by name (`agents.executor.backends.available()`) or as an
-        object; None is the app's default (`AGENTDECK_SANDBOX`, else local). `sandbox_limits`: the sandbox's
+        object; None is `backends.DEFAULT` (local). `sandbox_limits`: the sandbox's
         limits (`executor_timeout_s` takes the place of its `timeout_s`). `sandbox_pool`: start from a sandbox
         the backend's warm pool started ahead of time (`agents/executor/pool.py`), when one is ready.
         `use_structured_outputs_internally`: ask the model for `{"thought", "code"}` JSON through the provider's
@@ -132,9 +132,11 @@ class CodeAgent(MultiStepAgent):
     # -- sandbox ---------------------------------------------------------------------------------
     @staticmethod
     def warm_up(authorized_imports: Iterable[str] = (), executor_timeout_s: float = 30.0,
-                sandbox: str | SandboxBackend | None = None, sandbox_limits: SandboxLimits | None = None) -> None:
+                sandbox: str | SandboxBackend | None = None, sandbox_limits: SandboxLimits | None = None,
+                pool_size: int | None = None) -> None:
         """Have the backend's warm pool keep sandboxes ready for agents made with these arguments (the app calls
-        it at start, so even its first session's first step starts warm)."""
+        it at start, so even its first session's first step starts warm); `pool_size` ready per spec (None: the
+        pool's own, `pool.DEFAULT_SIZE` for a new one)."""
         import dataclasses
 
         from agents.executor import backends, pool
@@ -142,7 +144,7 @@ class CodeAgent(MultiStepAgent):
 
         limits = dataclasses.replace(sandbox_limits or SandboxLimits(), timeout_s=executor_timeout_s)
         imports = tuple(sorted(set(BASE_IMPORTS) | set(authorized_imports)))
-        pool.for_backend(backends.resolve(sandbox)).prewarm(
+        pool.for_backend(backends.resolve(sandbox), pool_size).prewarm(
             SandboxSpec(workspace=None, authorized_imports=imports, limits=limits))
 
     @property

@@ -2,7 +2,7 @@
 
 How it works
 - Budget: `context_budget` (tokens) given to the agent, else the model's `context_size` minus a reserve for
-  the reply (`reply_reserve`), else AGENTDECK_CONTEXT_BUDGET from the environment, else 32,000.
+  the reply (`reply_reserve`), else 32,000 (the app passes its AGENTDECK_CONTEXT_BUDGET as `context_budget`).
 - Cheap check: `Compactor.prompt_tokens` keeps a running total of the prompt's tokens. The prompt list is
   append-only, so each check counts only the messages added since the last one (with `model.count_tokens`,
   which uses the model's tokenizer when it has one). A new list (reset, compaction, load) is counted once.
@@ -28,7 +28,6 @@ How it works
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +39,6 @@ from agents.models.base import Message, Model, TokenUsage, message_text
 from agents.prompts import render
 
 DEFAULT_CONTEXT_BUDGET = 32_000
-BUDGET_ENV = "AGENTDECK_CONTEXT_BUDGET"
 #: The first line of the summary request's system message; `is_summary_request` looks for it.
 SUMMARY_MARKER = "You are compacting the working memory of an AI agent."
 CHARS_PER_TOKEN = 4
@@ -52,13 +50,10 @@ def reply_reserve(context_size: int) -> int:
 
 
 def default_budget(model: Any) -> int:
-    """The budget when none is given: the model's context size minus the reply reserve, else the setting."""
+    """The budget when none is given: the model's context size minus the reply reserve, else 32,000."""
     size = getattr(model, "context_size", None)
     if isinstance(size, int) and size > 0:
         return max(256, size - reply_reserve(size))
-    value = os.environ.get(BUDGET_ENV, "").strip()
-    if value.isdigit() and int(value) > 0:
-        return int(value)
     return DEFAULT_CONTEXT_BUDGET
 
 

@@ -49,8 +49,6 @@ from agents.memory.steps import ActionStep, PromptSnapshot
 FORMAT = "agentdeck-memory"
 SCHEMA_VERSION = 2
 SIGNATURE_ALGORITHM = "HMAC-SHA256"
-SECRET_ENV = "AGENTDECK_SECRET"
-SECRET_FILE_ENV = "AGENTDECK_SECRET_FILE"
 DEFAULT_SECRET_FILE = Path.home() / ".agentdeck" / "secret"
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 MAX_STEPS = 20_000
@@ -222,14 +220,10 @@ def _publish_new_secret(secret_path: Path) -> None:
 
 
 def resolve_secret(secret: bytes | str | None = None) -> bytes:
-    """The signing secret: `secret` if given, else $AGENTDECK_SECRET, else the file at $AGENTDECK_SECRET_FILE
-    (default ~/.agentdeck/secret), created on first use."""
+    """The signing secret: `secret` if given, else the file ~/.agentdeck/secret, created on first use (the app
+    passes its own: ui/saved/store.py)."""
     if secret is None:
-        env = os.environ.get(SECRET_ENV, "")
-        if env:
-            secret = env
-        else:
-            return load_or_create_secret(os.environ.get(SECRET_FILE_ENV) or DEFAULT_SECRET_FILE)
+        return load_or_create_secret(DEFAULT_SECRET_FILE)
     value = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
     if len(value) < MIN_SECRET_BYTES:
         raise MemoryIntegrityError(f"The memory signing secret must be at least {MIN_SECRET_BYTES} bytes long.")

@@ -7,7 +7,6 @@ once to a cached folder, and run greedily on CPU with the few-shot "tiny" prompt
 from __future__ import annotations
 
 import importlib.metadata
-import os
 from pathlib import Path
 from typing import Any
 
@@ -61,14 +60,17 @@ class EmbeddedModel(TransformersModel):
 
 
 def _limit_torch_threads() -> None:
-    """Run torch single-threaded unless AGENTDECK_TORCH_THREADS says otherwise.
+    """Run torch single-threaded unless `configure_host(torch_threads=...)` says otherwise (agents/host_settings.py;
+    the app's AGENTDECK_TORCH_THREADS).
 
     Why: the model's matrices are tiny, so extra threads gain little, and on a busy small machine
     (sandbox workers, the UI, other sessions) multi-threaded torch measured ~5x slower than one thread.
-    This is process-wide: set AGENTDECK_TORCH_THREADS=0 to keep torch's own default.
+    This is process-wide: `torch_threads=0` keeps torch's own default.
     """
     import torch
 
-    wanted = int(os.environ.get("AGENTDECK_TORCH_THREADS", "1") or 0)
+    from agents.host_settings import host_settings
+
+    wanted = host_settings().torch_threads
     if wanted > 0 and torch.get_num_threads() != wanted:
         torch.set_num_threads(wanted)

@@ -26,8 +26,11 @@ MARKER = "agentdeck-converted.json"
 
 
 def cache_root() -> Path:
-    """AGENTDECK_CACHE_DIR, else ~/.cache/agentdeck (XDG_CACHE_HOME respected)."""
-    configured = os.environ.get("AGENTDECK_CACHE_DIR")
+    """`configure_host(cache_dir=...)` (agents/host_settings.py; the app's AGENTDECK_CACHE_DIR), else
+    ~/.cache/agentdeck (XDG_CACHE_HOME respected)."""
+    from agents.host_settings import host_settings
+
+    configured = host_settings().cache_dir
     if configured:
         return Path(configured).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

@@ -113,11 +113,8 @@ def _litellm_knows(provider: str) -> bool:
 
 def load_model(spec: str | None = None, *, record_to: str | None = None, **kwargs: Any) -> Model:
     """The model named by `spec` (default: `default_model_string()`). Keyword arguments go to the adapter
-    (e.g. api_base, api_key, provider, device, max_new_tokens, retry). With `record_to` (or the
-    AGENTDECK_RECORD variable) every exchange is saved to that transcript for `replay:` later."""
-    import os
-
-    record_to = record_to or os.environ.get("AGENTDECK_RECORD") or None
+    (e.g. api_base, api_key, provider, device, max_new_tokens, retry). With `record_to` every exchange is saved
+    to that transcript for `replay:` later (the app's AGENTDECK_RECORD, the command line's --record)."""
     model = _build(spec, **kwargs)
     if record_to:
         from agents.models.recorder import RecordingModel

@@ -33,7 +33,7 @@ class RemoteChatModel(Model):
                  temperature: float | None = None, timeout: float | None = 120.0,
                  images: bool | None = None, **request_kwargs: Any) -> None:
         self.model_id = model_id
-        self.retry = retry or RetryPolicy.from_env()
+        self.retry = retry or RetryPolicy()
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.timeout = timeout

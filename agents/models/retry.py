@@ -8,7 +8,6 @@ person sees it, and waits end at once when the call is cancelled (agents/models/
 from __future__ import annotations
 
 import logging
-import os
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -25,17 +24,6 @@ logger = logging.getLogger("agents.models")
 T = TypeVar("T")
 
 
-def _env_number(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        logger.warning("Ignoring %s=%r: not a number.", name, value)
-        return default
-
-
 @dataclass
 class RetryPolicy:
     """How often and how long to retry. Delay of retry n (from 0): initial * multiplier**n, capped, +/- jitter."""
@@ -47,16 +35,6 @@ class RetryPolicy:
     max_retry_after: float = 60.0  # the longest Retry-After obeyed; a longer one is cut to this
     #: How to wait. The default waits on the call's cancel token (Stop ends it); tests may record instead.
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False, compare=False)
-
-    @classmethod
-    def from_env(cls) -> RetryPolicy:
-        """Read AGENTDECK_MODEL_MAX_RETRIES, AGENTDECK_MODEL_RETRY_DELAY (seconds, first delay) and
-        AGENTDECK_MODEL_MAX_RETRY_AFTER (seconds, the cap on a provider's Retry-After)."""
-        return cls(
-            max_retries=max(0, int(_env_number("AGENTDECK_MODEL_MAX_RETRIES", 4))),
-            initial_delay=max(0.0, _env_number("AGENTDECK_MODEL_RETRY_DELAY", 1.0)),
-            max_retry_after=max(0.0, _env_number("AGENTDECK_MODEL_MAX_RETRY_AFTER", 60.0)),
-        )
 
     def delay(self, retry_index: int, retry_after: float | None = None) -> float:
         """Seconds before retry `retry_index` (from 0). A Retry-After is obeyed exactly (never less),

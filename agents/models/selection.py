@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-MODEL_ENV = "AGENTDECK_MODEL"
+MODEL_ENV = "AGENTDECK_MODEL"  # the app's setting (ui/config/), named in notes; this module never reads it
 EMBEDDED = "embedded:smollm2"
 
 #: (key variable, model string) in order of preference when several keys are set.
@@ -40,12 +40,10 @@ def embedded_available() -> bool:
 
 
 def default_model_string(env: Mapping[str, str] | None = None) -> str:
-    """AGENTDECK_MODEL if set; else a strong model for the first key found; else the embedded model, or, where
-    it is not installed (a lean Space), the Hugging Face default that visitors reach with their own sign-in."""
+    """A strong model for the first provider key found in `env` (default: the process's environment, where the
+    providers read their keys); else the embedded model, or, where it is not installed (a lean Space), the
+    Hugging Face default that visitors reach with their own sign-in."""
     env = os.environ if env is None else env
-    chosen = (env.get(MODEL_ENV) or "").strip()
-    if chosen:
-        return chosen
     for variable, model_string in KEYED_DEFAULTS:
         if (env.get(variable) or "").strip():
             return model_string
@@ -66,13 +64,15 @@ def key_variable(model_string: str) -> str | None:
     return PROVIDER_KEY_ENV.get(body.split("/", 1)[0].lower()) if "/" in body else None
 
 
-def describe_model_choice(model_string: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    """A one- or two-sentence note for the UI about the model in use (never includes a key)."""
+def describe_model_choice(model_string: str | None = None, env: Mapping[str, str] | None = None,
+                          configured: str | None = None) -> str:
+    """A one- or two-sentence note for the UI about the model in use (never includes a key). `configured`: the
+    model the program's own setting names (the app's AGENTDECK_MODEL), said to be set by it."""
     env = os.environ if env is None else env
     model_string = (model_string or default_model_string(env)).strip()
     if is_embedded(model_string):
         return EMBEDDED_NOTE
-    if (env.get(MODEL_ENV) or "").strip() == model_string:
+    if configured and configured.strip() == model_string:
         note = f"Using {model_string} (set by {MODEL_ENV})."
     elif model_string == default_model_string(env):
         variable = next((name for name, string in KEYED_DEFAULTS if string == model_string), None)

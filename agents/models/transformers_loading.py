@@ -42,10 +42,13 @@ class LoadedModel:
 
 
 def pick_device(requested: str | None = None) -> str:
-    """AGENTDECK_DEVICE or the argument, else CUDA, then Apple MPS, then CPU."""
+    """The argument, else `configure_host(device=...)` (agents/host_settings.py), else CUDA, then Apple MPS, then
+    CPU."""
     import torch
 
-    requested = requested or os.environ.get("AGENTDECK_DEVICE") or None
+    from agents.host_settings import host_settings
+
+    requested = requested or host_settings().device or None
     if requested:
         return requested
     if torch.cuda.is_available():

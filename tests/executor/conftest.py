@@ -29,15 +29,12 @@ def make_sandbox(tmp_path_factory, name="ws", **kwargs) -> PythonSandbox:
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def sandbox_backend(request):
-    """The backend every sandbox of the module runs on (through AGENTDECK_SANDBOX, so sandboxes the tests build
-    themselves are included); one pass of the module per usable backend."""
-    old = os.environ.get(backends.ENV_VAR)
-    os.environ[backends.ENV_VAR] = request.param
+    """The backend every sandbox of the module runs on (as `backends.DEFAULT`, the backend of `sandbox=None`, so
+    sandboxes the tests build themselves are included); one pass of the module per usable backend."""
+    old = backends.DEFAULT
+    backends.DEFAULT = request.param
     yield request.param
-    if old is None:
-        os.environ.pop(backends.ENV_VAR, None)
-    else:
-        os.environ[backends.ENV_VAR] = old
+    backends.DEFAULT = old
 
 
 @pytest.fixture(scope="session", params=BACKENDS)

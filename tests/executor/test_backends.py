@@ -26,11 +26,12 @@ def test_backends_by_name():
         backends.resolve(42)  # type: ignore[arg-type]
 
 
-def test_the_default_backend_comes_from_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv(backends.ENV_VAR, "no-such-backend")
+def test_the_default_backend_is_a_parameter_never_the_environment(monkeypatch, tmp_path):
+    """A library user's sandbox runs where the program says (`sandbox=`), else on `local`: the app's
+    AGENTDECK_SANDBOX is the app's setting, passed by name (ui/agent_factory.py), never read here."""
+    monkeypatch.setenv("AGENTDECK_SANDBOX", "no-such-backend")
     with pytest.raises(backends.UnknownBackend):
-        PythonSandbox(str(tmp_path))
-    monkeypatch.setenv(backends.ENV_VAR, "local")
+        PythonSandbox(str(tmp_path), backend="no-such-backend")
     with PythonSandbox(str(tmp_path)) as sb:
         assert sb.backend.name == "local" and isinstance(sb.host, SandboxHost)
         assert sb.run("1 + 1").output == 2

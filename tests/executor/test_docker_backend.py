@@ -57,7 +57,9 @@ def engine_has(backend, *ids: str) -> set[str]:
 
 def test_no_engine_gives_a_message_naming_the_settings(monkeypatch, tmp_path):
     """Without an engine the backend is unavailable, and the reason says which settings choose one."""
-    monkeypatch.setenv("AGENTDECK_DOCKER_HOST", f"unix://{tmp_path}/no-such.sock")
+    from agents.host_settings import HostSettings
+
+    monkeypatch.setattr("agents.host_settings._current", HostSettings(docker_host=f"unix://{tmp_path}/no-such.sock"))
     why = DockerBackend().unavailable_reason()
     assert why is not None and "AGENTDECK_DOCKER_HOST" in why and "make docker-up" in why
     assert "AGENTDECK_SANDBOX=local" in why
@@ -190,7 +192,7 @@ def test_engine_that_dies_mid_session(tmp_path, backend):
     do not need the engine), a new one is refused naming the engine's address, closing leaves no process or folder,
     the container's record is removed once an engine answers again, and the restarted engine keeps the other
     sandboxes' containers running."""
-    if daemon.docker_host() != "unix://" + daemon.PRIVATE_SOCKET or daemon._pid() is None:
+    if daemon.docker_host() != "unix://" + daemon.private_socket() or daemon._pid() is None:
         pytest.skip("needs the private engine of `make docker-up` (this test kills it)")
     bystander = make(tmp_path / "bystander", backend)
     bystander.run("mine = 'still here'")
@@ -236,12 +238,13 @@ def test_containers_of_a_killed_app_are_removed_by_the_next(tmp_path, backend):
     mine = make(tmp_path / "mine", backend)
     try:
         mine.run("1")
+        _, tag = backend.client_and_image()
         script = ("import os, signal, sys\nfrom agents.executor import PythonSandbox\n"
+                  f"from agents.host_settings import configure_host\nconfigure_host(docker_image={tag!r})\n"
                   f"sb = PythonSandbox({str(tmp_path / 'killed')!r}, backend='docker')\n"
                   "sb.run('1')\nprint(sb.host.process.container.id, flush=True)\n"
                   "os.kill(os.getpid(), signal.SIGKILL)\n")
-        _, tag = backend.client_and_image()
-        env = dict(os.environ, AGENTDECK_DOCKER_IMAGE=tag, PYTHONPATH=str(APP_ROOT))
+        env = dict(os.environ, PYTHONPATH=str(APP_ROOT))
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300,
                              cwd=str(tmp_path))
         assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
@@ -260,7 +263,9 @@ def test_containers_of_a_killed_app_are_removed_by_the_next(tmp_path, backend):
 @needs_engine
 def test_a_missing_image_is_named(tmp_path, monkeypatch):
     """A start that cannot happen says which setting to change (checked before any folder or container exists)."""
-    monkeypatch.setenv("AGENTDECK_DOCKER_IMAGE", "agentdeck-sandbox:no-such-build")
+    from agents.host_settings import HostSettings
+
+    monkeypatch.setattr("agents.host_settings._current", HostSettings(docker_image="agentdeck-sandbox:no-such-build"))
     with pytest.raises(SandboxStartError, match="AGENTDECK_DOCKER_IMAGE=agentdeck-sandbox:no-such-build"):
         PythonSandbox(str(tmp_path / "ws"), backend=DockerBackend())
 

@@ -213,8 +213,10 @@ def test_secret_file_is_created_once(tmp_path, monkeypatch):
     first = load_or_create_secret(path)
     assert len(first) >= 32 and load_or_create_secret(path) == first
     assert (path.stat().st_mode & 0o777) == 0o600
-    monkeypatch.setenv("AGENTDECK_SECRET", "from-the-environment-0123")
-    assert serialize.resolve_secret() == b"from-the-environment-0123"
+    monkeypatch.setattr(serialize, "DEFAULT_SECRET_FILE", path)
+    monkeypatch.setenv("AGENTDECK_SECRET", "from-the-environment-0123")  # the app's setting: the library ignores it
+    assert serialize.resolve_secret() == first
+    assert serialize.resolve_secret("given-by-the-program-0123") == b"given-by-the-program-0123"
     with pytest.raises(MemoryIntegrityError, match="at least"):
         serialize.resolve_secret("short")
 

@@ -44,7 +44,9 @@ def test_tiny_prompt_renders_with_strict_variables():
 
 def test_conversion_is_safe_when_two_converters_race(tmp_path, monkeypatch):
     """Both callers get the same complete folder; nothing half-written or temporary is left behind."""
-    monkeypatch.setenv("AGENTDECK_CACHE_DIR", str(tmp_path / "cache"))
+    from agents.host_settings import host_settings
+
+    monkeypatch.setattr("agents.host_settings._current", host_settings().__class__(cache_dir=str(tmp_path / "cache")))
     source = tmp_path / "model.gguf"
     source.write_bytes(os.urandom(4096))
     writes = []

@@ -77,7 +77,8 @@ def test_secrets_never_in_repr():
     ({"OPENAI_API_KEY": "sk-x"}, "openai/gpt-4.1"),
     ({"ANTHROPIC_API_KEY": "x"}, "anthropic/claude-sonnet-4-5"),
     ({"HF_TOKEN": "hf_x", "OPENAI_API_KEY": "sk-x"}, "hf:Qwen/Qwen2.5-Coder-32B-Instruct"),
-    ({"AGENTDECK_MODEL": "ollama/qwen2.5-coder:7b", "OPENAI_API_KEY": "sk-x"}, "ollama/qwen2.5-coder:7b"),
+    # The app's AGENTDECK_MODEL is the app's setting (ui/config/): the library chooses from provider keys only.
+    ({"AGENTDECK_MODEL": "ollama/qwen2.5-coder:7b", "OPENAI_API_KEY": "sk-x"}, "openai/gpt-4.1"),
 ])
 def test_default_model_string(env, expected):
     assert default_model_string(env) == expected
@@ -89,8 +90,10 @@ def test_describe_model_choice_never_shows_keys():
     keyed = describe_model_choice(env={"OPENAI_API_KEY": "sk-abcdef123456"})
     assert "openai/gpt-4.1" in keyed and "OPENAI_API_KEY" in keyed and "sk-abcdef" not in keyed
     assert "ANTHROPIC_API_KEY is not set" in describe_model_choice("anthropic/claude-sonnet-4-5", env={})
-    assert "set by AGENTDECK_MODEL" in describe_model_choice("ollama/qwen2.5-coder:7b",
-                                                             env={"AGENTDECK_MODEL": "ollama/qwen2.5-coder:7b"})
+    assert "set by AGENTDECK_MODEL" in describe_model_choice("ollama/qwen2.5-coder:7b", env={},
+                                                             configured="ollama/qwen2.5-coder:7b")
+    assert "set by" not in describe_model_choice("ollama/qwen2.5-coder:7b",
+                                                 env={"AGENTDECK_MODEL": "ollama/qwen2.5-coder:7b"})
 
 
 def test_import_is_light_and_offline():

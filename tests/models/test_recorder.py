@@ -73,8 +73,9 @@ def test_load_model_can_record(tmp_path, monkeypatch):
     script = tmp_path / "script.yaml"
     script.write_text("replies:\n  - recorded answer\n")
     out = tmp_path / "out.json"
-    monkeypatch.setenv("AGENTDECK_RECORD", str(out))
-    model = load_model(f"replay:{script}")
+    monkeypatch.setenv("AGENTDECK_RECORD", str(tmp_path / "not-here.json"))  # the app's setting, not the library's
+    assert not isinstance(load_model(f"replay:{script}"), RecordingModel)
+    model = load_model(f"replay:{script}", record_to=str(out))
     assert isinstance(model, RecordingModel)
     model.generate([{"role": "user", "content": "q"}])
     assert ReplayModel.from_file(out).generate([]).content == "recorded answer"

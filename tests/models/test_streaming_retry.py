@@ -42,10 +42,12 @@ def test_backoff_grows_is_capped_and_jittered():
     assert 4 * 0.75 <= policy.delay(0, retry_after=4) <= 4 * 1.25  # Retry-After honoured within bounds
 
 
-def test_policy_from_env(monkeypatch):
+def test_policy_is_what_the_program_passes_never_the_environment(monkeypatch):
+    """The app passes its AGENTDECK_MODEL_* settings (ui/agent_factory.py); the library reads none of them."""
     monkeypatch.setenv("AGENTDECK_MODEL_MAX_RETRIES", "7")
     monkeypatch.setenv("AGENTDECK_MODEL_RETRY_DELAY", "0.5")
-    policy = RetryPolicy.from_env()
+    assert (RetryPolicy().max_retries, RetryPolicy().initial_delay) == (4, 1.0)
+    policy = RetryPolicy(max_retries=7, initial_delay=0.5)
     assert (policy.max_retries, policy.initial_delay) == (7, 0.5)
 
 

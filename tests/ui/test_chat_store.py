@@ -83,8 +83,7 @@ def test_default_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv("AGENTDECK_DATA_DIR", raising=False)
     monkeypatch.delenv("SPACE_ID", raising=False)
     assert default_data_dir(tmp_path) == (tmp_path / "data").resolve()
-    monkeypatch.setenv("AGENTDECK_DATA_DIR", str(tmp_path / "elsewhere"))
-    assert default_data_dir(tmp_path) == (tmp_path / "elsewhere").resolve()
+    assert default_data_dir(tmp_path, str(tmp_path / "elsewhere")) == (tmp_path / "elsewhere").resolve()
 
 
 def test_tampered_or_foreign_memory_is_refused_whole(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import pytest
 from ui_testlib import code_reply, write_transcript
 
 from ui.agent_factory import build_agent
+from ui.config import SettingsError
 from ui.server import check_sandbox_backend
 from ui.settings import AppConfig, RunSettings
 
@@ -26,7 +27,11 @@ def test_the_app_runs_code_on_the_configured_backend(tmp_path, monkeypatch):
 
 
 def test_the_app_refuses_to_start_on_a_backend_it_cannot_use(tmp_path, monkeypatch):
-    monkeypatch.setenv("AGENTDECK_SANDBOX", "no-such-backend")
-    config = AppConfig.from_env(tmp_path)
-    with pytest.raises(SystemExit, match="AGENTDECK_SANDBOX=no-such-backend: unknown sandbox backend.*usable here: lo"):
-        check_sandbox_backend(config.sandbox)
+    monkeypatch.setenv("AGENTDECK_SANDBOX", "no-such-backend")  # unknown: refused by the settings object
+    with pytest.raises(SettingsError, match="AGENTDECK_SANDBOX is 'no-such-backend'.*accepts one of local, docker"):
+        AppConfig.from_env(tmp_path)
+    # Known but not usable here (no engine, say): refused at start with the reason and what is usable.
+    monkeypatch.setattr("agents.executor.backends.unavailable_reason",
+                        lambda name: None if name == "local" else "no Docker Engine answers")
+    with pytest.raises(SystemExit, match="AGENTDECK_SANDBOX=docker: no Docker Engine answers.*usable here: local"):
+        check_sandbox_backend("docker")

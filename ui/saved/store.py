@@ -72,9 +72,10 @@ def storage_is_ephemeral(data_dir: str | Path) -> bool:
     return not (real == "/data" or real.startswith("/data/"))
 
 
-def default_data_dir(base_dir: str | Path) -> Path:
-    """AGENTDECK_DATA_DIR; on a Hugging Face Space with persistent storage, /data/agentdeck; else <base>/data."""
-    configured = os.environ.get("AGENTDECK_DATA_DIR", "").strip()
+def default_data_dir(base_dir: str | Path, configured: str = "") -> Path:
+    """`configured` (the app's AGENTDECK_DATA_DIR, ui/config/); on a Hugging Face Space with persistent storage,
+    /data/agentdeck; else <base>/data."""
+    configured = configured.strip()
     if configured:
         return Path(configured).expanduser().resolve()
     mounted = Path("/data")

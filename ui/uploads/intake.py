@@ -49,14 +49,6 @@ class UploadResult:
         return self.error is None
 
 
-def max_upload_bytes_from_env() -> int:
-    raw = os.environ.get("AGENTDECK_MAX_UPLOAD_MB", "").strip()
-    try:
-        return int(float(raw) * 1024 * 1024) if raw else DEFAULT_MAX_UPLOAD_BYTES
-    except ValueError:
-        return DEFAULT_MAX_UPLOAD_BYTES
-
-
 def human_size(n: int) -> str:
     size = float(n)
     for unit in ("bytes", "KB", "MB", "GB"):

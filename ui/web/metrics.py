@@ -13,7 +13,6 @@ session figures are read from the session registry when scraped; saves and refus
 from __future__ import annotations
 
 import hmac
-import os
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -54,15 +53,13 @@ class MetricsConfig:
         return self.port is not None or bool(self.token)
 
     @classmethod
-    def from_env(cls) -> MetricsConfig:
-        port_text = os.environ.get("AGENTDECK_METRICS_PORT", "").strip()
-        token = os.environ.get("AGENTDECK_METRICS_TOKEN", "").strip() or None
-        if port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536):
-            raise ValueError(f"AGENTDECK_METRICS_PORT={port_text!r} is not a port number (1-65535).")
-        if token is not None and len(token) < 16:
-            raise ValueError("AGENTDECK_METRICS_TOKEN is too short: use 16 characters or more (e.g. the output of "
-                             "`python -c 'import secrets; print(secrets.token_urlsafe())'`).")
-        return cls(port=int(port_text) if port_text else None, token=token)
+    def from_settings(cls, settings: Any) -> MetricsConfig:
+        """From the app's settings object (ui/config/server.py checks the port's range and the token's length);
+        None (a configuration built by hand): off."""
+        if settings is None:
+            return cls()
+        token = settings.metrics_token.get_secret_value().strip() if settings.metrics_token is not None else ""
+        return cls(port=settings.metrics_port, token=token or None)
 
 
 class SessionCollector(Collector):

@@ -122,7 +122,7 @@ def model_note(config: AppConfig, model: str, profile: gr.OAuthProfile | None) -
                     f"{_name(profile)}).")
         if not config.hf_login:
             return "ℹ️ A Hugging Face model: set `HF_TOKEN` before starting the app to use it (or pick another model)."
-    return generic_note(model)
+    return generic_note(model, config.configured_model)
 
 
 def wire(demo: gr.Blocks, config: AppConfig, model: Any, note: Any, list_note_md: Any,

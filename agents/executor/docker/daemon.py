@@ -1,7 +1,8 @@
 """Reaching a Docker Engine, and a private one for development and CI (``make docker-up`` / ``docker-down``).
 
-Which engine: ``AGENTDECK_DOCKER_HOST`` if set, else ``DOCKER_HOST``, else the private daemon's socket when it
-runs, else ``/var/run/docker.sock``. The private daemon keeps everything of its own under ``PRIVATE_DIR`` (data,
+Which engine: ``configure_host(docker_host=...)`` (agents/host_settings.py; the app's ``AGENTDECK_DOCKER_HOST``)
+if set, else ``DOCKER_HOST`` (Docker's own convention), else the private daemon's socket when it runs, else
+``/var/run/docker.sock``. The private daemon keeps everything of its own under ``private_dir()`` (data,
 exec state, pid file, socket), has no bridge and touches no iptables: sandbox containers have no network at all.
 """
 
@@ -11,12 +12,9 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from typing import Any
 
-PRIVATE_DIR = os.environ.get("AGENTDECK_DOCKERD_DIR", "/var/tmp/agentdeck-dockerd")
-PRIVATE_SOCKET = os.path.join(PRIVATE_DIR, "docker.sock")
 SYSTEM_SOCKET = "/var/run/docker.sock"
 START_TIMEOUT_S = 60.0
 CONTAINERD_PID = "exec/containerd/containerd.pid"
@@ -26,12 +24,25 @@ class DockerUnavailable(RuntimeError):
     """No Docker Engine answers; the message names the setting to change."""
 
 
+def private_dir() -> str:
+    """The private daemon's folder: ``configure_host(dockerd_dir=...)`` (the app's ``AGENTDECK_DOCKERD_DIR``)."""
+    from agents.host_settings import host_settings
+
+    return host_settings().dockerd_dir
+
+
+def private_socket() -> str:
+    return os.path.join(private_dir(), "docker.sock")
+
+
 def docker_host() -> str:
-    explicit = os.environ.get("AGENTDECK_DOCKER_HOST") or os.environ.get("DOCKER_HOST")
+    from agents.host_settings import host_settings
+
+    explicit = host_settings().docker_host or os.environ.get("DOCKER_HOST")
     if explicit:
         return explicit
-    if os.path.exists(PRIVATE_SOCKET):
-        return "unix://" + PRIVATE_SOCKET
+    if os.path.exists(private_socket()):
+        return "unix://" + private_socket()
     return "unix://" + SYSTEM_SOCKET
 
 
@@ -66,7 +77,7 @@ def reachable() -> str | None:
 def _pid(pid_file: str = "dockerd.pid") -> int | None:
     """The running process a pid file of the private daemon names (dockerd's, or its containerd's)."""
     try:
-        with open(os.path.join(PRIVATE_DIR, pid_file)) as fh:
+        with open(os.path.join(private_dir(), pid_file)) as fh:
             pid = int(fh.read().strip())
         with open(f"/proc/{pid}/stat", "rb") as fh:
             state = fh.read().rsplit(b")", 1)[1].split()[0]
@@ -80,37 +91,36 @@ def up() -> str:
     if reachable() is None:
         return docker_host()
     if _pid() is not None:
-        raise DockerUnavailable(f"a private dockerd runs (pid file in {PRIVATE_DIR}) but does not answer")
+        raise DockerUnavailable(f"a private dockerd runs (pid file in {private_dir()}) but does not answer")
     dockerd = shutil.which("dockerd") or "/usr/sbin/dockerd"
     if not os.path.exists(dockerd):
         raise DockerUnavailable("dockerd is not installed: as root, 'apt-get install -y docker.io' "
                                 "(make docker-up does it)")
-    os.makedirs(PRIVATE_DIR, mode=0o700, exist_ok=True)
+    os.makedirs(private_dir(), mode=0o700, exist_ok=True)
     # A daemon that was killed leaves its pid files (its own and its containerd's; where nobody reaps them the
     # processes linger as zombies), and dockerd refuses to start over them, or waits for the dead containerd.
     for pid_file in ("dockerd.pid", CONTAINERD_PID):
         if _pid(pid_file) is None:
             try:
-                os.unlink(os.path.join(PRIVATE_DIR, pid_file))
+                os.unlink(os.path.join(private_dir(), pid_file))
             except FileNotFoundError:
                 pass
-    with open(os.path.join(PRIVATE_DIR, "dockerd.log"), "ab") as log:
-        subprocess.Popen([dockerd, "--data-root", os.path.join(PRIVATE_DIR, "data"),
-                          "--exec-root", os.path.join(PRIVATE_DIR, "exec"),
-                          "--pidfile", os.path.join(PRIVATE_DIR, "dockerd.pid"),
-                          "-H", "unix://" + PRIVATE_SOCKET, "--bridge=none", "--iptables=false", "--ip-masq=false",
+    with open(os.path.join(private_dir(), "dockerd.log"), "ab") as log:
+        subprocess.Popen([dockerd, "--data-root", os.path.join(private_dir(), "data"),
+                          "--exec-root", os.path.join(private_dir(), "exec"),
+                          "--pidfile", os.path.join(private_dir(), "dockerd.pid"),
+                          "-H", "unix://" + private_socket(), "--bridge=none", "--iptables=false", "--ip-masq=false",
                           # Sandboxes outlive a restart of the engine (their channel and signals never needed it).
                           "--live-restore",
                           "--containerd-namespace", "agentdeck", "--containerd-plugins-namespace", "agentdeck-plugins"],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    os.environ.setdefault("AGENTDECK_DOCKER_HOST", "unix://" + PRIVATE_SOCKET)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        if os.path.exists(PRIVATE_SOCKET) and reachable() is None:
-            return "unix://" + PRIVATE_SOCKET
+        if os.path.exists(private_socket()) and reachable() is None:
+            return "unix://" + private_socket()
         time.sleep(0.2)
     raise DockerUnavailable(f"the private dockerd did not answer within {START_TIMEOUT_S:.0f} s; "
-                            f"see {PRIVATE_DIR}/dockerd.log")
+                            f"see {private_dir()}/dockerd.log")
 
 
 def down() -> None:
@@ -124,10 +134,22 @@ def down() -> None:
         time.sleep(0.1)
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] == ["up"]:
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m agents.executor.docker.daemon")
+    parser.add_argument("action", choices=("up", "down"))
+    parser.add_argument("--dir", default=None, help="the private daemon's folder (default: /var/tmp/agentdeck-dockerd)")
+    args = parser.parse_args(argv)
+    if args.dir:
+        from agents.host_settings import configure_host
+
+        configure_host(dockerd_dir=args.dir)
+    if args.action == "up":
         print(f"DOCKER_HOST={up()}")
-    elif sys.argv[1:] == ["down"]:
-        down()
     else:
-        sys.exit("usage: python -m agents.executor.docker.daemon up|down")
+        down()
+
+
+if __name__ == "__main__":
+    main()

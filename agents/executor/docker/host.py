@@ -75,10 +75,10 @@ APP_ID = f"{_boot_id()}:{os.getpid()}"
 
 
 def cpus() -> float:
-    try:
-        return max(0.1, float(os.environ.get("AGENTDECK_DOCKER_CPUS", "1")))
-    except ValueError as exc:
-        raise SandboxStartError("AGENTDECK_DOCKER_CPUS must be a number of CPUs, e.g. 1 or 0.5") from exc
+    """CPUs per sandbox container: ``configure_host(docker_cpus=...)`` (the app's ``AGENTDECK_DOCKER_CPUS``)."""
+    from agents.host_settings import host_settings
+
+    return max(0.1, host_settings().docker_cpus)
 
 
 def cgroup_memory_bytes(pid: int) -> int | None:
@@ -379,7 +379,8 @@ class DockerBackend:
     def unavailable_reason(self) -> str | None:
         host = daemon.docker_host()
         if host.startswith("unix://") and not os.path.exists(host[len("unix://"):]):
-            return (f"no Docker Engine at {host} (AGENTDECK_DOCKER_HOST / DOCKER_HOST): start one with "
+            return (f"no Docker Engine at {host} (configure_host(docker_host=...), the app's AGENTDECK_DOCKER_HOST, "
+                    "or DOCKER_HOST): start one with "
                     "'make docker-up', or use AGENTDECK_SANDBOX=local")
         try:
             daemon.connect(timeout_s=1.0).close()
@@ -408,8 +409,10 @@ class DockerBackend:
                 self._swept = True
                 sweep_orphans(self._client)
                 slot.sweep()  # after the containers: a killed app's slots, no longer mounted in any container
-            if self._tag is None and os.environ.get("AGENTDECK_DOCKER_IMAGE"):
-                tag = os.environ["AGENTDECK_DOCKER_IMAGE"]
+            from agents.host_settings import host_settings
+
+            if self._tag is None and host_settings().docker_image:
+                tag = str(host_settings().docker_image)
                 try:
                     self._client.images.get(tag)
                 except Exception as exc:
