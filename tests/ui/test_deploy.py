@@ -13,43 +13,77 @@ import pytest
 from ui import deploy
 
 
+WRITE_TOKEN = {"role": "write"}
+
+
 class FakeHub(BaseHTTPRequestHandler):
-    """Just enough of the Hub's HTTP API for creating a Space, its secrets, a bucket volume and a commit."""
+    """Just enough of the Hub's HTTP API for checking a token, creating or updating a Space (visibility, secrets,
+    hardware, a bucket volume) and a commit that adds and deletes files; `fail` makes one request answer 500."""
 
     requests: list[tuple[str, str, Any]] = []
     secrets: dict[str, dict] = {}
     committed: dict[str, bytes] = {}
+    deleted: list[str] = []
+    commits = 0
+    space: dict[str, Any] | None = None  # the Space as the Hub has it (None: not created yet)
+    token: dict[str, Any] = WRITE_TOKEN
+    fail: tuple[str, str] | None = None  # (method, path suffix) answered with HTTP 500
+    tokens_seen: set[str] = set()
 
     def _body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _reply(self, payload: Any, status: int = 200) -> None:
+    def _reply(self, payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def _handle(self) -> None:
+    def _handle(self) -> None:  # noqa: C901 - one branch per endpoint of the stand-in
+        hub = type(self)
         body = self._body()
         path = self.path.split("?", 1)[0]
         try:
             parsed: Any = json.loads(body) if body and not path.endswith("/commit/main") else None
         except ValueError:
             parsed = None
-        type(self).requests.append((self.command, path, parsed))
-        if path == "/api/repos/create":
+        hub.requests.append((self.command, path, parsed))
+        hub.tokens_seen.add(self.headers.get("authorization", ""))
+        if hub.fail and self.command == hub.fail[0] and path.endswith(hub.fail[1]):
+            self._reply({"error": "internal error"}, status=500)
+        elif path == "/api/whoami-v2":
+            if hub.token.get("role") == "invalid":
+                self._reply({"error": "Invalid credentials in Authorization header"}, status=401)
+            else:
+                self._reply({"type": "user", "name": "me", "orgs": [{"name": "team"}],
+                             "auth": {"type": "access_token", "accessToken": hub.token}})
+        elif path == "/api/spaces/me/demo" and self.command == "GET":
+            if hub.space is None:
+                self._reply({"error": "Repository not found"}, status=404, headers={"X-Error-Code": "RepoNotFound"})
+            else:
+                self._reply({"id": "me/demo", "private": hub.space["private"],
+                             "siblings": [{"rfilename": name} for name in hub.space["files"]]})
+        elif path == "/api/repos/create":
+            hub.space = {"private": bool(parsed.get("private")), "files": [".gitattributes"]}
             repo = f"{parsed.get('organization') or 'me'}/{parsed['name']}"
             self._reply({"url": f"http://{self.headers['Host']}/spaces/{repo}", "name": repo})
+        elif path.endswith("/settings") and self.command == "PUT":
+            hub.space["private"] = parsed.get("private", hub.space["private"])
+            self._reply({})
         elif path.endswith("/secrets") and self.command == "GET":
-            self._reply(type(self).secrets)
+            self._reply(hub.secrets)
         elif path.endswith("/secrets"):
-            type(self).secrets[parsed["key"]] = {"description": parsed.get("description")}
+            hub.secrets[parsed["key"]] = {"description": parsed.get("description")}
             self._reply({})
         elif path.endswith("/variables"):
             self._reply({parsed["key"]: {"value": parsed["value"]}})
+        elif path.endswith("/hardware"):
+            self._reply({"stage": "RUNNING", "hardware": {"current": "cpu-basic", "requested": parsed["flavor"]}})
         elif path.endswith("/volumes") or path.startswith("/api/buckets/"):
             self._reply({"url": f"http://{self.headers['Host']}/buckets/me/demo-chats", "id": "me/demo-chats"})
         elif path == "/api/validate-yaml":
@@ -58,11 +92,14 @@ class FakeHub(BaseHTTPRequestHandler):
             self._reply({"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
                                    for f in parsed["files"]]})
         elif path.endswith("/commit/main"):
+            hub.commits += 1
             for line in body.decode().splitlines():
                 item = json.loads(line)
                 if item.get("key") == "file":
                     value = item["value"]
-                    type(self).committed[value["path"]] = base64.b64decode(value["content"])
+                    hub.committed[value["path"]] = base64.b64decode(value["content"])
+                elif item.get("key") == "deletedFile":
+                    hub.deleted.append(item["value"]["path"])
             self._reply({"commitUrl": f"http://{self.headers['Host']}/spaces/me/demo/commit/{'1' * 40}",
                          "commitOid": "1" * 40, "success": True})
         else:
@@ -79,11 +116,13 @@ def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the suite runs offline; this Hub is on loopback
-    FakeHub.requests, FakeHub.secrets, FakeHub.committed = [], {}, {}
+    FakeHub.requests, FakeHub.secrets, FakeHub.committed, FakeHub.deleted = [], {}, {}, []
+    FakeHub.commits, FakeHub.space, FakeHub.token, FakeHub.fail, FakeHub.tokens_seen = 0, None, WRITE_TOKEN, None, set()
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
+    server.server_close()
 
 
 def test_files_are_exactly_what_the_app_needs() -> None:
