@@ -70,7 +70,7 @@ def space_environment(root: Path = PROJECT_ROOT) -> dict[str, str]:
     found = re.search(r"^python_version:\s*\"?([0-9]+\.[0-9]+)\"?\s*$", text, re.MULTILINE)
     if not found:
         raise SpaceRequirementsError("spaces.yaml has no python_version: the Space's Python decides the pins")
-    env: dict[str, str] = dict(default_environment())
+    env: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
     if env["python_version"] != found.group(1):
         raise SpaceRequirementsError(
             f"spaces.yaml runs Python {found.group(1)} but this environment is {env['python_version']}: generate "
