@@ -5,6 +5,7 @@ them these services. No panel knows the app (ui/app.py) or another panel's contr
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,7 @@ class Services:
 
     @classmethod
     def create(cls, config: AppConfig) -> Services:
+        reap_orphaned_workers(config)  # before anything starts a sandbox (whose start would sweep them unsaid)
         registry = SessionRegistry(
             config.data_dir, agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
             idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
@@ -67,3 +69,21 @@ class Services:
         if owner is not None and session.record.saved is None:
             session.keep_in(lambda: self.store.create(owner))
         return session
+
+
+def reap_orphaned_workers(config: AppConfig) -> int:
+    """At start-up: kill the local sandbox workers left by an app that was killed (`kill -9`). They were stopped
+    between steps, so they could not notice; without this they stay, frozen and holding memory, until a sandbox
+    start happens to sweep them. How many were reaped goes to the log."""
+    if config.sandbox != "local":
+        return 0  # the Docker backend removes its own orphaned containers when it reaches an engine
+    from agents.executor.local.process import sweep_orphans
+
+    reaped = sweep_orphans(force=True)
+    if reaped:
+        logging.getLogger("agentdeck").warning(
+            "Reaped %d sandbox worker%s left stopped by an earlier AgentDeck that was killed.", reaped,
+            "" if reaped == 1 else "s")
+    else:
+        logging.getLogger("agentdeck").info("No orphaned sandbox workers to reap.")
+    return reaped
