@@ -102,12 +102,16 @@ class Deployment:
     rerun: str  # the command that runs this deployment again (to finish after a failure)
     say: Callable[[str], None] = print
     done: list[str] = field(default_factory=list)
-    undo: list[str] = field(default_factory=list)
+    undo: list[str] = field(default_factory=list)  # commands that undo what was done, in the order done
+    undo_by_hand: list[str] = field(default_factory=list)  # what no command undoes (said in words)
+    existing_files: set[str] = field(default_factory=set)  # the Space's files before this deploy
 
-    def _did(self, what: str, undo: str | None = None) -> None:
+    def _did(self, what: str, undo: str | None = None, by_hand: str | None = None) -> None:
         self.done.append(what)
         if undo:
             self.undo.append(undo)
+        if by_hand:
+            self.undo_by_hand.append(by_hand)
         self.say(f"  done: {what}")
 
     def run(self, endpoint: str, timeout: float) -> str:
@@ -135,6 +139,8 @@ class Deployment:
             self.say(f"Step: {title}")
             try:
                 step()
+            except KeyboardInterrupt as exc:  # Ctrl-C midway: say where it stopped, as for any failure
+                raise DeployError(self._stopped(title, "interrupted")) from exc
             except Exception as exc:
                 reason = exc if isinstance(exc, DeployError) else describe_failure(exc, endpoint, timeout)
                 raise DeployError(self._stopped(title, str(reason))) from exc
@@ -147,6 +153,8 @@ class Deployment:
         lines.append(f"To finish, fix the cause and run again (every step is safe to repeat): {self.rerun}")
         if self.undo:
             lines.append("To undo instead, run: " + " && ".join(reversed(self.undo)))
+        for words in self.undo_by_hand:
+            lines.append(f"And by hand: {words}.")
         return "\n".join(lines)
 
     def _space(self) -> None:
@@ -161,7 +169,7 @@ class Deployment:
             self.api.create_repo(space, repo_type="space", space_sdk="gradio", private=self.plan.private)
             visibility = "private" if self.plan.private else "public"
             self._did(f"created the {visibility} Space {space}", f"hf repos delete {space} --type space --yes")
-            self.existing_files: set[str] = set()
+            self.existing_files = set()
             return
         self.existing_files = {sibling.rfilename for sibling in info.siblings or []}
         if self.plan.private and not info.private:
@@ -206,13 +214,13 @@ class Deployment:
         runtime = self.api.request_space_hardware(self.plan.space, hardware)  # type: ignore[arg-type]
         before = getattr(runtime, "hardware", None)
         self._did(f"requested {hardware} hardware",
-                  f"set the hardware back in the Space's settings{f' (it ran on {before})' if before else ''}")
+                  by_hand=f"set the hardware back in the Space's settings{f' (it ran on {before})' if before else ''}")
 
     def _commit(self) -> None:
         from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
         uploads = self.plan.uploads
-        stale = sorted(set(getattr(self, "existing_files", set())) - set(uploads) - KEPT_ON_SPACE)
+        stale = sorted(self.existing_files - set(uploads) - KEPT_ON_SPACE)
         operations: list[Any] = [CommitOperationAdd(path_in_repo=remote, path_or_fileobj=str(self.plan.root / local))
                                  for remote, local in sorted(uploads.items())]
         operations += [CommitOperationDelete(path_in_repo=remote, is_folder=False) for remote in stale]

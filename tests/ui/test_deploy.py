@@ -432,3 +432,26 @@ def test_make_space_installs_only_huggingface_hub() -> None:
     assert "$(DEPLOY_VENV)/bin/python -m ui.deploy" in rule
     setup = makefile.split("\n$(DEPLOY_STAMP):", 1)[1].split("\n\n", 1)[0]
     assert "pip install -q -c constraints.txt huggingface_hub\n" in setup + "\n"
+
+
+def test_no_token_at_all_is_said_before_any_change(hub: str, capsys: pytest.CaptureFixture,
+                                                   monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))  # not logged in either
+    monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "no-tokens"))
+    assert deploy.main(["me/demo", "--endpoint", hub]) == 1
+    assert "no Hugging Face token: set HF_TOKEN, pass --token, or run `hf auth login`" in capsys.readouterr().err
+    assert FakeHub.requests == []
+
+
+def test_a_failed_commit_after_hardware_says_what_to_undo_by_hand(hub: str, capsys: pytest.CaptureFixture) -> None:
+    FakeHub.space = {"private": False, "files": [".gitattributes", "app.py"]}
+    FakeHub.secrets = {"AGENTDECK_SECRET": {}}
+    FakeHub.fail = ("POST", "/commit/main")
+    assert _deploy(hub, "--hardware", "cpu-upgrade") == 1
+    err = capsys.readouterr().err
+    assert "could not commit the files" in err and "requested cpu-upgrade hardware" in err
+    assert "And by hand: set the hardware back in the Space's settings (it ran on cpu-basic)." in err
+    assert "hf repos delete" not in err  # the Space existed before: never suggest deleting it

@@ -45,7 +45,7 @@ from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaErr
 from agents.executor.tree_walk import remove_tree
 from agents.memory.memory import AgentMemory
 from agents.memory.serialize import MAX_DOCUMENT_BYTES, dumps_memory, load_or_create_secret, loads_memory
-from ui.saved.secret_change import SECRET_CHANGED, SECRET_ID_KEY, note_secret_at_start, secret_id, unverified_secret_id
+from ui.saved.key_change import SECRET_CHANGED, SECRET_ID_KEY, note_secret_at_start, secret_id, unverified_secret_id
 from ui.shared.blobs import ANY, MISSING, BlobStore, BlobStoreError, Expect, LocalBlobs, VersionConflict
 from ui.shared.state import MemoryState, SharedState
 
@@ -187,7 +187,7 @@ class ChatStore:
         self.root = self.data_dir / "owners"
         self.root.mkdir(parents=True, exist_ok=True)
         self.blobs: BlobStore = blobs if blobs is not None else LocalBlobs(self.data_dir)
-        if secret is None:  # the server's own secret: say at start-up when it changed (ui/saved/secret_change.py)
+        if secret is None:  # the server's own secret: say at start-up when it changed (ui/saved/key_change.py)
             file_was_missing = not os.environ.get("AGENTDECK_SECRET") and isinstance(self.blobs, LocalBlobs) \
                 and not secret_file(self.data_dir).exists()
             self.secret = server_secret(self.data_dir, self.blobs)
@@ -417,7 +417,7 @@ class ChatStore:
     def save_memory(self, chat: SavedChat, memory: AgentMemory, metadata: dict[str, Any]) -> None:
         """Write the chat's signed memory over the version this SavedChat last read or wrote. Raises
         ChatStoreError (nothing written) if another tab or replica saved the chat since: its update stands."""
-        metadata = {**metadata, SECRET_ID_KEY: self.secret_id}  # which secret signed it (secret_change.py)
+        metadata = {**metadata, SECRET_ID_KEY: self.secret_id}  # which secret signed it (key_change.py)
         data = dumps_memory(memory, self.chat_key(chat), metadata=metadata)
         try:
             chat.memory_version = self.blobs.put(f"{chat.key}/memory.json", data, expect=chat.memory_version)
