@@ -148,7 +148,7 @@ def deploy(deploy_plan: DeployPlan, token: str | None, endpoint: str | None = No
     from huggingface_hub import HfApi
 
     api = HfApi(endpoint=endpoint, token=token)
-    rerun = rerun or f"python -m ui.deploy {deploy_plan.space}"
+    rerun = rerun or f"make space SPACE={deploy_plan.space}"
     _timeout_client(timeout)
     try:
         return Deployment(deploy_plan, api, token, rerun).run(api.endpoint, timeout)
@@ -156,21 +156,17 @@ def deploy(deploy_plan: DeployPlan, token: str | None, endpoint: str | None = No
         _default_client()
 
 
-def _rerun_command(argv: list[str]) -> str:
-    """The command that repeats this deployment (the token left out: it is a secret)."""
-    shown: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg == "--token":
-            skip = True
-            continue
-        if arg.startswith("--token=") or arg == "--dry-run":
-            continue
-        shown.append(arg)
-    return "python -m ui.deploy " + " ".join(shlex.quote(arg) for arg in shown)
+def _rerun_command(args: argparse.Namespace) -> str:
+    """The command that repeats this deployment, as `make space` takes it (the token left out: it is a secret)."""
+    options: list[str] = []
+    for flag, value in (("--bucket", args.bucket), ("--hardware", args.hardware), ("--endpoint", args.endpoint)):
+        if value:
+            options += [flag, value]
+    options += [flag for flag, on in (("--private", args.private), ("--server-token", args.server_token)) if on]
+    if args.timeout != DEFAULT_TIMEOUT:
+        options += ["--timeout", f"{args.timeout:g}"]
+    command = f"make space SPACE={shlex.quote(args.space)}"
+    return command + (f" ARGS={shlex.quote(' '.join(shlex.quote(arg) for arg in options))}" if options else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     token = args.token or os.environ.get("HF_TOKEN") or None
     try:
-        url = deploy(deploy_plan, token, args.endpoint, rerun=_rerun_command(argv), timeout=args.timeout)
+        url = deploy(deploy_plan, token, args.endpoint, rerun=_rerun_command(args), timeout=args.timeout)
     except DeployError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -315,7 +315,7 @@ def test_a_failure_midway_says_what_was_done_and_how_to_finish_or_undo(hub: str,
     err = capsys.readouterr().err
     assert "could not set the Space's secrets: the Hub at 127.0.0.1" in err and "(HTTP 500)" in err
     assert "Done before it: created the public Space me/demo" in err
-    assert f"run again (every step is safe to repeat): python -m ui.deploy me/demo --endpoint {hub} --bucket auto" \
+    assert f"run again (every step is safe to repeat): make space SPACE=me/demo ARGS='--bucket auto --endpoint {hub}'" \
         in err
     assert "hf_deployer" not in err  # the token is never printed
     assert "To undo instead, run: hf repos delete me/demo --type space --yes" in err
