@@ -134,13 +134,32 @@ def sweep_orphans(force: bool = False) -> int:
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            if not _orphan(entry):
-                continue
-            os.kill(int(entry), signal.SIGKILL)
-            killed += 1
+            if _kill_if_orphan(int(entry)):
+                killed += 1
         except (OSError, ValueError, IndexError):
             continue
     return killed
+
+
+def _kill_if_orphan(pid: int) -> bool:
+    """SIGKILL `pid` if it is an orphaned worker. The process is pinned first (a pidfd), then examined, then
+    signalled through the pidfd: a pid freed and reused meanwhile is never the one killed."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError) as exc:
+        if isinstance(exc, ProcessLookupError):
+            return False
+        if not _orphan(str(pid)):  # no pidfds (old kernel): examine and kill by pid
+            return False
+        os.kill(pid, signal.SIGKILL)
+        return True
+    try:
+        if not _orphan(str(pid)):
+            return False
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        return True
+    finally:
+        os.close(pidfd)
 
 
 def _kill_live_workers() -> None:
