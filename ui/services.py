@@ -6,17 +6,20 @@ them these services. No panel knows the app (ui/app.py) or another panel's contr
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from ui.agent_factory import build_agent
 from ui.chat.streamer import RunStreamer
 from ui.saved.owners import TabOwners, tab_key
+from ui.saved.storage_probe import check_data_folder
 from ui.saved.store import ChatStore
 from ui.session.lease import ChatLeases
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
 from ui.settings import AppConfig
+from ui.shared.blobs import LocalBlobs
 from ui.shared.choose import open_blob_store, open_shared_state
 from ui.shared.state import MemoryState, SharedState
 from ui.web.rate_limit import visitor_of
@@ -48,7 +51,10 @@ class Services:
         state = open_shared_state(config.redis_url) if config.redis_url else MemoryState()
         if config.redis_url:
             registry.presence.share(state)
-        store = ChatStore(config.data_dir, blobs=open_blob_store(config.chat_store, config.data_dir), state=state)
+        blobs = open_blob_store(config.chat_store, config.data_dir)
+        if isinstance(blobs, LocalBlobs):  # renames, locks (and a link for a generated secret) on the data folder
+            check_data_folder(config.data_dir, needs_link=not os.environ.get("AGENTDECK_SECRET"))
+        store = ChatStore(config.data_dir, blobs=blobs, state=state)
         store.sweep_unused()
         streamer = RunStreamer(registry)
         return cls(config, registry, store, TabOwners(store), ChatLeases(registry, state, config.idle_timeout_s),

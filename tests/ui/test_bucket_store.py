@@ -95,3 +95,23 @@ def test_on_the_data_folder_a_refused_rename_leaves_the_chat_whole(tmp_path: Pat
     monkeypatch.undo()
     monkeypatch.setenv("AGENTDECK_SECRET", "s" * 40)
     assert store.load_memory(chat)[0] is not None and store.list(owner)[0].steps == 5
+
+
+def test_a_data_folder_without_renames_locks_or_links_is_named_at_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The start-up probe tries on the real folder what the store needs; here a volume that refuses them."""
+    import logging
+
+    from ui.saved.storage_probe import check_data_folder
+
+    assert check_data_folder(tmp_path / "disk", needs_link=True) == []  # a disk: everything works
+    assert sorted(p.name for p in (tmp_path / "disk").iterdir()) == []  # and nothing is left behind
+    for module, name in ((os, "replace"), (os, "link"), (fcntl, "flock")):
+        monkeypatch.setattr(module, name, _refuse(name))
+    with caplog.at_level(logging.WARNING, logger="agentdeck"):
+        problems = check_data_folder(tmp_path / "volume", needs_link=True)
+    assert [p.split(" (")[0].split(":")[0] for p in problems] == [
+        "renaming a file over another", "locking a file", "hard links"]
+    assert "Saves will fail there" in caplog.text and "set AGENTDECK_SECRET" in caplog.text
+    assert sorted(p.name for p in (tmp_path / "volume").iterdir()) == []
+    assert check_data_folder(tmp_path / "volume", needs_link=False)[-1].startswith("locking")  # a set secret: no link
