@@ -6,7 +6,6 @@ them these services. No panel knows the app (ui/app.py) or another panel's contr
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +13,7 @@ from ui.agent_factory import build_agent
 from ui.chat.streamer import RunStreamer
 from ui.saved.owners import TabOwners, tab_key
 from ui.saved.storage_probe import check_data_folder
-from ui.saved.store import ChatStore
+from ui.saved.store import ChatStore, secret_is_configured
 from ui.session.lease import ChatLeases
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
@@ -53,7 +52,7 @@ class Services:
             registry.presence.share(state)
         blobs = open_blob_store(config.chat_store, config.data_dir)
         if isinstance(blobs, LocalBlobs):  # renames, locks (and a link for a generated secret) on the data folder
-            check_data_folder(config.data_dir, needs_link=not os.environ.get("AGENTDECK_SECRET"))
+            check_data_folder(config.data_dir, needs_link=not secret_is_configured())
         store = ChatStore(config.data_dir, blobs=blobs, state=state)
         store.sweep_unused()
         streamer = RunStreamer(registry)

@@ -88,6 +88,11 @@ def secret_file(data_dir: str | Path) -> Path:
     return Path(data_dir) / SECRET_FILE_NAME
 
 
+def secret_is_configured() -> bool:
+    """Whether the operator set AGENTDECK_SECRET (else a generated secret is kept in the data folder or store)."""
+    return bool(os.environ.get("AGENTDECK_SECRET", ""))
+
+
 def server_secret(data_dir: str | Path, blobs: BlobStore | None = None) -> bytes:
     """AGENTDECK_SECRET when set, else the secret file in the data folder (created with mode 0600), or with a
     shared chat store the `secret` blob in it: the first replica creates it (create-only), every other reads
@@ -188,7 +193,7 @@ class ChatStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self.blobs: BlobStore = blobs if blobs is not None else LocalBlobs(self.data_dir)
         if secret is None:  # the server's own secret: say at start-up when it changed (ui/saved/key_change.py)
-            file_was_missing = not os.environ.get("AGENTDECK_SECRET") and isinstance(self.blobs, LocalBlobs) \
+            file_was_missing = not secret_is_configured() and isinstance(self.blobs, LocalBlobs) \
                 and not secret_file(self.data_dir).exists()
             self.secret = server_secret(self.data_dir, self.blobs)
             note_secret_at_start(self.data_dir, self.secret, self._has_saved_chats(), file_was_missing)
