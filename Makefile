@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-$(shell cat $(REQS) 2>/dev/null | cksum | cut -d' '
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
 .PHONY: run lint test test-fast test-browser screenshots bench install chromium clean space docker-up docker-down \
-	sandbox-image cluster-up cluster-down services
+	sandbox-image cluster-up cluster-down services space-requirements
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -97,10 +97,24 @@ bench: install
 	$(BIN)/python bench/executor.py
 	$(BIN)/python bench/memory_compaction.py
 
-# Create or update a Hugging Face Space: make space SPACE=user/name [ARGS="--bucket auto" or "--dry-run"]
-space: install
+# Create or update a Hugging Face Space: make space SPACE=user/name [ARGS="--bucket auto --private --hardware
+# cpu-upgrade" or "--dry-run"]. It needs only huggingface_hub, installed alone (pinned by constraints.txt) in
+# .venv-deploy: never the development set or torch. The Space installs requirements-space.txt (see below).
+DEPLOY_VENV  := .venv-deploy
+DEPLOY_STAMP := $(DEPLOY_VENV)/.installed-$(shell cat constraints.txt 2>/dev/null | cksum | cut -d' ' -f1)
+$(DEPLOY_STAMP):
+	$(PYTHON) -m venv $(DEPLOY_VENV)
+	$(DEPLOY_VENV)/bin/pip install -q -c constraints.txt huggingface_hub
+	rm -f $(DEPLOY_VENV)/.installed-* && touch $@
+
+space: $(DEPLOY_STAMP)
 	@test -n "$(SPACE)" || (echo "usage: make space SPACE=user/name [ARGS=--dry-run]" && exit 2)
-	$(BIN)/python -m ui.deploy $(SPACE) $(ARGS)
+	$(DEPLOY_VENV)/bin/python -m ui.deploy $(SPACE) $(ARGS)
+
+# The Space's pinned requirements (requirements-space.txt): what requirements.txt reaches, transitively, at the
+# versions in constraints.txt. Run after changing either file and commit the result (a test checks it).
+space-requirements: install
+	$(BIN)/python -m ui.space_requirements
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DEPLOY_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -5,17 +5,20 @@ them these services. No panel knows the app (ui/app.py) or another panel's contr
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from ui.agent_factory import build_agent
 from ui.chat.streamer import RunStreamer
 from ui.saved.owners import TabOwners, tab_key
-from ui.saved.store import ChatStore
+from ui.saved.storage_probe import check_data_folder
+from ui.saved.store import ChatStore, secret_is_configured
 from ui.session.lease import ChatLeases
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
 from ui.settings import AppConfig
+from ui.shared.blobs import LocalBlobs
 from ui.shared.choose import open_blob_store, open_shared_state
 from ui.shared.state import MemoryState, SharedState
 from ui.web.rate_limit import visitor_of
@@ -35,6 +38,7 @@ class Services:
 
     @classmethod
     def create(cls, config: AppConfig) -> Services:
+        reap_orphaned_workers(config)  # before anything starts a sandbox (whose start would sweep them unsaid)
         registry = SessionRegistry(
             config.data_dir, agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
             idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
@@ -46,7 +50,10 @@ class Services:
         state = open_shared_state(config.redis_url) if config.redis_url else MemoryState()
         if config.redis_url:
             registry.presence.share(state)
-        store = ChatStore(config.data_dir, blobs=open_blob_store(config.chat_store, config.data_dir), state=state)
+        blobs = open_blob_store(config.chat_store, config.data_dir)
+        if isinstance(blobs, LocalBlobs):  # renames, locks (and a link for a generated secret) on the data folder
+            check_data_folder(config.data_dir, needs_link=not secret_is_configured())
+        store = ChatStore(config.data_dir, blobs=blobs, state=state)
         store.sweep_unused()
         streamer = RunStreamer(registry)
         return cls(config, registry, store, TabOwners(store), ChatLeases(registry, state, config.idle_timeout_s),
@@ -67,3 +74,21 @@ class Services:
         if owner is not None and session.record.saved is None:
             session.keep_in(lambda: self.store.create(owner))
         return session
+
+
+def reap_orphaned_workers(config: AppConfig) -> int:
+    """At start-up: kill the local sandbox workers left by an app that was killed (`kill -9`). They were stopped
+    between steps, so they could not notice; without this they stay, frozen and holding memory, until a sandbox
+    start happens to sweep them. How many were reaped goes to the log."""
+    if config.sandbox != "local":
+        return 0  # the Docker backend removes its own orphaned containers when it reaches an engine
+    from agents.executor.local.process import sweep_orphans
+
+    reaped = sweep_orphans(force=True)
+    if reaped:
+        logging.getLogger("agentdeck").warning(
+            "Reaped %d sandbox worker%s left stopped by an earlier AgentDeck that was killed.", reaped,
+            "" if reaped == 1 else "s")
+    else:
+        logging.getLogger("agentdeck").info("No orphaned sandbox workers to reap.")
+    return reaped

@@ -1,6 +1,6 @@
 """Entry point of the sandbox worker process.
 
-Started by the app as ``python -I -B -c BOOT <package dir> <fd in> <fd out>``:
+Started by the app as ``python -I -B -c BOOT <package dir> <fd in> <fd out> agentdeck-app:<app pid>``:
 the bootstrap registers this folder as a private package so the worker never
 imports the app's ``agents`` package. Sequence: read the init message, preload
 and patch the authorized heavy libraries, confine the process, report which

@@ -100,7 +100,7 @@ def test_tampered_or_foreign_memory_is_refused_whole(tmp_path: Path) -> None:
         store.load_memory(chat)
     foreign = ChatStore(tmp_path / "other", secret=b"another-server-secret-0123456789")
     chat.memory_path.write_text(original)
-    with pytest.raises(ChatStoreError, match="signature does not match"):
+    with pytest.raises(ChatStoreError, match="signed with another server secret"):  # another server's file
         foreign.load_memory(foreign_chat(foreign, chat))
     chat.memory_path.write_text("{not json")
     with pytest.raises(ChatStoreError, match="could not be read"):

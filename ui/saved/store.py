@@ -45,6 +45,7 @@ from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaErr
 from agents.executor.tree_walk import remove_tree
 from agents.memory.memory import AgentMemory
 from agents.memory.serialize import MAX_DOCUMENT_BYTES, dumps_memory, load_or_create_secret, loads_memory
+from ui.saved.key_change import SECRET_CHANGED, SECRET_ID_KEY, note_secret_at_start, secret_id, unverified_secret_id
 from ui.shared.blobs import ANY, MISSING, BlobStore, BlobStoreError, Expect, LocalBlobs, VersionConflict
 from ui.shared.state import MemoryState, SharedState
 
@@ -86,6 +87,11 @@ def default_data_dir(base_dir: str | Path, configured: str = "") -> Path:
 
 def secret_file(data_dir: str | Path) -> Path:
     return Path(data_dir) / SECRET_FILE_NAME
+
+
+def secret_is_configured() -> bool:
+    """Whether the operator set AGENTDECK_SECRET (else a generated secret is kept in the data folder or store)."""
+    return bool(os.environ.get("AGENTDECK_SECRET", ""))
 
 
 def server_secret(data_dir: str | Path, blobs: BlobStore | None = None) -> bytes:
@@ -133,8 +139,13 @@ class ChatMeta:
     created: float
     updated: float
     steps: int = 0
+    #: meta.json is there but unreadable (cut short by a crash or a full disk): listed anyway, with a note, since
+    #: the chat's memory is intact and opens; the next message writes a whole meta.json again.
+    damaged: bool = False
 
     def label(self) -> str:
+        if self.damaged:
+            return f"⚠️ {self.title} · its list entry was damaged (the chat opens from its saved memory)"
         when = time.strftime("%d %b %H:%M", time.localtime(self.updated))
         return f"{self.title} · {when}"
 
@@ -182,11 +193,26 @@ class ChatStore:
         self.root = self.data_dir / "owners"
         self.root.mkdir(parents=True, exist_ok=True)
         self.blobs: BlobStore = blobs if blobs is not None else LocalBlobs(self.data_dir)
-        self.secret = secret if secret is not None else server_secret(self.data_dir, self.blobs)
+        if secret is None:  # the server's own secret: say at start-up when it changed (ui/saved/key_change.py)
+            file_was_missing = not secret_is_configured() and isinstance(self.blobs, LocalBlobs) \
+                and not secret_file(self.data_dir).exists()
+            self.secret = server_secret(self.data_dir, self.blobs)
+            note_secret_at_start(self.data_dir, self.secret, self._has_saved_chats(), file_was_missing)
+        else:
+            self.secret = secret
+        self.secret_id = secret_id(self.secret)
         self._lock = threading.RLock()
         # Deleted chats' tombstones: another tab (on any replica) may still show one, and its next save would
         # bring the chat back (folder, files and all) after the person deleted it.
         self.state: SharedState = state if state is not None else MemoryState()
+
+    def _has_saved_chats(self) -> bool:
+        """Whether any chat was kept here (a meta.json in a chat folder); stops at the first one found."""
+        try:
+            return any((chat / "meta.json").exists() for owner in self.root.iterdir() if _OWNER.match(owner.name)
+                       for chat in owner.iterdir() if valid_chat_id(chat.name))
+        except OSError:
+            return False
 
     # ----- owners ---------------------------------------------------------------------------------
     def owner_for_token(self, token: str) -> str:
@@ -336,15 +362,38 @@ class ChatStore:
 
     # ----- meta -----------------------------------------------------------------------------------
     def _read_meta(self, chat_key: str, chat_id: str) -> ChatMeta | None:
+        """The chat's list entry; None when it has none (never used). An entry that is there but unreadable
+        (a truncated meta.json) gives a `damaged` one, so the chat stays in the list and can be opened."""
         blob = self.blobs.get(f"{chat_key}/meta.json")
-        return None if blob is None else _parse_meta(blob.data, chat_id)
+        if blob is None:
+            return None
+        return _parse_meta(blob.data, chat_id) or self._damaged_meta(chat_key, chat_id)
+
+    def _damaged_meta(self, chat_key: str, chat_id: str) -> ChatMeta:
+        """Stand-in entry for an unreadable meta.json: the title from the first message in the memory (read
+        unverified, only for the label; the chat is verified when opened), the time from the file's date."""
+        title = "Untitled chat"
+        memory = self.blobs.get(f"{chat_key}/memory.json")
+        try:
+            turns = json.loads(memory.data.decode("utf-8"))["document"]["metadata"]["turns"] if memory else []
+            title = clean_title(str(turns[0].get("text") or "")) or title
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            pass
+        updated = 0.0
+        if isinstance(self.blobs, LocalBlobs):
+            try:
+                updated = self.blobs.path(f"{chat_key}/meta.json").stat().st_mtime
+            except OSError:
+                pass
+        return ChatMeta(id=chat_id, title=title, created=updated, updated=updated, damaged=True)
 
     def _update_meta(self, chat: SavedChat, change: Callable[[ChatMeta | None], ChatMeta]) -> ChatMeta:
         """Read, change and write the chat's meta with a version check, again if another writer came first."""
         key = f"{chat.key}/meta.json"
         for _ in range(META_RETRIES):
             blob = self.blobs.get(key)
-            meta = change(None if blob is None else _parse_meta(blob.data, chat.id))
+            old = None if blob is None else _parse_meta(blob.data, chat.id) or self._damaged_meta(chat.key, chat.id)
+            meta = change(old)  # a damaged entry is rewritten whole, keeping the title the list showed
             data = {"id": chat.id, "title": meta.title, "created": meta.created, "updated": meta.updated,
                     "steps": meta.steps}
             try:
@@ -374,6 +423,7 @@ class ChatStore:
     def save_memory(self, chat: SavedChat, memory: AgentMemory, metadata: dict[str, Any]) -> None:
         """Write the chat's signed memory over the version this SavedChat last read or wrote. Raises
         ChatStoreError (nothing written) if another tab or replica saved the chat since: its update stands."""
+        metadata = {**metadata, SECRET_ID_KEY: self.secret_id}  # which secret signed it (key_change.py)
         data = dumps_memory(memory, self.chat_key(chat), metadata=metadata)
         try:
             chat.memory_version = self.blobs.put(f"{chat.key}/memory.json", data, expect=chat.memory_version)
@@ -403,9 +453,14 @@ class ChatStore:
             memory = loads_memory(data, self.chat_key(chat))
             metadata = json.loads(data.decode("utf-8"))["document"].get("metadata") or {}
         except MemoryIntegrityError:
+            signed_with = unverified_secret_id(blob.data)
+            if signed_with is not None and signed_with != self.secret_id:
+                raise ChatStoreError(SECRET_CHANGED) from None
             raise ChatStoreError("This saved chat was refused: its signature does not match this chat and owner "
-                                 "(the file was changed, copied from another chat or owner, or saved by another "
-                                 "server or an older version).") from None
+                                 "(the file was changed, or copied from another chat or owner)"
+                                 + (". If every saved chat is refused, the server's signing secret changed: "
+                                    "restore the previous AGENTDECK_SECRET or `secret` file and restart."
+                                    if signed_with is None else ".")) from None
         except MemorySchemaError as exc:
             raise ChatStoreError(f"This saved chat was refused: {exc}") from None
         except MemoryFileError as exc:
@@ -413,7 +468,9 @@ class ChatStore:
         except OSError as exc:
             raise ChatStoreError(f"This saved chat could not be read: {exc.strerror or exc}.") from None
         chat.memory_version = blob.version
-        return memory, metadata if isinstance(metadata, dict) else {}
+        if not isinstance(metadata, dict):
+            return memory, {}
+        return memory, {k: v for k, v in metadata.items() if k != SECRET_ID_KEY}
 
     def _has_memory(self, chat: SavedChat) -> bool:
         if isinstance(chat.memory_version, str):
@@ -451,6 +508,8 @@ def _tombstone(owner: str, chat_id: str) -> str:
 def _parse_meta(raw: bytes, chat_id: str) -> ChatMeta | None:
     try:
         data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            return None
         return ChatMeta(id=chat_id, title=clean_title(str(data.get("title") or "")) or "Untitled chat",
                         created=float(data.get("created") or 0.0), updated=float(data.get("updated") or 0.0),
                         steps=int(data.get("steps") or 0))

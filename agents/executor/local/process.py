@@ -97,35 +97,69 @@ _swept = False
 _live_workers: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
 
 
-def sweep_orphans() -> int:
-    """Kill sandbox workers whose app died without closing them (once per process).
+APP_ARG = "agentdeck-app:"  # the worker's last argument: APP_ARG + the pid of the app that started it
 
-    A worker is stopped (SIGSTOP) whenever its app is not waiting for it, so when the app is killed it cannot
-    notice its channel closing: it would stay, stopped, holding its memory. Orphans are recognised by the
-    bootstrap's marker in their command line and by having been handed to init (parent 1): a worker of a
-    live app, of this process or another, always has its app as parent.
+
+def _orphan(pid: str) -> bool:
+    """Whether process `pid` is a sandbox worker whose app is gone. A worker's command line is the bootstrap
+    (BOOT) and ends with its app's pid; a worker of a live app (this process or another) has that app as its
+    parent. Once the app died the worker was handed to init or to a subreaper (a container's init, systemd),
+    so its parent is no longer the pid it names. Workers started before the pid was passed: parent 1."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+    with open(f"/proc/{pid}/cmdline", "rb") as fh:
+        args = fh.read().split(b"\0")
+    if BOOT.encode() not in args:
+        return False
+    named = next((a[len(APP_ARG):] for a in reversed(args) if a.startswith(APP_ARG.encode())), b"")
+    if named.isdigit():
+        return ppid != int(named)
+    return ppid == 1
+
+
+def sweep_orphans(force: bool = False) -> int:
+    """Kill sandbox workers whose app died without closing them; how many were killed. Once per process
+    (the app calls it at start-up, ui/services.py; every sandbox start calls it too, a no-op after the first)
+    unless `force`.
+
+    A worker is stopped (SIGSTOP) whenever its app is not waiting for it, so when the app is killed (`kill -9`)
+    it cannot notice its channel closing: it would stay, stopped, holding its memory. See `_orphan`.
     """
     global _swept
-    if _swept:
+    if _swept and not force:
         return 0
     _swept = True
     killed = 0
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
-            if ppid != 1:
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                if b"_agentdeck_sandbox" not in fh.read():
-                    continue
-            os.kill(int(entry), signal.SIGKILL)
-            killed += 1
+            if _kill_if_orphan(int(entry)):
+                killed += 1
         except (OSError, ValueError, IndexError):
             continue
     return killed
+
+
+def _kill_if_orphan(pid: int) -> bool:
+    """SIGKILL `pid` if it is an orphaned worker. The process is pinned first (a pidfd), then examined, then
+    signalled through the pidfd: a pid freed and reused meanwhile is never the one killed."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError) as exc:
+        if isinstance(exc, ProcessLookupError):
+            return False
+        if not _orphan(str(pid)):  # no pidfds (old kernel): examine and kill by pid
+            return False
+        os.kill(pid, signal.SIGKILL)
+        return True
+    try:
+        if not _orphan(str(pid)):
+            return False
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        return True
+    finally:
+        os.close(pidfd)
 
 
 def _kill_live_workers() -> None:
@@ -159,7 +193,8 @@ class WorkerProcess:
             try:
                 self._log_fd = os.open(log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
                 self.proc = subprocess.Popen(
-                    [python or sys.executable, "-I", "-S", "-B", "-c", BOOT, PACKAGE_DIR, str(cmd_r), str(res_w)],
+                    [python or sys.executable, "-I", "-S", "-B", "-c", BOOT, PACKAGE_DIR, str(cmd_r), str(res_w),
+                     f"{APP_ARG}{os.getpid()}"],
                     pass_fds=(cmd_r, res_w), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                     # Not the workspace: libraries preloaded before confinement read files from their current
                     # folder (./matplotlibrc), and the workspace is written by the code.
