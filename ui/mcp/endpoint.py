@@ -86,13 +86,13 @@ def build_server(services: Services) -> MCPServer:
     return server
 
 
-def is_mcp_path(scope: dict[str, Any]) -> bool:
-    """The request is for the MCP endpoint (or anything below it), below the app's root path if it has one."""
+def mcp_path(scope: dict[str, Any]) -> str | None:
+    """The request's path if it is the MCP endpoint's or below it (below the app's root path if it has one)."""
     path = str(scope.get("path", ""))
     root = str(scope.get("root_path", "") or "").rstrip("/")
     if root and path.startswith(root + "/"):
         path = path[len(root):]
-    return path == MCP_ROUTE or path.startswith(MCP_ROUTE + "/")
+    return path if path == MCP_ROUTE or path.startswith(MCP_ROUTE + "/") else None
 
 
 async def _answer(send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -126,8 +126,12 @@ class McpEndpointMiddleware:
         self._runner: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or not is_mcp_path(scope):
+        path = mcp_path(scope) if scope.get("type") == "http" else None
+        if path is None:
             await self.app(scope, receive, send)
+            return
+        if path.rstrip("/") != MCP_ROUTE:  # Gradio's MCP mode had more below it (/sse, /schema): none of it here
+            await _answer(send, 404, f"Not found: the MCP endpoint is {MCP_ROUTE}/ (streamable HTTP).")
             return
         if _cross_site(scope):
             await _answer(send, 403, "Cross-site requests are not served.")
