@@ -40,6 +40,8 @@ DEFAULT_READ_BYTES = 256 << 10
 #: A run's answer and a decision's fields are clipped to this many characters in a tool's result.
 MAX_TEXT_CHARS = 100_000
 ACTIONS = ("approve", "reject", "edit", "answer")
+HF_SIGN_IN = ("This model runs on Hugging Face inference providers and needs a Hugging Face token: sign in with "
+              "Hugging Face on the page and send its session cookie with your MCP requests, or pick another model.")
 
 
 class McpRefused(Exception):
@@ -100,10 +102,7 @@ class McpChats:
             token = SimpleNamespace(token=caller.hf_token) if caller.hf_token else None
             settings = gate.settings(form, token=token)  # type: ignore[arg-type]
         except SignInNeededError:
-            raise McpRefused("This model runs on Hugging Face inference providers and needs a Hugging Face token: "
-                             "sign in with Hugging Face (send the page's session cookie) or pick another model.")
-        except McpRefused:
-            raise
+            raise McpRefused(HF_SIGN_IN) from None
         except Exception as exc:  # gr.Error: the page's refusal, said the same way
             raise McpRefused(_refusal_text(exc)) from None
         if len(files or ()) + len(chat_files or ()) > MAX_FILES_PER_TASK:

@@ -70,18 +70,18 @@ def build_server(services: Services) -> MCPServer:
     @server.tool()
     async def list_chats(ctx: Context) -> list[dict[str, Any]]:
         """Your saved chats, newest first: chat_id, title, updated (seconds since the epoch)."""
-        return await as_caller(ctx, chats.list_chats)  # type: ignore[no-any-return]
+        return await as_caller(ctx, chats.list_chats)
 
     @server.tool()
     async def list_files(chat_id: str, ctx: Context) -> list[dict[str, Any]]:
         """The files in one of your chats (uploads and what the agent made): name and bytes."""
-        return await as_caller(ctx, chats.list_files, chat_id)  # type: ignore[no-any-return]
+        return await as_caller(ctx, chats.list_files, chat_id)
 
     @server.tool()
     async def read_file(chat_id: str, name: str, ctx: Context, max_bytes: int | None = None) -> dict[str, Any]:
         """A file of one of your chats, as text (UTF-8) or base64; `max_bytes` caps it (default 256 KB, at most
         1 MB: a larger file is refused with its size)."""
-        return await as_caller(ctx, chats.read_file, chat_id, name, max_bytes)  # type: ignore[no-any-return]
+        return await as_caller(ctx, chats.read_file, chat_id, name, max_bytes)
 
     return server
 
