@@ -285,3 +285,36 @@ def test_with_a_password_the_endpoint_needs_sign_in_and_the_visitors_limits_appl
                     return (await client.call_tool("list_chats", {})).structured_content
 
         assert [c["chat_id"] for c in asyncio.run(listed())["result"]] == [first["chat_id"]]
+
+
+# ----- "Sign in with Hugging Face" (the loopback-only local mock, against a stand-in of the Hub) -----------------
+def test_the_hugging_face_session_cookie_makes_the_calls_the_signed_in_users(tmp_path: Path) -> None:
+    from test_attack_sign_in import OWNER, fake_hub, forged_cookie, press_sign_in, start_env
+
+    async def as_cookie(url: str, cookie: str, calls: list[tuple[str, dict[str, Any]]],
+                        bearer: str | None = None) -> list[Any]:
+        headers = {"Cookie": cookie, **({"Authorization": f"Bearer {bearer}"} if bearer else {})}
+        return [r.structured_content if not r.is_error else " ".join(p.text for p in r.content)
+                for r in await _calls(url, headers, calls)]
+
+    with fake_hub() as hub:
+        _, data, env = start_env(tmp_path, hub, AGENTDECK_HF_LOGIN="1", GRADIO_MCP_SERVER="True")
+        script = write_transcript(tmp_path / "script.json", SCRIPT)
+        with run_app(script, data, extra_env=env) as url:
+            signed = press_sign_in(url)
+            assert signed is not None
+            ran, listed = asyncio.run(as_cookie(url, signed, [("run_task", {"task": "As the owner"}),
+                                                              ("list_chats", {})]))
+            assert ran["status"] == "finished", ran
+            assert [c["chat_id"] for c in listed["result"]] == [ran["chat_id"]]
+            # Kept under the signed-in name, where the page keeps that user's chats (ui/saved/store.py).
+            from ui.saved.store import ChatStore
+
+            store = ChatStore(data)
+            assert [m.id for m in store.list(store.owner_for_user(f"hf:{OWNER}"))] == [ran["chat_id"]]
+            # A cookie the server did not sign names nobody: an anonymous caller, who reaches none of it.
+            (forged,) = asyncio.run(as_cookie(url, forged_cookie(OWNER), [("list_chats", {})]))
+            assert "Bearer" in forged
+            forged_with_token = asyncio.run(as_cookie(url, forged_cookie(OWNER), [
+                ("list_chats", {}), ("list_files", {"chat_id": ran["chat_id"]})], bearer=token()))
+            assert forged_with_token[0] == {"result": []} and "No chat of yours" in forged_with_token[1]
