@@ -206,6 +206,7 @@ def test_file_names_never_leave_the_chats_workspace(served: tuple[str, Path]) ->
     for names in (["../memory.json"], ["link.txt"], ["/etc/passwd"], ["missing.csv"], [".hidden"], ["inner"]):
         refused(app_url, me, "run_task", task="again", chat_id=chat, chat_files=names)
     assert "chat_id" in refused(app_url, me, "run_task", task="x", chat_files=["out.txt"])
+    assert "Give a task" in refused(app_url, me, "run_task", task="   ")
     assert "base64" in refused(app_url, me, "run_task", task="x",
                                files=[{"name": "a.csv", "content_base64": "not base64!!"}])
     # A file named as a path arrives under a safe name inside the workspace, never beside it.

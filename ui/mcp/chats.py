@@ -95,6 +95,8 @@ class McpChats:
                  chat_files: list[str] | None = None, chat_id: str | None = None, approval_mode: str | None = None,
                  model: str | None = None, max_steps: int | None = None) -> dict[str, Any]:
         gate = self.services.gate
+        if not isinstance(task, str) or not (task.strip() or files):
+            raise McpRefused("Give a task (text), or files to work on.")
         try:
             gate.check_message(task)
             form = FormValues(**{name: None for name in field_names()})
@@ -259,21 +261,22 @@ class McpChats:
             saved = session.record.saved
             pending = session.pending_request()
             finished = session.record.transcript.finished
-            messages = session.record.transcript.messages()
         result: dict[str, Any] = {"chat_id": saved.id if saved else None}
         if not started:
             pending = finished = None
         if pending is not None:
             payload = json.loads(json.dumps(pending.payload, default=str))
-            result.update(status="needs_decision", decision={
-                "id": pending.request_id, "kind": pending.request_kind,
-                **{k: _clip(v) if isinstance(v, str) else v for k, v in payload.items()}})
+            result.update(status="needs_decision", decision={  # its own id and kind last: a payload's never hide them
+                **{k: _clip(v) if isinstance(v, str) else v for k, v in payload.items()},
+                "id": pending.request_id, "kind": pending.request_kind})
         elif finished is not None:
             status = {"success": "finished", "max_steps": "finished", "interrupted": "stopped"}.get(finished.state,
                                                                                                  "failed")
             result.update(status=status, answer=None if finished.output is None else _clip(str(finished.output)),
                           steps=finished.steps, **({"error": _clip(finished.error)} if finished.error else {}))
         else:  # nothing ran (files refused, an agent that could not start): the chat's last note says why
+            with session.lock:
+                messages = session.record.transcript.messages()
             last = messages[-1] if messages else {}
             content = last.get("content") if isinstance(last, dict) else ""
             result.update(status="not_started", note=_clip(content if isinstance(content, str) else str(content)))
