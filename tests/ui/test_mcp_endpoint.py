@@ -319,3 +319,61 @@ def test_the_hugging_face_session_cookie_makes_the_calls_the_signed_in_users(tmp
             forged_with_token = asyncio.run(as_cookie(url, forged_cookie(OWNER), [
                 ("list_chats", {}), ("list_files", {"chat_id": ran["chat_id"]})], bearer=token()))
             assert forged_with_token[0] == {"result": []} and "No chat of yours" in forged_with_token[1]
+
+
+# ----- a cancelled call stops its run ------------------------------------------------------------------------
+SLOW = [code_reply("This takes a while.", "import time\nopen('started.txt', 'w').write('yes')\ntime.sleep(30)\n"
+                                          "final_answer('slept')"),
+        code_reply("Still here after the stop.", "final_answer('still usable')")]
+
+
+def test_a_cancelled_call_stops_its_run_as_stop_does(tmp_path: Path) -> None:
+    """The client gives up on run_task (its request closed): the run is stopped, not left running unseen, and the
+    chat takes the next task."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    (tmp_path / "data").mkdir()
+    script = write_transcript(tmp_path / "script.json", SLOW)
+    me = token()
+    with run_app(script, tmp_path / "data", {"GRADIO_MCP_SERVER": "True",
+                                            "AGENTDECK_RUNS_PER_MINUTE": "500"}) as url:
+        async def until(condition: Any, what: str, timeout: float) -> Any:
+            deadline = asyncio.get_running_loop().time() + timeout
+            while True:
+                value = await condition()
+                if value:
+                    return value
+                assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+                await asyncio.sleep(0.2)  # polling a condition, as tests/waiting.py does
+
+        async def scenario() -> tuple[dict[str, Any], float]:
+            async with create_mcp_http_client(headers={"Authorization": f"Bearer {me}"}) as http:
+                async with Client(streamable_http_client(url + MCP_PATH, http_client=http)) as client:
+                    call = asyncio.create_task(client.call_tool("run_task", {"task": "Sleep"}))
+
+                    async def sleeping() -> str | None:
+                        chats = (await client.call_tool("list_chats", {})).structured_content["result"]
+                        if not chats:
+                            return None
+                        files = (await client.call_tool("list_files", {"chat_id": chats[0]["chat_id"]}))
+                        names = [f["name"] for f in files.structured_content["result"]]
+                        return chats[0]["chat_id"] if "started.txt" in names else None
+
+                    chat = await until(sleeping, "the run's code to start sleeping", 60)
+                    call.cancel()
+                    cancelled_at = asyncio.get_running_loop().time()
+
+                    async def next_task() -> dict[str, Any] | None:
+                        result = await client.call_tool("run_task", {"task": "Go on", "chat_id": chat})
+                        assert not result.is_error, result.content
+                        content = result.structured_content
+                        return content if content["status"] != "not_started" else None  # the run still going
+
+                    done = await until(next_task, "the chat to take the next task", 25)
+                    return done, asyncio.get_running_loop().time() - cancelled_at
+
+        done, after = asyncio.run(scenario())
+        assert done["status"] == "finished" and done["answer"] == "still usable", done
+        assert after < 25  # the code slept 30 s: it was stopped

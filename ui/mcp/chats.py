@@ -14,7 +14,7 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -93,7 +93,10 @@ class McpChats:
     # ----- tools -------------------------------------------------------------------------------------------
     def run_task(self, caller: Caller, request: Any, task: str, files: list[FileIn] | None = None,
                  chat_files: list[str] | None = None, chat_id: str | None = None, approval_mode: str | None = None,
-                 model: str | None = None, max_steps: int | None = None) -> dict[str, Any]:
+                 model: str | None = None, max_steps: int | None = None,
+                 on_session: Callable[[Session], None] = lambda session: None) -> dict[str, Any]:
+        """`on_session` is told the chat's session before its run starts (the endpoint stops it if the call
+        is cancelled)."""
         gate = self.services.gate
         if not isinstance(task, str) or not (task.strip() or files):
             raise McpRefused("Give a task (text), or files to work on.")
@@ -117,6 +120,7 @@ class McpChats:
         else:
             session = self._live(caller, chat_id)
         kept = self._chat_files(session, chat_files or [])
+        on_session(session)
         why = self.services.leases.claim(session.key, session)
         if why is not None:
             raise McpRefused(why)
@@ -145,8 +149,10 @@ class McpChats:
         return self.outcome(session, started=bool(started))
 
     def resume(self, caller: Caller, chat_id: str, decision_id: str, action: str, edited: Any = None,
-               reason: str = "", answer: str = "") -> dict[str, Any]:
+               reason: str = "", answer: str = "",
+               on_session: Callable[[Session], None] = lambda session: None) -> dict[str, Any]:
         session = self._live(caller, chat_id)
+        on_session(session)
         pending = session.pending_request()
         if pending is None or pending.request_id != decision_id:
             raise McpRefused("That chat has no pending decision with this id (it was made, or it expired).")

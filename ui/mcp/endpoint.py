@@ -23,6 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from ui.mcp.caller import SignInRequired, check_signed_in, identify
 from ui.mcp.chats import FileIn, McpChats, McpRefused
 from ui.services import Services
+from ui.session.session import Session
 
 MCP_ROUTE = "/gradio_api/mcp"  # where Gradio's own MCP mode serves (its API_PREFIX + /mcp)
 INSTRUCTIONS = ("AgentDeck's agent writes and runs Python in a sandbox. run_task starts a chat of yours (or continues "
@@ -45,6 +46,23 @@ def build_server(services: Services) -> MCPServer:
         except (McpRefused, SignInRequired) as exc:
             raise ToolError(str(exc)) from None
 
+    async def running(ctx: Context, work: Callable[..., Any], *args: Any) -> Any:
+        """A call that drains a run: cancelled (the client closed its request, or cancelled it), it stops the
+        run as the page's Stop does, instead of leaving it to go on unseen."""
+        sessions: list[Session] = []
+        request = ctx.request_context.request
+        try:
+            caller = identify(request, services.config, services.store)
+            return await anyio.to_thread.run_sync(lambda: work(caller, *args, on_session=sessions.append),
+                                                  abandon_on_cancel=True)
+        except (McpRefused, SignInRequired) as exc:
+            raise ToolError(str(exc)) from None
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                for session in sessions:
+                    await anyio.to_thread.run_sync(session.interrupt)
+            raise
+
     @server.tool()
     async def run_task(task: str, ctx: Context, files: list[FileIn] | None = None,
                        chat_files: list[str] | None = None, chat_id: str | None = None,
@@ -56,8 +74,9 @@ def build_server(services: Services) -> MCPServer:
         all. Returns {chat_id, status, ...}: status "finished" with the answer, "needs_decision" with the
         decision (its id, kind and what it is about: continue with resume), "stopped", "failed" or
         "not_started" (with the note that says why)."""
-        return await as_caller(ctx, lambda caller: chats.run_task(
-            caller, ctx.request_context.request, task, files, chat_files, chat_id, approval_mode, model, max_steps))
+        return await running(ctx, lambda caller, on_session: chats.run_task(
+            caller, ctx.request_context.request, task, files, chat_files, chat_id, approval_mode, model, max_steps,
+            on_session=on_session))
 
     @server.tool()
     async def resume(chat_id: str, decision_id: str, action: str, ctx: Context, edited: Any = None,
@@ -65,7 +84,7 @@ def build_server(services: Services) -> MCPServer:
         """Make the decision a run waits for and let it go on; returns as run_task does. `action`: approve,
         reject (with a `reason` for the agent), edit (`edited`: the new code or plan as text, or a tool call's
         arguments as an object) or answer (an `answer` to the agent's question)."""
-        return await as_caller(ctx, chats.resume, chat_id, decision_id, action, edited, reason, answer)
+        return await running(ctx, chats.resume, chat_id, decision_id, action, edited, reason, answer)
 
     @server.tool()
     async def list_chats(ctx: Context) -> list[dict[str, Any]]:
