@@ -36,7 +36,7 @@ def main() -> None:
         print("AgentDeck: AGENTDECK_USERNAME is set without AGENTDECK_PASSWORD: login is off.", flush=True)
     try:
         launch(config, app=(demo, controller))
-    except ConfigurationError as exc:  # e.g. GRADIO_MCP_SERVER=True (ui/web/mcp_mode.py)
+    except ConfigurationError as exc:  # e.g. a login Gradio would only mock (ui/web/login_guard.py)
         print(f"AgentDeck cannot start: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
 

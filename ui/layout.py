@@ -34,8 +34,9 @@ CSS = """
 .ad-header h1 { margin-bottom: 0; }
 .ad-header p { margin-top: 2px; color: var(--body-text-color-subdued); }
 """
-# The API page's MCP tab tells how to turn on Gradio's MCP mode, which cannot run with the mcp SDK the project pins
-# (ui/web/mcp_mode.py): the page shows only the ways that work. The tab is the one with Gradio's MCP icon.
+# The API page's MCP tab describes Gradio's own MCP mode (the app's API endpoints as tools), which cannot run with the
+# mcp SDK the project pins; the app's MCP endpoint is its own (ui/mcp/, in the README): the page shows only the ways
+# that work. The tab is the one with Gradio's MCP icon.
 CSS += ".snippet:has(> img[src*='mcp-']) { display: none !important; }\n"
 CSS += approval_panel.CSS + files_panel_ui.CSS + chat_view.CSS + responsive.CSS + chat_delete.CSS + retry.CSS
 

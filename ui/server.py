@@ -17,6 +17,7 @@ from agents.telemetry import configure_from_environment as configure_tracing
 from ui.app import ASSETS, AgentDeckApp
 from ui.layout import CSS, build_blocks
 from ui.saved.store import secret_file, storage_is_ephemeral
+from ui.services import Services
 from ui.session.heap import freeze_long_lived_objects
 from ui.session.presence import PresenceMiddleware
 from ui.settings import AppConfig
@@ -32,7 +33,7 @@ from ui.web.gradio_compat import (
 )
 from ui.web.login_guard import guard_login_routes
 from ui.web.login_throttle import LoginThrottleMiddleware
-from ui.web.mcp_mode import refuse_gradio_mcp_mode
+from ui.web.mcp_mode import take_mcp_switch
 from ui.web.metrics import MetricsConfig, MetricsMiddleware
 from ui.web.metrics import start as start_metrics
 from ui.web.rate_limit import stop_uvicorn_trusting_loopback_proxies
@@ -75,8 +76,9 @@ def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp
     return demo, controller
 
 
-def launch_kwargs(config: AppConfig) -> dict[str, Any]:
-    """Arguments for demo.launch(): theme/css (Gradio 6 takes them here), auth, file access, threads."""
+def launch_kwargs(config: AppConfig, mcp_services: Services | None = None) -> dict[str, Any]:
+    """Arguments for demo.launch(): theme/css (Gradio 6 takes them here), auth, file access, threads. With
+    `mcp_services`, the app's MCP endpoint at /gradio_api/mcp/ (ui/mcp/), inside the body limit."""
     kwargs: dict[str, Any] = {
         "css": CSS,
         "theme": gr.themes.Soft(primary_hue="indigo"),
@@ -87,6 +89,7 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         "footer_links": ["api", "settings"],
         # Gradio refuses bigger uploads itself, before they are stored (the app's own check comes later).
         "max_file_size": config.max_upload_bytes,
+        "mcp_server": False,  # Gradio's MCP mode cannot run with the pinned mcp SDK: ours answers (ui/web/mcp_mode.py)
         "app_kwargs": {"middleware": [Middleware(SecurityHeadersMiddleware),
                                       Middleware(BodyLimitMiddleware, max_bytes=config.max_request_bytes),
                                       Middleware(MetricsMiddleware,
@@ -100,6 +103,11 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
         # The data dir is allowed (above) but its signing secret must never be served.
         "blocked_paths": [str(secret_file(config.data_dir))],
     }
+    if mcp_services is not None:
+        from ui.mcp.endpoint import McpEndpointMiddleware, build_server
+
+        kwargs["app_kwargs"]["middleware"].insert(2, Middleware(McpEndpointMiddleware, services=mcp_services,
+                                                                server=build_server(mcp_services)))
     if config.auth:
         kwargs["auth"] = config.auth
         kwargs["auth_message"] = ("AgentDeck: sign in with the username and password the server was started with. "
@@ -117,7 +125,7 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
            **overrides: Any) -> tuple[gr.Blocks, AgentDeckApp]:
     """Serve the app (built here unless `app` is the pair `create_app` returned)."""
     check_version()
-    refuse_gradio_mcp_mode(overrides)  # Gradio would start without it and say nothing (ui/web/mcp_mode.py)
+    serve_mcp = take_mcp_switch(overrides)  # GRADIO_MCP_SERVER / mcp_server=True: ours, not Gradio's (mcp_mode.py)
     config = config or (app[1].config if app else AppConfig.from_env())
     demo, controller = app or create_app(config)
     controller.registry.start_reaper()
@@ -134,8 +142,10 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
         # SIGTERM (a Space restarting, `kill`) ends the process through SystemExit, so exit handlers run and
         # the sandbox workers, stopped between steps, are killed with it (agents/executor/local/process.py).
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    kwargs = launch_kwargs(config)
+    kwargs = launch_kwargs(config, mcp_services=controller.services if serve_mcp else None)
     kwargs.update(overrides)
+    if serve_mcp:
+        logging.getLogger("agentdeck").warning("AgentDeck: MCP server at /gradio_api/mcp/ (streamable HTTP)")
     stop_uvicorn_trusting_loopback_proxies()  # the peer is the socket's unless a proxy is trusted
     # a login that tells visitors apart (Gradio attaches its routes in launch)
     guard_login_routes(demo.expects_oauth, kwargs.get("server_name"), share=kwargs.get("share"))

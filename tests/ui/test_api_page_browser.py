@@ -1,5 +1,6 @@
-"""The API page shows only the ways of calling the app that work: not Gradio's MCP tab, whose instructions
-(GRADIO_MCP_SERVER=True) stop this app's start (ui/web/mcp_mode.py)."""
+"""The API page shows only the ways of calling the app that work: not Gradio's MCP tab, which describes Gradio's own
+MCP mode (the app's API endpoints as tools); GRADIO_MCP_SERVER=True serves the app's own endpoint instead (ui/mcp/,
+ui/web/mcp_mode.py), described in the README."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -493,3 +494,47 @@ APPROVAL_IN_VIEW_JS = f"""
   check();
 }}
 """
+
+
+# ----- who signed in, read from a request that did not go through Gradio's routes (the MCP endpoint: ui/mcp/) -----
+def password_user(scope: Any, bearer: str | None) -> str | None:
+    """The user a password sign-in gave this request: Gradio's access token (the cookie `/login` sets, or the same
+    value sent as a bearer token), looked up where Gradio keeps its tokens (`App.tokens`). None if not signed in."""
+    app = scope.get("app")
+    tokens = getattr(app, "tokens", None)
+    cookie_id = getattr(app, "cookie_id", None)
+    if not isinstance(tokens, dict) or not cookie_id:
+        return None
+    cookies = _cookies(scope)
+    for token in (bearer, cookies.get(f"access-token-{cookie_id}"), cookies.get(f"access-token-unsecure-{cookie_id}")):
+        user = tokens.get(token) if token else None
+        if isinstance(user, str) and user:
+            return user
+    return None
+
+
+def hf_signed_in(scope: Any) -> tuple[str, str] | None:
+    """(username, access token) of a "Sign in with Hugging Face" session (Gradio's session cookie, which its
+    SessionMiddleware has read into `scope["session"]`), unless expired. None if not signed in."""
+    session = scope.get("session")
+    info = session.get("oauth_info") if isinstance(session, dict) else None
+    if not isinstance(info, dict):
+        return None
+    expires_at = info.get("expires_at")
+    if isinstance(expires_at, (int, float)) and expires_at < time.time():
+        return None
+    userinfo = info.get("userinfo")
+    name = userinfo.get("preferred_username") if isinstance(userinfo, dict) else None
+    token = info.get("access_token")
+    if not isinstance(name, str) or not name or not isinstance(token, str):
+        return None
+    return name, token
+
+
+def _cookies(scope: Any) -> dict[str, str]:
+    from starlette.requests import HTTPConnection
+
+    try:
+        return dict(HTTPConnection(scope).cookies)
+    except Exception:  # a malformed Cookie header: no cookies
+        return {}

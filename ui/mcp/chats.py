@@ -1,0 +1,291 @@
+"""What the MCP tools do, on the app's own services: each run a saved chat of the caller's, started and continued
+through the same checks as a message sent from the page (ui/app.py `run`): the message's length, the settings the
+operator allows, the visitor's run limits and disk share, a sandbox place, the chat's lease, and the upload limits.
+
+Blocking (a run is drained to its end or its pause): the endpoint calls these in a worker thread. A chat started
+here lives in the session registry under `mcp:<chat id>` while it is open (idle ones are closed as an API client's
+are: AGENTDECK_PAGELESS_IDLE_S); its files stay readable as any saved chat's.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from agents import events as ev
+from agents.decisions import Decision
+from agents.executor.backend import FileTooLarge
+from agents.executor.local import workspace_files
+from ui.mcp.caller import Caller
+from ui.saved.store import SavedChat
+from ui.services import Services
+from ui.session.session import Session
+from ui.session.workspace_files import listed_files
+from ui.settings import SignInNeededError
+from ui.settings_form import FormValues, field_names
+from ui.uploads.intake import UploadResult
+
+#: At most this many files with one task, and this much of a file returned by `read_file` (its default: 256 KB).
+MAX_FILES_PER_TASK = 20
+MAX_READ_BYTES = 1 << 20
+DEFAULT_READ_BYTES = 256 << 10
+#: A run's answer and a decision's fields are clipped to this many characters in a tool's result.
+MAX_TEXT_CHARS = 100_000
+ACTIONS = ("approve", "reject", "edit", "answer")
+HF_SIGN_IN = ("This model runs on Hugging Face inference providers and needs a Hugging Face token: sign in with "
+              "Hugging Face on the page and send its session cookie with your MCP requests, or pick another model.")
+
+
+class McpRefused(Exception):
+    """A tool call refused, with what to do instead (the endpoint returns it as the tool's error)."""
+
+
+@dataclass(frozen=True)
+class FileIn:
+    """A file sent with a task: its name and its content, base64."""
+    name: str
+    content_base64: str
+
+
+def _refusal_text(exc: BaseException) -> str:
+    return str(getattr(exc, "message", None) or exc)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + " …(clipped)"
+
+
+def session_key(chat_id: str) -> str:
+    return f"mcp:{chat_id}"
+
+
+class McpChats:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.config = services.config
+
+    # ----- finding the caller's chat ---------------------------------------------------------------------
+    def _chat(self, caller: Caller, chat_id: Any) -> SavedChat:
+        """The caller's own chat (any other id, a guessed one, one of another owner's: the same refusal)."""
+        chat = self.services.store.get(caller.owner, chat_id) if isinstance(chat_id, str) else None
+        if chat is None:
+            raise McpRefused("No chat of yours has that id (list_chats lists them).")
+        return chat
+
+    def _live(self, caller: Caller, chat_id: Any) -> Session:
+        """The open session of the caller's chat, to continue it."""
+        chat = self._chat(caller, chat_id)
+        session = self.services.registry.peek(session_key(chat.id))
+        saved = session.record.saved if session is not None else None
+        if session is None or session.closed_at is not None or saved is None or saved.owner != caller.owner:
+            raise McpRefused("That chat is not open on the server any more (idle chats are closed after a few "
+                             "minutes): its files can still be listed and read; start a new chat to go on.")
+        return session
+
+    # ----- tools -------------------------------------------------------------------------------------------
+    def run_task(self, caller: Caller, request: Any, task: str, files: list[FileIn] | None = None,
+                 chat_files: list[str] | None = None, chat_id: str | None = None, approval_mode: str | None = None,
+                 model: str | None = None, max_steps: int | None = None,
+                 on_session: Callable[[Session], None] = lambda session: None) -> dict[str, Any]:
+        """`on_session` is told the chat's session before its run starts (the endpoint stops it if the call
+        is cancelled)."""
+        gate = self.services.gate
+        if not isinstance(task, str) or not (task.strip() or files):
+            raise McpRefused("Give a task (text), or files to work on.")
+        try:
+            gate.check_message(task)
+            form = FormValues(**{name: None for name in field_names()})
+            form.model, form.max_steps = model, max_steps
+            token = SimpleNamespace(token=caller.hf_token) if caller.hf_token else None
+            settings = gate.settings(form, token=token)  # type: ignore[arg-type]
+        except SignInNeededError:
+            raise McpRefused(HF_SIGN_IN) from None
+        except Exception as exc:  # gr.Error: the page's refusal, said the same way
+            raise McpRefused(_refusal_text(exc)) from None
+        if len(files or ()) + len(chat_files or ()) > MAX_FILES_PER_TASK:
+            raise McpRefused(f"At most {MAX_FILES_PER_TASK} files go with one task.")
+        if chat_id is None:
+            if chat_files:
+                raise McpRefused("chat_files names files of an existing chat: give its chat_id too.")
+            chat = self.services.store.create(caller.owner)
+            session = self.services.registry.install(session_key(chat.id), chat, caller.visitor)
+        else:
+            session = self._live(caller, chat_id)
+        kept = self._chat_files(session, chat_files or [])
+        on_session(session)
+        why = self.services.leases.claim(session.key, session)
+        if why is not None:
+            raise McpRefused(why)
+        try:
+            gate.admit(request, session)
+        except Exception as exc:
+            raise McpRefused(_refusal_text(exc)) from None
+        session.set_approval_mode(approval_mode)
+        with tempfile.TemporaryDirectory(prefix="agentdeck-mcp-in-") as folder:
+            paths = self._write_files(Path(folder), files or [])
+            started = []
+
+            def run() -> Iterator[tuple]:
+                if not session.start_run(task, paths, settings, kept):
+                    return
+                started.append(True)
+                for _ in session.drain():
+                    pass
+                yield ()
+
+            try:
+                for _ in gate.limited(run(), request, session):
+                    pass
+            except Exception as exc:
+                raise McpRefused(_refusal_text(exc)) from None
+        return self.outcome(session, started=bool(started))
+
+    def resume(self, caller: Caller, chat_id: str, decision_id: str, action: str, edited: Any = None,
+               reason: str = "", answer: str = "",
+               on_session: Callable[[Session], None] = lambda session: None) -> dict[str, Any]:
+        session = self._live(caller, chat_id)
+        on_session(session)
+        pending = session.pending_request()
+        if pending is None or pending.request_id != decision_id:
+            raise McpRefused("That chat has no pending decision with this id (it was made, or it expired).")
+        decision = self._decision(pending, action, edited, reason, answer)
+        if decision.outcome.value == "answer":
+            with session.lock:
+                session.record.transcript.add_answer(pending.request_id, answer)
+        try:
+            session.resolve(pending, decision)
+        except Exception as exc:
+            raise McpRefused(_refusal_text(exc)) from None
+        if session.claim_paused_run():
+            for _ in session.drain():
+                pass
+        return self.outcome(session)
+
+    def list_chats(self, caller: Caller) -> list[dict[str, Any]]:
+        return [{"chat_id": meta.id, "title": meta.title, "updated": meta.updated}
+                for meta in self.services.store.list(caller.owner)[:200]]
+
+    def list_files(self, caller: Caller, chat_id: str) -> list[dict[str, Any]]:
+        workspace = self._chat(caller, chat_id).workspace
+        found = []
+        for path in listed_files([], [], workspace):
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                found.append({"name": os.path.relpath(path, workspace), "bytes": st.st_size})
+        return found
+
+    def read_file(self, caller: Caller, chat_id: str, name: str, max_bytes: int | None = None) -> dict[str, Any]:
+        workspace = self._chat(caller, chat_id).workspace
+        cap = min(MAX_READ_BYTES, max(1, int(max_bytes or DEFAULT_READ_BYTES)))
+        if not isinstance(name, str) or not name or len(name) > 1024 or name.startswith("."):
+            raise McpRefused("Give a file's name as list_files gives it.")
+        try:
+            data = workspace_files.read(str(workspace), name, cap)
+        except FileTooLarge as exc:
+            raise McpRefused(f"{exc}: ask for more with max_bytes (at most {MAX_READ_BYTES:,}).") from None
+        except (OSError, ValueError):  # no such file, a link, a folder, a path out of the workspace
+            raise McpRefused("No such file in that chat (list_files lists them).") from None
+        try:
+            return {"name": name, "bytes": len(data), "text": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            return {"name": name, "bytes": len(data), "base64": base64.b64encode(data).decode("ascii")}
+
+    # ----- parts -------------------------------------------------------------------------------------------
+    def _write_files(self, folder: Path, files: list[FileIn]) -> list[tuple[str, str]]:
+        """Each sent file decoded into `folder` under a name of ours; (path, its name) as the page's uploads
+        are given to `start_run`, which checks and copies them as it does an upload."""
+        cap = self.config.max_upload_bytes
+        paths = []
+        for index, item in enumerate(files):
+            if len(item.content_base64) > (cap // 3 + 1) * 4 + 4:
+                raise McpRefused(f"The file {item.name[:80]!r} is over the upload limit of {cap:,} bytes.")
+            try:
+                data = base64.b64decode(item.content_base64, validate=True)
+            except (binascii.Error, ValueError):
+                raise McpRefused(f"The file {item.name[:80]!r} is not valid base64.") from None
+            path = folder / str(index)
+            path.write_bytes(data)
+            paths.append((str(path), item.name[:255] or f"file{index}"))
+        return paths
+
+    @staticmethod
+    def _chat_files(session: Session, names: list[str]) -> list[UploadResult]:
+        """Files already in the chat's folder (plain names, regular files, never a link), sent again with the task."""
+        kept = []
+        workspace = session.record.workspace
+        for name in names:
+            if not isinstance(name, str) or not name or "/" in name or "\\" in name or "\0" in name \
+                    or name.startswith(".") or len(name) > 255:
+                raise McpRefused(f"{str(name)[:80]!r} is not the name of a file in the chat (list_files lists them).")
+            try:
+                st = os.lstat(workspace / name)
+            except OSError:
+                st = None
+            if st is None or not stat.S_ISREG(st.st_mode):
+                raise McpRefused(f"{name[:80]!r} is not a file in the chat (list_files lists them).")
+            kept.append(UploadResult(original_name=name, size_bytes=st.st_size, safe_name=name, path=workspace / name))
+        return kept
+
+    @staticmethod
+    def _decision(pending: ev.DecisionRequested, action: str, edited: Any, reason: str, answer: str) -> Decision:
+        kind = pending.request_kind
+        if action not in ACTIONS:
+            raise McpRefused(f"action must be one of {', '.join(ACTIONS)}.")
+        if kind == "question":
+            if action != "answer" or not str(answer or "").strip():
+                raise McpRefused("The agent asked a question: resume with action 'answer' and your answer.")
+            return Decision.reply(str(answer))
+        if action == "approve":
+            return Decision.approve()
+        if action == "reject":
+            return Decision.reject(str(reason or "").strip())
+        if action == "answer":
+            raise McpRefused("The agent waits for an approval, not an answer: approve, reject or edit.")
+        if kind == "tool_call":
+            if not isinstance(edited, dict):
+                raise McpRefused('An edited tool call is its arguments as a JSON object, like {"name": "value"}.')
+            return Decision.edit(edited)
+        if not isinstance(edited, str) or not edited.strip():
+            raise McpRefused(f"An edited {kind} is its new text (not empty).")
+        return Decision.edit(edited)
+
+    def outcome(self, session: Session, started: bool = True) -> dict[str, Any]:
+        """What a run came to: its answer, a decision it waits for (with the id `resume` takes), or why not
+        (`started` False: nothing ran)."""
+        with session.lock:
+            saved = session.record.saved
+            pending = session.pending_request()
+            finished = session.record.transcript.finished
+        result: dict[str, Any] = {"chat_id": saved.id if saved else None}
+        if not started:
+            pending = finished = None
+        if pending is not None:
+            payload = json.loads(json.dumps(pending.payload, default=str))
+            result.update(status="needs_decision", decision={  # its own id and kind last: a payload's never hide them
+                **{k: _clip(v) if isinstance(v, str) else v for k, v in payload.items()},
+                "id": pending.request_id, "kind": pending.request_kind})
+        elif finished is not None:
+            status = {"success": "finished", "max_steps": "finished", "interrupted": "stopped"}.get(finished.state,
+                                                                                                 "failed")
+            result.update(status=status, answer=None if finished.output is None else _clip(str(finished.output)),
+                          steps=finished.steps, **({"error": _clip(finished.error)} if finished.error else {}))
+        else:  # nothing ran (files refused, an agent that could not start): the chat's last note says why
+            with session.lock:
+                messages = session.record.transcript.messages()
+            last = messages[-1] if messages else {}
+            content = last.get("content") if isinstance(last, dict) else ""
+            result.update(status="not_started", note=_clip(content if isinstance(content, str) else str(content)))
+        result["files"] = [os.path.relpath(p, session.record.workspace)
+                           for p in listed_files([], [], session.record.workspace)]
+        return result
