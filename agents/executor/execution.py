@@ -214,7 +214,7 @@ class Executor:
                 value = box[0]
                 result["is_final"] = True
             os.fchdir(self.workdir_fd)
-            self._save_figures(step, capture)
+            self._save_figures(step, capture, keep=result["error"] is None)
             result["output"], result["output_type"] = self._to_wire(value, step)
         finally:
             self.run_flag[0] = False
@@ -244,15 +244,18 @@ class Executor:
         except (ValueError, OSError):
             pass
 
-    def _save_figures(self, step: int, capture: OutputCapture) -> None:
+    def _save_figures(self, step: int, capture: OutputCapture, keep: bool = True) -> None:
+        """Save the figures the code left open as the step's charts, then close them all. A failed step's
+        figures (`keep` False) and blank ones (no axes, nothing drawn) are closed unsaved: published, they
+        showed as an empty `figure_step3_1.png` in the files panel."""
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is None:
             return
         try:
-            for num in plt.get_fignums():
+            for num in plt.get_fignums() if keep else ():
                 figure = plt.figure(num)
-                if getattr(figure, _SAVED_MARK, False):
-                    continue  # the code saved it itself: a second copy would show the chart twice
+                if getattr(figure, _SAVED_MARK, False) or not _drawn(figure):
+                    continue  # saved by the code itself (a second copy would show the chart twice), or blank
                 figure.savefig(self._free_name(f"figure_step{step}_{num}.png"))
             plt.close("all")
         except Exception as exc:
@@ -370,6 +373,14 @@ def _plain(value: Any, depth: int = 0, count: list[int] | None = None) -> Any:
 
 
 _SAVED_MARK = "_agentdeck_saved_explicitly"
+
+
+def _drawn(figure: Any) -> bool:
+    """Whether a figure shows something: an axes with content, or an image, text or patch of its own."""
+    for axes in figure.get_axes():
+        if axes.has_data() or axes.texts or axes.images or axes.patches or axes.get_title():
+            return True
+    return bool(figure.images or figure.texts or figure.patches or figure.lines or getattr(figure, "subfigs", None))
 
 
 def _track_explicit_figure_saves() -> None:
