@@ -242,7 +242,7 @@ class CodeAgent(MultiStepAgent):
             step.observations = "\n".join([step.observations, *image_notes])
         if result.error:
             step.error = result.error  # the model is told where the code stopped (and, if rejected, why)
-            if not _stopped_by_rejection(result, context):  # a rejected call already shows, with its reason
+            if not _shown_by_its_last_call(result, context):  # the failed or rejected call already shows why
                 show_step_error(step, "ExecutionError", result.error, context)
             return
         if result.is_final_answer:
@@ -341,13 +341,17 @@ class CodeAgent(MultiStepAgent):
         record_artifact(self.workdir, relative, int(getattr(artifact, "size", None) or 0), step, context)
 
 
-def _stopped_by_rejection(result: ExecutionResult, context: RunContext) -> bool:
-    """Whether the code stopped only because a person rejected its last tool call (the error the sandbox raised
-    in the code for it went uncaught): the person's decision, which the call shows, not a failure to show."""
+def _shown_by_its_last_call(result: ExecutionResult, context: RunContext) -> bool:
+    """Whether the code stopped only because its last tool call failed or was rejected (the error the sandbox
+    raised in the code for it went uncaught): the call shows that already, with the tool's message or the
+    person's reason, so a step error saying it again would show the failure twice."""
     if result.error_type != "ToolCallError" or not context.call_records:
         return False
-    last = context.call_records[-1]
-    return last.rejected and f"ToolCallError: tool '{last.name}' failed: Rejected: " in (result.error or "")
+    last, error = context.call_records[-1], result.error or ""
+    if last.rejected:
+        return f"ToolCallError: tool '{last.name}' failed: Rejected: " in error
+    return last.is_error and bool(last.output) and f"ToolCallError: tool '{last.name}' failed: " in error \
+        and last.output in error
 
 
 def _shorten(text: str, limit: int = MAX_OBSERVATION_OUTPUT_CHARS) -> str:

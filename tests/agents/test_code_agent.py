@@ -65,9 +65,34 @@ def test_tool_failure_is_fed_back(make_code_agent):
         code("print(lookup(key='good'))"),
         code("final_answer(lookup('good'))"),
     ], tools=[lookup])
-    assert agent.run("t") == "value-of-good"
+    events = list(agent.run("t", stream=True))
+    assert isinstance(events[-2], ev.FinalAnswer) and events[-2].value == "value-of-good"
     assert "the lookup service is down" in model.calls[1][-1]["content"]
     assert "value-of-good" in model.calls[2][-1]["content"]
+    # Issue 31: the person is shown the failure once, in the call (a step error repeated the traceback)
+    failed = [e for e in events if isinstance(e, ev.ToolCallResult) and e.is_error]
+    assert len(failed) == 1 and "the lookup service is down" in failed[0].output
+    assert not [e for e in events if isinstance(e, ev.StepError)]
+    assert "the lookup service is down" in (list(agent.memory.action_steps())[0].error or "")
+
+
+def test_a_caught_tool_failure_then_another_error_still_shows_the_error(make_code_agent):
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: The key.
+        """
+        raise RuntimeError("the lookup service is down")
+
+    agent, _ = make_code_agent([
+        code("try:\n    lookup('x')\nexcept Exception:\n    pass\n1 / 0"),
+        code("final_answer('done')"),
+    ], tools=[lookup])
+    events = list(agent.run("t", stream=True))
+    errors = [e for e in events if isinstance(e, ev.StepError)]
+    assert len(errors) == 1 and "ZeroDivisionError" in errors[0].message
 
 
 @pytest.mark.slow
