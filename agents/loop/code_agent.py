@@ -27,6 +27,7 @@ from agents.memory import ActionStep
 from agents.models.base import Message, Model, ModelReply
 from agents.prompts import load_prompt_overlay, merge_templates, render
 from agents.prompts.profiles import profile_for
+from agents.shown_value import ShownValue
 from agents.tooling.base import Tool
 
 if TYPE_CHECKING:
@@ -234,7 +235,11 @@ class CodeAgent(MultiStepAgent):
             return
         image_notes = self._observe_images(result, context)
         has_output = result.output is not None and not result.is_final_answer
-        output_text = _shorten(repr(result.output)) if has_output else ""
+        output_text = _shorten(value_text(result)) if has_output else ""
+        if has_output:  # checked again and capped (agents/shown_value.py): the worker's table is untrusted data
+            shown = ShownValue.from_data({"type": result.output_type, "text": value_text(result),
+                                          "table": result.table})
+            step.last_value = shown.as_dict() if shown is not None else None
         logs_shown, output_text = self._screen_execution(step, output_text, context)
         step.observations = render(self.prompt_templates, "execution_observation", logs=logs_shown,
                                    has_output=has_output, output=output_text)
@@ -352,6 +357,16 @@ def _shown_by_its_last_call(result: ExecutionResult, context: RunContext) -> boo
         return f"ToolCallError: tool '{last.name}' failed: Rejected: " in error
     return last.is_error and bool(last.output) and f"ToolCallError: tool '{last.name}' failed: " in error \
         and last.output in error
+
+
+def value_text(result: ExecutionResult) -> str:
+    """The last expression's value as the model and the person read it: an object's repr (a data frame's table)
+    and a string with line breaks as their text, with real line breaks (repr'd again, a frame was one line of
+    literal `\\n`); other plain data as its repr, so a string still reads as one ('abc')."""
+    output = result.output
+    if isinstance(output, str) and (result.output_type != "str" or "\n" in output):
+        return output
+    return repr(output)
 
 
 def _shorten(text: str, limit: int = MAX_OBSERVATION_OUTPUT_CHARS) -> str:
