@@ -179,8 +179,8 @@ def test_a_last_expression_exports_as_the_chat_showed_it():
     memory = AgentMemory("system")
     memory.add_step(TaskStep(task="Summarise", messages=[{"role": "user", "content": "Summarise"}]))
     table = {"columns": ["", "city", "rain"], "rows": [["0", "Oslo", 7.5], ["1", "Ro|me", None]], "shape": [40, 2]}
-    memory.add_step(ActionStep(step_number=1, code="summary", run_id="r",
-                               last_value={"type": "DataFrame", "text": "   city  rain\n0  Oslo   7.5", "table": table}))
+    shown = {"type": "DataFrame", "text": "   city  rain\n0  Oslo   7.5", "table": table}
+    memory.add_step(ActionStep(step_number=1, code="summary", run_id="r", last_value=shown))
     memory.add_step(ActionStep(step_number=2, code="total", run_id="r", last_value={"type": "int", "text": "42"}))
     text = to_markdown(memory)
     assert "Out [step 1]: DataFrame (First 2 of 40 rows, 2 of 2 columns.)" in text
