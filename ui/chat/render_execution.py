@@ -42,6 +42,8 @@ class ExecutionRendering(StepTree):
             node = self.add_note("", title="💻 Code", status="done")
         node.parts["thought"] = thought_without_code(node.parts.get("thought", ""))
         node.parts["code"] = fence(e.code, "python")
+        if node.id in self._steps:
+            self._steps[node.id].code = e.code
 
     def _on_tool_call_proposed(self, e: ev.ToolCallProposed) -> None:
         step = self._step_node(e)
