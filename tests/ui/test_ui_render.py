@@ -339,8 +339,8 @@ def test_tool_labels_end_at_a_sentence_or_a_whole_word() -> None:
 def test_a_folded_step_without_a_thought_says_what_its_code_did() -> None:
     t = Transcript()
     t.apply(ev.StepStarted(**base(1), step_type="action"))
-    t.apply(ev.ModelOutput(**base(1), text="```python\nimport pandas as pd\n# load\nsummary = pd.read_csv('a.csv')\n```",
-                           token_usage=TokenUsage(0, 0), duration_s=0.1))
+    reply = "```python\nimport pandas as pd\n# load\nsummary = pd.read_csv('a.csv')\n```"
+    t.apply(ev.ModelOutput(**base(1), text=reply, token_usage=TokenUsage(0, 0), duration_s=0.1))
     t.apply(ev.CodeProposed(**base(1), code="import pandas as pd\n# load\nsummary = pd.read_csv('a.csv')"))
     t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=0.5, token_usage=TokenUsage(0, 0)))
     assert by_title(t.messages(), "Step 1")["metadata"]["log"] == "Ran summary = pd.read_csv('a.csv')"
