@@ -95,6 +95,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                 files_panel = gr.File(label="Files (uploads and outputs)", elem_id="files-panel",
                                       file_count="multiple", interactive=False)
                 delete_confirm = files_panel_ui.build_delete_confirm()  # the × asks before deleting
+                download_all = files_panel_ui.build_download_all()  # one zip of every listed file
                 mode_selector = approval_panel.build_mode_selector(config.approval_mode)
                 approval_covers = approval_panel.build_mode_coverage(config.approval_mode, default_tool_names())
                 with gr.Accordion("⚙️ Agent settings", open=False, elem_id="settings"):
@@ -136,6 +137,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                                           after_runs=[submitted, example, *recorded, *resent], new_chat_event=cleared,
                                           approval_mode=approval_mode)
         files_panel_ui.wire_delete_confirm(services.registry, demo, files_panel, delete_confirm)
+        files_panel_ui.wire_download_all(services.registry, download_all)
         responsive.wire(demo)
         chat_view.wire(demo)
         demo.unload(app.on_unload)
