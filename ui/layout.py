@@ -20,7 +20,7 @@ from ui.model_choice import model_note
 from ui.panels import approval_panel, approvals, chat_delete, history_layout, retry
 from ui.panels import files as files_panel_ui
 from ui.tool_offer import default_tool_names
-from ui.web import chat_view, responsive, sign_in
+from ui.web import chat_view, focus, responsive, sign_in
 from ui.web.gradio_compat import chat_examples
 from ui.web.input_lock import lock_on, unlock_after
 
@@ -38,6 +38,7 @@ CSS = """
 # (ui/web/mcp_mode.py): the page shows only the ways that work. The tab is the one with Gradio's MCP icon.
 CSS += ".snippet:has(> img[src*='mcp-']) { display: none !important; }\n"
 CSS += approval_panel.CSS + files_panel_ui.CSS + chat_view.CSS + responsive.CSS + chat_delete.CSS + retry.CSS
+CSS += focus.CSS
 
 PLACEHOLDER = (
     "**Ask the agent to analyse data, write code or make charts.**  \n"

@@ -46,6 +46,15 @@ def default_model_string(env: Mapping[str, str] | None = None) -> str:
     chosen = (env.get(MODEL_ENV) or "").strip()
     if chosen:
         return chosen
+    from agents.errors import ConfigurationError
+    from agents.models.compatible import server_from_env
+
+    try:
+        server = server_from_env(env)
+    except ConfigurationError:
+        server = None  # a bad address is reported where the model is checked (the picker, the start-up check)
+    if server is not None and server.models:  # the operator's own server comes before any provider key
+        return server.model_strings()[0]
     for variable, model_string in KEYED_DEFAULTS:
         if (env.get(variable) or "").strip():
             return model_string
