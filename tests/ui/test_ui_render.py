@@ -1,6 +1,8 @@
 """The event -> chat message mapping, on hand-made events."""
 from __future__ import annotations
 
+import contextvars
+
 from agents import events as ev
 from agents.models.base import TokenUsage
 from ui.chat.formatting import fence, thought_without_code
@@ -351,8 +353,16 @@ def test_a_last_expression_shows_as_a_table_beside_its_step() -> None:
     t = Transcript()
     code_step(t)
     table = {"columns": ["", "city"], "rows": [["0", "<img src=x onerror=alert(1)>"]], "shape": [1, 1]}
-    t.apply(ev.Observation(**base(1), text="Observation: ...", value={"type": "DataFrame", "text": "t",
-                                                                       "table": table}))
+    observation = ev.Observation(**base(1), text="Observation: ...", value={"type": "DataFrame", "text": "t",
+                                                                           "table": table})
+
+    def in_a_handler() -> None:  # as the app applies it: inside a Gradio event (its constructors only record)
+        from gradio.context import LocalContext
+
+        LocalContext.in_event_listener.set(True)
+        t.apply(observation)
+
+    contextvars.copy_context().run(in_a_handler)
     t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=0.5, token_usage=TokenUsage(1, 1)))
     messages = t.messages()
     [shown] = [m for m in messages if isinstance(m["content"], dict) and m["content"].get("type") == "component"]

@@ -32,15 +32,13 @@ def table_message(value: ShownValue, step: int) -> dict[str, Any]:
     """A chat message's content showing the frame as a read-only Gradio Dataframe."""
     import gradio as gr
 
+    from ui.web.gradio_compat import component_message
+
     headers = [name or " " for name in value.columns]
-    component = gr.Dataframe(value={"headers": headers, "data": [list(row) for row in value.rows]},
-                             headers=headers, interactive=False, max_height=TABLE_HEIGHT_PX, wrap=True,
-                             label=value_label(value, step), show_label=True, datatype=_datatypes(value),
-                             render=False,
-                             elem_classes=["ad-value-table"])
-    config = component.get_config()
-    return {"type": "component", "component": "dataframe", "value": config.get("value"),
-            "constructor_args": {"interactive": False, "render": False}, "props": config}
+    return component_message(lambda: gr.Dataframe(
+        value={"headers": headers, "data": [list(row) for row in value.rows]}, headers=headers, interactive=False,
+        max_height=TABLE_HEIGHT_PX, wrap=True, label=value_label(value, step), show_label=True,
+        datatype=_datatypes(value), render=False, elem_classes=["ad-value-table"]), "dataframe")
 
 
 def _datatypes(value: ShownValue) -> list[Literal["str", "number"]]:
