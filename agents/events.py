@@ -155,6 +155,8 @@ class SandboxRun(Event):
 @dataclass(kw_only=True)
 class Observation(Event):
     text: str
+    #: The code's last bare expression, as a notebook shows it (agents/shown_value.py `ShownValue.as_dict`).
+    value: dict[str, Any] | None = None
 
 
 @dataclass(kw_only=True)

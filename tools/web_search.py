@@ -109,7 +109,7 @@ class WebSearchTool(Tool):
         except DDGSException as exc:
             if "timed out" in str(exc).lower() or "timeout" in str(exc).lower():
                 raise WebSearchError(_timeout_message(self.timeout)) from exc
-            raise WebSearchError(f"Web search failed: could not reach DuckDuckGo ({_shorten(str(exc))}). "
+            raise WebSearchError(f"Web search failed: could not reach DuckDuckGo ({_network_reason(exc)}). "
                                  "Check the network, or try again later.") from exc
         status = response.status_code
         text = response.text or ""
@@ -145,6 +145,25 @@ _RATE_LIMIT_MESSAGE = ("Web search is rate-limited by DuckDuckGo right now. Wait
 def _timeout_message(timeout: int) -> str:
     return (f"Web search timed out after {timeout}s: DuckDuckGo did not answer in time. Try again, "
             "or use a shorter query.")
+
+
+_NETWORK_REASONS = (
+    (("dns", "name resolution", "lookup address", "name or service not known", "nodename nor servname"),
+     "this server could not look up its address: it may have no internet access"),
+    (("connection refused", "connect error", "connecterror"), "the connection was refused"),
+    (("certificate", "tls", "ssl", "handshake"), "the secure connection could not be set up"),
+    (("proxy",), "the proxy did not let the request through"),
+)
+
+
+def _network_reason(exc: BaseException) -> str:
+    """What went wrong reaching DuckDuckGo, in plain words: the HTTP client's own text (a chain of DNS and socket
+    errors with the request's URL) is shown to the person and the model, and helps neither."""
+    text = str(exc).lower()
+    for markers, reason in _NETWORK_REASONS:
+        if any(marker in text for marker in markers):
+            return reason
+    return "a network error"
 
 
 def _shorten(text: str, limit: int = 200) -> str:

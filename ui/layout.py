@@ -20,7 +20,7 @@ from ui.model_choice import model_note
 from ui.panels import approval_panel, approvals, chat_delete, history_layout, retry
 from ui.panels import files as files_panel_ui
 from ui.tool_offer import default_tool_names
-from ui.web import chat_view, responsive, sign_in
+from ui.web import chat_view, focus, responsive, sign_in
 from ui.web.gradio_compat import chat_examples
 from ui.web.input_lock import lock_on, unlock_after
 
@@ -39,6 +39,7 @@ CSS = """
 # that work. The tab is the one with Gradio's MCP icon.
 CSS += ".snippet:has(> img[src*='mcp-']) { display: none !important; }\n"
 CSS += approval_panel.CSS + files_panel_ui.CSS + chat_view.CSS + responsive.CSS + chat_delete.CSS + retry.CSS
+CSS += focus.CSS
 
 PLACEHOLDER = (
     "**Ask the agent to analyse data, write code or make charts.**  \n"
@@ -96,6 +97,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                 files_panel = gr.File(label="Files (uploads and outputs)", elem_id="files-panel",
                                       file_count="multiple", interactive=False)
                 delete_confirm = files_panel_ui.build_delete_confirm()  # the × asks before deleting
+                download_all = files_panel_ui.build_download_all()  # one zip of every listed file
                 mode_selector = approval_panel.build_mode_selector(config.approval_mode)
                 approval_covers = approval_panel.build_mode_coverage(config.approval_mode, default_tool_names())
                 with gr.Accordion("⚙️ Agent settings", open=False, elem_id="settings"):
@@ -137,6 +139,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                                           after_runs=[submitted, example, *recorded, *resent], new_chat_event=cleared,
                                           approval_mode=approval_mode)
         files_panel_ui.wire_delete_confirm(services.registry, demo, files_panel, delete_confirm)
+        files_panel_ui.wire_download_all(services.registry, download_all)
         responsive.wire(demo)
         chat_view.wire(demo)
         demo.unload(app.on_unload)

@@ -82,8 +82,21 @@ def model_choices(configured: str, hf_login: bool) -> list[str]:
         choices += [model for _, model in getattr(selection, "KEYED_DEFAULTS", ())]
     except Exception:
         pass
+    choices += compatible_models()
     choices += [m for m in KNOWN_MODEL_STRINGS if not m.startswith("embedded") or m in choices]
     return [m for m in dict.fromkeys(choices) if m == configured or reachable_model(m, hf_login)]
+
+
+def compatible_models() -> list[str]:
+    """The models of the operator's OpenAI-compatible server (agents/models/compatible.py), as model strings."""
+    from agents.errors import ConfigurationError
+    from agents.models.compatible import server_from_env
+
+    try:
+        server = server_from_env()
+    except ConfigurationError:
+        return []  # the start-up check says why (ui/settings.py checks the configured models)
+    return server.model_strings() if server is not None else []
 
 
 def reachable_model(model_string: str, hf_login: bool = False, env: Mapping[str, str] | None = None) -> bool:
@@ -93,6 +106,14 @@ def reachable_model(model_string: str, hf_login: bool = False, env: Mapping[str,
         return True
     if model_string.startswith("hf:") and hf_login:
         return True
+    if model_string.startswith("openai-compatible:"):
+        from agents.errors import ConfigurationError
+        from agents.models.compatible import server_from_env
+
+        try:
+            return server_from_env(env) is not None
+        except ConfigurationError:
+            return False
     provider = model_string.split("/", 1)[0].lower() if "/" in model_string else ""
     if provider in LOCAL_SERVER_ENV:
         return bool((env.get(LOCAL_SERVER_ENV[provider]) or "").strip())

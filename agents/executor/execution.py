@@ -214,8 +214,12 @@ class Executor:
                 value = box[0]
                 result["is_final"] = True
             os.fchdir(self.workdir_fd)
-            self._save_figures(step, capture)
+            self._save_figures(step, capture, keep=result["error"] is None)
             result["output"], result["output_type"] = self._to_wire(value, step)
+            if not result["is_final"] and result["error"] is None:
+                table = _frame_table(value)
+                if table is not None:
+                    result["table"] = table
         finally:
             self.run_flag[0] = False
             self._final_live[0] = False
@@ -244,15 +248,18 @@ class Executor:
         except (ValueError, OSError):
             pass
 
-    def _save_figures(self, step: int, capture: OutputCapture) -> None:
+    def _save_figures(self, step: int, capture: OutputCapture, keep: bool = True) -> None:
+        """Save the figures the code left open as the step's charts, then close them all. A failed step's
+        figures (`keep` False) and blank ones (no axes, nothing drawn) are closed unsaved: published, they
+        showed as an empty `figure_step3_1.png` in the files panel."""
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is None:
             return
         try:
-            for num in plt.get_fignums():
+            for num in plt.get_fignums() if keep else ():
                 figure = plt.figure(num)
-                if getattr(figure, _SAVED_MARK, False):
-                    continue  # the code saved it itself: a second copy would show the chart twice
+                if getattr(figure, _SAVED_MARK, False) or not _drawn(figure):
+                    continue  # saved by the code itself (a second copy would show the chart twice), or blank
                 figure.savefig(self._free_name(f"figure_step{step}_{num}.png"))
             plt.close("all")
         except Exception as exc:
@@ -338,6 +345,52 @@ def _wait_for_threads(grace_s: float) -> int:
     return sum(1 for t in left if t.is_alive())
 
 
+#: A frame's table: its first rows and columns (the index counts), cells cut; sent only when its JSON is at most
+#: MAX_TABLE_BYTES long. The app holds it to agents/shown_value.py's limits (the same numbers; the worker runs this
+#: package on its own, so it cannot import them).
+MAX_TABLE_ROWS = 100
+MAX_TABLE_COLUMNS = 30
+MAX_TABLE_CELL_CHARS = 100
+MAX_TABLE_BYTES = 256 * 1024
+
+
+def _frame_table(value: Any) -> dict[str, Any] | None:
+    """A pandas DataFrame's or Series' first rows as plain cells (numbers, booleans, None, short strings), for
+    the chat's table; None for anything else, or when the frame will not give them (the app checks them again:
+    agents/shown_value.py)."""
+    kind = type(value)
+    if kind.__module__.split(".")[0] != "pandas" or kind.__name__ not in ("DataFrame", "Series"):
+        return None
+    try:
+        frame = value.to_frame() if kind.__name__ == "Series" else value
+        head = frame.iloc[:MAX_TABLE_ROWS, :MAX_TABLE_COLUMNS - 1]
+        names = [name for name in head.index.names if name is not None]
+        columns = [_cell_text(", ".join(map(str, names)))] + [_cell_text(column) for column in head.columns]
+        rows = [[_cell_text(label)] + [_plain_cell(cell) for cell in cells]
+                for label, cells in zip(head.index, head.itertuples(index=False, name=None), strict=True)]
+        table = {"columns": columns, "rows": rows, "shape": [int(frame.shape[0]), int(frame.shape[1])]}
+        return table if len(encode_json(table)) <= MAX_TABLE_BYTES else None
+    except Exception:
+        return None
+
+
+def _cell_text(value: Any) -> str:
+    text = value if type(value) is str else str(value)
+    return text[:MAX_TABLE_CELL_CHARS]
+
+
+def _plain_cell(value: Any) -> Any:
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        value = value.item()
+    if value is None or type(value) is bool:
+        return value
+    if type(value) is int:
+        return value if abs(value) < 2 ** 63 else _cell_text(value)
+    if type(value) is float:
+        return value if value == value and abs(value) != float("inf") else None
+    return _cell_text(value)
+
+
 class _NotPlain(Exception):
     pass
 
@@ -370,6 +423,14 @@ def _plain(value: Any, depth: int = 0, count: list[int] | None = None) -> Any:
 
 
 _SAVED_MARK = "_agentdeck_saved_explicitly"
+
+
+def _drawn(figure: Any) -> bool:
+    """Whether a figure shows something: an axes with content, or an image, text or patch of its own."""
+    for axes in figure.get_axes():
+        if axes.has_data() or axes.texts or axes.images or axes.patches or axes.get_title():
+            return True
+    return bool(figure.images or figure.texts or figure.patches or figure.lines or getattr(figure, "subfigs", None))
 
 
 def _track_explicit_figure_saves() -> None:

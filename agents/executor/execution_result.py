@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..shown_value import table_from_data
 from .artifacts import Artifact
 from .protocol import encode_json
 
@@ -30,6 +31,8 @@ class ExecutionResult:
     duration_s: float = 0.0
     untrusted: bool = False  # the worker broke the protocol during this run; its output may be forged
     threads_left: int = 0  # Python threads of the code still alive after the step (the worker's report)
+    #: A data frame's first rows as the last expression's table, checked (agents/shown_value.py); None otherwise.
+    table: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -63,7 +66,16 @@ def from_worker(msg: dict[str, Any], logs: list[str], max_output_chars: int, max
                      error=str(error)[:limit] if error is not None else None,
                      error_type=short_name(msg.get("error_type")),
                      output_type=short_name(msg.get("output_type")) or "NoneType",
-                     threads_left=1 if msg.get("threads_left") else 0)
+                     threads_left=1 if msg.get("threads_left") else 0, table=_checked_table(msg.get("table")))
+
+
+def _checked_table(data: Any) -> dict[str, Any] | None:
+    """The worker's table for the last expression, kept only as checked plain data (agents/shown_value.py)."""
+    checked = table_from_data(data)
+    if checked is None:
+        return None
+    columns, rows, shape = checked
+    return {"columns": columns, "rows": rows, "shape": list(shape) if shape else None}
 
 
 def bounded_output(value: Any, limit: int) -> Any:

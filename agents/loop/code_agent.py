@@ -27,6 +27,7 @@ from agents.memory import ActionStep
 from agents.models.base import Message, Model, ModelReply
 from agents.prompts import load_prompt_overlay, merge_templates, render
 from agents.prompts.profiles import profile_for
+from agents.shown_value import ShownValue
 from agents.tooling.base import Tool
 
 if TYPE_CHECKING:
@@ -236,7 +237,11 @@ class CodeAgent(MultiStepAgent):
             return
         image_notes = self._observe_images(result, context)
         has_output = result.output is not None and not result.is_final_answer
-        output_text = _shorten(repr(result.output)) if has_output else ""
+        output_text = _shorten(value_text(result)) if has_output else ""
+        if has_output:  # checked again and capped (agents/shown_value.py): the worker's table is untrusted data
+            shown = ShownValue.from_data({"type": result.output_type, "text": value_text(result),
+                                          "table": result.table})
+            step.last_value = shown.as_dict() if shown is not None else None
         logs_shown, output_text = self._screen_execution(step, output_text, context)
         step.observations = render(self.prompt_templates, "execution_observation", logs=logs_shown,
                                    has_output=has_output, output=output_text)
@@ -244,7 +249,7 @@ class CodeAgent(MultiStepAgent):
             step.observations = "\n".join([step.observations, *image_notes])
         if result.error:
             step.error = result.error  # the model is told where the code stopped (and, if rejected, why)
-            if not _stopped_by_rejection(result, context):  # a rejected call already shows, with its reason
+            if not _shown_by_its_last_call(result, context):  # the failed or rejected call already shows why
                 show_step_error(step, "ExecutionError", result.error, context)
             return
         if result.is_final_answer:
@@ -343,13 +348,27 @@ class CodeAgent(MultiStepAgent):
         record_artifact(self.workdir, relative, int(getattr(artifact, "size", None) or 0), step, context)
 
 
-def _stopped_by_rejection(result: ExecutionResult, context: RunContext) -> bool:
-    """Whether the code stopped only because a person rejected its last tool call (the error the sandbox raised
-    in the code for it went uncaught): the person's decision, which the call shows, not a failure to show."""
+def _shown_by_its_last_call(result: ExecutionResult, context: RunContext) -> bool:
+    """Whether the code stopped only because its last tool call failed or was rejected (the error the sandbox
+    raised in the code for it went uncaught): the call shows that already, with the tool's message or the
+    person's reason, so a step error saying it again would show the failure twice."""
     if result.error_type != "ToolCallError" or not context.call_records:
         return False
-    last = context.call_records[-1]
-    return last.rejected and f"ToolCallError: tool '{last.name}' failed: Rejected: " in (result.error or "")
+    last, error = context.call_records[-1], result.error or ""
+    if last.rejected:
+        return f"ToolCallError: tool '{last.name}' failed: Rejected: " in error
+    return last.is_error and bool(last.output) and f"ToolCallError: tool '{last.name}' failed: " in error \
+        and last.output in error
+
+
+def value_text(result: ExecutionResult) -> str:
+    """The last expression's value as the model and the person read it: an object's repr (a data frame's table)
+    and a string with line breaks as their text, with real line breaks (repr'd again, a frame was one line of
+    literal `\\n`); other plain data as its repr, so a string still reads as one ('abc')."""
+    output = result.output
+    if isinstance(output, str) and (result.output_type != "str" or "\n" in output):
+        return output
+    return repr(output)
 
 
 def _shorten(text: str, limit: int = MAX_OBSERVATION_OUTPUT_CHARS) -> str:

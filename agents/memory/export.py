@@ -32,6 +32,7 @@ from agents.memory.steps import (
     TaskStep,
 )
 from agents.models.base import message_text
+from agents.shown_value import ShownValue
 from agents.step_events import ToolCallRecord
 from agents.text_tables import split_tables, table_of_frame, text_with_tables
 from agents.text_tables import to_markdown as table_to_markdown
@@ -219,6 +220,9 @@ def _action_markdown(step: ActionStep, number: int, seen: Callable[[str], str],
     calls = [c for c in map(ToolCallRecord.from_dict, step.call_records) if c is not None]
     if step.logs:
         section.append("Output:\n\n" + fenced(seen(step.logs), "text"))
+    value = value_markdown(step, number, seen)
+    if value:
+        section.append(value)
     for call in calls:
         section += _call_markdown(call, records, seen)
     if not calls and not step.code:  # saved before calls were recorded
@@ -238,6 +242,21 @@ def _action_markdown(step: ActionStep, number: int, seen: Callable[[str], str],
     if error:
         section.append(error)
     return "\n\n".join(section)
+
+
+def value_markdown(step: ActionStep, number: int, seen: Callable[[str], str]) -> str | None:
+    """The code's last expression as the chat showed it (agents/shown_value.py): a frame as a table, else its text."""
+    value = ShownValue.from_data(step.last_value)
+    if value is None:
+        return None
+    label = f"Out [step {number}]: {inline(value.type_name)}"
+    if not value.is_table:
+        return f"{label}\n\n" + fenced(seen(value.text), "text")
+    table = value.to_table()
+    table.header = [seen(name) for name in table.header]
+    table.rows = [[seen(cell) for cell in row] for row in table.rows]
+    note = value.note()
+    return f"{label}" + (f" ({note})" if note else "") + "\n\n" + table_to_markdown(table)
 
 
 def answer_markdown(value: Any, seen: Callable[[str], str]) -> str:

@@ -29,11 +29,13 @@ from agents.memory.export import (
     plan_markdown,
     step_numbers,
     task_markdown,
+    value_markdown,
 )
 from agents.memory.inert_markdown import block, fenced, inline
 from agents.memory.memory import AgentMemory
 from agents.memory.seen_text import as_seen, relative_paths
 from agents.memory.steps import ActionStep, FinalAnswerStep, HistoryStep, PlanningStep, SummaryStep, TaskStep
+from agents.shown_value import ShownValue
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -104,6 +106,13 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = 
             outputs = []
             if step.logs:
                 outputs.append(v4.new_output("stream", name="stdout", text=seen(step.logs)))
+            value = ShownValue.from_data(step.last_value)
+            if value is not None:  # the last expression, as the notebook would show it: text, and a frame's table
+                data = {"text/plain": seen(value.text)}
+                shown = value_markdown(step, number, seen)
+                if value.is_table and shown:
+                    data["text/markdown"] = shown
+                outputs.append(v4.new_output("execute_result", data=data, execution_count=None))
             for artifact in step.artifacts:
                 image = _read_image(root, artifact, budget)
                 if isinstance(image, str):

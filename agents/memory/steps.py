@@ -141,6 +141,8 @@ class ActionStep(MemoryStep):
     call_records: list[dict[str, Any]] = field(default_factory=list)
     native_tool_calls: bool = False  # the model called tools natively (not as JSON in its text)
     action_output: Any = None
+    #: The code's last bare expression, as a notebook shows it (agents/shown_value.py `ShownValue.as_dict`).
+    last_value: dict[str, Any] | None = None
     is_final_answer: bool = False
     token_usage: TokenUsage = field(default_factory=TokenUsage)
     timing: Timing = field(default_factory=Timing)

@@ -7,6 +7,7 @@ Forms:
   transformers:<repo id | folder | file.gguf>  a local model run with transformers
   replay:<transcript.yaml|json>                a recorded or scripted session
   litellm:<anything litellm accepts>           explicit litellm
+  openai-compatible:<model name>               the operator's OpenAI-compatible server (agents/models/compatible.py)
   <provider>/<model>                           litellm, e.g. openai/gpt-4.1-mini, ollama/qwen2.5-coder:7b
   <bare name>                                  litellm's own guess (gpt-4.1-mini, claude-sonnet-4-5)
 """
@@ -18,7 +19,7 @@ from typing import Any
 from agents.errors import ConfigurationError
 from agents.models.base import Model
 
-PREFIXES = ("embedded", "hf", "transformers", "replay", "litellm")
+PREFIXES = ("embedded", "hf", "transformers", "replay", "litellm", "openai-compatible")
 
 #: Providers litellm knows, checked without importing litellm (the rest are checked with it).
 LITELLM_PROVIDERS = frozenset({
@@ -79,6 +80,10 @@ def check_model_string(spec: str) -> str:
         if not Path(model_id).expanduser().is_file():
             raise ConfigurationError(f"The replay transcript '{model_id}' does not exist: give the path of a "
                                      "recorded transcript (.yaml or .json).")
+    elif adapter == "openai-compatible":
+        from agents.models.compatible import require_server
+
+        require_server(model_id)
     elif adapter == "litellm" and "/" not in model_id and not _litellm_model_known(model_id):
         raise ConfigurationError(
             f"'{model_id}' is not a model name litellm knows. Write '<provider>/<model>' (e.g. "
@@ -147,4 +152,11 @@ def _build(spec: str | None, **kwargs: Any) -> Model:
         return ReplayModel.from_file(model_id, **kwargs)
     from agents.models.litellm_model import LiteLLMModel
 
+    if adapter == "openai-compatible":
+        from agents.models.compatible import NO_KEY, require_server
+
+        server = require_server(model_id)
+        kwargs.setdefault("api_base", server.base_url)
+        kwargs.setdefault("api_key", server.api_key or NO_KEY)
+        return LiteLLMModel(f"openai/{model_id}", **kwargs)
     return LiteLLMModel(model_id, **kwargs)

@@ -44,6 +44,15 @@ def default_model_string(env: Mapping[str, str] | None = None) -> str:
     providers read their keys); else the embedded model, or, where it is not installed (a lean Space), the
     Hugging Face default that visitors reach with their own sign-in."""
     env = os.environ if env is None else env
+    from agents.errors import ConfigurationError
+    from agents.models.compatible import server_from_env
+
+    try:
+        server = server_from_env(env)
+    except ConfigurationError:
+        server = None  # a bad address is reported where the model is checked (the picker, the start-up check)
+    if server is not None and server.models:  # the operator's own server comes before any provider key
+        return server.model_strings()[0]
     for variable, model_string in KEYED_DEFAULTS:
         if (env.get(variable) or "").strip():
             return model_string

@@ -74,7 +74,8 @@ def observation(step: ActionStep, fields: Fields) -> Observation | None:
     """What the model is sent after the step: the last message the step added to the prompt."""
     if not step.messages:
         return None
-    return Observation(**fields, text=message_text(step.messages[-1]))
+    value = step.last_value if isinstance(step, ActionStep) and isinstance(step.last_value, dict) else None
+    return Observation(**fields, text=message_text(step.messages[-1]), value=value)
 
 
 def step_finished(step: PlanningStep | ActionStep, fields: Fields) -> StepFinished:

@@ -65,9 +65,34 @@ def test_tool_failure_is_fed_back(make_code_agent):
         code("print(lookup(key='good'))"),
         code("final_answer(lookup('good'))"),
     ], tools=[lookup])
-    assert agent.run("t") == "value-of-good"
+    events = list(agent.run("t", stream=True))
+    assert isinstance(events[-2], ev.FinalAnswer) and events[-2].value == "value-of-good"
     assert "the lookup service is down" in model.calls[1][-1]["content"]
     assert "value-of-good" in model.calls[2][-1]["content"]
+    # Issue 31: the person is shown the failure once, in the call (a step error repeated the traceback)
+    failed = [e for e in events if isinstance(e, ev.ToolCallResult) and e.is_error]
+    assert len(failed) == 1 and "the lookup service is down" in failed[0].output
+    assert not [e for e in events if isinstance(e, ev.StepError)]
+    assert "the lookup service is down" in (list(agent.memory.action_steps())[0].error or "")
+
+
+def test_a_caught_tool_failure_then_another_error_still_shows_the_error(make_code_agent):
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: The key.
+        """
+        raise RuntimeError("the lookup service is down")
+
+    agent, _ = make_code_agent([
+        code("try:\n    lookup('x')\nexcept Exception:\n    pass\n1 / 0"),
+        code("final_answer('done')"),
+    ], tools=[lookup])
+    events = list(agent.run("t", stream=True))
+    errors = [e for e in events if isinstance(e, ev.StepError)]
+    assert len(errors) == 1 and "ZeroDivisionError" in errors[0].message
 
 
 @pytest.mark.slow
@@ -194,3 +219,23 @@ def test_a_sandbox_that_breaks_the_protocol_is_reported_to_the_model_and_the_per
     assert [e.error_type for e in errors] == ["SandboxMisbehaved"], [e.message for e in errors]
     assert "its variables were reset" in errors[0].message and errors[0].step == 2
     assert [s.observations for s in agent.memory.action_steps()][2].endswith("Last output from code snippet:\nFalse")
+
+
+def test_a_last_expression_frame_reaches_the_model_readable_and_the_person_as_a_table(make_code_agent):
+    """Issue 31: `summary` as the code's last line reached the model as one line of literal `\\n` (a frame's repr
+    repr'd again) and showed nothing in the chat."""
+    agent, model = make_code_agent([
+        code("import pandas as pd\nsummary = pd.DataFrame({'city': ['Oslo', 'Rome'], 'rain': [7.5, 2.25]})\n"
+             "summary"),
+        code("final_answer('done')"),
+    ], authorized_imports=["pandas"])
+    events = list(agent.run("t", stream=True))
+    seen = model.calls[1][-1]["content"]
+    assert "Last output from code snippet:\n" in seen and "\\n" not in seen
+    assert any(line.split() == ["0", "Oslo", "7.50"] for line in seen.splitlines())
+    [observation] = [e for e in events if isinstance(e, ev.Observation) and e.step == 1]
+    assert observation.value is not None and observation.value["type"] == "DataFrame"
+    assert observation.value["table"] == {"columns": ["", "city", "rain"], "rows": [["0", "Oslo", 7.5],
+                                                                                    ["1", "Rome", 2.25]],
+                                          "shape": [2, 2]}
+    assert list(agent.memory.action_steps())[0].last_value == observation.value

@@ -73,3 +73,16 @@ def test_a_printed_or_returned_frame_keeps_every_column(sandbox):
     assert [f"measurement_{i}_mm" for i in range(8)] == header.split()
     assert "..." not in r.logs and "..." not in str(r.output)
     assert all(f"measurement_{i}_mm" in str(r.output) for i in range(8))
+
+
+def test_a_failed_or_blank_figure_is_not_published(sandbox):
+    """Issue 31: a step that failed after opening a figure left an empty figure_step3_1.png in the files panel."""
+    failed = sandbox.run("import matplotlib.pyplot as plt\nfig = plt.figure()\nplt.plot([1, 2])\n"
+                         "raise ValueError('the data was wrong')")
+    assert failed.error_type == "ValueError"
+    assert [a.path for a in failed.artifacts] == []
+    blank = sandbox.run("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nx = 1")
+    assert blank.ok and [a.path for a in blank.artifacts] == []
+    assert sandbox.run("import matplotlib.pyplot as plt\nplt.get_fignums()").output == []  # closed all the same
+    drawn = sandbox.run("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.set_title('t')")
+    assert [a.path.startswith("figure_step") for a in drawn.artifacts] == [True]

@@ -172,3 +172,23 @@ def test_a_notebook_embeds_images_within_a_budget(tmp_path, monkeypatch):
     assert not any(o["data"]["text/plain"] == "<huge.png>" for o in embedded)
     text = nbformat.writes(notebook)
     assert "huge.png is not embedded" in text and "big.png is not embedded" in text  # the budget ran out
+
+
+def test_a_last_expression_exports_as_the_chat_showed_it():
+    """Issue 31: a step's bare last expression (`summary`) was missing from the exports."""
+    memory = AgentMemory("system")
+    memory.add_step(TaskStep(task="Summarise", messages=[{"role": "user", "content": "Summarise"}]))
+    table = {"columns": ["", "city", "rain"], "rows": [["0", "Oslo", 7.5], ["1", "Ro|me", None]], "shape": [40, 2]}
+    shown = {"type": "DataFrame", "text": "   city  rain\n0  Oslo   7.5", "table": table}
+    memory.add_step(ActionStep(step_number=1, code="summary", run_id="r", last_value=shown))
+    memory.add_step(ActionStep(step_number=2, code="total", run_id="r", last_value={"type": "int", "text": "42"}))
+    text = to_markdown(memory)
+    assert "Out [step 1]: DataFrame (First 2 of 40 rows, 2 of 2 columns.)" in text
+    assert "| 0 | Oslo | 7.5 |" in text
+    assert "Ro\\|me" in text  # a cell's pipe cannot break the table
+    assert "Out [step 2]: int\n\n```text\n42\n```" in text
+    notebook = to_notebook(memory)
+    nbformat.validate(notebook)
+    [first] = [c for c in notebook.cells if c.cell_type == "code" and c.source == "summary"]
+    [result] = [o for o in first.outputs if o.output_type == "execute_result"]
+    assert result.data["text/plain"].startswith("   city  rain") and "| Oslo |" in result.data["text/markdown"]

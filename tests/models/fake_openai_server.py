@@ -34,6 +34,7 @@ class FakeOpenAIServer:
         self.script: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []  # the path each request was sent to
         self._lock = threading.Lock()
         self._release = threading.Event()
         self.stalled = threading.Event()  # set when a stall_mid response has started stalling
@@ -51,6 +52,7 @@ class FakeOpenAIServer:
                 with server._lock:
                     server.requests.append(body)
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    server.paths.append(self.path)
                     action = server.script.pop(0) if server.script else {"type": "reply"}
                 server._respond(self, body, action)
 
@@ -76,6 +78,7 @@ class FakeOpenAIServer:
             self.script.clear()
             self.requests.clear()
             self.headers.clear()
+            self.paths.clear()
         self._release.clear()
         self.stalled.clear()
 

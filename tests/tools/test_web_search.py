@@ -103,3 +103,23 @@ def test_server_error_and_unreachable(ddg: LocalServer, monkeypatch: pytest.Monk
     monkeypatch.setattr(Duckduckgo, "search_url", "http://127.0.0.1:9/html/")
     with pytest.raises(WebSearchError, match="could not reach DuckDuckGo|timed out"):
         WebSearchTool(timeout=2)(query="x")
+
+
+def test_an_unreachable_network_is_said_plainly(ddg: LocalServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: a failed search showed the HTTP client's raw DNS error chain (with the request's URL)."""
+    from ddgs.engines.duckduckgo import Duckduckgo
+    from ddgs.exceptions import DDGSException
+
+    raw = ("error sending request for url (https://html.duckduckgo.com/html/): client error (Connect): "
+           "dns error: failed to lookup address information: Temporary failure in name resolution")
+
+    def unreachable(*args: object, **kwargs: object) -> None:
+        raise DDGSException(raw)
+
+    engine = Duckduckgo(timeout=2)
+    monkeypatch.setattr(type(engine.http_client), "request", unreachable)
+    with pytest.raises(WebSearchError) as caught:
+        WebSearchTool(timeout=2)(query="x")
+    message = str(caught.value)
+    assert "could not look up its address" in message and "no internet access" in message
+    assert "dns error" not in message and "duckduckgo.com/html" not in message

@@ -1,6 +1,8 @@
 """The event -> chat message mapping, on hand-made events."""
 from __future__ import annotations
 
+import contextvars
+
 from agents import events as ev
 from agents.models.base import TokenUsage
 from ui.chat.formatting import fence, thought_without_code
@@ -53,7 +55,8 @@ def test_step_streams_then_finishes_with_duration_and_tokens() -> None:
     step = by_title(messages, "Step 1")
     assert step["metadata"]["status"] == "done"
     assert step["metadata"]["duration"] == 1.23
-    assert step["metadata"]["log"] == "150 tokens (120 in · 30 out)"
+    # Folded, it says what it did (the thought's first sentence), then its tokens (issue 31: only the tokens)
+    assert step["metadata"]["log"] == "I will count. · 150 tokens"
     # The step holds its code and what it printed (no nested collapsible to open)...
     assert step["content"] == "Thought: I will count.\n\n```python\nprint(len(df))\n```\n\n📜 *Output*\n\n```\n344\n```"
     # ...and, folded, shows what it printed right under its title, as a plain message.
@@ -333,3 +336,39 @@ def test_tool_labels_end_at_a_sentence_or_a_whole_word() -> None:
     for name, description in available_tools():
         shown = first_words(description)
         assert shown == description or shown.endswith((".", "!", "?", "…")), (name, shown)
+
+
+def test_a_folded_step_without_a_thought_says_what_its_code_did() -> None:
+    t = Transcript()
+    t.apply(ev.StepStarted(**base(1), step_type="action"))
+    reply = "```python\nimport pandas as pd\n# load\nsummary = pd.read_csv('a.csv')\n```"
+    t.apply(ev.ModelOutput(**base(1), text=reply, token_usage=TokenUsage(0, 0), duration_s=0.1))
+    t.apply(ev.CodeProposed(**base(1), code="import pandas as pd\n# load\nsummary = pd.read_csv('a.csv')"))
+    t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=0.5, token_usage=TokenUsage(0, 0)))
+    assert by_title(t.messages(), "Step 1")["metadata"]["log"] == "Ran summary = pd.read_csv('a.csv')"
+
+
+def test_a_last_expression_shows_as_a_table_beside_its_step() -> None:
+    """Issue 31: a step's bare last expression showed nothing in the chat; a frame is Gradio's own table."""
+    t = Transcript()
+    code_step(t)
+    table = {"columns": ["", "city"], "rows": [["0", "<img src=x onerror=alert(1)>"]], "shape": [1, 1]}
+    observation = ev.Observation(**base(1), text="Observation: ...", value={"type": "DataFrame", "text": "t",
+                                                                           "table": table})
+
+    def in_a_handler() -> None:  # as the app applies it: inside a Gradio event (its constructors only record)
+        from gradio.context import LocalContext
+
+        LocalContext.in_event_listener.set(True)
+        t.apply(observation)
+
+    contextvars.copy_context().run(in_a_handler)
+    t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=0.5, token_usage=TokenUsage(1, 1)))
+    messages = t.messages()
+    [shown] = [m for m in messages if isinstance(m["content"], dict) and m["content"].get("type") == "component"]
+    assert shown["content"]["component"] == "dataframe" and "metadata" not in shown  # where the eye goes
+    assert shown["content"]["value"]["data"] == [["0", "<img src=x onerror=alert(1)>"]]
+    assert shown["content"]["props"]["interactive"] is False and shown["content"]["props"]["datatype"] == ["str"] * 2
+    assert shown["content"]["props"]["label"] == "Out [step 1]: DataFrame, 1 rows × 1 columns"
+    t.apply(ev.Observation(**base(2), text="Observation: ...", value={"type": "int", "text": "42"}))
+    assert any("Out [step 2]: int" in str(m["content"]) and "42" in str(m["content"]) for m in t.messages())

@@ -269,3 +269,50 @@ def test_an_upload_is_never_written_through_a_link_left_in_the_workspace(tmp_pat
     assert not os.path.lexists(outside / "planted.csv")
     assert result.ok and result.safe_name == "data_2.csv"
     assert (workspace / "data_2.csv").read_text() == "a,b\n1,2\n" and not (workspace / "data_2.csv").is_symlink()
+
+
+@pytest.mark.parametrize("rows", [
+    "name,city\nJosé,München\n",
+    "name,city,amount\nJosé,München,0\nZoë,Köln,7\nJürgen,Gävle,14\n",  # the detector said cp775
+    "José,München\nFrançois,Zürich\nRenée,Genève\n",
+])
+def test_a_small_latin1_csv_is_read_as_western_text(tmp_path: Path, workspace: Path, rows: str) -> None:
+    """Issue 31: a few all-latin-1 rows were detected as mac_latin2 ("Josť,MŁnchen") and the agent was told to
+    read the file with that encoding."""
+    result = ingest_upload(write(tmp_path, "people.csv", rows.encode("latin-1")), workspace)
+    assert result.ok, result.error
+    assert "José" in result.preview or "Zoë" in result.preview
+    assert "encoding='cp1252'" in result.preview
+    assert pd.read_csv(result.path, encoding="cp1252").to_csv(index=False) == rows
+
+
+@pytest.mark.parametrize("text, encoding", [
+    ("имя,город\nИван,Москва\nПётр,Санкт-Петербург\n", "cp1251"),
+    ("όνομα,πόλη\nΓιάννης,Αθήνα\n", "cp1253"),
+    ("jméno,město\nPříliš,Žluťoučký kůň\n", "cp1250"),
+])
+def test_other_scripts_are_not_taken_for_western_text(tmp_path: Path, workspace: Path, text: str,
+                                                      encoding: str) -> None:
+    result = ingest_upload(write(tmp_path, "other.csv", text.encode(encoding)), workspace)
+    assert result.ok, result.error
+    assert text.splitlines()[1].split(",")[0] in result.preview
+    assert "encoding='cp1252'" not in result.preview
+
+
+def test_plausible_western_text() -> None:
+    from ui.uploads.parsing import plausible_western
+
+    assert plausible_western("Don’t pay 3,50 € for a café in Zürich")
+    assert not plausible_western("Ïðèâåò, ìèð")  # Cyrillic read as Windows-1252
+    assert not plausible_western("price£tag")  # a currency sign inside a word
+
+
+def test_decimal_commas_get_a_hint(tmp_path: Path, workspace: Path) -> None:
+    """Issue 31: a semicolon CSV with decimal commas read without `decimal=','` gives text columns."""
+    src = write(tmp_path, "eu.csv", "land;einwohner;fläche\nDeutschland;83,2;357588\nÖsterreich;9,1;83879\n")
+    result = ingest_upload(src, workspace)
+    assert result.ok, result.error
+    assert "pd.read_csv(path, sep=';', decimal=',')" in result.preview
+    assert "einwohner: float64" in result.preview  # the preview itself read the numbers as numbers
+    plain = ingest_upload(write(tmp_path, "plain.csv", "land;code\nDeutschland;DE,1\nÖsterreich;AT\n"), workspace)
+    assert plain.ok and "decimal" not in plain.preview

@@ -28,7 +28,7 @@ from ui.chat.formatting import (
 from ui.chat.render_decisions import WAITING_MARK, DecisionRendering
 from ui.chat.render_execution import ExecutionRendering
 from ui.chat.status_line import status_line
-from ui.chat.step_output import StepRecord, step_preview
+from ui.chat.step_output import StepRecord, step_preview, step_summary
 from ui.chat.tree import Node
 
 if TYPE_CHECKING:  # published_files imports Gradio; the chat does not
@@ -171,6 +171,11 @@ class Transcript(ExecutionRendering, DecisionRendering):
         tokens = format_tokens(e.token_usage)
         if tokens:
             node.log = tokens
+        record = self._steps.get(node.id)
+        if e.step_type == "action" and record is not None:
+            what = step_summary(node.parts.get("thought", ""), record.code)
+            if what:  # folded, the step says what it did; its tokens come after
+                node.log = f"{what} · {e.token_usage.total_tokens:,} tokens" if tokens else what
         self._finish_step(node)
 
     def _finish_step(self, node: Node) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents import events as ev
 from agents.memory.export import renumber_traceback
+from agents.shown_value import ShownValue
 from ui.chat.formatting import IMAGE_EXTENSIONS, fence, image_message, thought_without_code
 from ui.chat.step_output import CallOutcome, error_line, rejection_text
 from ui.chat.step_tree import StepTree
@@ -41,6 +42,8 @@ class ExecutionRendering(StepTree):
             node = self.add_note("", title="💻 Code", status="done")
         node.parts["thought"] = thought_without_code(node.parts.get("thought", ""))
         node.parts["code"] = fence(e.code, "python")
+        if node.id in self._steps:
+            self._steps[node.id].code = e.code
 
     def _on_tool_call_proposed(self, e: ev.ToolCallProposed) -> None:
         step = self._step_node(e)
@@ -85,6 +88,8 @@ class ExecutionRendering(StepTree):
     def _on_observation(self, e: ev.Observation) -> None:
         """What the model is sent after the step (logs, last value, errors, fenced tool output), as it is;
         left out when it only repeats the step's execution logs shown just above it."""
+        if e.value is not None:
+            self._show_value(e)
         text = (e.text or "").strip()
         if not text:
             return
@@ -94,6 +99,23 @@ class ExecutionRendering(StepTree):
             return
         node = self._child(step, "observation", "👁️ What the model sees next", e)
         node.parts["text"] = fence(e.text)
+
+    def _show_value(self, e: ev.Observation) -> None:
+        """The code's last expression, where the eye goes (beside the step's charts): a frame as a table."""
+        value = ShownValue.from_data(e.value)
+        if value is None:
+            return
+        from ui.chat.value_table import table_message, text_message
+
+        number = self.step_in_run(e)
+        if value.is_table:
+            node = Node(self._new_id("value"), file=table_message(value, number))
+        else:
+            node = Node(self._new_id("value"), parts={"text": text_message(value, number)})
+        self._add(node, parent=self._step_parent(e))
+        step = self._step_node(e)
+        if step is not None and step.id in self._steps:
+            self._steps[step.id].images.append(node)  # the step's preview goes before it, as before a chart
 
     def _on_artifact_created(self, e: ev.ArtifactCreated) -> None:
         is_image = e.artifact_kind == "image" or os.path.splitext(e.path)[1].lower() in IMAGE_EXTENSIONS

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from agents.text_tables import split_tables, to_markdown
-from ui.chat.formatting import clip, fence
+from ui.chat.formatting import clip, fence, first_words, thought_without_code
 from ui.chat.tree import Node
 
 #: A preview shows at most this many printed lines (tables count their rows) and this many tables.
@@ -43,6 +43,7 @@ class StepRecord:
     error: str = ""
     calls: list[CallOutcome] = field(default_factory=list)
     images: list[Node] = field(default_factory=list)  # charts shown at the step's level while it ran
+    code: str = ""  # the code it ran (its folded title says what it did)
 
     def place(self, preview: Node) -> None:
         """Put the preview after everything the step added at its level, before its charts."""
@@ -51,6 +52,25 @@ class StepRecord:
             if image in self.siblings:
                 index = min(index, self.siblings.index(image))
         self.siblings.insert(index, preview)
+
+
+_THOUGHT_LABEL = re.compile(r"^\s*(?:\*\*)?(?:Thought|Thinking|Plan)\s*:?\s*(?:\*\*)?\s*", re.IGNORECASE)
+_SKIPPED_CODE = re.compile(r"^\s*(?:#|import\s|from\s+\S+\s+import\s|$)")
+#: A folded step's summary is at most this long.
+SUMMARY_CHARS = 80
+
+
+def step_summary(thought: str, code: str) -> str:
+    """What a step did, for its folded title: the first sentence of the model's thought, or else the first line
+    of its code that does something (imports and comments skipped); "" when it has neither."""
+    text = _THOUGHT_LABEL.sub("", thought_without_code(thought or "")).strip()
+    if text:
+        return first_words(text, SUMMARY_CHARS)
+    for line in (code or "").splitlines():
+        if not _SKIPPED_CODE.match(line):
+            line = " ".join(line.split())
+            return "Ran " + (line if len(line) <= SUMMARY_CHARS - 4 else line[:SUMMARY_CHARS - 5] + "…")
+    return ""
 
 
 def _trimmed(lines: list[str]) -> list[str]:

@@ -16,6 +16,7 @@ import gradio as gr
 
 from agents.memory import AgentMemory
 from ui.chat.published_files import NotPublishable
+from ui.panels.bundles import NOTE_NAME as LEFT_OUT
 from ui.saved.owners import tab_key
 from ui.saved.store import ChatStoreError
 from ui.services import Services
@@ -67,6 +68,22 @@ class ChatExports:
 
         return self._export(request, ".ipynb", lambda memory, workspace, path, title, turns: save_notebook(
             memory, path, workspace=workspace, title=title, turns=turns))
+
+    def export_bundle(self, request: gr.Request) -> Any:
+        """A zip of the Markdown export and every workspace file it links (charts, tables the agent wrote, the
+        person's uploads), so the links work where the zip is unpacked."""
+        from agents.memory.export import to_markdown
+        from ui.panels.bundles import linked_files, write_bundle
+
+        def write(memory: AgentMemory, workspace: Path, path: Path, title: str, turns: list[dict[str, Any]]) -> None:
+            markdown = to_markdown(memory, title=title, workspace=workspace, turns=turns)
+            bundle = write_bundle(path, Path(workspace), linked_files(markdown),
+                                  {f"{path.stem}.md": markdown.encode("utf-8")})
+            if bundle.left_out:
+                gr.Warning(f"{len(bundle.left_out)} linked file(s) could not be added; the zip's {LEFT_OUT} "
+                           "says which and why.")
+
+        return self._export(request, ".zip", write)
 
     def _export(self, request: gr.Request, extension: str, write: Callable[..., Any]) -> Any:
         """Write the open chat's export next to it with `write(memory, workspace, path, title, turns)`; its published

@@ -12,6 +12,7 @@ from typing import Any
 
 import gradio as gr
 
+from ui.chat.published_files import NotPublishable
 from ui.chat.safe_markdown import neutralize
 from ui.session.chat_record import ChatRecord
 from ui.session.registry import SessionRegistry
@@ -83,6 +84,49 @@ class FilesController:
     @staticmethod
     def keep() -> tuple:
         return None, gr.update(visible=False)
+
+
+def download_all(registry: SessionRegistry, request: gr.Request) -> Any:
+    """"Download all files": one zip of every file the panel lists (ui/panels/bundles.py), as a published copy."""
+    from pathlib import Path
+
+    from ui.panels.bundles import NOTE_NAME, write_bundle
+
+    session = registry.peek(getattr(request, "session_hash", None) or "anonymous")
+    record = session.record if session is not None else None
+    sources = record.workspace_files() if record is not None else []
+    if record is None or not sources:
+        gr.Warning("There are no files in the workspace yet.")
+        return gr.skip()
+    workspace = Path(record.workspace)
+    names = [os.path.relpath(source, workspace) for source in sources]
+    folder = Path(record.root) / "downloads"
+    folder.mkdir(exist_ok=True)
+    bundle = write_bundle(folder / "agentdeck-files.zip", workspace, names)
+    if bundle.left_out:
+        gr.Warning(f"{len(bundle.left_out)} file(s) could not be added; the zip's {NOTE_NAME} says which and why.")
+    try:
+        return record.publish(bundle.path).path
+    except NotPublishable as exc:
+        gr.Warning(f"The zip was made but cannot be downloaded: {exc}.")
+        return gr.skip()
+
+
+def build_download_all() -> tuple[Any, Any]:
+    """Under the files panel: the "Download all files" button and the box its zip appears in."""
+    button = gr.Button("⬇ Download all files (zip)", size="sm", elem_id="files-download-all")
+    box = gr.File(label="All files", elem_id="files-zip", interactive=False, height=60)
+    return button, box
+
+
+def wire_download_all(registry: SessionRegistry, parts: tuple[Any, Any]) -> None:
+    button, box = parts
+
+    def handler(request: gr.Request) -> Any:
+        return download_all(registry, request)
+
+    button.click(handler, outputs=[box], api_name="download_all_files", concurrency_limit=None,
+                 show_progress="hidden")
 
 
 def build_delete_confirm() -> tuple[Any, ...]:

@@ -31,6 +31,7 @@ class HistoryPanel:
     list_note: Any
     takeover_btn: Any = None
     delete_confirm: Any = None  # ui/panels/chat_delete.py
+    export_zip_btn: Any = None  # the Markdown export with the files it links (ui/panels/bundles.py)
 
 
 
@@ -56,9 +57,10 @@ def build_history_panel(services: Services) -> HistoryPanel:
         with gr.Row():
             export_md_btn = gr.Button("Markdown", size="sm", elem_id="export-md-btn")
             export_nb_btn = gr.Button("Notebook", size="sm", elem_id="export-nb-btn")
+        export_zip_btn = gr.Button("Markdown + its files (zip)", size="sm", elem_id="export-zip-btn")
         export_file = gr.File(label="Export", elem_id="export-file", interactive=False, height=80)
     return HistoryPanel(browser_state, chat_list, title_box, rename_btn, delete_btn, export_md_btn, export_nb_btn,
-                        export_file, list_note, delete_confirm=delete_confirm)
+                        export_file, list_note, delete_confirm=delete_confirm, export_zip_btn=export_zip_btn)
 
 
 def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel, page: Page,
@@ -98,6 +100,9 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     exports = ChatExports(services)
     panel.export_md_btn.click(exports.export_markdown, outputs=[panel.export_file], api_name="export_markdown", **light)
     panel.export_nb_btn.click(exports.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
+    if panel.export_zip_btn is not None:
+        panel.export_zip_btn.click(exports.export_bundle, outputs=[panel.export_file], api_name="export_bundle",
+                                   **light)
     for event in after_runs:
         event.then(history.refresh, **refresh)
     panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state], inputs_kwargs=settings,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +73,15 @@ def _decode(data: bytes, what: str) -> tuple[str, str]:
 
 
 def _legacy_encoding(data: bytes) -> str:
-    """Windows-1252 when the bytes are valid in it and the detector does not see another script (Cyrillic,
-    Greek, CJK...): on short Western texts detectors confuse the Latin code pages."""
+    """Windows-1252 when the bytes read as plausible Western text in it, or when they are valid in it and the
+    detector does not see another script (Cyrillic, Greek, CJK...): on short Western texts detectors confuse the
+    Latin code pages (a few "José,München" rows came back as mac_latin2, "Josť,MŁnchen")."""
+    try:
+        western = data.decode("cp1252")
+    except UnicodeDecodeError:
+        western = None
+    if western is not None and plausible_western(western[:200_000]):
+        return "cp1252"
     detected = None
     try:
         from charset_normalizer import from_bytes
@@ -83,13 +91,37 @@ def _legacy_encoding(data: bytes) -> str:
     except Exception:
         pass
     latin = {"cp1252", "cp1250", "cp1257", "latin_1", "iso8859_1", "iso8859_15", "iso8859_2", "mac_roman", "ascii"}
-    try:
-        data.decode("cp1252")
-        if detected is None or detected.replace("-", "_").lower() in latin:
-            return "cp1252"
-    except UnicodeDecodeError:
-        pass
+    if western is not None and (detected is None or detected.replace("-", "_").lower() in latin):
+        return "cp1252"
     return detected or "latin-1"
+
+
+#: Letters of Western European languages outside ASCII that Windows-1252 has (Latin-1's letters, Œ œ Š š Ž ž).
+_WESTERN_LETTERS = frozenset(chr(c) for c in range(0xC0, 0x100) if c not in (0xD7, 0xF7)) | frozenset("ŒœŠšŽž")
+#: Signs and punctuation Western text uses; only those of `_INSIDE_WORDS` come between two letters ("don’t").
+_WESTERN_SIGNS = frozenset("€£¥¢°§©®™’‘“”„–—…«»¿¡·µ½¼¾²³ªº´¨¸\u00a0•†‰")
+_INSIDE_WORDS = frozenset("’‘·–´")
+_NON_ASCII_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def plausible_western(text: str) -> bool:
+    """Whether text decoded as Windows-1252 reads as a Western European language: every character outside
+    ASCII is one of its letters or signs, a sign never sits inside a word, and at least half the words holding
+    such letters also hold ASCII ones ("München", "José"). Another script read as Windows-1252 ("Ïðèâåò" for
+    Cyrillic) fails the last test: its words are all high bytes."""
+    if text.isascii():
+        return True
+    for index, char in enumerate(text):
+        if char.isascii() or char in _WESTERN_LETTERS:
+            continue
+        if char not in _WESTERN_SIGNS:
+            return False
+        if (char not in _INSIDE_WORDS and 0 < index < len(text) - 1 and text[index - 1].isalpha()
+                and text[index + 1].isalpha()):
+            return False
+    words = [word for word in _NON_ASCII_WORD.findall(text) if not word.isascii()]
+    all_high = sum(1 for word in words if not any(ch.isascii() for ch in word))
+    return 2 * all_high <= len(words)
 
 
 def _decode_line(line: bytes, legacy: str) -> str:
@@ -158,11 +190,34 @@ def _preview_delimited(path: Path, sep: str, label: str) -> str:
     except (pd.errors.ParserError, ValueError) as exc:
         raise UploadError(f"could not be read as {label}: {first_error_line(exc)}") from None
     hint = "pd.read_csv(path" + {",": "", "\t": ", sep='\\t'"}.get(sep, f", sep={sep!r}")
+    if sep != "," and _decimal_commas(df):
+        hint += ", decimal=','"
+        try:
+            df = pd.read_csv(io.StringIO(text), sep=sep, decimal=",")
+        except (pd.errors.ParserError, ValueError):
+            pass
     hint += f", encoding='{encoding}')" if encoding not in ("utf-8", MIXED) else ")"
     shown = "UTF-8 lines mixed with another encoding, stored as UTF-8" if encoding == MIXED else encoding
     delimiter = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}.get(sep, repr(sep))
     return (f"{label} table (encoding {shown}; {delimiter}-separated; read it with {hint})\n"
             + table_preview(df))
+
+
+_DECIMAL_COMMA = re.compile(r"^[-+]?\d+,\d+$")
+
+
+def _decimal_commas(df: Any) -> bool:
+    """Whether some text column holds only numbers written with a decimal comma ("83,2"), as European
+    spreadsheets export them beside a `;` separator: pandas reads those as text unless told `decimal=','`."""
+    from pandas.api.types import is_numeric_dtype
+
+    for column in list(df.columns)[:200]:
+        if is_numeric_dtype(df[column].dtype):
+            continue
+        values = [str(v).strip() for v in df[column].dropna().head(200)]
+        if values and all(_DECIMAL_COMMA.match(v) for v in values):
+            return True
+    return False
 
 
 def _preview_excel(path: Path) -> str:

@@ -266,6 +266,19 @@ def browser_value(component: Any, value: Any) -> Any:
     return _dump(component.postprocess(value))
 
 
+def component_message(make: Any, name: str) -> dict[str, Any]:
+    """A chat message's content holding a component (`make()` builds it, with render=False), as a plain dict.
+
+    Why a fresh context: inside an event handler Gradio's constructors only record their arguments (an update)
+    and skip the component's own set-up, so `get_config` fails; run in an empty `contextvars.Context`, the
+    constructor is not in an event listener and builds the whole component."""
+    import contextvars
+
+    config = contextvars.Context().run(lambda: make().get_config())
+    return {"type": "component", "component": name, "value": config.get("value"),
+            "constructor_args": {"interactive": False, "render": False}, "props": config}
+
+
 def chat_message_values(chat: Any, message: Any) -> list[Any]:
     """One chat message as the browser receives it (Gradio may split one into several)."""
     return [_dump(m) for m in chat.postprocess([message]).root]

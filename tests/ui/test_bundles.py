@@ -1,0 +1,43 @@
+"""Zip bundles (Download all files; an export with the files it links) take only plain workspace files."""
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+from agents import AgentMemory
+from agents.memory import ActionStep, TaskStep
+from agents.memory.export import to_markdown
+from ui.panels.bundles import NOTE_NAME, linked_files, write_bundle
+
+
+def test_a_bundle_holds_the_files_and_names_what_it_left_out(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    (workspace / "out").mkdir(parents=True)
+    (workspace / "chart.png").write_bytes(b"\x89PNG fake")
+    (workspace / "out" / "table.csv").write_text("a,b\n1,2\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the app's secret")
+    os.symlink(secret, workspace / "innocent.csv")  # the worker swapped a listed file for a link
+    os.mkfifo(workspace / "pipe.csv")  # reading it would wait forever
+    bundle = write_bundle(tmp_path / "all.zip", workspace,
+                          ["chart.png", "out/table.csv", "innocent.csv", "pipe.csv", "../secret.txt", "gone.txt"],
+                          {"chat.md": b"# chat"})
+    with zipfile.ZipFile(bundle.path) as archive:
+        names = archive.namelist()
+        assert archive.read("out/table.csv") == b"a,b\n1,2\n" and archive.read("chat.md") == b"# chat"
+        note = archive.read(NOTE_NAME).decode()
+    assert sorted(names) == sorted(["chat.md", "chart.png", "out/table.csv", NOTE_NAME])
+    assert b"the app's secret" not in bundle.path.read_bytes()
+    for name in ("innocent.csv", "pipe.csv", "../secret.txt", "gone.txt"):
+        assert name in note
+    assert not list(tmp_path.glob(".all.zip.*"))  # no partial file left
+
+
+def test_an_export_bundle_takes_the_files_the_export_links(tmp_path: Path) -> None:
+    memory = AgentMemory("system")
+    memory.add_step(TaskStep(task="Plot", messages=[{"role": "user", "content": "Plot"}]))
+    memory.add_step(ActionStep(step_number=1, code="plot()", run_id="r", logs="see [x](/etc/passwd)",
+                               artifacts=["temps.png", "out/summary table.csv"], artifact_sizes=[3, 3]))
+    markdown = to_markdown(memory)
+    assert linked_files(markdown) == ["temps.png", "out/summary table.csv"]  # not the text's look-alike link

@@ -1,0 +1,114 @@
+"""Issue 31 in Chromium: a step's last expression as a sortable, scrolling table; every file as one zip; an export
+with the files it links; a visible focus outline on the message box, model picker and approval mode."""
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Iterator
+
+import pytest
+from browser_driver import BROWSER_MARKS, open_page, panel_links, send, wait_for_text
+from ui_testlib import PENGUINS, code_reply, run_app, write_transcript
+
+pytestmark = BROWSER_MARKS
+
+CHART = "rain-chart.png"
+SCRIPT = [
+    code_reply("Build the rain summary.",
+               "import pandas as pd\n"
+               "summary = pd.DataFrame({'city': [f'City {i:02d}' for i in range(40)],\n"
+               "                        'rain': [float((i * 7) % 40) for i in range(40)]})\n"
+               "summary.to_csv('summary.csv', index=False)\n"
+               "summary"),
+    code_reply("Chart it.",
+               "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+               f"plt.bar(summary.city[:5], summary.rain[:5])\nplt.savefig('{CHART}')\nplt.close()\nprint('charted')"),
+    code_reply("Done.", "final_answer('summary ready')"),
+]
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    base = tmp_path_factory.mktemp("notebook-habits")
+    (base / "data").mkdir()
+    with run_app(write_transcript(base / "script.json", SCRIPT), base / "data") as url:
+        yield url
+
+
+def rain_column(page) -> list[str]:
+    """The 'rain' cells of the value table, top to bottom, as the page shows them."""
+    return page.locator("#chat table").first.evaluate("""table => {
+        const heads = [...table.querySelectorAll('thead th')].map(th => th.innerText.trim());
+        const at = heads.findIndex(h => h.startsWith('rain'));
+        return [...table.querySelectorAll('tbody tr')].map(tr => tr.children[at]?.innerText.trim());
+    }""")
+
+
+def download(page, link_selector: str) -> zipfile.ZipFile:
+    page.wait_for_function("s => document.querySelector(s)?.getAttribute('href')", arg=link_selector)
+    href = page.locator(link_selector).first.get_attribute("href")
+    response = page.request.get(href if href.startswith("http") else page.url.rstrip("/") + href)
+    assert response.ok, response.status
+    return zipfile.ZipFile(io.BytesIO(response.body()))
+
+
+def test_the_last_expression_is_a_table_and_files_come_as_one_zip(app_url: str) -> None:
+    with open_page(app_url) as page:
+        send(page, "Summarise the rain", [PENGUINS])
+        wait_for_text(page, "summary ready")
+        # The bare `summary` at the end of step 1 shows as Gradio's table, where the eye goes (not folded away).
+        wait_for_text(page, "Out [step 1]: DataFrame, 40 rows × 2 columns")
+        table = page.locator("#chat table").first
+        table.wait_for(state="visible")
+        assert rain_column(page)[:3] == ["0", "7", "14"]
+        # Scrollable: 40 rows in a box that scrolls rather than growing the chat by all of them.
+        assert page.locator("#chat table").first.evaluate(
+            "t => { for (let e = t; e && e.id !== 'chat'; e = e.parentElement) "
+            "{ if (e.scrollHeight > e.clientHeight + 20 && getComputedStyle(e).overflowY !== 'visible') return true; }"
+            " return false; }")
+        # Sortable: the header's sort puts the rows in order of rain.
+        header = table.locator("thead th").filter(has_text="rain").first
+        header.hover()
+        sort = header.locator("button").first
+        sort.click()
+        menu_item = page.get_by_text("Sort ascending", exact=False)
+        if menu_item.count():
+            menu_item.first.click()
+        page.wait_for_function("""() => {
+            const t = document.querySelector('#chat table');
+            const heads = [...t.querySelectorAll('thead th')].map(th => th.innerText.trim());
+            const at = heads.findIndex(h => h.startsWith('rain'));
+            const v = [...t.querySelectorAll('tbody tr')].map(tr => parseFloat(tr.children[at]?.innerText));
+            return v.length > 3 && v.slice(0, 3).every((x, i, a) => i === 0 || a[i - 1] <= x) && v[1] === 0;
+        }""")
+
+        # Download all files: one zip of the upload and everything the agent wrote.
+        panel_links(page, wait_for=CHART)
+        page.locator("#files-download-all").click()
+        with download(page, "#files-zip a") as archive:
+            assert sorted(archive.namelist()) == sorted(["penguins.csv", "summary.csv", CHART])
+            assert archive.read("summary.csv").decode().startswith("city,rain\nCity 00,0.0\n")
+
+        # The export with the files it links: the Markdown and the chart, so the link works when unpacked.
+        page.locator("#export-zip-btn").click()
+        with download(page, "#export-file a") as archive:
+            [markdown_name] = [n for n in archive.namelist() if n.endswith(".md")]
+            markdown = archive.read(markdown_name).decode()
+            assert f"![{CHART}]({CHART})" in markdown and CHART in archive.namelist()
+            assert "Out [step 1]: DataFrame" in markdown and "| City 00 |" in markdown
+
+
+@pytest.mark.parametrize("control, frame", [
+    ("#task-input textarea", "#task-input"),
+    ("#model-picker input", "#model-picker .wrap"),
+    ("#approval-mode input", "#approval-mode .wrap"),
+])
+def test_keyboard_focus_is_visible(app_url: str, control: str, frame: str) -> None:
+    with open_page(app_url) as page:
+        page.locator("body").click(position={"x": 5, "y": 5})  # nothing focused (the message box autofocuses)
+        before = page.locator(frame).first.evaluate("e => getComputedStyle(e).outlineStyle")
+        page.locator(control).first.focus()
+        page.wait_for_function("s => document.querySelector(s).matches(':focus-within')", arg=frame)
+        style = page.locator(frame).first.evaluate(
+            "e => { const s = getComputedStyle(e); return [s.outlineStyle, parseFloat(s.outlineWidth)]; }")
+        assert before == "none" and style[0] == "solid" and style[1] >= 2, (before, style)

@@ -1,0 +1,15 @@
+"""A visible focus outline on the controls a keyboard user reaches most: the message box, the model picker and
+the approval mode.
+
+Why: Gradio's theme takes the outline off its inputs and marks focus only by a faint border colour, so a person
+moving with Tab could not see where they were (issue 31). The outline is drawn on the control's frame while the
+input inside it has focus (`:focus-within`), in the theme's accent colour, so it shows in light and dark mode.
+"""
+from __future__ import annotations
+
+#: The controls, by their element ids (ui/layout.py, ui/panels/approval_panel.py).
+FOCUSED = ("#task-input", "#model-picker .wrap", "#approval-mode .wrap")
+
+CSS = ", ".join(f"{selector}:focus-within" for selector in FOCUSED) + """ {
+    outline: 3px solid var(--color-accent) !important; outline-offset: 2px; }
+"""
