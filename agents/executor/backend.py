@@ -23,7 +23,7 @@ The contract, for a new backend:
 - **Thread safety:** `PythonSandbox` calls a host from one thread at a time, except `interrupt()` and `kill()`,
   which may come from any thread while another waits in `read`.
 
-Registry and names: `agents/executor/backends.py` (`available()`, `get(name)`, `AGENTDECK_SANDBOX`).
+Registry and names: `agents/executor/backends.py` (`available()`, `get(name)`; the app's `AGENTDECK_SANDBOX` names one).
 """
 
 from __future__ import annotations

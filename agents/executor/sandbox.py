@@ -38,7 +38,7 @@ class PythonSandbox:
     """Runs model-written Python in a confined worker process; state persists between runs.
 
     Artifacts are reported with ``path`` relative to ``workdir`` and ``abs_path``. ``backend``: a backend name
-    (``backends.KNOWN``), a `SandboxBackend`, or None for the app's default (``AGENTDECK_SANDBOX``, else local).
+    (``backends.KNOWN``), a `SandboxBackend`, or None for ``backends.DEFAULT`` (local; the app passes its own by name).
     """
 
     def __init__(self, workdir: str, authorized_imports: Iterable[str] = (), timeout_s: float = 30,

@@ -44,9 +44,9 @@ def test_tiny_prompt_renders_with_strict_variables():
 
 def test_conversion_is_safe_when_two_converters_race(tmp_path, monkeypatch):
     """Both callers get the same complete folder; nothing half-written or temporary is left behind."""
-    from agents.host_settings import host_settings
+    from agents.host_settings import HostSettings
 
-    monkeypatch.setattr("agents.host_settings._current", host_settings().__class__(cache_dir=str(tmp_path / "cache")))
+    monkeypatch.setattr("agents.host_settings._current", HostSettings(cache_dir=str(tmp_path / "cache")))
     source = tmp_path / "model.gguf"
     source.write_bytes(os.urandom(4096))
     writes = []

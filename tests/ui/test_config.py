@@ -149,3 +149,37 @@ def test_the_forms_step_limit_and_the_settings_range_are_one_definition(tmp_path
     settings = RunSettings.from_form(config, model=config.model, agent_type="code", max_steps=None,
                                      planning_interval=None, tools=[], imports=None)
     assert settings.max_steps == MAX_STEPS_LIMIT
+
+
+def test_the_app_hands_the_library_its_settings_as_parameters(tmp_path, monkeypatch):
+    """What the library no longer reads from the environment, the app passes: process-wide host settings at start
+    (ui/config/apply.py), and per agent the retry policy, compaction budget, pool size and record transcript."""
+    from ui_testlib import code_reply, write_transcript
+
+    from agents.executor import identity
+    from agents.host_settings import HostSettings, host_settings
+    from agents.models.recorder import RecordingModel
+    from ui.agent_factory import build_agent, model_options
+    from ui.config.apply import apply_to_libraries
+
+    monkeypatch.setattr("agents.host_settings._current", HostSettings())
+    for name, value in {"SANDBOX_UIDS": "50000-50009", "TORCH_THREADS": "2", "DOCKER_CPUS": "0.5",
+                        "DOCKER_HOST": "unix:///run/other.sock", "CACHE_DIR": str(tmp_path / "c"),
+                        "CONTEXT_BUDGET": "5000", "MODEL_MAX_RETRIES": "7", "MODEL_MAX_RETRY_AFTER": "3",
+                        "RECORD": str(tmp_path / "rec.json")}.items():
+        monkeypatch.setenv(f"AGENTDECK_{name}", value)
+    config = AppConfig.from_env(tmp_path)
+    assert host_settings() == HostSettings()  # reading the settings changes nothing by itself
+    apply_to_libraries(config.settings)
+    got = host_settings()
+    assert (got.sandbox_uids, got.torch_threads, got.docker_cpus) == ((50000, 50010), 2, 0.5)
+    assert (got.docker_host, got.cache_dir) == ("unix:///run/other.sock", str(tmp_path / "c"))
+    assert identity.uid_range() == (50000, 50010)
+    retry = model_options("openai/gpt-4.1", config)["retry"]
+    assert (retry.max_retries, retry.max_retry_after) == (7, 3.0)
+    transcript = write_transcript(tmp_path / "t.json", [code_reply("done", "final_answer(1)")])
+    agent = build_agent(RunSettings(model=f"replay:{transcript}"), tmp_path / "ws", config)
+    try:
+        assert isinstance(agent.model, RecordingModel) and agent.compactor.context_budget == 5000
+    finally:
+        agent.close()
