@@ -106,7 +106,7 @@ def download_all(registry: SessionRegistry, request: gr.Request) -> Any:
     if bundle.left_out:
         gr.Warning(f"{len(bundle.left_out)} file(s) could not be added; the zip's {NOTE_NAME} says which and why.")
     try:
-        return record.publish(bundle.path).path
+        return gr.update(value=record.publish(bundle.path).path, visible=True)
     except NotPublishable as exc:
         gr.Warning(f"The zip was made but cannot be downloaded: {exc}.")
         return gr.skip()
@@ -115,7 +115,7 @@ def download_all(registry: SessionRegistry, request: gr.Request) -> Any:
 def build_download_all() -> tuple[Any, Any]:
     """Under the files panel: the "Download all files" button and the box its zip appears in."""
     button = gr.Button("⬇ Download all files (zip)", size="sm", elem_id="files-download-all")
-    box = gr.File(label="All files", elem_id="files-zip", interactive=False, height=60)
+    box = gr.File(label="All files (zip)", elem_id="files-zip", interactive=False, visible=False)
     return button, box
 
 

@@ -275,8 +275,13 @@ def component_message(make: Any, name: str) -> dict[str, Any]:
     import contextvars
 
     config = contextvars.Context().run(lambda: make().get_config())
+    # Gradio 6.31's chat passes a message's props to the component flat, while its Dataframe builds its state
+    # from `props`/`shared_props` (and fails on `props.i18n_store` of undefined): both are given as well.
+    shared = {key: config[key] for key in ("label", "show_label", "visible", "elem_id", "elem_classes", "interactive",
+                                           "scale", "min_width", "container") if key in config}
+    props = {**config, "props": dict(config), "shared_props": {**shared, "interactive": False, "container": False}}
     return {"type": "component", "component": name, "value": config.get("value"),
-            "constructor_args": {"interactive": False, "render": False}, "props": config}
+            "constructor_args": {"interactive": False, "render": False}, "props": props}
 
 
 def chat_message_values(chat: Any, message: Any) -> list[Any]:
