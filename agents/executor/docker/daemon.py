@@ -46,8 +46,14 @@ def docker_host() -> str:
     return "unix://" + SYSTEM_SOCKET
 
 
+#: How long one engine call (create, start, remove a container) may take once the engine answered its ping: a
+#: loaded 2-core machine was seen taking over 10 s to start a container, which is slow but not a dead engine.
+OPERATION_TIMEOUT_S = 60.0
+
+
 def connect(timeout_s: float = 10.0) -> Any:
-    """A docker SDK client for the engine ``docker_host()`` names, checked with a ping."""
+    """A docker SDK client for the engine ``docker_host()`` names, checked with a ping within `timeout_s`; its
+    later calls may take up to OPERATION_TIMEOUT_S."""
     host = docker_host()
     try:
         import docker  # type: ignore[import-untyped]
@@ -57,6 +63,7 @@ def connect(timeout_s: float = 10.0) -> Any:
     try:
         client = docker.DockerClient(base_url=host, timeout=timeout_s)
         client.ping()
+        client.api.timeout = max(timeout_s, OPERATION_TIMEOUT_S)
     except Exception as exc:
         raise DockerUnavailable(
             f"no Docker Engine answers at {host} ({type(exc).__name__}: {str(exc)[:200]}). AGENTDECK_SANDBOX=docker "
