@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 
 from ui import settings_form
+from ui.api import endpoints as api_endpoints
 from ui.app import RECORDED_DEMOS, AgentDeckApp
 from ui.chat.stream_outputs import StreamOutputs
 from ui.components import ChatColumn, Page
@@ -21,7 +22,7 @@ from ui.panels import approval_panel, approvals, chat_delete, history_layout, re
 from ui.panels import files as files_panel_ui
 from ui.tool_offer import default_tool_names
 from ui.web import chat_view, responsive, sign_in
-from ui.web.gradio_compat import chat_examples
+from ui.web.gradio_compat import chat_examples, hide_from_api
 from ui.web.input_lock import lock_on, unlock_after
 
 CSS = """
@@ -139,6 +140,9 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         responsive.wire(demo)
         chat_view.wire(demo)
         demo.unload(app.on_unload)
+        # The API is its own endpoints (ui/api/): the page's events, with their component tuples, are not offered.
+        api_endpoints.wire(demo, services)
+        hide_from_api(demo, keep=set(api_endpoints.API_NAMES))
     return demo
 
 
