@@ -54,6 +54,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
     config = services.config
     # Uploads Gradio stored and the app already copied into a workspace go after an hour (checked every 15 min).
     with gr.Blocks(title="AgentDeck", fill_height=True, delete_cache=(900, 3600)) as demo:
+        api_endpoints.wire(demo, services)  # first: they keep their names (ui/api/endpoints.py)
         history = history_layout.build_history_panel(services)  # the side list of saved chats, exports
         with gr.Row(elem_classes="ad-header"):
             gr.Markdown("# AgentDeck\nA workbench for code-writing agents: watch each step, code, log and chart "
@@ -141,7 +142,6 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         chat_view.wire(demo)
         demo.unload(app.on_unload)
         # The API is its own endpoints (ui/api/): the page's events, with their component tuples, are not offered.
-        api_endpoints.wire(demo, services)
         hide_from_api(demo, keep=set(api_endpoints.API_NAMES))
     return demo
 

@@ -5,9 +5,8 @@ after the page, whose own events are then hidden from the API (`gradio_compat.hi
 Each call is its caller's (ui/api/caller.py) and does its work through ui/api/chats.py; a refusal reaches the
 client as a `gr.Error` with what to do. Example use: the README's "Calling the app from Python".
 """
-from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict  # (no postponed annotations: Gradio reads the return type as it is)
 
 import gradio as gr
 from gradio.data_classes import FileData
@@ -113,10 +112,11 @@ def _field(item: Any, name: str) -> Any:
 
 
 def wire(blocks: gr.Blocks, services: Services) -> ApiEndpoints:
-    """Register the endpoints (inside `blocks`, after the page's own events)."""
+    """Register the endpoints (inside `blocks`, before the page's own events: Gradio gives a later event with a
+    name already taken another, and the page's handlers are named after their functions, `ask` among them)."""
     taken = sorted(name for fn in blocks.fns.values() if (name := fn.api_name) in API_NAMES)
-    if taken:  # Gradio would rename ours ("ask_1"): the README's calls would reach the page's event
-        raise RuntimeError(f"The page's own events use the API's names {taken}: rename them (ui/layout.py).")
+    if taken:  # Gradio would rename ours ("ask_1"), and the README's calls would reach the page's events
+        raise RuntimeError(f"Events named {taken} came before the API's: wire the API first (ui/layout.py).")
     endpoints = ApiEndpoints(services)
     config = services.config
     runs: dict[str, Any] = dict(concurrency_limit=config.max_runs, concurrency_id="runs")
