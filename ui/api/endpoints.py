@@ -64,16 +64,19 @@ class ApiEndpoints:
         self.services = services
         self.chats = ApiChats(services)
 
-    def caller(self, request: gr.Request) -> ApiCaller:
+    def caller(self, request: gr.Request, hf_token: str = "") -> ApiCaller:
         profile, token = oauth_of(request) if self.services.config.hf_login else (None, None)
+        if token is None and isinstance(hf_token, str) and hf_token.strip():  # the caller's own, for hf: models
+            token = gr.OAuthToken(token=hf_token.strip(), scope="", expires_at=0)
         return identify(request, self.services.store, profile, token)
 
     def ask(self, task: str, request: gr.Request, files: list[FileData] | None = None, chat_id: str = "",
-            approval_mode: ApprovalMode = "autonomous", model: str = "", max_steps: int | None = None) -> TaskResult:
+            approval_mode: ApprovalMode = "autonomous", model: str = "", max_steps: int | None = None,
+            hf_token: str = "") -> TaskResult:
         """Run the agent on a task in a new chat of yours, or go on in one of your chats (chat_id), and wait for
         its answer or for a decision it asks of you (answer that with /decide)."""
         try:
-            caller = self.caller(request)
+            caller = self.caller(request, hf_token)
             sent = [uploaded_file(_field(item, "path"), _field(item, "orig_name")) for item in files or []]
             return self.chats.run_task(caller, task, sent, chat_id or "", approval_mode, model or "",  # type: ignore[return-value]
                                        max_steps)
@@ -130,6 +133,7 @@ def wire(blocks: gr.Blocks, services: Services) -> ApiEndpoints:
         "approval_mode": "which steps wait for your decision (autonomous: none)",
         "model": "a model this server offers (empty: the server's default, or the chat's own)",
         "max_steps": "at most this many steps (empty: the server's default)",
+        "hf_token": "your Hugging Face token, for hf: models on a server without a token of its own (never kept)",
     }, [("result", RESULT_DOC)])
     gr.api(endpoints.decide, api_name="decide", **runs)
     describe_api(blocks, "decide", {
