@@ -225,19 +225,19 @@ def page_file_url(published_path: str) -> str:
 
 # ----- the API (ui/api/) -----------------------------------------------------------------------------------
 def hide_from_api(blocks: Any, keep: set[str]) -> list[str]:
-    """Every event of `blocks` whose API name is not in `keep` left out of the API page and of `/info`
-    (`api_visibility="private"`); returns the names hidden. The page still calls them (by index, as it calls
-    Gradio's own unnamed events), so this changes what the API offers, never who can reach what.
+    """Every public event of `blocks` whose API name is not in `keep` left out of the API page and of `/info`
+    (`api_visibility="undocumented"`); returns the names hidden. They stay callable as before (the page calls
+    them, and so do tools and tests that drive the page's events by name): this changes what the API offers,
+    never who can reach what. Events that were private stay private.
 
     Why: Gradio offers every event of a page as an endpoint: the page's own handlers with their component
     tuples (`value_56`, a 15-element `/run`) filled the API page; the API's own endpoints are in ui/api/."""
     hidden = []
     for fn in blocks.fns.values():
-        if fn.api_name in keep:
+        if fn.api_name in keep or fn.api_visibility != "public":
             continue
-        if fn.api_visibility != "private":
-            hidden.append(str(fn.api_name))
-        fn.api_visibility = "private"
+        fn.api_visibility = "undocumented"
+        hidden.append(str(fn.api_name))
     return hidden
 
 
