@@ -148,6 +148,12 @@ def test_only_files_of_the_upload_route_are_taken(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(chats, "private_uploads_root", lambda: root)
     assert chats.uploaded_file(str(good), "mine.csv") == chats.FileIn(str(good), "mine.csv")
     assert chats.uploaded_file(str(good), "../../etc/x.csv").name == "x.csv"
+    # The upload folder itself may be reached through a link (a temp dir that is one): its files are still taken.
+    (tmp_path / "via").symlink_to(root)
+    monkeypatch.setattr(chats, "private_uploads_root", lambda: tmp_path / "via")
+    assert chats.uploaded_file(str(tmp_path / "via" / "abc" / "data.csv"), "d.csv").path == str(good)
+    assert chats.uploaded_file(str(good), "d.csv").path == str(good)
+    monkeypatch.setattr(chats, "private_uploads_root", lambda: root)
     for path in (root / "abc" / "link.csv", root / "abc" / "inner.csv", root / "abc", root, outside,
                  root / "abc" / ".." / ".." / "secret.csv", root / "linked" / "secret.csv", root / "abc" / "none.csv",
                  "", None, 7):

@@ -70,18 +70,21 @@ def uploaded_file(path: Any, name: Any) -> FileIn:
     """A file a caller names as sent with a task: only one the upload route stored (a regular file under
     its private folder, no link anywhere on the way). Anything else (a server path, another folder of Gradio's,
     a published copy of someone's chat) is refused as not uploaded."""
-    root = os.path.realpath(private_uploads_root())
     if not isinstance(path, str) or not path or "\0" in path:
         raise ApiRefused("A file must be uploaded with the request (gradio_client: handle_file(path)).")
-    real = os.path.realpath(path)
+    root = str(private_uploads_root())
+    named, real, real_root = os.path.abspath(path), os.path.realpath(path), os.path.realpath(root)
+    below = os.path.relpath(real, real_root)
     try:
-        info = os.lstat(path)
+        info = os.lstat(real)
     except OSError:
         info = None
-    if (real != os.path.abspath(path) or os.path.commonpath([real, root]) != root or real == root
-            or info is None or not stat.S_ISREG(info.st_mode)):
+    # Inside the folder as it really is, and named by that same path below the folder (as the folder is named, or
+    # as it really is): no link anywhere below the folder.
+    if (below.startswith("..") or below == "." or info is None or not stat.S_ISREG(info.st_mode)
+            or named not in {os.path.join(os.path.abspath(root), below), os.path.join(real_root, below)}):
         raise ApiRefused("A file must be uploaded with the request (gradio_client: handle_file(path)); "
-                         f"{os.path.basename(str(path))[:80]!r} was not.")
+                         f"{os.path.basename(path)[:80]!r} was not.")
     shown = name if isinstance(name, str) and name.strip() else os.path.basename(real)
     return FileIn(real, os.path.basename(shown)[:255])
 
