@@ -159,3 +159,20 @@ def test_only_files_of_the_upload_route_are_taken(tmp_path: Path, monkeypatch: p
                  "", None, 7):
         with pytest.raises(chats.ApiRefused):
             chats.uploaded_file(str(path) if isinstance(path, Path) else path, "x.csv")
+
+
+def test_with_a_password_the_api_needs_it_and_chats_are_the_users(tmp_path: Path) -> None:
+    """The page's sign-in holds for the API: no call without the password; the user's chats are theirs from any
+    client."""
+    (tmp_path / "data").mkdir()
+    env = {"AGENTDECK_USERNAME": "analyst", "AGENTDECK_PASSWORD": "correct horse battery"}
+    with run_app(write_transcript(tmp_path / "script.json", SCRIPT), tmp_path / "data", extra_env=env) as url:
+        with pytest.raises(Exception):  # noqa: B017 (gradio_client's own error for a refused login varies)
+            Client(url, verbose=False).predict(api_name="/list_chats")
+        refused = requests.post(url + "gradio_api/call/list_chats", json={"data": []}, timeout=30)
+        assert refused.status_code == 401
+        first = Client(url, verbose=False, auth=("analyst", "correct horse battery"))
+        made = first.predict("How many penguins?", files=[handle_file(str(PENGUINS))], api_name="/ask")
+        assert made["status"] == "finished", made
+        again = Client(url, verbose=False, auth=("analyst", "correct horse battery"))
+        assert [c["chat_id"] for c in again.predict(api_name="/list_chats")] == [made["chat_id"]]
