@@ -27,8 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# The page's own events are undocumented (the API page shows the API's endpoints, ui/api/): ask the info route for
+# all endpoints, so gradio_client knows their parameters and these clients call them by name as before.
+import gradio_client.utils  # noqa: E402
 import httpx  # noqa: E402
 from gradio_client import Client  # noqa: E402
+
+gradio_client.utils.RAW_API_INFO_URL = "info?serialize=False&all_endpoints=True"
 
 from tests.ui.ui_testlib import code_reply, run_app, write_transcript  # noqa: E402
 

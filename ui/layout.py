@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 
 from ui import settings_form
+from ui.api import endpoints as api_endpoints
 from ui.app import RECORDED_DEMOS, AgentDeckApp
 from ui.chat.stream_outputs import StreamOutputs
 from ui.components import ChatColumn, Page
@@ -21,7 +22,7 @@ from ui.panels import approval_panel, approvals, chat_delete, history_layout, re
 from ui.panels import files as files_panel_ui
 from ui.tool_offer import default_tool_names
 from ui.web import chat_view, focus, responsive, sign_in
-from ui.web.gradio_compat import chat_examples
+from ui.web.gradio_compat import chat_examples, hide_from_api
 from ui.web.input_lock import lock_on, unlock_after
 
 CSS = """
@@ -55,6 +56,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
     config = services.config
     # Uploads Gradio stored and the app already copied into a workspace go after an hour (checked every 15 min).
     with gr.Blocks(title="AgentDeck", fill_height=True, delete_cache=(900, 3600)) as demo:
+        api_endpoints.wire(demo, services)  # first: they keep their names (ui/api/endpoints.py)
         history = history_layout.build_history_panel(services)  # the side list of saved chats, exports
         with gr.Row(elem_classes="ad-header"):
             gr.Markdown("# AgentDeck\nA workbench for code-writing agents: watch each step, code, log and chart "
@@ -143,6 +145,8 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         responsive.wire(demo)
         chat_view.wire(demo)
         demo.unload(app.on_unload)
+        # The API is its own endpoints (ui/api/): the page's events, with their component tuples, are not offered.
+        hide_from_api(demo, keep=set(api_endpoints.API_NAMES))
     return demo
 
 

@@ -10,7 +10,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy" / "cluster"))
 
+# The page's own events are undocumented (the API page shows the API's endpoints, ui/api/): ask the info route for
+# all endpoints, so gradio_client knows their parameters and these clients call them by name as before.
+import gradio_client.utils  # noqa: E402
 from cluster import Cluster  # noqa: E402
+
+gradio_client.utils.RAW_API_INFO_URL = "info?serialize=False&all_endpoints=True"
 
 
 def upstream_for(url: str, cookie: str) -> str:

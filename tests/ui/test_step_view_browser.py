@@ -127,8 +127,11 @@ def test_files_named_in_an_answer_are_links_to_their_copies(app) -> None:
     with open_page(url) as page:
         run_to_the_answer(page, data)
         send(page, "Which files did you write?")
-        wait_for_text(page, "The summary is in")
+        # Not the text alone: it shows first in the step's streamed code (`final_answer('The summary is in ...')`),
+        # and on a loaded machine the answer's row, with its links, comes a while later (after the step ran and
+        # the files were published). Wait for that row's link.
         answer = page.locator("#chat .message-row").last
+        answer.locator("a", has_text="mass_by_species.png").wait_for(timeout=60_000)
         links = {a.inner_text(): a.get_attribute("href") for a in answer.locator("a").all()}
         assert set(links) == {"species_summary.csv", "mass_by_species.png"}, links
         assert all(str(data) not in href for href in links.values())  # the published copy, not the workspace

@@ -18,6 +18,18 @@ from typing import Any
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, TaskStep
 from tests.waiting import wait_until
 
+
+def see_the_pages_events() -> None:
+    """Let gradio_client call the page's own events by name with keyword arguments, as these tests drive the page.
+    The API page shows only the API's endpoints (ui/api/: the page's events are undocumented there), and the client
+    learns parameter names only from the endpoints the info route lists: this asks it for all of them."""
+    import gradio_client.utils
+
+    gradio_client.utils.RAW_API_INFO_URL = "info?serialize=False&all_endpoints=True"
+
+
+see_the_pages_events()
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 #: Where browser tests save screenshots: docs/ when refreshing the README's pictures (`make screenshots` sets
 #: AGENTDECK_SCREENSHOT_DIR), else a temporary folder, so a test run leaves the tracked files alone.

@@ -4,7 +4,8 @@ Why: an answer that says "saved to species_summary.csv" left the person to find 
 becomes a link only when it names a regular file inside the workspace (a relative path, or an absolute path
 that lies in it, shown as its relative path so no server path reaches the chat); the link is to the file's
 published copy (ui/chat/published_files.py), the only way files leave a session. Code blocks, existing links
-and URLs are left alone. The URL is relative to the page, so it holds behind a proxy's path prefix too.
+and URLs are left alone. In the chat the URL is relative to the page, so it holds behind a proxy's path prefix
+too; an answer returned through the API (ui/api/) links the copies' absolute URLs, as it has no page.
 """
 from __future__ import annotations
 
@@ -29,9 +30,11 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]])")
 class FileLinker:
     """Turns names of workspace files into Markdown links, publishing each file once per text."""
 
-    def __init__(self, workdir: str | None, publish: Callable[[str], Any] | None) -> None:
+    def __init__(self, workdir: str | None, publish: Callable[[str], Any] | None,
+                 url_of: Callable[[str], str] = page_file_url) -> None:
         self.workdir = os.path.realpath(workdir) if workdir else None
         self.publish = publish
+        self.url_of = url_of  # a published copy's URL: relative to the page, or absolute for an API caller
         self._links: dict[str, str | None] = {}
 
     def link(self, text: str) -> str:
@@ -89,7 +92,7 @@ class FileLinker:
         if len(self._links) < MAX_LINKS and _inside(path, self.workdir):
             try:
                 if os.path.isfile(path) and _inside(os.path.realpath(path), self.workdir):
-                    url = page_file_url(self.publish(path).path)
+                    url = self.url_of(self.publish(path).path)
             except (OSError, ValueError):  # not publishable (a link, unreadable...): left as text
                 url = None
         self._links[path] = url
@@ -104,5 +107,6 @@ def _inside(path: str, folder: str) -> bool:
     return os.path.commonpath([path, folder]) == folder and path != folder
 
 
-def link_files(text: str, workdir: str | None, publish: Callable[[str], Any] | None) -> str:
-    return FileLinker(workdir, publish).link(text)
+def link_files(text: str, workdir: str | None, publish: Callable[[str], Any] | None,
+               url_of: Callable[[str], str] = page_file_url) -> str:
+    return FileLinker(workdir, publish, url_of).link(text)

@@ -11,6 +11,8 @@ upgrade is a reason to re-read this module, not a surprise. What is here, and wh
   past a small size held in memory (`cap_upload_fields`: Gradio's parser keeps it whole).
 - Rendering updates in the handler's thread: a component's own `postprocess`, Gradio's update dicts
   (`{"__type__": "update"}`) and its pydantic models (ui/chat/stream_outputs.py explains the cost it saves).
+- The API (ui/api/): the page's own events hidden from it, `gr.api` endpoints' inputs and outputs named and
+  described, a Hugging Face sign-in read from the request.
 - Events: `gr.SelectData` for API calls, the chat's example records (Gradio changes them in place), the token
   of Gradio's local mock login.
 - The page's DOM, in JavaScript: the message box lock (an observer, because Gradio re-renders the textarea),
@@ -32,7 +34,7 @@ from gradio import EventData
 from gradio.data_classes import GradioModel, GradioRootModel
 from gradio.exceptions import Error
 from gradio.route_utils import API_PREFIX, get_api_call_path, get_root_url
-from gradio.utils import get_upload_folder
+from gradio.utils import get_function_params, get_upload_folder
 from gradio_client.utils import encode_file_path, is_http_url_like
 from packaging.version import Version
 
@@ -220,6 +222,54 @@ def page_file_url(published_path: str) -> str:
     """That URL relative to the page (Gradio's file route under the app's own path, so behind a proxy's path
     prefix too): links in chat text (ui/chat/file_links.py)."""
     return f"{API_PREFIX.lstrip('/')}/file={encode_file_path(published_path)}"
+
+
+# ----- the API (ui/api/) -----------------------------------------------------------------------------------
+def hide_from_api(blocks: Any, keep: set[str]) -> list[str]:
+    """Every public event of `blocks` whose API name is not in `keep` left out of the API page and of `/info`
+    (`api_visibility="undocumented"`); returns the names hidden. They stay callable as before (the page calls
+    them, and so do tools and tests that drive the page's events by name): this changes what the API offers,
+    never who can reach what. Events that were private stay private.
+
+    Why: Gradio offers every event of a page as an endpoint: the page's own handlers with their component
+    tuples (`value_56`, a 15-element `/run`) filled the API page; the API's own endpoints are in ui/api/."""
+    hidden = []
+    for fn in blocks.fns.values():
+        if fn.api_name in keep or fn.api_visibility != "public":
+            continue
+        fn.api_visibility = "undocumented"
+        hidden.append(str(fn.api_name))
+    return hidden
+
+
+def describe_api(blocks: Any, api_name: str, parameters: dict[str, str], returns: list[tuple[str, str]]) -> None:
+    """Name and describe the inputs and outputs of an endpoint made by `gr.api` (which labels them "1st",
+    "2nd"...): each input by its parameter's name with `parameters[name]`, each output as `returns` says.
+    Call inside the Blocks, before the page's config is made (it carries the labels)."""
+    fn = next(fn for fn in blocks.fns.values() if fn.api_name == api_name)
+    names = [name for name, *_ in get_function_params(fn.fn)]
+    for component, name in zip(fn.inputs, names, strict=True):
+        component.label = name
+        component._api_info = {**component._api_info, "additional_description": parameters.get(name, "")}
+    for component, (label, description) in zip(fn.outputs, returns, strict=True):
+        component.label = label
+        component._api_info = {**component._api_info, "description": description}
+
+
+def oauth_of(request: Any) -> tuple[Any, Any]:
+    """(gr.OAuthProfile, gr.OAuthToken) of a "Sign in with Hugging Face" session that made `request`, read as
+    Gradio reads them for a handler that asks for them; (None, None) when not signed in (or no sign-in here).
+    Why not ask for them as parameters: Gradio then offers `oauth_token=` in the API page's snippets, which
+    an API client cannot fill (the sign-in is the page's cookie)."""
+    from gradio import oauth
+    from gradio.helpers import _session_from_request
+
+    info = oauth._get_valid_oauth_info_from_session(_session_from_request(request))
+    if not isinstance(info, dict) or not isinstance(info.get("userinfo"), dict):
+        return None, None
+    token = oauth.OAuthToken(token=info["access_token"], scope=info.get("scope", ""),
+                             expires_at=info.get("expires_at", 0))
+    return oauth.OAuthProfile(info["userinfo"]), token
 
 
 class AbsoluteFileUrlMiddleware:
