@@ -3,7 +3,8 @@ editing, a rejected tool call, an ask_user question, a rejected plan, and a relo
 
 One app process and one tab for the whole module: the tests run in order and share the session, so the
 replay script below is read from start to end. Planning is on (an interval of 6 set in Agent settings: the
-plan-review mode itself changes no setting), so every run starts with a plan. docs/screenshot-approval.png shows a pending code approval.
+plan-review mode itself changes no setting), so every run starts with a plan. docs/screenshot-approval.png shows a
+pending code approval.
 """
 from __future__ import annotations
 

@@ -19,11 +19,6 @@ from ui.saved.store import new_token
 from ui.settings import AppConfig
 
 
-class Req:
-    def __init__(self, key: str) -> None:
-        self.session_hash = key
-
-
 class Chat:
     """The app in-process with one tab, and what that tab's chat shows."""
 
