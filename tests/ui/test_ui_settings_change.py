@@ -56,7 +56,8 @@ def test_switching_model_continues_the_conversation(tmp_path: Path) -> None:
     follow_up_prompt = session.agent.model.calls[0]
     assert any("Set x to 41." in str(m["content"]) for m in follow_up_prompt), "the memory was not carried over"
     texts = chat.texts()
-    assert any("Settings changed" in t and "continues this conversation" in t for t in texts)
+    assert sum("Settings changed" in t and "continues this conversation" in t and "model: replay:" in t
+               for t in texts) == 1  # said once, naming what needed the new agent
     assert any(t.strip() == "42" for t in texts), "the follow-up could not use x from the first model's step"
     chat.close()
 

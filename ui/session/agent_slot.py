@@ -14,7 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ui.chat.formatting import clip
 from ui.chat.render import Transcript
+from ui.chat.safe_markdown import neutralize
 from ui.saved.restore import carry_memory_into, rebuild_variables
 from ui.session import stopping
 from ui.settings import AgentBuild, RunSettings
@@ -30,7 +32,7 @@ def settings_note(old: AgentBuild | None, new: AgentBuild) -> str:
     """The chat's note when a new agent takes over: what changed that needed it."""
     if old is None:
         return SETTINGS_NOTE
-    changed = [f"{what}: {before} → {after}" for what, before, after in
+    changed = [f"{what}: {neutralize(clip(before, 80))} → {neutralize(clip(after, 80))}" for what, before, after in
                (("model", old.model, new.model), ("agent type", old.agent_type, new.agent_type)) if before != after]
     if old.token != new.token:
         changed.append("your Hugging Face sign-in")
