@@ -9,7 +9,7 @@ from typing import Any
 
 from ui.session.heap import freeze_long_lived_objects
 from ui.settings import AppConfig, RunSettings
-from ui.tool_offer import select_tools
+from ui.tool_offer import available_tools, select_tools
 
 _shared_models: dict[str, Any] = {}
 _shared_models_lock = threading.Lock()
@@ -47,7 +47,11 @@ def load_model(model_string: str, config: AppConfig | None = None) -> Any:
 
 
 def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -> Any:
-    """A fresh agent (with its own model instance and sandbox) for one session."""
+    """A fresh agent (with its own model instance and sandbox) for one session, built from what `settings` need
+    at construction (`RunSettings.agent_build`: the model, the agent type, the code's imports). The run-level
+    settings (max steps, planning, approval mode, the tools offered) are given to each run instead
+    (`run_arguments`), so changing them builds nothing. The agent holds every tool this server offers (and
+    `ask_user`); each run offers the model the ones its settings chose."""
     from agents import CodeAgent, ToolCallingAgent
     from agents.executor.backend import SandboxLimits
 
@@ -58,21 +62,51 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
                      **model_options(settings.model, config))
     else:
         model = load_model(settings.model, config)
-    tools = [t.for_workspace(workdir) if hasattr(t, "for_workspace") else t for t in select_tools(settings.tools)]
+    tools = [t.for_workspace(workdir) if hasattr(t, "for_workspace") else t
+             for t in select_tools(offered_tool_names(config))]
     if not any(getattr(t, "name", "") == "ask_user" for t in tools):  # always there: the model may ask the person
         from agents.tooling.ask_user import AskUserTool
         tools.append(AskUserTool())
-    common: dict[str, Any] = dict(tools=tools, model=model, max_steps=settings.max_steps,
-                                  planning_interval=settings.planning_interval, verbosity=0,
-                                  max_tokens_per_run=config.max_tokens_per_run,
-                                  context_budget=config.context_budget)
     if settings.agent_type == "tool-calling":
-        return _construct(ToolCallingAgent, common, workdir=str(workdir))
-    return _construct(CodeAgent, common, workdir=str(workdir), authorized_imports=list(settings.authorized_imports),
-                      executor_timeout_s=config.exec_timeout_s, sandbox=config.sandbox,
-                      sandbox_pool=config.sandbox_pool > 0,
-                      sandbox_limits=SandboxLimits(min_free_mb=config.min_free_mb),
-                      use_structured_outputs_internally=config.structured_code)
+        return ToolCallingAgent(tools=tools, model=model, workdir=str(workdir), max_steps=settings.max_steps,
+                                planning_interval=settings.planning_interval, verbosity=0,
+                                max_tokens_per_run=config.max_tokens_per_run, context_budget=config.context_budget)
+    return CodeAgent(tools=tools, model=model, workdir=str(workdir),
+                     authorized_imports=list(settings.authorized_imports),
+                     executor_timeout_s=config.exec_timeout_s, sandbox=config.sandbox,
+                     sandbox_pool=config.sandbox_pool > 0, sandbox_limits=SandboxLimits(min_free_mb=config.min_free_mb),
+                     use_structured_outputs_internally=config.structured_code, max_steps=settings.max_steps,
+                     planning_interval=settings.planning_interval, verbosity=0,
+                     max_tokens_per_run=config.max_tokens_per_run, context_budget=config.context_budget)
+
+
+def offered_tool_names(config: AppConfig) -> tuple[str, ...]:
+    """The tools a visitor of this server may enable (AGENTDECK_TOOLS, else every tool of the registry): what a
+    session's agent is built with, so choosing others in the form builds no new agent."""
+    available = tuple(name for name, _ in available_tools())
+    if config.allowed_tools is None or config.free_choice:
+        return available
+    return tuple(name for name in available if name in config.allowed_tools)
+
+
+def run_arguments(agent: Any, settings: RunSettings, approval_mode: str) -> dict[str, Any]:
+    """The keyword arguments of `agent.run` that apply `settings`' run-level part and the approval mode to one
+    run (agents/loop/run_options.py). Planning follows the settings and the mode, run by run: the interval set
+    in the form, else, when the mode reviews plans, one plan at the start of the run (its whole step budget),
+    else none; so leaving Review plans leaves no planning behind. The tools offered are the chosen ones the
+    agent holds (a tiny model's profile keeps fewer), with `ask_user` always. {} for an agent that is not a
+    MultiStepAgent (tests' stand-ins)."""
+    from agents.decisions import ApprovalPolicy
+    from agents.loop.base import MultiStepAgent
+
+    if not isinstance(agent, MultiStepAgent):
+        return {}
+    policy = ApprovalPolicy.from_mode(approval_mode)
+    planning = settings.planning_interval or (settings.max_steps if policy.review_plans else 0)
+    held = agent.runner.tools
+    tools = [name for name in (*settings.tools, "ask_user") if name in held]
+    return {"max_steps": settings.max_steps, "planning_interval": planning, "approval_policy": policy,
+            "tools": tools}
 
 
 def warm_up_sandboxes(config: AppConfig) -> None:
@@ -82,24 +116,3 @@ def warm_up_sandboxes(config: AppConfig) -> None:
 
     CodeAgent.warm_up(config.authorized_imports, config.exec_timeout_s, config.sandbox,
                       SandboxLimits(min_free_mb=config.min_free_mb), pool_size=config.sandbox_pool)
-
-
-def _construct(cls: Any, common: dict[str, Any], **extra: Any) -> Any:
-    """Pass the optional keyword arguments the agent class accepts, and drop the ones it does not."""
-    import inspect
-
-    kwargs = {**common, **extra}
-    try:
-        parameters = inspect.signature(cls.__init__).parameters
-        if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
-            kwargs = {k: v for k, v in kwargs.items() if k in parameters}
-    except (TypeError, ValueError):
-        pass
-    while True:
-        try:
-            return cls(**kwargs)
-        except TypeError as exc:
-            optional = [k for k in ("verbosity", "executor_timeout_s", "workdir") if k in kwargs and k in str(exc)]
-            if not optional:
-                raise
-            kwargs.pop(optional[0])

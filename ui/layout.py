@@ -104,8 +104,9 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                 approval_covers = approval_panel.build_mode_coverage(config.approval_mode, default_tool_names())
                 with gr.Accordion("⚙️ Agent settings", open=False, elem_id="settings"):
                     form = settings_form.build(config, model)  # ui/settings_form.py: every setting but the model
-                    gr.Markdown("A changed model or setting starts a new agent with your next message "
-                                "(the files stay).")
+                    gr.Markdown("Settings apply from your next message. A changed model or agent type starts a "
+                                "new agent and new imports a new sandbox (the conversation, its variables and "
+                                "the files go on); the others change only the next run.")
         clock = gr.JSON(visible=False, elem_id="run-clock")
         page = Page(ChatColumn(chat, task_input, files_panel, status, clock), form)
         services.streamer.outputs = StreamOutputs(page.column)

@@ -200,8 +200,24 @@ class AppConfig:
 
 
 @dataclass(frozen=True)
+class AgentBuild:
+    """The part of RunSettings an agent is built with (ui/agent_factory.py): a change needs a new agent (model,
+    agent type, the visitor's token for their hf: model) or a new sandbox (the code's imports). The rest of the
+    settings apply to each run (`agent.run(..., max_steps=...)`) and change nothing built."""
+    model: str
+    agent_type: str
+    token: str | None = field(default=None, repr=False)
+    imports: tuple[str, ...] = ()
+
+    def agent_part(self) -> tuple[str, str, str | None]:
+        """What only a new agent can change."""
+        return self.model, self.agent_type, self.token
+
+
+@dataclass(frozen=True)
 class RunSettings:
-    """What the settings panel chose for a session's agent. A change rebuilds the agent."""
+    """What the settings panel chose for a session's agent. Its `agent_build` part changing builds a new agent
+    (or, for the imports, a new sandbox); the rest applies per run."""
     model: str
     agent_type: str = "code"
     max_steps: int = 10
@@ -210,6 +226,13 @@ class RunSettings:
     authorized_imports: tuple[str, ...] = DEFAULT_AUTHORIZED_IMPORTS
     # The signed-in visitor's own Hugging Face token: used for their hf: models, never saved or shown.
     hf_token: str | None = field(default=None, repr=False)
+
+    def agent_build(self) -> AgentBuild:
+        """What an agent is built with (see AgentBuild): the token counts only for a Hugging Face model, and the
+        imports only for the code agent."""
+        return AgentBuild(model=self.model, agent_type=self.agent_type,
+                          token=self.hf_token if self.model.startswith("hf:") else None,
+                          imports=self.authorized_imports if self.agent_type == "code" else ())
 
     @classmethod
     def from_form(cls, config: AppConfig, *, model: Any, agent_type: Any, max_steps: Any, planning_interval: Any,

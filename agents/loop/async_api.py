@@ -21,6 +21,7 @@ from typing import Any
 
 from agents.events import Event
 from agents.loop.result import RunResult, RunState
+from agents.loop.run_options import RunOptions
 from agents.models.images import ImageData
 
 #: How long a cancelled `astream` waits for its run to end after telling it to stop (Stop takes effect within
@@ -38,16 +39,18 @@ class _Failure:
 
 
 def astream(agent: Any, task: str, reset: bool = True, history: list[Any] | None = None,
-            additional_args: dict[str, Any] | None = None, images: list[Any] | None = None) -> AsyncIterator[Event]:
+            additional_args: dict[str, Any] | None = None, images: list[Any] | None = None,
+            options: RunOptions | None = None) -> AsyncIterator[Event]:
     """The run's events as they come (see the module's docstring). `images` are checked here, before the run
-    starts, as `run` checks them: a model that reads no images refuses them with ImageRefusedError at once."""
+    starts, as `run` checks them: a model that reads no images refuses them with ImageRefusedError at once.
+    `options`: this run's own settings (agents/loop/run_options.py)."""
     checked = agent.check_images(images, fresh=reset)
-    return _events(agent, task, reset, history, additional_args, checked, [])
+    return _events(agent, task, reset, history, additional_args, checked, [], options)
 
 
 async def _events(agent: Any, task: str, reset: bool, history: list[Any] | None,
                   additional_args: dict[str, Any] | None, images: list[ImageData],
-                  results: list[RunResult]) -> AsyncIterator[Event]:
+                  results: list[RunResult], options: RunOptions | None = None) -> AsyncIterator[Event]:
     """`astream`, keeping the run's RunResult in `results` (for `arun`)."""
     loop = asyncio.get_running_loop()
     items: asyncio.Queue[Event | _End | _Failure] = asyncio.Queue()
@@ -67,7 +70,8 @@ async def _events(agent: Any, task: str, reset: bool, history: list[Any] | None,
     def body() -> None:
         try:
             results.append(agent._execute(task, emit=send, reset=reset, history=history,
-                                          additional_args=additional_args, event_loop=loop, images=images))
+                                          additional_args=additional_args, event_loop=loop, images=images,
+                                          options=options))
         except BaseException as exc:  # a bug in the loop itself: surface it to the consumer
             send(_Failure(exc))
         finally:
@@ -97,12 +101,12 @@ async def _events(agent: Any, task: str, reset: bool, history: list[Any] | None,
 
 async def arun(agent: Any, task: str, reset: bool = True, return_result: bool = False,
                history: list[Any] | None = None, additional_args: dict[str, Any] | None = None,
-               images: list[Any] | None = None) -> Any:
+               images: list[Any] | None = None, options: RunOptions | None = None) -> Any:
     """Like `agent.run(task)`: the final answer (a RunResult with `return_result=True`); a failed run raises its
     error unless `return_result`. `images` as for `run` (refused before the run by a model that reads none)."""
     checked = agent.check_images(images, fresh=reset)
     results: list[RunResult] = []
-    async for _ in _events(agent, task, reset, history, additional_args, checked, results):
+    async for _ in _events(agent, task, reset, history, additional_args, checked, results, options):
         pass
     result = results[0]
     if return_result:

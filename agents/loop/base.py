@@ -12,7 +12,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from agents.loop.event_stream import EventStream
 from agents.loop.managed import ManagedAgentTool
 from agents.loop.observation_images import ObservationImageBudget, check_mode, images_for_prompt
 from agents.loop.result import RunResult, RunState
+from agents.loop.run_options import RunOptions
 from agents.loop.step_runner import FinalAnswerCheck, StepRunner
 from agents.loop.tool_runner import ToolRunner
 from agents.memory import ActionStep, AgentMemory, HistoryStep
@@ -136,8 +137,9 @@ class MultiStepAgent:
             callables[name] = ManagedAgentTool(agent)
         return callables
 
-    def system_prompt(self) -> str:
-        return render(self.prompt_templates, "system_prompt", **self.prompt_variables())
+    def system_prompt(self, run: RunContext | None = None) -> str:
+        """The system prompt; for a `run` that offers fewer tools (`RunOptions.tools`), naming only those."""
+        return render(self.prompt_templates, "system_prompt", **self.prompt_variables(run))
 
     def prompt_examples(self, task: str = "") -> list[Message]:
         """Worked examples shown as earlier chat turns, when the prompt file has them (the tiny prompts);
@@ -193,27 +195,43 @@ class MultiStepAgent:
         """The task for `text` with uploaded `files`, worded the way this agent's prompts expect."""
         return describe_task(self.prompt_templates, text, files, unusable)
 
-    def prompt_variables(self) -> dict[str, Any]:
-        """The variables the prompt templates are rendered with."""
-        return {"tools": list(self.tools.values()), "managed_agents": list(self.managed_agents.values()),
-                "custom_instructions": self.instructions}
+    def prompt_variables(self, run: RunContext | None = None) -> dict[str, Any]:
+        """The variables the prompt templates are rendered with: the tools and managed agents `run` offers
+        (all of them without a run, or for a run that offers them all)."""
+        offered = run.tools if run is not None else None
+        tools, agents = list(self.tools.values()), list(self.managed_agents.values())
+        if offered is not None:
+            tools = [tool for tool in tools if tool.name in offered]
+            agents = [agent for agent in agents if agent.name in offered]
+        return {"tools": tools, "managed_agents": agents, "custom_instructions": self.instructions}
+
+    def run_tools(self, run: RunContext) -> dict[str, Tool]:
+        """The tools (managed agents as tools) `run` may call: the ones it offers, else all of the agent's."""
+        return run.tools if run.tools is not None else self.runner.tools
 
     # -- public API ------------------------------------------------------------------------------
     def run(self, task: str, stream: bool = False, reset: bool = True, return_result: bool = False,
             history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
-            images: list[Any] | None = None) -> Any:
+            images: list[Any] | None = None, *, max_steps: int | None = None, planning_interval: int | None = None,
+            approval_policy: ApprovalPolicy | str | None = None, tools: Collection[str] | None = None) -> Any:
         """Run `task`. `reset=False` continues the same memory and state (a follow-up question).
 
         `images` (PIL images, file paths or bytes: PNG, JPEG, WebP, GIF) go to the model with the task; a model
         that reads no images (`Model.supports_images`) refuses them here, before the run starts.
 
+        For this run only (the agent, its model and its sandbox stay as they are; None is the agent's own):
+        `max_steps`; `planning_interval` (0: no planning in this run); `approval_policy` (a policy or a mode name,
+        also for the managed agents this run calls); `tools`, the names of the agent's tools (and managed agents)
+        this run offers the model (agents/loop/run_options.py). A bad value raises ConfigurationError here.
+
         With `stream=True`, returns an EventStream: an iterator of events that can also be read with a timeout.
         Otherwise returns the final answer, or a RunResult with `return_result=True`. A run that fails (model
         unreachable, script exhausted) raises its error unless `return_result=True`.
         """
+        options = self.run_options(max_steps, planning_interval, approval_policy, tools)
         arguments: dict[str, Any] = {"task": task, "reset": reset, "history": history,
                                      "additional_args": additional_args,
-                                     "images": self.check_images(images, fresh=reset)}
+                                     "images": self.check_images(images, fresh=reset), "options": options}
         if stream:
             return self._stream(arguments)
         logger = self._console()
@@ -226,21 +244,36 @@ class MultiStepAgent:
 
     def astream(self, task: str, reset: bool = True, history: list[Message] | None = None,
                 additional_args: dict[str, Any] | None = None,
-                images: list[Any] | None = None) -> AsyncIterator[Event]:
+                images: list[Any] | None = None, *, max_steps: int | None = None,
+                planning_interval: int | None = None, approval_policy: ApprovalPolicy | str | None = None,
+                tools: Collection[str] | None = None) -> AsyncIterator[Event]:
         """`async for event in agent.astream(task)`: the events of `run(stream=True)`, in an event loop; the
         model call is awaited there when the model can be (agents/loop/async_api.py). Cancel the task to Stop.
-        `images` as for `run`: refused here, before the run, by a model that reads no images."""
+        `images` and this run's own settings as for `run`: refused here, before the run."""
         from agents.loop.async_api import astream
-        return astream(self, task, reset=reset, history=history, additional_args=additional_args, images=images)
+        options = self.run_options(max_steps, planning_interval, approval_policy, tools)
+        return astream(self, task, reset=reset, history=history, additional_args=additional_args, images=images,
+                       options=options)
 
     async def arun(self, task: str, reset: bool = True, return_result: bool = False,
                    history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
-                   images: list[Any] | None = None) -> Any:
-        """`await agent.arun(task)`: what `run(task)` returns, from an event loop (see `astream`); `images` as
-        for `run`."""
+                   images: list[Any] | None = None, *, max_steps: int | None = None,
+                   planning_interval: int | None = None, approval_policy: ApprovalPolicy | str | None = None,
+                   tools: Collection[str] | None = None) -> Any:
+        """`await agent.arun(task)`: what `run(task)` returns, from an event loop (see `astream`); `images` and
+        this run's own settings as for `run`."""
         from agents.loop.async_api import arun
+        options = self.run_options(max_steps, planning_interval, approval_policy, tools)
         return await arun(self, task, reset=reset, return_result=return_result, history=history,
-                          additional_args=additional_args, images=images)
+                          additional_args=additional_args, images=images, options=options)
+
+    def run_options(self, max_steps: int | None = None, planning_interval: int | None = None,
+                    approval_policy: ApprovalPolicy | str | None = None,
+                    tools: Collection[str] | None = None) -> RunOptions:
+        """A run's own settings, checked against this agent (its tools by name) before the run starts."""
+        options = RunOptions.make(max_steps, planning_interval, approval_policy, tools)
+        options.offered(self.runner.tools)  # an unknown tool name is refused now, not in the run's thread
+        return options
 
     def interrupt(self) -> None:
         """Stop the current run at the next safe point; running code and pending decisions stop at once."""
@@ -277,12 +310,14 @@ class MultiStepAgent:
 
     def run_for_manager(self, task: str, emit: Callable[[Event], None], parent_id: str,
                         additional_args: dict[str, Any] | None = None,
-                        event_loop: asyncio.AbstractEventLoop | None = None) -> RunResult:
+                        event_loop: asyncio.AbstractEventLoop | None = None,
+                        approval_policy: ApprovalPolicy | None = None) -> RunResult:
         """Run `task` as a managed agent, inside its manager's run (agents/loop/managed.py): a fresh memory, the
         events into the manager's stream (`emit`), this run's `parent_id` the manager's call that started it
-        (and its model calls in the manager's event loop, under `arun`/`astream`)."""
+        (and its model calls in the manager's event loop, under `arun`/`astream`); `approval_policy`: the one
+        the manager's run was given, if any."""
         return self._execute(task, emit=emit, reset=True, additional_args=additional_args, parent_id=parent_id,
-                             event_loop=event_loop)
+                             event_loop=event_loop, options=RunOptions(approval_policy=approval_policy))
 
     def continue_from(self, memory: AgentMemory) -> None:
         """Carry on the conversation held in `memory` (loaded from disk, or an earlier agent's): the next
@@ -325,11 +360,11 @@ class MultiStepAgent:
     def _execute(self, task: str, emit: Callable[[Event], None], reset: bool = True,
                  history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
                  parent_id: str | None = None, event_loop: asyncio.AbstractEventLoop | None = None,
-                 images: list[ImageData] | None = None) -> RunResult:
-        """Start a run: a new RunContext and StepRunner; the agent's own part is preparing its memory."""
+                 images: list[ImageData] | None = None, options: RunOptions | None = None) -> RunResult:
+        """Start a run: a new RunContext (with this run's own settings, `options`) and StepRunner; the agent's
+        own part is preparing its memory."""
         emit = observe_run(self, emit, parent_id)  # traces and metrics (agents/telemetry); unchanged when off
-        run = RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag,
-                         broker=self.broker, parent_id=parent_id, step=self._step_number, event_loop=event_loop)
+        run = self._run_context(emit, parent_id, event_loop, options or RunOptions())
         self._interrupt_flag.clear()
         started = time.perf_counter()
         if reset:
@@ -341,7 +376,7 @@ class MultiStepAgent:
             history_message = self.memory.steps[-1].messages[0]
         if additional_args:
             task = self._hand_over_arguments(task, additional_args)
-        self.memory.set_system_prompt(self.system_prompt(), self.prompt_examples(task))
+        self.memory.set_system_prompt(self.system_prompt(run), self.prompt_examples(task))
         task_message = {"role": "user", "content": with_images(render(self.prompt_templates, "task", task=task),
                                                                list(images or []))}
         run.first_message = history_message or task_message
@@ -349,6 +384,20 @@ class MultiStepAgent:
             return steps.execute(task, task_message)
         finally:
             self._step_number = steps.last_step_number
+
+    def _run_context(self, emit: Callable[[Event], None], parent_id: str | None,
+                     event_loop: asyncio.AbstractEventLoop | None, options: RunOptions) -> RunContext:
+        """A run's context: its ids and events, and its settings (the run's own, else the agent's). A run with
+        its own approval policy asks through a broker of its own, with the agent's decider (so a decision is
+        answered as any other: `resolve_decision`)."""
+        broker = self.broker
+        if options.approval_policy is not None:
+            broker = DecisionBroker(options.approval_policy, self.broker.decider)
+        interval = self.planning_interval if options.planning_interval is None else options.planning_interval
+        return RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag, broker=broker,
+                          parent_id=parent_id, step=self._step_number, event_loop=event_loop,
+                          max_steps=options.max_steps or self.max_steps, planning_interval=interval or None,
+                          tools=options.offered(self.runner.tools), approval_policy=options.approval_policy)
 
     def _add_history(self, history: list[Message]) -> None:
         checked: list[Message] = []
@@ -369,8 +418,9 @@ class MultiStepAgent:
         """Act on the model's reply: fill in `step` (code, tool calls, observations, error, final answer)."""
         raise NotImplementedError(f"{type(self).__name__} must implement act(step, reply, run).")
 
-    def native_tool_schemas(self) -> list[dict[str, Any]] | None:
-        """The tools as native tool-call schemas for the model, or None to let it write actions as text."""
+    def native_tool_schemas(self, run: RunContext | None = None) -> list[dict[str, Any]] | None:
+        """The tools (those `run` offers) as native tool-call schemas for the model, or None to let it write
+        actions as text."""
         return None
 
     # -- sharing (agents/sharing/) ----------------------------------------------------------------

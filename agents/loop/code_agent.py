@@ -86,8 +86,8 @@ class CodeAgent(MultiStepAgent):
     def _prompt_kind(self) -> str:
         return self.profile.code_prompts
 
-    def prompt_variables(self) -> dict[str, Any]:
-        return {**super().prompt_variables(),
+    def prompt_variables(self, run: RunContext | None = None) -> dict[str, Any]:
+        return {**super().prompt_variables(run),
                 "authorized_imports": self.profile.prompt_imports(self.authorized_imports)}
 
     def prompt_for_step(self, context: RunContext) -> list[Message]:
@@ -177,6 +177,21 @@ class CodeAgent(MultiStepAgent):
             sandbox = self._sandbox
         if sandbox is not None:
             sandbox.reset()
+
+    def change_imports(self, authorized_imports: Iterable[str]) -> bool:
+        """Let the code import `authorized_imports` (besides BASE_IMPORTS) from the next run; between runs only.
+        The sandbox's imports are fixed when it starts, so a change closes it: the next code runs in a fresh one,
+        without the variables the earlier code made (`agents.loop.restore.rebuild_sandbox_state` re-runs the
+        recorded code there). The agent, its model and its memory stay. False (nothing closed) if unchanged."""
+        imports = sorted(set(BASE_IMPORTS) | set(authorized_imports))
+        if imports == self.authorized_imports:
+            return False
+        with self._sandbox_lock:
+            sandbox, self._sandbox = self._sandbox, None
+            self.authorized_imports = imports
+        if sandbox is not None:
+            sandbox.close()
+        return True
 
     def _hand_over_arguments(self, task: str, additional_args: dict[str, Any]) -> str:
         self.sandbox.send_variables(additional_args)

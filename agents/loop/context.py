@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.decisions import Decision, DecisionBroker, DecisionKind
+from agents.decisions import ApprovalPolicy, Decision, DecisionBroker, DecisionKind
 from agents.errors import AgentInterrupted
 from agents.events import Event
 from agents.injection import Finding
@@ -34,6 +34,13 @@ class RunContext:
     #: The agent's broker: decisions asked during this run go through it (`ask`).
     broker: DecisionBroker
     parent_id: str | None = None
+    #: This run's own settings (agents/loop/run_options.py), the agent's where the run gave none: its step limit,
+    #: its planning interval (None: no planning), and the tools it offers (None: all of the agent's).
+    max_steps: int = 20
+    planning_interval: int | None = None
+    tools: dict[str, Any] | None = None
+    #: The approval policy this run was given (None: its agent's): the managed agents it calls get it too.
+    approval_policy: ApprovalPolicy | None = None
     step: int = 0
     #: Decisions made during the current step; the step runner moves them into the step's record.
     decisions: list[dict[str, Any]] = field(default_factory=list)

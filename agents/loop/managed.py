@@ -5,6 +5,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from agents.decisions import ApprovalPolicy
 from agents.errors import AgentInterrupted, ToolError
 from agents.events import Event
 from agents.loop.result import RunResult, RunState
@@ -22,7 +23,8 @@ class TeamMember(Protocol):
 
     def run_for_manager(self, task: str, emit: Callable[[Event], None], parent_id: str,
                         additional_args: dict[str, Any] | None = None,
-                        event_loop: asyncio.AbstractEventLoop | None = None) -> RunResult: ...
+                        event_loop: asyncio.AbstractEventLoop | None = None,
+                        approval_policy: ApprovalPolicy | None = None) -> RunResult: ...
 
 
 class ManagedAgentTool(Tool):
@@ -46,8 +48,10 @@ class ManagedAgentTool(Tool):
     def forward(self, task: str, additional_args: dict[str, Any] | None = None, *, context: ToolContext) -> str:
         full_task = render(self.agent.prompt_templates, "managed_agent.task", name=self.name, task=task)
         loop = getattr(context.run, "event_loop", None)  # the manager's, under arun/astream
+        policy = getattr(context.run, "approval_policy", None)  # a policy the manager's run was given
         result = self.agent.run_for_manager(full_task, emit=context.run.emit, parent_id=context.call_id,
-                                            additional_args=additional_args, event_loop=loop)
+                                            additional_args=additional_args, event_loop=loop,
+                                            approval_policy=policy)
         if result.state is RunState.INTERRUPTED:
             raise AgentInterrupted(f"Managed agent {self.name!r} was stopped.")
         if result.state is RunState.ERROR:

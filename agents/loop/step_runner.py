@@ -48,13 +48,11 @@ class StepAgent(Protocol):
     step_callbacks: StepCallbacks
     final_answer_checks: list[FinalAnswerCheck]
     stop_sequences: list[str]
-    max_steps: int
-    planning_interval: int | None
     max_tokens_per_run: int | None
 
-    def prompt_variables(self) -> dict[str, Any]: ...
+    def prompt_variables(self, run: RunContext | None = None) -> dict[str, Any]: ...
 
-    def native_tool_schemas(self) -> list[dict[str, Any]] | None: ...
+    def native_tool_schemas(self, run: RunContext | None = None) -> list[dict[str, Any]] | None: ...
 
     def prompt_for_step(self, run: RunContext) -> list[Message]: ...
 
@@ -86,7 +84,7 @@ class StepRunner:
         self.task = task
         message = task_message or {"role": "user", "content": render(agent.prompt_templates, "task", task=task)}
         task_step = TaskStep(task=task, run_id=run.run_id, agent_name=agent.name or type(agent).__name__,
-                             model_id=getattr(agent.model, "model_id", "model"), max_steps=agent.max_steps,
+                             model_id=getattr(agent.model, "model_id", "model"), max_steps=run.max_steps,
                              steps_before=self.last_step_number, messages=[message])
         agent.memory.add_step(task_step)
         run.emit(step_events.run_started(task_step, run.event_fields()))
@@ -115,13 +113,14 @@ class StepRunner:
 
     def _steps(self, task: str) -> tuple[FinalAnswerStep, RunState]:
         """The steps of a run; returns its answer step (not yet in memory) and how the run ended."""
-        agent, run = self.agent, self.run
-        for steps_done in range(agent.max_steps):
+        run = self.run
+        # The run's own step limit and planning interval (agents/loop/run_options.py), else the agent's.
+        for steps_done in range(run.max_steps):
             run.check_interrupt()
             self.last_step_number += 1
             run.start_step(self.last_step_number)
-            if agent.planning_interval and steps_done % agent.planning_interval == 0:
-                self.planning_step(task, is_update=steps_done > 0, remaining_steps=agent.max_steps - steps_done)
+            if run.planning_interval and steps_done % run.planning_interval == 0:
+                self.planning_step(task, is_update=steps_done > 0, remaining_steps=run.max_steps - steps_done)
             finished, output = self.action_step()
             if finished:
                 return FinalAnswerStep(output=output, run_id=run.run_id), RunState.SUCCESS
@@ -235,7 +234,7 @@ class StepRunner:
                                                               remaining_steps=remaining_steps)}])
         else:
             messages = [{"role": "user", "content": render(templates, "planning.initial_plan", task=task,
-                                                           **agent.prompt_variables())}]
+                                                           **agent.prompt_variables(run))}]
         reply, step.model_duration_s = self.call_model(messages, stop_sequences=[_END_PLAN])
         step.model_output, step.token_usage = reply.content, reply.token_usage
         run.emit(step_events.model_output(step, fields))
@@ -273,7 +272,7 @@ class StepRunner:
         step.model_input_messages = PromptSnapshot(messages)
         try:
             reply, step.model_duration_s = self.call_model(
-                messages, stop_sequences=agent.stop_sequences or None, tools=agent.native_tool_schemas(),
+                messages, stop_sequences=agent.stop_sequences or None, tools=agent.native_tool_schemas(run),
                 **agent.step_options(self._reply_options()),
             )
             step.model_output, step.token_usage = reply.content, reply.token_usage

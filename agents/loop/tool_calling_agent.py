@@ -62,10 +62,11 @@ class ToolCallingAgent(MultiStepAgent):
                 remove_tree(str(self._workdir))
                 self._workdir = None
 
-    def native_tool_schemas(self) -> list[dict[str, Any]] | None:
+    def native_tool_schemas(self, run: RunContext | None = None) -> list[dict[str, Any]] | None:
         if not getattr(self.model, "supports_native_tools", False):
             return None
-        return [tool.to_openai_schema() for tool in self.runner.tools.values()]
+        tools = self.run_tools(run) if run is not None else self.runner.tools
+        return [tool.to_openai_schema() for tool in tools.values()]
 
     def act(self, step: ActionStep, reply: ModelReply, context: RunContext) -> None:
         calls = list(reply.tool_calls) or parse_tool_calls(reply.content)

@@ -34,9 +34,10 @@ class ToolRunner:
              positional: tuple[Any, ...] = ()) -> Any:
         """Run tool `name` in `run` with `positional` and keyword `arguments`, pausing for approval when the
         policy says so."""
-        tool = self.tools.get(name)
+        offered = self.offered(run)
+        tool = offered.get(name)
         if tool is None:
-            raise ToolError(f"Unknown tool {name!r}. Available tools: {', '.join(sorted(self.tools)) or 'none'}.")
+            raise ToolError(f"Unknown tool {name!r}. Available tools: {', '.join(sorted(offered)) or 'none'}.")
         call_id = call_id or new_id()
         try:
             # Name positional arguments (`lookup('a')` from code) so that what a person sees, edits and
@@ -76,6 +77,10 @@ class ToolRunner:
         _finish(record, text, run)
         return output
 
+    def offered(self, run: RunContext | None) -> dict[str, Tool]:
+        """The tools `run` may call: those it offers (`RunOptions.tools`), else all of them."""
+        return run.tools if run is not None and run.tools is not None else self.tools
+
     # -- what the calls of a step brought in (guard against prompt injection, agents/injection.py) --------
     def _record(self, record: step_events.ToolCallRecord, arguments: dict[str, Any], text: str,
                 run: RunContext) -> None:
@@ -104,7 +109,7 @@ class ToolRunner:
                 return output
             proxy.__name__ = name
             return proxy
-        return {name: make(name) for name in self.tools}
+        return {name: make(name) for name in self.offered(run)}
 
 
 # -- a call's record: its events are made from it (agents/step_events/), the run's step keeps it -----------

@@ -227,7 +227,7 @@ def test_a_new_agent_that_cannot_start_changes_nothing(tmp_path: Path) -> None:
     built = live.app.registry.agent_factory
 
     def factory(settings, workdir):
-        if settings.max_steps == 5:
+        if settings.agent_type == "tool-calling":
             raise RuntimeError("no such model here")
         return built(settings, workdir)
 
@@ -237,7 +237,8 @@ def test_a_new_agent_that_cannot_start_changes_nothing(tmp_path: Path) -> None:
         tab.send("Set x")
         tab.send("Add one")
         agent = tab.session.agent
-        tab.retry(form=settings_form(live.config.model, max_steps=5))  # changed settings need a new agent: it fails
+        # Another agent type needs a new agent (a run-level setting would not: it goes to the run): it fails.
+        tab.retry(form=settings_form(live.config.model, agent_type="tool-calling"))
         chat = tab.chat()
         assert "Nothing was retried**: Could not start the agent (RuntimeError: no such model here). Nothing was " \
                "changed." in chat and "Rewinding" not in chat and "old answer" in chat
@@ -271,8 +272,9 @@ def test_retry_respects_the_tab_that_holds_the_chat(tmp_path: Path) -> None:
 
 
 def test_the_app_factory_keeps_the_agent_and_its_model_and_rebuilds_once(tmp_path: Path) -> None:
-    script = write_transcript(tmp_path / "script.json", [
-        code_reply("Set it.", "x = 41\nfinal_answer('x is set')"), SET_Y, CHECK])
+    replies = [code_reply("Set it.", "x = 41\nfinal_answer('x is set')"), SET_Y, CHECK]
+    script = write_transcript(tmp_path / "script.json", replies)
+    other = write_transcript(tmp_path / "other.json", replies)  # another model (the same script): a new agent
     config = AppConfig(model=f"replay:{script}", data_dir=tmp_path / "data", authorized_imports=(), max_steps=4,
                        free_choice=True)
     app = AgentDeckApp(config)
@@ -286,7 +288,9 @@ def test_the_app_factory_keeps_the_agent_and_its_model_and_rebuilds_once(tmp_pat
         list(handlers.retry(None, req, **form))
         assert session.agent is agent  # same settings: same agent, its model's next reply is the new answer
         assert NEW_ANSWER in chat_text(session.record.transcript.messages())
-        list(handlers.retry(None, req, **settings_form(config.model, max_steps=3)))  # changed settings: a new agent
+        list(handlers.retry(None, req, **settings_form(config.model, max_steps=3)))  # a run-level change: same agent
+        assert session.agent is agent
+        list(handlers.retry(None, req, **settings_form(f"replay:{other}", max_steps=3)))  # a new model: a new agent
         text = chat_text(session.record.transcript.messages())
         assert session.agent is not agent and NEW_ANSWER not in text
         assert final_answers(session.agent.memory) == ["x is set", "x is set"]  # its own script, from reply 1

@@ -17,7 +17,7 @@ from ui import tool_offer
 from ui.app import AgentDeckApp
 from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
-from ui.settings import MAX_STEPS_LIMIT, AppConfig
+from ui.settings import AppConfig
 
 
 class Harness:
@@ -36,7 +36,11 @@ class Harness:
         return self.app.session_for(self.req)
 
     def set_mode(self, mode: str) -> tuple:
-        return self.handlers.set_mode(mode, self.planning, 6, self.req)
+        """Choose a mode as the page does: a planning interval the handler sends back lands in the form."""
+        planning, note = self.handlers.set_mode(mode, self.planning, 6, self.req)
+        if isinstance(planning, int):
+            self.planning = planning
+        return planning, note
 
     def send(self, text: str, mode: str | None = None) -> list[tuple]:
         return list(self.app.run({"text": text, "files": []}, self.req, mode,
@@ -91,8 +95,7 @@ def harness(tmp_path: Path):
 def test_edited_plan_reaches_the_model(harness) -> None:
     h = harness(["1. Look at the data.\n2. Answer.<end_plan>", code_reply("Go.", "final_answer('planned')")])
     planning, note = h.set_mode("review_plans")
-    assert planning == 6 and "now plans once" in note  # plan review turned planning on
-    h.planning = planning
+    assert planning == {"__type__": "update"} and "plans once" in note  # the setting stays 0; the mode plans
     h.send("Make a plan first")
     view = h.view()
     assert _visible(view["panel"]) and _visible(view["plan_box"]) and not _visible(view["card"])
@@ -110,19 +113,41 @@ def test_edited_plan_reaches_the_model(harness) -> None:
     assert "waiting for you" not in chat
 
 
-def test_plan_review_turns_planning_on_whatever_a_client_sends(harness) -> None:
-    """The form's values come from the client: Gradio's slider lets NaN through, an API client can send anything."""
+def test_plan_review_leaves_the_planning_setting_alone_whatever_a_client_sends(harness) -> None:
+    """The form's values come from the client: Gradio's slider lets NaN through, an API client can send anything.
+    The mode never writes the planning interval (issue 31, item 5: it stayed on after leaving Review plans)."""
     h = harness([])
     for max_steps, planning in [(float("nan"), 0), ("many", None), (None, float("inf")), (80, "x"), (True, 0)]:
         interval, note = h.handlers.set_mode("review_plans", planning, max_steps, h.req)
-        assert isinstance(interval, int) and 1 <= interval <= MAX_STEPS_LIMIT and "now plans once" in note
-    assert h.handlers.set_mode("review_plans", 6, 3, h.req)[1] == ""  # planning already on: left as it is
+        assert interval == {"__type__": "update"} and "plans once" in note
+    assert h.handlers.set_mode("review_plans", 6, 3, h.req)[1] == ""  # planning already on: its own interval
+    assert h.handlers.set_mode("autonomous", 0, 3, h.req) == ({"__type__": "update"}, "")
+
+
+def test_review_plans_then_autonomous_makes_no_planning_call(harness) -> None:
+    """Issue 31, item 5: Review plans plans once per run, and after switching back to Autonomous no run plans.
+    The model's calls are counted: a planning call is the one sent the initial-plan prompt."""
+    h = harness(["1. Add.\n2. Answer.<end_plan>", code_reply("Go.", "final_answer('planned')"),
+                 code_reply("No plan.", "final_answer('unplanned')"),
+                 code_reply("Still none.", "final_answer('unplanned again')")])
+    h.set_mode("review_plans")
+    h.send("First, with a plan")
+    h.decide("continue_plan", "1. Add.\n2. Answer.")
+    assert h.session.record.transcript.finished.output == "planned"
+    agent = h.session.agent
+    assert len(agent.model.calls) == 2  # the plan, then the step
+    h.set_mode("autonomous")
+    h.send("Second, no plan")
+    h.send("Third, no plan")
+    assert h.session.agent is agent and h.session.record.transcript.finished.output == "unplanned again"
+    assert len(agent.model.calls) == 4, "a run after Review plans made a planning call"
+    assert [s.step_type for s in agent.memory.steps].count("planning") == 1
 
 
 def test_rejected_plan_tells_the_model_why(harness) -> None:
     h = harness(["1. Delete the old files.\n2. Answer.<end_plan>",
                  code_reply("The person said no; keep the files.", "final_answer('kept everything')")])
-    h.planning, _ = h.set_mode("review_plans")
+    h.set_mode("review_plans")
     h.send("Tidy up the workspace")
     view = h.view()
     assert _visible(view["plan_box"]) and _value(view["plan_reject_reason"]) == ""  # a fresh reason box
@@ -300,8 +325,8 @@ def test_code_approval_over_the_http_api(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     with run_app(transcript, tmp_path / "data") as url:
         client = Client(url, verbose=False, download_files=False)
-        planning, note = client.predict("review_plans", 0, 6, api_name="/set_approval_mode")
-        assert planning == 6 and "plans once" in note
+        _, note = client.predict("review_plans", 0, 6, api_name="/set_approval_mode")
+        assert "plans once" in note
         # The mode travels with each message (the dropdown's value); a script passes it by name.
         chat = client.predict({"text": "go", "files": []}, approval_mode="approve_code", api_name="/run")[0]
         assert "waiting for you" in json.dumps(chat, ensure_ascii=False)

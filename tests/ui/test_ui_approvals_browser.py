@@ -2,8 +2,9 @@
 editing, a rejected tool call, an ask_user question, a rejected plan, and a reload while a decision waits.
 
 One app process and one tab for the whole module: the tests run in order and share the session, so the
-replay script below is read from start to end. Planning is on (the plan-review mode turns it on), so every
-run starts with a plan. docs/screenshot-approval.png shows a pending code approval.
+replay script below is read from start to end. Planning is on (an interval of 6 set in Agent settings: the
+plan-review mode itself changes no setting), so every run starts with a plan. docs/screenshot-approval.png shows a
+pending code approval.
 """
 from __future__ import annotations
 
@@ -110,16 +111,17 @@ def panel_hidden(page, timeout: float = 30.0) -> None:
 def test_settings_show_the_approval_mode_and_no_panel(page) -> None:
     assert page.locator("#approval-mode").count() == 1
     assert page.locator("#approval-panel").count() == 0  # hidden while nothing waits
-    # The demo tool that needs approval is enabled for this session (before the first message: a settings
-    # change starts a new agent).
+    # The demo tool that needs approval is enabled for this session, and planning is on for every run (the
+    # script below starts each run with a plan, whatever the approval mode).
     page.locator("#settings").get_by_text("Agent settings").click()
     page.locator("#settings-tools").get_by_text("send_email", exact=False).click()
+    page.locator("#settings-planning input").fill("6")
     page.locator("#settings").get_by_text("Agent settings").click()
 
 
 def test_edit_a_plan_and_continue(page) -> None:
     choose_mode(page, "Review plans")
-    assert page.locator("#settings-planning input").input_value() == "6"  # plan review turned planning on
+    assert page.locator("#settings-planning input").input_value() == "6"  # the mode left the setting as it was
     send(page, "Say hello, with a plan first.")
     editor = page.locator("#plan-editor textarea")
     editor.wait_for(state="visible")

@@ -32,7 +32,6 @@ from ui.saved.owners import tab_key
 from ui.services import Services
 from ui.session.pending_decisions import normalise_mode
 from ui.session.session import Session
-from ui.settings import MAX_STEPS_LIMIT
 from ui.web.gradio_compat import OptionalEventData, root_url_of
 from ui.web.input_lock import lock_on, unlock_after
 
@@ -63,7 +62,10 @@ class ApprovalHandlers:
     # mode -------------------------------------------------------------------------------------------
     def set_mode(self, mode: str, planning: Any, max_steps: Any, request: gr.Request,
                  event: OptionalEventData = None) -> tuple:
-        """The approval mode for this tab's next runs; plan review turns planning on when it was off.
+        """The approval mode for this tab's next runs. Plan review with planning off plans once at the start of
+        each run it applies to (`ui/agent_factory.run_arguments`, per run): the planning interval setting is left
+        as it is, so going back to another mode leaves no planning behind (issue 31, item 5). `max_steps` is
+        not used (kept so the API's inputs stay as they were).
 
         A choice made on the page waits for the page's load (as a message does), so it is kept for the owner
         the load identifies and lands on the session the load set up, after the load showed the owner's saved
@@ -75,9 +77,8 @@ class ApprovalHandlers:
         if owner is not None:  # shown again after a reload and in the owner's other chats (ui/panels/history.py)
             self.services.store.set_approval_mode(owner, mode)
         if mode in PLAN_MODES and _whole(planning, 0) <= 0:
-            steps = min(MAX_STEPS_LIMIT, max(1, _whole(max_steps or 10, 10)))
-            return steps, (f"Planning was off: the agent now plans once at the start of each run "
-                           f"(planning interval {steps}, in Agent settings).")
+            return gr.skip(), ("Planning is off in Agent settings, so in this mode the agent plans once at the "
+                               "start of each run; other modes do not plan.")
         return gr.skip(), ""
 
     # show -------------------------------------------------------------------------------------------

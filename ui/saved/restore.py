@@ -152,12 +152,21 @@ def rebuild_note(report: Any, restored_steps: int, headline: str = "♻️ **Cha
 def carry_memory_into(agent: Any, memory: AgentMemory, transcript: Transcript, headline: str) -> None:
     """Give `agent` the memory (screening it for injected instructions), rebuild its sandbox's variables by
     re-running the recorded code, and say in the chat what happened (`headline` first)."""
-    from agents.loop.restore import rebuild_sandbox_state, restore_agent_memory
+    from agents.loop.restore import restore_agent_memory
 
     flagged: list[ev.Event] = []
     restore_agent_memory(agent, memory, emit=flagged.append)
     for event in flagged:
         transcript.apply(event)
+    rebuild_variables(agent, memory, transcript, headline)
+
+
+def rebuild_variables(agent: Any, memory: AgentMemory, transcript: Transcript, headline: str) -> None:
+    """Re-run the recorded code of `memory` in `agent`'s (fresh) sandbox to rebuild its variables, and say in the
+    chat what happened (`headline` first): also for an agent that keeps its memory and got a new sandbox (its
+    imports changed)."""
+    from agents.loop.restore import rebuild_sandbox_state
+
     if hasattr(agent, "sandbox") and any(s.code for s in memory.action_steps()):
         try:
             report = rebuild_sandbox_state(memory, agent)

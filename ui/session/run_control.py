@@ -20,6 +20,7 @@ from typing import Any
 from agents import events as ev
 from agents.decisions import Decision
 from agents.errors import ConfigurationError
+from ui.agent_factory import run_arguments
 from ui.session import run_stream, stopping
 from ui.session.agent_slot import AgentSlot
 from ui.session.chat_record import ChatRecord
@@ -87,7 +88,9 @@ class RunControl:
                 return False
             try:
                 agent = self._slot.agent_for(settings, self._record.workspace, self._record.transcript)
-                apply_approval_mode(agent, self._approval_mode)
+                # This run's own settings (max steps, planning, approval mode, tools offered): nothing is rebuilt
+                # for them, and the next run gets its own (ui/agent_factory.py `run_arguments`).
+                run_settings = run_arguments(agent, settings, self._approval_mode)
             except Exception as exc:
                 self._record.add_error("Could not start the agent", exc, "starting the agent")
                 return False
@@ -101,7 +104,7 @@ class RunControl:
                 self._record.add_note(note)
             # keeps its memory: reset=False
             pictures: dict[str, Any] = {"images": images} if images else {}
-            self._run = RunHandle(agent.run(task, stream=True, reset=False, **pictures))
+            self._run = RunHandle(agent.run(task, stream=True, reset=False, **pictures, **run_settings))
             return True
 
     def set_approval_mode(self, mode: Any) -> None:

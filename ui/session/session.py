@@ -3,8 +3,10 @@
 The session owns its state: handlers and panels read its properties and change it only through its methods,
 which keep these invariants:
 - one run at a time: `start_run` refuses a second (a message to a run waiting for an answer is that answer);
-- the agent and the settings it was built with change together, and the memory of an agent that is closed
-  (changed settings, a sandbox closed to make room, a stop the agent did not confirm) goes to the next one;
+- the agent and the part of the settings it was built with change together (a new model or agent type: a new
+  agent; new imports: a new sandbox; the rest goes to each run and builds nothing: ui/session/agent_slot.py), and
+  the memory of an agent that is closed (a new model, a sandbox closed to make room, a stop the agent did not
+  confirm) goes to the next one;
 - a saved chat is kept on disk with each message, step, pause and run end;
 - a closed session starts nothing.
 Its parts share its lock: `session.record`, what the person sees and what is saved (ui/session/chat_record.py);
