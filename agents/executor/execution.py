@@ -215,7 +215,7 @@ class Executor:
                 result["is_final"] = True
             os.fchdir(self.workdir_fd)
             self._save_figures(step, capture, keep=result["error"] is None)
-            result["output"], result["output_type"] = self._to_wire(value, step)
+            result["output"], result["output_type"] = self._to_wire(value, step, final=result["is_final"])
             if not result["is_final"] and result["error"] is None:
                 table = _frame_table(value)
                 if table is not None:
@@ -274,13 +274,17 @@ class Executor:
             n += 1
         return path
 
-    def _to_wire(self, value: Any, step: int) -> tuple[Any, str]:
-        """The output as JSON-able data when it is plain data, else its (bounded) repr."""
+    def _to_wire(self, value: Any, step: int, final: bool = True) -> tuple[Any, str]:
+        """The output as JSON-able data when it is plain data, else its (bounded) repr. A figure left as a step's
+        last expression was saved as the step's chart already (`_save_figures`): nothing more, as a notebook
+        shows it once."""
         limit = self.settings["max_result_chars"]
         kind = type(value).__name__
         if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
             value = value.item()
         if type(value).__name__ == "Figure" and hasattr(value, "savefig"):
+            if not final and getattr(value, _SAVED_MARK, False):
+                return None, kind
             path = self._free_name(f"final_answer_step{step}.png")
             value.savefig(path)
             return path, "image"

@@ -86,3 +86,10 @@ def test_a_failed_or_blank_figure_is_not_published(sandbox):
     assert sandbox.run("import matplotlib.pyplot as plt\nplt.get_fignums()").output == []  # closed all the same
     drawn = sandbox.run("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.set_title('t')")
     assert [a.path.startswith("figure_step") for a in drawn.artifacts] == [True]
+
+
+def test_a_figure_as_the_last_expression_is_shown_once(sandbox):
+    """A notebook shows a bare `fig` once: the step's chart, not a second copy as its value."""
+    r = sandbox.run("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2])\nfig")
+    assert [a.path.startswith("figure_step") for a in r.artifacts] == [True]
+    assert r.output is None

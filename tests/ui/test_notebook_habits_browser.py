@@ -3,6 +3,7 @@ with the files it links; a visible focus outline on the message box, model picke
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from collections.abc import Iterator
 
@@ -35,13 +36,18 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+RAIN_CELLS = """() => {
+    const table = document.querySelector('#chat .ad-value-table');
+    const heads = [...table.querySelectorAll('[role=columnheader]')].map(th => th.innerText.trim());
+    const at = heads.indexOf('rain');
+    return [...table.querySelectorAll('[role=row]')].filter(r => r.querySelector('[role=gridcell]'))
+        .map(r => r.querySelectorAll('[role=gridcell]')[at]?.innerText.trim());
+}"""
+
+
 def rain_column(page) -> list[str]:
-    """The 'rain' cells of the value table, top to bottom, as the page shows them."""
-    return page.locator("#chat table").first.evaluate("""table => {
-        const heads = [...table.querySelectorAll('thead th')].map(th => th.innerText.trim());
-        const at = heads.findIndex(h => h.startsWith('rain'));
-        return [...table.querySelectorAll('tbody tr')].map(tr => tr.children[at]?.innerText.trim());
-    }""")
+    """The 'rain' cells of the value table that the page has drawn, top to bottom."""
+    return page.evaluate(RAIN_CELLS)
 
 
 def download(page, link_selector: str) -> zipfile.ZipFile:
@@ -58,29 +64,19 @@ def test_the_last_expression_is_a_table_and_files_come_as_one_zip(app_url: str) 
         wait_for_text(page, "summary ready")
         # The bare `summary` at the end of step 1 shows as Gradio's table, where the eye goes (not folded away).
         wait_for_text(page, "Out [step 1]: DataFrame, 40 rows × 2 columns")
-        table = page.locator("#chat table").first
+        table = page.locator("#chat .ad-value-table")
         table.wait_for(state="visible")
         assert rain_column(page)[:3] == ["0", "7", "14"]
         # Scrollable: 40 rows in a box that scrolls rather than growing the chat by all of them.
-        assert page.locator("#chat table").first.evaluate(
-            "t => { for (let e = t; e && e.id !== 'chat'; e = e.parentElement) "
-            "{ if (e.scrollHeight > e.clientHeight + 20 && getComputedStyle(e).overflowY !== 'visible') return true; }"
-            " return false; }")
-        # Sortable: the header's sort puts the rows in order of rain.
-        header = table.locator("thead th").filter(has_text="rain").first
+        assert table.evaluate("t => [...t.querySelectorAll('*')].some(e => e.scrollHeight > e.clientHeight + 20 "
+                              "&& ['auto', 'scroll'].includes(getComputedStyle(e).overflowY))")
+        # Sortable: the column's menu sorts the rows by rain.
+        header = table.locator("[role=columnheader][title=rain]")
         header.hover()
-        sort = header.locator("button").first
-        sort.click()
-        menu_item = page.get_by_text("Sort ascending", exact=False)
-        if menu_item.count():
-            menu_item.first.click()
-        page.wait_for_function("""() => {
-            const t = document.querySelector('#chat table');
-            const heads = [...t.querySelectorAll('thead th')].map(th => th.innerText.trim());
-            const at = heads.findIndex(h => h.startsWith('rain'));
-            const v = [...t.querySelectorAll('tbody tr')].map(tr => parseFloat(tr.children[at]?.innerText));
-            return v.length > 3 && v.slice(0, 3).every((x, i, a) => i === 0 || a[i - 1] <= x) && v[1] === 0;
-        }""")
+        header.locator("button[aria-label='Open cell menu']").click(force=True)
+        page.locator(".cell-menu").get_by_text(re.compile(r"sort.ascending", re.IGNORECASE)).first.click()
+        page.wait_for_function(f"() => {{ const v = ({RAIN_CELLS})().map(Number); "
+                               "return v.length > 3 && v.every((x, i) => i === 0 || v[i - 1] <= x); }")
 
         # Download all files: one zip of the upload and everything the agent wrote.
         panel_links(page, wait_for=CHART)
@@ -100,8 +96,8 @@ def test_the_last_expression_is_a_table_and_files_come_as_one_zip(app_url: str) 
 
 @pytest.mark.parametrize("control, frame", [
     ("#task-input textarea", "#task-input"),
-    ("#model-picker input", "#model-picker .wrap"),
-    ("#approval-mode input", "#approval-mode .wrap"),
+    ("#model-picker input", "#model-picker .wrap:has(input)"),
+    ("#approval-mode input", "#approval-mode .wrap:has(input)"),
 ])
 def test_keyboard_focus_is_visible(app_url: str, control: str, frame: str) -> None:
     with open_page(app_url) as page:

@@ -8,7 +8,7 @@ input inside it has focus (`:focus-within`), in the theme's accent colour, so it
 from __future__ import annotations
 
 #: The controls, by their element ids (ui/layout.py, ui/panels/approval_panel.py).
-FOCUSED = ("#task-input", "#model-picker .wrap", "#approval-mode .wrap")
+FOCUSED = ("#task-input", "#model-picker .wrap:has(input)", "#approval-mode .wrap:has(input)")
 
 CSS = ", ".join(f"{selector}:focus-within" for selector in FOCUSED) + """ {
     outline: 3px solid var(--color-accent) !important; outline-offset: 2px; }
