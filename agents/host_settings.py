@@ -24,7 +24,8 @@ class HostSettings:
     runs, else the system socket); `docker_image`: an image tag used as built; `docker_cpus`: CPUs per
     container; `dockerd_dir`: the private engine's folder. `torch_threads`: torch's threads for the embedded model
     (0 keeps torch's default). `device`: local models' device (None: CUDA, then MPS, then CPU). `cache_dir`:
-    where the embedded model is converted (None: ~/.cache/agentdeck, `XDG_CACHE_HOME` respected)."""
+    where the embedded model is converted (None: ~/.cache/agentdeck, `XDG_CACHE_HOME` respected).
+    `compatible_server`: the operator's OpenAI-compatible server, one per process."""
 
     sandbox_uids: tuple[int, int] = (40000, 60000)
     docker_host: str | None = None
@@ -34,6 +35,9 @@ class HostSettings:
     torch_threads: int = 1
     device: str | None = None
     cache_dir: str | None = None
+    #: The operator's OpenAI-compatible server (agents/models/compatible.py `CompatibleServer`); None: the OpenAI
+    #: SDK's own `OPENAI_BASE_URL` with `OPENAI_API_KEY`, when set.
+    compatible_server: Any = None
 
     def __post_init__(self) -> None:
         low, high = self.sandbox_uids

@@ -156,7 +156,7 @@ class AppConfig:
         upload_mb = settings.max_upload_mb
         password = settings.password.get_secret_value() if settings.password is not None else ""
         return cls(
-            model=settings.model.strip() or default_model(),
+            model=settings.model.strip() or _operator_server_model(settings) or default_model(),
             configured_model=settings.model.strip(),
             data_dir=default_data_dir(base, settings.data_dir),
             authorized_imports=parse_imports(settings.authorized_imports),
@@ -267,3 +267,13 @@ class RunSettings:
         if problem:  # before any run: the picker's note says the same
             raise SettingsRefusedError(f"The model '{settings.model[:80]}' cannot be used: {problem}")
         return settings
+
+
+def _operator_server_model(settings: AppSettings) -> str:
+    """The first model of the operator's OpenAI-compatible server (AGENTDECK_OPENAI_MODELS), the default model when
+    AGENTDECK_MODEL is unset and that server has an address; else ''."""
+    if settings.openai_base_url.strip() and settings.openai_models:
+        from agents.models.compatible import PREFIX
+
+        return f"{PREFIX}:{settings.openai_models[0]}"
+    return ""

@@ -5,13 +5,10 @@ Model strings `openai-compatible:<model name>` reach it (agents/models/loader.py
 client with the server's address; the string never holds the address, so a visitor choosing among the
 operator's models cannot point the app at another host (ui/model_choice.py refuses strings with a URL).
 
-Environment (the operator's):
-  AGENTDECK_OPENAI_BASE_URL   the server's API root, e.g. http://127.0.0.1:8000/v1
-  AGENTDECK_OPENAI_API_KEY    its key, if it wants one (sent only to that server)
-  AGENTDECK_OPENAI_MODELS     comma-separated model names it serves (offered in the picker; the first is the
-                              default model when AGENTDECK_MODEL is not set)
-The OpenAI SDK's own pair, OPENAI_BASE_URL with OPENAI_API_KEY, is read when AGENTDECK_OPENAI_BASE_URL is not
-set. The key of one variable pair is never sent to the other's address.
+Where the server comes from: `configure_host(compatible_server=CompatibleServer(...))` (the app builds it from its
+settings AGENTDECK_OPENAI_BASE_URL, AGENTDECK_OPENAI_API_KEY and AGENTDECK_OPENAI_MODELS: ui/config/models.py), else
+the OpenAI SDK's own pair from the environment, OPENAI_BASE_URL with OPENAI_API_KEY (the provider's convention; the
+library reads no AGENTDECK_* variable). The key of one source is never sent to the other's address.
 """
 from __future__ import annotations
 
@@ -56,17 +53,27 @@ def check_base_url(url: str, variable: str = BASE_ENV) -> str:
     return url
 
 
+def operator_server(base_url: str, api_key: str | None, models: tuple[str, ...] | list[str] = ()
+                    ) -> CompatibleServer:
+    """The operator's server from its settings (`BASE_ENV`, `KEY_ENV`, `MODELS_ENV`); ConfigurationError for an
+    address that is not http(s) or holds a password."""
+    names = tuple(dict.fromkeys(m.strip() for m in models if m.strip()))
+    return CompatibleServer(check_base_url(base_url, BASE_ENV), (api_key or "").strip() or None, names)
+
+
 def server_from_env(env: Mapping[str, str] | None = None) -> CompatibleServer | None:
-    """The configured server, or None when no base URL is set."""
+    """The configured server: the host setting, else the OpenAI SDK's own `OPENAI_BASE_URL` (with
+    `OPENAI_API_KEY`) from `env` (default: the process's environment); None when neither is set."""
+    from agents.host_settings import host_settings
+
+    configured = host_settings().compatible_server
+    if configured is not None:
+        return configured  # type: ignore[no-any-return]
     env = os.environ if env is None else env
-    models = tuple(dict.fromkeys(m.strip() for m in (env.get(MODELS_ENV) or "").split(",") if m.strip()))
-    base = (env.get(BASE_ENV) or "").strip()
-    if base:
-        return CompatibleServer(check_base_url(base, BASE_ENV), (env.get(KEY_ENV) or "").strip() or None, models)
     base = (env.get(SDK_BASE_ENV) or "").strip()
     if base:
         return CompatibleServer(check_base_url(base, SDK_BASE_ENV), (env.get(SDK_KEY_ENV) or "").strip() or None,
-                                models, SDK_BASE_ENV)
+                                (), SDK_BASE_ENV)
     return None
 
 

@@ -1,6 +1,8 @@
 """The model settings: which model, which ones visitors may pick, retries, compaction, local model hardware."""
 from __future__ import annotations
 
+from pydantic import SecretStr
+
 from ui.config.base import CommaList, SettingsPart, setting
 
 
@@ -33,3 +35,11 @@ class ModelSettings(SettingsPart):
                           default_text="CUDA, then MPS, then CPU", pattern=r"^(cpu|mps|cuda(:\d+)?)$")
     torch_threads: int = setting(1, "torch threads of the embedded model (0: torch's own default; process-wide)",
                                  ge=0, le=1024)
+    openai_base_url: str = setting(
+        "", "an OpenAI-compatible server's API root (vLLM, llama.cpp's server, LM Studio, a gateway): its models are "
+            "offered as `openai-compatible:<name>`", accepts="an http(s) URL such as http://127.0.0.1:8000/v1",
+        default_text="`OPENAI_BASE_URL` with `OPENAI_API_KEY`, when set")
+    openai_api_key: SecretStr | None = setting(None, "that server's key, if it wants one (sent only to it)")
+    openai_models: CommaList | None = setting(
+        None, "the model names that server serves (offered in the picker; the first is the default model when "
+              "`AGENTDECK_MODEL` is unset)")
