@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
@@ -63,8 +66,13 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + " …(clipped)"
 
 
+#: Page handlers find sessions by Gradio's session hash, which a visitor chooses: an MCP chat's registry key is
+#: derived from its id with this process's random key, so knowing a chat id never names its session.
+_SESSION_KEY = secrets.token_bytes(32)
+
+
 def session_key(chat_id: str) -> str:
-    return f"mcp:{chat_id}"
+    return "mcp:" + hmac.new(_SESSION_KEY, chat_id.encode(), hashlib.sha256).hexdigest()
 
 
 class McpChats:
