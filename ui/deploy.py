@@ -16,14 +16,12 @@ import os
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from ui.deploy_hub import DATA_MOUNT, DeployError, Deployment
+from ui.deploy_hub import DATA_MOUNT, PROJECT_ROOT, DeployError, Deployment, DeployPlan
 from ui.space_requirements import OUTPUT_NAME as PINNED_REQUIREMENTS
 from ui.space_requirements import SpaceRequirementsError, check_current
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # What the Space runs: the app, its three packages, and the files Spaces read. requirements.txt is replaced by the
 # pinned requirements-space.txt (see REMAPPED).
 TOP_LEVEL_FILES = ("app.py", "README.md", "LICENSE", "requirements.txt")
@@ -38,18 +36,6 @@ HARDWARE = ("cpu-basic", "cpu-upgrade", "zero-a10g", "t4-small", "t4-medium", "l
             "rtx-pro-6000", "rtx-pro-6000x2", "rtx-pro-6000x4", "rtx-pro-6000x8")
 DEFAULT_TIMEOUT = 60.0
 __all__ = ["DATA_MOUNT", "DeployError", "DeployPlan", "files_to_publish", "main", "plan", "uncommitted"]
-
-
-@dataclass(frozen=True)
-class DeployPlan:
-    space: str
-    files: list[str]  # paths on the Space, POSIX separators, sorted
-    bucket: str | None
-    server_token: bool
-    root: Path = PROJECT_ROOT  # the folder the files are read from
-    private: bool = False
-    hardware: str | None = None
-    uploads: dict[str, str] = field(default_factory=dict)  # path on the Space -> local path (relative to root)
 
 
 def files_to_publish(root: Path | None = None) -> list[str]:

@@ -12,16 +12,28 @@ import secrets
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
 
-    from ui.deploy import DeployPlan
-
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATA_MOUNT = "/data"
 KEPT_ON_SPACE = frozenset({".gitattributes"})  # made by the Hub with the repo; never deleted by a deploy
+
+
+@dataclass(frozen=True)
+class DeployPlan:
+    space: str
+    files: list[str]  # paths on the Space, POSIX separators, sorted
+    bucket: str | None
+    server_token: bool
+    root: Path = PROJECT_ROOT  # the folder the files are read from
+    private: bool = False
+    hardware: str | None = None
+    uploads: dict[str, str] = field(default_factory=dict)  # path on the Space -> local path (relative to root)
 
 
 class DeployError(Exception):
