@@ -186,6 +186,15 @@ class ApprovalHandlers:
                 *as_tuple(view(session.pending_request())))
 
 
+def show_after(handlers: ApprovalHandlers, panel: ApprovalPanel, task_input: Any, events: list[Any]) -> None:
+    """After each of `events` (the tab now shows another session, or a run handed to it streamed on), the panel
+    shows that session's pending decision: a tab opened again on a paused chat gets its buttons, not only the
+    chat's "waiting" line."""
+    for event in events:
+        event.then(handlers.refresh, inputs=[panel.request_id], outputs=panel.view_outputs(task_input),
+                   api_visibility="private", concurrency_limit=None, show_progress="hidden")
+
+
 def wire(demo: gr.Blocks, services: Services, panel: ApprovalPanel, selector: ModeSelector, page: Page,
          after: list[Any]) -> ApprovalHandlers:
     """Connect the panel: the mode selector, the decision buttons, the reload restore, and after each event

@@ -2,7 +2,7 @@
 (ui/panels/history.py) and the ChatExports (ui/panels/exports.py), which do the work."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -31,6 +31,10 @@ class HistoryPanel:
     list_note: Any
     takeover_btn: Any = None
     delete_confirm: Any = None  # ui/panels/chat_delete.py
+    #: The events after which this tab shows another session (page load, a chat opened, taken over) and after
+    #: which a run handed to it streams on: the approval panel shows that session's pending decision after each
+    #: (ui/panels/approvals.py `show_after`), or a tab opened again shows "waiting" with no buttons.
+    shown: list[Any] = field(default_factory=list)
 
 
 
@@ -82,13 +86,14 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     # A run taken over from a closed page streams on; then the list shows the chat this tab ends up with.
     loaded = demo.load(history.on_load, inputs=[panel.browser_state], inputs_kwargs=settings,
                        outputs=view, api_name="browser_session", **heavy)
-    loaded.then(streamer.reattach, **reattach).then(history.refresh, **refresh)
+    reattached = loaded.then(streamer.reattach, **reattach)
+    reattached.then(history.refresh, **refresh)
     keep_choice_after(loaded, approval_mode)  # a mode chosen while the page loaded stays chosen
     chat_view.shown_after(loaded)  # the chat says "Loading…" until then, not the welcome
     opened = panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list],
                                     inputs_kwargs=settings,
                                     outputs=view, api_name="open_chat", **heavy)
-    opened.then(streamer.reattach, **reattach)
+    opened_run = opened.then(streamer.reattach, **reattach)
     chat_view.opened_after(opened)  # "Loading…", not the welcome, until the chat chosen is shown
     panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
                            outputs=[panel.chat_list, panel.title_box], api_name="rename_chat", **light)
@@ -100,9 +105,10 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     panel.export_nb_btn.click(exports.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
     for event in after_runs:
         event.then(history.refresh, **refresh)
-    panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state], inputs_kwargs=settings,
-                             outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy).then(
-        streamer.reattach, **reattach)
+    taken = panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state], inputs_kwargs=settings,
+                                     outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy)
+    taken_run = taken.then(streamer.reattach, **reattach)
+    panel.shown.extend([loaded, reattached, opened, opened_run, taken, taken_run])
     if new_chat_event is not None:
         new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
                             outputs=[panel.browser_state, panel.chat_list, panel.export_file],
