@@ -58,7 +58,7 @@ class ApprovalHandlers:
         self._tabs_lock = threading.Lock()
 
     def _session(self, request: Any) -> Session:
-        return self.services.session_for(request)
+        return self.services.acting_session(request)  # a run watched from a second tab is decided there too
 
     # mode -------------------------------------------------------------------------------------------
     def set_mode(self, mode: str, planning: Any, max_steps: Any, request: gr.Request,

@@ -88,12 +88,16 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
                        outputs=view, api_name="browser_session", **heavy)
     reattached = loaded.then(streamer.reattach, **reattach)
     reattached.then(history.refresh, **refresh)
+    watch: dict[str, Any] = dict(outputs=page.column.outputs(), api_visibility="private", show_progress="hidden",
+                                 concurrency_limit=services.config.max_runs, concurrency_id="watch")
+    watched = loaded.then(history.watch.follow, **watch)  # a chat running in another open tab (ui/panels/watch.py)
     keep_choice_after(loaded, approval_mode)  # a mode chosen while the page loaded stays chosen
     chat_view.shown_after(loaded)  # the chat says "Loading…" until then, not the welcome
     opened = panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list],
                                     inputs_kwargs=settings,
                                     outputs=view, api_name="open_chat", **heavy)
     opened_run = opened.then(streamer.reattach, **reattach)
+    opened_watch = opened.then(history.watch.follow, **watch)
     chat_view.opened_after(opened)  # "Loading…", not the welcome, until the chat chosen is shown
     panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
                            outputs=[panel.chat_list, panel.title_box], api_name="rename_chat", **light)
@@ -108,7 +112,7 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     taken = panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state], inputs_kwargs=settings,
                                      outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy)
     taken_run = taken.then(streamer.reattach, **reattach)
-    panel.shown.extend([loaded, reattached, opened, opened_run, taken, taken_run])
+    panel.shown.extend([loaded, reattached, watched, opened, opened_run, opened_watch, taken, taken_run])
     if new_chat_event is not None:
         new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
                             outputs=[panel.browser_state, panel.chat_list, panel.export_file],
