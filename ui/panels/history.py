@@ -317,6 +317,18 @@ class HistoryController:
         deleted = session is not None and session.record.saved is not None and session.record.saved.deleted
         return state, self.list_update(owner, selected), gr.Button(visible=refused and not deleted)
 
+    def search(self, state: Any, query: Any, request: gr.Request) -> Any:
+        """The side list's search: the owner's chats whose title, messages or answers hold every word typed
+        (ui/saved/store.py `search`), as a list of their own to click; hidden while the box is empty."""
+        owner, _ = self.identify(state, request)
+        text = " ".join(str(query or "").split())[:200]
+        if not text:
+            return gr.Radio(choices=[], value=None, visible=False)
+        found = self.store.search(owner, text)
+        if not found:
+            return gr.Radio(choices=[("No chat found", "")], value=None, visible=True, interactive=False)
+        return gr.Radio(choices=[(m.label(), m.id) for m in found], value=None, visible=True, interactive=True)
+
     def rename_chat(self, state: Any, chat_id: Any, title: str, request: gr.Request) -> tuple:
         owner, state = self.identify(state, request)
         if not clean_title(title):
