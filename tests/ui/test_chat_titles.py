@@ -43,4 +43,4 @@ def test_titles_from_the_task_read_differently_and_search_finds_messages_and_ans
 
 def test_a_title_without_text_names_the_files_and_drops_the_polite_opening() -> None:
     assert title_from("", ["a.csv", "b.xlsx"]) == "Files: a.csv, b.xlsx"
-    assert title_from("Please could you plot sin and cos. Save it.", ["trig.csv"]) == "Plot sin and cos. · trig.csv"
+    assert title_from("Please could you plot sin and cos. Save it.", ["trig.csv"]) == "plot sin and cos. · trig.csv"

@@ -36,7 +36,6 @@ def title_from(text: str, files: Iterable[str] = ()) -> str:
     names = [str(name) for name in files if str(name).strip()]
     task = _OPENINGS.sub("", " ".join(str(text or "").split()))
     task = _CLAUSE_END.split(task, maxsplit=1)[0].strip() if task else ""
-    task = task[:1].upper() + task[1:]
     if not task:
         return _cut("Files: " + ", ".join(names), TITLE_CHARS) if names else ""
     unnamed = [name for name in names if name.lower() not in task.lower()]
