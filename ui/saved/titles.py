@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 #: A title's length at most (cut at a word).
-TITLE_CHARS = 60
+TITLE_CHARS = 80
 #: What a chat's search looks in, at most (the messages sent and the answers, in order).
 SEARCH_CHARS = 4000
 _OPENINGS = re.compile(r"^(?:(?:please|hi|hello|hey)[,!.]?\s+|(?:can|could|would) you(?: please)?\s+|"
