@@ -49,10 +49,12 @@ def distinct(title: str, taken: Iterable[str], answer: str = "") -> str:
     others = {t.casefold() for t in taken}
     if title.casefold() not in others:
         return title
+    half = (TITLE_CHARS - 3) // 2  # the two halves and " → " fit in a title
     if answer.strip():
-        with_answer = f"{_cut(title, TITLE_CHARS // 2)} → {_cut(answer, TITLE_CHARS // 2)}"
+        with_answer = f"{_cut(title, half)} → {_cut(answer, half)}"
         if with_answer.casefold() not in others:
             return with_answer
+    title = _cut(title, TITLE_CHARS - 8)  # room for the number
     number = 2
     while f"{title} ({number})".casefold() in others:
         number += 1
