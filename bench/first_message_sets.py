@@ -22,7 +22,7 @@ from typing import Any
 
 ASSETS = Path(__file__).resolve().parent.parent / "ui" / "assets"
 #: The sets, in the order they were written (see above).
-SETS = ("original", "new", "held-out", "held-out-2")
+SETS = ("original", "new", "held-out", "held-out-2", "issue-31")
 
 
 @dataclass
@@ -33,10 +33,14 @@ class Question:
     before: tuple[str, ...] = ()  # messages sent first in the same chat, not graded (a follow-up)
     set: str = "original"
     table: bool | None = None  # whether the graded question is about the file; None: when it comes with it
+    #: "chart": right when the run made a chart (an image file) and succeeded; "" compares the answer.
+    expects: str = ""
 
     @property
     def kind(self) -> str:
-        """arithmetic, string or table: what the graded question asks about."""
+        """arithmetic, string, table or chart: what the graded question asks about."""
+        if self.expects == "chart":
+            return "chart"
         if self.table if self.table is not None else bool(self.file and not self.before):
             return "table"
         return "string" if '"' in self.text else "arithmetic"
@@ -104,6 +108,29 @@ def make_plants(folder: Path) -> Path:
         rows.append(f"{name},{rng.choices(families, [2, 6, 3, 2, 1, 1])[0]},{rng.choices(light, [5, 2, 3])[0]},"
                      f"{rng.randint(8, 240)},{rng.randint(4, 310)},{rng.randint(50, 900)},{rng.randint(1, 52)}")
     return _write_table(folder / "plants.csv", "plant,family,light,height_cm,leaf_count,water_ml,bloom_week", rows)
+
+
+def make_stocks(folder: Path) -> Path:
+    """Daily closing prices of three made-up tickers (fixed seed), for "plot ... over time" questions."""
+    rng = random.Random(31)
+    rows: list[str] = []
+    prices = {"AAPL": 180.0, "KLMN": 42.0, "ZORB": 12.5}
+    for day in range(1, 29):
+        for symbol in prices:
+            prices[symbol] = round(prices[symbol] * (1 + rng.uniform(-0.03, 0.03)), 2)
+            rows.append(f"2024-02-{day:02d},{symbol},{prices[symbol]},{rng.randint(1000, 90000)}")
+    return _write_table(folder / "stocks.csv", "date,symbol,price,volume", rows)
+
+
+def make_counties(folder: Path) -> Path:
+    """A made-up table of counties (fixed seed): text columns beside numeric ones of very different scales."""
+    rng = random.Random(47)
+    rows: list[str] = []
+    for _ in range(25):
+        name = "".join(rng.choice("bdfgklmnprstv") + rng.choice("aeiou") for _ in range(3)).title() + " County"
+        rows.append(f"{name},{rng.choice(['OR', 'ID', 'NV', 'UT'])},{rng.randint(2000, 400000)},"
+                    f"{rng.randint(32000, 91000)},{rng.randint(200, 9000)}")
+    return _write_table(folder / "counties.csv", "county,state,population,median_income,area_sq_mi", rows)
 
 
 def _write_table(path: Path, header: str, rows: list[str]) -> Path:
@@ -217,5 +244,21 @@ def questions(folder: Path) -> list[Question]:
         Question("What is the highest leaf_count?", plants["leaf_count"].max(), g,
                  before=("What is the average leaf_count?",), table=True),
     ]
-    later = zip(SETS[1:], (new, held_out, held_out_2), strict=True)
+    stocks_path, counties_path = make_stocks(folder), make_counties(folder)
+    counties = pd.read_csv(counties_path)
+    k, n = str(stocks_path), str(counties_path)
+    # The kinds issue 31 reported wrong answers for, written before the answer checks (its examples first).
+    issue_31 = [
+        Question("Plot price over time", "a chart", k, expects="chart"),
+        Question("Which column has the largest mean?", counties.mean(numeric_only=True).idxmax(), n),
+        Question("What is 15% of 240?", 240 * 15 / 100),
+        Question("how many s in mississippi", "mississippi".count("s"), table=False),
+        Question("now double that", 2 * 17 * 23, before=("What is 17 * 23?",)),
+        Question("Draw a histogram of body_mass_g", "a chart", p, expects="chart"),
+        Question("Which column has the smallest average?", weather.mean(numeric_only=True).idxmin(), w),
+        Question("What is 30% of 150?", 150 * 30 / 100),
+        Question('How many times does the letter r appear in "strawberry"?', "strawberry".count("r")),
+        Question("Add 5 to that.", 144 / 12 + 5, before=("What is 144 divided by 12?",)),
+    ]
+    later = zip(SETS[1:], (new, held_out, held_out_2, issue_31), strict=True)
     return original + [replace(q, set=name) for name, part in later for q in part]
