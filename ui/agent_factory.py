@@ -56,7 +56,8 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
                       executor_timeout_s=config.exec_timeout_s, sandbox=config.sandbox,
                       sandbox_pool=config.sandbox_pool > 0,
                       sandbox_limits=SandboxLimits(min_free_mb=config.min_free_mb),
-                      use_structured_outputs_internally=config.structured_code)
+                      use_structured_outputs_internally=config.structured_code,
+                      answer_checks=config.answer_checks)
 
 
 def warm_up_sandboxes(config: AppConfig) -> None:

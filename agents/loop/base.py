@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
-from agents.errors import ConfigurationError, ImageRefusedError
+from agents.errors import AgentDeckError, ConfigurationError, ImageRefusedError
 from agents.events import Event, new_id
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
@@ -328,6 +328,8 @@ class MultiStepAgent:
                  images: list[ImageData] | None = None) -> RunResult:
         """Start a run: a new RunContext and StepRunner; the agent's own part is preparing its memory."""
         emit = observe_run(self, emit, parent_id)  # traces and metrics (agents/telemetry); unchanged when off
+        if parent_id is None:
+            emit = self.answer_observer(emit)
         run = RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag,
                          broker=self.broker, parent_id=parent_id, step=self._step_number, event_loop=event_loop)
         self._interrupt_flag.clear()
@@ -341,6 +343,7 @@ class MultiStepAgent:
             history_message = self.memory.steps[-1].messages[0]
         if additional_args:
             task = self._hand_over_arguments(task, additional_args)
+        task = self.task_for_run(task)
         self.memory.set_system_prompt(self.system_prompt(), self.prompt_examples(task))
         task_message = {"role": "user", "content": with_images(render(self.prompt_templates, "task", task=task),
                                                                list(images or []))}
@@ -349,6 +352,23 @@ class MultiStepAgent:
             return steps.execute(task, task_message)
         finally:
             self._step_number = steps.last_step_number
+
+    # -- answer checks: none here; the CodeAgent checks a small model's answers (agents/loop/answer_checking.py) --
+    def answer_observer(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
+        """The run's emit function, or one that also feeds an answer checker the run's events."""
+        return emit
+
+    def task_for_run(self, task: str) -> str:
+        """The task as the model gets it (a follow-up may be given the earlier answer it refers to)."""
+        return task
+
+    def run_refusal(self) -> AgentDeckError | None:
+        """Why this run cannot be attempted at all (raised before its first step), or None."""
+        return None
+
+    def check_answer(self, value: Any) -> dict[str, Any] | None:
+        """What the app checked of the run's answer (agents.events.AnswerCheck as a dict), or None."""
+        return None
 
     def _add_history(self, history: list[Message]) -> None:
         checked: list[Message] = []
