@@ -2,8 +2,9 @@
 
 Why: the embedded model is not sent earlier messages (it copied them into new answers, right or wrong), so "now
 double that" reached it with nothing to double, and it flailed for ten steps. The earlier answer is short and
-known (the memory's last answer step), so it is written into the task in the form the prompt's examples use;
-when there is none to write, the run says so at once instead of guessing.
+known (the memory's last answer step), so it takes the place of the words that point at it ("now double 391"):
+the question becomes one like those the model answers on its own. When there is none to write, the run says so at
+once instead of guessing.
 """
 from __future__ import annotations
 
@@ -49,3 +50,15 @@ def written(value: Any) -> str | None:
     if isinstance(value, str) and 0 < len(value) <= MAX_EARLIER_CHARS and "\n" not in value:
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return None
+
+
+def with_earlier_answer(question: str, answer: str) -> str:
+    """`question` with its first reference to an earlier answer ("that", "the result") replaced by `answer`."""
+    pieces = _QUOTED.split(question)
+    quoted = _QUOTED.findall(question)
+    for index, piece in enumerate(pieces):
+        replaced, count = _REFERS.subn(answer, piece, count=1)
+        if count:
+            pieces[index] = replaced
+            break
+    return "".join(piece + (quoted[i] if i < len(quoted) else "") for i, piece in enumerate(pieces))

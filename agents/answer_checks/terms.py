@@ -20,12 +20,29 @@ _LETTER_IN_WORD = re.compile(r"\b(?:how\s+many|count(?:\s+the)?)\s+['\"]?([A-Za-
                              r"(?:there\s+)?in\s+(?:the\s+word\s+)?['\"]?([A-Za-z]+)['\"]?", re.I)
 
 
+#: Words that ask for an operation, the operators that do it, and functions that may do it instead ("double 391"
+#: answered with `391` is not an answer to it).
+_OPERATIONS: dict[str, tuple[re.Pattern[str], tuple[type[ast.operator], ...], tuple[str, ...]]] = {
+    "a multiplication": (re.compile(r"\b(times|multipl\w*|double|twice|triple|product)\b", re.I), (ast.Mult,),
+                         ("prod", "mul", "multiply")),
+    "an addition": (re.compile(r"\b(plus|add|added|increased?\s+by)\b", re.I), (ast.Add,), ("add", "sum", "fsum")),
+    "a subtraction": (re.compile(r"\b(minus|subtract\w*|decreased?\s+by)\b", re.I), (ast.Sub,), ("sub", "subtract")),
+    "a division": (re.compile(r"\b(divided|divide|half|halve)\b", re.I), (ast.Div, ast.FloorDiv),
+                   ("truediv", "floordiv", "divide")),
+    "a power": (re.compile(r"\b(power|squared|cubed)\b", re.I), (ast.Pow,), ("pow",)),
+}
+
+
+_HOW_MANY_TIMES = re.compile(r"\bhow\s+(many|often)\s+times\b|\bnumber\s+of\s+times\b", re.I)
+
+
 @dataclass(frozen=True)
 class Terms:
     """What the question names that the answering code must use."""
     numbers: tuple[float, ...] = ()
     texts: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
+    operations: tuple[str, ...] = ()  # keys of _OPERATIONS: what the question asks to compute
 
 
 def question_terms(question: str, columns: tuple[str, ...] = ()) -> Terms:
@@ -38,24 +55,34 @@ def question_terms(question: str, columns: tuple[str, ...] = ()) -> Terms:
     numbers = tuple(float(m.group(1)) for m in _NUMBER.finditer(unquoted))
     words = set(re.findall(r"[\w-]+", unquoted))
     named = tuple(c for c in columns if c in words or (" " in c and c in unquoted))
-    return Terms(numbers=numbers, texts=tuple(dict.fromkeys(texts)), columns=named)
+    asked = _HOW_MANY_TIMES.sub(" ", unquoted)  # "how many times does s appear" counts, it does not multiply
+    operations = tuple(name for name, (words_re, _, _) in _OPERATIONS.items() if words_re.search(asked))
+    return Terms(numbers=numbers, texts=tuple(dict.fromkeys(texts)), columns=named, operations=operations)
 
 
 def unused_terms(terms: Terms, code: str) -> list[str]:
-    """The terms the code's literals never mention, as the person wrote them ("240", '"s"', 'column "wind"').
+    """The terms the code never uses, as the person reads them ("240", '"s"', 'column "wind"', "a multiplication").
 
     A number counts as used when the code holds it, or it over 100 (15 for 15%); a text when a string literal of
     the code contains it (any case; a single letter must be a literal of its own); a column when a string
-    literal is exactly its name. Code that does not parse is treated as using nothing."""
+    literal is exactly its name; an operation when the code has its operator or calls a function that does it.
+    Code that does not parse is treated as using nothing."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return [*(_number_text(n) for n in terms.numbers), *(f'"{t}"' for t in terms.texts),
-                *(f'column "{c}"' for c in terms.columns)]
+                *(f'column "{c}"' for c in terms.columns), *terms.operations]
     numbers: set[float] = set()
     strings: list[str] = []
+    operators: set[type[ast.operator]] = set()
+    called: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant):
+        if isinstance(node, (ast.BinOp, ast.AugAssign)):
+            operators.add(type(node.op))
+        elif isinstance(node, ast.Call):
+            function = node.func
+            called.add(function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", ""))
+        elif isinstance(node, ast.Constant):
             if isinstance(node.value, bool):
                 continue
             if isinstance(node.value, (int, float)):
@@ -66,6 +93,10 @@ def unused_terms(terms: Terms, code: str) -> list[str]:
     lowered = [s.lower() for s in strings]
     missing += [f'"{t}"' for t in terms.texts if not _text_used(t.lower(), lowered)]
     missing += [f'column "{c}"' for c in terms.columns if c not in strings]
+    for name in terms.operations:
+        _, ops, functions = _OPERATIONS[name]
+        if not operators.intersection(ops) and not called.intersection(functions):
+            missing.append(name)
     return missing
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agents.answer_checks import AnswerChecker, Rerun, earlier_answer, refers_to_earlier
+from agents.answer_checks.follow_up import with_earlier_answer
 from agents.errors import AgentDeckError, FollowUpUnsupportedError
 from agents.events import Event
 from agents.prompts import render
@@ -66,7 +67,8 @@ class AnswerChecking:
             refusal = render(templates, "answer_checks.follow_up_unsupported")
             self._refusal = FollowUpUnsupportedError(refusal)
             return task
-        written = render(templates, "answer_checks.follow_up_task", answer=earlier, question=question)
+        written = render(templates, "answer_checks.follow_up_task",
+                         question=with_earlier_answer(question, earlier))
         return task[: len(task) - len(question)] + written if task.endswith(question) else written
 
     def refusal(self) -> AgentDeckError | None:

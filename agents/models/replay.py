@@ -34,7 +34,7 @@ class ReplayModel(Model):
 
     def __init__(self, replies: list[ScriptEntry], model_id: str = "replay", chunk_size: int = 16,
                  supports_images: bool = True, supports_structured_output: bool = True,
-                 prompt_style: str = "default") -> None:
+                 prompt_style: str | None = None) -> None:
         if isinstance(replies, (str, dict)) or not isinstance(replies, (list, tuple)):
             raise ConfigurationError("ReplayModel expects a list of replies (strings or dicts).")
         self.replies: list[ScriptEntry] = list(replies)
@@ -47,7 +47,8 @@ class ReplayModel(Model):
         self.supports_images = supports_images
         self.supports_structured_output = supports_structured_output
         self.supports_native_tools = any(isinstance(r, dict) and r.get("tool_calls") for r in self.replies)
-        self.prompt_style = prompt_style
+        if prompt_style is not None:  # else the class's (a subclass may stand in for a family)
+            self.prompt_style = prompt_style
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ReplayModel:
