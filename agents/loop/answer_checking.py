@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agents.answer_checks import AnswerChecker, Rerun, earlier_answer, refers_to_earlier
 from agents.answer_checks.follow_up import with_earlier_answer
 from agents.errors import AgentDeckError, FollowUpUnsupportedError
-from agents.events import Event
+from agents.events import AnswerCheck, Event
 from agents.prompts import render
 from agents.prompts.profiles import name_choice_for
 
@@ -77,7 +77,12 @@ class AnswerChecking:
     def check(self, value: Any) -> dict[str, Any] | None:
         if self._checker is None:
             return None
-        return self._checker.check(value, rerun=self._rerun).as_dict()
+        try:
+            return self._checker.check(value, rerun=self._rerun).as_dict()
+        except Exception as exc:  # a check that breaks must not lose the answer: it is shown, marked unsure
+            problem = render(self.agent.prompt_templates, "answer_checks.checks_failed", error=type(exc).__name__)
+            advice = render(self.agent.prompt_templates, "answer_checks.advice")
+            return AnswerCheck(verdict="unsure", problems=(problem,), advice=advice).as_dict()
 
     def _rerun(self, code: str) -> Rerun:
         """The answering code run once more in the same sandbox (its variables as the run left them)."""

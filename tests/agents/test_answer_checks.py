@@ -22,6 +22,7 @@ from agents.answer_checks import (
     unused_terms,
     usable_guess,
 )
+from agents.memory.export import to_markdown as memory_to_markdown
 from agents.memory.serialize import memory_from_dict, memory_to_dict
 from agents.prompts import load_prompt_templates
 from agents.step_events import replay
@@ -163,6 +164,8 @@ def test_a_wrong_kind_answer_is_marked_unsure_and_the_mark_is_saved(make_code_ag
     restored = memory_from_dict(memory_to_dict(agent.memory))  # a reopened chat shows the same mark
     replayed = [e for _, batch in replay(restored.steps, tmp_path) for e in batch]
     assert _answer(replayed).check == check
+    exported = memory_to_markdown(restored)  # and so does the chat's export
+    assert "Not sure of this answer.** A chart was asked for and none was made." in exported
 
 
 def test_a_right_looking_answer_passes_after_a_real_rerun(make_code_agent) -> None:

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agents import events as ev
+from agents.answer_checks.marks import answer_mark
 from agents.injection import detect_injection
-from ui.chat.answer_marks import answer_mark
 from ui.chat.file_links import FileLinker
 from ui.chat.formatting import (
     IMAGE_EXTENSIONS,

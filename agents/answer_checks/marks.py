@@ -1,4 +1,4 @@
-"""How the chat marks an answer the app checked (agents/answer_checks/): unchecked, or not sure and why.
+"""How an answer the app checked is marked, in the chat and its export: unchecked, or not sure and why.
 
 Why a mark at all: the embedded model's wrong answers looked exactly like right ones. Plain Markdown, no HTML:
 the mark sits under text a model wrote, so it must not rely on markup that text could also carry.
