@@ -32,10 +32,11 @@ class AnswerChecking:
         self._checker: AnswerChecker | None = None
         self._refusal: AgentDeckError | None = None
 
-    def observer(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
-        """A top-level run's emit function that first shows each event to a new checker."""
+    def observer(self, emit: Callable[[Event], None], top_level: bool = True) -> Callable[[Event], None]:
+        """A top-level run's emit function that first shows each event to a new checker (a run for a manager
+        is not checked: its answer goes to the manager)."""
         self._checker = None
-        if not self.enabled:
+        if not self.enabled or not top_level:
             return emit
         checker = self._checker = AnswerChecker(self.agent.prompt_templates, self.question_of)
 

@@ -328,8 +328,7 @@ class MultiStepAgent:
                  images: list[ImageData] | None = None) -> RunResult:
         """Start a run: a new RunContext and StepRunner; the agent's own part is preparing its memory."""
         emit = observe_run(self, emit, parent_id)  # traces and metrics (agents/telemetry); unchanged when off
-        if parent_id is None:
-            emit = self.answer_observer(emit)
+        emit = self.answer_observer(emit, top_level=parent_id is None)
         run = RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag,
                          broker=self.broker, parent_id=parent_id, step=self._step_number, event_loop=event_loop)
         self._interrupt_flag.clear()
@@ -354,8 +353,9 @@ class MultiStepAgent:
             self._step_number = steps.last_step_number
 
     # -- answer checks: none here; the CodeAgent checks a small model's answers (agents/loop/answer_checking.py) --
-    def answer_observer(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
-        """The run's emit function, or one that also feeds an answer checker the run's events."""
+    def answer_observer(self, emit: Callable[[Event], None], top_level: bool = True) -> Callable[[Event], None]:
+        """The run's emit function, or one that also feeds an answer checker the run's events (top-level runs
+        only: a managed agent's answer goes to its manager, not to the person)."""
         return emit
 
     def task_for_run(self, task: str) -> str:

@@ -89,8 +89,8 @@ class CodeAgent(MultiStepAgent):
                                             and "answer_checks" in self.prompt_templates)
 
     # -- answer checks of a small model (agents/loop/answer_checking.py) -----------------------------
-    def answer_observer(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
-        return self.answer_checks.observer(emit)
+    def answer_observer(self, emit: Callable[[Event], None], top_level: bool = True) -> Callable[[Event], None]:
+        return self.answer_checks.observer(emit, top_level)
 
     def task_for_run(self, task: str) -> str:
         return self.answer_checks.task_for_run(task)
