@@ -87,6 +87,8 @@ class CodeAgent(MultiStepAgent):
         super().__init__(tools=tools, model=model, **kwargs)
         self.answer_checks = AnswerChecking(self, answer_checks and self.profile.check_answers
                                             and "answer_checks" in self.prompt_templates)
+        if self.answer_checks.enabled and self.profile.checked_max_steps:
+            self.max_steps = min(self.max_steps, self.profile.checked_max_steps)
 
     # -- answer checks of a small model (agents/loop/answer_checking.py) -----------------------------
     def answer_observer(self, emit: Callable[[Event], None], top_level: bool = True) -> Callable[[Event], None]:

@@ -207,3 +207,14 @@ def test_a_failed_runs_best_guess_is_not_error_text(make_code_agent) -> None:
                                      "NameError: name 'that' is not defined"]), max_steps=1)
     result = agent.run("What is 5 plus 5?", return_result=True)
     assert result.state.value == "max_steps" and result.output is None
+
+
+def test_a_checked_tiny_run_stops_after_three_failed_steps(make_code_agent) -> None:
+    """Issue 31: a follow-up ran ten steps for a minute; a run whose answers are checked stops after three."""
+    failing = ["```python\nfinal_answer(undefined_name * 2)\n```"] * 10
+    agent, model = make_code_agent(tiny([*failing, "no idea"]), max_steps=10)
+    result = agent.run("What is 5 plus 5?", return_result=True)
+    assert result.state.value == "max_steps" and len(model.calls) == 4  # three steps and the best-guess call
+    unchecked, model = make_code_agent(tiny([*failing, "no idea"]), max_steps=10, answer_checks=False)
+    unchecked.run("What is 5 plus 5?", return_result=True)
+    assert len(model.calls) == 11
