@@ -29,6 +29,9 @@ _OPERATIONS: dict[str, tuple[re.Pattern[str], tuple[type[ast.operator], ...], tu
     "a subtraction": (re.compile(r"\b(minus|subtract\w*|decreased?\s+by)\b", re.I), (ast.Sub,), ("sub", "subtract")),
     "a division": (re.compile(r"\b(divided|divide|half|halve)\b", re.I), (ast.Div, ast.FloorDiv),
                    ("truediv", "floordiv", "divide")),
+    # "15% of 240" takes a part of 240: 240 * 15 / 100, never 240 / 15 (issue 31's "30% of 150" answered 5.0).
+    "a multiplication (a percentage of a number)": (re.compile(r"%\s*of\b|\bper\s?cent\s+of\b", re.I), (ast.Mult,),
+                                                    ("mul", "multiply")),
     "a power": (re.compile(r"\b(power|squared|cubed)\b", re.I), (ast.Pow,), ("pow",)),
 }
 

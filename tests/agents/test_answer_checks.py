@@ -81,6 +81,9 @@ def test_code_that_skips_the_operation_the_question_asks_for_is_caught() -> None
     assert unused_terms(question_terms("now double 391"), "final_answer(391)") == ["a multiplication"]
     assert unused_terms(question_terms("now double 391"), "final_answer(391 * 2)") == []
     assert unused_terms(question_terms("Divide 90 by 10."), "final_answer(90 - 10)") == ["a division"]
+    percent = question_terms("What is 30% of 150?")  # answered 5.0 by `150 / 30`
+    assert unused_terms(percent, "final_answer(150 / 30)") == ["a multiplication (a percentage of a number)"]
+    assert unused_terms(percent, "final_answer(150 * 30 / 100)") == []
 
 
 def test_code_that_uses_the_questions_terms_passes() -> None:
