@@ -10,7 +10,11 @@ chosen), "new" (written after, of the same kinds, not used to tune the first pro
 tuning the second) and "held-out" (written before the second round of tuning over two more made-up files,
 students.csv and sales.csv, and run only to measure it; read after, for the third round) and "held-out-2"
 (written before the third round over one more made-up file, plants.csv, and run only to measure it): their
-accuracies are reported apart, so a prompt fitted to the sets it was tuned on shows.
+accuracies are reported apart, so a prompt fitted to the sets it was tuned on shows. Two more for issue 31's
+answer checks: "issue-31" (the kinds it reported wrong answers for: plots, which column, percentages, letter
+counts, follow-ups; written before the checks) and "fresh-31" (the same kinds in other words over rainfall.csv and
+shop.csv, written after the checks and never used to tune them). A plot question is right when its run made a
+chart (`expects="chart"`).
 """
 from __future__ import annotations
 
