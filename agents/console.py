@@ -5,6 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agents import events as ev
+from agents.answer_checks.marks import answer_mark
 
 QUIET, NORMAL, DEBUG = 0, 1, 2
 
@@ -108,6 +109,8 @@ class ConsoleRenderer:
     def _on_final_answer(self, event: ev.FinalAnswer) -> None:
         if not event.parent_id:
             self.console.print(f"[bold green]Final answer:[/bold green] {event.value}")
+            if event.check is not None:  # the app's checks of a small model's answer (agents/answer_checks/)
+                self.console.print(answer_mark(event.check).replace("**", ""), markup=False)
 
     def _on_run_finished(self, event: ev.RunFinished) -> None:
         if event.error:

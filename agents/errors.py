@@ -99,3 +99,7 @@ class MissingApiKeyError(ModelAuthenticationError):
 
 class ImageRefusedError(ConfigurationError):
     """An image cannot be given to the model: not a PNG/JPEG/WebP/GIF, too large, or the model reads no images."""
+
+
+class FollowUpUnsupportedError(AgentDeckError):
+    """A follow-up refers to an earlier answer the model cannot be given (it is not sent earlier messages)."""

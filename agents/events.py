@@ -21,6 +21,9 @@ DecisionOutcome = Literal["approve", "edit", "reject", "answer"]
 ArtifactKind = Literal["image", "file"]
 SummarySource = Literal["model", "fallback"]  # "fallback": the summary call failed or came back empty
 RunEndState = Literal["success", "max_steps", "interrupted", "error"]
+#: How far the app stands behind an answer it checked (agents/answer_checks/): "unchecked" passed every check the
+#: app could make but is still a small model's answer no one verified; "unsure": a check failed.
+CheckVerdict = Literal["unchecked", "unsure"]
 
 
 def new_id() -> str:
@@ -188,9 +191,37 @@ class StepFinished(Event):
     token_usage: TokenUsage
 
 
+@dataclass(frozen=True)
+class AnswerCheck:
+    """What the app checked of an answer before showing it (agents/answer_checks/), in words the person reads."""
+    verdict: CheckVerdict
+    passed: tuple[str, ...] = ()  # the checks the answer passed
+    problems: tuple[str, ...] = ()  # why the app cannot stand behind it (empty when "unchecked")
+    advice: str = ""  # how to get a better answer (a capable model), shown with the problems
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "passed": list(self.passed), "problems": list(self.problems),
+                "advice": self.advice}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> AnswerCheck | None:
+        """The check a saved answer step kept; None for anything that is not one (an older or altered chat)."""
+        if not isinstance(data, dict) or data.get("verdict") not in ("unchecked", "unsure"):
+            return None
+
+        def texts(key: str) -> tuple[str, ...]:
+            value = data.get(key)
+            return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+        return cls(verdict=data["verdict"], passed=texts("passed"), problems=texts("problems"),
+                   advice=str(data.get("advice") or ""))
+
+
 @dataclass(kw_only=True)
 class FinalAnswer(Event):
     value: Any
+    #: The app's checks of the answer, for models whose answers are checked (the embedded one); None otherwise.
+    check: AnswerCheck | None = None
 
 
 @dataclass(kw_only=True)

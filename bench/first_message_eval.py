@@ -2,6 +2,7 @@
 
 Usage: python bench/first_message_eval.py [--model embedded:smollm2] [--only 0,3,12] [--set new] [--kind table]
                                          [--max-steps 1] [--json out.json] [--trace trace.json] [--structured both]
+                                         [--checks both]
 
 Each question goes to a fresh session of the real app controller (`AgentDeckApp`: its agent factory, the
 settings form's defaults, the upload path of a message with files), so the model gets exactly the prompt
@@ -10,6 +11,9 @@ pandas, for grading only: the agent never sees them) are in bench/first_message_
 reported apart, so a prompt fitted to the sets it was tuned on shows. `--structured both` asks every question
 twice in one run, with fenced code and with structured code steps (`{"thought", "code"}` JSON, the CodeAgent's
 `use_structured_outputs_internally`), and reports both; `--structured on` asks with structured steps only.
+`--checks both` asks every question twice in one run, without and with the embedded model's answer checks
+(agents/answer_checks/, `AppConfig.answer_checks`), and counts each variant's answers as right, wrong but marked
+(the chat said it could not stand behind it, or gave none) and wrong and unmarked (shown as if it were right).
 
 Prints one line per question, then the accuracy (per set), the median seconds per question (from sending
 the graded message to the end of its run) and the machine's load average before and after (other work
@@ -46,6 +50,16 @@ class Outcome:
     state: str
     steps: int
     seconds: float
+    #: The answer check's verdict shown with the answer ("" when none was made): see agents/answer_checks/.
+    verdict: str = ""
+    charts: int = 0  # images the graded run made in the workspace
+
+    @property
+    def grade(self) -> str:
+        """right, wrong-marked (the chat did not stand behind it) or wrong-unmarked (shown as if right)."""
+        if self.correct:
+            return "right"
+        return "wrong-marked" if self.verdict == "unsure" or self.state != "success" else "wrong-unmarked"
 
 
 def is_correct(answer: Any, expected: Any) -> bool:
@@ -74,6 +88,7 @@ def ask(app: Any, settings: Any, question: Question, index: int) -> Outcome:
         for earlier in question.before:  # a follow-up: the earlier messages first, the file with the first
             _send(session, earlier, files, settings)
             files = []
+        images_before = _images(session.record.workspace)
         started = time.perf_counter()
         _send(session, question.text, files, settings)
         seconds = time.perf_counter() - started
@@ -81,12 +96,23 @@ def ask(app: Any, settings: Any, question: Question, index: int) -> Outcome:
         answer = finished.output if finished is not None else None
         state = str(getattr(finished, "state", "no result"))
         steps = int(getattr(finished, "steps", 0))
+        verdict = str(getattr(getattr(session.record.transcript, "answer_check", None), "verdict", "") or "")
+        charts = len(_images(session.record.workspace) - images_before)
     finally:
         app.registry.close(session.key)
-    correct = state == "success" and is_correct(answer, question.expected)
+    if question.expects == "chart":
+        correct = state == "success" and charts > 0
+    else:
+        correct = state == "success" and is_correct(answer, question.expected)
     return Outcome(question.text, question.set, question.kind, Path(question.file).name if question.file else None,
                    _plain(question.expected),
-                   _plain(answer), correct, state, steps, round(seconds, 2))
+                   _plain(answer), correct, state, steps, round(seconds, 2), verdict, charts)
+
+
+def _images(folder: Path) -> set[tuple[str, int]]:
+    """The images in a workspace, with their modification times (a chart written again counts as new)."""
+    return {(str(p), p.stat().st_mtime_ns) for p in folder.rglob("*") if p.suffix.lower() in (".png", ".jpg", ".svg")
+            and p.is_file()}
 
 
 def _send(session: Any, text: str, files: list[tuple[str, str]], settings: Any) -> None:
@@ -141,7 +167,7 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated question numbers to run")
     parser.add_argument("--set", default="", choices=["", *SETS],
                         help="run only this set")
-    parser.add_argument("--kind", default="", choices=["", "arithmetic", "string", "table"],
+    parser.add_argument("--kind", default="", choices=["", "arithmetic", "string", "table", "chart"],
                         help="run only questions of this kind")
     parser.add_argument("--max-steps", type=int, default=0,
                         help="steps per run (default: the app's); 1 measures the first reply alone, quickly")
@@ -150,6 +176,8 @@ def main() -> int:
                                                      "this JSON file (to see why an answer is wrong)")
     parser.add_argument("--structured", default="off", choices=["off", "on", "both"],
                         help="code steps as JSON objects (on), fenced code (off), or each question both ways (both)")
+    parser.add_argument("--checks", default="app", choices=["app", "off", "on", "both"],
+                        help="the answer checks as the app has them (app), off, on, or each question both ways")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.model:
@@ -163,7 +191,16 @@ def main() -> int:
         config = AppConfig.from_env()
         variants = {"off": [("fenced", False)], "on": [("structured", True)],
                     "both": [("fenced", False), ("structured", True)]}[args.structured]
-        apps = {name: AgentDeckApp(dataclasses.replace(config, structured_code=flag)) for name, flag in variants}
+        checks = {"app": [("", None)], "off": [("unchecked", False)], "on": [("checked", True)],
+                  "both": [("unchecked", False), ("checked", True)]}[args.checks]
+        apps = {}
+        for name, flag in variants:
+            for check_name, check_flag in checks:
+                changes: dict[str, Any] = {"structured_code": flag}
+                if check_flag is not None:
+                    changes["answer_checks"] = check_flag
+                label = "+".join(n for n in (name if len(variants) > 1 else "", check_name) if n) or name
+                apps[label] = AgentDeckApp(dataclasses.replace(config, **changes))
         # The settings form's values on a fresh page (ui/settings_form.py).
         fresh = initial_values(config)
         if args.max_steps:
@@ -183,12 +220,13 @@ def main() -> int:
                     outcome = ask(app, settings, items[index], index)
                 traces.append({"question": index, "variant": name, "calls": trace.calls})
                 by_variant[name].append(outcome)
-                mark = "ok " if outcome.correct else "BAD"
+                mark = {"right": "ok ", "wrong-marked": "BAD (marked)", "wrong-unmarked": "BAD"}[outcome.grade]
                 follow = " (follow-up)" if items[index].before else ""
                 label = f"[{name}] " if len(apps) > 1 else ""
                 print(f"{label}{mark} {index:2d} {outcome.seconds:6.1f} s {outcome.steps:2d} steps {outcome.state:9s} "
                       f"{outcome.question[:50]!r} ({outcome.file or 'no file'}){follow} -> "
-                      f"{str(outcome.answer)[:40]!r} (expected {outcome.expected!r})", flush=True)
+                      f"{str(outcome.answer)[:40]!r} (expected {outcome.expected!r})"
+                      f"{' [' + outcome.verdict + ']' if outcome.verdict else ''}", flush=True)
         results = {name: _summary(outcomes, config.model, load_before, f"[{name}] " if len(apps) > 1 else "")
                    for name, outcomes in by_variant.items()}
         if args.json:
@@ -205,20 +243,24 @@ def _summary(outcomes: list[Outcome], model: str, load_before: str, label: str) 
     """Print and return the accuracy, per set and kind, and the median time of one variant's outcomes."""
     correct = sum(o.correct for o in outcomes)
     median = statistics.median(o.seconds for o in outcomes)
-    summary: dict[str, Any] = {"model": model, "questions": len(outcomes), "correct": correct,
+    grades = {grade: sum(o.grade == grade for o in outcomes) for grade in ("right", "wrong-marked", "wrong-unmarked")}
+    summary: dict[str, Any] = {"model": model, "questions": len(outcomes), "correct": correct, "grades": grades,
                                "accuracy": round(correct / len(outcomes), 3), "median_s": round(median, 1),
                                "load_before": load_before, "load_after": load_average(), "cpus": os.cpu_count(),
                                "sets": {}, "kinds": {}}
     groups = [("set", name) for name in SETS]
-    groups += [("kind", name) for name in ("arithmetic", "string", "table")]
+    groups += [("kind", name) for name in ("arithmetic", "string", "table", "chart")]
     for field, name in groups:
         part = [o for o in outcomes if getattr(o, field) == name]
         if part:
             summary["sets" if field == "set" else "kinds"][name] = {
                 "questions": len(part), "correct": sum(o.correct for o in part),
+                "grades": {g: sum(o.grade == g for o in part) for g in grades},
                 "median_s": round(statistics.median(o.seconds for o in part), 1)}
-            print(f"{label}{name} {field}: {sum(o.correct for o in part)}/{len(part)} correct · median "
+            part_grades = " · ".join(f"{g} {sum(o.grade == g for o in part)}" for g in grades)
+            print(f"{label}{name} {field}: {sum(o.correct for o in part)}/{len(part)} correct ({part_grades}) · median "
                   f"{statistics.median(o.seconds for o in part):.1f} s")
+    print(f"{label}answers: " + " · ".join(f"{g} {n}" for g, n in grades.items()))
     print(f"{label}accuracy {correct}/{len(outcomes)} ({summary['accuracy']:.0%}) · median {median:.1f} s per question "
           f"· load average before {load_before}, after {summary['load_after']} ({os.cpu_count()} CPUs)")
     return summary

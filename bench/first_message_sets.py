@@ -10,7 +10,11 @@ chosen), "new" (written after, of the same kinds, not used to tune the first pro
 tuning the second) and "held-out" (written before the second round of tuning over two more made-up files,
 students.csv and sales.csv, and run only to measure it; read after, for the third round) and "held-out-2"
 (written before the third round over one more made-up file, plants.csv, and run only to measure it): their
-accuracies are reported apart, so a prompt fitted to the sets it was tuned on shows.
+accuracies are reported apart, so a prompt fitted to the sets it was tuned on shows. Two more for issue 31's
+answer checks: "issue-31" (the kinds it reported wrong answers for: plots, which column, percentages, letter
+counts, follow-ups; written before the checks) and "fresh-31" (the same kinds in other words over rainfall.csv and
+shop.csv, written after the checks and never used to tune them). A plot question is right when its run made a
+chart (`expects="chart"`).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from typing import Any
 
 ASSETS = Path(__file__).resolve().parent.parent / "ui" / "assets"
 #: The sets, in the order they were written (see above).
-SETS = ("original", "new", "held-out", "held-out-2")
+SETS = ("original", "new", "held-out", "held-out-2", "issue-31", "fresh-31")
 
 
 @dataclass
@@ -33,10 +37,14 @@ class Question:
     before: tuple[str, ...] = ()  # messages sent first in the same chat, not graded (a follow-up)
     set: str = "original"
     table: bool | None = None  # whether the graded question is about the file; None: when it comes with it
+    #: "chart": right when the run made a chart (an image file) and succeeded; "" compares the answer.
+    expects: str = ""
 
     @property
     def kind(self) -> str:
-        """arithmetic, string or table: what the graded question asks about."""
+        """arithmetic, string, table or chart: what the graded question asks about."""
+        if self.expects == "chart":
+            return "chart"
         if self.table if self.table is not None else bool(self.file and not self.before):
             return "table"
         return "string" if '"' in self.text else "arithmetic"
@@ -104,6 +112,51 @@ def make_plants(folder: Path) -> Path:
         rows.append(f"{name},{rng.choices(families, [2, 6, 3, 2, 1, 1])[0]},{rng.choices(light, [5, 2, 3])[0]},"
                      f"{rng.randint(8, 240)},{rng.randint(4, 310)},{rng.randint(50, 900)},{rng.randint(1, 52)}")
     return _write_table(folder / "plants.csv", "plant,family,light,height_cm,leaf_count,water_ml,bloom_week", rows)
+
+
+def make_stocks(folder: Path) -> Path:
+    """Daily closing prices of three made-up tickers (fixed seed), for "plot ... over time" questions."""
+    rng = random.Random(31)
+    rows: list[str] = []
+    prices = {"AAPL": 180.0, "KLMN": 42.0, "ZORB": 12.5}
+    for day in range(1, 29):
+        for symbol in prices:
+            prices[symbol] = round(prices[symbol] * (1 + rng.uniform(-0.03, 0.03)), 2)
+            rows.append(f"2024-02-{day:02d},{symbol},{prices[symbol]},{rng.randint(1000, 90000)}")
+    return _write_table(folder / "stocks.csv", "date,symbol,price,volume", rows)
+
+
+def make_counties(folder: Path) -> Path:
+    """A made-up table of counties (fixed seed): text columns beside numeric ones of very different scales."""
+    rng = random.Random(47)
+    rows: list[str] = []
+    for _ in range(25):
+        name = "".join(rng.choice("bdfgklmnprstv") + rng.choice("aeiou") for _ in range(3)).title() + " County"
+        rows.append(f"{name},{rng.choice(['OR', 'ID', 'NV', 'UT'])},{rng.randint(2000, 400000)},"
+                    f"{rng.randint(32000, 91000)},{rng.randint(200, 9000)}")
+    return _write_table(folder / "counties.csv", "county,state,population,median_income,area_sq_mi", rows)
+
+
+def make_rainfall(folder: Path) -> Path:
+    """Monthly weather of three made-up towns (fixed seed), for the set written after the answer checks."""
+    rng = random.Random(53)
+    rows: list[str] = []
+    for month in range(1, 13):
+        for town in ("Brinmoor", "Catheld", "Oswy"):
+            rows.append(f"2023-{month:02d},{town},{rng.randint(5, 160)},{rng.randint(40, 290)},"
+                        f"{rng.randint(-4, 27)}.{rng.randint(0, 9)}")
+    return _write_table(folder / "rainfall.csv", "month,town,rain_mm,sun_hours,temp_c", rows)
+
+
+def make_shop(folder: Path) -> Path:
+    """A made-up shop's stock list (fixed seed), for the set written after the answer checks."""
+    rng = random.Random(59)
+    rows: list[str] = []
+    for index in range(18):
+        category = rng.choice(["tools", "toys", "books"])
+        rows.append(f"item-{index:02d},{category},{rng.randint(2, 60)}.{rng.randint(0, 99):02d},"
+                    f"{rng.randint(0, 400)},{rng.randint(1, 5)}")
+    return _write_table(folder / "shop.csv", "item,category,price,stock,rating", rows)
 
 
 def _write_table(path: Path, header: str, rows: list[str]) -> Path:
@@ -217,5 +270,38 @@ def questions(folder: Path) -> list[Question]:
         Question("What is the highest leaf_count?", plants["leaf_count"].max(), g,
                  before=("What is the average leaf_count?",), table=True),
     ]
-    later = zip(SETS[1:], (new, held_out, held_out_2), strict=True)
+    stocks_path, counties_path = make_stocks(folder), make_counties(folder)
+    counties = pd.read_csv(counties_path)
+    k, n = str(stocks_path), str(counties_path)
+    # The kinds issue 31 reported wrong answers for, written before the answer checks (its examples first).
+    issue_31 = [
+        Question("Plot price over time", "a chart", k, expects="chart"),
+        Question("Which column has the largest mean?", counties.mean(numeric_only=True).idxmax(), n),
+        Question("What is 15% of 240?", 240 * 15 / 100),
+        Question("how many s in mississippi", "mississippi".count("s"), table=False),
+        Question("now double that", 2 * 17 * 23, before=("What is 17 * 23?",)),
+        Question("Draw a histogram of body_mass_g", "a chart", p, expects="chart"),
+        Question("Which column has the smallest average?", weather.mean(numeric_only=True).idxmin(), w),
+        Question("What is 30% of 150?", 150 * 30 / 100),
+        Question('How many times does the letter r appear in "strawberry"?', "strawberry".count("r")),
+        Question("Add 5 to that.", 144 / 12 + 5, before=("What is 144 divided by 12?",)),
+    ]
+    rainfall_path, shop_path = make_rainfall(folder), make_shop(folder)
+    rainfall, shop = pd.read_csv(rainfall_path), pd.read_csv(shop_path)
+    r, h = str(rainfall_path), str(shop_path)
+    # Written after the answer checks were final (agents/answer_checks/), never used to tune them: the same kinds
+    # as issue-31 in other words and over two more made-up files.
+    fresh_31 = [
+        Question("Make a line chart of rain_mm by month", "a chart", r, expects="chart"),
+        Question("Show me a bar chart of stock for each item", "a chart", h, expects="chart"),
+        Question("Which column has the highest average?", shop.mean(numeric_only=True).idxmax(), h),
+        Question("What column has the lowest mean value?", rainfall.mean(numeric_only=True).idxmin(), r),
+        Question("What is 12% of 350?", 350 * 12 / 100),
+        Question("How much is 40 percent of 85?", 85 * 40 / 100),
+        Question("How many e's are in the word teepee?", "teepee".count("e"), table=False),
+        Question('How often does the letter o occur in "photosynthesis"?', "photosynthesis".count("o")),
+        Question("Now multiply that by 3", 3 * (45 + 55), before=("What is 45 + 55?",)),
+        Question("halve it", 81 / 9 / 2, before=("What is 81 divided by 9?",)),
+    ]
+    later = zip(SETS[1:], (new, held_out, held_out_2, issue_31, fresh_31), strict=True)
     return original + [replace(q, set=name) for name, part in later for q in part]

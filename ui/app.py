@@ -22,6 +22,8 @@ from ui.settings import AppConfig, RunSettings, SignInNeededError
 from ui.settings_form import FormValues
 from ui.web.gradio_compat import ExampleSelectData, OptionalEventData, root_url_of
 
+WATCHING_REFUSAL = ("This chat is running in another tab: your message was not sent (it is still in the box). Wait "
+                    "for the run to end, or press Stop.")
 ASSETS = Path(__file__).resolve().parent / "assets"
 
 EXAMPLES: list[dict[str, Any]] = [
@@ -132,6 +134,10 @@ class AgentDeckApp:
         if not (text.strip() or files):
             yield from self._stream(session, text, files, settings, request)
             return
+        if self.registry.watchers.live(getattr(request, "session_hash", None) or "anonymous") is not None:
+            gr.Warning(WATCHING_REFUSAL)  # shown read-only here (ui/panels/watch.py): the text stays in the box
+            yield (gr.skip(),) * 5
+            return
         session.record_refusal(self.services.leases.claim(getattr(request, "session_hash", None) or "anonymous",
                                                          session))
         if session.refused is not None:  # the chat is open in another tab: nothing is sent, the text stays
@@ -177,13 +183,15 @@ class AgentDeckApp:
 
     def stop(self, request: gr.Request) -> str:
         """Stop the session's run at once (the agent interrupts its running code)."""
-        session = self.registry.peek(getattr(request, "session_hash", None) or "anonymous")
+        key = getattr(request, "session_hash", None) or "anonymous"
+        session = self.registry.watchers.live(key) or self.registry.peek(key)  # a watched run: ui/panels/watch.py
         if session is not None and session.interrupt():
             return "<small>stopping…</small>"
         return gr.skip()
 
     def new_chat(self, request: gr.Request) -> tuple:
         """Start fresh: new memory, new sandbox, empty workspace."""
+        self.registry.watchers.forget(getattr(request, "session_hash", None) or "anonymous")
         session = self.session_for(request)
         session.reset()
         return [], gr.MultimodalTextbox(value=None, interactive=True), None, "", {"sent_at": time.time(), "events": []}

@@ -136,11 +136,12 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         cleared = new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,
                       show_progress="hidden")
         sign_in.wire(demo, config, model, note, history.list_note, sign_in_md)  # notes for a signed-in visitor
-        approvals.wire(demo, services, approval, mode_selector, page,
-                       after=[submitted, example, *resent, stopped, cleared])
+        decisions = approvals.wire(demo, services, approval, mode_selector, page,
+                                   after=[submitted, example, *resent, stopped, cleared])
         history_layout.wire_history_panel(demo, services, history, page,
                                           after_runs=[submitted, example, *recorded, *resent], new_chat_event=cleared,
                                           approval_mode=approval_mode)
+        approvals.show_after(decisions, approval, task_input, history.shown)  # a reopened chat's decision
         files_panel_ui.wire_delete_confirm(services.registry, demo, files_panel, delete_confirm)
         files_panel_ui.wire_download_all(services.registry, download_all)
         responsive.wire(demo)

@@ -67,6 +67,12 @@ class Services:
             self.owners.wait_loaded(key)
         return self.adopt(key, self.registry.get(key, visitor_of(request)))
 
+    def acting_session(self, request: Any) -> Session:
+        """The session Stop and the decision panel act on: the run this tab watches read-only while it goes on
+        (the same owner's chat, in another tab: ui/session/watchers.py), else the tab's own (`session_for`)."""
+        watched = self.registry.watchers.live(tab_key(request))
+        return watched if watched is not None else self.session_for(request)
+
     def adopt(self, key: str, session: Session) -> Session:
         """A tab bound to an owner whose session is not a saved chat yet (new, or new after an idle close):
         make it one."""

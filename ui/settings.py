@@ -84,6 +84,9 @@ class AppConfig:
     free_choice: bool = False  # a single-user install: any model string, tool and import
     hf_login: bool = False  # "Sign in with Hugging Face": a real Space's OAuth, or the local mock (hf_login_env.py)
     structured_code: bool = False  # code steps as {"thought", "code"} JSON (AGENTDECK_STRUCTURED_CODE=1)
+    #: Check the embedded model's answers before showing them, and mark them (agents/answer_checks/); off only for
+    #: measuring what they change (bench/first_message_eval.py --checks both).
+    answer_checks: bool = True
     chat_store: str = ""  # AGENTDECK_CHAT_STORE: "" for the data dir (ui/shared/blobs.py)
     redis_url: str = ""  # AGENTDECK_REDIS_URL: "" keeps leases and limits in memory (ui/shared/state.py)
     configured_model: str = ""  # AGENTDECK_MODEL as the operator set it ("" when chosen from the keys)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
-from agents.errors import ConfigurationError, ImageRefusedError
+from agents.errors import AgentDeckError, ConfigurationError, ImageRefusedError
 from agents.events import Event, new_id
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
@@ -364,6 +364,7 @@ class MultiStepAgent:
         """Start a run: a new RunContext (with this run's own settings, `options`) and StepRunner; the agent's
         own part is preparing its memory."""
         emit = observe_run(self, emit, parent_id)  # traces and metrics (agents/telemetry); unchanged when off
+        emit = self.answer_observer(emit, top_level=parent_id is None)
         run = self._run_context(emit, parent_id, event_loop, options or RunOptions())
         self._interrupt_flag.clear()
         started = time.perf_counter()
@@ -376,6 +377,7 @@ class MultiStepAgent:
             history_message = self.memory.steps[-1].messages[0]
         if additional_args:
             task = self._hand_over_arguments(task, additional_args)
+        task = self.task_for_run(task)
         self.memory.set_system_prompt(self.system_prompt(run), self.prompt_examples(task))
         task_message = {"role": "user", "content": with_images(render(self.prompt_templates, "task", task=task),
                                                                list(images or []))}
@@ -393,11 +395,37 @@ class MultiStepAgent:
         broker = self.broker
         if options.approval_policy is not None:
             broker = DecisionBroker(options.approval_policy, self.broker.decider)
+        max_steps = options.max_steps or self.max_steps
+        cap = self.step_cap()
+        if cap:  # a small model's checked answers come from short runs (agents/loop/answer_checking.py)
+            max_steps = min(max_steps, cap)
         interval = self.planning_interval if options.planning_interval is None else options.planning_interval
         return RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag, broker=broker,
                           parent_id=parent_id, step=self._step_number, event_loop=event_loop,
-                          max_steps=options.max_steps or self.max_steps, planning_interval=interval or None,
+                          max_steps=max_steps, planning_interval=interval or None,
                           tools=options.offered(self.runner.tools), approval_policy=options.approval_policy)
+
+    # -- answer checks: none here; the CodeAgent checks a small model's answers (agents/loop/answer_checking.py) --
+    def answer_observer(self, emit: Callable[[Event], None], top_level: bool = True) -> Callable[[Event], None]:
+        """The run's emit function, or one that also feeds an answer checker the run's events (top-level runs
+        only: a managed agent's answer goes to its manager, not to the person)."""
+        return emit
+
+    def task_for_run(self, task: str) -> str:
+        """The task as the model gets it (a follow-up may be given the earlier answer it refers to)."""
+        return task
+
+    def run_refusal(self) -> AgentDeckError | None:
+        """Why this run cannot be attempted at all (raised before its first step), or None."""
+        return None
+
+    def step_cap(self) -> int | None:
+        """The most steps any run of this agent may take, whatever the run asks for (None: no cap)."""
+        return None
+
+    def check_answer(self, value: Any) -> dict[str, Any] | None:
+        """What the app checked of the run's answer (agents.events.AnswerCheck as a dict), or None."""
+        return None
 
     def _add_history(self, history: list[Message]) -> None:
         checked: list[Message] = []

@@ -5,16 +5,17 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents import step_events
 from agents.decisions import DecisionKind, Outcome
-from agents.errors import AgentInterrupted
-from agents.events import SandboxRun
+from agents.errors import AgentDeckError, AgentInterrupted
+from agents.events import Event, SandboxRun
 from agents.executor.tree_walk import remove_tree
 from agents.injection import fence, warning_line
+from agents.loop.answer_checking import AnswerChecking
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
 from agents.loop.observation_images import artifact_images
@@ -51,13 +52,16 @@ class CodeAgent(MultiStepAgent):
                  authorized_imports: list[str] | tuple[str, ...] = (), workdir: str | os.PathLike[str] | None = None,
                  executor_timeout_s: float = 30.0, sandbox: str | SandboxBackend | None = None,
                  sandbox_limits: SandboxLimits | None = None, sandbox_pool: bool = False,
-                 use_structured_outputs_internally: bool = False, **kwargs: Any) -> None:
+                 use_structured_outputs_internally: bool = False, answer_checks: bool = True,
+                 **kwargs: Any) -> None:
         """`sandbox`: the backend the code runs on, by name (`agents.executor.backends.available()`) or as an
         object; None is `backends.DEFAULT` (local). `sandbox_limits`: the sandbox's
         limits (`executor_timeout_s` takes the place of its `timeout_s`). `sandbox_pool`: start from a sandbox
         the backend's warm pool started ahead of time (`agents/executor/pool.py`), when one is ready.
         `use_structured_outputs_internally`: ask the model for `{"thought", "code"}` JSON through the provider's
-        structured output (agents/loop/structured_code.py) instead of fenced code."""
+        structured output (agents/loop/structured_code.py) instead of fenced code. `answer_checks`: check the
+        answers of a model whose profile asks for it (the embedded one) before they are shown
+        (agents/loop/answer_checking.py)."""
         self.authorized_imports = sorted(set(BASE_IMPORTS) | set(authorized_imports))
         self._owns_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="agentdeck-"))
@@ -82,6 +86,27 @@ class CodeAgent(MultiStepAgent):
                                if not self.profile.keeps_tool(getattr(t, "name", ""))]
         tools = [t for t in tools if self.profile.keeps_tool(getattr(t, "name", ""))]
         super().__init__(tools=tools, model=model, **kwargs)
+        self.answer_checks = AnswerChecking(self, answer_checks and self.profile.check_answers
+                                            and "answer_checks" in self.prompt_templates)
+        if self.answer_checks.enabled and self.profile.checked_max_steps:
+            self.max_steps = min(self.max_steps, self.profile.checked_max_steps)
+
+    # -- answer checks of a small model (agents/loop/answer_checking.py) -----------------------------
+    def answer_observer(self, emit: Callable[[Event], None], top_level: bool = True) -> Callable[[Event], None]:
+        return self.answer_checks.observer(emit, top_level)
+
+    def step_cap(self) -> int | None:
+        """A checked small model's runs stop after its profile's few steps, even when a run asks for more."""
+        return self.profile.checked_max_steps if self.answer_checks.enabled else None
+
+    def task_for_run(self, task: str) -> str:
+        return self.answer_checks.task_for_run(task)
+
+    def run_refusal(self) -> AgentDeckError | None:
+        return self.answer_checks.refusal()
+
+    def check_answer(self, value: Any) -> dict[str, Any] | None:
+        return self.answer_checks.check(value)
 
     def _prompt_kind(self) -> str:
         return self.profile.code_prompts

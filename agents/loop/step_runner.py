@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from agents import step_events
+from agents.answer_checks.best_guess import usable_guess
 from agents.decisions import DecisionKind, Outcome
 from agents.errors import AgentDeckError, AgentInterrupted, RunBudgetExceededError
 from agents.events import ModelRetrying, ModelTextDelta
@@ -62,6 +63,10 @@ class StepAgent(Protocol):
 
     def act(self, step: ActionStep, reply: ModelReply, run: RunContext) -> None: ...
 
+    def run_refusal(self) -> AgentDeckError | None: ...
+
+    def check_answer(self, value: Any) -> dict[str, Any] | None: ...
+
 
 class StepRunner:
     """One run: `execute(task)` records the task, runs the steps and reports the result."""
@@ -103,6 +108,8 @@ class StepRunner:
         task_step.duration_s = time.perf_counter() - self.started
         fields = run.event_fields()
         if final is not None:
+            if state is RunState.SUCCESS:
+                final.check = agent.check_answer(final.output)  # before the answer is shown
             agent.memory.add_step(final)
             run.emit(step_events.final_answer(final, fields))
         finished = step_events.run_finished(task_step, steps, final, fields)
@@ -113,7 +120,10 @@ class StepRunner:
 
     def _steps(self, task: str) -> tuple[FinalAnswerStep, RunState]:
         """The steps of a run; returns its answer step (not yet in memory) and how the run ended."""
-        run = self.run
+        agent, run = self.agent, self.run
+        refusal = agent.run_refusal()
+        if refusal is not None:
+            raise refusal
         # The run's own step limit and planning interval (agents/loop/run_options.py), else the agent's.
         for steps_done in range(run.max_steps):
             run.check_interrupt()
@@ -354,7 +364,8 @@ class StepRunner:
                     + [{"role": "user", "content": render(templates, "final_answer.post_messages", task=task)}])
         reply, _ = self.call_model(messages)
         final.guess_timing.end_time = time.time()
-        final.output, final.guess_usage = reply.content, reply.token_usage
+        # Never the app's own error text or code shown as if it were a guess (agents/answer_checks/best_guess.py).
+        final.output, final.guess_usage = usable_guess(reply.content), reply.token_usage
         run.emit(step_events.guess_output(final, fields))
         run.emit(step_events.guess_finished(final, fields))
         return final

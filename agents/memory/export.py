@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agents.answer_checks.marks import answer_mark
+from agents.events import AnswerCheck
 from agents.memory.inert_markdown import block, code_span, fenced, file_link, inline, prose
 from agents.memory.memory import AgentMemory
 from agents.memory.seen_text import as_seen, relative_paths
@@ -309,5 +311,7 @@ def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
         elif isinstance(step, ActionStep):
             parts.append(_action_markdown(step, numbers.get(index, step.step_number), seen, workspace))
         elif isinstance(step, FinalAnswerStep):
-            parts.append("## Final answer\n\n" + answer_markdown(step.output, seen))
+            check = AnswerCheck.from_dict(step.check)  # the chat's mark under the answer, as it showed it
+            mark = "\n\n" + answer_mark(check) if check is not None else ""
+            parts.append("## Final answer\n\n" + answer_markdown(step.output, seen) + mark)
     return "\n\n".join(parts) + "\n"

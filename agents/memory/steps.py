@@ -165,6 +165,8 @@ class FinalAnswerStep(MemoryStep):
     #: After max steps, `output` is the model's best guess from one last call: its timing and token usage.
     guess_timing: Timing = field(default_factory=Timing)
     guess_usage: TokenUsage = field(default_factory=TokenUsage)
+    #: What the app checked of the answer before showing it (agents.events.AnswerCheck.as_dict), if it did.
+    check: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.step_type = "final_answer"

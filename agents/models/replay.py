@@ -29,10 +29,12 @@ class ReplayModel(Model):
 
     A script entry is a reply string, or a dict with `content` and optionally `tool_calls`
     (a list of `{"name", "arguments", "id"}`), `token_usage` (`{"input_tokens", "output_tokens"}`).
+    `prompt_style`: the family of model it stands in for ("tiny": the embedded model's prompts and answer checks).
     """
 
     def __init__(self, replies: list[ScriptEntry], model_id: str = "replay", chunk_size: int = 16,
-                 supports_images: bool = True, supports_structured_output: bool = True) -> None:
+                 supports_images: bool = True, supports_structured_output: bool = True,
+                 prompt_style: str | None = None) -> None:
         if isinstance(replies, (str, dict)) or not isinstance(replies, (list, tuple)):
             raise ConfigurationError("ReplayModel expects a list of replies (strings or dicts).")
         self.replies: list[ScriptEntry] = list(replies)
@@ -45,10 +47,13 @@ class ReplayModel(Model):
         self.supports_images = supports_images
         self.supports_structured_output = supports_structured_output
         self.supports_native_tools = any(isinstance(r, dict) and r.get("tool_calls") for r in self.replies)
+        if prompt_style is not None:  # else the class's (a subclass may stand in for a family)
+            self.prompt_style = prompt_style
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ReplayModel:
-        """Load a YAML or JSON transcript: a list of replies, or a mapping with a `replies` list."""
+        """Load a YAML or JSON transcript: a list of replies, or a mapping with a `replies` list (and optionally
+        `model_id` and `prompt_style`)."""
         file_path = Path(path)
         if not file_path.is_file():
             raise ConfigurationError(f"Replay transcript not found: {file_path}. Give the path of a YAML or JSON file.")
@@ -59,6 +64,8 @@ class ReplayModel(Model):
             raise ConfigurationError(f"Replay transcript {file_path} is not valid YAML/JSON: {exc}") from exc
         if isinstance(data, dict):
             kwargs.setdefault("model_id", str(data.get("model_id", f"replay:{file_path.name}")))
+            if isinstance(data.get("prompt_style"), str):
+                kwargs.setdefault("prompt_style", data["prompt_style"])
             data = data.get("replies", data.get("exchanges"))
             if data and isinstance(data[0], dict) and "reply" in data[0]:
                 data = [exchange["reply"] for exchange in data]

@@ -33,6 +33,11 @@ class PromptProfile:
     #: Whether the model is sent the earlier messages of the conversation with a new one (a tiny model is not:
     #: it copied earlier answers, right or wrong, into the next; it is told about earlier uploads instead).
     earlier_runs: bool = True
+    #: Whether its answers are checked before they are shown, and marked as unchecked (agents/answer_checks/).
+    check_answers: bool = False
+    #: With its answers checked, the most steps a run takes: a tiny model that failed three times in a row kept
+    #: failing (issue 31: ten steps and a minute of flailing), and the run then says it has no answer.
+    checked_max_steps: int | None = None
 
     def keeps_tool(self, name: str) -> bool:
         return self.tools is None or name in self.tools
@@ -52,7 +57,8 @@ TINY_IMPORTS = ("math", "statistics", "pandas")
 PROFILES: dict[str, PromptProfile] = {
     "default": PromptProfile("default", "code_agent"),
     # No tools: a tiny model calls web tools with invented arguments and cannot use what they return.
-    "tiny": PromptProfile("tiny", "code_agent_tiny", tools=(), imports=TINY_IMPORTS, earlier_runs=False),
+    "tiny": PromptProfile("tiny", "code_agent_tiny", tools=(), imports=TINY_IMPORTS, earlier_runs=False,
+                          check_answers=True, checked_max_steps=3),
 }
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TypeGuard, get_args
 
 from agents.events import (
+    AnswerCheck,
     FinalAnswer,
     MemoryCompacted,
     ModelOutput,
@@ -43,7 +44,7 @@ def run_usage(steps: Iterable[MemoryStep]) -> TokenUsage:
 
 
 def final_answer(final: FinalAnswerStep, fields: Fields) -> FinalAnswer:
-    return FinalAnswer(**fields, value=final.output)
+    return FinalAnswer(**fields, value=final.output, check=AnswerCheck.from_dict(final.check))
 
 
 def run_finished(task: TaskStep, steps: Sequence[MemoryStep], final: FinalAnswerStep | None,

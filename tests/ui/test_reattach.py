@@ -10,7 +10,6 @@ import gradio as gr
 import pytest
 from nothing_lost_harness import ANSWER, SET_X, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
 
-from ui.panels import history
 from ui.panels.approvals import ApprovalHandlers
 from ui.saved.store import ChatStore, new_token
 from ui.session import run_stream
@@ -120,11 +119,11 @@ def test_a_tab_already_open_joins_the_run_when_it_opens_the_chat(app: LiveApp) -
     assert [s.step_type for s in memory.steps] == ["task", "action", "action", "final_answer"]
 
 
-def test_a_tab_closed_a_moment_ago_gives_its_run_to_the_tab_that_opens_it(app: LiveApp,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tab_closed_a_moment_ago_gives_its_run_to_the_tab_that_opens_it(app: LiveApp) -> None:
     """The person closes the running tab and at once opens the chat in another one, whose click reaches the
-    server before it has seen the first tab's page go: the click is told so, and the chat opens with its run
-    as soon as that page is found gone. A running tab that stays open keeps its run."""
+    server before it has seen the first tab's page go: the chat is shown there live and read-only (issue 31), and
+    that tab takes the run as soon as the first page is found gone. A running tab that stays open keeps its run;
+    the watching tab's Stop and messages do not touch it until then."""
     presence = PagePresence()
     app.app.registry.presence = presence
     token = new_token()
@@ -134,26 +133,37 @@ def test_a_tab_closed_a_moment_ago_gives_its_run_to_the_tab_that_opens_it(app: L
     app.load(token, key="other")
     chat_id = session.record.saved.id
 
-    def open_chat():
-        return app.history.open_chat({"token": token}, chat_id, Req("other"), **app.form())
-
-    monkeypatch.setattr(history, "JOIN_WAIT_S", 0.0)  # the running tab stays open
-    kept = list(open_chat())
-    assert len(kept) == 1 and kept[0][1] == {"__type__": "update"}  # the chat shown is left as it was
+    shown = list(app.history.open_chat({"token": token}, chat_id, Req("other"), **app.form()))[-1]
+    assert "x is set" in chat_text(shown[1])  # the running chat, as it is
     assert app.session("tab") is session and app.session("other") is not session
+    refused = list(app.app.run({"text": "from the watching tab", "files": []}, Req("other"), None, **app.form()))
+    assert refused == [(gr.skip(),) * 5] and session.running  # not sent; the text stays in the box
+    assert "from the watching tab" not in chat_text(session.record.transcript.messages())
 
-    monkeypatch.setattr(history, "JOIN_WAIT_S", 30.0)
-    opening = open_chat()
-    assert next(opening)[1] == {"__type__": "update"}  # told, nothing loaded from disk yet
-    app.app.on_unload(Req("tab"))  # then the server sees the tab go: its unload, then its heartbeat stream ends
+    follow = app.history.watch.follow(Req("other"))
+    first = next(follow)
+    assert "x is set" in chat_text(first[0]) and first[1].interactive is False  # live, the box locked
+    app.app.on_unload(Req("tab"))  # then the server sees the tab go
     presence.closed("tab")
-    opened = list(opening)[-1]
-    assert app.session("other") is session and app.session("tab") is None
-    assert "x is set" in chat_text(opened[1])
-    stream = app.app.streamer.reattach(Req("other"))
-    next(stream)
     app.model.release()
-    assert text_of(list(stream)[-1][0][-1]) == "42"
+    updates = list(follow)
+    assert app.session("other") is session and app.session("tab") is None
+    assert text_of(updates[-1][0][-1]) == "42" and updates[-1][1].interactive is True
+
+
+def test_stop_in_a_watching_tab_stops_the_run(app: LiveApp) -> None:
+    """A second tab on a chat running in a tab still open: its Stop stops that run (issue 31)."""
+    presence = PagePresence()
+    app.app.registry.presence = presence
+    token = new_token()
+    run_until_step_2_hangs(app, token)
+    session = app.session("tab")
+    presence.opened("tab")
+    shown = app.load(token, key="other")  # the browser's open chat is the running one: shown here, read-only
+    assert "x is set" in chat_text(shown[1]) and app.session("other") is not session
+    assert app.app.stop(Req("other")) == "<small>stopping…</small>"
+    wait_until(lambda: session.run is None or session.run.stop_requested_at is not None, what="the stop")
+    assert app.app.stop(Req("nobody")) == gr.skip()  # a tab watching nothing stops nothing
 
 
 def test_the_chat_clicked_opens_even_if_the_list_value_was_reset_meanwhile(app: LiveApp) -> None:

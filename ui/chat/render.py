@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agents import events as ev
+from agents.answer_checks.marks import answer_mark
 from agents.injection import detect_injection
 from ui.chat.file_links import FileLinker
 from ui.chat.formatting import (
@@ -37,6 +38,9 @@ if TYPE_CHECKING:  # published_files imports Gradio; the chat does not
 CONTINUE_HINT = "Send **continue** to let the agent go on from where it stopped (it keeps its steps and variables)"
 NO_ANSWER_GUESS = ("⏱️ **Not a final answer**: the agent ran out of steps. Asked for its best guess from the steps "
                    "so far, the model wrote (nothing here was checked by running code):")
+FOLLOW_UP_REFUSED = "FollowUpUnsupportedError:"  # the demo model cannot use the earlier answer: said plainly
+NO_GUESS = ("⏱️ **No answer**: the agent ran out of steps, and asked for its best guess, the model wrote no answer "
+            "(only errors or code).")
 
 
 class Transcript(ExecutionRendering, DecisionRendering):
@@ -57,6 +61,7 @@ class Transcript(ExecutionRendering, DecisionRendering):
         self.finished: ev.RunFinished | None = None
         self.waiting: str | None = None  # the kind of decision the run waits for
         self.retrying: ev.ModelRetrying | None = None  # the model call waiting to be retried, if any
+        self.answer_check: ev.AnswerCheck | None = None  # the app's checks of the last answer, if it made any
 
     # ----- the person's side -----------------------------------------------------------------------
     def add_message(self, text: str, uploads: list[Any]) -> None:
@@ -95,6 +100,7 @@ class Transcript(ExecutionRendering, DecisionRendering):
             self.current_step = 0
             self.out_of_steps = False
             self.finished = None
+            self.answer_check = None
         elif e.parent_id in self.call_nodes:
             node = self.call_nodes[e.parent_id]
             node.parts["agent"] = f"Managed agent **{e.agent_name}** is working on: {clip(e.task, 500)}"
@@ -205,12 +211,18 @@ class Transcript(ExecutionRendering, DecisionRendering):
                 call.parts["answer"] = "**Managed agent's answer:**\n\n" + format_value(e.value)
             return
         if self.out_of_steps:  # not an answer the agent gave: say so, and show the guess quoted
+            if e.value is None:  # the model's last reply was no guess (error text, code): nothing to quote
+                self._add(Node(self._new_id("guess"), parts={"text": NO_GUESS}))
+                return
             guess = "\n".join("> " + line for line in format_value(e.value).splitlines())
             self._add(Node(self._new_id("guess"), parts={"text": NO_ANSWER_GUESS + "\n\n" + guess}))
             return
         text = format_value(e.value)
         if isinstance(e.value, str):
             text = FileLinker(self.workdir, self.publish).link(text)
+        self.answer_check = e.check
+        if e.check is not None:
+            text += "\n\n" + answer_mark(e.check)
         self._add(Node(self._new_id("answer"), parts={"text": text}))
         value = e.value
         if isinstance(value, str) and os.path.splitext(value)[1].lower() in IMAGE_EXTENSIONS:
@@ -239,6 +251,8 @@ class Transcript(ExecutionRendering, DecisionRendering):
         elif state == "max_steps":
             self.add_note(f"⏱️ **No answer**: the run ended after {e.steps} of {self.max_steps} steps without a final "
                           f"answer. {CONTINUE_HINT}, or raise *Max steps* in the settings.")
+        elif state == "error" and (e.error or "").startswith(FOLLOW_UP_REFUSED):
+            self.add_note("⚠️ " + (e.error or "")[len(FOLLOW_UP_REFUSED):].strip())
         elif state == "error":
             error = scrub_server_paths(e.error or "an unknown error")
             self.add_note(f'<span class="ad-error">Run failed</span> {error}'

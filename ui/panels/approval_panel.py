@@ -143,10 +143,11 @@ def build_approval_panel() -> ApprovalPanel:
     with gr.Column(visible=False, elem_id="approval-panel") as panel:
         message = gr.Markdown("", elem_id="approval-message", visible=False)  # why a click did nothing
         with gr.Column(visible=False, elem_id="plan-review") as plan_box:
-            gr.Markdown("### 🧭 Review the plan\nEdit it if you like; the agent follows the plan you continue with. "
-                        "Or reject it and say why: the agent is told and plans its next step with that.",
-                        elem_classes="ad-approval-title")
-            plan_editor = gr.Textbox(label="Plan", lines=6, max_lines=24, elem_id="plan-editor", interactive=True)
+            gr.Markdown("### 🧭 Review the plan above\nContinue with it, or edit it here first; or reject it and "
+                        "say why (the agent plans again with that).", elem_classes="ad-approval-title")
+            # Three lines that scroll (the whole plan is in the chat above): the buttons stay on the screen.
+            plan_editor = gr.Textbox(label="Plan to continue with (edit it if you like)", lines=3, max_lines=8,
+                                     elem_id="plan-editor", interactive=True)
             plan_reject_reason = gr.Textbox(label="Reason (sent to the agent if you reject the plan)", lines=1,
                                             max_lines=4, elem_id="plan-reject-reason", interactive=True,
                                             placeholder="e.g. do not delete anything; summarise first")

@@ -57,7 +57,7 @@ class ApprovalHandlers:
         self._tabs_lock = threading.Lock()
 
     def _session(self, request: Any) -> Session:
-        return self.services.session_for(request)
+        return self.services.acting_session(request)  # a run watched from a second tab is decided there too
 
     # mode -------------------------------------------------------------------------------------------
     def set_mode(self, mode: str, planning: Any, max_steps: Any, request: gr.Request,
@@ -185,6 +185,15 @@ class ApprovalHandlers:
             session_mode = session.approval_mode
         return (token, messages, files, f"<small>{status}</small>" if status else "", session_mode,
                 *as_tuple(view(session.pending_request())))
+
+
+def show_after(handlers: ApprovalHandlers, panel: ApprovalPanel, task_input: Any, events: list[Any]) -> None:
+    """After each of `events` (the tab now shows another session, or a run handed to it streamed on), the panel
+    shows that session's pending decision: a tab opened again on a paused chat gets its buttons, not only the
+    chat's "waiting" line."""
+    for event in events:
+        event.then(handlers.refresh, inputs=[panel.request_id], outputs=panel.view_outputs(task_input),
+                   api_visibility="private", concurrency_limit=None, show_progress="hidden")
 
 
 def wire(demo: gr.Blocks, services: Services, panel: ApprovalPanel, selector: ModeSelector, page: Page,

@@ -17,7 +17,19 @@ from ui.panels.history import HistoryController
 CSS = """
 #export-file:has(> .empty) { display: none; }
 #chat-delete-confirm { border: 1px solid var(--border-color-accent); }
+#chat-list, #chat-search-results { max-height: 45vh; overflow-y: auto; }
 """
+#: The question is brought into view once shown: under a long list it opened below the sidebar's fold (issue 31).
+QUESTION_IN_VIEW_JS = """() => new Promise(done => {
+  const until = Date.now() + 2000;
+  const look = () => {
+    const box = document.querySelector('#chat-delete-confirm');
+    if (box && box.offsetParent) { box.scrollIntoView({block: 'nearest'}); return done([]); }
+    if (Date.now() > until) return done([]);
+    requestAnimationFrame(look);
+  };
+  look();
+})"""
 
 
 @dataclass
@@ -61,8 +73,9 @@ def wire(history: HistoryController, panel: Any, confirm: ChatDeleteConfirm, vie
         return ask(history, state, chat_id, request)
 
     inputs = [panel.browser_state, panel.chat_list]
-    panel.delete_btn.click(ask_for, inputs=inputs, outputs=[confirm.box, confirm.question], api_visibility="private",
-                           **light)
+    asked = panel.delete_btn.click(ask_for, inputs=inputs, outputs=[confirm.box, confirm.question],
+                                   api_visibility="private", **light)
+    asked.then(None, js=QUESTION_IN_VIEW_JS, queue=False, api_visibility="private")
     confirm.yes.click(hide, outputs=[confirm.box], api_visibility="private", **light)
     confirm.yes.click(history.delete_chat, inputs=inputs, outputs=view, api_name="delete_chat", **light)
     confirm.no.click(hide, outputs=[confirm.box], api_visibility="private", **light)

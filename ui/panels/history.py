@@ -20,6 +20,7 @@ from typing import Any
 import gradio as gr
 
 from ui.chat.stream_outputs import Shown, session_outputs
+from ui.panels.watch import RunWatch, locked_box
 from ui.saved.owners import tab_key
 from ui.saved.store import ChatStoreError, clean_title, settings_dict
 from ui.services import Services
@@ -30,9 +31,6 @@ from ui.settings import RunSettings, SettingsRefusedError
 from ui.settings_form import FormValues, saved_values, skipped
 from ui.web.gradio_compat import OptionalSelectData
 from ui.web.rate_limit import visitor_of
-
-#: How long a click on a chat running in another tab waits for that tab to be found closed (see `_join_run`).
-JOIN_WAIT_S = 5.0
 
 
 def _page_gone(session: Session) -> bool:
@@ -52,6 +50,7 @@ class HistoryController:
         self.store = services.store
         self.owners = services.owners
         self.leases = services.leases  # which tab continues which chat (ui/session/lease.py)
+        self.watch = RunWatch(services)  # a chat running in another open tab, shown here (ui/panels/watch.py)
 
     # ----- identity -----------------------------------------------------------------------------
     def identify(self, state: Any, request: gr.Request | None,
@@ -64,6 +63,7 @@ class HistoryController:
 
     def forget(self, request: gr.Request) -> None:
         self.owners.forget(request)
+        self.registry.watchers.forget(tab_key(request))
 
     # ----- views --------------------------------------------------------------------------------
     def list_update(self, owner: str, selected: str | None = None) -> Any:
@@ -159,12 +159,9 @@ class HistoryController:
                 yield self._view(moved, state, owner,
                                  settings=saved_values(settings_dict(moved.agent_settings), form))
                 return
-        if paused is not None:  # a reloaded tab whose run goes on or waits: ui/panels/approvals.py hands it back
-            # Not selected in the list: a second tab does not show that chat, and a click on a selected entry
-            # is no select event (the list is refreshed once a run handed back to this tab ends).
-            yield (state, *(gr.skip(),) * 5, self.list_update(owner, None),
-                   *saved_values(settings_dict(paused.agent_settings), form).values(), paused.approval_mode,
-                   gr.skip())
+        if paused is not None and current:  # shown in another open tab (or a reloaded tab's, which
+            # ui/panels/approvals.py hands back): watched here until then (ui/panels/watch.py)
+            yield from self._watch(key, owner, state, paused, current, form, request)
             return
         if current and self.store.get(owner, current) is not None:
             yield from self._open(key, owner, state, current, form, request)
@@ -191,6 +188,7 @@ class HistoryController:
     def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: FormValues,
               request: gr.Request | None = None) -> Iterator[tuple]:
         current = self.registry.peek(key)
+        self.registry.watchers.forget(key)  # this tab shows the chat it opens now
         if current is not None and current.running:
             yield self._view(current, state, owner, keep_export=True,
                              gr_warning="A run is still going: wait for it or press Stop before opening another chat.")
@@ -273,20 +271,30 @@ class HistoryController:
                 return
             # That tab may have been closed a moment ago: the server learns so when its page's heartbeat stream
             # closes, which can come after this click. Say so, and open the chat here once it does.
-            gr.Warning("This chat is running in another tab: continue it there. If you have just closed that "
-                       "tab, the chat opens here in a moment.")
-            yield unchanged
-            if registry.presence.wait_gone(running.key, JOIN_WAIT_S):
-                moved = registry.rekey(running.key, key, when=_page_gone)
-            if moved is None:
-                # Its run ended: open it from disk.
-                if chat_id is not None and self._held_elsewhere(owner, chat_id) is None:
-                    yield from self._open(key, owner, state, chat_id, form, request)
-                return
+            # Shown here live and read-only; if that tab has just been closed (the server learns so when its
+            # page's heartbeat stream closes, which can come after this click), this tab takes the run then.
+            if chat_id is not None:
+                yield from self._watch(key, owner, state, running, chat_id, form, request)
+            return
         self.store.set_current(owner, chat_id)
         if chat_id is not None:  # (the running session holds the chat)
             self.leases.hold(chat_id, key)
         yield self._view(moved, state, owner, settings=saved_values(settings_dict(moved.agent_settings), form))
+
+    def _watch(self, key: str, owner: str, state: Any, running: Session, chat_id: str, form: FormValues,
+               request: gr.Request | None = None) -> Iterator[tuple]:
+        """Show `running`'s chat, whose run goes on in another open tab, live and read-only in this tab
+        (`RunWatch.follow` streams it): this tab's own session holds the saved chat, without an agent."""
+        chat = self.store.get(owner, chat_id)
+        if chat is None:
+            return
+        own = self.registry.install(key, chat, visitor_of(request), keep_busy=True)
+        settings = saved_values(settings_dict(running.agent_settings), form)
+        if own is running:  # handed back to this tab meanwhile (a reload)
+            yield self._view(running, state, owner, settings=settings)
+            return
+        self.watch.start(key, running, owner, chat_id)
+        yield self._view(running, state, owner, settings=settings, input_update=locked_box())
 
     def after_new_chat(self, state: Any, request: gr.Request) -> tuple:
         """After New chat: this browser's open chat is the new (empty) one; refresh the list and empty the
@@ -308,6 +316,18 @@ class HistoryController:
         refused = session is not None and session.refused is not None
         deleted = session is not None and session.record.saved is not None and session.record.saved.deleted
         return state, self.list_update(owner, selected), gr.Button(visible=refused and not deleted)
+
+    def search(self, state: Any, query: Any, request: gr.Request) -> Any:
+        """The side list's search: the owner's chats whose title, messages or answers hold every word typed
+        (ui/saved/store.py `search`), as a list of their own to click; hidden while the box is empty."""
+        owner, _ = self.identify(state, request)
+        text = " ".join(str(query or "").split())[:200]
+        if not text:
+            return gr.Radio(choices=[], value=None, visible=False)
+        found = self.store.search(owner, text)
+        if not found:
+            return gr.Radio(choices=[("No chat found", "")], value=None, visible=True, interactive=False)
+        return gr.Radio(choices=[(m.label(), m.id) for m in found], value=None, visible=True, interactive=True)
 
     def rename_chat(self, state: Any, chat_id: Any, title: str, request: gr.Request) -> tuple:
         owner, state = self.identify(state, request)

@@ -2,7 +2,7 @@
 (ui/panels/history.py) and the ChatExports (ui/panels/exports.py), which do the work."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -32,6 +32,12 @@ class HistoryPanel:
     takeover_btn: Any = None
     delete_confirm: Any = None  # ui/panels/chat_delete.py
     export_zip_btn: Any = None  # the Markdown export with the files it links (ui/panels/bundles.py)
+    search_box: Any = None  # the list's search (titles, messages, answers) and what it found
+    search_results: Any = None
+    #: The events after which this tab shows another session (page load, a chat opened, taken over) and after
+    #: which a run handed to it streams on: the approval panel shows that session's pending decision after each
+    #: (ui/panels/approvals.py `show_after`), or a tab opened again shows "waiting" with no buttons.
+    shown: list[Any] = field(default_factory=list)
 
 
 
@@ -46,6 +52,10 @@ def build_history_panel(services: Services) -> HistoryPanel:
         if storage_is_ephemeral(services.config.data_dir):
             gr.Markdown("⚠️ Saved chats may be lost when this Space restarts (it has no persistent storage).",
                         elem_id="storage-note")  # the operator's remedy goes to the log (ui/server.py create_app)
+        search_box = gr.Textbox(placeholder="🔍 Search chats (titles, messages, answers)", show_label=False,
+                                max_lines=1, elem_id="chat-search", container=False)
+        search_results = gr.Radio(choices=[], value=None, show_label=False, container=False, visible=False,
+                                  elem_id="chat-search-results")
         chat_list = gr.Radio(choices=[], value=None, show_label=False, elem_id="chat-list", container=False)
         with gr.Row():
             title_box = gr.Textbox(placeholder="New title for the selected chat", show_label=False, max_lines=1,
@@ -60,7 +70,8 @@ def build_history_panel(services: Services) -> HistoryPanel:
         export_zip_btn = gr.Button("Markdown + its files (zip)", size="sm", elem_id="export-zip-btn")
         export_file = gr.File(label="Export", elem_id="export-file", interactive=False, height=80)
     return HistoryPanel(browser_state, chat_list, title_box, rename_btn, delete_btn, export_md_btn, export_nb_btn,
-                        export_file, list_note, delete_confirm=delete_confirm, export_zip_btn=export_zip_btn)
+                        export_file, list_note, delete_confirm=delete_confirm, export_zip_btn=export_zip_btn,
+                        search_box=search_box, search_results=search_results)
 
 
 def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel, page: Page,
@@ -84,13 +95,28 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     # A run taken over from a closed page streams on; then the list shows the chat this tab ends up with.
     loaded = demo.load(history.on_load, inputs=[panel.browser_state], inputs_kwargs=settings,
                        outputs=view, api_name="browser_session", **heavy)
-    loaded.then(streamer.reattach, **reattach).then(history.refresh, **refresh)
+    reattached = loaded.then(streamer.reattach, **reattach)
+    reattached.then(history.refresh, **refresh)
+    watch: dict[str, Any] = dict(outputs=page.column.outputs(), api_visibility="private", show_progress="hidden",
+                                 concurrency_limit=services.config.max_runs, concurrency_id="watch")
+    watched = loaded.then(history.watch.follow, **watch)  # a chat running in another open tab (ui/panels/watch.py)
     keep_choice_after(loaded, approval_mode)  # a mode chosen while the page loaded stays chosen
     chat_view.shown_after(loaded)  # the chat says "Loading…" until then, not the welcome
     opened = panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list],
                                     inputs_kwargs=settings,
                                     outputs=view, api_name="open_chat", **heavy)
-    opened.then(streamer.reattach, **reattach)
+    opened_run = opened.then(streamer.reattach, **reattach)
+    opened_watch = opened.then(history.watch.follow, **watch)
+    panel.search_box.submit(history.search, inputs=[panel.browser_state, panel.search_box],
+                            outputs=[panel.search_results], api_visibility="private", **light)
+    panel.search_box.input(history.search, inputs=[panel.browser_state, panel.search_box],
+                           outputs=[panel.search_results], api_name="search_chats", trigger_mode="always_last",
+                           **light)
+    found = panel.search_results.select(history.open_chat, inputs=[panel.browser_state, panel.search_results],
+                                        inputs_kwargs=settings, outputs=view, api_visibility="private", **heavy)
+    found_run = found.then(streamer.reattach, **reattach)
+    found_watch = found.then(history.watch.follow, **watch)
+    chat_view.opened_after(found)
     chat_view.opened_after(opened)  # "Loading…", not the welcome, until the chat chosen is shown
     panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
                            outputs=[panel.chat_list, panel.title_box], api_name="rename_chat", **light)
@@ -105,9 +131,11 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
                                    **light)
     for event in after_runs:
         event.then(history.refresh, **refresh)
-    panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state], inputs_kwargs=settings,
-                             outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy).then(
-        streamer.reattach, **reattach)
+    taken = panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state], inputs_kwargs=settings,
+                                     outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy)
+    taken_run = taken.then(streamer.reattach, **reattach)
+    panel.shown.extend([loaded, reattached, watched, opened, opened_run, opened_watch, found, found_run, found_watch,
+                        taken, taken_run])
     if new_chat_event is not None:
         new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
                             outputs=[panel.browser_state, panel.chat_list, panel.export_file],

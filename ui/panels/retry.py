@@ -26,7 +26,7 @@ from ui.session.rewind import RewindRefused
 from ui.session.session import Session
 from ui.settings import RunSettings, SignInNeededError
 from ui.settings_form import FormValues
-from ui.web.gradio_compat import OptionalEventData, root_url_of
+from ui.web.gradio_compat import LOCK_IF_FREE_JS, UNLOCK_OWN_JS, OptionalEventData, root_url_of
 from ui.web.input_lock import lock_on, unlock_after
 
 RETRY, EDIT = "retry", "edit your last message"
@@ -37,6 +37,24 @@ HELD_ELSEWHERE = ("this chat is open in another tab, which continued it last. Pr
                   "chat as it is now and continue it in this tab.")
 DELETED_ELSEWHERE = "this chat was deleted (in another tab). Press **New chat** to start a new one."
 EMPTY_EDIT = "the message is empty. Type your message, or press Cancel."
+
+#: Once the edit box is shown: lock the message box as a resend does (its Send unlocks it, as Cancel does) and bring
+#: the edit box into view. Nothing when Edit was refused (the box is not on the page).
+EDITOR_OPENED_JS = f"""() => new Promise(done => {{
+  const until = Date.now() + 2000;
+  const look = () => {{
+    const panel = document.querySelector('#edit-panel');
+    if (panel && panel.offsetParent) {{
+      ({LOCK_IF_FREE_JS})();
+      panel.scrollIntoView({{block: 'nearest'}});
+      panel.querySelector('textarea')?.focus();
+      return done([]);
+    }}
+    if (Date.now() > until) return done([]);
+    requestAnimationFrame(look);
+  }};
+  look();
+}})"""
 
 CSS = """
 #edit-panel { border: 2px solid var(--color-accent); border-radius: 10px; padding: 10px 12px; }
@@ -223,8 +241,14 @@ def wire(services: Services, controls: RetryControls, page: Page, approval_mode:
     retried = controls.retry_btn.click(handlers.retry, inputs_kwargs={**settings, "approval_mode": approval_mode},
                                        api_name="retry", **run_options)
     unlock_after(retried, if_free=True)
-    controls.edit_btn.click(handlers.open_editor, outputs=[controls.panel, controls.text], **quick)
-    controls.cancel_btn.click(handlers.close_editor, outputs=[controls.panel], **quick)
+    # While the edit box is open it is the one box to type in: the message box is locked (text typed there went
+    # out as a new message) and the edit box is scrolled into view (it opened below the fold).
+    opened = controls.edit_btn.click(handlers.open_editor, outputs=[controls.panel, controls.text], **quick)
+    opened.then(None, js=EDITOR_OPENED_JS, queue=False, api_visibility="private")
+    cancelled = controls.cancel_btn.click(handlers.close_editor, outputs=[controls.panel], **quick)
+    for closed in (cancelled, *(trigger(None, js=UNLOCK_OWN_JS, queue=False, api_visibility="private")
+                                for trigger in close_on)):
+        closed.then(None, js=UNLOCK_OWN_JS, queue=False, api_visibility="private")
     lock_on(controls.send_btn.click, if_free=True)
     hidden = controls.send_btn.click(handlers.close_editor, outputs=[controls.panel], **quick)
     edited = hidden.then(handlers.edit_resend, inputs=[controls.text],

@@ -45,6 +45,7 @@ from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaErr
 from agents.executor.tree_walk import remove_tree
 from agents.memory.memory import AgentMemory
 from agents.memory.serialize import MAX_DOCUMENT_BYTES, dumps_memory, load_or_create_secret, loads_memory
+from ui.saved import titles
 from ui.saved.key_change import SECRET_CHANGED, SECRET_ID_KEY, note_secret_at_start, secret_id, unverified_secret_id
 from ui.shared.blobs import ANY, MISSING, BlobStore, BlobStoreError, Expect, LocalBlobs, VersionConflict
 from ui.shared.state import MemoryState, SharedState
@@ -142,6 +143,7 @@ class ChatMeta:
     #: meta.json is there but unreadable (cut short by a crash or a full disk): listed anyway, with a note, since
     #: the chat's memory is intact and opens; the next message writes a whole meta.json again.
     damaged: bool = False
+    text: str = ""  # what the list's search looks in besides the title (ui/saved/titles.py)
 
     def label(self) -> str:
         if self.damaged:
@@ -395,7 +397,7 @@ class ChatStore:
             old = None if blob is None else _parse_meta(blob.data, chat.id) or self._damaged_meta(chat.key, chat.id)
             meta = change(old)  # a damaged entry is rewritten whole, keeping the title the list showed
             data = {"id": chat.id, "title": meta.title, "created": meta.created, "updated": meta.updated,
-                    "steps": meta.steps}
+                    "steps": meta.steps, "text": meta.text}
             try:
                 self.blobs.put(key, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"),
                                expect=MISSING if blob is None else blob.version)
@@ -404,12 +406,16 @@ class ChatStore:
                 continue
         raise ChatStoreError("This chat's entry could not be saved: other tabs or servers kept changing it. Try again.")
 
-    def touch(self, chat: SavedChat, title: str | None = None, steps: int | None = None) -> ChatMeta:
+    def touch(self, chat: SavedChat, title: str | None = None, steps: int | None = None,
+              text: str | None = None, retitle: bool = False) -> ChatMeta:
         def change(old: ChatMeta | None) -> ChatMeta:
             now = time.time()
-            return ChatMeta(id=chat.id, title=(old.title if old and old.title != "Untitled chat" else None)
-                            or clean_title(title or "") or "Untitled chat", created=old.created if old else now,
-                            updated=now, steps=steps if steps is not None else (old.steps if old else 0))
+            kept = old.title if old and old.title != "Untitled chat" and not (retitle and clean_title(title or "")) \
+                else None
+            return ChatMeta(id=chat.id, title=kept or clean_title(title or "") or "Untitled chat",
+                            created=old.created if old else now,
+                            updated=now, steps=steps if steps is not None else (old.steps if old else 0),
+                            text=text if text is not None else (old.text if old else ""))
 
         return self._update_meta(chat, change)
 
@@ -487,7 +493,8 @@ class ChatStore:
         if chat.deleted:
             return  # deleted in another tab while this one showed it: the delete stands
         turns = [t for t in turns if isinstance(t, dict)]
-        title = turns[0].get("text", "") if turns else ""
+        if not turns and not chat.kept:
+            return  # nothing sent in it yet (a run stopped by New chat saving into the new one): no empty entry
         steps = sum(1 for s in memory.steps if s.step_type == "action") if isinstance(memory, AgentMemory) else None
         if isinstance(memory, AgentMemory) and (memory.steps or reason == "rewind"
                                                 or (turns and not self._has_memory(chat))):
@@ -497,8 +504,32 @@ class ChatStore:
             self.save_memory(chat, memory, metadata)
         if reason == "step":
             return  # the list's entry (meta) changes when a message is sent and when a run ends
-        self.touch(chat, title=title, steps=steps)
+        answers = [str(getattr(step, "output", "")) for step in memory.steps if step.step_type == "final_answer"] \
+            if isinstance(memory, AgentMemory) else []
+        title, retitle = self._title_for(chat, turns, answers)
+        self.touch(chat, title=title, steps=steps, text=titles.search_text(turns, answers), retitle=retitle)
         self.set_current(chat.owner, chat.id)
+
+    def _title_for(self, chat: SavedChat, turns: builtins.list[dict[str, Any]],
+                   answers: builtins.list[str]) -> tuple[str, bool]:
+        """(title, whether it replaces the chat's title): from the first message and its files, unlike the owner's
+        other chats' titles (ui/saved/titles.py). A title numbered to tell it apart is replaced by one with the
+        chat's answer once there is one; any other title stays (the person may have renamed the chat)."""
+        meta = chat.meta()
+        numbered = meta is not None and titles.NUMBERED.search(meta.title) is not None
+        if meta is not None and meta.title != "Untitled chat" and not (numbered and answers):
+            return meta.title, False
+        first = turns[0] if turns else {}
+        files = [u.get("original") or u.get("name") or "" for u in first.get("uploads") or [] if isinstance(u, dict)]
+        title = titles.title_from(str(first.get("text") or ""), files)
+        if not title:
+            return "", False
+        others = [m.title for m in self.list(chat.owner) if m.id != chat.id]
+        return titles.distinct(title, others, answers[0] if answers else ""), True
+
+    def search(self, owner: str, query: str) -> builtins.list[ChatMeta]:
+        """The owner's chats whose title, messages or answers hold every word of `query`, newest first."""
+        return [m for m in self.list(owner) if titles.matches(query, m.title, m.text)]
 
 
 def _tombstone(owner: str, chat_id: str) -> str:
@@ -512,7 +543,7 @@ def _parse_meta(raw: bytes, chat_id: str) -> ChatMeta | None:
             return None
         return ChatMeta(id=chat_id, title=clean_title(str(data.get("title") or "")) or "Untitled chat",
                         created=float(data.get("created") or 0.0), updated=float(data.get("updated") or 0.0),
-                        steps=int(data.get("steps") or 0))
+                        steps=int(data.get("steps") or 0), text=str(data.get("text") or "")[:titles.SEARCH_CHARS])
     except (ValueError, TypeError, AttributeError):
         return None
 

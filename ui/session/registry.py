@@ -18,6 +18,7 @@ from ui.saved.store import SavedChat
 from ui.session.agent_slot import AgentFactory
 from ui.session.presence import PRESENCE, PagePresence
 from ui.session.session import Session
+from ui.session.watchers import Watchers
 
 RESERVATION_S = 120.0  # a sandbox place promised to a starting run is counted this long at most
 
@@ -45,6 +46,7 @@ class SessionRegistry:
         self.max_upload_bytes = max_upload_bytes
         self.pageless_idle_s = pageless_idle_s  # sessions no page holds (API clients) go after this long idle
         self.presence = presence
+        self.watchers = Watchers()  # tabs showing another tab's run read-only (ui/session/watchers.py)
         self.max_sandboxes = max_sandboxes  # live agents (each with a sandbox worker) on this server at once
         self.decision_timeout_s = decision_timeout_s  # a run paused for a decision holds a sandbox this long at most
         self._admission = threading.Lock()  # one make_room at a time: counting and promising a place is atomic
@@ -79,15 +81,18 @@ class SessionRegistry:
             session.touch()
             return session
 
-    def install(self, key: str, chat: SavedChat, visitor: str = "") -> Session:
+    def install(self, key: str, chat: SavedChat, visitor: str = "", keep_busy: bool = False) -> Session:
         """A new session in a saved chat's folder for `key`, made for `visitor`; the key's previous one is closed
-        (see `_close_replaced`)."""
+        (see `_close_replaced`). With `keep_busy`, a previous one whose run goes on (or waits for a decision: a
+        reloaded tab's, handed back meanwhile) is kept and returned instead."""
         if self.peek(key) is None:
             self._make_room_for_session(visitor)
         session = Session(key, chat.folder, self.agent_factory, self.max_upload_bytes, saved=chat)
         with self._lock:
-            self._visitors[session] = visitor
             old = self._sessions.get(key)
+            if keep_busy and old is not None and (old.running or old.has_pending()):
+                return old
+            self._visitors[session] = visitor
             self._sessions[key] = session
             if old is not None:
                 self._closed.append(old)

@@ -40,6 +40,7 @@ from ui.session.workspace_files import FileRemovalError
 from ui.settings import RunSettings
 from ui.uploads.intake import UploadResult
 
+WATCHED_NOTE = "♻️ **Continued in this tab.** The chat's variables were rebuilt from its recorded code steps."
 BUSY_NOTE = "♻️ **Chat reopened.** The server is busy now, so its variables will be rebuilt with your next message."
 
 
@@ -286,6 +287,15 @@ class Session:
                 return
             carry_memory_into(agent, memory, self._record.transcript, "♻️ **Chat restored.**")
             self.use_agent(agent, settings)
+
+    def show_saved(self, memory: Any, turns: list[dict[str, Any]]) -> None:
+        """A saved chat shown as it is on disk, its agent built with the next message (a tab that watched the
+        chat's run in another tab: ui/panels/watch.py). No sandbox is used until then."""
+        with self.lock:
+            self._record.reopen(memory, turns)
+            self._record.end_restoring()
+            if memory is not None and memory.steps:
+                self._slot.keep_for_next(memory, WATCHED_NOTE)
 
     def restore_later(self, memory: Any) -> None:
         """A reopened chat whose agent cannot be built now (no sandbox free): the next message builds it."""

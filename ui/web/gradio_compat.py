@@ -534,33 +534,33 @@ CHAT_OPENING_JS = """
 """
 CHAT_OPENED_JS = "() => { document.documentElement.classList.remove('ad-chat-opening'); return []; }"
 
-#: On a narrow screen the approval panel appears under the chat while the page is scrolled to the message box, so
-#: the step it asks about was above the screen. When a plan or an action starts waiting (its card is drawn), the
-#: page scrolls so the panel's bottom meets the screen's bottom and the chat above it shows the step; again while
-#: the panel settles its size (the code editor draws a moment later), for a second and a half.
-APPROVAL_IN_VIEW_JS = f"""
-() => {{
+#: The approval panel appears under the chat while the page is scrolled to the message box, so the step it asks
+#: about was above the screen on a phone, and at 1440x900 a plan review's buttons were below it (issue 31). When
+#: a plan or an action starts waiting (its card is drawn), the page scrolls so the panel's bottom meets the
+#: screen's bottom and the chat above it shows the step; again while the panel settles its size (the code editor
+#: draws a moment later), for a second and a half.
+APPROVAL_IN_VIEW_JS = """
+() => {
   if (window.adApprovalInView) return;
   window.adApprovalInView = true;
   let shown = null;
-  const align = (panel) => {{
+  const align = (panel) => {
     const box = panel.getBoundingClientRect();
     if (box.height > 0 && box.height <= window.innerHeight) window.scrollBy(0, box.bottom - window.innerHeight + 4);
-  }};
-  const check = () => {{
+  };
+  const check = () => {
     const card = document.querySelector('#approval-card, #plan-review');
     const panel = card && card.closest('#approval-panel');
-    if (!panel || card === shown) {{ if (!panel) shown = null; return; }}
+    if (!panel || card === shown) { if (!panel) shown = null; return; }
     shown = card;
-    if (!window.matchMedia('(max-width: {NARROW_MAX_PX}px)').matches) return;
     const until = Date.now() + 1500;
     const sizes = new ResizeObserver(() => Date.now() < until ? align(panel) : sizes.disconnect());
     sizes.observe(panel);
     requestAnimationFrame(() => align(panel));
-  }};
-  new MutationObserver(check).observe(document.body, {{childList: true, subtree: true}});
+  };
+  new MutationObserver(check).observe(document.body, {childList: true, subtree: true});
   check();
-}}
+}
 """
 
 

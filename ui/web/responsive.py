@@ -6,9 +6,10 @@ chat is hidden until the person finds the chevron. On narrow screens the page cl
 the few places that set their own.
 
 On a phone a pending approval took most of the screen (a 570 px panel under the chat), so the step it asks
-about was scrolled away: there the chat and the panel share the screen, the code (or plan, or arguments)
-scrolls inside a box of bounded height, the buttons sit side by side, and when the panel appears the page
-scrolls so that the panel ends at the screen's bottom, the step in the chat above it.
+about was scrolled away: there the chat and the panel share the screen and the buttons sit side by side. On
+every screen (issue 31: at 1440x900 a plan review's buttons were below the fold) the code (or plan, or
+arguments) scrolls inside a box of bounded height, and when the panel appears the page scrolls so that the
+panel ends at the screen's bottom, the step in the chat above it.
 
 The sidebar's export box cut the file's name (Gradio's File keeps it on one line with an ellipsis in a box
 80 px high): the whole name wraps in the row, and the box grows to hold it.
@@ -33,12 +34,12 @@ CSS = f"""
   #approval-panel .ad-approval-title h3 {{ font-size: var(--text-lg); }}
   #approval-panel .ad-approval-title p {{ font-size: var(--text-sm); }}
   #approval-panel .form, #approval-panel .block {{ gap: 4px; }}
-  #edit-code .cm-scroller {{ max-height: 24vh !important; overflow: auto; }}
-  #plan-editor textarea, #edit-args textarea {{ max-height: 24vh; overflow-y: auto; }}
   #approval-panel .row:has(> #approve-btn), #approval-panel .row:has(> #plan-continue-btn) {{
     flex-wrap: nowrap; gap: 8px; }}
   #approve-btn, #reject-btn, #plan-continue-btn, #plan-reject-btn {{ min-width: 0 !important; flex: 1 1 0; }}
 }}
+#edit-code .cm-scroller {{ max-height: 24vh !important; overflow: auto; }}
+#plan-editor textarea, #edit-args textarea {{ max-height: 24vh; overflow-y: auto; }}
 #export-file .file-preview-holder {{ max-height: none !important; overflow: visible; }}
 #export-file td.filename {{ overflow-wrap: anywhere; white-space: normal; }}
 #export-file td.filename .stem {{ white-space: normal; overflow: visible; text-overflow: clip; }}

@@ -1,0 +1,120 @@
+"""The answer checker: fed a run's typed events, it says how far the app can stand behind the run's answer.
+
+Why events: the checker sees what the chat sees (the task, the code that ran, the charts saved, the errors), so it
+needs nothing of the loop's internals and a test can drive it with hand-made events. What it cannot see in events
+(running the answering code again) it is handed as a function by the agent that owns the sandbox.
+
+The checks, cheapest first: the answer's kind against the question's (agents/answer_checks/kinds.py); the code
+uses what the question names (terms.py); the answering code run again gives the same value. Any failure makes
+the verdict "unsure", with the reasons and how to get a better model; passing them all leaves it "unchecked"
+(a small model's answer no one verified), never "right".
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents import events as ev
+from agents.answer_checks.kinds import AnswerKind, as_number, expected_kind, kind_problem
+from agents.answer_checks.terms import question_terms, unused_terms
+from agents.prompts import render
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """The answering code run once more: whether it answered again, and with what."""
+    answered: bool
+    value: Any = None
+    error: str = ""
+
+
+@dataclass
+class RunSeen:
+    """What the checker gathered from a run's top-level events."""
+    task: str = ""
+    code: str = ""  # the last code the run proposed: the code that gave the answer
+    charts: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class AnswerChecker:
+    """Observes one run's events (`observe`), then checks its answer (`check`).
+
+    `templates`: the agent's prompt templates, whose `answer_checks` section words what the person reads.
+    `question_of`: the person's words and the files' columns from the task as the agent received it."""
+
+    def __init__(self, templates: dict[str, Any],
+                 question_of: Callable[[str], tuple[str, tuple[str, ...]]] = lambda task: (task, ())) -> None:
+        self.templates = templates
+        self.question_of = question_of
+        self.seen = RunSeen()
+        self._run_id: str | None = None
+
+    def observe(self, event: ev.Event) -> None:
+        """Take one event of the run; a managed agent's events (with a parent) are not the run's answer."""
+        if event.parent_id is not None:
+            return
+        if isinstance(event, ev.RunStarted):
+            self._run_id, self.seen = event.run_id, RunSeen(task=event.task)
+        elif isinstance(event, ev.CodeProposed):
+            self.seen.code = event.code
+        elif isinstance(event, ev.ArtifactCreated) and event.artifact_kind == "image":
+            self.seen.charts += 1
+        elif isinstance(event, ev.StepError):
+            self.seen.errors.append(event.error_type)
+
+    def check(self, value: Any, rerun: Callable[[str], Rerun] | None = None) -> ev.AnswerCheck:
+        """The verdict on `value`, the run's answer; `rerun` runs the answering code again (None: not possible)."""
+        question, columns = self.question_of(self.seen.task)
+        kind = expected_kind(question)
+        passed: list[str] = []
+        problems: list[str] = []
+        wording = self._wording()
+        found = kind_problem(kind, value, self.seen.charts, columns)
+        if found is not None:
+            problems.append(found.message)
+        elif kind != "any":
+            passed.append(render(self.templates, "answer_checks.kind_passed", kind=_kind_words(kind)))
+        if self.seen.code:
+            missing = unused_terms(question_terms(question, columns), self.seen.code)
+            if missing:
+                problems.append(render(self.templates, "answer_checks.terms_unused", terms=missing))
+            elif kind != "chart":
+                passed.append(wording["terms_used"])
+            if rerun is not None and not problems:
+                again = rerun(self.seen.code)
+                if not again.answered:
+                    problems.append(render(self.templates, "answer_checks.rerun_failed",
+                                           error=again.error or "no answer"))
+                elif not same_value(again.value, value):
+                    problems.append(render(self.templates, "answer_checks.rerun_differs", value=str(again.value)[:80]))
+                else:
+                    passed.append(wording["rerun_same"])
+        else:
+            problems.append(wording["no_code"])
+        if problems:
+            return ev.AnswerCheck(verdict="unsure", passed=tuple(passed), problems=tuple(problems),
+                                  advice=wording["advice"])
+        return ev.AnswerCheck(verdict="unchecked", passed=tuple(passed), advice=wording["advice_unchecked"])
+
+    def _wording(self) -> dict[str, str]:
+        return {key: render(self.templates, f"answer_checks.{key}")
+                for key in ("terms_used", "rerun_same", "no_code", "advice", "advice_unchecked")}
+
+
+def same_value(first: Any, second: Any) -> bool:
+    """Equal answers, numbers compared as numbers (1e-9 apart at most, NaN equal to NaN)."""
+    a, b = as_number(first), as_number(second)
+    if a is not None and b is not None:
+        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    try:
+        return bool(first == second) and type(first) is type(second)
+    except (TypeError, ValueError):  # e.g. arrays, whose == is not one truth value
+        return repr(first) == repr(second)
+
+
+def _kind_words(kind: AnswerKind) -> str:
+    return {"chart": "a chart", "column": "a column of the file", "count": "a whole number",
+            "percentage": "a number", "number": "a number", "any": "an answer"}[kind]

@@ -1,0 +1,118 @@
+"""A pending decision is in reach wherever its chat is open (issue 31, items 2 and 7 and 10): a tab closed and the
+URL opened again, a second tab on the same chat, after a restart; the panel's buttons inside the window.
+
+One app per test (each starts a fresh browser identity); the model is a replay script.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, chat_text, choose_mode, launch, send, wait_for_text
+from ui_testlib import code_reply, run_app, write_transcript
+
+pytestmark = BROWSER_MARKS
+
+APPROVE_SCRIPT = [code_reply("Print a greeting.", "print('approved in the new tab')\nfinal_answer('greeted')")]
+
+
+def new_tab(context, url: str):
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(url)
+    page.wait_for_selector("#chat")
+    page.wait_for_function("Object.keys(localStorage).includes('agentdeck-browser')")
+    return page
+
+
+def test_a_tab_opened_again_shows_the_pending_decision(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    transcript = write_transcript(tmp_path / "script.json", APPROVE_SCRIPT)
+    (tmp_path / "data").mkdir()
+    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        context.add_init_script(EVENT_COUNTER_JS)
+        try:
+            first = new_tab(context, url)
+            choose_mode(first, "Approve each code step")
+            send(first, "Greet me, please.")
+            first.locator("#edit-code").wait_for(state="visible")
+            first.close()
+            second = new_tab(context, url)
+            wait_for_text(second, "Greet me, please.")
+            second.locator("#approve-btn").wait_for(state="visible")
+            assert "approved in the new tab" in second.locator("#edit-code").inner_text()
+            # A message typed while the decision waits is not sent, and not lost: it stays in the box, and the
+            # chat says why.
+            send(second, "Also say goodbye.")
+            wait_for_text(second, "waiting for your decision in the panel under the chat")
+            assert second.locator("#task-input textarea").input_value() == "Also say goodbye."
+            second.locator("#approve-btn").click()
+            wait_for_text(second, "greeted")
+        finally:
+            context.close()
+            browser.close()
+
+
+SLOW_SCRIPT = [code_reply("This takes a while.", "import time\nprint('working', flush=True)\ntime.sleep(12)\n"
+                                                  "print('woke up')\nfinal_answer('finished while you were away')"),
+               code_reply("Continue.", "final_answer('the follow-up in the same chat')")]
+
+
+def test_a_tab_opened_after_the_page_closed_mid_run_shows_the_run(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    transcript = write_transcript(tmp_path / "script.json", SLOW_SCRIPT)
+    (tmp_path / "data").mkdir()
+    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        context.add_init_script(EVENT_COUNTER_JS)
+        try:
+            first = new_tab(context, url)
+            send(first, "Take your time.")
+            wait_for_text(first, "working")
+            first.close()
+            # The fault probe's delay (a person opening the app again), not a wait for the app.
+            context.new_page().wait_for_timeout(4000)
+            second = new_tab(context, url)
+            wait_for_text(second, "Take your time.")
+            wait_for_text(second, "finished while you were away", timeout=40)
+            wait_for_text(second, "Take your time", where="#chat-list")
+            send(second, "And then?")
+            wait_for_text(second, "the follow-up in the same chat")
+            assert second.locator("#chat-list label").count() == 1  # the same chat, no new one
+        finally:
+            context.close()
+            browser.close()
+
+
+STOP_SCRIPT = [code_reply("This takes a while.", "import time\nprint('working', flush=True)\ntime.sleep(60)\n"
+                                                  "final_answer('never reached')")]
+
+
+def test_a_second_tab_shows_the_run_live_and_its_stop_stops_it(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    transcript = write_transcript(tmp_path / "script.json", STOP_SCRIPT)
+    (tmp_path / "data").mkdir()
+    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        context.add_init_script(EVENT_COUNTER_JS)
+        try:
+            first = new_tab(context, url)
+            send(first, "Work for a minute.")
+            wait_for_text(first, "working")
+            second = new_tab(context, url)  # the first tab stays open
+            wait_for_text(second, "Work for a minute.")
+            wait_for_text(second, "working")
+            # Read-only: the box is locked while the run goes on.
+            second.wait_for_function("document.querySelector('#task-input textarea').disabled")
+            second.locator("#stop-btn").click()
+            wait_for_text(second, "Stopped")  # the second tab saw the run end
+            first.bring_to_front()  # (a tab in the background gets no animation frames to wait with)
+            wait_for_text(first, "Stopped")  # in the first tab, which ran it
+            assert "never reached" not in chat_text(first)
+        finally:
+            context.close()
+            browser.close()

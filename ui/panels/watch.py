@@ -1,0 +1,111 @@
+"""A second tab on a chat whose run goes on in another open tab (issue 31): it shows the run live and read-only.
+
+The page load or a click in the side list (ui/panels/history.py) starts the watch (`Watchers`,
+ui/session/watchers.py) and shows the chat as it is; this streaming event, chained after them, follows it:
+  * while the run goes on (or waits for a decision), the chat, files and status as the other tab sees them,
+    the message box locked (Stop and the decision panel act on the watched run: ui/services.py `acting_session`);
+  * if the other tab's page goes away meanwhile (closed, or the browser quit), this tab takes the run and streams
+    the rest itself: a tab opened seconds after the page closed, before the server knew, no longer shows an empty
+    chat while the run finishes unseen;
+  * once the run ends, the chat as saved, shown in this tab's own session; a message from here is then treated as
+    any second tab's (ui/session/lease.py: not sent while the other tab holds the chat, Take over here offered).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import gradio as gr
+
+from ui.chat.stream_outputs import Shown, session_outputs
+from ui.panels.approval_panel import TASK_PLACEHOLDER
+from ui.saved.owners import tab_key
+from ui.saved.store import ChatStoreError
+from ui.services import Services
+from ui.session.session import Session
+from ui.session.watchers import Watch
+
+WATCH_PLACEHOLDER = "This chat is running in another tab: shown here live, read-only (⏹ Stop works here)."
+WATCH_NOTE = ("This chat is running in another tab: it is shown here live and read-only, and ⏹ Stop stops it. "
+              "Once the run ends you can continue the chat here.")
+#: How often the watched chat is looked at, and how long an unchanged one goes without an update (its clock).
+POLL_S = 0.4
+QUIET_S = 2.0
+
+
+def locked_box() -> Any:
+    return gr.MultimodalTextbox(interactive=False, placeholder=WATCH_PLACEHOLDER)
+
+
+def free_box() -> Any:
+    return gr.MultimodalTextbox(interactive=True, placeholder=TASK_PLACEHOLDER)
+
+
+class RunWatch:
+    """The watch's streaming handler, built from the services."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.registry = services.registry
+        self.watchers = services.registry.watchers
+
+    def start(self, key: str, running: Session, owner: str, chat_id: str) -> None:
+        """Tab `key` shows `running`'s run (the same owner's chat) from now on; `follow` streams it."""
+        self.watchers.watch(key, Watch(running, chat_id, owner))
+        gr.Info(WATCH_NOTE)
+
+    def follow(self, request: gr.Request) -> Iterator[tuple]:
+        """(chat, message box, files, status, clock) of the watched run until it ends or this tab takes it."""
+        key = tab_key(request)
+        watch = self.watchers.get(key)
+        if watch is None:
+            yield (gr.skip(),) * 5
+            return
+        shown, last, last_at = Shown(), None, 0.0
+        while self.watchers.get(key) is watch:  # another chat opened in this tab, or New chat: it stops
+            session = watch.session
+            if session.key == key:  # handed back to this tab (a reload's token): its own stream shows the run
+                self.watchers.forget(key, watch)
+                yield session_outputs(session, Shown(), free_box())
+                return
+            if session.detached_at is not None:  # its page went away: this tab takes the run
+                moved = self.registry.rekey(session.key, key, when=lambda s: s.detached_at is not None)
+                if moved is not None:
+                    self.watchers.forget(key, watch)
+                    yield from self._take(key, moved, watch)
+                    return
+            if not watch.live:
+                self.watchers.forget(key, watch)
+                yield self._saved(key, watch)
+                return
+            values = session_outputs(session, shown, locked_box() if last is None else gr.skip())
+            signature = (repr(values[0]), values[2], values[3])
+            if signature != last or time.monotonic() - last_at >= QUIET_S:
+                last, last_at = signature, time.monotonic()
+                yield values
+            time.sleep(POLL_S)
+
+    def _take(self, key: str, session: Session, watch: Watch) -> Iterator[tuple]:
+        """Stream the rest of a run this tab took over from a page that went away."""
+        self.services.leases.hold(watch.chat_id, key)
+        self.services.store.set_current(watch.owner, watch.chat_id)
+        shown = Shown()
+        yield session_outputs(session, shown, locked_box())
+        if session.take_hand_over():
+            for _ in session.drain():
+                yield session_outputs(session, shown)
+        yield session_outputs(session, shown, free_box())
+
+    def _saved(self, key: str, watch: Watch) -> tuple:
+        """The watched run ended: the chat as saved, in this tab's own session."""
+        own = self.registry.peek(key)
+        chat = self.services.store.get(watch.owner, watch.chat_id)
+        if own is None or chat is None or own.record.saved is None or own.record.saved.id != chat.id:
+            return session_outputs(watch.session, Shown(), free_box())
+        try:
+            memory, metadata = self.services.store.load_memory(chat)
+        except ChatStoreError:
+            return session_outputs(watch.session, Shown(), free_box())
+        own.show_saved(memory, metadata.get("turns") or [])
+        return session_outputs(own, Shown(), free_box())
