@@ -8,7 +8,7 @@ one) and whose prompt file words the checks (`answer_checks`), and only while `a
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agents.answer_checks import AnswerChecker, Rerun, earlier_answer, refers_to_earlier
 from agents.answer_checks.follow_up import with_earlier_answer
@@ -17,8 +17,17 @@ from agents.events import AnswerCheck, Event
 from agents.prompts import render
 from agents.prompts.profiles import name_choice_for
 
-if TYPE_CHECKING:
-    from agents.loop.code_agent import CodeAgent
+
+class CheckedAgent(Protocol):
+    """What the checker needs of its CodeAgent (a protocol: code_agent.py imports this module)."""
+
+    memory: Any
+    prompt_templates: Any
+    runner: Any
+    _interrupt_flag: Any
+
+    @property
+    def sandbox(self) -> Any: ...
 
 FILE_LINE_END = "is in the current directory."  # how the tiny prompt lists an upload (`uploaded_files`)
 
@@ -26,7 +35,7 @@ FILE_LINE_END = "is in the current directory."  # how the tiny prompt lists an u
 class AnswerChecking:
     """Per-run answer checking for one CodeAgent, which calls these from its MultiStepAgent hooks."""
 
-    def __init__(self, agent: CodeAgent, enabled: bool) -> None:
+    def __init__(self, agent: CheckedAgent, enabled: bool) -> None:
         self.agent = agent
         self.enabled = enabled
         self._checker: AnswerChecker | None = None
