@@ -49,8 +49,9 @@ def _open_parent(root: str, parts: list[str], create: bool, uid: int | None) -> 
         raise
 
 
-def read(root: str, relpath: str, max_bytes: int) -> bytes:
-    """The content of the regular file `relpath` below `root` (see `SandboxHost.get_file`)."""
+def open_regular(root: str, relpath: str) -> int:
+    """A read-only descriptor of the regular file `relpath` below `root` (the caller closes it), every step opened
+    without links; PermissionError for a link, a folder, a FIFO or a path out of `root`."""
     parts = _parts(relpath)
     parent = _open_parent(root, parts, False, None)
     try:
@@ -63,9 +64,19 @@ def read(root: str, relpath: str, max_bytes: int) -> bytes:
     finally:
         os.close(parent)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise PermissionError(f"{relpath!r} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read(root: str, relpath: str, max_bytes: int) -> bytes:
+    """The content of the regular file `relpath` below `root` (see `SandboxHost.get_file`)."""
+    fd = open_regular(root, relpath)
+    try:
+        st = os.fstat(fd)
         if st.st_size > max_bytes:
             raise FileTooLarge(f"{relpath!r} is {st.st_size:,} bytes, over the cap of {max_bytes:,}")
         chunks, total = [], 0
