@@ -93,6 +93,19 @@ def read(root: str, relpath: str, max_bytes: int) -> bytes:
         os.close(fd)
 
 
+def remove(root: str, relpath: str) -> None:
+    """Delete the file `relpath` below `root` (never a folder), every folder on the way opened without links: a
+    folder the worker swaps for a link after the app listed the file never leads the delete out of `root`."""
+    parts = _parts(relpath)
+    parent = _open_parent(root, parts, False, None)
+    try:
+        if stat.S_ISDIR(os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode):
+            raise PermissionError(f"{relpath!r} is a folder")
+        os.unlink(parts[-1], dir_fd=parent)  # a final link is removed itself, never followed
+    finally:
+        os.close(parent)
+
+
 def write(root: str, relpath: str, data: bytes, max_bytes: int, uid: int | None) -> None:
     """Replace (or create) the regular file `relpath` below `root` whole (see `SandboxHost.put_file`)."""
     if len(data) > max_bytes:
