@@ -19,11 +19,14 @@ from urllib.parse import urlsplit
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from starlette.requests import Request
 
 from ui.mcp.caller import SignInRequired, check_signed_in, identify
 from ui.mcp.chats import FileIn, McpChats, McpRefused
+from ui.mcp.session_caps import TOO_MANY, SessionCaps
 from ui.services import Services
 from ui.session.session import Session
+from ui.web.rate_limit import visitor_of
 
 MCP_ROUTE = "/gradio_api/mcp"  # where Gradio's own MCP mode serves (its API_PREFIX + /mcp)
 INSTRUCTIONS = ("AgentDeck's agent writes and runs Python in a sandbox. run_task starts a chat of yours (or continues "
@@ -143,6 +146,7 @@ class McpEndpointMiddleware:
         self._manager: Any = None
         self._start_lock: asyncio.Lock | None = None
         self._runner: asyncio.Task[None] | None = None
+        self._caps: SessionCaps | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         path = mcp_path(scope) if scope.get("type") == "http" else None
@@ -161,7 +165,22 @@ class McpEndpointMiddleware:
             await _answer(send, 401, str(exc), [(b"www-authenticate", b'Bearer realm="agentdeck"')])
             return
         manager = await self._started()
-        await manager.handle_request(scope, receive, send)
+        opening = scope.get("method") == "POST" and not any(
+            name.lower() == b"mcp-session-id" for name, _ in scope.get("headers") or [])
+        if not opening:
+            await manager.handle_request(scope, receive, send)
+            return
+        visitor, caps = visitor_of(Request(scope)), self._caps
+        if caps is None:
+            raise RuntimeError("The MCP endpoint started without its session cap.")
+        if not caps.claim(visitor):
+            await _answer(send, 429, TOO_MANY.format(cap=caps.cap))
+            return
+        found: list[str] = []
+        try:
+            await manager.handle_request(scope, receive, caps.recording(send, found))
+        finally:
+            caps.release(visitor, found[0] if found else None)
 
     async def _started(self) -> Any:
         """The SDK's session manager, running in this event loop from the first request on."""
@@ -178,6 +197,11 @@ class McpEndpointMiddleware:
                     session_idle_timeout=max(60.0, min(1800.0, config.idle_timeout_s)),
                     max_sessions=max(1, config.max_sessions))
                 manager = self.server.session_manager
+                sessions = getattr(manager, "_server_instances", None)
+                if not isinstance(sessions, dict):  # the per-visitor cap reads it: an SDK without it is not served
+                    raise RuntimeError("The MCP SDK's session manager has no _server_instances: the per-visitor "
+                                       "session cap (ui/mcp/session_caps.py) needs updating for this version.")
+                self._caps = SessionCaps(lambda: sessions)
                 ready = asyncio.Event()
 
                 async def run() -> None:

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
+import threading
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from agents.executor.backend import FileTooLarge
 from agents.executor.local import workspace_files
 
 #: A bundle holds at most this many files and bytes (before compression); the rest is listed as left out.
 MAX_FILES = 500
 MAX_BYTES = 512 << 20
 NOTE_NAME = "LEFT-OUT.txt"
+CHUNK_BYTES = 1 << 20
 
 _LINK = re.compile(r"!?\[[^\]\n]*\]\(([^)\s]+)\)")
 _SAFE_SEGMENT = re.compile(r"^[\w][\w.\- ]*$")
@@ -51,15 +53,39 @@ def is_plain_relative(name: str) -> bool:
     return bool(name) and all(_SAFE_SEGMENT.match(part) and part not in (".", "..") for part in parts)
 
 
+class BundleBusy(Exception):
+    """A zip of the same files is being written now (a second click, or a visitor's loop over the API)."""
+
+
+_writing: set[str] = set()  # the targets being written now
+_writing_lock = threading.Lock()
+
+
 def write_bundle(target: Path, workspace: Path, names: list[str], extra: dict[str, bytes] | None = None) -> Bundle:
     """Zip `extra` (name -> content, e.g. the export itself) and the workspace files `names` (relative) into
-    `target`; files that cannot be read safely, or past the limits, are named in LEFT-OUT.txt."""
+    `target`; files that cannot be read safely, or past the limits, are named in LEFT-OUT.txt.
+
+    One bundle of a target at a time (BundleBusy otherwise), each file streamed from its descriptor: the memory a
+    bundle takes does not grow with the files, so many requests at once cannot exhaust the server's memory."""
+    key = str(target)
+    with _writing_lock:
+        if key in _writing:
+            raise BundleBusy("A zip of these files is being made already: wait for it, then try again.")
+        _writing.add(key)
+    try:
+        return _write(target, workspace, names, extra or {})
+    finally:
+        with _writing_lock:
+            _writing.discard(key)
+
+
+def _write(target: Path, workspace: Path, names: list[str], extra: dict[str, bytes]) -> Bundle:
     bundle = Bundle(target)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.part")
     total = 0
     try:
         with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            for name, data in (extra or {}).items():
+            for name, data in extra.items():
                 archive.writestr(name, data)
             for name in names:
                 if not is_plain_relative(name):
@@ -69,16 +95,19 @@ def write_bundle(target: Path, workspace: Path, names: list[str], extra: dict[st
                     bundle.left_out.append(f"{name}: the bundle holds at most {MAX_FILES} files")
                     continue
                 try:
-                    data = workspace_files.read(str(workspace), name, MAX_BYTES - total)
-                except FileTooLarge:
-                    bundle.left_out.append(f"{name}: over the bundle's {MAX_BYTES >> 20} MB")
-                    continue
+                    fd = workspace_files.open_regular(str(workspace), name)
                 except OSError as exc:
                     why = "not a regular file" if isinstance(exc, PermissionError) else "no longer there"
                     bundle.left_out.append(f"{name}: {why}")
                     continue
-                total += len(data)
-                archive.writestr(name, data)
+                try:
+                    size = os.fstat(fd).st_size
+                    if size > MAX_BYTES - total:
+                        bundle.left_out.append(f"{name}: over the bundle's {MAX_BYTES >> 20} MB")
+                        continue
+                    total += _copy(fd, size, archive, name)
+                finally:
+                    os.close(fd)
                 bundle.included.append(name)
             if bundle.left_out:
                 archive.writestr(NOTE_NAME, "Files not in this bundle:\n" + "\n".join(bundle.left_out) + "\n")
@@ -87,3 +116,17 @@ def write_bundle(target: Path, workspace: Path, names: list[str], extra: dict[st
         if temporary.exists():
             temporary.unlink()
     return bundle
+
+
+def _copy(fd: int, size: int, archive: zipfile.ZipFile, name: str) -> int:
+    """The file's first `size` bytes (its size when opened: one the code keeps growing is not followed) into the
+    archive in chunks; the bytes copied."""
+    copied = 0
+    with archive.open(name, "w") as entry:
+        while copied < size:
+            chunk = os.read(fd, min(CHUNK_BYTES, size - copied))
+            if not chunk:
+                break
+            entry.write(chunk)
+            copied += len(chunk)
+    return copied

@@ -73,7 +73,7 @@ class ChatExports:
         """A zip of the Markdown export and every workspace file it links (charts, tables the agent wrote, the
         person's uploads), so the links work where the zip is unpacked."""
         from agents.memory.export import to_markdown
-        from ui.panels.bundles import linked_files, write_bundle
+        from ui.panels.bundles import BundleBusy, linked_files, write_bundle
 
         def write(memory: AgentMemory, workspace: Path, path: Path, title: str, turns: list[dict[str, Any]]) -> None:
             markdown = to_markdown(memory, title=title, workspace=workspace, turns=turns)
@@ -83,7 +83,11 @@ class ChatExports:
                 gr.Warning(f"{len(bundle.left_out)} linked file(s) could not be added; the zip's {LEFT_OUT} "
                            "says which and why.")
 
-        return self._export(request, ".zip", write)
+        try:
+            return self._export(request, ".zip", write)
+        except BundleBusy as exc:
+            gr.Warning(str(exc))
+            return gr.skip()
 
     def _export(self, request: gr.Request, extension: str, write: Callable[..., Any]) -> Any:
         """Write the open chat's export next to it with `write(memory, workspace, path, title, turns)`; its published

@@ -90,7 +90,7 @@ def download_all(registry: SessionRegistry, request: gr.Request) -> Any:
     """"Download all files": one zip of every file the panel lists (ui/panels/bundles.py), as a published copy."""
     from pathlib import Path
 
-    from ui.panels.bundles import NOTE_NAME, write_bundle
+    from ui.panels.bundles import NOTE_NAME, BundleBusy, write_bundle
 
     session = registry.peek(getattr(request, "session_hash", None) or "anonymous")
     record = session.record if session is not None else None
@@ -102,7 +102,11 @@ def download_all(registry: SessionRegistry, request: gr.Request) -> Any:
     names = [os.path.relpath(source, workspace) for source in sources]
     folder = Path(record.root) / "downloads"
     folder.mkdir(exist_ok=True)
-    bundle = write_bundle(folder / "agentdeck-files.zip", workspace, names)
+    try:
+        bundle = write_bundle(folder / "agentdeck-files.zip", workspace, names)
+    except BundleBusy as exc:
+        gr.Warning(str(exc))
+        return gr.skip()
     if bundle.left_out:
         gr.Warning(f"{len(bundle.left_out)} file(s) could not be added; the zip's {NOTE_NAME} says which and why.")
     try:

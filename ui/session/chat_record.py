@@ -10,12 +10,14 @@ through the methods here or the session's.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from agents import events as ev
+from agents.executor.local import workspace_files as by_descriptor
 from agents.executor.tree_walk import remove_tree
 from ui.chat.formatting import for_visitor
 from ui.chat.published_files import FilePublisher, NotPublishable, Published
@@ -177,8 +179,11 @@ class ChatRecord:
             target = self._workspace / relative
             if str(target) not in self.workspace_files():
                 raise FileRemovalError(f"{relative} is no longer in the workspace.")
-            try:
-                target.unlink()  # never follows a link; listed files are regular files anyway
+            try:  # by descriptor: the worker may have swapped a folder on the way for a link since the listing
+                by_descriptor.remove(str(self._workspace), os.path.relpath(target, self._workspace))
+            except PermissionError:
+                raise FileRemovalError(f"{relative} is no longer in the workspace (its folder was replaced by a "
+                                       "link).") from None
             except OSError as exc:
                 raise FileRemovalError(f"{relative} could not be deleted: {exc.strerror}.") from exc
             self._uploads = [r for r in self._uploads if r.path is None or Path(r.path) != target]

@@ -49,8 +49,9 @@ def _open_parent(root: str, parts: list[str], create: bool, uid: int | None) -> 
         raise
 
 
-def read(root: str, relpath: str, max_bytes: int) -> bytes:
-    """The content of the regular file `relpath` below `root` (see `SandboxHost.get_file`)."""
+def open_regular(root: str, relpath: str) -> int:
+    """A read-only descriptor of the regular file `relpath` below `root` (the caller closes it), every step opened
+    without links; PermissionError for a link, a folder, a FIFO or a path out of `root`."""
     parts = _parts(relpath)
     parent = _open_parent(root, parts, False, None)
     try:
@@ -63,9 +64,19 @@ def read(root: str, relpath: str, max_bytes: int) -> bytes:
     finally:
         os.close(parent)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise PermissionError(f"{relpath!r} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read(root: str, relpath: str, max_bytes: int) -> bytes:
+    """The content of the regular file `relpath` below `root` (see `SandboxHost.get_file`)."""
+    fd = open_regular(root, relpath)
+    try:
+        st = os.fstat(fd)
         if st.st_size > max_bytes:
             raise FileTooLarge(f"{relpath!r} is {st.st_size:,} bytes, over the cap of {max_bytes:,}")
         chunks, total = [], 0
@@ -80,6 +91,19 @@ def read(root: str, relpath: str, max_bytes: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def remove(root: str, relpath: str) -> None:
+    """Delete the file `relpath` below `root` (never a folder), every folder on the way opened without links: a
+    folder the worker swaps for a link after the app listed the file never leads the delete out of `root`."""
+    parts = _parts(relpath)
+    parent = _open_parent(root, parts, False, None)
+    try:
+        if stat.S_ISDIR(os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode):
+            raise PermissionError(f"{relpath!r} is a folder")
+        os.unlink(parts[-1], dir_fd=parent)  # a final link is removed itself, never followed
+    finally:
+        os.close(parent)
 
 
 def write(root: str, relpath: str, data: bytes, max_bytes: int, uid: int | None) -> None:
