@@ -6,6 +6,15 @@ import pytest
 from agents import CodeAgent, ReplayModel, ToolCallingAgent
 
 
+@pytest.fixture(autouse=True)
+def gradio_client_as_shipped(monkeypatch):
+    """gradio_client as a user has it: the UI tests' helper (tests/ui/ui_testlib.py) makes it list a page's
+    undocumented events too, and a Space tool must see only the documented ones."""
+    import gradio_client.utils
+
+    monkeypatch.setattr(gradio_client.utils, "RAW_API_INFO_URL", "info?serialize=False")
+
+
 @pytest.fixture
 def make_code_agent(tmp_path):
     created: list[CodeAgent] = []

@@ -140,7 +140,7 @@ def test_a_run_is_a_saved_chat_whose_files_can_be_listed_and_read(app_url: str) 
     assert base64.b64decode(binary["base64"]) == bytes(range(256)) and "text" not in binary
     assert "over the cap" in refused(app_url, me, "read_file", chat_id=chat, name="blob.bin", max_bytes=10)
     chats = ok(app_url, me, "list_chats")
-    assert [c["chat_id"] for c in chats] == [chat] and chats[0]["title"] == "Write some files"
+    assert [c["chat_id"] for c in chats] == [chat] and chats[0]["title"] == "Write some files · data.csv"
     # The chat goes on: its memory and files, a file of the chat sent again with the next message.
     again = ok(app_url, me, "run_task", task="And again", chat_id=chat, chat_files=["data.csv"])
     assert again["status"] == "finished" and again["answer"] == "second reply" and again["chat_id"] == chat

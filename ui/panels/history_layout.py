@@ -113,7 +113,8 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
                            outputs=[panel.search_results], api_name="search_chats", trigger_mode="always_last",
                            **light)
     found = panel.search_results.select(history.open_chat, inputs=[panel.browser_state, panel.search_results],
-                                        inputs_kwargs=settings, outputs=view, api_visibility="private", **heavy)
+                                        inputs_kwargs=settings, outputs=view, api_name="open_search_result",
+                                        api_visibility="private", **heavy)
     found_run = found.then(streamer.reattach, **reattach)
     found_watch = found.then(history.watch.follow, **watch)
     chat_view.opened_after(found)
