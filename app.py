@@ -14,11 +14,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agents.errors import ConfigurationError
 from ui.config import SettingsError
+from ui.config.apply import apply_to_libraries
 from ui.server import create_app, launch
 from ui.settings import AppConfig
 
 try:
     config = AppConfig.from_env(Path(__file__).resolve().parent)  # a bad AGENTDECK_* value: SettingsError
+    if config.settings is not None:  # the libraries' part first, so the models checked see the operator's server
+        apply_to_libraries(config.settings)
     config.check_models()  # a bad AGENTDECK_MODEL is refused now, with the reason, not after a first run
 except SettingsError as exc:  # its message already starts "AgentDeck cannot start:"
     print(exc, file=sys.stderr, flush=True)

@@ -147,13 +147,8 @@ class AppConfig:
     @classmethod
     def from_env(cls, base_dir: str | Path | None = None) -> AppConfig:
         """The configuration from the environment, through the settings object: a bad variable raises
-        `ui.config.SettingsError` naming it, what it got and what it accepts. The libraries get their part first
-        (ui/config/apply.py), so the models checked below see the operator's server."""
-        from ui.config.apply import apply_to_libraries
-
-        settings = load_settings()
-        apply_to_libraries(settings)
-        return cls.from_settings(settings, base_dir)
+        `ui.config.SettingsError` naming it, what it got and what it accepts."""
+        return cls.from_settings(load_settings(), base_dir)
 
     @classmethod
     def from_settings(cls, settings: AppSettings, base_dir: str | Path | None = None) -> AppConfig:
