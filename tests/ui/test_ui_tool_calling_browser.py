@@ -75,6 +75,8 @@ def test_choose_the_tool_calling_agent_and_tool_approval(page) -> None:
     assert page.locator("#approval-panel").count() == 0
 
 
+@pytest.mark.xfail(strict=True, reason="known regression (issue 31 left open): 'Your edited arguments' ends up "
+                                        "inside the folded step, out of the chat's visible text")
 def test_edit_a_tool_call_and_approve_it(page, tool_app) -> None:
     _, outbox = tool_app
     send(page, "Email Eve to say hello.")
