@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 import pytest
 from ui_testlib import code_reply, run_app, write_transcript
 
+from tests.waiting import wait_until_async
+
 MCP_PATH = "gradio_api/mcp/"
 
 FIRST = code_reply("Write the files.", """
@@ -339,15 +341,6 @@ def test_a_cancelled_call_stops_its_run_as_stop_does(tmp_path: Path) -> None:
     me = token()
     with run_app(script, tmp_path / "data", {"GRADIO_MCP_SERVER": "True",
                                             "AGENTDECK_RUNS_PER_MINUTE": "500"}) as url:
-        async def until(condition: Any, what: str, timeout: float) -> Any:
-            deadline = asyncio.get_running_loop().time() + timeout
-            while True:
-                value = await condition()
-                if value:
-                    return value
-                assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-                await asyncio.sleep(0.2)  # polling a condition, as tests/waiting.py does
-
         async def scenario() -> tuple[dict[str, Any], float]:
             async with create_mcp_http_client(headers={"Authorization": f"Bearer {me}"}) as http:
                 async with Client(streamable_http_client(url + MCP_PATH, http_client=http)) as client:
@@ -361,7 +354,7 @@ def test_a_cancelled_call_stops_its_run_as_stop_does(tmp_path: Path) -> None:
                         names = [f["name"] for f in files.structured_content["result"]]
                         return chats[0]["chat_id"] if "started.txt" in names else None
 
-                    chat = await until(sleeping, "the run's code to start sleeping", 60)
+                    chat = await wait_until_async(sleeping, 60, "the run's code to start sleeping")
                     call.cancel()
                     cancelled_at = asyncio.get_running_loop().time()
 
@@ -371,7 +364,7 @@ def test_a_cancelled_call_stops_its_run_as_stop_does(tmp_path: Path) -> None:
                         content = result.structured_content
                         return content if content["status"] != "not_started" else None  # the run still going
 
-                    done = await until(next_task, "the chat to take the next task", 25)
+                    done = await wait_until_async(next_task, 25, "the chat to take the next task")
                     return done, asyncio.get_running_loop().time() - cancelled_at
 
         done, after = asyncio.run(scenario())
