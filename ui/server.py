@@ -16,7 +16,7 @@ from starlette.middleware import Middleware
 from agents.telemetry import configure_from_environment as configure_tracing
 from ui.app import ASSETS, AgentDeckApp
 from ui.layout import CSS, build_blocks
-from ui.saved.store import secret_file, storage_is_ephemeral
+from ui.saved.data_folder import secret_file, storage_is_ephemeral
 from ui.services import Services
 from ui.session.heap import freeze_long_lived_objects
 from ui.session.presence import PresenceMiddleware

@@ -153,7 +153,7 @@ class AppConfig:
     @classmethod
     def from_settings(cls, settings: AppSettings, base_dir: str | Path | None = None) -> AppConfig:
         base = Path(base_dir) if base_dir else Path(__file__).resolve().parent.parent
-        from ui.saved.store import default_data_dir  # AGENTDECK_DATA_DIR, a Space's /data, else <base>/data
+        from ui.saved.data_folder import default_data_dir  # AGENTDECK_DATA_DIR, a Space's /data, else <base>/data
         from ui.web.hf_login_env import hf_login_from_env
 
         upload_mb = settings.max_upload_mb

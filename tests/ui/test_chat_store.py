@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from ui_testlib import sample_memory
 
-from ui.saved.store import ChatStore, ChatStoreError, default_data_dir, new_token, server_secret
+from ui.saved.data_folder import default_data_dir, server_secret
+from ui.saved.store import ChatStore, ChatStoreError, new_token
 
 SECRET = "s" * 40
 

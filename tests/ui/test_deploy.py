@@ -170,7 +170,7 @@ def test_bad_space_id_is_refused(capsys: pytest.CaptureFixture) -> None:
 
 
 def test_sidebar_says_when_chats_are_not_on_persistent_storage(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    from ui.saved.store import storage_is_ephemeral
+    from ui.saved.data_folder import storage_is_ephemeral
 
     monkeypatch.delenv("SPACE_ID", raising=False)
     assert not storage_is_ephemeral(tmp_path)  # not a Space: the operator chose the folder

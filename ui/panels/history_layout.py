@@ -12,7 +12,7 @@ from ui.panels import chat_delete
 from ui.panels.approval_panel import keep_choice_after
 from ui.panels.exports import ChatExports
 from ui.panels.history import HistoryController
-from ui.saved.store import storage_is_ephemeral
+from ui.saved.data_folder import storage_is_ephemeral
 from ui.services import Services
 from ui.web import chat_view
 
