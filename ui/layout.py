@@ -22,7 +22,8 @@ from ui.panels import approval_panel, approvals, chat_delete, history_layout, re
 from ui.panels import files as files_panel_ui
 from ui.tool_offer import default_tool_names
 from ui.web import chat_view, focus, responsive, sign_in
-from ui.web.gradio_compat import chat_examples, hide_from_api
+from ui.web.gradio_callers import hide_from_api
+from ui.web.gradio_compat import chat_examples
 from ui.web.input_lock import lock_on, unlock_after
 
 CSS = """

@@ -24,8 +24,8 @@ from ui.settings import AppConfig
 from ui.shared.choose import open_shared_state
 from ui.web.body_limit import BodyLimitMiddleware
 from ui.web.disk_floor import DiskFloorMiddleware
+from ui.web.gradio_callers import AbsoluteFileUrlMiddleware
 from ui.web.gradio_compat import (
-    AbsoluteFileUrlMiddleware,
     cap_upload_fields,
     check_version,
     private_uploads,

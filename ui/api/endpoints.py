@@ -1,6 +1,6 @@
 """The app's API as Gradio endpoints: `/ask`, `/decide`, `/stop_run`, `/list_chats` and `/chat_files`, typed
 functions registered with `gr.api` (named, described inputs and one named result each), wired by ui/layout.py
-after the page, whose own events are then hidden from the API (`gradio_compat.hide_from_api`).
+after the page, whose own events are then hidden from the API (`gradio_callers.hide_from_api`).
 
 Each call is its caller's (ui/api/caller.py) and does its work through ui/api/chats.py; a refusal reaches the
 client as a `gr.Error` with what to do. Example use: the README's "Calling the app from Python".
@@ -14,7 +14,7 @@ from gradio.data_classes import FileData
 from ui.api.caller import ApiCaller, identify
 from ui.api.chats import ApiChats, ApiRefused, uploaded_file
 from ui.services import Services
-from ui.web.gradio_compat import describe_api, oauth_of
+from ui.web.gradio_callers import describe_api, oauth_of
 
 ApprovalMode = Literal["autonomous", "review_plans", "approve_code", "approve_tools", "all"]
 Action = Literal["approve", "reject", "edit", "answer"]

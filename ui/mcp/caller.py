@@ -18,7 +18,7 @@ from typing import Any
 
 from ui.saved.store import ChatStore, valid_token
 from ui.settings import AppConfig
-from ui.web.gradio_compat import hf_signed_in, password_user
+from ui.web.gradio_callers import hf_signed_in, password_user
 from ui.web.rate_limit import visitor_of
 
 _BEARER = re.compile(r"^Bearer\s+(\S{1,512})\s*$", re.IGNORECASE)
