@@ -78,8 +78,11 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# Two test processes (pytest-xdist), each taking whole files (module fixtures start one app per file): most tests
+# wait on a browser, an app or a sandbox, so two share the 2 cores well (29 min serial here, about half with two).
+# The slowest tests are listed at the end.
 test: install chromium services docker-up lint
-	$(PYTEST) -q
+	$(PYTEST) -q -n 2 --dist loadfile --durations=20
 
 test-fast: install
 	$(PYTEST) -q -m "not slow and not embedded and not browser"

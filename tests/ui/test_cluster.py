@@ -49,12 +49,15 @@ def test_sixteen_sessions_spread_over_both_replicas_with_no_errors(cluster: Clus
         tab = client(cluster.proxy_url, cookie)
         tab.predict({"token": new_token()}, api_name="/browser_session")
         chat = tab.submit({"text": "Set x and use it", "files": []}, api_name="/run").result(timeout=300)[0]
-        return cluster.replica_of(upstream_for(cluster.proxy_url, cookie)), answer_of(chat)
+        answer = answer_of(chat)
+        shown = answer if answer == "42" else chat_text(chat)[-3000:]  # a wrong one with its whole chat
+        return cluster.replica_of(upstream_for(cluster.proxy_url, cookie)), shown
 
     with ThreadPoolExecutor(16) as pool:
         results = list(pool.map(session, cookies))
     assert sorted(r for r, _ in results) == [0] * 8 + [1] * 8
-    assert [a for _, a in results] == ["42"] * 16
+    wrong = [a for _, a in results if a != "42"]
+    assert not wrong, "\n\n".join(wrong)
 
 
 def test_two_tabs_of_one_chat_on_different_replicas_keep_the_one_tab_lease(cluster: Cluster) -> None:

@@ -132,8 +132,13 @@ def test_edit_a_plan_and_continue(page) -> None:
     wait_for_text(page, "planned and done")
     panel_hidden(page)
     text = chat_text(page)
-    assert "Your edited plan" in text and "Say hello LOUDLY" in text and "following the plan" in text
-    assert "waiting for you" not in text
+    assert "following the plan" in text and "waiting for you" not in text
+    # The decision folds once the run ends (its body slides out); both versions are one click away.
+    page.wait_for_function("() => !document.querySelector('#chat').innerText.includes('Your edited plan')")
+    open_thought(page, "Decision: edit")
+    wait_for_text(page, "Your edited plan")
+    text = chat_text(page)
+    assert "Say hello LOUDLY" in text and "The agent's plan" in text
 
 
 def test_approve_a_code_step(page) -> None:
