@@ -30,7 +30,9 @@ from .run_watch import RunWatch
 from .tool_calls import check_tool_names, serve_tool_call
 
 log = logging.getLogger("agents.executor")
-THREAD_SAMPLE_S = 0.5  # how long a thread left after a step may take to park or end (the check stops as soon as none runs; a loaded machine can take tens of ms to reap an ended one)
+# How long a thread left after a step may take to park or end: the check stops as soon as none runs, and a
+# loaded machine can take tens of ms to reap an ended one.
+THREAD_SAMPLE_S = 0.5
 IDLE_CPU_S = 0.25  # CPU a worker may use between two runs (bookkeeping only) before it counts as busy
 
 
