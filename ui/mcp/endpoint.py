@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,6 +37,28 @@ INSTRUCTIONS = ("AgentDeck's agent writes and runs Python in a sandbox. run_task
 ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 
+#: MCP tool calls hold a thread while a run goes on (minutes, or until a person decides). They take their threads
+#: under a limiter of their own, so they never use up the tokens of anyio's default limiter, which the web server's
+#: synchronous handlers share (40): the page stays served whatever MCP clients do. How many runs may go on at once
+#: is the app's to say (runs at once per visitor, the sandbox cap); this only bounds the threads.
+MCP_THREADS = 64
+_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = weakref.WeakKeyDictionary()
+
+
+def mcp_limiter() -> anyio.CapacityLimiter:
+    """The MCP calls' own thread limiter, one per event loop (a limiter belongs to the loop that made it)."""
+    loop = asyncio.get_running_loop()
+    limiter = _limiters.get(loop)
+    if limiter is None:
+        limiter = _limiters[loop] = anyio.CapacityLimiter(MCP_THREADS)
+    return limiter
+
+
+async def in_mcp_thread(work: Callable[[], Any], abandon_on_cancel: bool = False) -> Any:
+    """`work()` in a worker thread under the MCP calls' own limiter."""
+    return await anyio.to_thread.run_sync(work, abandon_on_cancel=abandon_on_cancel, limiter=mcp_limiter())
+
+
 def build_server(services: Services) -> MCPServer:
     """The MCP server whose tools work on the app's services (ui/mcp/chats.py), each call as its caller."""
     chats = McpChats(services)
@@ -45,7 +68,7 @@ def build_server(services: Services) -> MCPServer:
         request = ctx.request_context.request
         try:
             caller = identify(request, services.config, services.store)
-            return await anyio.to_thread.run_sync(lambda: work(caller, *args, **kwargs))
+            return await in_mcp_thread(lambda: work(caller, *args, **kwargs))
         except (McpRefused, SignInRequired) as exc:
             raise ToolError(str(exc)) from None
 
@@ -56,14 +79,14 @@ def build_server(services: Services) -> MCPServer:
         request = ctx.request_context.request
         try:
             caller = identify(request, services.config, services.store)
-            return await anyio.to_thread.run_sync(lambda: work(caller, *args, on_session=sessions.append),
-                                                  abandon_on_cancel=True)
+            return await in_mcp_thread(lambda: work(caller, *args, on_session=sessions.append),
+                                       abandon_on_cancel=True)
         except (McpRefused, SignInRequired) as exc:
             raise ToolError(str(exc)) from None
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 for session in sessions:
-                    await anyio.to_thread.run_sync(session.interrupt)
+                    await in_mcp_thread(session.interrupt)
             raise
 
     @server.tool()
