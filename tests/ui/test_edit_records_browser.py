@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
 from test_ui_approvals_browser import choose_mode, edit_code, panel_hidden, plan
-from ui_testlib import MAIL_TOOLS, SCREENSHOT_DIR, code_reply, run_app, write_transcript
+from ui_testlib import SCREENSHOT_DIR, code_reply, run_mail_app
 
 pytestmark = BROWSER_MARKS
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -35,14 +35,8 @@ DECISION_TITLES = ["✋ Decision: edit", "✋ Decision: reject · Never delete f
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    base = tmp_path_factory.mktemp("edits")
-    transcript = write_transcript(base / "script.json", SCRIPT)
-    (base / "tools").mkdir()
-    (base / "tools" / "mail_tools.py").write_text(MAIL_TOOLS)
-    (base / "data").mkdir()
-    env = {"AGENTDECK_TOOLS_PATH": str(base / "tools" / "mail_tools.py"), "AGENTDECK_MAX_STEPS": "6",
-           "AGENTDECK_SECRET": "browser-edits-secret-0123456789abcdef"}
-    with run_app(transcript, base / "data", extra_env=env) as url, open_page(url) as page:
+    secret = {"AGENTDECK_SECRET": "browser-edits-secret-0123456789abcdef"}
+    with run_mail_app(tmp_path_factory.mktemp("edits"), SCRIPT, 6, secret) as (url, _), open_page(url) as page:
         page.wait_for_function("Object.keys(localStorage).includes('agentdeck-browser')")  # saved chats work
         yield page
 

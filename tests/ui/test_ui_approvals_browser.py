@@ -24,7 +24,7 @@ from browser_driver import (
     wait_for_events,
     wait_for_text,
 )
-from ui_testlib import MAIL_TOOLS, PENGUINS, SCREENSHOT_DIR, code_reply, run_app, write_transcript
+from ui_testlib import PENGUINS, SCREENSHOT_DIR, code_reply, run_mail_app
 
 pytestmark = BROWSER_MARKS
 
@@ -65,14 +65,8 @@ SCRIPT = [
 
 @pytest.fixture(scope="module")
 def hitl_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    base = tmp_path_factory.mktemp("approvals")
-    transcript = write_transcript(base / "script.json", SCRIPT)
-    (base / "tools").mkdir()
-    (base / "tools" / "mail_tools.py").write_text(MAIL_TOOLS)
-    (base / "data").mkdir()
-    env = {"AGENTDECK_TOOLS_PATH": str(base / "tools" / "mail_tools.py"), "AGENTDECK_MAX_STEPS": "6"}
-    with run_app(transcript, base / "data", extra_env=env) as url:
-        yield url, base / "tools" / "outbox.txt"
+    with run_mail_app(tmp_path_factory.mktemp("approvals"), SCRIPT, max_steps=6) as app:
+        yield app
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from browser_driver import (
     wait_for_events,
     wait_for_text,
 )
-from ui_testlib import MAIL_TOOLS, run_app, write_transcript
+from ui_testlib import run_mail_app
 
 pytestmark = BROWSER_MARKS
 
@@ -44,14 +44,8 @@ SCRIPT = [
 
 @pytest.fixture(scope="module")
 def tool_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    base = tmp_path_factory.mktemp("tool-calling")
-    transcript = write_transcript(base / "script.json", SCRIPT)
-    (base / "tools").mkdir()
-    (base / "tools" / "mail_tools.py").write_text(MAIL_TOOLS)
-    (base / "data").mkdir()
-    env = {"AGENTDECK_TOOLS_PATH": str(base / "tools" / "mail_tools.py"), "AGENTDECK_MAX_STEPS": "4"}
-    with run_app(transcript, base / "data", extra_env=env) as url:
-        yield url, base / "tools" / "outbox.txt"
+    with run_mail_app(tmp_path_factory.mktemp("tool-calling"), SCRIPT, max_steps=4) as app:
+        yield app
 
 
 @pytest.fixture(scope="module")

@@ -198,3 +198,18 @@ def send_email(to: str, body: str) -> str:
         handle.write(f"{to}: {body}\\n")
     return f"sent to {to}: {body}"
 '''
+
+
+@contextmanager
+def run_mail_app(base: Path, script: list[str], max_steps: int,
+                 extra_env: dict[str, str] | None = None) -> Iterator[tuple[str, Path]]:
+    """The app on `script` with the demo `send_email` tool (MAIL_TOOLS, which needs approval) loaded from
+    `base`/tools: yields its address and the outbox file each sent mail is written to."""
+    transcript = write_transcript(base / "script.json", script)
+    (base / "tools").mkdir()
+    (base / "tools" / "mail_tools.py").write_text(MAIL_TOOLS)
+    (base / "data").mkdir()
+    env = {"AGENTDECK_TOOLS_PATH": str(base / "tools" / "mail_tools.py"), "AGENTDECK_MAX_STEPS": str(max_steps),
+           **(extra_env or {})}
+    with run_app(transcript, base / "data", extra_env=env) as url:
+        yield url, base / "tools" / "outbox.txt"
