@@ -23,6 +23,13 @@ class Attempt:
     value: Any = None
     error: str = ""  # why it gave no answer ("no code", an error type, "stopped")
     stopped: bool = False  # the person pressed Stop: nothing is concluded from it
+    code: str = ""  # the code that gave it
+
+
+def same_code(first: str, second: str) -> bool:
+    """The same code, spacing aside: a second attempt that wrote the first one's code again computes nothing new
+    (the re-run already showed that code gives that value), so its agreement confirms nothing more."""
+    return bool(first.strip()) and "".join(first.split()) == "".join(second.split())
 
 
 def worth_a_second_attempt(kind: AnswerKind, value: Any) -> bool:

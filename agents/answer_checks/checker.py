@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents import events as ev
-from agents.answer_checks.agreement import Attempt, agrees, same_value, worth_a_second_attempt
+from agents.answer_checks.agreement import Attempt, agrees, same_code, same_value, worth_a_second_attempt
 from agents.answer_checks.kinds import AnswerKind, expected_kind, kind_problem
 from agents.answer_checks.terms import question_terms, unused_terms
 from agents.prompts import render
@@ -110,6 +110,8 @@ class AnswerChecker:
             elif not agrees(value, attempt.value):
                 problems.append(render(self.templates, "answer_checks.second_attempt_differs",
                                        first=str(value)[:80], second=str(attempt.value)[:80]))
+            elif same_code(attempt.code, self.seen.code):
+                passed.append(wording["second_attempt_same_code"])  # the same computation: no confirmation
             else:
                 agreed = True
                 passed.append(wording["second_attempt_agrees"])
@@ -122,8 +124,8 @@ class AnswerChecker:
 
     def _wording(self) -> dict[str, str]:
         return {key: render(self.templates, f"answer_checks.{key}")
-                for key in ("terms_used", "rerun_same", "no_code", "second_attempt_agrees", "advice",
-                            "advice_unchecked")}
+                for key in ("terms_used", "rerun_same", "no_code", "second_attempt_agrees",
+                            "second_attempt_same_code", "advice", "advice_unchecked")}
 
 
 def _kind_words(kind: AnswerKind) -> str:

@@ -94,8 +94,8 @@ def _one_call(agent: AttemptingAgent, run: RunContext, task_message: Message, ta
     if run.interrupt_flag.is_set():
         raise AgentInterrupted("The run was stopped by the user during the second attempt.")
     if result.error or not result.is_final_answer:
-        return Attempt(answered=False, error=result.error_type or "it gave no answer"), code
-    return Attempt(answered=True, value=result.output), code
+        return Attempt(answered=False, error=result.error_type or "it gave no answer", code=code), code
+    return Attempt(answered=True, value=result.output, code=code), code
 
 
 def _options(agent: AttemptingAgent, task: str) -> dict[str, Any]:

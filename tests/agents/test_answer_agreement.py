@@ -127,3 +127,27 @@ def test_the_chat_shows_the_second_attempt_while_it_runs_and_what_it_gave(make_c
         chat.apply(event)
     assert node.status == "done" and node.parts["text"].startswith("It gave 40: not the same answer.")
     assert "Not sure of this answer" in chat.by_id[next(k for k in chat.by_id if k.startswith("answer"))].parts["text"]
+
+
+def test_a_second_attempt_that_writes_the_same_code_confirms_nothing_more(make_code_agent) -> None:
+    """The same code again is the re-run's computation: agreeing with it is no second opinion."""
+    _, events, answer = _run(make_code_agent, [_code("17 * 23"), _code("17*23")])
+    assert answer.check is not None and answer.check.verdict == "unchecked", answer.check
+    assert any("wrote the same code" in p for p in answer.check.passed)
+    assert _of(events, ev.SecondAttemptFinished)[0].agrees  # the event still says the values agree
+
+
+def test_wordings_that_two_agreeing_attempts_got_wrong_are_caught_by_the_other_checks(make_code_agent) -> None:
+    """fresh-32's wrong answers that two attempts agreed on: `len(...)` for a letter count worded "how many a's",
+    a count of the wrong text for "count the letter l in parallel", and a value for "which of the columns"."""
+    from agents.answer_checks import expected_kind, question_terms, unused_terms
+
+    letters = question_terms('How many a\'s does "abracadabra" contain?')
+    assert unused_terms(letters, 'final_answer(len("abracadabra"))') == ['"a"']
+    assert unused_terms(question_terms("Count the letter l in parallel"), 'final_answer("letter".count("l"))') == [
+        '"parallel"']
+    assert unused_terms(question_terms("Count the letter l in parallel"), 'final_answer("parallel".count("l"))') == []
+    assert expected_kind("Which of the columns has the smallest mean?") == "column"
+    model, _, answer = _run(make_code_agent, [_code('len("abracadabra")')], question='How many a\'s does "abracadabra" '
+                                                                                        'contain?')
+    assert answer.check is not None and answer.check.verdict == "unsure" and len(model.calls) == 1
