@@ -14,7 +14,9 @@ accuracies are reported apart, so a prompt fitted to the sets it was tuned on sh
 answer checks: "issue-31" (the kinds it reported wrong answers for: plots, which column, percentages, letter
 counts, follow-ups; written before the checks) and "fresh-31" (the same kinds in other words over rainfall.csv and
 shop.csv, written after the checks and never used to tune them); "fresh-32" (the same kinds again in other words
-over bakery.csv and trips.csv, written and committed after the second-attempt check was final, before it was run).
+over bakery.csv and trips.csv, written and committed after the second-attempt check was final, before it was run);
+"fresh-33" (the same kinds once more over library.csv, written and committed after the checks were changed for
+what fresh-32's run showed, before it was run).
 A plot question is right when its run made a chart (`expects="chart"`).
 """
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 ASSETS = Path(__file__).resolve().parent.parent / "ui" / "assets"
 #: The sets, in the order they were written (see above).
-SETS = ("original", "new", "held-out", "held-out-2", "issue-31", "fresh-31", "fresh-32")
+SETS = ("original", "new", "held-out", "held-out-2", "issue-31", "fresh-31", "fresh-32", "fresh-33")
 
 
 @dataclass
@@ -179,6 +181,16 @@ def make_trips(folder: Path) -> Path:
         rows.append(f"T{index:02d},{rng.choice(['Lisbon', 'Oslo', 'Riga', 'Porto'])},{rng.randint(12, 900)},"
                     f"{rng.randint(1, 14)},{rng.randint(20, 640)}")
     return _write_table(folder / "trips.csv", "trip,city,km,hours,cost", rows)
+
+
+def make_library(folder: Path) -> Path:
+    """A made-up library's catalogue (fixed seed), for the set written after fresh-32's changes."""
+    rng = random.Random(71)
+    rows: list[str] = []
+    for index in range(26):
+        rows.append(f"B{index:03d},{rng.choice(['novel', 'poetry', 'history', 'science'])},{rng.randint(60, 720)},"
+                    f"{rng.randint(0, 48)},{rng.randint(1950, 2023)}")
+    return _write_table(folder / "library.csv", "book,genre,pages,loans,year", rows)
 
 
 def _write_table(path: Path, header: str, rows: list[str]) -> Path:
@@ -344,5 +356,20 @@ def questions(folder: Path) -> list[Question]:
         Question("Can you plot km against cost?", "a chart", j, expects="chart"),
         Question("Draw a bar chart of loaves_sold per bread", "a chart", b, expects="chart"),
     ]
-    later = zip(SETS[1:], (new, held_out, held_out_2, issue_31, fresh_31, fresh_32), strict=True)
+    library_path = make_library(folder)
+    library = pd.read_csv(library_path)
+    y = str(library_path)
+    # Written and committed after the checks were changed for what fresh-32's run showed, before it was run.
+    fresh_33 = [
+        Question("Multiply 27 by 14.", 27 * 14),
+        Question("What is 35 percent of 60?", 60 * 35 / 100),
+        Question("Find 5% of 880", 880 * 5 / 100),
+        Question("How many o's are in 'bookworm'?", "bookworm".count("o")),
+        Question("In the word banana, how many times does n appear?", "banana".count("n"), table=False),
+        Question("Take away 2 from that", 9 * 8 - 2, before=("What is 9 * 8?",)),
+        Question("what is half of that?", (100 + 25) / 2, before=("What is 100 + 25?",)),
+        Question("Which column has the greatest mean?", library.mean(numeric_only=True).idxmax(), y),
+        Question("Create a scatter plot of pages vs loans", "a chart", y, expects="chart"),
+    ]
+    later = zip(SETS[1:], (new, held_out, held_out_2, issue_31, fresh_31, fresh_32, fresh_33), strict=True)
     return original + [replace(q, set=name) for name, part in later for q in part]
