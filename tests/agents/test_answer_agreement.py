@@ -151,3 +151,13 @@ def test_wordings_that_two_agreeing_attempts_got_wrong_are_caught_by_the_other_c
     model, _, answer = _run(make_code_agent, [_code('len("abracadabra")')], question='How many a\'s does "abracadabra" '
                                                                                         'contain?')
     assert answer.check is not None and answer.check.verdict == "unsure" and len(model.calls) == 1
+
+
+def test_no_second_attempt_when_the_person_reviews_code_before_it_runs(make_code_agent) -> None:
+    """Its code would run without being shown: with code approval on, the answer keeps the other checks' verdict."""
+    from agents.decisions import Decision, ScriptedDecider
+
+    model, events, answer = _run(make_code_agent, [_code("17 * 23"), _code("391")], approval_policy="approve_code",
+                                 decider=ScriptedDecider([Decision.approve()]))
+    assert answer.value == 391 and answer.check is not None and answer.check.verdict == "unchecked"
+    assert len(model.calls) == 1 and not _of(events, ev.SecondAttemptStarted)
