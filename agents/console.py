@@ -106,6 +106,17 @@ class ConsoleRenderer:
         self.console.print(f"[dim]{event.step_type} step {event.step}: {event.duration_s:.2f}s · "
                            f"{usage.input_tokens} in / {usage.output_tokens} out tokens[/dim]")
 
+    def _on_second_attempt_started(self, event: ev.SecondAttemptStarted) -> None:
+        if not event.parent_id:
+            self.console.print("[dim]Checking the answer: the model is asked again, afresh…[/dim]")
+
+    def _on_second_attempt_finished(self, event: ev.SecondAttemptFinished) -> None:
+        if event.parent_id:
+            return
+        said = f"gave {event.value!r}" if event.answered else f"gave no answer ({event.error})"
+        agreed = " (agrees)" if event.agrees else ""
+        self.console.print(f"Second attempt {said}{agreed}, {event.duration_s:.1f}s.", markup=False)
+
     def _on_final_answer(self, event: ev.FinalAnswer) -> None:
         if not event.parent_id:
             self.console.print(f"[bold green]Final answer:[/bold green] {event.value}")
@@ -138,6 +149,8 @@ HANDLERS: dict[type[ev.Event], _Handler] = dict([
     ev.handles(ev.StepError, ConsoleRenderer._on_step_error),
     ev.handles(ev.DecisionRequested, ConsoleRenderer._on_decision_requested),
     ev.handles(ev.DecisionMade, ConsoleRenderer._on_decision_made),
+    ev.handles(ev.SecondAttemptStarted, ConsoleRenderer._on_second_attempt_started),
+    ev.handles(ev.SecondAttemptFinished, ConsoleRenderer._on_second_attempt_finished),
     ev.handles(ev.InjectionFlagged, ConsoleRenderer._on_injection_flagged),
     ev.handles(ev.MemoryCompacted, ConsoleRenderer._on_memory_compacted),
     ev.handles(ev.StepFinished, ConsoleRenderer._on_step_finished),

@@ -22,8 +22,9 @@ ArtifactKind = Literal["image", "file"]
 SummarySource = Literal["model", "fallback"]  # "fallback": the summary call failed or came back empty
 RunEndState = Literal["success", "max_steps", "interrupted", "error"]
 #: How far the app stands behind an answer it checked (agents/answer_checks/): "unchecked" passed every check the
-#: app could make but is still a small model's answer no one verified; "unsure": a check failed.
-CheckVerdict = Literal["unchecked", "unsure"]
+#: app could make but is still a small model's answer no one verified; "agreed": it also passed and a second,
+#: independent attempt gave the same value (still a small model's, but two tries agree); "unsure": a check failed.
+CheckVerdict = Literal["unchecked", "agreed", "unsure"]
 
 
 def new_id() -> str:
@@ -206,7 +207,7 @@ class AnswerCheck:
     @classmethod
     def from_dict(cls, data: Any) -> AnswerCheck | None:
         """The check a saved answer step kept; None for anything that is not one (an older or altered chat)."""
-        if not isinstance(data, dict) or data.get("verdict") not in ("unchecked", "unsure"):
+        if not isinstance(data, dict) or data.get("verdict") not in ("unchecked", "agreed", "unsure"):
             return None
 
         def texts(key: str) -> tuple[str, ...]:
@@ -215,6 +216,25 @@ class AnswerCheck:
 
         return cls(verdict=data["verdict"], passed=texts("passed"), problems=texts("problems"),
                    advice=str(data.get("advice") or ""))
+
+
+@dataclass(kw_only=True)
+class SecondAttemptStarted(Event):
+    """The app asks the model again, afresh, to confirm an answer the other checks could not (a plain number or
+    name from a small model): the chat shows that it is waiting for it (agents/loop/second_attempt.py)."""
+    answer: Any  # the run's answer, which the second attempt is compared with
+
+
+@dataclass(kw_only=True)
+class SecondAttemptFinished(Event):
+    """What the second, independent attempt gave: its value, and whether it agrees with the run's answer."""
+    answered: bool
+    value: Any = None
+    agrees: bool = False
+    error: str = ""  # why it gave no answer (an error type, "no code", "stopped")
+    code: str = ""  # the code it ran (empty when the model wrote none)
+    model_calls: int = 0
+    duration_s: float = 0.0
 
 
 @dataclass(kw_only=True)

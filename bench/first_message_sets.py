@@ -13,8 +13,11 @@ students.csv and sales.csv, and run only to measure it; read after, for the thir
 accuracies are reported apart, so a prompt fitted to the sets it was tuned on shows. Two more for issue 31's
 answer checks: "issue-31" (the kinds it reported wrong answers for: plots, which column, percentages, letter
 counts, follow-ups; written before the checks) and "fresh-31" (the same kinds in other words over rainfall.csv and
-shop.csv, written after the checks and never used to tune them). A plot question is right when its run made a
-chart (`expects="chart"`).
+shop.csv, written after the checks and never used to tune them); "fresh-32" (the same kinds again in other words
+over bakery.csv and trips.csv, written and committed after the second-attempt check was final, before it was run);
+"fresh-33" (the same kinds once more over library.csv, written and committed after the checks were changed for
+what fresh-32's run showed, before it was run).
+A plot question is right when its run made a chart (`expects="chart"`).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from typing import Any
 
 ASSETS = Path(__file__).resolve().parent.parent / "ui" / "assets"
 #: The sets, in the order they were written (see above).
-SETS = ("original", "new", "held-out", "held-out-2", "issue-31", "fresh-31")
+SETS = ("original", "new", "held-out", "held-out-2", "issue-31", "fresh-31", "fresh-32", "fresh-33")
 
 
 @dataclass
@@ -157,6 +160,37 @@ def make_shop(folder: Path) -> Path:
         rows.append(f"item-{index:02d},{category},{rng.randint(2, 60)}.{rng.randint(0, 99):02d},"
                     f"{rng.randint(0, 400)},{rng.randint(1, 5)}")
     return _write_table(folder / "shop.csv", "item,category,price,stock,rating", rows)
+
+
+def make_bakery(folder: Path) -> Path:
+    """A made-up bakery's daily sales (fixed seed), for the set written after the second-attempt check."""
+    rng = random.Random(61)
+    rows: list[str] = []
+    for day in range(1, 15):
+        for bread in ("rye", "sourdough", "baguette"):
+            rows.append(f"2024-03-{day:02d},{bread},{rng.randint(4, 70)},{rng.randint(2, 6)}.{rng.choice([0, 5])}0,"
+                        f"{rng.randint(1, 9)}.{rng.randint(0, 9)}")
+    return _write_table(folder / "bakery.csv", "day,bread,loaves_sold,price,flour_kg", rows)
+
+
+def make_trips(folder: Path) -> Path:
+    """A made-up log of trips (fixed seed), for the set written after the second-attempt check."""
+    rng = random.Random(67)
+    rows: list[str] = []
+    for index in range(22):
+        rows.append(f"T{index:02d},{rng.choice(['Lisbon', 'Oslo', 'Riga', 'Porto'])},{rng.randint(12, 900)},"
+                    f"{rng.randint(1, 14)},{rng.randint(20, 640)}")
+    return _write_table(folder / "trips.csv", "trip,city,km,hours,cost", rows)
+
+
+def make_library(folder: Path) -> Path:
+    """A made-up library's catalogue (fixed seed), for the set written after fresh-32's changes."""
+    rng = random.Random(71)
+    rows: list[str] = []
+    for index in range(26):
+        rows.append(f"B{index:03d},{rng.choice(['novel', 'poetry', 'history', 'science'])},{rng.randint(60, 720)},"
+                    f"{rng.randint(0, 48)},{rng.randint(1950, 2023)}")
+    return _write_table(folder / "library.csv", "book,genre,pages,loans,year", rows)
 
 
 def _write_table(path: Path, header: str, rows: list[str]) -> Path:
@@ -303,5 +337,39 @@ def questions(folder: Path) -> list[Question]:
         Question("Now multiply that by 3", 3 * (45 + 55), before=("What is 45 + 55?",)),
         Question("halve it", 81 / 9 / 2, before=("What is 81 divided by 9?",)),
     ]
-    later = zip(SETS[1:], (new, held_out, held_out_2, issue_31, fresh_31), strict=True)
+    bakery_path, trips_path = make_bakery(folder), make_trips(folder)
+    bakery, trips = pd.read_csv(bakery_path), pd.read_csv(trips_path)
+    b, j = str(bakery_path), str(trips_path)
+    # Written and committed after the second, independent attempt (agents/loop/second_attempt.py) was final, before
+    # it was run: issue-31's kinds in other words, over two more made-up files. Plain answers first (the ones a
+    # second attempt is made for), charts last.
+    fresh_32 = [
+        Question("How much is 19 times 21?", 19 * 21),
+        Question("Calculate 25% of 96.", 96 * 25 / 100),
+        Question("What's 8 percent of 1250?", 1250 * 8 / 100),
+        Question("Count the letter l in parallel", "parallel".count("l"), table=False),
+        Question('How many a\'s does "abracadabra" contain?', "abracadabra".count("a")),
+        Question("Now square that", (64 / 4) ** 2, before=("What is 64 divided by 4?",)),
+        Question("subtract 15 from it", 120 - 45 - 15, before=("What is 120 - 45?",)),
+        Question("Which column has the biggest average value?", trips.mean(numeric_only=True).idxmax(), j),
+        Question("Which of the columns has the smallest mean?", bakery.mean(numeric_only=True).idxmin(), b),
+        Question("Can you plot km against cost?", "a chart", j, expects="chart"),
+        Question("Draw a bar chart of loaves_sold per bread", "a chart", b, expects="chart"),
+    ]
+    library_path = make_library(folder)
+    library = pd.read_csv(library_path)
+    y = str(library_path)
+    # Written and committed after the checks were changed for what fresh-32's run showed, before it was run.
+    fresh_33 = [
+        Question("Multiply 27 by 14.", 27 * 14),
+        Question("What is 35 percent of 60?", 60 * 35 / 100),
+        Question("Find 5% of 880", 880 * 5 / 100),
+        Question("How many o's are in 'bookworm'?", "bookworm".count("o")),
+        Question("In the word banana, how many times does n appear?", "banana".count("n"), table=False),
+        Question("Take away 2 from that", 9 * 8 - 2, before=("What is 9 * 8?",)),
+        Question("what is half of that?", (100 + 25) / 2, before=("What is 100 + 25?",)),
+        Question("Which column has the greatest mean?", library.mean(numeric_only=True).idxmax(), y),
+        Question("Create a scatter plot of pages vs loans", "a chart", y, expects="chart"),
+    ]
+    later = zip(SETS[1:], (new, held_out, held_out_2, issue_31, fresh_31, fresh_32, fresh_33), strict=True)
     return original + [replace(q, set=name) for name, part in later for q in part]

@@ -76,7 +76,8 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
                      executor_timeout_s=config.exec_timeout_s, sandbox=config.sandbox,
                      sandbox_pool=config.sandbox_pool > 0, sandbox_limits=SandboxLimits(min_free_mb=config.min_free_mb),
                      use_structured_outputs_internally=config.structured_code,
-                     answer_checks=config.answer_checks, max_steps=settings.max_steps,
+                     answer_checks=config.answer_checks,
+                     answer_agreement=config.answer_agreement, max_steps=settings.max_steps,
                      planning_interval=settings.planning_interval, verbosity=0,
                      max_tokens_per_run=config.max_tokens_per_run, context_budget=config.context_budget)
 

@@ -87,6 +87,10 @@ class AppConfig:
     #: Check the embedded model's answers before showing them, and mark them (agents/answer_checks/); off only for
     #: measuring what they change (bench/first_message_eval.py --checks both).
     answer_checks: bool = True
+    #: With those checks, confirm a plain answer that passed them by a second, independent attempt of the model
+    #: (agents/loop/second_attempt.py: one model call more, two at most; only the embedded model's answers are
+    #: checked, so only it pays for it). AGENTDECK_ANSWER_AGREEMENT=0 turns it off.
+    answer_agreement: bool = True
     chat_store: str = ""  # AGENTDECK_CHAT_STORE: "" for the data dir (ui/shared/blobs.py)
     redis_url: str = ""  # AGENTDECK_REDIS_URL: "" keeps leases and limits in memory (ui/shared/state.py)
     configured_model: str = ""  # AGENTDECK_MODEL as the operator set it ("" when chosen from the keys)
@@ -181,6 +185,7 @@ class AppConfig:
             exec_timeout_s=settings.exec_timeout_s,
             min_free_mb=settings.min_free_mb,
             structured_code=settings.structured_code,
+            answer_agreement=settings.answer_agreement,
             visitor_disk_mb=settings.visitor_disk_mb,
             # 20 uploads of the largest size by default: a message holds up to 10 files, a chat up to 4 of them
             upload_mb_per_hour=(settings.upload_mb_per_hour if settings.upload_mb_per_hour is not None

@@ -5,19 +5,21 @@ needs nothing of the loop's internals and a test can drive it with hand-made eve
 (running the answering code again) it is handed as a function by the agent that owns the sandbox.
 
 The checks, cheapest first: the answer's kind against the question's (agents/answer_checks/kinds.py); the code
-uses what the question names (terms.py); the answering code run again gives the same value. Any failure makes
-the verdict "unsure", with the reasons and how to get a better model; passing them all leaves it "unchecked"
-(a small model's answer no one verified), never "right".
+uses what the question names (terms.py); the answering code run again gives the same value; for a plain value
+that passed all these, a second, independent attempt gives the same value (agreement.py; handed in as a function
+too). Any failure makes the verdict "unsure", with the reasons and how to get a better model; passing them all
+leaves it "unchecked" (a small model's answer no one verified), or "agreed" when two attempts agree, never
+"right".
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents import events as ev
-from agents.answer_checks.kinds import AnswerKind, as_number, expected_kind, kind_problem
+from agents.answer_checks.agreement import Attempt, agrees, same_code, same_value, worth_a_second_attempt
+from agents.answer_checks.kinds import AnswerKind, expected_kind, kind_problem
 from agents.answer_checks.terms import question_terms, unused_terms
 from agents.prompts import render
 
@@ -65,8 +67,11 @@ class AnswerChecker:
         elif isinstance(event, ev.StepError):
             self.seen.errors.append(event.error_type)
 
-    def check(self, value: Any, rerun: Callable[[str], Rerun] | None = None) -> ev.AnswerCheck:
-        """The verdict on `value`, the run's answer; `rerun` runs the answering code again (None: not possible)."""
+    def check(self, value: Any, rerun: Callable[[str], Rerun] | None = None,
+              second_attempt: Callable[[], Attempt] | None = None) -> ev.AnswerCheck:
+        """The verdict on `value`, the run's answer; `rerun` runs the answering code again, `second_attempt` asks
+        the model afresh (None: not possible or not wanted; it is asked only when every other check passed and
+        the answer is a plain value)."""
         question, columns = self.question_of(self.seen.task)
         kind = expected_kind(question)
         passed: list[str] = []
@@ -94,25 +99,33 @@ class AnswerChecker:
                     passed.append(wording["rerun_same"])
         else:
             problems.append(wording["no_code"])
+        agreed = False
+        if second_attempt is not None and not problems and worth_a_second_attempt(kind, value):
+            attempt = second_attempt()
+            if attempt.stopped:
+                pass  # Stop was pressed during it: nothing is concluded, the answer stays as the checks left it
+            elif not attempt.answered:
+                problems.append(render(self.templates, "answer_checks.second_attempt_failed",
+                                       error=attempt.error or "no answer"))
+            elif not agrees(value, attempt.value):
+                problems.append(render(self.templates, "answer_checks.second_attempt_differs",
+                                       first=str(value)[:80], second=str(attempt.value)[:80]))
+            elif same_code(attempt.code, self.seen.code):
+                passed.append(wording["second_attempt_same_code"])  # the same computation: no confirmation
+            else:
+                agreed = True
+                passed.append(wording["second_attempt_agrees"])
         if problems:
             return ev.AnswerCheck(verdict="unsure", passed=tuple(passed), problems=tuple(problems),
                                   advice=wording["advice"])
+        if agreed:
+            return ev.AnswerCheck(verdict="agreed", passed=tuple(passed), advice=wording["advice_unchecked"])
         return ev.AnswerCheck(verdict="unchecked", passed=tuple(passed), advice=wording["advice_unchecked"])
 
     def _wording(self) -> dict[str, str]:
         return {key: render(self.templates, f"answer_checks.{key}")
-                for key in ("terms_used", "rerun_same", "no_code", "advice", "advice_unchecked")}
-
-
-def same_value(first: Any, second: Any) -> bool:
-    """Equal answers, numbers compared as numbers (1e-9 apart at most, NaN equal to NaN)."""
-    a, b = as_number(first), as_number(second)
-    if a is not None and b is not None:
-        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    try:
-        return bool(first == second) and type(first) is type(second)
-    except (TypeError, ValueError):  # e.g. arrays, whose == is not one truth value
-        return repr(first) == repr(second)
+                for key in ("terms_used", "rerun_same", "no_code", "second_attempt_agrees",
+                            "second_attempt_same_code", "advice", "advice_unchecked")}
 
 
 def _kind_words(kind: AnswerKind) -> str:

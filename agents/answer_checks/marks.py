@@ -1,4 +1,5 @@
-"""How an answer the app checked is marked, in the chat and its export: unchecked, or not sure and why.
+"""How an answer the app checked is marked, in the chat and its export: unchecked, two attempts agree, or not sure
+and why.
 
 Why a mark at all: the embedded model's wrong answers looked exactly like right ones. Plain Markdown, no HTML:
 the mark sits under text a model wrote, so it must not rely on markup that text could also carry.
@@ -9,6 +10,7 @@ from agents.events import AnswerCheck
 
 UNSURE_TITLE = "⚠️ **Not sure of this answer.**"
 UNCHECKED_TITLE = "🔎 **Unchecked answer**"
+AGREED_TITLE = "☑️ **Checked: two attempts agree**"
 
 
 def answer_mark(check: AnswerCheck) -> str:
@@ -19,4 +21,5 @@ def answer_mark(check: AnswerCheck) -> str:
             lines.append(check.advice)
         return "\n\n".join(lines)
     checked = " ".join(check.passed) if check.passed else "Nothing could be checked."
-    return f"{UNCHECKED_TITLE} (checked by the app: {checked}) {check.advice}".strip()
+    title = AGREED_TITLE if check.verdict == "agreed" else UNCHECKED_TITLE
+    return f"{title} (checked by the app: {checked}) {check.advice}".strip()

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)")
 _QUOTED = re.compile(r"\"([^\"\n]{1,200})\"|“([^”\n]{1,200})”|'([^'\n]{2,200})'")
-_LETTER = re.compile(r"\b(?:letter|character|char)\s+['\"]?([A-Za-z])['\"]?(?![\w])", re.I)
+#: "the letter l", and the word it is counted in when one follows ("count the letter l in parallel").
+_LETTER = re.compile(r"\b(?:letter|character|char)\s+['\"]?([A-Za-z])['\"]?(?![\w])"
+                     r"(?:\s+(?:appears?|occurs?|is)?\s*in\s+(?:the\s+word\s+)?['\"]?([A-Za-z]{2,})['\"]?)?", re.I)
+#: "how many a's does "abracadabra" contain": a letter written with 's (the word is quoted, so a term already).
+_LETTER_PLURAL = re.compile(r"\bhow\s+many\s+['\"]?([A-Za-z])['\"]?'s\b", re.I)
 #: "how many s in mississippi", "count the e's in excellence": a letter, then the word it is counted in.
 _LETTER_IN_WORD = re.compile(r"\b(?:how\s+many|count(?:\s+the)?)\s+['\"]?([A-Za-z])['\"]?(?:'?s)?\s+(?:are\s+|is\s+)?"
                              r"(?:there\s+)?in\s+(?:the\s+word\s+)?['\"]?([A-Za-z]+)['\"]?", re.I)
@@ -54,7 +58,8 @@ def question_terms(question: str, columns: tuple[str, ...] = ()) -> Terms:
     unquoted = _QUOTED.sub(" ", question)
     for match in _LETTER_IN_WORD.finditer(unquoted):
         texts.extend(match.groups())
-    texts.extend(m.group(1) for m in _LETTER.finditer(unquoted))
+    texts.extend(g for m in _LETTER.finditer(unquoted) for g in m.groups() if g)
+    texts.extend(m.group(1) for m in _LETTER_PLURAL.finditer(unquoted))
     numbers = tuple(float(m.group(1)) for m in _NUMBER.finditer(unquoted))
     words = set(re.findall(r"[\w-]+", unquoted))
     named = tuple(c for c in columns if c in words or (" " in c and c in unquoted))

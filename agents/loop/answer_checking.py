@@ -1,9 +1,11 @@
 """The CodeAgent's part in checking a small model's answers (agents/answer_checks/): it feeds the checker the
-run's events, gives a follow-up the earlier answer it refers to, and re-runs the answering code in its sandbox.
+run's events, gives a follow-up the earlier answer it refers to, re-runs the answering code in its sandbox, and
+makes the second, independent attempt (agents/loop/second_attempt.py) when `agreement` is on.
 
-Why here: the checker reads only events, but re-running code needs the sandbox and a follow-up needs the memory,
-which the agent owns. Only for models whose prompt profile asks for it (`PromptProfile.check_answers`: the tiny
-one) and whose prompt file words the checks (`answer_checks`), and only while `answer_checks` is on.
+Why here: the checker reads only events, but re-running code needs the sandbox, a follow-up needs the memory and
+a second attempt the model, which the agent owns. Only for models whose prompt profile asks for it
+(`PromptProfile.check_answers`: the tiny one) and whose prompt file words the checks (`answer_checks`), and only
+while `answer_checks` is on.
 """
 from __future__ import annotations
 
@@ -11,23 +13,18 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from agents.answer_checks import AnswerChecker, Rerun, earlier_answer, refers_to_earlier
+from agents.answer_checks.agreement import Attempt
 from agents.answer_checks.follow_up import with_earlier_answer
 from agents.errors import AgentDeckError, FollowUpUnsupportedError
 from agents.events import AnswerCheck, Event
+from agents.loop.context import RunContext
+from agents.loop.second_attempt import AttemptingAgent, may_attempt, second_attempt, task_message_of
 from agents.prompts import render
 from agents.prompts.profiles import name_choice_for
 
 
-class CheckedAgent(Protocol):
+class CheckedAgent(AttemptingAgent, Protocol):
     """What the checker needs of its CodeAgent (a protocol: code_agent.py imports this module)."""
-
-    memory: Any
-    prompt_templates: Any
-    runner: Any
-    _interrupt_flag: Any
-
-    @property
-    def sandbox(self) -> Any: ...
 
 FILE_LINE_END = "is in the current directory."  # how the tiny prompt lists an upload (`uploaded_files`)
 
@@ -35,9 +32,12 @@ FILE_LINE_END = "is in the current directory."  # how the tiny prompt lists an u
 class AnswerChecking:
     """Per-run answer checking for one CodeAgent, which calls these from its MultiStepAgent hooks."""
 
-    def __init__(self, agent: CheckedAgent, enabled: bool) -> None:
+    def __init__(self, agent: CheckedAgent, enabled: bool, agreement: bool = False) -> None:
+        """`agreement`: confirm a plain answer that passed the other checks with a second, independent attempt
+        (a model call more; the app turns it on for the embedded model, `AppConfig.answer_agreement`)."""
         self.agent = agent
         self.enabled = enabled
+        self.agreement = enabled and agreement
         self._checker: AnswerChecker | None = None
         self._refusal: AgentDeckError | None = None
 
@@ -84,11 +84,19 @@ class AnswerChecking:
     def refusal(self) -> AgentDeckError | None:
         return self._refusal
 
-    def check(self, value: Any) -> dict[str, Any] | None:
-        if self._checker is None:
+    def check(self, value: Any, run: RunContext | None = None) -> dict[str, Any] | None:
+        """The verdict on the run's answer `value` (as a dict); `run`: the run's context, which a second attempt
+        reports its events to (without it there is none)."""
+        checker = self._checker
+        if checker is None:
             return None
+        attempt = None
+        if self.agreement and run is not None and may_attempt(run):
+            def attempt() -> Attempt:
+                message = task_message_of(self.agent, run.run_id, checker.seen.task)
+                return second_attempt(self.agent, run, message, checker.seen.task, value)
         try:
-            return self._checker.check(value, rerun=self._rerun).as_dict()
+            return checker.check(value, rerun=self._rerun, second_attempt=attempt).as_dict()
         except Exception as exc:  # a check that breaks must not lose the answer: it is shown, marked unsure
             problem = render(self.agent.prompt_templates, "answer_checks.checks_failed", error=type(exc).__name__)
             advice = render(self.agent.prompt_templates, "answer_checks.advice")

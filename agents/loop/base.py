@@ -423,8 +423,9 @@ class MultiStepAgent:
         """The most steps any run of this agent may take, whatever the run asks for (None: no cap)."""
         return None
 
-    def check_answer(self, value: Any) -> dict[str, Any] | None:
-        """What the app checked of the run's answer (agents.events.AnswerCheck as a dict), or None."""
+    def check_answer(self, value: Any, run: RunContext | None = None) -> dict[str, Any] | None:
+        """What the app checked of the run's answer (agents.events.AnswerCheck as a dict), or None; `run`: the
+        run's context (a check that asks the model again reports to it)."""
         return None
 
     def _add_history(self, history: list[Message]) -> None:

@@ -65,7 +65,7 @@ class StepAgent(Protocol):
 
     def run_refusal(self) -> AgentDeckError | None: ...
 
-    def check_answer(self, value: Any) -> dict[str, Any] | None: ...
+    def check_answer(self, value: Any, run: RunContext | None = None) -> dict[str, Any] | None: ...
 
 
 class StepRunner:
@@ -109,7 +109,7 @@ class StepRunner:
         fields = run.event_fields()
         if final is not None:
             if state is RunState.SUCCESS:
-                final.check = agent.check_answer(final.output)  # before the answer is shown
+                final.check = agent.check_answer(final.output, run)  # before the answer is shown
             agent.memory.add_step(final)
             run.emit(step_events.final_answer(final, fields))
         finished = step_events.run_finished(task_step, steps, final, fields)

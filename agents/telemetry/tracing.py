@@ -263,6 +263,15 @@ class RunTracer:
             self._parent(run).add_event("injection_flagged", {"agentdeck.injection.source": e.source},
                                         timestamp=_ns(e.timestamp))
 
+    def _second_attempt_finished(self, e: ev.SecondAttemptFinished) -> None:
+        """An answer check's second attempt (agents/loop/second_attempt.py): whether it answered and agreed."""
+        run = self._runs.get(e.run_id)
+        if run is not None:
+            run.span.add_event("second_attempt", {
+                "agentdeck.second_attempt.answered": e.answered, "agentdeck.second_attempt.agrees": e.agrees,
+                "agentdeck.second_attempt.model_calls": e.model_calls,
+                "agentdeck.second_attempt.duration_s": e.duration_s}, timestamp=_ns(e.timestamp))
+
     def _memory_compacted(self, e: ev.MemoryCompacted) -> None:
         run = self._runs.get(e.run_id)
         if run is not None:
@@ -282,6 +291,7 @@ _HANDLERS: dict[type[ev.Event], Any] = {
     ev.ToolCallProposed: RunTracer._tool_call_proposed, ev.ToolCallResult: RunTracer._tool_call_result,
     ev.DecisionRequested: RunTracer._decision_requested, ev.DecisionMade: RunTracer._decision_made,
     ev.InjectionFlagged: RunTracer._injection_flagged, ev.MemoryCompacted: RunTracer._memory_compacted,
+    ev.SecondAttemptFinished: RunTracer._second_attempt_finished,
 }
 
 

@@ -139,3 +139,16 @@ def test_a_sandbox_that_lost_its_state_says_so_in_its_span(traced, tmp_path, mon
     assert span.attributes["agentdeck.sandbox.state_lost"] is True
     assert span.attributes["agentdeck.sandbox.untrusted"] is False
 
+
+
+def test_an_answer_checks_second_attempt_is_an_event_of_the_run(traced, tmp_path):
+    """The embedded model's second, independent attempt (agents/loop/second_attempt.py) shows in the trace."""
+    exporter, provider = traced
+    telemetry.instrument(tracer_provider=provider)
+    model = ReplayModel([code("final_answer(17 * 23)"), code("final_answer(391)")], prompt_style="tiny")
+    with CodeAgent(tools=[], model=model, workdir=tmp_path, verbosity=0, answer_agreement=True) as agent:
+        assert agent.run("What is 17 * 23?") == 391
+    found = [e for s in exporter.get_finished_spans() for e in s.events if e.name == "second_attempt"]
+    assert len(found) == 1
+    assert found[0].attributes["agentdeck.second_attempt.agrees"] is True
+    assert found[0].attributes["agentdeck.second_attempt.model_calls"] == 1

@@ -1,5 +1,6 @@
 """The embedded model's answers carry the app's checks in the chat (issue 31): a wrong-kind answer is marked
-"not sure" with how to get a better model, a right-looking one "unchecked" (a real app, a real browser).
+"not sure" with how to get a better model, a right-looking one confirmed by a second, independent attempt (on in
+the app: `AppConfig.answer_agreement`), which the chat shows while it runs (a real app, a real browser).
 
 The embedded model is too slow on a loaded machine for a browser test, so a replay model stands in for it: its
 transcript says `prompt_style: tiny`, which gives it the embedded model's prompts and answer checks.
@@ -22,9 +23,10 @@ def _standin(path: Path, replies: list[str]) -> Path:
     return path
 
 
-def test_a_wrong_kind_answer_is_marked_not_sure_and_a_plain_one_unchecked(tmp_path: Path) -> None:
+def test_a_wrong_kind_answer_is_marked_not_sure_and_a_plain_one_checked_by_two_attempts(tmp_path: Path) -> None:
     replies = ['```python\nfinal_answer(pd.read_csv("penguins.csv")["species"].mode()[0])\n```',  # no chart
-               "```python\nfinal_answer(17 * 23)\n```"]
+               "```python\nfinal_answer(17 * 23)\n```",
+               "```python\nfinal_answer(391)\n```"]  # the second, independent attempt at 17 * 23
     data = tmp_path / "data"
     data.mkdir()
     # A loaded machine (the embedded evaluation running beside it) starts the app slowly.
@@ -36,7 +38,9 @@ def test_a_wrong_kind_answer_is_marked_not_sure_and_a_plain_one_unchecked(tmp_pa
         assert "A chart was asked for and none was made." in text
         assert "choose a capable model in Model" in text and "OPENAI_API_KEY" in text
         send(page, "What is 17 * 23?")
-        wait_for_text(page, "Unchecked answer", timeout=90)
+        wait_for_text(page, "Checked: two attempts agree", timeout=90)
         text = chat_text(page)
         assert "391" in text and "Running that code again gave the same result." in text
+        assert "A second, independent attempt (the question asked afresh) gave the same answer." in text
+        assert "A second attempt, to check the answer" in text  # the chat showed the attempt itself
         assert text.count("Not sure of this answer") == 1  # the right-looking answer is not marked unsure

@@ -21,6 +21,7 @@ from ui.chat.file_links import FileLinker
 from ui.chat.formatting import (
     IMAGE_EXTENSIONS,
     clip,
+    fence,
     format_tokens,
     format_value,
     scrub_server_paths,
@@ -31,6 +32,8 @@ from ui.chat.render_execution import ExecutionRendering
 from ui.chat.status_line import status_line
 from ui.chat.step_output import StepRecord, step_preview, step_summary
 from ui.chat.tree import Node
+
+SECOND_ATTEMPT_TITLE = "🔁 A second attempt, to check the answer"
 
 if TYPE_CHECKING:  # published_files imports Gradio; the chat does not
     from ui.chat.published_files import Published
@@ -169,6 +172,27 @@ class Transcript(ExecutionRendering, DecisionRendering):
         self.add_note(f"Older steps were summarised: {e.tokens_before:,} → {e.tokens_after:,} tokens "
                       f"({e.steps_folded} steps folded).", title="🗜️ Memory compacted", status="done")
 
+    def _on_second_attempt_started(self, e: ev.SecondAttemptStarted) -> None:
+        """The answer waits for a second, independent attempt (agents/loop/second_attempt.py): say so."""
+        if e.parent_id is None:
+            text = "The model is asked the question again, afresh, to see whether it gives the same answer."
+            self._add(Node(f"second-attempt:{e.run_id}", title=SECOND_ATTEMPT_TITLE, status="pending",
+                           parts={"text": text}))
+
+    def _on_second_attempt_finished(self, e: ev.SecondAttemptFinished) -> None:
+        node = self.by_id.get(f"second-attempt:{e.run_id}")
+        if node is None or e.parent_id is not None:
+            return
+        if not e.answered:
+            text = f"It gave no answer ({clip(e.error, 200) or 'none'})."
+        else:
+            value = clip(format_value(e.value), 300)
+            text = f"It gave {value}: {'the same answer' if e.agrees else 'not the same answer'}."
+        if e.code:
+            text += "\n\n" + fence(clip(e.code, 2000), "python")
+        node.parts["text"] = text
+        node.status, node.duration = "done", round(e.duration_s, 2)
+
     def _on_step_finished(self, e: ev.StepFinished) -> None:
         node = self._step_node(e)
         if node is None:
@@ -288,6 +312,8 @@ HANDLERS: dict[type[ev.Event], _Handler] = dict([
     ev.handles(ev.DecisionRequested, Transcript._on_decision_requested),
     ev.handles(ev.DecisionMade, Transcript._on_decision_made),
     ev.handles(ev.StepFinished, Transcript._on_step_finished),
+    ev.handles(ev.SecondAttemptStarted, Transcript._on_second_attempt_started),
+    ev.handles(ev.SecondAttemptFinished, Transcript._on_second_attempt_finished),
     ev.handles(ev.FinalAnswer, Transcript._on_final_answer),
     ev.handles(ev.RunFinished, Transcript._on_run_finished),
 ])

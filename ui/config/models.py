@@ -29,6 +29,8 @@ class ModelSettings(SettingsPart):
         default_text="from the model's context size, else 32_000")
     structured_code: bool = setting(False, "the code agent's steps are `{\"thought\", \"code\"}` JSON objects asked "
                                            "for through the model's structured output, not fenced code")
+    answer_agreement: bool = setting(True, "confirm the embedded model's plain answers that passed the app's checks "
+                                           "by a second, independent attempt (one model call more)")
     cache_dir: str = setting("", "where the embedded model is converted once (about 520 MB)",
                              accepts="a folder path", default_text="~/.cache/agentdeck")
     device: str = setting("", "device of local (transformers) models", accepts="cpu, cuda, cuda:N or mps",
