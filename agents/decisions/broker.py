@@ -65,8 +65,15 @@ class DecisionBroker:
         elif getattr(context, "pausing", False):  # pause mode: the run ends here, no thread waits
             context.paused = request
             raise RunPaused(request)
-        else:
-            decision = self.decider.decide(request, self.policy.timeout_s)
+        else:  # the run's thread waits; meanwhile a saved memory holds the request, resumable after a restart
+            note = getattr(context, "note_pending", None)
+            if note is not None:
+                note(request)
+            try:
+                decision = self.decider.decide(request, self.policy.timeout_s)
+            finally:
+                if note is not None:
+                    note(None)
         context.check_interrupt()
         detail = ""
         if decision is None:

@@ -68,6 +68,9 @@ class RunContext:
     pausing: bool = False
     paused: DecisionRequest | None = None
     grant: tuple[PendingDecision, Decision] | None = None
+    #: While a run's thread waits for a decision, the step runner keeps the request in memory through this
+    #: (None: it was answered), so a chat saved meanwhile can be resumed after a restart.
+    note_pending: Callable[[DecisionRequest | None], None] | None = None
 
     def emit(self, event: Event) -> None:
         self.emit_function(event)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from agents import step_events
 from agents.answer_checks.best_guess import usable_guess
-from agents.decisions import DecisionKind, Outcome
+from agents.decisions import DecisionKind, DecisionRequest, Outcome
 from agents.decisions.pending import PendingDecision, RunPaused
 from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError, RunBudgetExceededError
 from agents.events import ModelRetrying, ModelTextDelta
@@ -320,6 +320,8 @@ class StepRunner:
                 )
             step.model_output, step.token_usage = reply.content, reply.token_usage
             run.emit(step_events.model_output(step, fields))
+            answered = reply
+            run.note_pending = lambda request: self._note_waiting(request, step, answered)
             agent.act(step, reply, run)
             if run.paused is not None:  # asked from sandboxed code: the code caught the pause as a tool error
                 raise RunPaused(run.paused)
@@ -336,9 +338,18 @@ class StepRunner:
             step.error = step.error or f"{type(exc).__name__}: {exc}"
             raise
         finally:
+            run.note_pending = None
             if run.paused is None:
                 self._finish_action_step(step)
         return step.is_final_answer, step.action_output
+
+    def _note_waiting(self, request: DecisionRequest | None, step: ActionStep, reply: ModelReply) -> None:
+        """The run's thread waits for `request` (None: it was answered): the memory holds it meanwhile."""
+        if request is None:
+            self.agent.memory.pending = None
+            return
+        in_code = step.code is not None and request.kind is not DecisionKind.CODE
+        self._record_pending(RunPaused(request), step, reply, in_code=in_code)
 
     def _record_pending(self, paused: RunPaused, step: ActionStep, reply: ModelReply | None, in_code: bool) -> None:
         """The run ends at `paused`: the memory keeps what the resume needs (agents/decisions/pending.py)."""

@@ -155,3 +155,32 @@ def test_a_new_task_drops_the_pending_decision(make_tool_agent):
     agent.run("t")
     assert agent.memory.pending is not None
     assert agent.run("other", reset=False) == 3 and agent.memory.pending is None
+
+
+def test_a_blocked_run_keeps_its_request_in_memory_while_it_waits(make_tool_agent):
+    """The app's live runs still wait in a thread; a chat saved meanwhile holds the request, so a new process
+    resumes it after a restart, and the answer in this process clears it."""
+    seen: list[object] = []
+
+    def decide(request):
+        seen.append(agent.memory.pending)
+        return Decision.approve()
+
+    from agents.decisions import ScriptedDecider
+    agent, _ = make_tool_agent([call("send_note", text="n"), call("final_answer", answer="ok")], tools=[send_note],
+                               approval_policy="approve_tools", decider=ScriptedDecider(decide))
+    saved_while_waiting: list[str] = []
+    original = agent.broker.decider.decide
+
+    def deciding(request, timeout_s):
+        saved_while_waiting.append(dumps_memory(agent.memory, SECRET))
+        return original(request, timeout_s)
+
+    agent.broker.decider.decide = deciding
+    assert agent.run("t") == "ok" and SENT == ["n"]
+    assert seen[0] is not None and seen[0].payload["arguments"] == {"text": "n"}
+    assert agent.memory.pending is None  # answered: nothing waits any more
+    fresh, _ = make_tool_agent([call("final_answer", answer="again")], tools=[send_note],
+                               approval_policy="approve_tools")
+    restore_agent_memory(fresh, loads_memory(saved_while_waiting[0], SECRET))
+    assert fresh.resume(Decision.approve()) == "again" and SENT == ["n", "n"]
