@@ -59,16 +59,18 @@ class DecisionBroker:
         fields = {"run_id": context.run_id, "step": context.step, "parent_id": context.parent_id}
         record: dict[str, Any] = {"request_id": request.id, "kind": kind.value, "proposed": json_safe(payload),
                                   "asked_at": time.time()}
-        context.emit(step_events.decision_requested(record, kind.value, fields))
+        note = getattr(context, "note_pending", None) if granted is None and not getattr(context, "pausing", False) \
+            else None
+        if note is not None:  # before the event: a chat saved once the event is shown holds the request
+            note(request)
+        if granted is None:  # a resumed run's request was shown when it was asked: its answer follows now
+            context.emit(step_events.decision_requested(record, kind.value, fields))
         if granted is not None:  # a resumed run: the person's answer to this very request (agents/decisions/pending.py)
             decision: Decision | None = granted[1]
         elif getattr(context, "pausing", False):  # pause mode: the run ends here, no thread waits
             context.paused = request
             raise RunPaused(request)
         else:  # the run's thread waits; meanwhile a saved memory holds the request, resumable after a restart
-            note = getattr(context, "note_pending", None)
-            if note is not None:
-                note(request)
             try:
                 decision = self.decider.decide(request, self.policy.timeout_s)
             finally:
