@@ -20,7 +20,7 @@ RequestKind = Literal["plan", "code", "tool_call", "question"]
 DecisionOutcome = Literal["approve", "edit", "reject", "answer"]
 ArtifactKind = Literal["image", "file"]
 SummarySource = Literal["model", "fallback"]  # "fallback": the summary call failed or came back empty
-RunEndState = Literal["success", "max_steps", "interrupted", "error"]
+RunEndState = Literal["success", "max_steps", "interrupted", "error", "paused"]
 #: How far the app stands behind an answer it checked (agents/answer_checks/): "unchecked" passed every check the
 #: app could make but is still a small model's answer no one verified; "agreed": it also passed and a second,
 #: independent attempt gave the same value (still a small model's, but two tries agree); "unsure": a check failed.

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from agents import step_events
 from agents.decisions.deciders import Decider
+from agents.decisions.pending import RunPaused, request_key
 from agents.decisions.policy import ApprovalPolicy
 from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome
 from agents.events import Event, new_id
@@ -29,6 +30,8 @@ class _EventContext(Protocol):
     step: int
     parent_id: str | None
 
+    paused: DecisionRequest | None
+
     def emit(self, event: Event) -> None: ...
 
     def check_interrupt(self) -> None: ...
@@ -45,17 +48,34 @@ class DecisionBroker:
 
         The decision is recorded in the step (`context.decisions`): what was asked, what was decided and when;
         its events are made from that record (agents/step_events/), so a reopened chat shows it the same."""
-        if not self.policy.needs_decision(kind, tool_name=tool_name, tool_flagged=tool_flagged):
+        granted = _granted(kind, payload, context)  # a resumed run's answer applies whatever the policy is now
+        if granted is None and not self.policy.needs_decision(kind, tool_name=tool_name, tool_flagged=tool_flagged):
             return None
-        request = DecisionRequest(id=new_id(), kind=kind, payload=payload, run_id=context.run_id, step=context.step)
+        request = DecisionRequest(id=granted[0] if granted else new_id(), kind=kind, payload=payload,
+                                  run_id=context.run_id, step=context.step)
         register = getattr(self.decider, "register", None)
         if register is not None:
             register(request)
         fields = {"run_id": context.run_id, "step": context.step, "parent_id": context.parent_id}
         record: dict[str, Any] = {"request_id": request.id, "kind": kind.value, "proposed": json_safe(payload),
                                   "asked_at": time.time()}
-        context.emit(step_events.decision_requested(record, kind.value, fields))
-        decision = self.decider.decide(request, self.policy.timeout_s)
+        note = getattr(context, "note_pending", None) if granted is None and not getattr(context, "pausing", False) \
+            else None
+        if note is not None:  # before the event: a chat saved once the event is shown holds the request
+            note(request)
+        if granted is None:  # a resumed run's request was shown when it was asked: its answer follows now
+            context.emit(step_events.decision_requested(record, kind.value, fields))
+        if granted is not None:  # a resumed run: the person's answer to this very request (agents/decisions/pending.py)
+            decision: Decision | None = granted[1]
+        elif getattr(context, "pausing", False):  # pause mode: the run ends here, no thread waits
+            context.paused = request
+            raise RunPaused(request)
+        else:  # the run's thread waits; meanwhile a saved memory holds the request, resumable after a restart
+            try:
+                decision = self.decider.decide(request, self.policy.timeout_s)
+            finally:
+                if note is not None:
+                    note(None)
         context.check_interrupt()
         detail = ""
         if decision is None:
@@ -70,3 +90,15 @@ class DecisionBroker:
             recorded.append(record)
         context.emit(step_events.decision_made(record, kind.value, decision.outcome.value, fields))
         return decision
+
+
+def _granted(kind: DecisionKind, payload: dict[str, Any], context: Any) -> tuple[str, Decision] | None:
+    """The resumed run's decision if this request is the one it was given for (same kind and content), once."""
+    grant = getattr(context, "grant", None)
+    if grant is None:
+        return None
+    pending, decision = grant
+    if request_key(pending.kind, pending.payload) != request_key(kind, json_safe(payload)):
+        return None
+    context.grant = None
+    return pending.request_id, decision

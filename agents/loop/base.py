@@ -16,7 +16,8 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.decisions import ApprovalPolicy, Decider, DecisionBroker, ExternalDecider
+from agents.decisions import ApprovalPolicy, Decider, Decision, DecisionBroker, ExternalDecider
+from agents.decisions.pending import PendingDecision
 from agents.errors import AgentDeckError, ConfigurationError, ImageRefusedError
 from agents.events import Event, new_id
 from agents.loop.callbacks import StepCallbacks
@@ -68,6 +69,7 @@ class MultiStepAgent:
         max_tokens_per_run: int | None = None,
         observation_images: str = "latest",
         observation_image_budget: ObservationImageBudget | None = None,
+        pause_on_decision: bool = False,
     ) -> None:
         if model is None:
             raise ConfigurationError("An agent needs a model, e.g. model=load_model('embedded') or ReplayModel([...]).")
@@ -101,6 +103,9 @@ class MultiStepAgent:
         # Keeps prompts under `context_budget` tokens (default: from the model); compaction=False turns it off.
         self.compactor = make_compactor(context_budget, compaction)
         self._interrupt_flag = threading.Event()
+        #: Pause mode (agents/decisions/pending.py): an action step's decision request ends a top-level run,
+        #: recorded in `memory.pending`; `resume(decision)` goes on from there, here or in another process.
+        self.pause_on_decision = pause_on_decision
         #: The conversation's latest step number: a follow-up run numbers its steps after it.
         self._step_number = 0
 
@@ -293,6 +298,42 @@ class MultiStepAgent:
                 return
         raise ConfigurationError(f"No pending decision with id {request_id!r}: it was answered or has expired.")
 
+    def resume(self, decision: Decision, stream: bool = False, return_result: bool = False) -> Any:
+        """Carry on the run that ended at `memory.pending` (pause mode) with the person's `decision`: the paused
+        step acts again from its recorded reply with `decision` given for that exact request, then the run goes
+        on. Works on a memory loaded in a new process (the sandbox's variables re-made first, see
+        `agents.loop.restore`). Returns as `run` does. ConfigurationError when nothing waits or the decision
+        does not fit the request."""
+        pending = self.memory.pending
+        if pending is None:
+            raise ConfigurationError("No run of this agent is waiting for a decision: there is nothing to resume.")
+        decision.validate_for(pending.request())
+        self.memory.pending = None
+        if stream:
+            return EventStream(lambda emit: self._resume(pending, decision, emit), on_abandon=self.interrupt,
+                               thread_name=f"agent-resume-{self.name or type(self).__name__}")
+        logger = self._console()
+        result = self._resume(pending, decision, logger.handle if logger else _ignore)
+        if return_result:
+            return result
+        if result.state is RunState.ERROR and result.exception is not None:
+            raise result.exception
+        return result.output
+
+    def _resume(self, pending: PendingDecision, decision: Decision, emit: Callable[[Event], None]) -> RunResult:
+        emit = observe_run(self, emit, None)
+        emit = self.answer_observer(emit, top_level=True)
+        options = RunOptions(max_steps=pending.max_steps, planning_interval=pending.planning_interval or 0)
+        run = self._run_context(emit, None, None, options)
+        run.run_id, run.grant = pending.run_id, (pending, decision)
+        self._interrupt_flag.clear()
+        steps = StepRunner(self, run, last_step_number=self._step_number, started=time.perf_counter())
+        run.first_message = None
+        try:
+            return steps.resume(pending)
+        finally:
+            self._step_number = max(self._step_number, steps.last_step_number)
+
     def pending_decisions(self) -> list[Any]:
         pending: list[Any] = []
         for agent in self._agents_tree():
@@ -367,6 +408,7 @@ class MultiStepAgent:
         emit = self.answer_observer(emit, top_level=parent_id is None)
         run = self._run_context(emit, parent_id, event_loop, options or RunOptions())
         self._interrupt_flag.clear()
+        self.memory.pending = None  # a new task: a decision a paused run waited for is no longer asked
         started = time.perf_counter()
         if reset:
             self._reset()
@@ -403,7 +445,8 @@ class MultiStepAgent:
         return RunContext(run_id=new_id(), emit_function=emit, interrupt_flag=self._interrupt_flag, broker=broker,
                           parent_id=parent_id, step=self._step_number, event_loop=event_loop,
                           max_steps=max_steps, planning_interval=interval or None,
-                          tools=options.offered(self.runner.tools), approval_policy=options.approval_policy)
+                          tools=options.offered(self.runner.tools), approval_policy=options.approval_policy,
+                          pausing=self.pause_on_decision and parent_id is None)
 
     # -- answer checks: none here; the CodeAgent checks a small model's answers (agents/loop/answer_checking.py) --
     def answer_observer(self, emit: Callable[[Event], None], top_level: bool = True) -> Callable[[Event], None]:

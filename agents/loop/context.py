@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.decisions import ApprovalPolicy, Decision, DecisionBroker, DecisionKind
+from agents.decisions import ApprovalPolicy, Decision, DecisionBroker, DecisionKind, DecisionRequest
+from agents.decisions.pending import PendingDecision
 from agents.errors import AgentInterrupted
 from agents.events import Event
 from agents.injection import Finding
@@ -62,6 +63,14 @@ class RunContext:
     #: Images the current step's tool calls from code returned with their text (a browser's screenshots): the
     #: code got the text, the CodeAgent offers these to the model (`CodeAgent._observe_images`).
     tool_images: list[ImageData] = field(default_factory=list)
+    #: Pause mode (agents/decisions/pending.py): a decision request ends the run (`paused` is the request)
+    #: instead of waiting; `grant` is a resumed run's (pending decision, the person's decision).
+    pausing: bool = False
+    paused: DecisionRequest | None = None
+    grant: tuple[PendingDecision, Decision] | None = None
+    #: While a run's thread waits for a decision, the step runner keeps the request in memory through this
+    #: (None: it was answered), so a chat saved meanwhile can be resumed after a restart.
+    note_pending: Callable[[DecisionRequest | None], None] | None = None
 
     def emit(self, event: Event) -> None:
         self.emit_function(event)

@@ -16,6 +16,7 @@ class RunState(StrEnum):
     MAX_STEPS = "max_steps"
     INTERRUPTED = "interrupted"
     ERROR = "error"
+    PAUSED = "paused"  # ended at a decision request, pause mode: `agent.resume(decision)` goes on
 
 
 @dataclass

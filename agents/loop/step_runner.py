@@ -15,8 +15,9 @@ from typing import Any, Protocol
 
 from agents import step_events
 from agents.answer_checks.best_guess import usable_guess
-from agents.decisions import DecisionKind, Outcome
-from agents.errors import AgentDeckError, AgentInterrupted, RunBudgetExceededError
+from agents.decisions import DecisionKind, DecisionRequest, Outcome
+from agents.decisions.pending import PendingDecision, RunPaused
+from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError, RunBudgetExceededError
 from agents.events import ModelRetrying, ModelTextDelta
 from agents.loop.async_reader import AsyncModelReader
 from agents.loop.callbacks import StepCallbacks
@@ -26,10 +27,11 @@ from agents.loop.model_reader import ModelStreamReader
 from agents.loop.observation_images import observation_message
 from agents.loop.result import RunResult, RunState
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, PlanningStep, SummaryStep, TaskStep
+from agents.memory.codec import json_safe
 from agents.memory.compaction import Compactor
 from agents.memory.steps import PromptSnapshot
 from agents.models.async_remote import agenerate_stream, supports_async
-from agents.models.base import Message, Model, ModelReply, TokenUsage
+from agents.models.base import Message, Model, ModelReply, TokenUsage, ToolCall
 from agents.prompts import render
 from agents.prompts.profiles import name_choice_for
 
@@ -80,6 +82,8 @@ class StepRunner:
         #: Where this run's steps start in the memory (a history step, when given, is the run's first).
         self.first_step_index = len(agent.memory.steps)
         self.task = ""
+        #: How many steps this run had done before the current one (a pending decision records it).
+        self.steps_done = 0
 
     # -- the run -----------------------------------------------------------------------------------
     def execute(self, task: str, task_message: Message | None = None) -> RunResult:
@@ -93,10 +97,32 @@ class StepRunner:
                              steps_before=self.last_step_number, messages=[message])
         agent.memory.add_step(task_step)
         run.emit(step_events.run_started(task_step, run.event_fields()))
+        return self._run_to_end(task_step, lambda: self._steps(task))
+
+    def resume(self, pending: PendingDecision) -> RunResult:
+        """Carry on the run that ended at `pending` (its RunContext holds the granted decision): the paused step
+        is acted again from its recorded reply, then the run goes on as it would have."""
+        agent = self.agent
+        task_step = next((step for step in reversed(agent.memory.steps)
+                          if isinstance(step, TaskStep) and step.run_id == pending.run_id), None)
+        if task_step is None:
+            raise ConfigurationError("The paused run's task is not in this memory; it cannot be resumed.")
+        self.first_step_index = agent.memory.steps.index(task_step)
+        self.task = task_step.task
+        self.last_step_number = pending.step_number - 1
+        reply = ModelReply(content=pending.reply_content, tool_calls=[
+            ToolCall(name=str(c.get("name", "")), arguments=dict(c.get("arguments") or {}), id=str(c.get("id", "")))
+            for c in pending.reply_tool_calls if isinstance(c, dict)])
+        return self._run_to_end(task_step, lambda: self._steps(self.task, pending.steps_done, reply))
+
+    def _run_to_end(self, task_step: TaskStep, run_steps: Callable[[], tuple[FinalAnswerStep, RunState]]) -> RunResult:
+        agent, run = self.agent, self.run
         state, final, error = RunState.SUCCESS, None, None
         exception: BaseException | None = None
         try:
-            final, state = self._steps(task)
+            final, state = run_steps()
+        except RunPaused:
+            state = RunState.PAUSED
         except AgentInterrupted:
             state = RunState.INTERRUPTED
         except (AgentDeckError, OSError) as exc:
@@ -118,20 +144,23 @@ class StepRunner:
                          token_usage=finished.token_usage, duration_s=finished.duration_s, error=error,
                          exception=exception)
 
-    def _steps(self, task: str) -> tuple[FinalAnswerStep, RunState]:
-        """The steps of a run; returns its answer step (not yet in memory) and how the run ended."""
+    def _steps(self, task: str, start: int = 0, resumed: ModelReply | None = None) -> tuple[FinalAnswerStep, RunState]:
+        """The steps of a run (from step `start`, the first acting on the `resumed` reply of a paused run);
+        returns its answer step (not yet in memory) and how the run ended."""
         agent, run = self.agent, self.run
         refusal = agent.run_refusal()
         if refusal is not None:
             raise refusal
         # The run's own step limit and planning interval (agents/loop/run_options.py), else the agent's.
-        for steps_done in range(run.max_steps):
+        for steps_done in range(start, run.max_steps):
             run.check_interrupt()
             self.last_step_number += 1
             run.start_step(self.last_step_number)
-            if run.planning_interval and steps_done % run.planning_interval == 0:
+            self.steps_done = steps_done
+            if resumed is None and run.planning_interval and steps_done % run.planning_interval == 0:
                 self.planning_step(task, is_update=steps_done > 0, remaining_steps=run.max_steps - steps_done)
-            finished, output = self.action_step()
+            finished, output = self.action_step(resumed)
+            resumed = None
             if finished:
                 return FinalAnswerStep(output=output, run_id=run.run_id), RunState.SUCCESS
             self._check_token_budget()
@@ -271,7 +300,9 @@ class StepRunner:
         return step
 
     # -- acting --------------------------------------------------------------------------------------
-    def action_step(self) -> tuple[bool, Any]:
+    def action_step(self, resumed: ModelReply | None = None) -> tuple[bool, Any]:
+        """One action step: the model's reply (or, for a resumed run, the paused step's recorded one), acted on.
+        In pause mode a decision request ends the step unrecorded: the memory keeps the pending decision."""
         agent, run = self.agent, self.run
         fields = run.event_fields()
         step = ActionStep(step_number=run.step, run_id=run.run_id)
@@ -280,16 +311,26 @@ class StepRunner:
         self.compact()  # before reading the prompt: compaction swaps it
         messages = agent.images_in_prompt(agent.prompt_for_step(run))
         step.model_input_messages = PromptSnapshot(messages)
+        reply = resumed
         try:
-            reply, step.model_duration_s = self.call_model(
-                messages, stop_sequences=agent.stop_sequences or None, tools=agent.native_tool_schemas(run),
-                **agent.step_options(self._reply_options()),
-            )
+            if reply is None:
+                reply, step.model_duration_s = self.call_model(
+                    messages, stop_sequences=agent.stop_sequences or None, tools=agent.native_tool_schemas(run),
+                    **agent.step_options(self._reply_options()),
+                )
             step.model_output, step.token_usage = reply.content, reply.token_usage
             run.emit(step_events.model_output(step, fields))
+            answered = reply
+            run.note_pending = lambda request: self._note_waiting(request, step, answered)
             agent.act(step, reply, run)
+            if run.paused is not None:  # asked from sandboxed code: the code caught the pause as a tool error
+                raise RunPaused(run.paused)
             if step.is_final_answer:
                 self._check_final_answer(step)
+        except RunPaused as paused:
+            in_code = step.code is not None and paused.request.kind is not DecisionKind.CODE
+            self._record_pending(paused, step, reply, in_code=in_code)
+            raise
         except AgentInterrupted:
             step.error = step.error or "The run was stopped by the user."
             raise
@@ -297,19 +338,46 @@ class StepRunner:
             step.error = step.error or f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            step.timing.end_time = time.time()
-            step.decisions = run.take_decisions()
-            step.call_records = run.take_call_records()
-            written = self._reply_as_written(step)  # before the person's edits set the calls' arguments to what ran
-            apply_edits(step)
-            step.messages = self._step_messages(step, written)
-            seen = step_events.observation(step, fields)
-            if seen is not None:
-                run.emit(seen)
-            agent.memory.add_step(step)
-            agent.step_callbacks.fire(step, agent)
-            run.emit(step_events.step_finished(step, fields))
+            run.note_pending = None
+            if run.paused is None:
+                self._finish_action_step(step)
         return step.is_final_answer, step.action_output
+
+    def _note_waiting(self, request: DecisionRequest | None, step: ActionStep, reply: ModelReply) -> None:
+        """The run's thread waits for `request` (None: it was answered): the memory holds it meanwhile."""
+        if request is None:
+            self.agent.memory.pending = None
+            return
+        in_code = step.code is not None and request.kind is not DecisionKind.CODE
+        self._record_pending(RunPaused(request), step, reply, in_code=in_code)
+
+    def _record_pending(self, paused: RunPaused, step: ActionStep, reply: ModelReply | None, in_code: bool) -> None:
+        """The run ends at `paused`: the memory keeps what the resume needs (agents/decisions/pending.py)."""
+        request, reply = paused.request, reply or ModelReply(content="")
+        self.agent.memory.pending = PendingDecision(
+            request_id=request.id, kind=request.kind.value, payload=json_safe(request.payload),
+            run_id=self.run.run_id, step_number=step.step_number, reply_content=reply.content,
+            reply_tool_calls=[{"id": c.id, "name": c.name, "arguments": json_safe(c.arguments)}
+                              for c in reply.tool_calls],
+            steps_done=self.steps_done, max_steps=self.run.max_steps, planning_interval=self.run.planning_interval,
+            in_code=in_code, asked_at=time.time())
+
+    def _finish_action_step(self, step: ActionStep) -> None:
+        """Record a finished (or failed, or stopped) action step in memory and emit its end."""
+        agent, run = self.agent, self.run
+        fields = run.event_fields()
+        step.timing.end_time = time.time()
+        step.decisions = run.take_decisions()
+        step.call_records = run.take_call_records()
+        written = self._reply_as_written(step)  # before the person's edits set the calls' arguments to what ran
+        apply_edits(step)
+        step.messages = self._step_messages(step, written)
+        seen = step_events.observation(step, fields)
+        if seen is not None:
+            run.emit(seen)
+        agent.memory.add_step(step)
+        agent.step_callbacks.fire(step, agent)
+        run.emit(step_events.step_finished(step, fields))
 
     @staticmethod
     def _reply_as_written(step: ActionStep) -> str:

@@ -6,10 +6,14 @@ Memory is data: it knows nothing of the agent loop. Saving and loading live in `
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from agents.memory.steps import ActionStep, MemoryStep, PlanningStep, SummaryStep, SystemPromptStep, TaskStep
 from agents.models.base import Message
 from agents.models.images import OBSERVATION_IMAGES_KEY, images_size
+
+if TYPE_CHECKING:
+    from agents.decisions.pending import PendingDecision
 
 
 def latest_summary(steps: Sequence[MemoryStep]) -> tuple[int, SummaryStep] | None:
@@ -71,6 +75,8 @@ class AgentMemory:
         #: The size of every image the steps hold (base64 characters): a saved chat holds them all, so an agent
         #: stops adding images past `agents.models.images.MAX_MEMORY_IMAGE_BYTES`.
         self.image_bytes = 0
+        #: The decision a run ended at, in pause mode (agents/decisions/pending.py); None when none waits.
+        self.pending: PendingDecision | None = None
 
     # -- recording -------------------------------------------------------------------------------
     def add_step(self, step: MemoryStep) -> None:
@@ -98,6 +104,7 @@ class AgentMemory:
         self.steps.clear()
         self._messages = list(self.system_prompt.messages)
         self.image_messages = 0
+        self.pending = None
 
     def rebuild_prompt(self) -> None:
         """Rebuild the prompt from every step's cached messages (after loading a saved memory or compacting).

@@ -66,6 +66,8 @@ def memory_to_dict(memory: AgentMemory, metadata: dict[str, Any] | None = None) 
         "metadata": json_safe(dict(metadata or {})),
         "system_prompt": memory.system_prompt.system_prompt,
         "steps": [step_to_dict(step) for step in memory.steps],
+        # A run that ended at a decision (agents/decisions/pending.py): signed with the rest, resumable anywhere.
+        **({"pending": memory.pending.to_dict()} if memory.pending is not None else {}),
     }
 
 
@@ -162,6 +164,12 @@ def memory_from_dict(document: Any, max_steps: int = MAX_STEPS) -> AgentMemory:
     memory.steps.extend(steps)
     memory.rebuild_prompt()
     _restore_prompt_snapshots(memory)
+    if document.get("pending") is not None:
+        from agents.decisions.pending import PendingDecision
+        try:
+            memory.pending = PendingDecision.from_dict(document["pending"])
+        except ValueError as exc:
+            raise MemorySchemaError(f"The memory document's pending decision cannot be read: {exc}.") from exc
     return memory
 
 

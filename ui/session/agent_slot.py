@@ -135,6 +135,11 @@ class AgentSlot:
                 restart()
         self.keep_for_next(None)
 
+    @property
+    def kept_memory(self) -> Any:
+        """The memory kept for the next agent (None when an agent holds it, or there is none)."""
+        return self._kept
+
     def keep_for_next(self, memory: Any, why: str = SLEPT_NOTE) -> None:
         """`memory` goes to the next agent, with `why` in the chat then."""
         self._kept, self._kept_why = memory, why

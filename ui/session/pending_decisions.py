@@ -50,3 +50,15 @@ def claim_for_resume(run: RunHandle | None) -> bool:
         return False
     run.waiting_decision = None  # claimed: a second resume finds nothing to do
     return True
+
+
+def saved_request(agent: Any, kept_memory: Any) -> ev.DecisionRequested | None:
+    """The decision a saved chat's run waited for when it was saved (the server restarted since): its memory's
+    pending record (agents/decisions/pending.py), answered with `agent.resume`. None when none waits."""
+    memory = getattr(agent, "memory", None) if agent is not None else kept_memory
+    pending = getattr(memory, "pending", None)
+    if pending is None:
+        return None
+    return ev.DecisionRequested(run_id=pending.run_id, step=pending.step_number, parent_id=None,
+                                request_id=pending.request_id, request_kind=pending.kind,
+                                payload=dict(pending.payload))

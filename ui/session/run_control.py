@@ -30,6 +30,7 @@ from ui.session.pending_decisions import (
     claim_for_resume,
     normalise_mode,
     open_request,
+    saved_request,
 )
 from ui.session.run_stream import END, Failure, RunHandle
 from ui.settings import RunSettings
@@ -174,17 +175,37 @@ class RunControl:
     def pending(self) -> ev.DecisionRequested | None:
         """The decision the run is paused on and nobody has answered yet, else None."""
         with self._lock:
-            return open_request(self._run, self._slot.agent)
+            live = open_request(self._run, self._slot.agent)
+            if live is not None or self.running:
+                return live
+            return saved_request(self._slot.agent, self._slot.kept_memory)
 
     def answer(self, request: ev.DecisionRequested, decision: Decision) -> None:
         """Answer `request`, once. ConfigurationError if it was answered already or its run is gone."""
         with self._lock:
             run, agent = self._run, self._slot.agent
+            settings = self._slot.settings
+            if not self.running and agent is None and settings is not None \
+                    and getattr(self._slot.kept_memory, "pending", None) is not None:
+                agent = self._slot.agent_for(settings, self._record.workspace, self._record.transcript)
+            if not self.running and agent is not None and getattr(agent.memory, "pending", None) is not None \
+                    and agent.memory.pending.request_id == request.request_id:
+                self._resume_saved(agent, request, decision)
+                self._touch()
+                return
             if run is None or agent is None or run.answered == request.request_id:
                 raise ConfigurationError("This decision was already made.")  # e.g. two quick clicks
             agent.resolve_decision(request.request_id, decision)
             run.answered = request.request_id
         self._touch()
+
+    def _resume_saved(self, agent: Any, request: ev.DecisionRequested, decision: Decision) -> None:
+        """A saved chat's run waited for `request` when the server stopped: the answer resumes it
+        (`agent.resume`, agents/decisions/pending.py) as a new stream the panel's resume drains."""
+        stream = agent.resume(decision, stream=True)  # refuses a decision that does not fit, nothing changed
+        self._record.transcript.finished = None
+        self._run = RunHandle(stream)
+        self._run.waiting_decision, self._run.answered = request, request.request_id  # claimed by the next drain
 
     def answer_question(self, text: str) -> bool:
         """If the run waits for an answer to `ask_user`, `text` is that answer: resolve it. True if it was."""

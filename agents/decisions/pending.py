@@ -1,0 +1,91 @@
+"""A run that ended at a decision: what it asked, and where to pick up (`MultiStepAgent.resume`).
+
+In pause mode (`run(..., pause_on_decision=True)`) a decision request asked during an action step ends the
+run instead of holding its thread: the request and the model's reply of that step are recorded here, on the
+agent's memory (`AgentMemory.pending`), and saved with it (signed, agents/memory/serialize.py). The answer
+starts a new run of the same `run_id` that re-acts that step from the recorded reply with the decision
+granted for that exact request (matched by kind and content, never by id alone): no thread waits meanwhile,
+and the resume works in a new process on a loaded memory.
+
+A decision asked from inside sandboxed code (a tool called from code, `ask_user` in code) cannot be resumed
+mid-code: the step's code runs again from its start with the decision granted for that exact call, so what
+the code did before the call happens twice (`in_code` says so; the app tells the person).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.decisions.types import DecisionKind, DecisionRequest
+from agents.errors import AgentInterrupted
+
+
+def request_key(kind: DecisionKind | str, payload: dict[str, Any]) -> tuple[str, str]:
+    """What identifies a request across runs: its kind and content (a tool call's id is new each time)."""
+    import json
+
+    shown = {key: value for key, value in payload.items() if key != "call_id"}
+    return str(kind), json.dumps(shown, sort_keys=True, default=repr)
+
+
+@dataclass
+class PendingDecision:
+    request_id: str
+    kind: str                     # a DecisionKind value
+    payload: dict[str, Any]
+    run_id: str
+    step_number: int
+    #: The paused step's model reply: its text and native tool calls ({"id", "name", "arguments"}).
+    reply_content: str = ""
+    reply_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    #: How many steps the run had done before the paused one, its step limit and planning interval.
+    steps_done: int = 0
+    max_steps: int = 20
+    planning_interval: int | None = None
+    in_code: bool = False
+    asked_at: float = 0.0
+
+    def request(self) -> DecisionRequest:
+        return DecisionRequest(id=self.request_id, kind=DecisionKind(self.kind), payload=dict(self.payload),
+                               run_id=self.run_id, step=self.step_number)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"request_id": self.request_id, "kind": self.kind, "payload": self.payload, "run_id": self.run_id,
+                "step_number": self.step_number, "reply_content": self.reply_content,
+                "reply_tool_calls": self.reply_tool_calls, "steps_done": self.steps_done,
+                "max_steps": self.max_steps, "planning_interval": self.planning_interval, "in_code": self.in_code,
+                "asked_at": self.asked_at}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> PendingDecision:
+        """The record in `data`; ValueError naming the field when it is not one (a hand-edited or old file)."""
+        if not isinstance(data, dict):
+            raise ValueError("the pending decision is not an object")
+        texts = ("request_id", "run_id", "reply_content")
+        for name in texts:
+            if not isinstance(data.get(name, ""), str):
+                raise ValueError(f"the pending decision's {name} is not text")
+        if data.get("kind") not in {kind.value for kind in DecisionKind}:
+            raise ValueError("the pending decision's kind is unknown")
+        if not isinstance(data.get("payload"), dict) or not isinstance(data.get("reply_tool_calls", []), list):
+            raise ValueError("the pending decision's payload or tool calls are malformed")
+        numbers = ("step_number", "steps_done", "max_steps")
+        if not all(isinstance(data.get(name, 0), int) and data.get(name, 0) >= 0 for name in numbers):
+            raise ValueError("the pending decision's step numbers are malformed")
+        interval = data.get("planning_interval")
+        if interval is not None and (not isinstance(interval, int) or interval < 1):
+            raise ValueError("the pending decision's planning interval is malformed")
+        return cls(request_id=data["request_id"], kind=data["kind"], payload=data["payload"], run_id=data["run_id"],
+                   step_number=data["step_number"], reply_content=data.get("reply_content", ""),
+                   reply_tool_calls=list(data.get("reply_tool_calls", [])), steps_done=data.get("steps_done", 0),
+                   max_steps=max(1, data.get("max_steps", 20)), planning_interval=interval,
+                   in_code=bool(data.get("in_code", False)), asked_at=float(data.get("asked_at", 0.0) or 0.0))
+
+
+class RunPaused(AgentInterrupted):
+    """The run ended at a decision request (pause mode): everything between the request and the step's end
+    unwinds as on a stop, and the step runner records the pending decision instead of the step."""
+
+    def __init__(self, request: DecisionRequest) -> None:
+        super().__init__(f"The run is waiting for a {request.kind.value} decision.")
+        self.request = request
