@@ -57,6 +57,7 @@ class Transcript(ExecutionRendering, DecisionRendering):
         self.max_steps = 0
         self.run_started = 0.0
         self.run_tokens: Any = None
+        self.title_tokens: Any = None  # what asking the model for the chat's title took (ui/session/title_job.py)
         self.last_status = ""
         self.finished: ev.RunFinished | None = None
         self.waiting: str | None = None  # the kind of decision the run waits for
