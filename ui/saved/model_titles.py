@@ -70,8 +70,8 @@ def clean_reply(reply: Any) -> str | None:
     """The title in a model's reply, or None when none may be shown (empty, an essay, garbage, a refusal, a link
     or markup, or what looks like an instruction): one line, no quotes or markdown, at most MODEL_TITLE_CHARS."""
     text = _THINKING.sub("", str(reply or "")).strip()
-    if not text or len(text) > _REPLY_CHARS:
-        return None
+    if not text or len(text) > _REPLY_CHARS or "```" in text:
+        return None  # nothing, an essay, or code
     line = next((ln for ln in text.splitlines() if ln.strip()), "")
     line = "".join(ch for ch in line if unicodedata.category(ch)[0] != "C")  # controls, bidi overrides, zero-widths
     line = _LEAD.sub("", " ".join(line.split()))
