@@ -12,8 +12,16 @@ import pytest
 from agents.memory import AgentMemory, FinalAnswerStep, TaskStep
 from agents.models.base import Model, ModelDelta, ModelReply, TokenUsage
 from agents.models.cancel import current_token
-from ui.saved.model_titles import BY_MODEL, BY_PERSON, BY_TASK, MODEL_TITLE_CHARS, capable, clean_reply, \
-    should_ask, title_messages
+from ui.saved.model_titles import (
+    BY_MODEL,
+    BY_PERSON,
+    BY_TASK,
+    MODEL_TITLE_CHARS,
+    capable,
+    clean_reply,
+    should_ask,
+    title_messages,
+)
 from ui.saved.store import ChatStore, SavedChat, new_token
 from ui.session.title_job import TitleWriter
 
