@@ -323,9 +323,9 @@ class HistoryController:
         for (ui/session/title_job.py), then the list and the status line again; nothing changes if none is."""
         owner, _ = self.identify(state, request)
         session = self.registry.peek(tab_key(request))
-        if session is None or session.titles.wait(0):
+        if session is None:
             return gr.skip(), gr.skip()
-        session.titles.wait(TITLE_TIMEOUT_S + 2.0)
+        session.titles.wait(TITLE_TIMEOUT_S + 2.0)  # at once when none was asked for (or it came already)
         status = gr.skip() if session.running else session.record.transcript.status_text()
         return self.list_update(owner, _saved_id(session)), status
 
