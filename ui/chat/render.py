@@ -102,6 +102,7 @@ class Transcript(ExecutionRendering, DecisionRendering):
             self.out_of_steps = False
             self.finished = None
             self.answer_check = None
+            self.title_tokens = None  # a title request belongs to the run before
         elif e.parent_id in self.call_nodes:
             node = self.call_nodes[e.parent_id]
             node.parts["agent"] = f"Managed agent **{e.agent_name}** is working on: {clip(e.task, 500)}"
