@@ -60,6 +60,7 @@ class Transcript(ExecutionRendering, DecisionRendering):
         self.max_steps = 0
         self.run_started = 0.0
         self.run_tokens: Any = None
+        self.title_tokens: Any = None  # what asking the model for the chat's title took (ui/session/title_job.py)
         self.last_status = ""
         self.finished: ev.RunFinished | None = None
         self.waiting: str | None = None  # the kind of decision the run waits for
@@ -104,6 +105,7 @@ class Transcript(ExecutionRendering, DecisionRendering):
             self.out_of_steps = False
             self.finished = None
             self.answer_check = None
+            self.title_tokens = None  # a title request belongs to the run before
         elif e.parent_id in self.call_nodes:
             node = self.call_nodes[e.parent_id]
             node.parts["agent"] = f"Managed agent **{e.agent_name}** is working on: {clip(e.task, 500)}"

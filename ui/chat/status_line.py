@@ -21,6 +21,7 @@ class RunProgress(Protocol):
     current_step: int
     max_steps: int
     run_tokens: Any
+    title_tokens: Any
 
 
 def status_line(t: RunProgress, now: float | None = None) -> str:
@@ -31,7 +32,9 @@ def status_line(t: RunProgress, now: float | None = None) -> str:
         tokens = format_tokens(e.token_usage) or "0 tokens"
         state = {"max_steps": "no answer (out of steps)", "error": "no answer (error)",
                  "interrupted": "stopped"}.get(state, state)
-        return f"{state} · {e.steps} step{'' if e.steps == 1 else 's'} · {e.duration_s:.1f} s · {tokens}"
+        title = format_tokens(t.title_tokens) if getattr(t, "title_tokens", None) is not None else ""
+        title = f" · chat title: {title}" if title else ""
+        return f"{state} · {e.steps} step{'' if e.steps == 1 else 's'} · {e.duration_s:.1f} s · {tokens}{title}"
     if not t.run_started:
         return ""
     elapsed = (now or time.time()) - t.run_started

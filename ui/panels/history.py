@@ -21,6 +21,7 @@ import gradio as gr
 
 from ui.chat.stream_outputs import Shown, session_outputs
 from ui.panels.watch import RunWatch, locked_box
+from ui.saved.model_titles import TITLE_TIMEOUT_S
 from ui.saved.owners import tab_key
 from ui.saved.store import ChatStoreError, clean_title, settings_dict
 from ui.services import Services
@@ -316,6 +317,17 @@ class HistoryController:
         refused = session is not None and session.refused is not None
         deleted = session is not None and session.record.saved is not None and session.record.saved.deleted
         return state, self.list_update(owner, selected), gr.Button(visible=refused and not deleted)
+
+    def await_title(self, state: Any, request: gr.Request) -> tuple:
+        """After a run's list refresh: wait (in this event, not the run's) for the title the chat's model is asked
+        for (ui/session/title_job.py), then the list and the status line again; nothing changes if none is."""
+        owner, _ = self.identify(state, request)
+        session = self.registry.peek(tab_key(request))
+        if session is None:
+            return gr.skip(), gr.skip()
+        session.titles.wait(TITLE_TIMEOUT_S + 2.0)  # at once when none was asked for (or it came already)
+        status = gr.skip() if session.running else session.record.transcript.status_text()
+        return self.list_update(owner, _saved_id(session)), status
 
     def search(self, state: Any, query: Any, request: gr.Request) -> Any:
         """The side list's search: the owner's chats whose title, messages or answers hold every word typed

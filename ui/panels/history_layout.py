@@ -130,8 +130,10 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     if panel.export_zip_btn is not None:
         panel.export_zip_btn.click(exports.export_bundle, outputs=[panel.export_file], api_name="export_bundle",
                                    **light)
-    for event in after_runs:
-        event.then(history.refresh, **refresh)
+    for event in after_runs:  # then the model's title for the chat, when it was asked for one
+        event.then(history.refresh, **refresh).then(history.await_title, inputs=[panel.browser_state],
+                                                    outputs=[panel.chat_list, page.column.status],
+                                                    api_visibility="private", **light)
     taken = panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state], inputs_kwargs=settings,
                                      outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy)
     taken_run = taken.then(streamer.reattach, **reattach)

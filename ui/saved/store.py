@@ -35,7 +35,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from ui.saved.data_folder import (
     server_secret,
 )
 from ui.saved.key_change import SECRET_CHANGED, SECRET_ID_KEY, note_secret_at_start, secret_id, unverified_secret_id
+from ui.saved.model_titles import BY_MODEL, BY_PERSON, BY_TASK, TITLE_BY
 from ui.shared.blobs import ANY, MISSING, BlobStore, BlobStoreError, Expect, LocalBlobs, VersionConflict
 from ui.shared.state import MemoryState, SharedState
 
@@ -90,6 +91,7 @@ class ChatMeta:
     #: the chat's memory is intact and opens; the next message writes a whole meta.json again.
     damaged: bool = False
     text: str = ""  # what the list's search looks in besides the title (ui/saved/titles.py)
+    title_by: str = BY_TASK  # who wrote the title: the task and files, the chat's model, the person (model_titles.py)
 
     def label(self) -> str:
         if self.damaged:
@@ -234,10 +236,29 @@ class ChatStore:
         if chat is None or meta is None:
             raise ChatStoreError("That chat does not exist (it may have been deleted).")
         clean = clean_title(title)
-        return self._update_meta(chat, lambda old: ChatMeta(chat.id, clean or (old.title if old else "Untitled chat"),
-                                                            old.created if old else time.time(),
-                                                            old.updated if old else time.time(),
-                                                            old.steps if old else 0))
+        return self._update_meta(chat, lambda old: replace(old or ChatMeta(chat.id, "Untitled chat", time.time(),
+                                                                           time.time()),
+                                                           title=clean or (old.title if old else "Untitled chat"),
+                                                           title_by=BY_PERSON if clean else (old or meta).title_by))
+
+    def set_model_title(self, chat: SavedChat, title: str) -> bool:
+        """The chat's title written by its model (ui/session/title_job.py), unless meanwhile the person renamed
+        the chat, a model titled it, or it was deleted: False then, and nothing changes."""
+        if chat.deleted or chat.meta() is None:
+            return False
+        others = [m.title for m in self.list(chat.owner) if m.id != chat.id]
+        written = titles.distinct(clean_title(title), others)
+
+        def change(old: ChatMeta | None) -> ChatMeta:
+            if old is None or old.damaged or old.title_by != BY_TASK:
+                raise _Unchanged  # deleted, renamed or titled meanwhile: nothing is written
+            return replace(old, title=written, title_by=BY_MODEL)
+
+        try:
+            self._update_meta(chat, change)
+        except _Unchanged:
+            return False
+        return True
 
     def delete(self, owner: str, chat_id: Any) -> bool:
         chat = self.get(owner, chat_id)
@@ -343,7 +364,7 @@ class ChatStore:
             old = None if blob is None else _parse_meta(blob.data, chat.id) or self._damaged_meta(chat.key, chat.id)
             meta = change(old)  # a damaged entry is rewritten whole, keeping the title the list showed
             data = {"id": chat.id, "title": meta.title, "created": meta.created, "updated": meta.updated,
-                    "steps": meta.steps, "text": meta.text}
+                    "steps": meta.steps, "text": meta.text, "title_by": meta.title_by}
             try:
                 self.blobs.put(key, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"),
                                expect=MISSING if blob is None else blob.version)
@@ -359,6 +380,7 @@ class ChatStore:
             kept = old.title if old and old.title != "Untitled chat" and not (retitle and clean_title(title or "")) \
                 else None
             return ChatMeta(id=chat.id, title=kept or clean_title(title or "") or "Untitled chat",
+                            title_by=old.title_by if kept and old else BY_TASK,
                             created=old.created if old else now,
                             updated=now, steps=steps if steps is not None else (old.steps if old else 0),
                             text=text if text is not None else (old.text if old else ""))
@@ -463,7 +485,8 @@ class ChatStore:
         chat's answer once there is one; any other title stays (the person may have renamed the chat)."""
         meta = chat.meta()
         numbered = meta is not None and titles.NUMBERED.search(meta.title) is not None
-        if meta is not None and meta.title != "Untitled chat" and not (numbered and answers):
+        if meta is not None and meta.title != "Untitled chat" and (meta.title_by != BY_TASK
+                                                                  or not (numbered and answers)):
             return meta.title, False
         first = turns[0] if turns else {}
         files = [u.get("original") or u.get("name") or "" for u in first.get("uploads") or [] if isinstance(u, dict)]
@@ -478,6 +501,10 @@ class ChatStore:
         return [m for m in self.list(owner) if titles.matches(query, m.title, m.text)]
 
 
+class _Unchanged(Exception):
+    """A meta change that found nothing to do (ChatStore.set_model_title)."""
+
+
 def _tombstone(owner: str, chat_id: str) -> str:
     return f"deleted:{owner}:{chat_id}"
 
@@ -489,7 +516,8 @@ def _parse_meta(raw: bytes, chat_id: str) -> ChatMeta | None:
             return None
         return ChatMeta(id=chat_id, title=clean_title(str(data.get("title") or "")) or "Untitled chat",
                         created=float(data.get("created") or 0.0), updated=float(data.get("updated") or 0.0),
-                        steps=int(data.get("steps") or 0), text=str(data.get("text") or "")[:titles.SEARCH_CHARS])
+                        steps=int(data.get("steps") or 0), text=str(data.get("text") or "")[:titles.SEARCH_CHARS],
+                        title_by=by if (by := data.get("title_by")) in TITLE_BY else BY_TASK)
     except (ValueError, TypeError, AttributeError):
         return None
 

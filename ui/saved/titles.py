@@ -22,7 +22,8 @@ NUMBERED = re.compile(r" \(\d+\)$")
 _CLAUSE_END = re.compile(r"(?<=[.?!;])\s|\n")
 
 
-def _cut(text: str, limit: int) -> str:
+def cut_at_word(text: str, limit: int) -> str:
+    """`text` on one line, at most `limit` characters, cut at a word with an ellipsis."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
@@ -37,9 +38,9 @@ def title_from(text: str, files: Iterable[str] = ()) -> str:
     task = _OPENINGS.sub("", " ".join(str(text or "").split()))
     task = _CLAUSE_END.split(task, maxsplit=1)[0].strip() if task else ""
     if not task:
-        return _cut("Files: " + ", ".join(names), TITLE_CHARS) if names else ""
+        return cut_at_word("Files: " + ", ".join(names), TITLE_CHARS) if names else ""
     unnamed = [name for name in names if name.lower() not in task.lower()]
-    title = _cut(task, TITLE_CHARS - (len(unnamed[0]) + 3 if unnamed else 0))
+    title = cut_at_word(task, TITLE_CHARS - (len(unnamed[0]) + 3 if unnamed else 0))
     return f"{title} · {unnamed[0]}" if unnamed else title
 
 
@@ -51,10 +52,10 @@ def distinct(title: str, taken: Iterable[str], answer: str = "") -> str:
         return title
     half = (TITLE_CHARS - 3) // 2  # the two halves and " → " fit in a title
     if answer.strip():
-        with_answer = f"{_cut(title, half)} → {_cut(answer, half)}"
+        with_answer = f"{cut_at_word(title, half)} → {cut_at_word(answer, half)}"
         if with_answer.casefold() not in others:
             return with_answer
-    title = _cut(title, TITLE_CHARS - 8)  # room for the number
+    title = cut_at_word(title, TITLE_CHARS - 8)  # room for the number
     number = 2
     while f"{title} ({number})".casefold() in others:
         number += 1

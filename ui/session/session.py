@@ -36,6 +36,7 @@ from ui.session.chat_record import ChatRecord
 from ui.session.rewind import LastMessage
 from ui.session.run_control import RunControl
 from ui.session.run_stream import RunHandle
+from ui.session.title_job import TitleWriter
 from ui.session.workspace_files import FileRemovalError
 from ui.settings import RunSettings
 from ui.uploads.intake import UploadResult
@@ -59,6 +60,7 @@ class Session:
         self._detached_at: float | None = None  # when the page went away while a run went on
         self._handed_over = False  # moved to another tab whose page has not started draining its run yet
         self._refused: str | None = None  # why the last message was not sent (the chat is open in another tab)
+        self._titles = TitleWriter(on_tokens=self._title_tokens)  # the model's title for the chat
 
     # ----- what others read ----------------------------------------------------------------------------
     @property
@@ -263,8 +265,33 @@ class Session:
         a pause and at the run's end ("run"). A failure is noted in the chat (at once with `announce`, else by
         the drain with the step's end); the older save stays as it was. `memory`: this one instead of the
         session's. False if it failed."""
-        return self._record.save(reason, memory if memory is not None else self.memory, self._slot.settings,
-                                 announce)
+        ok = self._record.save(reason, memory if memory is not None else self.memory, self._slot.settings,
+                               announce)
+        if ok and reason == "run" and self._closed_at is None:
+            self._ask_for_title()
+        return ok
+
+    @property
+    def titles(self) -> TitleWriter:
+        """The chat's title asked of its model after a run (ui/session/title_job.py)."""
+        return self._titles
+
+    def _ask_for_title(self) -> None:
+        """After a run that ended with an answer: the model's title for the chat, in the background."""
+        saved, settings, agent = self._record.saved, self._slot.settings, self._slot.agent
+        if saved is None or settings is None or agent is None or self._record.transcript.finished is None:
+            return
+        answers = [s for s in getattr(self.memory, "steps", []) if s.step_type == "final_answer"]
+        turns = self._record.turns
+        if not answers or not turns:
+            return
+        files = [str(u.get("original") or u.get("name") or "") for u in turns[0].get("uploads") or []]
+        self._titles.maybe_start(saved, settings.model, getattr(agent, "model", None),
+                                 str(turns[0].get("text") or ""), str(getattr(answers[-1], "output", "")), files)
+
+    def _title_tokens(self, usage: Any) -> None:
+        with self.lock:
+            self._record.transcript.title_tokens = usage
 
     def keep_in(self, make_chat: Callable[[], SavedChat]) -> bool:
         """Make this blank session (no agent, upload or run yet) a saved chat in the folder `make_chat()`
