@@ -30,7 +30,8 @@ class ElsewhereHost(SharedDiskFiles):
 @pytest.fixture()
 def setup(tmp_path: Path) -> tuple[ElsewhereHost, Path, Path]:
     remote, app = tmp_path / "remote", tmp_path / "app-workspace"
-    remote.mkdir(), app.mkdir()
+    remote.mkdir()
+    app.mkdir()
     (remote / "sub").mkdir()
     (remote / "chart.png").write_bytes(b"png")
     (remote / "sub" / "data.csv").write_bytes(b"a,b\n1,2\n")
