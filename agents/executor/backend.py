@@ -265,6 +265,13 @@ class SandboxHost(Protocol):
         Same refusals as `get_file`; the file is replaced whole, never written through a link."""
         ...
 
+    def remove_file(self, relpath: str) -> None:
+        """Delete a regular file of the workspace (never a folder), every folder on the way taken without links:
+        a folder swapped for a link after the app listed the file never leads the delete out of the workspace.
+        Same refusals as `get_file` (a final link is removed itself, never followed); `FileNotFoundError` if
+        absent."""
+        ...
+
     def push_workspace(self) -> str | None:
         """Before each run: files the app put in `WorkspaceSpec.path` (uploads, a restored chat) become the
         worker's to change (local: handed to its user id; a backend without `same_disk` copies them in).

@@ -175,6 +175,11 @@ class CodeAgent(MultiStepAgent):
             SandboxSpec(workspace=None, authorized_imports=imports, limits=limits))
 
     @property
+    def live_sandbox(self) -> PythonSandbox | None:
+        """The agent's sandbox if one was started (the app reads its workspace through it), never starting one."""
+        return self._sandbox
+
+    @property
     def sandbox(self) -> PythonSandbox:
         """The agent's sandbox, started on first use."""
         with self._sandbox_lock:

@@ -15,7 +15,6 @@ import hmac
 import json
 import os
 import secrets
-import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,11 +25,11 @@ from typing import Any
 from agents import events as ev
 from agents.decisions import Decision
 from agents.executor.backend import FileTooLarge
-from agents.executor.local import workspace_files
 from ui.mcp.caller import Caller
 from ui.saved.store import SavedChat
 from ui.services import Services
 from ui.session.session import Session
+from ui.session.workspace_access import DiskFiles
 from ui.session.workspace_files import listed_files
 from ui.settings import SignInNeededError
 from ui.settings_form import FormValues, field_names
@@ -182,24 +181,18 @@ class McpChats:
                 for meta in self.services.store.list(caller.owner)[:200]]
 
     def list_files(self, caller: Caller, chat_id: str) -> list[dict[str, Any]]:
-        workspace = self._chat(caller, chat_id).workspace
-        found = []
-        for path in listed_files([], [], workspace):
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                found.append({"name": os.path.relpath(path, workspace), "bytes": st.st_size})
-        return found
+        files = DiskFiles(self._chat(caller, chat_id).workspace)  # a saved chat's folder (no sandbox of its own)
+        listed = files.list()
+        return [{"name": name, "bytes": listed[name].size}
+                for name in (os.path.relpath(path, files.root) for path in listed_files([], [], files))]
 
     def read_file(self, caller: Caller, chat_id: str, name: str, max_bytes: int | None = None) -> dict[str, Any]:
-        workspace = self._chat(caller, chat_id).workspace
+        files = DiskFiles(self._chat(caller, chat_id).workspace)
         cap = min(MAX_READ_BYTES, max(1, int(max_bytes or DEFAULT_READ_BYTES)))
         if not isinstance(name, str) or not name or len(name) > 1024 or name.startswith("."):
             raise McpRefused("Give a file's name as list_files gives it.")
         try:
-            data = workspace_files.read(str(workspace), name, cap)
+            data = files.read(name, cap)
         except FileTooLarge as exc:
             raise McpRefused(f"{exc}: ask for more with max_bytes (at most {MAX_READ_BYTES:,}).") from None
         except (OSError, ValueError):  # no such file, a link, a folder, a path out of the workspace
@@ -237,12 +230,10 @@ class McpChats:
                     or name.startswith(".") or len(name) > 255:
                 raise McpRefused(f"{str(name)[:80]!r} is not the name of a file in the chat (list_files lists them).")
             try:
-                st = os.lstat(workspace / name)
+                size = session.record.files.stat(name).size  # a regular file, never a link
             except OSError:
-                st = None
-            if st is None or not stat.S_ISREG(st.st_mode):
-                raise McpRefused(f"{name[:80]!r} is not a file in the chat (list_files lists them).")
-            kept.append(UploadResult(original_name=name, size_bytes=st.st_size, safe_name=name, path=workspace / name))
+                raise McpRefused(f"{name[:80]!r} is not a file in the chat (list_files lists them).") from None
+            kept.append(UploadResult(original_name=name, size_bytes=size, safe_name=name, path=workspace / name))
         return kept
 
     @staticmethod
@@ -295,5 +286,5 @@ class McpChats:
             content = last.get("content") if isinstance(last, dict) else ""
             result.update(status="not_started", note=_clip(content if isinstance(content, str) else str(content)))
         result["files"] = [os.path.relpath(p, session.record.workspace)
-                           for p in listed_files([], [], session.record.workspace)]
+                           for p in listed_files([], [], session.record.files)]
         return result

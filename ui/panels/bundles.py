@@ -1,10 +1,10 @@
 """Zip bundles of a chat's files: "Download all files" of the files panel, and an export with the files it links.
 
-Why read each file by descriptor (agents/executor/local/workspace_files.py): the worker owns the workspace and
-may swap any path for a link or a FIFO while the app reads it; a file that is not a plain regular file below the
-workspace, or is over the limits, is left out and named in the bundle's own note. The zip is written beside the
-chat (never in the workspace) under a temporary name and renamed when complete, and handed to the browser as a
-published copy like every file (ui/chat/published_files.py).
+Why read each file through ui/session/workspace_access.py (by descriptor on one disk): the worker owns the
+workspace and may swap any path for a link or a FIFO while the app reads it; a file that is not a plain
+regular file below the workspace, or is over the limits, is left out and named in the bundle's own note. The zip is
+written beside the chat (never in the workspace) under a temporary name and renamed when complete,
+and handed to the browser as a published copy like every file (ui/chat/published_files.py).
 """
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ import threading
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote
 
-from agents.executor.local import workspace_files
+from agents.executor.backend import FileTooLarge
+from ui.session.workspace_access import DiskFiles, WorkspaceFiles
 
 #: A bundle holds at most this many files and bytes (before compression); the rest is listed as left out.
 MAX_FILES = 500
@@ -61,7 +63,8 @@ _writing: set[str] = set()  # the targets being written now
 _writing_lock = threading.Lock()
 
 
-def write_bundle(target: Path, workspace: Path, names: list[str], extra: dict[str, bytes] | None = None) -> Bundle:
+def write_bundle(target: Path, workspace: Path | WorkspaceFiles, names: list[str],
+                 extra: dict[str, bytes] | None = None) -> Bundle:
     """Zip `extra` (name -> content, e.g. the export itself) and the workspace files `names` (relative) into
     `target`; files that cannot be read safely, or past the limits, are named in LEFT-OUT.txt.
 
@@ -73,13 +76,14 @@ def write_bundle(target: Path, workspace: Path, names: list[str], extra: dict[st
             raise BundleBusy("A zip of these files is being made already: wait for it, then try again.")
         _writing.add(key)
     try:
-        return _write(target, workspace, names, extra or {})
+        files = DiskFiles(workspace) if isinstance(workspace, Path) else workspace
+        return _write(target, files, names, extra or {})
     finally:
         with _writing_lock:
             _writing.discard(key)
 
 
-def _write(target: Path, workspace: Path, names: list[str], extra: dict[str, bytes]) -> Bundle:
+def _write(target: Path, files: WorkspaceFiles, names: list[str], extra: dict[str, bytes]) -> Bundle:
     bundle = Bundle(target)
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.part")
     total = 0
@@ -95,19 +99,16 @@ def _write(target: Path, workspace: Path, names: list[str], extra: dict[str, byt
                     bundle.left_out.append(f"{name}: the bundle holds at most {MAX_FILES} files")
                     continue
                 try:
-                    fd = workspace_files.open_regular(str(workspace), name)
+                    handle, size = files.open(name, MAX_BYTES - total)
+                except FileTooLarge:
+                    bundle.left_out.append(f"{name}: over the bundle's {MAX_BYTES >> 20} MB")
+                    continue
                 except OSError as exc:
                     why = "not a regular file" if isinstance(exc, PermissionError) else "no longer there"
                     bundle.left_out.append(f"{name}: {why}")
                     continue
-                try:
-                    size = os.fstat(fd).st_size
-                    if size > MAX_BYTES - total:
-                        bundle.left_out.append(f"{name}: over the bundle's {MAX_BYTES >> 20} MB")
-                        continue
-                    total += _copy(fd, size, archive, name)
-                finally:
-                    os.close(fd)
+                with handle:
+                    total += _copy(handle, size, archive, name)
                 bundle.included.append(name)
             if bundle.left_out:
                 archive.writestr(NOTE_NAME, "Files not in this bundle:\n" + "\n".join(bundle.left_out) + "\n")
@@ -118,13 +119,13 @@ def _write(target: Path, workspace: Path, names: list[str], extra: dict[str, byt
     return bundle
 
 
-def _copy(fd: int, size: int, archive: zipfile.ZipFile, name: str) -> int:
+def _copy(handle: BinaryIO, size: int, archive: zipfile.ZipFile, name: str) -> int:
     """The file's first `size` bytes (its size when opened: one the code keeps growing is not followed) into the
     archive in chunks; the bytes copied."""
     copied = 0
     with archive.open(name, "w") as entry:
         while copied < size:
-            chunk = os.read(fd, min(CHUNK_BYTES, size - copied))
+            chunk = handle.read(min(CHUNK_BYTES, size - copied))
             if not chunk:
                 break
             entry.write(chunk)

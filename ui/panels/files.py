@@ -103,7 +103,7 @@ def download_all(registry: SessionRegistry, request: gr.Request) -> Any:
     folder = Path(record.root) / "downloads"
     folder.mkdir(exist_ok=True)
     try:
-        bundle = write_bundle(folder / "agentdeck-files.zip", workspace, names)
+        bundle = write_bundle(folder / "agentdeck-files.zip", record.files, names)
     except BundleBusy as exc:
         gr.Warning(str(exc))
         return gr.skip()

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from agents import events as ev
-from agents.executor.local import workspace_files as by_descriptor
 from agents.executor.tree_walk import remove_tree
 from ui.chat.formatting import for_visitor
 from ui.chat.published_files import FilePublisher, NotPublishable, Published
@@ -25,6 +24,7 @@ from ui.chat.render import Transcript
 from ui.saved.restore import replay_memory, show_unfinished
 from ui.saved.store import SavedChat
 from ui.session import rewind
+from ui.session.workspace_access import WorkspaceFiles, files_of
 from ui.session.workspace_files import FileRemovalError, listed_files
 from ui.settings import RunSettings
 from ui.uploads.batch import ingest_uploads
@@ -51,6 +51,7 @@ class ChatRecord:
         self._save_failed: str | None = None  # why the last save failed (None: the chat on disk is current)
         self._save_notes: list[str] = []  # save outcomes for the chat, noted by a thread that may touch it
         self._restoring: Any = None  # the "restoring" note while a reopened chat waits for its agent
+        self._host_of: Callable[[], Any] = lambda: None  # the sandbox host now, if any (`use_host`)
 
     @property
     def root(self) -> Path:
@@ -59,6 +60,15 @@ class ChatRecord:
     @property
     def workspace(self) -> Path:
         return self._workspace
+
+    def use_host(self, host_of: Callable[[], Any]) -> None:
+        """Where the workspace's files are: `host_of()` gives the live sandbox host (None without one)."""
+        self._host_of = host_of
+
+    @property
+    def files(self) -> WorkspaceFiles:
+        """The workspace's files through the sandbox's own operations (ui/session/workspace_access.py)."""
+        return files_of(self._host_of(), self._workspace)
 
     @property
     def published_bytes(self) -> int:
@@ -160,7 +170,7 @@ class ChatRecord:
 
     def workspace_files(self) -> list[str]:
         """The workspace files the files panel lists, in its order (ui/session/workspace_files.py)."""
-        return listed_files(self._uploads, [f["path"] for f in self._transcript.files], self._workspace)
+        return listed_files(self._uploads, [f["path"] for f in self._transcript.files], self.files)
 
     def file_paths(self) -> list[str]:
         """The files panel's value: the published copy of each listed file (unpublishable ones left out)."""
@@ -180,7 +190,7 @@ class ChatRecord:
             if str(target) not in self.workspace_files():
                 raise FileRemovalError(f"{relative} is no longer in the workspace.")
             try:  # by descriptor: the worker may have swapped a folder on the way for a link since the listing
-                by_descriptor.remove(str(self._workspace), os.path.relpath(target, self._workspace))
+                self.files.remove(os.path.relpath(target, self._workspace))
             except PermissionError:
                 raise FileRemovalError(f"{relative} is no longer in the workspace (its folder was replaced by a "
                                        "link).") from None

@@ -52,6 +52,7 @@ class Session:
         self.lock = threading.RLock()  # hold it to read several properties as one consistent view
         self._record = ChatRecord(root, self.lock, saved)
         self._slot = AgentSlot(agent_factory, on_step=self._save_step)  # the agent, its settings, kept memory
+        self._record.use_host(self._sandbox_host)  # its files through the sandbox's own operations
         # Its runs: starting one, the approval mode, a pause, a stop, and the drain.
         self._runs = RunControl(self.lock, self._record, self._slot, max_upload_bytes, touch=self.touch,
                                 save=self.save_chat)
@@ -88,6 +89,11 @@ class Session:
     @property
     def running(self) -> bool:
         return self._runs.running
+
+    def _sandbox_host(self) -> Any:
+        """The live sandbox host of the agent, without starting one (None: the workspace folder is the truth)."""
+        sandbox = getattr(self._slot.agent, "live_sandbox", None)
+        return getattr(sandbox, "host", None)
 
     @property
     def holds_sandbox(self) -> bool:

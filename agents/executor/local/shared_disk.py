@@ -49,6 +49,9 @@ class SharedDiskFiles:
     def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES) -> None:
         workspace_files.write(self.workdir, relpath, data, max_bytes, self._uid)
 
+    def remove_file(self, relpath: str) -> None:
+        workspace_files.remove(self.workdir, relpath)
+
     def push_workspace(self) -> str | None:
         """Files the app put in the workspace (uploads) become the sandbox user's, so its code can change them;
         returns why some could not (a tree past the entry cap), for the run's output."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import stat
+from typing import BinaryIO
 
 from ..backend import FileTooLarge
 
@@ -21,6 +22,20 @@ def _parts(relpath: str) -> list[str]:
     if not parts or relpath.startswith("/") or ".." in parts or any("\0" in p for p in parts):
         raise PermissionError(f"not a path inside the workspace: {relpath!r}")
     return parts
+
+
+def check_relpath(relpath: str) -> None:
+    """PermissionError unless `relpath` names something inside the workspace (relative, no `..`, no NUL)."""
+    _parts(relpath)
+
+
+def is_inside(relpath: str) -> bool:
+    """Whether `relpath` names something inside the workspace (see `check_relpath`)."""
+    try:
+        _parts(relpath)
+    except PermissionError:
+        return False
+    return True
 
 
 def _open_parent(root: str, parts: list[str], create: bool, uid: int | None) -> int:
@@ -106,9 +121,13 @@ def remove(root: str, relpath: str) -> None:
         os.close(parent)
 
 
-def write(root: str, relpath: str, data: bytes, max_bytes: int, uid: int | None) -> None:
-    """Replace (or create) the regular file `relpath` below `root` whole (see `SandboxHost.put_file`)."""
-    if len(data) > max_bytes:
+def write(root: str, relpath: str, data: bytes | BinaryIO, max_bytes: int, uid: int | None,
+          exclusive: bool = False) -> None:
+    """Replace (or create) the regular file `relpath` below `root` whole (see `SandboxHost.put_file`). `data` may
+    be a binary stream, copied in chunks and refused (`FileTooLarge`, nothing left behind) past `max_bytes`.
+    `exclusive`: `FileExistsError` if anything has that name (an upload never replaces a file), decided by
+    the kernel when the complete file is linked into place, not by an earlier look."""
+    if isinstance(data, (bytes, bytearray, memoryview)) and len(data) > max_bytes:
         raise FileTooLarge(f"{len(data):,} bytes for {relpath!r}, over the cap of {max_bytes:,}")
     parts = _parts(relpath)
     parent = _open_parent(root, parts, True, uid)
@@ -117,6 +136,8 @@ def write(root: str, relpath: str, data: bytes, max_bytes: int, uid: int | None)
             st = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
                 raise PermissionError(f"{relpath!r} is a folder")
+            if exclusive:
+                raise FileExistsError(f"{relpath!r} exists already")
         except FileNotFoundError:
             pass
         temp = f".agentdeck-put-{secrets.token_hex(8)}"
@@ -124,14 +145,16 @@ def write(root: str, relpath: str, data: bytes, max_bytes: int, uid: int | None)
                      dir_fd=parent)
         try:
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+                _copy_into(fd, data, relpath, max_bytes)
                 if uid is not None:
                     os.fchown(fd, uid, uid)
             finally:
                 os.close(fd)
-            os.replace(temp, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)  # a link in its place is replaced
+            if exclusive:  # link(2) never replaces: a name taken since the look above is refused here
+                os.link(temp, parts[-1], src_dir_fd=parent, dst_dir_fd=parent, follow_symlinks=False)
+                os.unlink(temp, dir_fd=parent)
+            else:
+                os.replace(temp, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)  # a link in its place is replaced
         except BaseException:
             try:
                 os.unlink(temp, dir_fd=parent)
@@ -140,3 +163,20 @@ def write(root: str, relpath: str, data: bytes, max_bytes: int, uid: int | None)
             raise
     finally:
         os.close(parent)
+
+
+def _copy_into(fd: int, data: bytes | BinaryIO, relpath: str, max_bytes: int) -> None:
+    """Write `data` (bytes or a binary stream) to `fd`; `FileTooLarge` once a stream passes `max_bytes`."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        return
+    total = 0
+    while chunk := data.read(1 << 20):
+        total += len(chunk)
+        if total > max_bytes:
+            raise FileTooLarge(f"{relpath!r} is over the cap of {max_bytes:,} bytes")
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view):]

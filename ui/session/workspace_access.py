@@ -1,0 +1,160 @@
+"""The one way `ui/` reaches a session's workspace files: `WorkspaceFiles`, whatever runs the sandbox.
+
+Why: the workspace is the sandbox's; on the local worker (and a container that bind-mounts it) the app's folder is
+the very folder the code writes (`Capabilities.same_disk`), but a backend without it (a remote pod) keeps the
+files elsewhere, and the app's folder is only a copy refreshed after each run. So the UI lists, reads, writes and
+deletes through this interface: `DiskFiles` for the same-disk case (the link-safe descriptor helpers of
+agents/executor/local/workspace_files.py), `HostFiles` for any other host (its `list_files`/`get_file`/
+`put_file`/`remove_file`). `files_of(host, root)` picks one; with no sandbox yet, the folder is the truth.
+
+Errors (the same for both): `PermissionError` for a name out of the workspace, a link at any depth, a folder or
+a special file; `FileNotFoundError`; `FileExistsError` for an exclusive write; `FileTooLarge` past a cap.
+tests/ui/test_workspace_access_scan.py keeps other ui/ modules from opening workspace paths themselves.
+"""
+from __future__ import annotations
+
+import io
+import os
+import stat
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
+
+from agents.executor.artifacts import PATH_MAX
+from agents.executor.backend import FILE_MAX_BYTES, FileInfo, FileTooLarge
+from agents.executor.local import workspace_files as by_descriptor
+from agents.executor.tree_walk import TreeWalk, WalkError
+
+#: Entries looked at by a listing, at most: past that it shows what was found (the disk limit counts them all).
+MAX_WALKED = 20_000
+
+
+class WorkspaceFiles(Protocol):
+    """A session's workspace files by relative POSIX name; `root` is the app's folder of them (names shown to
+    people are relative to it). Never follows a link; every read and write has a cap."""
+
+    root: Path
+
+    def list(self) -> dict[str, FileInfo]:
+        """Regular files, hidden names (a part starting with '.') left out, bounded by `MAX_WALKED` entries."""
+        ...
+
+    def stat(self, relpath: str) -> FileInfo: ...
+
+    def read(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes: ...
+
+    def open(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> tuple[BinaryIO, int]:
+        """A stream of the file and its size when opened (`FileTooLarge` if over `max_bytes`); caller closes."""
+        ...
+
+    def write(self, relpath: str, data: bytes | BinaryIO, max_bytes: int = FILE_MAX_BYTES,
+              exclusive: bool = False) -> None:
+        """Replace or create the file whole; `exclusive`: `FileExistsError` if the name is taken."""
+        ...
+
+    def remove(self, relpath: str) -> None: ...
+
+
+def _hidden(relpath: str) -> bool:
+    return any(part.startswith(".") for part in relpath.split("/"))
+
+
+class DiskFiles:
+    """The workspace is the app's own folder (same disk, or no sandbox yet): read by descriptor, links refused."""
+
+    def __init__(self, root: str | Path, uid: int | None = None) -> None:
+        self.root = Path(root)
+        self._uid = uid
+
+    def list(self) -> dict[str, FileInfo]:
+        found: dict[str, FileInfo] = {}
+        room = PATH_MAX - len(str(self.root)) - 1
+        walk = TreeWalk(str(self.root), MAX_WALKED)
+        try:
+            for entry in walk:
+                if entry.name.startswith("."):
+                    walk.skip()  # a hidden folder (a cache of thousands of files) is not walked at all
+                elif stat.S_ISREG(entry.st.st_mode) and walk.relpath_length(entry.name) < room:
+                    found[walk.relpath(entry.name)] = FileInfo(entry.st.st_size, entry.st.st_mtime_ns)
+        except WalkError:
+            pass  # a listing, not a limit: what was found is shown (the disk limit fails closed on its own walk)
+        return found
+
+    def stat(self, relpath: str) -> FileInfo:
+        fd = by_descriptor.open_regular(str(self.root), relpath)
+        try:
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        return FileInfo(st.st_size, st.st_mtime_ns)
+
+    def read(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
+        return by_descriptor.read(str(self.root), relpath, max_bytes)
+
+    def open(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> tuple[BinaryIO, int]:
+        fd = by_descriptor.open_regular(str(self.root), relpath)
+        try:
+            size = os.fstat(fd).st_size
+            if size > max_bytes:
+                raise FileTooLarge(f"{relpath!r} is {size:,} bytes, over the cap of {max_bytes:,}")
+        except BaseException:
+            os.close(fd)
+            raise
+        return os.fdopen(fd, "rb"), size
+
+    def write(self, relpath: str, data: bytes | BinaryIO, max_bytes: int = FILE_MAX_BYTES,
+              exclusive: bool = False) -> None:
+        by_descriptor.write(str(self.root), relpath, data, max_bytes, self._uid, exclusive=exclusive)
+
+    def remove(self, relpath: str) -> None:
+        by_descriptor.remove(str(self.root), relpath)
+
+
+class HostFiles:
+    """The workspace as a sandbox host without `same_disk` keeps it: every operation is the host's own (its
+    answers are the sandbox's, so sizes are re-checked here)."""
+
+    def __init__(self, host: Any, root: str | Path) -> None:
+        self._host = host
+        self.root = Path(root)
+
+    def list(self) -> dict[str, FileInfo]:
+        listed = self._host.list_files()
+        return {name: info for name, info in list(listed.items())[:MAX_WALKED]
+                if isinstance(name, str) and not _hidden(name) and by_descriptor.is_inside(name)}
+
+    def stat(self, relpath: str) -> FileInfo:
+        by_descriptor.check_relpath(relpath)
+        info = self._host.list_files().get(relpath)
+        if info is None:
+            raise FileNotFoundError(f"{relpath!r} is not in the workspace")
+        return info
+
+    def read(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
+        data = self._host.get_file(relpath, max_bytes)
+        if len(data) > max_bytes:  # the host's word is not taken for it
+            raise FileTooLarge(f"{relpath!r} is over the cap of {max_bytes:,} bytes")
+        return bytes(data)
+
+    def open(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> tuple[BinaryIO, int]:
+        data = self.read(relpath, max_bytes)
+        return io.BytesIO(data), len(data)
+
+    def write(self, relpath: str, data: bytes | BinaryIO, max_bytes: int = FILE_MAX_BYTES,
+              exclusive: bool = False) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            data = data.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise FileTooLarge(f"{len(data):,} bytes for {relpath!r}, over the cap of {max_bytes:,}")
+        if exclusive and relpath in self._host.list_files():
+            raise FileExistsError(f"{relpath!r} exists already")
+        self._host.put_file(relpath, bytes(data), max_bytes)
+
+    def remove(self, relpath: str) -> None:
+        self._host.remove_file(relpath)
+
+
+def files_of(host: Any, root: str | Path) -> WorkspaceFiles:
+    """The files of a session whose sandbox host is `host` (None: no sandbox yet, the folder is the truth)."""
+    if host is None or getattr(getattr(host, "capabilities", None), "same_disk", False):
+        return DiskFiles(root, getattr(host, "_uid", None))
+    return HostFiles(host, root)
