@@ -11,6 +11,7 @@ from ui.components import Page
 from ui.panels import chat_delete
 from ui.panels.approval_panel import keep_choice_after
 from ui.panels.exports import ChatExports
+from ui.panels.files import click_zip_link_js
 from ui.panels.history import HistoryController
 from ui.saved.data_folder import storage_is_ephemeral
 from ui.services import Services
@@ -129,8 +130,9 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     panel.export_md_btn.click(exports.export_markdown, outputs=[panel.export_file], api_name="export_markdown", **light)
     panel.export_nb_btn.click(exports.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
     if panel.export_zip_btn is not None:
-        panel.export_zip_btn.click(exports.export_bundle, outputs=[panel.export_file], api_name="export_bundle",
-                                   **light)
+        zipped = panel.export_zip_btn.click(exports.export_bundle, outputs=[panel.export_file],
+                                            api_name="export_bundle", **light)
+        zipped.then(None, js=click_zip_link_js("export-file"))  # one click downloads (ui/panels/files.py)
     refilter: dict[str, Any] = dict(inputs=[panel.browser_state, panel.search_box, panel.chat_list],
                                     outputs=searched, api_visibility="private", **light)
     for event in after_runs:
