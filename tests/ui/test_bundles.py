@@ -41,3 +41,13 @@ def test_an_export_bundle_takes_the_files_the_export_links(tmp_path: Path) -> No
                                artifacts=["temps.png", "out/summary table.csv"], artifact_sizes=[3, 3]))
     markdown = to_markdown(memory)
     assert linked_files(markdown) == ["temps.png", "out/summary table.csv"]  # not the text's look-alike link
+
+
+def test_an_export_bundle_takes_the_uploads_no_answer_links() -> None:
+    """The person's data files are in "Markdown + its files" even where the Markdown does not link them; a
+    hostile upload name (a path) is not followed."""
+    from ui.panels.bundles import export_files
+
+    turns = [{"uploads": [{"name": "penguins.csv"}, {"name": "../secret"}, "junk"]}, {"uploads": None},
+             {"uploads": [{"name": "chart.png"}, {"name": "notes.txt"}]}]
+    assert export_files("![chart.png](chart.png)", turns) == ["chart.png", "penguins.csv", "notes.txt"]

@@ -52,10 +52,22 @@ def test_seven_chats_read_differently_are_found_and_deleted_in_view(tmp_path: Pa
             search = page.locator("#chat-search textarea, #chat-search input, textarea#chat-search, input#chat-search")
             search.first.fill("case charlie")  # words of a message, not of its title
             search.first.press("Enter")
-            found = page.locator("#chat-search-results label")
-            page.wait_for_function("() => document.querySelectorAll('#chat-search-results label').length === 1")
-            found.first.click()
+            # One list, filtered in place (no second list above the unfiltered one)
+            page.wait_for_function("() => document.querySelectorAll('#chat-list label').length === 1")
+            assert page.locator("#chat-search-results").count() == 0
+            page.locator("#chat-list label").first.click()
             wait_for_text(page, "It is for case charlie.")
+            # opening the chat found keeps the search applied (the list is filtered again after it shows)
+            page.wait_for_function("() => document.querySelectorAll('#chat-list label').length === 1")
+
+            search.first.fill("walrus")
+            search.first.press("Enter")
+            wait_for_text(page, "No chats match", where="#chat-search-note")
+            assert labels(page) == []
+            page.locator("#chat-search-clear").click()
+            page.wait_for_function("n => document.querySelectorAll('#chat-list label').length === n", arg=CHATS)
+            assert search.first.input_value() == ""
+            expect(page.locator("#chat-search-clear")).to_be_hidden()
 
             page.locator("#chat-list label").last.click()
             page.locator("#delete-chat-btn").click()

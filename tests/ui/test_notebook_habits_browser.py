@@ -6,6 +6,7 @@ import io
 import re
 import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from browser_driver import BROWSER_MARKS, open_page, panel_links, send, wait_for_text
@@ -50,12 +51,12 @@ def rain_column(page) -> list[str]:
     return page.evaluate(RAIN_CELLS)
 
 
-def download(page, link_selector: str) -> zipfile.ZipFile:
-    page.wait_for_function("s => document.querySelector(s)?.getAttribute('href')", arg=link_selector)
-    href = page.locator(link_selector).first.get_attribute("href")
-    response = page.request.get(href if href.startswith("http") else page.url.rstrip("/") + href)
-    assert response.ok, response.status
-    return zipfile.ZipFile(io.BytesIO(response.body()))
+def download(page, button: str) -> zipfile.ZipFile:
+    """One click on `button` starts the zip's download (no file entry left to click first)."""
+    with page.expect_download(timeout=30_000) as started:
+        page.locator(button).click()
+    path = started.value.path()
+    return zipfile.ZipFile(io.BytesIO(Path(path).read_bytes()))
 
 
 def test_the_last_expression_is_a_table_and_files_come_as_one_zip(app_url: str) -> None:
@@ -80,14 +81,15 @@ def test_the_last_expression_is_a_table_and_files_come_as_one_zip(app_url: str) 
 
         # Download all files: one zip of the upload and everything the agent wrote.
         panel_links(page, wait_for=CHART)
-        page.locator("#files-download-all").click()
-        with download(page, "#files-zip a") as archive:
+        with download(page, "#files-download-all") as archive:
             assert sorted(archive.namelist()) == sorted(["penguins.csv", "summary.csv", CHART])
+            assert archive.read("penguins.csv") == Path(PENGUINS).read_bytes()  # byte-identical
             assert archive.read("summary.csv").decode().startswith("city,rain\nCity 00,0.0\n")
 
         # The export with the files it links: the Markdown and the chart, so the link works when unpacked.
-        page.locator("#export-zip-btn").click()
-        with download(page, "#export-file a") as archive:
+        # And the person's upload, which no answer links: the analysis depends on it.
+        with download(page, "#export-zip-btn") as archive:
+            assert archive.read("penguins.csv") == Path(PENGUINS).read_bytes()
             [markdown_name] = [n for n in archive.namelist() if n.endswith(".md")]
             markdown = archive.read(markdown_name).decode()
             assert f"![{CHART}]({CHART})" in markdown and CHART in archive.namelist()

@@ -25,7 +25,7 @@ from ui.settings_form import FormValues, field_names, initial_values, saved_valu
 
 #: The events that take the settings form (their API names).
 TAKE_THE_FORM = {"run", "run_example", "retry", "edit_last_message", "browser_session", "open_chat",
-                 "open_search_result", "take_over"}
+                 "take_over"}
 #: What an API client may send as any setting.
 HOSTILE = [math.nan, math.inf, -math.inf, 10**400, -5, True, "", "x" * 10_000, ["a", 1, None], {"a": 1}, None,
            ("hf:x",), b"bytes"]

@@ -49,6 +49,19 @@ def linked_files(markdown: str) -> list[str]:
     return names
 
 
+def export_files(markdown: str, turns: list[dict]) -> list[str]:
+    """What "Markdown + its files" holds besides the Markdown: every workspace file it links, then every file the
+    person uploaded in the chat (`turns`' "uploads", each once) even where no answer links it: the analysis
+    depends on the person's data, and a zip without it could not be re-run or checked."""
+    names = linked_files(markdown)
+    for turn in turns:
+        for item in turn.get("uploads") or [] if isinstance(turn, dict) else []:
+            name = str(item.get("name") or "") if isinstance(item, dict) else ""
+            if is_plain_relative(name) and name not in names:
+                names.append(name)
+    return names
+
+
 def is_plain_relative(name: str) -> bool:
     """A name below a folder: plain segments only (no absolute path, no `..`, no URL)."""
     parts = name.split("/")

@@ -17,7 +17,7 @@ from ui.panels.history import HistoryController
 CSS = """
 #export-file:has(> .empty) { display: none; }
 #chat-delete-confirm { border: 1px solid var(--border-color-accent); }
-#chat-list, #chat-search-results { max-height: 45vh; overflow-y: auto; }
+#chat-list { max-height: 45vh; overflow-y: auto; }
 """
 #: The question is brought into view once shown: under a long list it opened below the sidebar's fold (issue 31).
 QUESTION_IN_VIEW_JS = """() => new Promise(done => {

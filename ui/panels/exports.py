@@ -70,14 +70,15 @@ class ChatExports:
             memory, path, workspace=workspace, title=title, turns=turns))
 
     def export_bundle(self, request: gr.Request) -> Any:
-        """A zip of the Markdown export and every workspace file it links (charts, tables the agent wrote, the
-        person's uploads), so the links work where the zip is unpacked."""
+        """A zip of the Markdown export, every workspace file it links (charts, tables the agent wrote), so the
+        links work where the zip is unpacked, and every file the person uploaded, linked or not (bundles.py
+        `export_files`)."""
         from agents.memory.export import to_markdown
-        from ui.panels.bundles import BundleBusy, linked_files, write_bundle
+        from ui.panels.bundles import BundleBusy, export_files, write_bundle
 
         def write(memory: AgentMemory, workspace: Path, path: Path, title: str, turns: list[dict[str, Any]]) -> None:
             markdown = to_markdown(memory, title=title, workspace=workspace, turns=turns)
-            bundle = write_bundle(path, Path(workspace), linked_files(markdown),
+            bundle = write_bundle(path, Path(workspace), export_files(markdown, turns),
                                   {f"{path.stem}.md": markdown.encode("utf-8")})
             if bundle.left_out:
                 gr.Warning(f"{len(bundle.left_out)} linked file(s) could not be added; the zip's {LEFT_OUT} "

@@ -116,6 +116,15 @@ def download_all(registry: SessionRegistry, request: gr.Request) -> Any:
         return gr.skip()
 
 
+def click_zip_link_js(box_id: str) -> str:
+    """The browser side of a zip button: once the server made the zip, start its download (the file box's link,
+    which has the download attribute), so one click downloads rather than leaving a file entry to click. It
+    waits up to 5 s for the box to show a .zip link (the new value reaches the page just after the event)."""
+    return ("() => { let tries = 0; const go = () => { "
+            f"const a = document.querySelector('#{box_id} a[href*=\".zip\"]'); "
+            "if (a) { a.click(); } else if (++tries < 50) { setTimeout(go, 100); } }; go(); }")
+
+
 def build_download_all() -> tuple[Any, Any]:
     """Under the files panel: the "Download all files" button and the box its zip appears in."""
     button = gr.Button("⬇ Download all files (zip)", size="sm", elem_id="files-download-all")
@@ -129,8 +138,9 @@ def wire_download_all(registry: SessionRegistry, parts: tuple[Any, Any]) -> None
     def handler(request: gr.Request) -> Any:
         return download_all(registry, request)
 
-    button.click(handler, outputs=[box], api_name="download_all_files", concurrency_limit=None,
-                 show_progress="hidden")
+    made = button.click(handler, outputs=[box], api_name="download_all_files", concurrency_limit=None,
+                        show_progress="hidden")
+    made.then(None, js=click_zip_link_js("files-zip"))
 
 
 def build_delete_confirm() -> tuple[Any, ...]:

@@ -329,17 +329,30 @@ class HistoryController:
         status = gr.skip() if session.running else session.record.transcript.status_text()
         return self.list_update(owner, _saved_id(session)), status
 
-    def search(self, state: Any, query: Any, request: gr.Request) -> Any:
-        """The side list's search: the owner's chats whose title, messages or answers hold every word typed
-        (ui/saved/store.py `search`), as a list of their own to click; hidden while the box is empty."""
+    def search(self, state: Any, query: Any, selected: Any, request: gr.Request) -> tuple:
+        """The side list's search: the list itself shows only the owner's chats whose title, messages or
+        answers hold every word typed (ui/saved/store.py `search`), as any chat app filters in place; with
+        "No chats match" and Clear while it finds none. An empty box shows every chat again."""
         owner, _ = self.identify(state, request)
         text = " ".join(str(query or "").split())[:200]
+        chosen = selected if isinstance(selected, str) else None
         if not text:
-            return gr.Radio(choices=[], value=None, visible=False)
+            return self.list_update(owner, chosen), gr.Row(visible=False), ""
         found = self.store.search(owner, text)
-        if not found:
-            return gr.Radio(choices=[("No chat found", "")], value=None, visible=True, interactive=False)
-        return gr.Radio(choices=[(m.label(), m.id) for m in found], value=None, visible=True, interactive=True)
+        ids = {m.id for m in found}
+        listed = gr.Radio(choices=[(m.label(), m.id) for m in found], value=chosen if chosen in ids else None)
+        note = f"No chats match **{_escape_md(text)}**." if not found else f"Showing {len(found)} of your chats."
+        return listed, gr.Row(visible=True), note
+
+    def refilter(self, state: Any, query: Any, selected: Any, request: gr.Request) -> tuple:
+        """After the list was refreshed (a run ended, a chat opened): the search still typed applies again."""
+        if not " ".join(str(query or "").split()):
+            return gr.skip(), gr.skip(), gr.skip()
+        return self.search(state, query, selected, request)
+
+    def clear_search(self, state: Any, selected: Any, request: gr.Request) -> tuple:
+        """Clear search: an empty box and every chat listed."""
+        return ("", *self.search(state, "", selected, request))
 
     def rename_chat(self, state: Any, chat_id: Any, title: str, request: gr.Request) -> tuple:
         owner, state = self.identify(state, request)
@@ -375,3 +388,8 @@ def _saved_id(session: Session | None) -> str | None:
     """The id of the saved chat `session` holds, if any."""
     chat = session.record.saved if session is not None else None
     return chat.id if chat is not None else None
+
+
+def _escape_md(text: str) -> str:
+    """`text` shown literally inside Markdown (a search typed is the visitor's, not markup)."""
+    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!<>|~" else c for c in text)

@@ -11,6 +11,7 @@ from ui.components import Page
 from ui.panels import chat_delete
 from ui.panels.approval_panel import keep_choice_after
 from ui.panels.exports import ChatExports
+from ui.panels.files import click_zip_link_js
 from ui.panels.history import HistoryController
 from ui.saved.data_folder import storage_is_ephemeral
 from ui.services import Services
@@ -32,8 +33,10 @@ class HistoryPanel:
     takeover_btn: Any = None
     delete_confirm: Any = None  # ui/panels/chat_delete.py
     export_zip_btn: Any = None  # the Markdown export with the files it links (ui/panels/bundles.py)
-    search_box: Any = None  # the list's search (titles, messages, answers) and what it found
-    search_results: Any = None
+    search_box: Any = None  # the list's search (titles, messages, answers): it filters `chat_list` in place
+    search_note: Any = None  # "No chats match …" while the search finds none
+    search_clear: Any = None  # empties the search and shows every chat again
+    search_state: Any = None  # the row of the two above, shown while the box holds a search
     #: The events after which this tab shows another session (page load, a chat opened, taken over) and after
     #: which a run handed to it streams on: the approval panel shows that session's pending decision after each
     #: (ui/panels/approvals.py `show_after`), or a tab opened again shows "waiting" with no buttons.
@@ -54,8 +57,10 @@ def build_history_panel(services: Services) -> HistoryPanel:
                         elem_id="storage-note")  # the operator's remedy goes to the log (ui/server.py create_app)
         search_box = gr.Textbox(placeholder="🔍 Search chats (titles, messages, answers)", show_label=False,
                                 max_lines=1, elem_id="chat-search", container=False)
-        search_results = gr.Radio(choices=[], value=None, show_label=False, container=False, visible=False,
-                                  elem_id="chat-search-results")
+        with gr.Row(visible=False, elem_id="chat-search-state") as search_state:
+            search_note = gr.Markdown("", elem_id="chat-search-note")
+            search_clear = gr.Button("✕ Clear search", size="sm", elem_id="chat-search-clear", scale=0,
+                                     min_width=60)
         chat_list = gr.Radio(choices=[], value=None, show_label=False, elem_id="chat-list", container=False)
         with gr.Row():
             title_box = gr.Textbox(placeholder="New title for the selected chat", show_label=False, max_lines=1,
@@ -71,7 +76,8 @@ def build_history_panel(services: Services) -> HistoryPanel:
         export_file = gr.File(label="Export", elem_id="export-file", interactive=False, height=80)
     return HistoryPanel(browser_state, chat_list, title_box, rename_btn, delete_btn, export_md_btn, export_nb_btn,
                         export_file, list_note, delete_confirm=delete_confirm, export_zip_btn=export_zip_btn,
-                        search_box=search_box, search_results=search_results)
+                        search_box=search_box, search_note=search_note,
+                        search_clear=search_clear, search_state=search_state)
 
 
 def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel, page: Page,
@@ -107,17 +113,13 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
                                     outputs=view, api_name="open_chat", **heavy)
     opened_run = opened.then(streamer.reattach, **reattach)
     opened_watch = opened.then(history.watch.follow, **watch)
-    panel.search_box.submit(history.search, inputs=[panel.browser_state, panel.search_box],
-                            outputs=[panel.search_results], api_visibility="private", **light)
-    panel.search_box.input(history.search, inputs=[panel.browser_state, panel.search_box],
-                           outputs=[panel.search_results], api_name="search_chats", trigger_mode="always_last",
-                           **light)
-    found = panel.search_results.select(history.open_chat, inputs=[panel.browser_state, panel.search_results],
-                                        inputs_kwargs=settings, outputs=view, api_name="open_search_result",
-                                        api_visibility="private", **heavy)
-    found_run = found.then(streamer.reattach, **reattach)
-    found_watch = found.then(history.watch.follow, **watch)
-    chat_view.opened_after(found)
+    searched = [panel.chat_list, panel.search_state, panel.search_note]
+    panel.search_box.submit(history.search, inputs=[panel.browser_state, panel.search_box, panel.chat_list],
+                            outputs=searched, api_visibility="private", **light)
+    panel.search_box.input(history.search, inputs=[panel.browser_state, panel.search_box, panel.chat_list],
+                           outputs=searched, api_name="search_chats", trigger_mode="always_last", **light)
+    panel.search_clear.click(history.clear_search, inputs=[panel.browser_state, panel.chat_list],
+                             outputs=[panel.search_box, *searched], api_visibility="private", **light)
     chat_view.opened_after(opened)  # "Loading…", not the welcome, until the chat chosen is shown
     panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
                            outputs=[panel.chat_list, panel.title_box], api_name="rename_chat", **light)
@@ -128,17 +130,23 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     panel.export_md_btn.click(exports.export_markdown, outputs=[panel.export_file], api_name="export_markdown", **light)
     panel.export_nb_btn.click(exports.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
     if panel.export_zip_btn is not None:
-        panel.export_zip_btn.click(exports.export_bundle, outputs=[panel.export_file], api_name="export_bundle",
-                                   **light)
-    for event in after_runs:  # then the model's title for the chat, when it was asked for one
-        event.then(history.refresh, **refresh).then(history.await_title, inputs=[panel.browser_state],
-                                                    outputs=[panel.chat_list, page.column.status],
-                                                    api_visibility="private", **light)
+        zipped = panel.export_zip_btn.click(exports.export_bundle, outputs=[panel.export_file],
+                                            api_name="export_bundle", **light)
+        zipped.then(None, js=click_zip_link_js("export-file"))  # one click downloads (ui/panels/files.py)
+    refilter: dict[str, Any] = dict(inputs=[panel.browser_state, panel.search_box, panel.chat_list],
+                                    outputs=searched, api_visibility="private", **light)
+    for event in after_runs:  # a search typed stays applied; then the model's title for the chat, if asked for
+        refreshed = event.then(history.refresh, **refresh)
+        refreshed.then(history.refilter, **refilter)
+        refreshed.then(history.await_title, inputs=[panel.browser_state],
+                       outputs=[panel.chat_list, page.column.status], api_visibility="private",
+                       **light).then(history.refilter, **refilter)
+    for event in (loaded, opened):  # the list these show is every chat: a search typed stays applied
+        event.then(history.refilter, **refilter)
     taken = panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state], inputs_kwargs=settings,
                                      outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy)
     taken_run = taken.then(streamer.reattach, **reattach)
-    panel.shown.extend([loaded, reattached, watched, opened, opened_run, opened_watch, found, found_run, found_watch,
-                        taken, taken_run])
+    panel.shown.extend([loaded, reattached, watched, opened, opened_run, opened_watch, taken, taken_run])
     if new_chat_event is not None:
         new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
                             outputs=[panel.browser_state, panel.chat_list, panel.export_file],
