@@ -48,6 +48,7 @@ def shot(page, name: str) -> None:
 def test_first_visit_shows_examples_and_settings(page) -> None:
     assert page.locator("#chat").get_by_text("Explore the penguins data set").count() == 1
     for element_id in ("task-input", "stop-btn", "new-chat-btn", "files-panel", "model-picker"):
+        page.locator(f"#{element_id}").first.wait_for(state="attached")  # the page's load events may still run
         assert page.locator(f"#{element_id}").count() == 1, element_id
 
 
