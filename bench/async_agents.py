@@ -5,8 +5,10 @@ fixed latency (1 s) before streaming its reply (a final_answer tool call). Print
 time, the peak number of threads (Python's and the OS's) and the peak growth of the process's resident memory.
 The modes alternate twice (sync, async, sync, async) so both see the same machine.
 
-What to expect (agents/loop/async_api.py): the step loop keeps a thread per run in both modes; `arun` awaits the
-model call in the loop instead of a reader thread per call, so it saves one thread per waiting agent, not all.
+What to expect (agents/loop/async_driver.py): `run` holds a thread per run and a reader thread per model call;
+`arun` awaits the model call in the event loop and does the work between calls in a bounded pool of threads
+(`STEP_THREADS`), so a run waiting for its provider holds no thread: the peak is the pool's size, not the number
+of agents.
 """
 from __future__ import annotations
 
@@ -27,7 +29,13 @@ FINAL = {"type": "reply", "content": "", "tool_calls": [{"name": "final_answer",
 def serve(latency_s: float) -> None:
     """The child process: the fake OpenAI server, every reply after `latency_s`."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "models"))
+    from http.server import ThreadingHTTPServer
+
     from fake_openai_server import FakeOpenAIServer
+
+    # socketserver's listen backlog is 5: a hundred agents connecting at once would see refused connections and
+    # retry after a wait, which measures the fake server, not the agents.
+    ThreadingHTTPServer.request_queue_size = 1024
 
     class SlowServer(FakeOpenAIServer):
         def _respond(self, handler: Any, body: dict[str, Any], action: dict[str, Any]) -> None:

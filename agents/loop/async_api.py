@@ -1,11 +1,12 @@
 """`await agent.arun(task)` and `async for event in agent.astream(task)`: the same run, events and results as
 `run(stream=True)`, for programs that live in an event loop.
 
-The design, honestly: the step loop stays synchronous in a thread of its own per run (code runs in the sandbox
-worker, tools are plain functions, decisions wait on a person), as `run(stream=True)` does. What moves into the
-event loop is the wait for the provider: a model that can be awaited (a hosted model through litellm's
-`acompletion`, agents/models/async_remote.py) streams its reply as a task in the caller's loop, so a run costs one
-thread instead of two and no thread sits in a socket read; other models are read in their own thread as before.
+The design: the step loop is the one `run` uses, a generator that yields each model call it waits for
+(agents/loop/model_call.py). Here it is driven by a task in the caller's loop (agents/loop/async_driver.py): a
+model that can be awaited (a hosted model through litellm's `acompletion` or Hugging Face's async client,
+agents/models/async_remote.py) is awaited in the loop, and the blocking work between two calls (code in the
+sandbox, tools, a wait for a decision) runs in a shared, bounded pool of threads only while it lasts. A run
+waiting for its provider holds no thread. Other models are read in a pool thread, as `run` reads them.
 Events reach the loop with `call_soon_threadsafe`: no reader thread either.
 
 Stop: `agent.interrupt()`, or cancelling the task that iterates `astream` (or awaits `arun`): the run is told to
@@ -15,11 +16,11 @@ A paused decision comes as a DecisionRequested event; answer it with `agent.reso
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 from agents.events import Event
+from agents.loop.async_driver import drive_async
 from agents.loop.result import RunResult, RunState
 from agents.loop.run_options import RunOptions
 from agents.models.images import ImageData
@@ -54,31 +55,24 @@ async def _events(agent: Any, task: str, reset: bool, history: list[Any] | None,
     """`astream`, keeping the run's RunResult in `results` (for `arun`)."""
     loop = asyncio.get_running_loop()
     items: asyncio.Queue[Event | _End | _Failure] = asyncio.Queue()
-    ended = asyncio.Event()
-
-    def deliver(item: Event | _End | _Failure) -> None:
-        items.put_nowait(item)
-        if isinstance(item, (_End, _Failure)):
-            ended.set()
 
     def send(item: Event | _End | _Failure) -> None:
         try:
-            loop.call_soon_threadsafe(deliver, item)
+            loop.call_soon_threadsafe(items.put_nowait, item)
         except RuntimeError:  # the loop is closed: nobody is reading any more
             agent.interrupt()
 
-    def body() -> None:
+    async def body() -> None:
         try:
-            results.append(agent._execute(task, emit=send, reset=reset, history=history,
-                                          additional_args=additional_args, event_loop=loop, images=images,
-                                          options=options))
-        except BaseException as exc:  # a bug in the loop itself: surface it to the consumer
+            steps = agent._run_steps(task, emit=send, reset=reset, history=history, additional_args=additional_args,
+                                     event_loop=loop, images=images, options=options)
+            results.append(await drive_async(steps, agent._interrupt_flag, agent.interrupt))
+        except BaseException as exc:  # a bug in the loop itself (or the loop's shutdown): tell the consumer
             send(_Failure(exc))
         finally:
             send(_End())
 
-    thread = threading.Thread(target=body, name=f"agent-arun-{agent.name or type(agent).__name__}", daemon=True)
-    thread.start()
+    driver = asyncio.ensure_future(body())  # a task of its own: the consumer's cancellation does not cancel it
     finished = False
     try:
         while True:
@@ -94,8 +88,8 @@ async def _events(agent: Any, task: str, reset: bool, history: list[Any] | None,
         if not finished:  # cancelled, or the consumer stopped reading: stop the run and let it record its end
             agent.interrupt()
             try:
-                await asyncio.wait_for(asyncio.shield(ended.wait()), STOP_WAIT_S)
-            except (TimeoutError, asyncio.CancelledError):
+                await asyncio.wait({driver}, timeout=STOP_WAIT_S)  # never cancels the driver itself
+            except asyncio.CancelledError:
                 pass
 
 

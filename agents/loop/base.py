@@ -24,6 +24,7 @@ from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
 from agents.loop.event_stream import EventStream
 from agents.loop.managed import ManagedAgentTool
+from agents.loop.model_call import Steps, drive
 from agents.loop.observation_images import ObservationImageBudget, check_mode, images_for_prompt
 from agents.loop.result import RunResult, RunState
 from agents.loop.run_options import RunOptions
@@ -321,6 +322,11 @@ class MultiStepAgent:
         return result.output
 
     def _resume(self, pending: PendingDecision, decision: Decision, emit: Callable[[Event], None]) -> RunResult:
+        return drive(self._resume_steps(pending, decision, emit))
+
+    def _resume_steps(self, pending: PendingDecision, decision: Decision,
+                      emit: Callable[[Event], None]) -> Steps[RunResult]:
+        """`_resume` as the step loop's generator (agents/loop/model_call.py)."""
         emit = observe_run(self, emit, None)
         emit = self.answer_observer(emit, top_level=True)
         options = RunOptions(max_steps=pending.max_steps, planning_interval=pending.planning_interval or 0)
@@ -330,7 +336,7 @@ class MultiStepAgent:
         steps = StepRunner(self, run, last_step_number=self._step_number, started=time.perf_counter())
         run.first_message = None
         try:
-            return steps.resume(pending)
+            return (yield from steps.resume_steps(pending))
         finally:
             self._step_number = max(self._step_number, steps.last_step_number)
 
@@ -402,8 +408,17 @@ class MultiStepAgent:
                  history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
                  parent_id: str | None = None, event_loop: asyncio.AbstractEventLoop | None = None,
                  images: list[ImageData] | None = None, options: RunOptions | None = None) -> RunResult:
-        """Start a run: a new RunContext (with this run's own settings, `options`) and StepRunner; the agent's
-        own part is preparing its memory."""
+        """Start a run and drive it in this thread (see `_run_steps`)."""
+        return drive(self._run_steps(task, emit, reset, history, additional_args, parent_id, event_loop, images,
+                                     options))
+
+    def _run_steps(self, task: str, emit: Callable[[Event], None], reset: bool = True,
+                   history: list[Message] | None = None, additional_args: dict[str, Any] | None = None,
+                   parent_id: str | None = None, event_loop: asyncio.AbstractEventLoop | None = None,
+                   images: list[ImageData] | None = None, options: RunOptions | None = None) -> Steps[RunResult]:
+        """A run as the step loop's generator, yielding the model calls it waits for (agents/loop/model_call.py):
+        a new RunContext (with this run's own settings, `options`) and StepRunner; the agent's own part is
+        preparing its memory. `run` drives it in its thread, `arun`/`astream` from an event loop."""
         emit = observe_run(self, emit, parent_id)  # traces and metrics (agents/telemetry); unchanged when off
         emit = self.answer_observer(emit, top_level=parent_id is None)
         run = self._run_context(emit, parent_id, event_loop, options or RunOptions())
@@ -425,7 +440,7 @@ class MultiStepAgent:
                                                                list(images or []))}
         run.first_message = history_message or task_message
         try:
-            return steps.execute(task, task_message)
+            return (yield from steps.execute_steps(task, task_message))
         finally:
             self._step_number = steps.last_step_number
 

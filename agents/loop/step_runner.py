@@ -18,12 +18,10 @@ from agents.answer_checks.best_guess import usable_guess
 from agents.decisions import DecisionKind, DecisionRequest, Outcome
 from agents.decisions.pending import PendingDecision, RunPaused
 from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError, RunBudgetExceededError
-from agents.events import ModelRetrying, ModelTextDelta
-from agents.loop.async_reader import AsyncModelReader
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
 from agents.loop.edits import apply_edits, edit_notes
-from agents.loop.model_reader import ModelStreamReader
+from agents.loop.model_call import ModelCall, Steps, drive
 from agents.loop.observation_images import observation_message
 from agents.loop.result import RunResult, RunState
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, PlanningStep, SummaryStep, TaskStep
@@ -88,7 +86,12 @@ class StepRunner:
     # -- the run -----------------------------------------------------------------------------------
     def execute(self, task: str, task_message: Message | None = None) -> RunResult:
         """Record the task, run the steps until an answer, Stop, an error or the step limit; never raises for
-        those (the result says what happened, with the exception that ended it)."""
+        those (the result says what happened, with the exception that ended it). The model calls are made in
+        this thread; `execute_steps` is the same run for a driver that serves them elsewhere."""
+        return drive(self.execute_steps(task, task_message))
+
+    def execute_steps(self, task: str, task_message: Message | None = None) -> Steps[RunResult]:
+        """`execute` as a generator that yields each model call the run waits for (agents/loop/model_call.py)."""
         agent, run = self.agent, self.run
         self.task = task
         message = task_message or {"role": "user", "content": render(agent.prompt_templates, "task", task=task)}
@@ -97,11 +100,15 @@ class StepRunner:
                              steps_before=self.last_step_number, messages=[message])
         agent.memory.add_step(task_step)
         run.emit(step_events.run_started(task_step, run.event_fields()))
-        return self._run_to_end(task_step, lambda: self._steps(task))
+        return (yield from self._run_to_end(task_step, lambda: self._steps(task)))
 
     def resume(self, pending: PendingDecision) -> RunResult:
         """Carry on the run that ended at `pending` (its RunContext holds the granted decision): the paused step
         is acted again from its recorded reply, then the run goes on as it would have."""
+        return drive(self.resume_steps(pending))
+
+    def resume_steps(self, pending: PendingDecision) -> Steps[RunResult]:
+        """`resume` as a generator that yields each model call (see `execute_steps`)."""
         agent = self.agent
         task_step = next((step for step in reversed(agent.memory.steps)
                           if isinstance(step, TaskStep) and step.run_id == pending.run_id), None)
@@ -113,14 +120,15 @@ class StepRunner:
         reply = ModelReply(content=pending.reply_content, tool_calls=[
             ToolCall(name=str(c.get("name", "")), arguments=dict(c.get("arguments") or {}), id=str(c.get("id", "")))
             for c in pending.reply_tool_calls if isinstance(c, dict)])
-        return self._run_to_end(task_step, lambda: self._steps(self.task, pending.steps_done, reply))
+        return (yield from self._run_to_end(task_step, lambda: self._steps(self.task, pending.steps_done, reply)))
 
-    def _run_to_end(self, task_step: TaskStep, run_steps: Callable[[], tuple[FinalAnswerStep, RunState]]) -> RunResult:
+    def _run_to_end(self, task_step: TaskStep,
+                    run_steps: Callable[[], Steps[tuple[FinalAnswerStep, RunState]]]) -> Steps[RunResult]:
         agent, run = self.agent, self.run
         state, final, error = RunState.SUCCESS, None, None
         exception: BaseException | None = None
         try:
-            final, state = run_steps()
+            final, state = yield from run_steps()
         except RunPaused:
             state = RunState.PAUSED
         except AgentInterrupted:
@@ -144,7 +152,8 @@ class StepRunner:
                          token_usage=finished.token_usage, duration_s=finished.duration_s, error=error,
                          exception=exception)
 
-    def _steps(self, task: str, start: int = 0, resumed: ModelReply | None = None) -> tuple[FinalAnswerStep, RunState]:
+    def _steps(self, task: str, start: int = 0,
+               resumed: ModelReply | None = None) -> Steps[tuple[FinalAnswerStep, RunState]]:
         """The steps of a run (from step `start`, the first acting on the `resumed` reply of a paused run);
         returns its answer step (not yet in memory) and how the run ended."""
         agent, run = self.agent, self.run
@@ -158,13 +167,14 @@ class StepRunner:
             run.start_step(self.last_step_number)
             self.steps_done = steps_done
             if resumed is None and run.planning_interval and steps_done % run.planning_interval == 0:
-                self.planning_step(task, is_update=steps_done > 0, remaining_steps=run.max_steps - steps_done)
-            finished, output = self.action_step(resumed)
+                yield from self.planning_step(task, is_update=steps_done > 0,
+                                              remaining_steps=run.max_steps - steps_done)
+            finished, output = yield from self.action_step(resumed)
             resumed = None
             if finished:
                 return FinalAnswerStep(output=output, run_id=run.run_id), RunState.SUCCESS
             self._check_token_budget()
-        return self.answer_after_max_steps(task), RunState.MAX_STEPS
+        return (yield from self.answer_after_max_steps(task)), RunState.MAX_STEPS
 
     def _check_token_budget(self) -> None:
         limit = self.agent.max_tokens_per_run
@@ -179,46 +189,24 @@ class StepRunner:
 
     # -- the model -----------------------------------------------------------------------------------
     def call_model(self, messages: list[Message], stop_sequences: list[str] | None = None,
-                   tools: list[dict[str, Any]] | None = None, **options: Any) -> tuple[ModelReply, float]:
+                   tools: list[dict[str, Any]] | None = None, **options: Any) -> Steps[tuple[ModelReply, float]]:
         """Stream the model's reply as text deltas; return the assembled reply and the time it took (the
         caller records both in its step and emits the step's ModelOutput).
 
-        The reply is read in a helper thread (agents/loop/model_reader.py) so that Stop takes effect
-        within a fraction of a second even when the provider stalls or asks to wait before a retry.
+        The call is yielded to the run's driver (agents/loop/model_call.py): `run` reads the reply in a helper
+        thread, so Stop takes effect within a fraction of a second even when the provider stalls or asks to wait
+        before a retry; `arun`/`astream` await it in their event loop. Its error is raised here either way.
         """
-        agent, run = self.agent, self.run
-        started = time.perf_counter()
-        reply: ModelReply | None = None
-        pieces: list[str] = []
-        fields = run.event_fields()
-        reader: ModelStreamReader | AsyncModelReader
-        if run.event_loop is not None and supports_async(agent.model):  # arun/astream: awaited in their loop
-            reader = AsyncModelReader(lambda: agenerate_stream(agent.model, messages, stop_sequences=stop_sequences,
-                                                               tools=tools, **options), run.event_loop)
-        else:
-            reader = ModelStreamReader(
-                lambda: agent.model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools, **options),
-                name=f"model-{agent.name or type(agent).__name__}")
-        try:
-            for delta in reader.deltas(run.interrupt_flag.is_set):
-                if delta.retry is not None:
-                    notice = delta.retry
-                    if notice.discarded_text:
-                        pieces.clear()  # the call starts again from scratch
-                    run.emit(ModelRetrying(**fields, reason=notice.reason, attempt=notice.attempt,
-                                           max_retries=notice.max_retries, wait_s=notice.wait_s,
-                                           retry_after_s=notice.retry_after_s,
-                                           discarded_text=notice.discarded_text))
-                if delta.content:
-                    pieces.append(delta.content)
-                    run.emit(ModelTextDelta(**fields, text=delta.content))
-                if delta.reply is not None:
-                    reply = delta.reply
-        finally:
-            reader.close()
-        if reply is None:
-            reply = ModelReply(content="".join(pieces))
-        return reply, time.perf_counter() - started
+        agent = self.agent
+        model = agent.model
+        call = ModelCall(
+            run=self.run,
+            make_stream=lambda: model.generate_stream(messages, stop_sequences=stop_sequences, tools=tools, **options),
+            make_astream=(lambda: agenerate_stream(model, messages, stop_sequences=stop_sequences, tools=tools,
+                                                   **options)) if supports_async(model) else None,
+            thread_name=f"model-{agent.name or type(agent).__name__}")
+        yield call
+        return call.reply()
 
     def _reply_options(self) -> dict[str, Any]:
         """Per-call options from the prompt file, for adapters that can continue a reply (local models); others
@@ -258,7 +246,7 @@ class StepRunner:
         return not any(vote is False for vote in self.agent.step_callbacks.fire(step, self.agent))
 
     # -- planning ------------------------------------------------------------------------------------
-    def planning_step(self, task: str, is_update: bool, remaining_steps: int) -> PlanningStep:
+    def planning_step(self, task: str, is_update: bool, remaining_steps: int) -> Steps[PlanningStep]:
         agent, run = self.agent, self.run
         fields = run.event_fields()
         step = PlanningStep(step_number=run.step, is_update=is_update)
@@ -274,7 +262,7 @@ class StepRunner:
         else:
             messages = [{"role": "user", "content": render(templates, "planning.initial_plan", task=task,
                                                            **agent.prompt_variables(run))}]
-        reply, step.model_duration_s = self.call_model(messages, stop_sequences=[_END_PLAN])
+        reply, step.model_duration_s = yield from self.call_model(messages, stop_sequences=[_END_PLAN])
         step.model_output, step.token_usage = reply.content, reply.token_usage
         run.emit(step_events.model_output(step, fields))
         plan = step.plan = reply.content.replace(_END_PLAN, "").strip()
@@ -300,7 +288,7 @@ class StepRunner:
         return step
 
     # -- acting --------------------------------------------------------------------------------------
-    def action_step(self, resumed: ModelReply | None = None) -> tuple[bool, Any]:
+    def action_step(self, resumed: ModelReply | None = None) -> Steps[tuple[bool, Any]]:
         """One action step: the model's reply (or, for a resumed run, the paused step's recorded one), acted on.
         In pause mode a decision request ends the step unrecorded: the memory keeps the pending decision."""
         agent, run = self.agent, self.run
@@ -314,7 +302,7 @@ class StepRunner:
         reply = resumed
         try:
             if reply is None:
-                reply, step.model_duration_s = self.call_model(
+                reply, step.model_duration_s = yield from self.call_model(
                     messages, stop_sequences=agent.stop_sequences or None, tools=agent.native_tool_schemas(run),
                     **agent.step_options(self._reply_options()),
                 )
@@ -418,7 +406,7 @@ class StepRunner:
                 show_step_error(step, "FinalAnswerCheckFailed", reason, self.run)
                 return
 
-    def answer_after_max_steps(self, task: str) -> FinalAnswerStep:
+    def answer_after_max_steps(self, task: str) -> Steps[FinalAnswerStep]:
         """One last model call asking for the best answer from what the memory holds: the run's answer step."""
         agent, run = self.agent, self.run
         templates = agent.prompt_templates
@@ -430,7 +418,7 @@ class StepRunner:
         messages = ([{"role": "system", "content": render(templates, "final_answer.pre_messages")}]
                     + agent.memory.conversation
                     + [{"role": "user", "content": render(templates, "final_answer.post_messages", task=task)}])
-        reply, _ = self.call_model(messages)
+        reply, _ = yield from self.call_model(messages)
         final.guess_timing.end_time = time.time()
         # Never the app's own error text or code shown as if it were a guess (agents/answer_checks/best_guess.py).
         final.output, final.guess_usage = usable_guess(reply.content), reply.token_usage

@@ -105,9 +105,9 @@ class _ReaderInTheLoopThread:
 
 def test_an_agent_that_cannot_confirm_a_stop_is_replaced_and_its_memory_kept(apps, tmp_path: Path,
                                                                              monkeypatch) -> None:
-    import agents.loop.step_runner as step_runner
+    import agents.loop.model_call as model_call
 
-    monkeypatch.setattr(step_runner, "ModelStreamReader", _ReaderInTheLoopThread)
+    monkeypatch.setattr(model_call, "ModelStreamReader", _ReaderInTheLoopThread)
     monkeypatch.setattr(run_stream, "STOP_GRACE_S", 0.1)  # the chat gives up on the stop after this (0.6 s in the app)
     # Call 0 sets x (step 1); call 1 (step 2) hangs and ignores the interrupt; the next agent gets ANSWER.
     app, token = start(apps, tmp_path, [SET_X, ANSWER], stall_at=(1,))
