@@ -54,6 +54,8 @@ class Sampler:
         import psutil
         self._process = psutil.Process()
         self.base_rss = self._process.memory_info().rss
+        #: Threads alive before the mode starts (idle pools an earlier mode left, e.g. litellm's).
+        self.base_threads = threading.active_count()
         self.peak_py = self.peak_os = 0
         self.peak_rss = self.base_rss
         self._stop = threading.Event()
@@ -109,8 +111,8 @@ def measure(mode: str, url: str, count: int) -> dict[str, float]:
         wall = time.perf_counter() - started
     if answers != ["ok"] * count:
         raise SystemExit(f"{mode}: some runs failed: {[a for a in answers if a != 'ok'][:3]}")
-    return {"wall_s": wall, "threads": sampler.peak_py, "os_threads": sampler.peak_os,
-            "rss_mb": (sampler.peak_rss - sampler.base_rss) / 2**20}
+    return {"wall_s": wall, "threads": sampler.peak_py, "base_threads": sampler.base_threads,
+            "os_threads": sampler.peak_os, "rss_mb": (sampler.peak_rss - sampler.base_rss) / 2**20}
 
 
 def main() -> None:
@@ -131,10 +133,12 @@ def main() -> None:
         measure("async", url, 2)
         print(f"{options.agents} agents, provider latency {options.latency:.1f} s; idle process: "
               f"{threading.active_count()} threads")
-        print(f"{'mode':>6} {'wall s':>7} {'peak threads':>13} {'peak OS threads':>16} {'peak RSS growth MB':>19}")
+        print(f"{'mode':>6} {'wall s':>7} {'threads at start':>17} {'peak threads':>13} {'peak OS threads':>16} "
+              f"{'peak RSS growth MB':>19}")
         for mode in ("sync", "async", "sync", "async"):
             figures = measure(mode, url, options.agents)
-            print(f"{mode:>6} {figures['wall_s']:>7.2f} {figures['threads']:>13.0f} {figures['os_threads']:>16.0f} "
+            print(f"{mode:>6} {figures['wall_s']:>7.2f} {figures['base_threads']:>17.0f} {figures['threads']:>13.0f} "
+                  f"{figures['os_threads']:>16.0f} "
                   f"{figures['rss_mb']:>19.1f}")
     finally:
         child.terminate()

@@ -128,3 +128,19 @@ def test_a_text_only_model_refuses_images_before_the_async_run_starts():
     with pytest.raises(ImageRefusedError, match="does not read images"):
         agent.astream("Describe.", images=[_png()])  # refused when called, as run(stream=True) is
     assert model.calls == []
+
+
+def test_managed_agents_run_inside_an_async_run_with_the_same_events():
+    def team():
+        leaf = ToolCallingAgent(tools=[], model=ReplayModel([call("final_answer", answer="leaf says 7")]), name="leaf",
+                                description="Knows the number.", verbosity=0)
+        model = ReplayModel([call("leaf", task="what is the number?"), call("final_answer", answer="top: 7")])
+        return ToolCallingAgent(tools=[], model=model, managed_agents=[leaf], verbosity=0)
+
+    expected = list(team().run("The number?", stream=True))
+    got = asyncio.run(_collect(team(), "The number?"))
+    assert _classes(got) == _classes(expected)
+    assert got[-1].output == "top: 7"
+    leaf_run = next(e for e in got if isinstance(e, ev.RunStarted) and e.agent_name == "leaf")
+    leaf_call = next(e for e in got if isinstance(e, ev.ToolCallProposed) and e.tool_name == "leaf")
+    assert leaf_run.parent_id == leaf_call.call_id

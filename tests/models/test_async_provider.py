@@ -94,3 +94,83 @@ def test_hugging_face_inference_is_awaited_too(server, monkeypatch):
     assert "".join(e.text for e in events if isinstance(e, ev.ModelTextDelta) and e.step == 1) == THINKING
     first = next(e for e in events if isinstance(e, ev.ModelOutput))
     assert (first.token_usage.input_tokens, first.token_usage.output_tokens) == (40, 9)
+
+
+def test_runs_waiting_for_the_provider_hold_no_thread(server, monkeypatch):
+    """Six runs wait for a stalled provider at once while the pool for the work between model calls has one
+    thread: a run that held a thread while it waited would keep the others from sending their requests."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import agents.loop.async_driver as async_driver
+    from tests.waiting import wait_until_async
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-step")
+    monkeypatch.setattr(async_driver, "_pool", pool)
+    team = [make_agent(server) for _ in range(6)]
+    server.script = [{"type": "stall_mid", "content": THINKING, "stall_s": 60} for _ in team]
+
+    async def main():
+        runs = [asyncio.create_task(agent.arun("Stall.", return_result=True)) for agent in team]
+
+        async def all_waiting():
+            return len(server.requests) == len(team)
+
+        await wait_until_async(all_waiting, what="every run's request at the provider")
+        waiting_threads = [t.name for t in threading.enumerate() if t.name.startswith(("model-", "agent-arun"))]
+        free = await asyncio.wrap_future(pool.submit(lambda: "the pool's thread is free"))
+        for agent in team:
+            agent.interrupt()
+        results = await asyncio.wait_for(asyncio.gather(*runs), 30)
+        return waiting_threads, free, results
+
+    try:
+        waiting_threads, free, results = asyncio.run(main())
+    finally:
+        server.release()
+        pool.shutdown()
+    assert waiting_threads == [] and free == "the pool's thread is free"
+    assert [r.state.value for r in results] == ["interrupted"] * len(team)
+    assert len(server.requests) == len(team)  # no retry after Stop
+
+
+def test_cancelling_astream_while_the_provider_stalls_records_the_stop(server):
+    from agents.memory import TaskStep
+
+    agent = make_agent(server)
+    server.script = [{"type": "stall_mid", "content": THINKING, "stall_s": 60}]
+
+    async def main():
+        seen: list[ev.Event] = []
+
+        async def consume():
+            async for event in agent.astream("Stall."):
+                seen.append(event)
+
+        task = asyncio.create_task(consume())
+        assert await asyncio.to_thread(server.stalled.wait, 30), "the server never stalled"
+        started = time.monotonic()
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return seen, time.monotonic() - started
+        raise AssertionError("the cancelled task ended without CancelledError")
+
+    try:
+        seen, elapsed = asyncio.run(main())
+    finally:
+        server.release()
+    assert elapsed < 3.0, f"the cancellation took {elapsed:.1f} s while the provider stalled"
+    assert isinstance(seen[0], ev.RunStarted) and not any(isinstance(e, ev.RunFinished) for e in seen)
+    task_step = next(s for s in agent.memory.steps if isinstance(s, TaskStep))
+    assert task_step.state == "interrupted"  # recorded by the time the cancellation returned
+
+
+def test_a_provider_error_ends_the_async_run_as_it_ends_a_run(server):
+    agent = make_agent(server)
+    server.script = [{"type": "error", "status": 401, "message": "bad key"}]
+    sync = agent.run("Try.", return_result=True)
+    server.script = [{"type": "error", "status": 401, "message": "bad key"}]
+    result = asyncio.run(agent.arun("Try.", return_result=True))
+    assert result.state.value == sync.state.value == "error"
+    assert type(result.exception) is type(sync.exception) and result.error == sync.error
