@@ -103,6 +103,11 @@ class WarmPool:
         with self._lock:
             return [h for h in self._ready.get(_key(spec), []) if not h.dead]
 
+    def pooled(self) -> int:
+        """How many started hosts wait to be taken, for every spec (the operator's metrics)."""
+        with self._lock:
+            return sum(1 for hosts in self._ready.values() for h in hosts if not h.dead)
+
     def _next_missing(self) -> tuple[Hashable, SandboxSpec] | None:
         with self._lock:
             for key, template in reversed(self._templates.items()):  # the most recent first
@@ -164,6 +169,13 @@ def _close_all() -> None:
 
 
 atexit.register(_close_all)
+
+
+def pooled_sandboxes() -> int:
+    """Ready sandboxes in all of the process's pools (`agentdeck_sandboxes{state="pooled"}`)."""
+    with _pools_lock:
+        pools = list(_pools.values())
+    return sum(pool.pooled() for pool in pools)
 
 
 def for_backend(backend: SandboxBackend, size: int | None = None) -> WarmPool:

@@ -4,7 +4,9 @@ The agent holds what lasts across runs: its settings, tools, memory, decisions b
 run is an object of its own: a RunContext (the run's ids, events, stop flag, decisions) driven by a
 StepRunner (agents/loop/step_runner.py), which the agent builds and hands itself. `run(stream=True)` runs
 it in a background thread and returns its EventStream (agents/loop/event_stream.py), so nested sub-agents,
-tool calls from sandboxed code and paused decisions all stream the same way.
+tool calls from sandboxed code and paused decisions all stream the same way. The StepRunner's loop yields each
+model call (agents/loop/model_call.py): `run` serves them in its thread, `arun`/`astream` await them in their
+event loop (agents/loop/async_driver.py).
 """
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from agents.executor.pool import pooled_sandboxes
 from agents.telemetry import subscribe
 from agents.telemetry.metrics import EventMetrics
 
@@ -73,10 +74,11 @@ class SessionCollector(Collector):
         sessions.add_metric([], len(self._registry))
         yield sessions
         sandboxes = GaugeMetricFamily("agentdeck_sandboxes", "Sandboxes by state (live: a session's agent holds "
-                                      "one; starting: a place promised to a run whose agent is being built).",
-                                      labels=["state"])
+                                      "one; pooled: started ahead, waiting for a session; starting: a place "
+                                      "promised to a run whose agent is being built).", labels=["state"])
         for state, count in self._registry.sandbox_counts().items():
             sandboxes.add_metric([state], count)
+        sandboxes.add_metric(["pooled"], pooled_sandboxes())
         yield sandboxes
 
 
