@@ -144,3 +144,19 @@ def test_managed_agents_run_inside_an_async_run_with_the_same_events():
     leaf_run = next(e for e in got if isinstance(e, ev.RunStarted) and e.agent_name == "leaf")
     leaf_call = next(e for e in got if isinstance(e, ev.ToolCallProposed) and e.tool_name == "leaf")
     assert leaf_run.parent_id == leaf_call.call_id
+
+
+def test_a_paused_async_run_is_resumed_as_a_paused_run_is(tmp_path):
+    """Pause mode through `arun`: the run ends PAUSED with the request kept in memory, as `run` ends it;
+    `resume` carries it on from the recorded reply."""
+    from agents.loop.result import RunState
+
+    model = ReplayModel(SCRIPT)
+    with CodeAgent(tools=[], model=model, workdir=tmp_path, verbosity=0, approval_policy="approve_code",
+                   pause_on_decision=True) as agent:
+        result = asyncio.run(agent.arun("Compute.", return_result=True))
+        assert result.state is RunState.PAUSED and agent.memory.pending is not None
+        assert agent.memory.pending.kind == "code" and "6 * 7" in agent.memory.pending.payload["code"]
+        assert agent.resume(Decision.approve(), return_result=True).state is RunState.PAUSED  # the next code asks
+        assert agent.resume(Decision.approve()) == 42
+        assert len(model.calls) == 2  # each paused step acted from its recorded reply
