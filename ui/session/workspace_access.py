@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, Protocol
 from agents.executor.artifacts import PATH_MAX
 from agents.executor.backend import FILE_MAX_BYTES, FileInfo, FileTooLarge
 from agents.executor.local import workspace_files as by_descriptor
+from agents.executor.local.worker_watch import usage
 from agents.executor.tree_walk import TreeWalk, WalkError
 
 #: Entries looked at by a listing, at most: past that it shows what was found (the disk limit counts them all).
@@ -52,6 +53,38 @@ class WorkspaceFiles(Protocol):
         ...
 
     def remove(self, relpath: str) -> None: ...
+
+    def open_versioned(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> tuple[BinaryIO, FileInfo]:
+        """`open`, with the size and modification time of what was opened (`mtime_ns` 0: unknown, so a copy
+        keyed by it is never reused); for the published copies (ui/chat/published_files.py)."""
+        ...
+
+    def taken(self, relpath: str) -> bool:
+        """Whether anything (a file, a folder, a link) has this name: an upload picks another."""
+        ...
+
+    def used_bytes(self) -> int:
+        """What the workspace takes, as the sandbox's disk limit counts it (an unfinished count is "full")."""
+        ...
+
+
+def root_forms(root: str | Path) -> tuple[str, ...]:
+    """The workspace folder as the app names it and as it really is (an absolute name the code prints may be
+    either), both absolute; only names are compared with these, no file is reached through them."""
+    given = os.path.abspath(root)
+    real = os.path.realpath(given)
+    return (given,) if real == given else (given, real)
+
+
+def relative_name(path: str | Path, root: str | Path) -> str | None:
+    """`path` (absolute, or relative to the workspace) as a name inside the workspace `root`, or None if it is
+    not inside (no file is looked at)."""
+    text = os.fspath(path)
+    for base in root_forms(root):
+        full = os.path.normpath(text if os.path.isabs(text) else os.path.join(base, text))
+        if os.path.commonpath([full, base]) == base and full != base:
+            return os.path.relpath(full, base).replace(os.sep, "/")
+    return None
 
 
 def _hidden(relpath: str) -> bool:
@@ -101,8 +134,22 @@ class DiskFiles:
             raise
         return os.fdopen(fd, "rb"), size
 
+    def open_versioned(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> tuple[BinaryIO, FileInfo]:
+        stream, _ = self.open(relpath, max_bytes)
+        st = os.fstat(stream.fileno())
+        return stream, FileInfo(st.st_size, st.st_mtime_ns)
+
+    def taken(self, relpath: str) -> bool:
+        by_descriptor.check_relpath(relpath)
+        return os.path.lexists(self.root / relpath)
+
+    def used_bytes(self) -> int:
+        use = usage([str(self.root)])
+        return use.bytes if use.complete else 1 << 62
+
     def write(self, relpath: str, data: bytes | BinaryIO, max_bytes: int = FILE_MAX_BYTES,
               exclusive: bool = False) -> None:
+        os.makedirs(self.root, exist_ok=True)  # the app's own folder (a session's is made with it; a test's not)
         by_descriptor.write(str(self.root), relpath, data, max_bytes, self._uid, exclusive=exclusive)
 
     def remove(self, relpath: str) -> None:
@@ -138,6 +185,20 @@ class HostFiles:
     def open(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> tuple[BinaryIO, int]:
         data = self.read(relpath, max_bytes)
         return io.BytesIO(data), len(data)
+
+    def open_versioned(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> tuple[BinaryIO, FileInfo]:
+        stream, size = self.open(relpath, max_bytes)
+        return stream, FileInfo(size, 0)  # the content came whole: nothing says it is the version seen before
+
+    def taken(self, relpath: str) -> bool:
+        by_descriptor.check_relpath(relpath)
+        return relpath in self._host.list_files()  # what is not a regular file there is replaced, never followed
+
+    def used_bytes(self) -> int:
+        seen = self._host.snapshot()  # the host's walk, hidden files too; one it could not finish counts as full
+        if seen.incomplete or seen.too_deep:
+            return 1 << 62
+        return sum(max(0, int(size)) for size, _ in seen.files.values())
 
     def write(self, relpath: str, data: bytes | BinaryIO, max_bytes: int = FILE_MAX_BYTES,
               exclusive: bool = False) -> None:
