@@ -71,7 +71,8 @@ def replay(steps: Sequence[MemoryStep], workdir: Path,
            has_file: Callable[[str], bool] | None = None) -> Iterator[tuple[MemoryStep | None, list[Event]]]:
     """(step, its events) for each step of a saved memory, in order, as the loop streamed them; `workdir` is
     where the step's files are (`has_file`: see `action_events`). A run that ended without an answer (stopped,
-    failed) is closed by a `(None, [RunFinished])` before the next run's task. History and system steps have no events."""
+    failed) is closed by a `(None, [RunFinished])` before the next run's task. History and system steps have no
+    events."""
     run: _Run | None = None
     for index, step in enumerate(steps):
         if isinstance(step, TaskStep):

@@ -192,7 +192,7 @@ class HostFiles:
 
     def taken(self, relpath: str) -> bool:
         by_descriptor.check_relpath(relpath)
-        return relpath in self._host.list_files()  # what is not a regular file there is replaced, never followed
+        return relpath in self._host.list_files()  # regular files only: a link there fails the exclusive write
 
     def used_bytes(self) -> int:
         seen = self._host.snapshot()  # the host's walk, hidden files too; one it could not finish counts as full
@@ -206,9 +206,7 @@ class HostFiles:
             data = data.read(max_bytes + 1)
         if len(data) > max_bytes:
             raise FileTooLarge(f"{len(data):,} bytes for {relpath!r}, over the cap of {max_bytes:,}")
-        if exclusive and relpath in self._host.list_files():
-            raise FileExistsError(f"{relpath!r} exists already")
-        self._host.put_file(relpath, bytes(data), max_bytes)
+        self._host.put_file(relpath, bytes(data), max_bytes, exclusive=exclusive)  # the host decides, where it is
 
     def remove(self, relpath: str) -> None:
         self._host.remove_file(relpath)

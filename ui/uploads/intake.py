@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from ui.uploads.preview_worker import PreviewFailed, preview_service
 
 DEFAULT_MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 MAX_NAME_LENGTH = 100
+MAX_NAME_TRIES = 8  # names tried for one upload when each is found taken as it is written
 
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
@@ -77,15 +79,16 @@ def safe_filename(name: str) -> str:
     return stem + ext
 
 
-def unique_name(files: WorkspaceFiles | Path, name: str) -> str:
-    """`name`, or `stem_2.ext`, `stem_3.ext`... if it is taken in the workspace `files` (by anything, a link too)."""
+def unique_name(files: WorkspaceFiles | Path, name: str, avoid: Collection[str] = ()) -> str:
+    """`name`, or `stem_2.ext`, `stem_3.ext`... if it is taken in the workspace `files` (by anything, a link too)
+    or in `avoid` (names an exclusive write found taken: a host lists regular files only)."""
     if isinstance(files, Path):
         files = DiskFiles(files)
-    if not files.taken(name):
+    if name not in avoid and not files.taken(name):
         return name
     stem, ext = os.path.splitext(name)
     index = 2
-    while files.taken(f"{stem}_{index}{ext}"):
+    while f"{stem}_{index}{ext}" in avoid or files.taken(f"{stem}_{index}{ext}"):
         index += 1
     return f"{stem}_{index}{ext}"
 
@@ -137,27 +140,32 @@ def ingest_upload(
         result.error = f"`{name}` could not be read: {first_error_line(exc)}"
         return result
     files = DiskFiles(workspace) if isinstance(workspace, (str, Path)) else workspace
-    try:
-        result.safe_name = unique_name(files, safe_filename(name))
-    except OSError as exc:
-        result.error = f"`{name}` could not be added to the workspace: {exc.strerror or exc}."
-        return result
-    result.path = files.root / result.safe_name
     normalized = normalized_text_upload(src) if result.kind in ("csv", "tsv", "text", "json", "jsonl") else None
     # The workspace is the worker's: a name in it may be a link its code left there (dangling, so the name looked
-    # free). The copy is exclusive (WorkspaceFiles.write: made whole, then linked in where nothing has the name),
-    # never written through whatever is in its place; the copy is capped at what was checked.
-    try:
-        if normalized is not None:  # the agent's code then reads it as plain UTF-8, as the preview says
-            data = normalized.encode("utf-8")
-            files.write(result.safe_name, data, max(max_bytes, len(data)), exclusive=True)
-        else:
-            with open(src, "rb") as source_file:
-                files.write(result.safe_name, source_file, max_bytes, exclusive=True)
-    except OSError as exc:
-        result.error = f"`{name}` could not be added to the workspace: {exc.strerror or exc}."
-        result.path = None
+    # free). The copy is exclusive (WorkspaceFiles.write: made whole, then linked in where nothing has the name,
+    # decided where the file is), never written through whatever is in its place; a name found taken so is
+    # skipped for the next one.
+    tried: list[str] = []
+    for _ in range(MAX_NAME_TRIES):
+        try:
+            result.safe_name = unique_name(files, safe_filename(name), tried)
+            if normalized is not None:  # the agent's code then reads it as plain UTF-8, as the preview says
+                data = normalized.encode("utf-8")
+                files.write(result.safe_name, data, max(max_bytes, len(data)), exclusive=True)
+            else:
+                with open(src, "rb") as source_file:
+                    files.write(result.safe_name, source_file, max_bytes, exclusive=True)
+        except FileExistsError:
+            tried.append(result.safe_name or "")
+            continue
+        except OSError as exc:
+            result.error = f"`{name}` could not be added to the workspace: {exc.strerror or exc}."
+            result.safe_name = None
+            return result
+        result.path = files.root / result.safe_name
         return result
+    result.error = f"`{name}` could not be added to the workspace: every name tried was taken meanwhile."
+    result.safe_name = None
     return result
 
 
