@@ -214,3 +214,18 @@ def test_the_host_refuses_what_the_disk_refuses(chat) -> None:
     with pytest.raises(FileExistsError):
         files.write("secret.png", b"x", exclusive=True)  # an exclusive write never replaces the link
     assert os.readlink(remote / "secret.png") == "/etc/passwd"
+
+
+def test_showing_a_hosts_file_again_takes_no_more_room(chat) -> None:
+    """A host gives content, not a version: each show reads it again, but the same content is kept once (a chat
+    whose files panel refreshes every step would otherwise run out of its share of published copies)."""
+    record, _, remote = chat
+    (remote / "table.csv").write_bytes(CSV)
+    first = record.publish(record.workspace / "table.csv")
+    for _ in range(3):
+        assert record.publish(record.workspace / "table.csv") == first
+    assert record.published_bytes == len(CSV)
+    (remote / "table.csv").write_bytes(CSV + b"Chinstrap,3700\n")  # a new version is a new copy
+    second = record.publish(record.workspace / "table.csv")
+    assert second.digest != first.digest and record.published_bytes == 2 * len(CSV) + 15
+    assert Path(second.path).read_bytes().endswith(b"Chinstrap,3700\n")

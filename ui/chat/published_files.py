@@ -113,7 +113,8 @@ class FilePublisher:
                     if self._bytes + info.st_size > self.max_bytes:
                         raise NotPublishable(self._over_budget(name))
                     with os.fdopen(os.dup(fd), "rb") as stream:
-                        known = self._copies[key] = self._copy(stream, name, info.st_size)
+                        known, _ = self._copy(stream, name, info.st_size)
+                        self._copies[key] = known
                     self._bytes += info.st_size
                 return known
         finally:
@@ -141,10 +142,11 @@ class FilePublisher:
                 if known is None:
                     if self._bytes + info.size > self.max_bytes:
                         raise NotPublishable(self._over_budget(name))
-                    known = self._copy(stream, name, info.size)
+                    known, new = self._copy(stream, name, info.size)
                     if info.mtime_ns:
                         self._copies[key] = known
-                    self._bytes += info.size
+                    if new:  # content read again (no version to key it by) but already published: no more room
+                        self._bytes += info.size
                 return known
 
     def _over_budget(self, name: str) -> str:
@@ -157,9 +159,10 @@ class FilePublisher:
             real = self._real_folders[folder] = os.path.realpath(folder)
         return real
 
-    def _copy(self, stream: BinaryIO, name: str, size: int) -> Published:
+    def _copy(self, stream: BinaryIO, name: str, size: int) -> tuple[Published, bool]:
         """Copy the open file's first `size` bytes (its size when checked: one the code keeps growing is not
-        followed past what was counted) into the content-addressed folder, hashing while copying."""
+        followed past what was counted) into the content-addressed folder, hashing while copying; and whether
+        it is a new copy (False: the same content under the same name was published already)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         staging = self.folder / f".incoming-{secrets.token_hex(8)}"
         digest = hashlib.sha256()
@@ -173,11 +176,12 @@ class FilePublisher:
             target_dir = self.folder / digest.hexdigest()[:32]
             target_dir.mkdir(exist_ok=True)
             target = target_dir / name
+            new = not os.path.lexists(target)
             os.replace(staging, target)
         except OSError as exc:
             staging.unlink(missing_ok=True)
             raise NotPublishable(f"{name} could not be published: {exc.strerror}") from exc
-        return Published(str(target), digest.hexdigest())
+        return Published(str(target), digest.hexdigest()), new
 
     def remove(self) -> None:
         """Delete every published copy (the session was reset or closed); later publishes start afresh."""
