@@ -49,7 +49,8 @@ ON_DISK = {  # module -> the folder it reaches by path, and why that is not the 
     "ui/uploads/preview_confinement.py": "the preview child's own folder",
     "ui/uploads/preview_worker.py": "the upload copied into the preview child's private folder",
     "ui/web/gradio_compat.py": "Gradio's upload temp files and folder",
-    "ui/web/run_gate.py": "the disk floor of the data folder (free space), not a session's files",
+    "ui/web/run_gate.py": "a visitor's chats' folders as the app's disk holds them (their share of that disk; a "
+                          "sandbox elsewhere has its own limit)",
     "tools/registry.py": "a user tools folder",
     "tools/speech_to_text.py": "a path of the caller's own when not bound to a session (bound: WorkspaceFiles)",
     "tools/user_tools.py": "the user tools folder",
@@ -58,20 +59,14 @@ WORKSPACE_FOLDER = {  # listed modules that name a workspace: why they touch the
     "ui/session/chat_record.py": "makes the session's workspace folder, empties it for a new chat (no sandbox "
                                  "then), and moves the record into a saved chat's folder",
     "ui/saved/store.py": "makes a saved chat's workspace folder and removes it with the chat",
-    "ui/panels/exports.py": "names the workspace to make export paths relative; its files are read by "
-                            "WorkspaceFiles (bundles, notebook images)",
     "ui/panels/bundles.py": "takes a WorkspaceFiles (the `workspace` parameter) and reads through it",
-    "ui/mcp/chats.py": "names the workspace for relative names; files go through WorkspaceFiles",
+    "ui/mcp/chats.py": "names the workspace for relative names; files go through WorkspaceFiles (the open "
+                       "session's, else DiskFiles of a saved chat no sandbox holds)",
     "ui/api/chats.py": "names the workspace for relative names; files go through WorkspaceFiles",
-    "ui/chat/published_files.py": "its docstring's subject; the code publishes streams of WorkspaceFiles",
     "ui/uploads/intake.py": "the upload's target is a WorkspaceFiles",
     "ui/uploads/batch.py": "the quota counts the WorkspaceFiles' bytes",
-    "ui/web/run_gate.py": "the disk floor of the sessions' folder (free space), no file of a session",
-    "tools/speech_to_text.py": "bound to a session's WorkspaceFiles (for_workspace)",
-    "ui/deploy.py": "the word in a deployment's settings; it copies the project's own files",
     "ui/panels/files.py": "names the workspace for relative names and makes the zip's folder beside the chat; "
                           "files go through WorkspaceFiles",
-    "ui/session/registry.py": "the sessions' root folder",
 }
 
 #: Called as `os.X`, `os.path.X`, `shutil.X` (or a module alias of the descriptor helpers): any of these reach
@@ -164,6 +159,9 @@ def test_the_lists_are_honest() -> None:
     stale = {rel for rel in ON_DISK if rel not in reaching and "none" not in ON_DISK[rel]}
     assert not stale, f"these no longer reach files by path: take them off ON_DISK: {stale}"
     assert set(WORKSPACE_FOLDER) <= set(ON_DISK)
+    trees = scanned(ROOT)
+    not_naming = {rel for rel in WORKSPACE_FOLDER if not _names_workspace(trees[rel])}
+    assert not not_naming, f"these name no workspace: take them off WORKSPACE_FOLDER: {not_naming}"
     assert not any("not moved" in why for why in [*ON_DISK.values(), *WORKSPACE_FOLDER.values()])
 
 

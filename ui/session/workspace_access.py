@@ -8,8 +8,13 @@ agents/executor/local/workspace_files.py), `HostFiles` for any other host (its `
 `put_file`/`remove_file`). `files_of(host, root)` picks one; with no sandbox yet, the folder is the truth.
 
 Errors (the same for both): `PermissionError` for a name out of the workspace, a link at any depth, a folder or
-a special file; `FileNotFoundError`; `FileExistsError` for an exclusive write; `FileTooLarge` past a cap.
-tests/ui/test_workspace_access_scan.py keeps other ui/ modules from opening workspace paths themselves.
+a special file; `FileNotFoundError`; `FileExistsError` for an exclusive write (decided where the file is made:
+the host's `put_file(exclusive=True)`); `FileTooLarge` past a cap. Who uses it: the uploads (`write` exclusive,
+`taken`, `used_bytes`), the published copies (`open_versioned`: the chat's images and links, the files panel),
+the model's pictures, a reopened or rewound chat (`list`), the exports and zips, the MCP files, tools of the app
+(`speech_to_text`). `relative_name` maps a path the chat names to a workspace name by its text alone.
+tests/ui/test_workspace_access_scan.py keeps every other module that reaches files by path to the folders it
+names (none a session's workspace files); tests/ui/test_workspace_elsewhere.py runs a chat on a host elsewhere.
 """
 from __future__ import annotations
 
