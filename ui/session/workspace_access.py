@@ -129,20 +129,19 @@ class DiskFiles:
         return by_descriptor.read(str(self.root), relpath, max_bytes)
 
     def open(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> tuple[BinaryIO, int]:
+        stream, info = self.open_versioned(relpath, max_bytes)
+        return stream, info.size
+
+    def open_versioned(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> tuple[BinaryIO, FileInfo]:
         fd = by_descriptor.open_regular(str(self.root), relpath)
         try:
-            size = os.fstat(fd).st_size
-            if size > max_bytes:
-                raise FileTooLarge(f"{relpath!r} is {size:,} bytes, over the cap of {max_bytes:,}")
+            st = os.fstat(fd)
+            if st.st_size > max_bytes:
+                raise FileTooLarge(f"{relpath!r} is {st.st_size:,} bytes, over the cap of {max_bytes:,}")
         except BaseException:
             os.close(fd)
             raise
-        return os.fdopen(fd, "rb"), size
-
-    def open_versioned(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> tuple[BinaryIO, FileInfo]:
-        stream, _ = self.open(relpath, max_bytes)
-        st = os.fstat(stream.fileno())
-        return stream, FileInfo(st.st_size, st.st_mtime_ns)
+        return os.fdopen(fd, "rb"), FileInfo(st.st_size, st.st_mtime_ns)
 
     def taken(self, relpath: str) -> bool:
         by_descriptor.check_relpath(relpath)
