@@ -15,6 +15,7 @@ import os
 import struct
 import threading
 import wave
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,15 +55,20 @@ class SpeechToTextTool(Tool):
         self._lock = threading.Lock()
         self.root: Path | None = None  # when set, only files inside it can be read (a session's workspace)
         self._given_root: Path | None = None  # the same folder as named (the worker may name it so)
+        self._read: Callable[[str, int], bytes] | None = None  # how a bound tool reads the workspace
 
-    def for_workspace(self, root: str | Path) -> SpeechToTextTool:
-        """This tool for one session: relative paths are read from `root` and nothing outside it is opened.
+    def for_workspace(self, root: str | Path,
+                      read: Callable[[str, int], bytes] | None = None) -> SpeechToTextTool:
+        """This tool for one session: relative paths are read from `root` and nothing outside it is opened;
+        `read(relative, max_bytes)` reads them (the app's way to the session's files, whatever runs its sandbox:
+        ui/session/workspace_access.py), by default by descriptor below `root`.
 
         Why: the tool runs in the app process, not in the sandbox, so a path chosen by the model must not
         reach the app's own files or another session's workspace."""
         bound = copy.copy(self)
         bound.root = Path(root).resolve()
         bound._given_root = Path(os.path.abspath(root))
+        bound._read = read
         return bound
 
     def forward(self, audio: Any) -> str:
@@ -105,7 +111,12 @@ class SpeechToTextTool(Tool):
                                 "Upload the audio file to the chat first.")
             relative = given.relative_to(base)
         try:
-            data = workspace_files.read(str(self.root), str(relative), MAX_AUDIO_BYTES)
+            if self._read is not None:
+                data = self._read(relative.as_posix(), MAX_AUDIO_BYTES)
+                if len(data) > MAX_AUDIO_BYTES:  # the reader's word is not taken for it
+                    raise FileTooLarge(f"{given.name} is over {MAX_AUDIO_BYTES:,} bytes")
+            else:
+                data = workspace_files.read(str(self.root), str(relative), MAX_AUDIO_BYTES)
         except FileNotFoundError:
             raise ToolError(f"No audio file named {given.name!r}; pass the path of an existing WAV file.") from None
         except FileTooLarge:

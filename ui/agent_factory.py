@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,17 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
                      **model_options(settings.model, config))
     else:
         model = load_model(settings.model, config)
-    tools = [t.for_workspace(workdir) if hasattr(t, "for_workspace") else t
+    built: list[weakref.ref[Any]] = []  # the agent, once made (weakly: no cycle through its tools): its
+    # sandbox's host says where the workspace's files are
+
+    def read(relpath: str, max_bytes: int) -> bytes:
+        """A tool's read of the session's workspace, through the agent's sandbox host (on its own disk or not)."""
+        from ui.session.workspace_access import files_of
+
+        sandbox = getattr(built[0](), "live_sandbox", None) if built else None
+        return files_of(getattr(sandbox, "host", None), workdir).read(relpath, max_bytes)
+
+    tools = [t.for_workspace(workdir, read) if hasattr(t, "for_workspace") else t
              for t in select_tools(offered_tool_names(config))]
     if not any(getattr(t, "name", "") == "ask_user" for t in tools):  # always there: the model may ask the person
         from agents.tooling.ask_user import AskUserTool
@@ -71,7 +82,7 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
         return ToolCallingAgent(tools=tools, model=model, workdir=str(workdir), max_steps=settings.max_steps,
                                 planning_interval=settings.planning_interval, verbosity=0,
                                 max_tokens_per_run=config.max_tokens_per_run, context_budget=config.context_budget)
-    return CodeAgent(tools=tools, model=model, workdir=str(workdir),
+    agent = CodeAgent(tools=tools, model=model, workdir=str(workdir),
                      authorized_imports=list(settings.authorized_imports),
                      executor_timeout_s=config.exec_timeout_s, sandbox=config.sandbox,
                      sandbox_pool=config.sandbox_pool > 0, sandbox_limits=SandboxLimits(min_free_mb=config.min_free_mb),
@@ -80,6 +91,8 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
                      answer_agreement=config.answer_agreement, max_steps=settings.max_steps,
                      planning_interval=settings.planning_interval, verbosity=0,
                      max_tokens_per_run=config.max_tokens_per_run, context_budget=config.context_budget)
+    built.append(weakref.ref(agent))
+    return agent
 
 
 def offered_tool_names(config: AppConfig) -> tuple[str, ...]:

@@ -260,9 +260,11 @@ class SandboxHost(Protocol):
         `FileNotFoundError` if absent."""
         ...
 
-    def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES) -> None:
+    def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES, exclusive: bool = False) -> None:
         """Write a regular file of the workspace (folders made as needed), owned so the worker can change it.
-        Same refusals as `get_file`; the file is replaced whole, never written through a link."""
+        Same refusals as `get_file`; the file is replaced whole, never written through a link. `exclusive`:
+        `FileExistsError` if anything has the name (a link, a folder), decided where the file is made (an upload
+        never replaces what the code left there)."""
         ...
 
     def remove_file(self, relpath: str) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,9 +66,12 @@ def _tool_stub(name: str) -> str:
 
 
 def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = None,
-                title: str = "AgentDeck conversation", turns: Sequence[dict[str, Any]] = ()) -> NotebookNode:
+                title: str = "AgentDeck conversation", turns: Sequence[dict[str, Any]] = (),
+                read_file: Callable[[str, int], bytes] | None = None) -> NotebookNode:
     """A nbformat v4 notebook of the conversation; `workspace` is where artifact files are read from, `turns`
-    the person's messages (as in `to_markdown`)."""
+    the person's messages (as in `to_markdown`). `read_file(relative, max_bytes)`: how an artifact is read
+    (an app whose sandbox keeps the workspace elsewhere reads through it; by default by descriptor below
+    `workspace`), with the refusals of `workspace_files.read`."""
     import nbformat
     from nbformat import v4
 
@@ -114,7 +117,7 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = 
                     data["text/markdown"] = shown
                 outputs.append(v4.new_output("execute_result", data=data, execution_count=None))
             for artifact in step.artifacts:
-                image = _read_image(root, artifact, budget)
+                image = _read_image(root, artifact, budget, read_file)
                 if isinstance(image, str):
                     data = {"image/png": image, "text/plain": f"<{artifact}>"}
                     outputs.append(v4.new_output("display_data", data=data))
@@ -138,7 +141,8 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = 
     return notebook
 
 
-def _read_image(root: Path | None, artifact: str, budget: list[int]) -> str | object | None:
+def _read_image(root: Path | None, artifact: str, budget: list[int],
+                read_file: Callable[[str, int], bytes] | None = None) -> str | object | None:
     """The base64 PNG of a workspace artifact; None (not a PNG, outside the workspace, or missing), or _TOO_BIG
     when it is over MAX_IMAGE_BYTES or the notebook's remaining `budget` (which it then uses up)."""
     if root is None or Path(artifact).suffix.lower() not in _IMAGE_SUFFIXES:
@@ -147,7 +151,8 @@ def _read_image(root: Path | None, artifact: str, budget: list[int]) -> str | ob
     # worker may be running while the person exports, and a path resolved, checked and then opened by name could
     # be swapped for a link in between (the notebook then carried any file of the app's it named).
     try:
-        data = workspace_files.read(str(root), artifact, min(MAX_IMAGE_BYTES, budget[0]))
+        cap = min(MAX_IMAGE_BYTES, budget[0])
+        data = read_file(artifact, cap) if read_file is not None else workspace_files.read(str(root), artifact, cap)
     except FileTooLarge:
         return _TOO_BIG
     except OSError:

@@ -5,7 +5,7 @@ Part of the one mapping from memory steps to events (agents/step_events/__init__
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agents.events import (
@@ -58,9 +58,11 @@ def step_error(step: ActionStep, fields: Fields) -> StepError | None:
 
 
 # ----- a whole step, as the loop streamed it ----------------------------------------------------------------
-def action_events(step: ActionStep, fields: Fields, workdir: Path, after_start: Sequence[Event] = ()) -> list[Event]:
+def action_events(step: ActionStep, fields: Fields, workdir: Path, after_start: Sequence[Event] = (),
+                  has_file: Callable[[str], bool] | None = None) -> list[Event]:
     """An action step's events in the order the loop streams them (`after_start`: a compaction made as the
-    step started)."""
+    step started). `has_file(relative)`: whether the workspace still holds that regular file (an app whose
+    sandbox keeps the workspace elsewhere asks it; by default `workdir` is looked at)."""
     events: list[Event] = [step_started(step, fields), *after_start]
     if step.model_duration_s or step.model_output:  # the model answered (a failed call records no duration)
         events.append(model_output(step, fields))
@@ -86,7 +88,8 @@ def action_events(step: ActionStep, fields: Fields, workdir: Path, after_start: 
     for index, relative in enumerate(step.artifacts):
         path = Path(workdir) / relative
         try:  # a file deleted since, or a path that leads out of the workspace, is not shown
-            shown = path.is_file() and path.resolve().is_relative_to(Path(workdir).resolve())
+            shown = has_file(relative) if has_file is not None else \
+                path.is_file() and path.resolve().is_relative_to(Path(workdir).resolve())
         except OSError:
             shown = False
         if shown:

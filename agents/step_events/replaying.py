@@ -5,7 +5,7 @@ what is not).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,10 +67,12 @@ class _Run:
         return events
 
 
-def replay(steps: Sequence[MemoryStep], workdir: Path) -> Iterator[tuple[MemoryStep | None, list[Event]]]:
+def replay(steps: Sequence[MemoryStep], workdir: Path,
+           has_file: Callable[[str], bool] | None = None) -> Iterator[tuple[MemoryStep | None, list[Event]]]:
     """(step, its events) for each step of a saved memory, in order, as the loop streamed them; `workdir` is
-    where the step's files are. A run that ended without an answer (stopped, failed) is closed by a
-    `(None, [RunFinished])` before the next run's task. History and system steps have no events."""
+    where the step's files are (`has_file`: see `action_events`). A run that ended without an answer (stopped,
+    failed) is closed by a `(None, [RunFinished])` before the next run's task. History and system steps have no
+    events."""
     run: _Run | None = None
     for index, step in enumerate(steps):
         if isinstance(step, TaskStep):
@@ -89,7 +91,7 @@ def replay(steps: Sequence[MemoryStep], workdir: Path) -> Iterator[tuple[MemoryS
             if isinstance(step, PlanningStep):
                 yield step, planning_events(step, fields, after_start)
             else:
-                yield step, action_events(step, fields, workdir, after_start)
+                yield step, action_events(step, fields, workdir, after_start, has_file)
         elif isinstance(step, SummaryStep):
             run.steps.append(step)
             if step.step_number:  # shown when its step starts (it was made then)

@@ -58,6 +58,9 @@ def test_workspace_files_never_follow_what_the_code_planted(tmp_path):
                 host.get_file(path)
         with pytest.raises(PermissionError):
             host.put_file("dir/secret.txt", b"overwritten")
+        with pytest.raises(FileExistsError):  # an exclusive put (an upload) neither replaces nor follows it
+            host.put_file("link.txt", b"upload", exclusive=True)
+        assert os.path.islink(tmp_path / "ws" / "link.txt")
         host.put_file("link.txt", b"replaced")  # the link itself is replaced, its target untouched
         assert secret.read_text() == "app secret"
         assert not os.path.islink(tmp_path / "ws" / "link.txt")

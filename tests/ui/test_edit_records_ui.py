@@ -19,6 +19,7 @@ from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
 from ui.panels.history import HistoryController
 from ui.saved.store import new_token
+from ui.session.workspace_access import DiskFiles
 from ui.settings import AppConfig
 
 SCRIPT = [
@@ -204,7 +205,7 @@ def test_a_tool_calling_agents_edited_call_shows_the_same_live_and_replayed(tmp_
         live.apply(event)
     save_memory(agent.memory, tmp_path / "m.json", secret="s" * 32)
     reopened = Transcript(str(tmp_path))
-    replay_memory(reopened, load_memory(tmp_path / "m.json", secret="s" * 32), [], tmp_path)
+    replay_memory(reopened, load_memory(tmp_path / "m.json", secret="s" * 32), [], DiskFiles(tmp_path))
 
     def shown(transcript: Transcript) -> list[tuple[str, str]]:
         return [((m.get("metadata") or {}).get("title") or "", text_of(m)) for m in transcript.messages()

@@ -30,6 +30,7 @@ from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
 from ui.panels.history import HistoryController
 from ui.saved.store import new_token
+from ui.session.workspace_access import DiskFiles
 from ui.settings import AppConfig
 
 #: A 1x1 PNG, written by the agent's code: an image artifact without a plotting library.
@@ -209,7 +210,8 @@ def test_a_chat_saved_before_error_types_were_recorded_reopens_as_it_showed(tmp_
                                                     "value": serialize.sign(document, secret)}}
     memory = serialize.loads_memory(serialize.canonical_json(envelope), secret)
     transcript = Transcript(str(tmp_path))
-    replay_memory(transcript, memory, [{"task": "Work out the total", "text": "What is the total?"}], tmp_path)
+    replay_memory(transcript, memory, [{"task": "Work out the total", "text": "What is the total?"}],
+                  DiskFiles(tmp_path))
     text = chat_text(transcript.messages())
     assert "What is the total?" in text and "total 6" in text
     assert "💥 Error: Error" in text and "ZeroDivisionError" in text

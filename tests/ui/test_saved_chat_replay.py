@@ -11,6 +11,7 @@ from agents.loop.restore import Mismatch, SandboxRebuildReport
 from agents.memory import ActionStep, AgentMemory, TaskStep
 from ui.chat.render import Transcript
 from ui.saved.restore import rebuild_note, replay_memory
+from ui.session.workspace_access import DiskFiles
 from ui.uploads.intake import agent_task_text, ingest_upload
 
 
@@ -21,7 +22,7 @@ def test_replay_memory_rebuilds_the_chat_with_the_renderer(tmp_path: Path) -> No
               "uploads": [{"name": "data.csv", "size": 8, "preview": "CSV table", "kind": "csv"},
                           {"name": "../escape.csv"}]}]
     transcript = Transcript(str(tmp_path))
-    uploads = replay_memory(transcript, sample_memory(), turns, tmp_path)
+    uploads = replay_memory(transcript, sample_memory(), turns, DiskFiles(tmp_path))
     messages = transcript.messages()
     text = chat_text(messages)
     assert messages[0]["role"] == "user" and messages[0]["content"]["path"].endswith("data.csv")
@@ -44,7 +45,7 @@ def test_a_reopened_chat_shows_a_rejection_as_the_persons_reason(tmp_path: Path)
     memory.add_step(ActionStep(step_number=1, run_id="r1", model_output="Thought: delete.", code="import os",
                                error=rejected, error_type="RejectedByUser", error_message="keep the raw data"))
     transcript = Transcript(str(tmp_path))
-    replay_memory(transcript, memory, [], tmp_path)
+    replay_memory(transcript, memory, [], DiskFiles(tmp_path))
     text = chat_text(transcript.messages())
     assert "You rejected this step" in text and "Reason: keep the raw data" in text and "💥" not in text
 

@@ -12,6 +12,7 @@ from agents.models.base import TokenUsage
 from ui.chat.published_files import FilePublisher
 from ui.chat.render import Transcript
 from ui.chat.step_output import MARKER, PREVIEW_LINES
+from ui.session.workspace_access import DiskFiles
 
 pd = pytest.importorskip("pandas")
 
@@ -181,7 +182,7 @@ def test_a_reopened_chat_shows_the_same_step_view(workspace_transcript) -> None:
                             logs=str(SUMMARY) + "\n", artifacts=["summary.csv"]),
                  FinalAnswerStep(output=repr(SUMMARY))):
         memory.add_step(step)
-    replay_memory(t, memory, [], workspace)
+    replay_memory(t, memory, [], DiskFiles(workspace))
     messages = t.messages()
     assert by_title(messages, "Step 1")["metadata"]["status"] == "done"
     content = preview_of(messages, "Step 1")["content"]

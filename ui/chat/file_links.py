@@ -1,7 +1,8 @@
 """File names in an answer as links to their published copies: only files of the session's workspace.
 
 Why: an answer that says "saved to species_summary.csv" left the person to find the file in the panel. A name
-becomes a link only when it names a regular file inside the workspace (a relative path, or an absolute path
+becomes a link only when it names a regular file inside the workspace (as the session's WorkspaceFiles reads
+it: ui/session/workspace_access.py, whatever runs the sandbox) (a relative path, or an absolute path
 that lies in it, shown as its relative path so no server path reaches the chat); the link is to the file's
 published copy (ui/chat/published_files.py), the only way files leave a session. Code blocks, existing links
 and URLs are left alone. In the chat the URL is relative to the page, so it holds behind a proxy's path prefix
@@ -14,6 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ui.session.workspace_access import relative_name
 from ui.web.gradio_compat import page_file_url
 
 #: At most this many names are linked in one text (each costs a publish: a copy of a new file).
@@ -32,7 +34,7 @@ class FileLinker:
 
     def __init__(self, workdir: str | None, publish: Callable[[str], Any] | None,
                  url_of: Callable[[str], str] = page_file_url) -> None:
-        self.workdir = os.path.realpath(workdir) if workdir else None
+        self.workdir = os.path.abspath(workdir) if workdir else None
         self.publish = publish
         self.url_of = url_of  # a published copy's URL: relative to the page, or absolute for an API caller
         self._links: dict[str, str | None] = {}
@@ -84,27 +86,24 @@ class FileLinker:
         """(the name as shown: relative to the workspace, the URL of its published copy), or None."""
         if self.workdir is None or self.publish is None:
             return None
-        path = os.path.normpath(name if os.path.isabs(name) else os.path.join(self.workdir, name))
-        if path in self._links:
-            url = self._links[path]
-            return (os.path.relpath(path, self.workdir), url) if url else None
+        relpath = relative_name(name, self.workdir)  # by name only: the files are the sandbox's, maybe elsewhere
+        if relpath is None:
+            return None
+        if relpath in self._links:
+            url = self._links[relpath]
+            return (relpath, url) if url else None
         url = None
-        if len(self._links) < MAX_LINKS and _inside(path, self.workdir):
-            try:
-                if os.path.isfile(path) and _inside(os.path.realpath(path), self.workdir):
-                    url = self.url_of(self.publish(path).path)
-            except (OSError, ValueError):  # not publishable (a link, unreadable...): left as text
+        if len(self._links) < MAX_LINKS:
+            try:  # published through the session's WorkspaceFiles: a regular file, no link at any depth
+                url = self.url_of(self.publish(os.path.join(self.workdir, relpath)).path)
+            except (OSError, ValueError):  # not publishable (missing, a link, a folder, unreadable): left as text
                 url = None
-        self._links[path] = url
-        return (os.path.relpath(path, self.workdir), url) if url else None
+        self._links[relpath] = url
+        return (relpath, url) if url else None
 
 
 def _escape(name: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", name)
-
-
-def _inside(path: str, folder: str) -> bool:
-    return os.path.commonpath([path, folder]) == folder and path != folder
 
 
 def link_files(text: str, workdir: str | None, publish: Callable[[str], Any] | None,

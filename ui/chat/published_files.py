@@ -10,7 +10,10 @@ session's own thread, into Gradio's upload folder under a per-session random fol
 
 It is also the one way files leave a session: only regular files inside the session's own folder are
 published (no symbolic links: code in the sandbox could point one at /etc), the workspaces themselves are
-not served, and Gradio serves published files inline only for types that cannot run script (others download).
+not served; a workspace file is read through the session's `WorkspaceFiles` (ui/session/workspace_access.py:
+on the sandbox's own disk or through its host's file operations), a file of the session's folder outside the
+workspace (an export) by descriptor here; and Gradio serves published files inline only for types that cannot
+run script (others download).
 """
 from __future__ import annotations
 
@@ -24,8 +27,10 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from agents.executor.backend import FileTooLarge
+from ui.session.workspace_access import WorkspaceFiles
 from ui.web.gradio_compat import file_url, upload_folder
 
 CHUNK = 1 << 20
@@ -106,15 +111,47 @@ class FilePublisher:
                 known = self._copies.get(key)
                 if known is None:
                     if self._bytes + info.st_size > self.max_bytes:
-                        raise NotPublishable(
-                            f"{name} is past the {self.max_bytes >> 20} MB of files this chat may show (each "
-                            "version of a file is kept; the file is in the workspace, and a new chat has room "
-                            "again)")
-                    known = self._copies[key] = self._copy(fd, name)
+                        raise NotPublishable(self._over_budget(name))
+                    with os.fdopen(os.dup(fd), "rb") as stream:
+                        known, _ = self._copy(stream, name, info.st_size)
+                        self._copies[key] = known
                     self._bytes += info.st_size
                 return known
         finally:
             os.close(fd)
+
+    def publish_workspace_file(self, files: WorkspaceFiles, relpath: str) -> Published:
+        """The published copy of the workspace file `relpath` as it is now, read through `files` (whatever runs
+        the sandbox: ui/session/workspace_access.py refuses links at any depth, folders and special files, and
+        reads no more than this session may still publish)."""
+        name = os.path.basename(relpath)
+        with self._lock:
+            room = self.max_bytes - self._bytes
+        try:
+            stream, info = files.open_versioned(relpath, max(0, room))
+        except FileTooLarge:
+            raise NotPublishable(self._over_budget(name)) from None
+        except PermissionError as exc:
+            raise NotPublishable(f"{name} is not a regular file of the workspace ({exc})") from None
+        except OSError as exc:
+            raise NotPublishable(f"{name} cannot be read: {exc.strerror or exc}") from exc
+        with stream:
+            key = ("workspace:" + relpath, info.size, info.mtime_ns)
+            with self._lock:
+                known = self._copies.get(key) if info.mtime_ns else None
+                if known is None:
+                    if self._bytes + info.size > self.max_bytes:
+                        raise NotPublishable(self._over_budget(name))
+                    known, new = self._copy(stream, name, info.size)
+                    if info.mtime_ns:
+                        self._copies[key] = known
+                    if new:  # content read again (no version to key it by) but already published: no more room
+                        self._bytes += info.size
+                return known
+
+    def _over_budget(self, name: str) -> str:
+        return (f"{name} is past the {self.max_bytes >> 20} MB of files this chat may show (each version of a file "
+                "is kept; the file is in the workspace, and a new chat has room again)")
 
     def _real_folder(self, folder: str) -> str:
         real = self._real_folders.get(folder)
@@ -122,24 +159,29 @@ class FilePublisher:
             real = self._real_folders[folder] = os.path.realpath(folder)
         return real
 
-    def _copy(self, fd: int, name: str) -> Published:
-        """Copy the open file into the content-addressed folder (hashing while copying)."""
+    def _copy(self, stream: BinaryIO, name: str, size: int) -> tuple[Published, bool]:
+        """Copy the open file's first `size` bytes (its size when checked: one the code keeps growing is not
+        followed past what was counted) into the content-addressed folder, hashing while copying; and whether
+        it is a new copy (False: the same content under the same name was published already)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         staging = self.folder / f".incoming-{secrets.token_hex(8)}"
         digest = hashlib.sha256()
+        left = size
         try:
             with open(staging, "wb") as writer:
-                while chunk := os.read(fd, CHUNK):
+                while left > 0 and (chunk := stream.read(min(CHUNK, left))):
+                    left -= len(chunk)
                     digest.update(chunk)
                     writer.write(chunk)
             target_dir = self.folder / digest.hexdigest()[:32]
             target_dir.mkdir(exist_ok=True)
             target = target_dir / name
+            new = not os.path.lexists(target)
             os.replace(staging, target)
         except OSError as exc:
             staging.unlink(missing_ok=True)
             raise NotPublishable(f"{name} could not be published: {exc.strerror}") from exc
-        return Published(str(target), digest.hexdigest())
+        return Published(str(target), digest.hexdigest()), new
 
     def remove(self) -> None:
         """Delete every published copy (the session was reset or closed); later publishes start afresh."""

@@ -253,7 +253,7 @@ class Transcript(ExecutionRendering, DecisionRendering):
         value = e.value
         if isinstance(value, str) and os.path.splitext(value)[1].lower() in IMAGE_EXTENSIONS:
             path = value if os.path.isabs(value) or not self.workdir else os.path.join(self.workdir, value)
-            shown = self.shown_file(path) if os.path.isfile(path) else None  # not shown again if this run did
+            shown = self.shown_file_if_there(path)  # not shown again if this run did
             if shown is not None and ("run", e.run_id, shown[1] or path) not in self._images_shown:
                 self._add_image(shown, os.path.basename(path), e)
 

@@ -69,6 +69,18 @@ class ChatTree:
             return None
         return published.path, published.digest
 
+    def shown_file_if_there(self, path: str) -> tuple[str, str | None] | None:
+        """`shown_file` for a name that may not be a file at all (an answer that is a string ending in .png):
+        None, and no note, when it cannot be shown."""
+        if self.publish is None:
+            digest = file_digest(path)
+            return (path, digest) if digest is not None else None
+        try:
+            published = self.publish(path)
+        except (OSError, ValueError):
+            return None
+        return published.path, published.digest
+
     def add_user(self, text: str, files: list[str] | None = None) -> None:
         for path in files or []:
             shown = self.shown_file(path)

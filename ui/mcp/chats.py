@@ -29,7 +29,7 @@ from ui.mcp.caller import Caller
 from ui.saved.store import SavedChat
 from ui.services import Services
 from ui.session.session import Session
-from ui.session.workspace_access import DiskFiles
+from ui.session.workspace_access import DiskFiles, WorkspaceFiles
 from ui.session.workspace_files import listed_files
 from ui.settings import SignInNeededError
 from ui.settings_form import FormValues, field_names
@@ -180,14 +180,23 @@ class McpChats:
         return [{"chat_id": meta.id, "title": meta.title, "updated": meta.updated}
                 for meta in self.services.store.list(caller.owner)[:200]]
 
+    def _files(self, chat: SavedChat) -> WorkspaceFiles:
+        """The chat's files: through the sandbox of a session that has it open (a page's or this server's: its
+        host may keep the workspace elsewhere), else its saved folder (no sandbox holds it)."""
+        for session in self.services.registry.sessions():
+            saved = session.record.saved
+            if saved is not None and saved.folder == chat.folder:
+                return session.record.files
+        return DiskFiles(chat.workspace)
+
     def list_files(self, caller: Caller, chat_id: str) -> list[dict[str, Any]]:
-        files = DiskFiles(self._chat(caller, chat_id).workspace)  # a saved chat's folder (no sandbox of its own)
+        files = self._files(self._chat(caller, chat_id))
         listed = files.list()
         return [{"name": name, "bytes": listed[name].size}
                 for name in (os.path.relpath(path, files.root) for path in listed_files([], [], files))]
 
     def read_file(self, caller: Caller, chat_id: str, name: str, max_bytes: int | None = None) -> dict[str, Any]:
-        files = DiskFiles(self._chat(caller, chat_id).workspace)
+        files = self._files(self._chat(caller, chat_id))
         cap = min(MAX_READ_BYTES, max(1, int(max_bytes or DEFAULT_READ_BYTES)))
         if not isinstance(name, str) or not name or len(name) > 1024 or name.startswith("."):
             raise McpRefused("Give a file's name as list_files gives it.")

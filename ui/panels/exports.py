@@ -21,6 +21,7 @@ from ui.saved.owners import tab_key
 from ui.saved.store import ChatStoreError
 from ui.services import Services
 from ui.session.session import Session
+from ui.session.workspace_access import WorkspaceFiles
 
 
 class ChatExports:
@@ -60,14 +61,14 @@ class ChatExports:
     def export_markdown(self, request: gr.Request) -> Any:
         from agents.memory.export import to_markdown
 
-        return self._export(request, ".md", lambda memory, workspace, path, title, turns: path.write_text(
-            to_markdown(memory, title=title, workspace=workspace, turns=turns), encoding="utf-8"))
+        return self._export(request, ".md", lambda memory, files, path, title, turns: path.write_text(
+            to_markdown(memory, title=title, workspace=files.root, turns=turns), encoding="utf-8"))
 
     def export_notebook(self, request: gr.Request) -> Any:
         from agents.memory.export_notebook import save_notebook
 
-        return self._export(request, ".ipynb", lambda memory, workspace, path, title, turns: save_notebook(
-            memory, path, workspace=workspace, title=title, turns=turns))
+        return self._export(request, ".ipynb", lambda memory, files, path, title, turns: save_notebook(
+            memory, path, workspace=files.root, title=title, turns=turns, read_file=files.read))
 
     def export_bundle(self, request: gr.Request) -> Any:
         """A zip of the Markdown export, every workspace file it links (charts, tables the agent wrote), so the
@@ -76,9 +77,10 @@ class ChatExports:
         from agents.memory.export import to_markdown
         from ui.panels.bundles import BundleBusy, export_files, write_bundle
 
-        def write(memory: AgentMemory, workspace: Path, path: Path, title: str, turns: list[dict[str, Any]]) -> None:
-            markdown = to_markdown(memory, title=title, workspace=workspace, turns=turns)
-            bundle = write_bundle(path, Path(workspace), export_files(markdown, turns),
+        def write(memory: AgentMemory, files: WorkspaceFiles, path: Path, title: str,
+                  turns: list[dict[str, Any]]) -> None:
+            markdown = to_markdown(memory, title=title, workspace=files.root, turns=turns)
+            bundle = write_bundle(path, files, export_files(markdown, turns),
                                   {f"{path.stem}.md": markdown.encode("utf-8")})
             if bundle.left_out:
                 gr.Warning(f"{len(bundle.left_out)} linked file(s) could not be added; the zip's {LEFT_OUT} "
@@ -91,15 +93,16 @@ class ChatExports:
             return gr.skip()
 
     def _export(self, request: gr.Request, extension: str, write: Callable[..., Any]) -> Any:
-        """Write the open chat's export next to it with `write(memory, workspace, path, title, turns)`; its published
-        copy (the browser downloads published files only: ui/chat/published_files.py)."""
+        """Write the open chat's export next to it with `write(memory, files, path, title, turns)` (`files`: the
+        chat's WorkspaceFiles, whatever runs its sandbox: ui/session/workspace_access.py); its published copy (the
+        browser downloads published files only: ui/chat/published_files.py)."""
         try:
             session, memory, folder, title, turns = self._export_source(request)
         except ChatStoreError as exc:
             gr.Warning(str(exc))
             return gr.skip()
         path = folder / f"{self._file_stem(title)}{extension}"
-        write(memory, session.record.workspace, path, title, turns)
+        write(memory, session.record.files, path, title, turns)
         try:
             return session.record.publish(path).path
         except NotPublishable as exc:

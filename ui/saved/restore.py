@@ -6,7 +6,7 @@ mid-conversation: in both cases nothing the person did is lost.
 """
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Collection
 from typing import Any
 
 from agents import events as ev
@@ -15,6 +15,7 @@ from agents.memory import ActionStep, AgentMemory, HistoryStep, PlanningStep, Ta
 from agents.models.base import message_text
 from ui.chat.formatting import clip
 from ui.chat.render import Transcript
+from ui.session.workspace_access import WorkspaceFiles
 from ui.uploads.intake import UploadResult
 
 
@@ -26,14 +27,18 @@ def _take_turn(turns: list[dict[str, Any]], task: str) -> dict[str, Any] | None:
     return None
 
 
-def uploads_of(turn: dict[str, Any] | None, workspace: Path) -> list[UploadResult]:
+def uploads_of(turn: dict[str, Any] | None, files: WorkspaceFiles,
+               present: Collection[str] | None = None) -> list[UploadResult]:
     """The uploads a saved message sent that are still in the workspace (a name that is not a plain file name,
-    or a file since deleted, is left out)."""
+    or a file since deleted, is left out), as `files` lists it (`present`: that listing, if already taken)."""
     results = []
-    for item in (turn or {}).get("uploads") or []:
+    items = [item for item in (turn or {}).get("uploads") or [] if isinstance(item, dict)]
+    if items and present is None:
+        present = files.list()
+    for item in items:
         name = str(item.get("name") or "")
-        path = workspace / name
-        if not name or "/" in name or "\\" in name or not path.is_file():
+        path = files.root / name
+        if not name or "/" in name or "\\" in name or name not in (present or ()):
             continue
         results.append(UploadResult(original_name=str(item.get("original") or name),
                                     size_bytes=int(item.get("size") or 0), safe_name=name, path=path,
@@ -55,24 +60,26 @@ def show_unfinished(transcript: Transcript, turns: list[dict[str, Any]], tasks: 
 
 
 def replay_memory(transcript: Transcript, memory: AgentMemory, turns: list[dict[str, Any]],
-                  workspace: Path) -> list[UploadResult]:
+                  files: WorkspaceFiles) -> list[UploadResult]:
     """Rebuild a chat from a memory: each step's events, made by the mapping the live run used
     (agents/step_events/), applied to `transcript`, so the chat looks as it did, rendered by the same code.
     The person's messages come from `turns`; turns with no step in the memory (their run was cut short) are
-    shown where they were sent. Returns the uploads found."""
+    shown where they were sent. Returns the uploads found. The workspace's files are what `files` lists (whatever
+    runs the sandbox: ui/session/workspace_access.py), taken once."""
     turns = [dict(t) for t in turns if isinstance(t, dict)]
     tasks = {step.task for step in memory.steps if isinstance(step, TaskStep)}
     uploads: list[UploadResult] = []
-    for step, events in step_events.replay(memory.steps, workspace):
+    present = files.list()
+    for step, events in step_events.replay(memory.steps, files.root, present.__contains__):
         if isinstance(step, HistoryStep):
             lines = [f"**{m.get('role', 'user')}:** {clip(message_text(m), 500)}" for m in step.history]
             transcript.add_note("\n\n".join(lines), title="🕘 Earlier conversation", status="done")
         elif isinstance(step, TaskStep):
             show_unfinished(transcript, turns, tasks, step.task)
             turn = _take_turn(turns, step.task)
-            files = uploads_of(turn, workspace)
-            uploads += files
-            transcript.add_message(turn.get("text", "") if turn else step.task, files)
+            sent = uploads_of(turn, files, present)
+            uploads += sent
+            transcript.add_message(turn.get("text", "") if turn else step.task, sent)
         for event in events:
             transcript.apply(event)
     show_unfinished(transcript, turns, tasks, None)

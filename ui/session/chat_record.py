@@ -24,7 +24,7 @@ from ui.chat.render import Transcript
 from ui.saved.restore import replay_memory, show_unfinished
 from ui.saved.store import SavedChat
 from ui.session import rewind
-from ui.session.workspace_access import WorkspaceFiles, files_of
+from ui.session.workspace_access import WorkspaceFiles, files_of, relative_name
 from ui.session.workspace_files import FileRemovalError, listed_files
 from ui.settings import RunSettings
 from ui.uploads.batch import ingest_uploads
@@ -116,7 +116,7 @@ class ChatRecord:
         `kept`: uploads already in the workspace that go with it again (a resent message's).
         Returns (this message's upload results, the uploads of earlier messages)."""
         with self._lock:
-            taken = ingest_uploads(files, self._workspace, max_upload_bytes)
+            taken = ingest_uploads(files, self.files, max_upload_bytes)
             for (path, _), result in zip(files, taken, strict=True):
                 if result.ok:  # the workspace (this session's) has it now: the upload route's copy goes
                     discard_upload(path)
@@ -154,7 +154,7 @@ class ChatRecord:
         undone answer wrote, named in the chat. Called by `Session.rewind_last_turn`."""
         with self._lock:
             transcript = Transcript(str(self._workspace), publish=self.publish)
-            self._uploads = rewind.rewound_chat(transcript, kept, turns, self._workspace, agent, undone)
+            self._uploads = rewind.rewound_chat(transcript, kept, turns, self.files, agent, undone)
             self._transcript, self._turns, self._clock = transcript, list(turns), []
             self._files_version += 1
 
@@ -165,7 +165,12 @@ class ChatRecord:
 
     # ----- files ---------------------------------------------------------------------------------------
     def publish(self, path: str | Path) -> Published:
-        """The published copy of a file of this session's folder, as it is now (NotPublishable if it cannot be)."""
+        """The published copy of a file of this session's folder, as it is now (NotPublishable if it cannot be):
+        a workspace file through `files` (whatever runs the sandbox), another (an export beside the chat) from
+        the session's folder itself."""
+        relpath = relative_name(path, self._workspace)
+        if relpath is not None:
+            return self._publisher.publish_workspace_file(self.files, relpath)
         return self._publisher.publish(path, inside=self._root)
 
     def workspace_files(self) -> list[str]:
@@ -284,7 +289,7 @@ class ChatRecord:
             if memory is None or not memory.steps:
                 show_unfinished(self._transcript, [dict(t) for t in self._turns], set(), None)
                 return False
-            self._uploads = replay_memory(self._transcript, memory, self._turns, self._workspace)
+            self._uploads = replay_memory(self._transcript, memory, self._turns, self.files)
             self._files_version += 1
             self._restoring = self._transcript.add_note(RESTORING_NOTE, title=None)
             return True

@@ -24,13 +24,13 @@ replay script its next reply), else a new one is built first; if that fails, not
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agents.loop.restore import restore_agent_memory
 from agents.memory import ActionStep, AgentMemory, TaskStep
 from ui.chat.render import Transcript
 from ui.saved.restore import carry_memory_into, replay_memory, uploads_of
+from ui.session.workspace_access import WorkspaceFiles
 from ui.uploads.intake import UploadResult
 
 HEADLINE = "↩️ **Rewound to before your last message.**"
@@ -47,9 +47,9 @@ class LastMessage:
     uploads: tuple[UploadResult, ...] = ()
 
 
-def message_of(turn: dict[str, Any], workspace: Path) -> LastMessage:
-    """A saved message (one of a session's turns) as it can be sent again."""
-    return LastMessage(str(turn.get("text") or ""), tuple(uploads_of(turn, workspace)))
+def message_of(turn: dict[str, Any], files: WorkspaceFiles) -> LastMessage:
+    """A saved message (one of a session's turns) as it can be sent again (its uploads still in `files`)."""
+    return LastMessage(str(turn.get("text") or ""), tuple(uploads_of(turn, files)))
 
 
 def last_turn_start(memory: AgentMemory | None, turns: list[dict[str, Any]]) -> int | None:
@@ -105,12 +105,12 @@ def refusal(closed: bool, running: bool, waiting: bool, has_message: bool, actio
     return None
 
 
-def rewound_chat(transcript: Transcript, kept: AgentMemory, turns: list[dict[str, Any]], workspace: Path,
+def rewound_chat(transcript: Transcript, kept: AgentMemory, turns: list[dict[str, Any]], files: WorkspaceFiles,
                  agent: Any, undone: list[str]) -> list[UploadResult]:
     """Fill `transcript` (new) with the chat as it was before the last message, give `agent` the kept memory
     (with code steps, their variables rebuilt in its fresh sandbox) and note what happened. Returns the uploads
     of the kept messages."""
-    uploads = replay_memory(transcript, kept, turns, workspace)
+    uploads = replay_memory(transcript, kept, turns, files)
     if kept.steps:
         carry_memory_into(agent, kept, transcript, HEADLINE)
     else:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from agents import events as ev
@@ -100,7 +99,7 @@ class RunControl:
             self._record.add_turn(task, text, good)
             self._save("start")  # the person's message is on disk before the agent starts
             self._record.transcript.finished = None
-            images, notes = images_for_model(good, agent, Path(self._record.workspace))
+            images, notes = images_for_model(good, agent, self._record.files)
             for note in notes:
                 self._record.add_note(note)
             # keeps its memory: reset=False

@@ -169,7 +169,7 @@ class Session:
         """What the person sent last (its text and uploads), for Edit; None before the first message."""
         with self.lock:
             turns = self._record.turns
-            return rewind.message_of(turns[-1], self._record.workspace) if turns else None
+            return rewind.message_of(turns[-1], self._record.files) if turns else None
 
     def rewind_last_turn(self, settings: RunSettings, action: str = "retry") -> LastMessage:
         """Retry / Edit: the conversation as it was before the last message (memory, chat, variables rebuilt,
@@ -204,7 +204,7 @@ class Session:
             kept, undone = rewind.before_last_turn(memory, turns)
             self._record.rewind_to(kept, turns[:-1], self._slot.agent, undone)
             self.save_chat("rewind")  # on disk now: a reload shows the rewound chat even if the next run fails
-        return rewind.message_of(turns[-1], self._record.workspace)
+        return rewind.message_of(turns[-1], self._record.files)
 
     def use_agent(self, agent: Any, settings: RunSettings | None) -> None:
         """Make `agent` (built with `settings`) this session's; each step it finishes is saved at once (a crash

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agents.executor.local.worker_watch import usage
+from ui.session.workspace_access import DiskFiles, WorkspaceFiles
 from ui.uploads.intake import UploadResult, human_size, ingest_upload
 
 MAX_FILES_PER_MESSAGE = int(os.environ.get("AGENTDECK_MAX_FILES_PER_MESSAGE", "10"))
@@ -25,16 +25,16 @@ def workspace_quota_bytes(max_upload_bytes: int) -> int:
         return WORKSPACE_FACTOR * max_upload_bytes
 
 
-def workspace_bytes(workspace: Path) -> int:
-    """Bytes the workspace takes on disk, counted as the sandbox's disk limit counts them (an unfinished walk
-    counts as full)."""
-    use = usage([str(workspace)])
-    return use.bytes if use.complete else 1 << 62
+def workspace_bytes(workspace: Path | WorkspaceFiles) -> int:
+    """Bytes the workspace takes, counted as the sandbox's disk limit counts them (an unfinished walk counts as
+    full), through its `WorkspaceFiles` (a folder of the app's: no sandbox yet)."""
+    return (DiskFiles(workspace) if isinstance(workspace, Path) else workspace).used_bytes()
 
 
-def ingest_uploads(files: list[tuple[str, str]], workspace: Path, max_upload_bytes: int,
+def ingest_uploads(files: list[tuple[str, str]], workspace: Path | WorkspaceFiles, max_upload_bytes: int,
                    max_files: int = MAX_FILES_PER_MESSAGE, quota_bytes: int | None = None) -> list[UploadResult]:
-    """Each file of a message previewed and copied in, in order, or refused with its reason."""
+    """Each file of a message (as Gradio received it) previewed and copied into the workspace (its
+    `WorkspaceFiles`: ui/session/workspace_access.py), in order, or refused with its reason."""
     quota = workspace_quota_bytes(max_upload_bytes) if quota_bytes is None else quota_bytes
     used = workspace_bytes(workspace) if files else 0
     results: list[UploadResult] = []

@@ -12,14 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from agents.errors import ImageRefusedError
+from agents.executor.backend import FileTooLarge
 from agents.models.images import (
     IMAGE_SUFFIXES,
     MAX_IMAGE_BYTES,
     MAX_MEMORY_IMAGE_BYTES,
     ImageData,
     ImageLimits,
+    inspect_image,
     read_image_file,
 )
+from ui.session.workspace_access import WorkspaceFiles
 
 IMAGE_KIND = "image"
 
@@ -34,8 +37,9 @@ def image_preview(path: str | Path, max_bytes: int) -> str:
     return f"{image.mime.split('/')[1].upper()} image, {image.width} x {image.height} pixels."
 
 
-def images_for_model(results: Sequence[Any], agent: Any, workspace: Path) -> tuple[list[ImageData], list[str]]:
-    """The message's pictures for the agent's model (read again from the workspace copy), and notes for the
+def images_for_model(results: Sequence[Any], agent: Any, files: WorkspaceFiles) -> tuple[list[ImageData], list[str]]:
+    """The message's pictures for the agent's model (read again from the workspace copy, through `files`:
+    ui/session/workspace_access.py, no link at any depth, capped), and notes for the
     person: a model that reads no images is given none (its code can still open the files), nor is a chat that
     holds as many images as it may."""
     model = getattr(agent, "model", None)
@@ -49,10 +53,20 @@ def images_for_model(results: Sequence[Any], agent: Any, workspace: Path) -> tup
     images, notes = [], []
     room = agent.image_room() if hasattr(agent, "image_room") else MAX_MEMORY_IMAGE_BYTES
     for result in pictures:
+        name = result.safe_name or Path(result.path).name
         try:
-            image = read_image_file(result.path, inside=workspace)
+            data = files.read(name, MAX_IMAGE_BYTES)
+            image = inspect_image(data, name)
         except ImageRefusedError as exc:
             notes.append(f"Not shown to the model: {exc}")
+            continue
+        except FileTooLarge:
+            notes.append(f"Not shown to the model: {name} is over {MAX_IMAGE_BYTES:,} bytes, the most an image for "
+                         "the model may be. Save it smaller (fewer pixels, or JPEG).")
+            continue
+        except OSError as exc:
+            notes.append(f"Not shown to the model: {name} cannot be read from the workspace "
+                         f"({exc.strerror or exc}).")
             continue
         size = len(image.data_url())
         if size > room:

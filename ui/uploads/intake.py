@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import unicodedata
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agents.errors import ImageRefusedError
 from agents.injection import detect_injection, screen
+from ui.session.workspace_access import DiskFiles, WorkspaceFiles
 from ui.uploads.images import IMAGE_KIND, image_preview, is_image_name
 from ui.uploads.parsing import (
     SUPPORTED_EXTENSIONS,
@@ -30,6 +31,7 @@ from ui.uploads.preview_worker import PreviewFailed, preview_service
 
 DEFAULT_MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 MAX_NAME_LENGTH = 100
+MAX_NAME_TRIES = 8  # names tried for one upload when each is found taken as it is written
 
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
@@ -77,13 +79,16 @@ def safe_filename(name: str) -> str:
     return stem + ext
 
 
-def unique_name(directory: Path, name: str) -> str:
-    """`name`, or `stem_2.ext`, `stem_3.ext`... if it is taken in `directory` (by anything, a link too)."""
-    if not os.path.lexists(directory / name):
+def unique_name(files: WorkspaceFiles | Path, name: str, avoid: Collection[str] = ()) -> str:
+    """`name`, or `stem_2.ext`, `stem_3.ext`... if it is taken in the workspace `files` (by anything, a link too)
+    or in `avoid` (names an exclusive write found taken: a host lists regular files only)."""
+    if isinstance(files, Path):
+        files = DiskFiles(files)
+    if name not in avoid and not files.taken(name):
         return name
     stem, ext = os.path.splitext(name)
     index = 2
-    while os.path.lexists(directory / f"{stem}_{index}{ext}"):
+    while f"{stem}_{index}{ext}" in avoid or files.taken(f"{stem}_{index}{ext}"):
         index += 1
     return f"{stem}_{index}{ext}"
 
@@ -105,11 +110,13 @@ def preview_file(path: str | Path, original_name: str | None = None) -> tuple[st
 
 def ingest_upload(
     source: str | Path,
-    workspace: str | Path,
+    workspace: str | Path | WorkspaceFiles,
     original_name: str | None = None,
     max_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
 ) -> UploadResult:
-    """Check one uploaded file, preview it and copy it into `workspace` under a safe, unique name."""
+    """Check one uploaded file (`source`: as Gradio received it, on the app's disk), preview it and copy it
+    into the workspace (its `WorkspaceFiles`, or a folder of the app's with no sandbox) under a safe, unique
+    name."""
     src = Path(source)
     name = original_name or src.name
     try:
@@ -132,24 +139,33 @@ def ingest_upload(
     except Exception as exc:  # a reader failing in a way we did not foresee must not stop the run
         result.error = f"`{name}` could not be read: {first_error_line(exc)}"
         return result
-    target_dir = Path(workspace)
-    target_dir.mkdir(parents=True, exist_ok=True)
-    result.safe_name = unique_name(target_dir, safe_filename(name))
-    result.path = target_dir / result.safe_name
+    files = DiskFiles(workspace) if isinstance(workspace, (str, Path)) else workspace
     normalized = normalized_text_upload(src) if result.kind in ("csv", "tsv", "text", "json", "jsonl") else None
     # The workspace is the worker's: a name in it may be a link its code left there (dangling, so the name looked
-    # free). The copy is a new file made here (O_EXCL, O_NOFOLLOW), never written through whatever is in its place.
-    try:
-        fd = os.open(result.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        result.error = f"`{name}` could not be added to the workspace: {exc.strerror}."
+    # free). The copy is exclusive (WorkspaceFiles.write: made whole, then linked in where nothing has the name,
+    # decided where the file is), never written through whatever is in its place; a name found taken so is
+    # skipped for the next one.
+    tried: list[str] = []
+    for _ in range(MAX_NAME_TRIES):
+        try:
+            result.safe_name = unique_name(files, safe_filename(name), tried)
+            if normalized is not None:  # the agent's code then reads it as plain UTF-8, as the preview says
+                data = normalized.encode("utf-8")
+                files.write(result.safe_name, data, max(max_bytes, len(data)), exclusive=True)
+            else:
+                with open(src, "rb") as source_file:
+                    files.write(result.safe_name, source_file, max_bytes, exclusive=True)
+        except FileExistsError:
+            tried.append(result.safe_name or "")
+            continue
+        except OSError as exc:
+            result.error = f"`{name}` could not be added to the workspace: {exc.strerror or exc}."
+            result.safe_name = None
+            return result
+        result.path = files.root / result.safe_name
         return result
-    with open(fd, "wb") as out:
-        if normalized is not None:  # the agent's code then reads it as plain UTF-8, as the preview says
-            out.write(normalized.encode("utf-8"))
-        else:
-            with open(src, "rb") as source_file:
-                shutil.copyfileobj(source_file, out, 1 << 20)
+    result.error = f"`{name}` could not be added to the workspace: every name tried was taken meanwhile."
+    result.safe_name = None
     return result
 
 

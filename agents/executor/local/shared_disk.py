@@ -46,8 +46,8 @@ class SharedDiskFiles:
     def get_file(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
         return workspace_files.read(self.workdir, relpath, max_bytes)
 
-    def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES) -> None:
-        workspace_files.write(self.workdir, relpath, data, max_bytes, self._uid)
+    def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES, exclusive: bool = False) -> None:
+        workspace_files.write(self.workdir, relpath, data, max_bytes, self._uid, exclusive=exclusive)
 
     def remove_file(self, relpath: str) -> None:
         workspace_files.remove(self.workdir, relpath)
