@@ -27,7 +27,10 @@ MAX_BYTES = 512 << 20
 NOTE_NAME = "LEFT-OUT.txt"
 CHUNK_BYTES = 1 << 20
 
-_LINK = re.compile(r"!?\[[^\]\n]*\]\(([^)\s]+)\)")
+#: A link as `inert_markdown.file_link` writes it: a label without brackets, a target percent-encoded (`quote`).
+#: Neither part can run past the next `[` (the old `[^\]]*`/`[^)]*` rescanned the rest of the line from every
+#: `[`: an export quoting "[a](" 20,000 times, which code can print, took 250 s to scan).
+_LINK = re.compile(r"!?\[[^\[\]\n]*\]\(([\w.~/%-]+)\)")
 _SAFE_SEGMENT = re.compile(r"[\w][\w.\- ]*")  # used with fullmatch: `$` also matches before a final newline
 
 
