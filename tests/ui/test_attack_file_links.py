@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from agents.memory.inert_markdown import block, code_span, code_spans, fenced, inline, prose
 from ui.chat.file_links import FileLinker
+from ui.chat.safe_markdown import neutralize
 from ui.panels.bundles import linked_files
 
 HOSTILE = {
@@ -21,6 +23,9 @@ HOSTILE = {
     "dotted-words": "a.",
     "backticked": "`a.",
     "scheme-like": "ab+",
+    "backtick-pairs": "``",
+    "fence-lines": "```\n",
+    "lt-in-code": "`a<",
 }
 UNIT = 4_000  # repetitions of the small text; the large one is ten times that
 
@@ -32,11 +37,12 @@ def _seconds(scan: Callable[[str], object], text: str) -> float:
 
 
 def _check_linear(scan: Callable[[str], object], piece: str) -> None:
+    scan(piece * 10)  # warm: a parser built on first use is not the scan's cost
     small = _seconds(scan, piece * UNIT + " x.")
     large = _seconds(scan, piece * UNIT * 10 + " x.")
     # linear: about 10x; quadratic: about 100x (and seconds). The absolute bound keeps a loaded machine's noise
     # on a fast small run from failing it.
-    assert large < max(30 * small, 0.5), f"{len(piece) * UNIT * 10:,} characters took {large:.2f} s " \
+    assert large < max(40 * small, 1.0), f"{len(piece) * UNIT * 10:,} characters took {large:.2f} s " \
                                          f"({small:.3f} s for a tenth)"
 
 
@@ -62,3 +68,25 @@ def test_an_existing_link_and_a_url_in_an_answer_are_not_linked_again(tmp_path: 
                         lambda path: f"/file={path}")
     text = "see [report.csv](https://example.org/report.csv) and https://example.org/x/report.csv"
     assert linker.link(text) == text
+
+
+#: What renders text nobody in the app wrote: the chat (`neutralize`: answers, thoughts, tool results) and the
+#: exports (inert_markdown: everything quoted). Inline code was found with `(`+)(.+?)\\1`, and the fence and
+#: span delimiters grown one backtick at a time: 20,000 backticks took 28 s in an export's prose.
+RENDERERS: dict[str, Callable[[str], object]] = {
+    "neutralize": lambda text: neutralize(text + "<"), "prose": prose, "inline": inline, "block": block,
+    "code_span": code_span, "fenced": fenced}
+
+
+@pytest.mark.parametrize("piece", list(HOSTILE.values()), ids=list(HOSTILE))
+@pytest.mark.parametrize("renderer", list(RENDERERS), ids=list(RENDERERS))
+def test_rendering_hostile_text_costs_linear_time(renderer: str, piece: str) -> None:
+    _check_linear(RENDERERS[renderer], piece)
+
+
+def test_inline_code_is_still_found_as_commonmark_reads_it() -> None:
+    line = "a `x<y` b ``c ` d`` e ``` f ` g"
+    assert [line[start:end] for start, end in code_spans(line)] == ["`x<y`", "``c ` d``"]
+    assert neutralize("run `a<b` or <b>") == "run `a\uff1cb` or &lt;b>"
+    assert prose("see `[x](y)` and [x](y)") == "see `[x]\u200b(y)` and \\[x](y)"
+    assert fenced("a ```` b").startswith("`````\n") and code_span("a`b") == "``a`b``"
