@@ -19,9 +19,9 @@ from ui.saved.model_titles import MODEL_TITLE_CHARS, clean_reply
 def test_cleaning_a_reply_of_many_thinking_tags_is_linear(reply: str) -> None:
     """The cleaning ran in the app's process holding the interpreter: 10,000 "<think>" (70 KB) took 30 s, and
     the time grew with the square of the reply, so one visitor's task could freeze every visitor's page."""
-    started = time.perf_counter()
+    started = time.process_time()
     assert clean_reply(reply) is None  # an unclosed thinking tag is markup: never a title
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert elapsed < 0.5, f"cleaning a {len(reply):,}-character reply took {elapsed:.2f} s"
 
 
@@ -60,6 +60,6 @@ def test_controls_and_direction_overrides_are_dropped(reply: str) -> None:
 
 def test_a_huge_reply_is_refused_quickly() -> None:
     reply = "Penguin species count " * 200_000  # 4.4 MB
-    started = time.perf_counter()
+    started = time.process_time()
     assert clean_reply(reply) is None
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
