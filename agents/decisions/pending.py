@@ -4,7 +4,8 @@ In pause mode (`run(..., pause_on_decision=True)`) a decision request asked duri
 run instead of holding its thread: the request and the model's reply of that step are recorded here, on the
 agent's memory (`AgentMemory.pending`), and saved with it (signed, agents/memory/serialize.py). The answer
 starts a new run of the same `run_id` that re-acts that step from the recorded reply with the decision
-granted for that exact request (matched by kind and content, never by id alone): no thread waits meanwhile,
+granted for that exact request (matched by kind and content, never by id alone), once and in that step only
+(a later step's same request is asked anew): no thread waits meanwhile,
 and the resume works in a new process on a loaded memory.
 
 A decision asked from inside sandboxed code (a tool called from code, `ask_user` in code) cannot be resumed

@@ -169,7 +169,11 @@ class StepRunner:
             if resumed is None and run.planning_interval and steps_done % run.planning_interval == 0:
                 yield from self.planning_step(task, is_update=steps_done > 0,
                                               remaining_steps=run.max_steps - steps_done)
-            finished, output = yield from self.action_step(resumed)
+            try:
+                finished, output = yield from self.action_step(resumed)
+            finally:
+                if resumed is not None:  # the answer was for the paused step's request: a later step asks anew
+                    run.grant = None
             resumed = None
             if finished:
                 return FinalAnswerStep(output=output, run_id=run.run_id), RunState.SUCCESS

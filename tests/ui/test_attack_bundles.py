@@ -84,3 +84,44 @@ def test_a_file_swapped_for_a_link_while_zipped_never_brings_the_outside_file(tm
             assert "THE-APP-SECRET" not in content, f"round {round_}"
             assert b"THE-APP-SECRET" not in bundle.path.read_bytes()
     assert seen  # the race ran (each round one way or the other)
+
+
+@pytest.mark.parametrize("taken", ["chat.md", "CHAT.md", bundles.NOTE_NAME, "left-out.TXT"])
+def test_a_workspace_file_named_as_the_bundles_own_file_never_replaces_it(tmp_path: Path, taken: str) -> None:
+    """The code can name a file as the export itself (or the note) and link it: a second zip entry of that name is
+    the one an unzip leaves (or asks about), so the person would open the code's text as the app's export."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / taken).write_text("[click me](https://evil.example/) the code's own text")
+    (workspace / "chart.png").write_bytes(b"\x89PNG")
+    bundle = write_bundle(tmp_path / "export.zip", workspace, [taken, "chart.png"], {"chat.md": b"# the export"})
+    with zipfile.ZipFile(bundle.path) as archive:
+        names = archive.namelist()
+        assert len({name.casefold() for name in names}) == len(names), names  # each name once, whatever the case
+        assert archive.read("chat.md") == b"# the export"
+        assert b"the code's own text" not in b"".join(archive.read(name) for name in names)
+    assert taken not in bundle.included and "chart.png" in bundle.included
+
+
+@pytest.mark.parametrize("name", ["report.csv\n", "ok.csv\nfake.csv: everything else is fine", "a\rb.csv",
+                                  "bidi\u202etxt.csv"])
+def test_a_file_name_with_a_line_break_or_control_is_not_zipped_and_adds_no_line_to_the_note(
+        tmp_path: Path, name: str) -> None:
+    """A name ending in a newline passed the plain-name check (`$` matches before a final newline): it went into
+    the zip as is (an entry most unzips cannot write), and a left-out name could write lines of its own into the
+    note the person reads to learn what is missing."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    try:
+        (workspace / name.split("\n")[0]).write_text("data")
+        if "\n" not in name:
+            (workspace / name).write_text("data")
+    except OSError:
+        pytest.skip("this file system refuses the name")
+    assert not bundles.is_plain_relative(name)
+    bundle = write_bundle(tmp_path / "all.zip", workspace, [name])
+    with zipfile.ZipFile(bundle.path) as archive:
+        assert archive.namelist() == [bundles.NOTE_NAME]
+        note = archive.read(bundles.NOTE_NAME).decode()
+    assert note.count("\n") == 2 and note.splitlines()[1].endswith(": not a plain name inside the workspace")
+    assert bundle.included == []

@@ -24,7 +24,10 @@ MAX_LINKS = 20
 _NAME = r"(?:[\w\-][\w.\-]*/)*[\w\-][\w.\-]*\.[A-Za-z0-9]{1,8}"
 _CANDIDATE = re.compile(rf"(?<![\w/.\-:@%~\\])(/?{_NAME})(?![\w/\-]|\.\w)")
 _INLINE_CODE = re.compile(r"(`+)([^`\n]+?)\1(?!`)")
-_LEAVE = re.compile(r"\[[^\]\n]*\]\([^)\n]*\)|<[a-z]+://[^>\s]*>|\b[a-z][a-z0-9+.\-]*://\S+", re.IGNORECASE)
+#: Existing links and URLs. Each part stops at the first character that could start another match (a label at
+#: `[`, a target at `(`, a scheme after 32 characters): with `[^\]]*` and `[^)]*` every `[` rescanned the rest of
+#: the line, and an answer of "[a](" repeated (40 KB, any code can return it) held the app for 5 s.
+_LEAVE = re.compile(r"\[[^\[\]\n]*\]\([^()\n]*\)|<[a-z]+://[^>\s]*>|\b[a-z][a-z0-9+.\-]{0,31}://\S+", re.IGNORECASE)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]])")
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 
+from agents.memory.inert_markdown import code_spans
+
 # The only markup the app itself puts into chat text: the error marker and the (empty) marker of a step's
 # preview (ui/chat/step_output.py), which the chat's CSS finds its message by. A class is all they carry.
 _APP_TAGS = ('<span class="ad-error">', '<span class="ad-step-output">', "</span>")
-_INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 _IMAGE = re.compile(r"!\[")
 LOOKALIKE_LT = "\uff1c"  # "＜": shown for "<" inside inline code, where an entity would show literally
 _parser = None
@@ -56,10 +57,10 @@ def _neutralize_prose(line: str) -> str:
     guess about where inline code is can only change how a "<" looks, never let markup through)."""
     pieces: list[str] = []
     pos = 0
-    for match in _INLINE_CODE.finditer(line):
-        pieces.append(_escape(line[pos:match.start()]))
-        pieces.append(match.group(0).replace("<", LOOKALIKE_LT))
-        pos = match.end()
+    for start, end in code_spans(line):  # one pass (agents/memory/inert_markdown.py)
+        pieces.append(_escape(line[pos:start]))
+        pieces.append(line[start:end].replace("<", LOOKALIKE_LT))
+        pos = end
     pieces.append(_escape(line[pos:]))
     return "".join(pieces)
 

@@ -27,8 +27,11 @@ MAX_BYTES = 512 << 20
 NOTE_NAME = "LEFT-OUT.txt"
 CHUNK_BYTES = 1 << 20
 
-_LINK = re.compile(r"!?\[[^\]\n]*\]\(([^)\s]+)\)")
-_SAFE_SEGMENT = re.compile(r"^[\w][\w.\- ]*$")
+#: A link as `inert_markdown.file_link` writes it: a label without brackets, a target percent-encoded (`quote`).
+#: Neither part can run past the next `[` (the old `[^\]]*`/`[^)]*` rescanned the rest of the line from every
+#: `[`: an export quoting "[a](" 20,000 times, which code can print, took 250 s to scan).
+_LINK = re.compile(r"!?\[[^\[\]\n]*\]\(([\w.~/%-]+)\)")
+_SAFE_SEGMENT = re.compile(r"[\w][\w.\- ]*")  # used with fullmatch: `$` also matches before a final newline
 
 
 @dataclass
@@ -65,7 +68,13 @@ def export_files(markdown: str, turns: list[dict]) -> list[str]:
 def is_plain_relative(name: str) -> bool:
     """A name below a folder: plain segments only (no absolute path, no `..`, no URL)."""
     parts = name.split("/")
-    return bool(name) and all(_SAFE_SEGMENT.match(part) and part not in (".", "..") for part in parts)
+    return bool(name) and all(_SAFE_SEGMENT.fullmatch(part) and part not in (".", "..") for part in parts)
+
+
+def _shown(name: str) -> str:
+    """`name` on one line for LEFT-OUT.txt: a control character (a newline the code put in a file name) is written
+    as an escape, so no name can add lines of its own to the note."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in name)
 
 
 class BundleBusy(Exception):
@@ -98,6 +107,9 @@ def write_bundle(target: Path, workspace: Path | WorkspaceFiles, names: list[str
 
 def _write(target: Path, files: WorkspaceFiles, names: list[str], extra: dict[str, bytes]) -> Bundle:
     bundle = Bundle(target)
+    # The bundle's own files (the export, the note): a workspace file of one of these names (the code can write any
+    # name, and unpacking is case-blind on some systems) would be a second entry that replaces ours when unpacked.
+    reserved = {name.casefold() for name in (*extra, NOTE_NAME)}
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.part")
     total = 0
     try:
@@ -106,7 +118,10 @@ def _write(target: Path, files: WorkspaceFiles, names: list[str], extra: dict[st
                 archive.writestr(name, data)
             for name in names:
                 if not is_plain_relative(name):
-                    bundle.left_out.append(f"{name}: not a plain name inside the workspace")
+                    bundle.left_out.append(f"{_shown(name)}: not a plain name inside the workspace")
+                    continue
+                if name.casefold() in reserved:
+                    bundle.left_out.append(f"{name}: has the name of this bundle's own file")
                     continue
                 if len(bundle.included) >= MAX_FILES:
                     bundle.left_out.append(f"{name}: the bundle holds at most {MAX_FILES} files")

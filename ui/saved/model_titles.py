@@ -30,7 +30,8 @@ TITLE_TIMEOUT_S = 20.0
 NOT_ASKED = ("embedded", "transformers:", "replay:")
 _TASK_CHARS, _ANSWER_CHARS, _MAX_FILES = 1500, 1500, 12
 _REPLY_CHARS = 600  # a longer reply is an essay, not a title
-_THINKING = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.IGNORECASE | re.DOTALL)
+#: A thinking block's opening or closing tag (the blocks are cut in one pass: `_without_thinking`).
+_THINK_TAG = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)
 _LEAD = re.compile(r"^(?:#{1,6}\s*|[-*+>]\s+|\d+[.)]\s+|(?:chat\s+|suggested\s+)?title\s*[:\-–]\s*)+", re.IGNORECASE)
 _WRAP = "\"'`*_“”‘’«»„「」 "
 _REFUSAL = re.compile(r"^(?:i'?m sorry|sorry|i can(?:no|')t|i am unable|i'?m unable|as an ai|i do not|i don'?t|"
@@ -69,7 +70,7 @@ def title_messages(task: str, answer: str, files: Iterable[str] = ()) -> list[di
 def clean_reply(reply: Any) -> str | None:
     """The title in a model's reply, or None when none may be shown (empty, an essay, garbage, a refusal, a link
     or markup, or what looks like an instruction): one line, no quotes or markdown, at most MODEL_TITLE_CHARS."""
-    text = _THINKING.sub("", str(reply or "")).strip()
+    text = _without_thinking(str(reply or "")).strip()
     if not text or len(text) > _REPLY_CHARS or "```" in text:
         return None  # nothing, an essay, or code
     line = next((ln for ln in text.splitlines() if ln.strip()), "")
@@ -83,6 +84,23 @@ def clean_reply(reply: Any) -> str | None:
     if not _looks_like_title(line):
         return None
     return cut_at_word(line, MODEL_TITLE_CHARS)
+
+
+def _without_thinking(text: str) -> str:
+    """`text` without its `<think>...</think>` blocks (each from an opening tag to the next closing one; an opening
+    tag never closed stays, so the reply is refused as markup). One pass over the tags: a lazy `.*?` regex
+    between them rescans the rest of the reply for every opening tag, and a reply of 10,000 of them (70 KB, a
+    visitor's task can ask for it) held the interpreter for 30 s."""
+    kept: list[str] = []
+    done, opened = 0, -1
+    for tag in _THINK_TAG.finditer(text):
+        if opened < 0 and not tag.group(1):
+            opened = tag.start()
+        elif opened >= 0 and tag.group(1):
+            kept.append(text[done:opened])
+            done, opened = tag.end(), -1
+    kept.append(text[done:])
+    return "".join(kept)
 
 
 def _looks_like_title(line: str) -> bool:

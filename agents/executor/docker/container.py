@@ -21,6 +21,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import struct
 import time
 from typing import Any
@@ -225,13 +226,20 @@ class ContainerWorker:
         return self._exit
 
     def log_tail(self, chars: int = 400) -> str:
+        """The log's last `chars`, for an error message. The log is in the temp folder the container's user owns,
+        so its name may be anything by now (a FIFO would hold an open by name forever, a folder fails the read):
+        opened without waiting or following, and read only if it is a regular file."""
         try:
-            fd = os.open(self.log_path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(self.log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             return ""
         try:
-            size = os.fstat(fd).st_size
-            text = os.pread(fd, chars, max(0, size - chars)).decode("utf-8", "replace").strip()
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return ""
+            text = os.pread(fd, chars, max(0, st.st_size - chars)).decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
         finally:
             os.close(fd)
         return f"Worker log: {text}" if text else ""

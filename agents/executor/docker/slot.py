@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 import secrets
+import stat
 import tempfile
 
 from ..errors import SandboxStartError
@@ -27,6 +28,7 @@ MS_BIND = 4096
 MS_REC = 16384
 MS_SHARED = 1 << 20
 MNT_DETACH = 2
+UMOUNT_NOFOLLOW = 8
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
@@ -44,9 +46,11 @@ def _mount(source: str | None, target: str, flags: int) -> None:
 
 
 def _detach_all(path: str) -> None:
-    """Detach every mount stacked on `path` (the workspace's bind, then the slot's own)."""
+    """Detach every mount stacked on `path` (the workspace's bind, then the slot's own). Never through a link:
+    `sweep` takes names anyone may make in the shared temp folder, and a link named like a slot would have the
+    app (root) detach whatever mount it points to."""
     for _ in range(8):  # stops at the first failure: EINVAL once `path` is no mount point, ENOENT if gone
-        if _libc.umount2(path.encode(), MNT_DETACH) != 0:
+        if _libc.umount2(path.encode(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0:
             return
 
 
@@ -126,6 +130,12 @@ def sweep() -> int:
         if _owner_alive(name):
             continue
         path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            continue  # not a slot of ours: a link, a file, or another user's folder named like one
         _detach_all(path)
         try:
             os.rmdir(path)
