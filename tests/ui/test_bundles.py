@@ -51,3 +51,27 @@ def test_an_export_bundle_takes_the_uploads_no_answer_links() -> None:
     turns = [{"uploads": [{"name": "penguins.csv"}, {"name": "../secret"}, "junk"]}, {"uploads": None},
              {"uploads": [{"name": "chart.png"}, {"name": "notes.txt"}]}]
     assert export_files("![chart.png](chart.png)", turns) == ["chart.png", "penguins.csv", "notes.txt"]
+
+
+def test_files_named_as_people_name_them_are_zipped(tmp_path: Path) -> None:
+    """A browser's "report (1).csv", a "+" or "," or "'" or "&" in a name: "Download all files" left them out as
+    "not a plain name" (only letters, digits, dots, dashes and spaces passed)."""
+    workspace = tmp_path / "workspace"
+    (workspace / "Q3 & Q4").mkdir(parents=True)
+    names = ["report (1).csv", "a+b, final.txt", "O'Brien.xlsx", "Q3 & Q4/sales_2024 [draft].csv", "café.txt"]
+    for name in names:
+        (workspace / name).write_text(name)
+    bundle = write_bundle(tmp_path / "all.zip", workspace, names)
+    with zipfile.ZipFile(bundle.path) as archive:
+        assert sorted(archive.namelist()) == sorted(names)
+        assert all(archive.read(name).decode() == name for name in names)
+    assert bundle.left_out == []
+
+
+def test_names_that_would_not_unpack_as_themselves_are_left_out(tmp_path: Path) -> None:
+    """What the wider rule still refuses: a hidden name, `..`, a drive or backslash, a trailing dot or space (some
+    systems drop it, so two names unpack as one), characters Windows refuses."""
+    from ui.panels.bundles import is_plain_relative
+    for name in (".env", "a/../b.csv", "C:evil.csv", "a\\b.csv", "report.csv.", "report.csv ", "what?.csv",
+                 "a|b.csv", "/etc/passwd", "", "a//b.csv"):
+        assert not is_plain_relative(name), name

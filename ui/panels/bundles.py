@@ -31,7 +31,9 @@ CHUNK_BYTES = 1 << 20
 #: Neither part can run past the next `[` (the old `[^\]]*`/`[^)]*` rescanned the rest of the line from every
 #: `[`: an export quoting "[a](" 20,000 times, which code can print, took 250 s to scan).
 _LINK = re.compile(r"!?\[[^\[\]\n]*\]\(([\w.~/%-]+)\)")
-_SAFE_SEGMENT = re.compile(r"[\w][\w.\- ]*")  # used with fullmatch: `$` also matches before a final newline
+#: What a name's segment may not hold: what any common system refuses in a file name (so the zip unpacks
+#: everywhere; `\\` and `:` would also be separators or drives there).
+_UNSAFE_IN_SEGMENT = frozenset('\\:*?"<>|')
 
 
 @dataclass
@@ -67,8 +69,15 @@ def export_files(markdown: str, turns: list[dict]) -> list[str]:
 
 def is_plain_relative(name: str) -> bool:
     """A name below a folder: plain segments only (no absolute path, no `..`, no URL)."""
-    parts = name.split("/")
-    return bool(name) and all(_SAFE_SEGMENT.fullmatch(part) and part not in (".", "..") for part in parts)
+    return bool(name) and all(_plain_segment(part) for part in name.split("/"))
+
+
+def _plain_segment(part: str) -> bool:
+    """One folder's or file's name as people name files ("report (1).csv", "Q3 + Q4, final.xlsx"): printable
+    only (no line break, control or bidi character), not hidden or `..`, no trailing space or dot (some systems
+    drop them, so two names would unpack as one), nothing a common system refuses."""
+    return (bool(part) and part.isprintable() and not part.startswith(".") and not part.endswith((" ", "."))
+            and not _UNSAFE_IN_SEGMENT.intersection(part))
 
 
 def _shown(name: str) -> str:
