@@ -87,18 +87,21 @@ class RunWatch:
 
     def run(self, request: dict[str, Any], timeout_s: float,
             on_log: Callable[[str], None] | None, cancel: threading.Event | None,
-            serve_tool: Callable[[dict[str, Any]], dict[str, Any]]) -> ExecutionResult:
-        """Send the run `request` and wait for its result; never raises for what the worker does."""
+            serve_tool: Callable[[dict[str, Any]], dict[str, Any]],
+            cpu_at_start: float | None = None) -> ExecutionResult:
+        """Send the run `request` and wait for its result; never raises for what the worker does.
+        `cpu_at_start`: the worker's CPU time, read while it was frozen before this run (else read here)."""
         try:
             with _running_sandboxes:
+                cpu_start = self.worker.cpu_seconds() if cpu_at_start is None else cpu_at_start
                 self.worker.send(request)
-                return self._wait(str(request["id"]), timeout_s, on_log, cancel, serve_tool)
+                return self._wait(str(request["id"]), timeout_s, on_log, cancel, serve_tool, cpu_start)
         except (OSError, ChannelClosed):
             return self._crashed([])
 
     def _wait(self, run_id: str, timeout_s: float, on_log: Callable[[str], None] | None,
               cancel: threading.Event | None,
-              serve_tool: Callable[[dict[str, Any]], dict[str, Any]]) -> ExecutionResult:
+              serve_tool: Callable[[dict[str, Any]], dict[str, Any]], cpu_start: float) -> ExecutionResult:
         worker = self.worker
         logs: list[str] = []
         logged = overflow = 0
@@ -107,7 +110,6 @@ class RunWatch:
         tool_time = 0.0
         stopping: str | None = None
         grace_end = stop_cpu = stop_time = next_interrupt = 0.0
-        cpu_start = worker.cpu_seconds()
         next_disk_check = start + CPU_CHECK_S
         while True:
             now = time.monotonic()
