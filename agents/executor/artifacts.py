@@ -42,6 +42,10 @@ class Snapshot:
     files: dict[str, tuple[int, int]] = field(default_factory=dict)
     too_deep: int = 0  # files whose path is past PATH_MAX: they exist, but cannot be shown by name
     incomplete: str | None = None  # why the walk stopped early (files past that point are not listed)
+    # Every entry the walk met (files, folders, links, ...) and the bytes they take, folders' own included: the
+    # disk limit's count of the workspace (worker_watch.usage), valid only when `incomplete` is None.
+    entries: int = 0
+    bytes: int = 0
 
     def notes(self) -> list[str]:
         """What a run's output should say about files the list leaves out."""
@@ -63,6 +67,8 @@ def snapshot(workdir: str, max_entries: int = MAX_ENTRIES) -> Snapshot:
     walk = TreeWalk(workdir, max_entries)
     try:
         for entry in walk:
+            found.entries += 1
+            found.bytes += entry.st.st_blocks * 512
             if not stat.S_ISREG(entry.st.st_mode):
                 continue
             if walk.relpath_length(entry.name) >= room:

@@ -329,7 +329,7 @@ class PythonSandbox:
             result.artifacts = _artifacts.diff(self.workdir, before, after)
             for why in ([not_given] if not_given else []) + after.notes():
                 result.logs += f"\n[sandbox] {why}."
-            if host.check_disk_after_run(result):
+            if host.check_disk_after_run(result, after):
                 self._restart()  # a new host starts with an empty temp folder
             result.duration_s = time.monotonic() - started
             return result

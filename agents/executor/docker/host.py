@@ -27,6 +27,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import identity
+from ..artifacts import Snapshot
 from ..backend import (
     SEND_DEADLINE_S,
     Capabilities,
@@ -303,11 +304,11 @@ class DockerHost(SharedDiskFiles):
         worker = self._worker()
         return self._limit().over(None if worker.dead else _as_process(worker))
 
-    def check_disk_after_run(self, result: ExecutionResult) -> bool:
+    def check_disk_after_run(self, result: ExecutionResult, workspace: Snapshot | None = None) -> bool:
         worker = self._worker()
         emptied: list[bool] = []
         self._limit().check_after_run(result, None if worker.dead else _as_process(worker),
-                                   lambda: emptied.append(True))
+                                   lambda: emptied.append(True), workspace)
         return bool(emptied)
 
     def set_min_free_mb(self, value: int) -> None:
