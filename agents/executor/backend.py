@@ -286,6 +286,11 @@ class SandboxHost(Protocol):
         what could not be listed (`Snapshot.notes()`): the run's files are the difference of two of these."""
         ...
 
+    def push_and_snapshot(self) -> tuple[str | None, Snapshot]:
+        """Before each run: `push_workspace()`, then `snapshot()`, in one walk of the workspace where the host
+        can (the snapshot is then the one a walk of its own would give, else it walks again)."""
+        ...
+
     def pull_workspace(self) -> None:
         """After each run: make `WorkspaceSpec.path` hold what the worker's workspace holds now, for backends
         without `same_disk` (regular files only, never through a link, within the disk limits); a no-op where

@@ -295,8 +295,7 @@ class PythonSandbox:
                     self._restart()
                     worker = self._ready_worker()
                     cpu_now = None
-            not_given = worker.push_workspace()
-            before = worker.snapshot()
+            not_given, before = worker.push_and_snapshot()
             self._step += 1
             run_id = secrets.token_hex(8)
             self._interrupt = False

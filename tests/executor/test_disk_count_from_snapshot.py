@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from agents.executor import artifacts
+from agents.executor.backend import SandboxSpec
 from agents.executor.local.disk_limit import DiskLimit
+from agents.executor.local.shared_disk import SharedDiskFiles
 from tests.deep_trees import make_deep
 
 
@@ -47,3 +49,30 @@ def test_a_snapshot_that_stopped_early_is_not_trusted(tmp_path: Path) -> None:
     cut = artifacts.snapshot(str(work), max_entries=10)  # a real walk stopped by its cap
     assert cut.incomplete is not None
     assert limit.over(None, workspace=cut) == limit.over(None) == why
+
+
+class _Files(SharedDiskFiles):
+    """The shared-disk file operations alone, on a folder of the test's (no worker)."""
+
+    def __init__(self, workdir: Path, uid: int | None) -> None:
+        self.id, self.workdir, self._uid = "t", str(workdir), uid
+        self.spec = SandboxSpec(workspace=None)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="handing files to another user id needs root")
+@pytest.mark.parametrize("cap", [None, 10])
+def test_one_walk_hands_the_workspace_over_and_lists_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        cap: int | None) -> None:
+    """Before a run the hand-over's walk also makes the snapshot: the same snapshot a walk of its own makes, and
+    every entry handed over; past the snapshot's cap it walks on its own (`cap`: a small cap to get there)."""
+    work = tmp_path / "ws"
+    work.mkdir()
+    _tree(work, 30)
+    if cap is not None:
+        monkeypatch.setattr(artifacts, "MAX_ENTRIES", cap)
+    why, snap = _Files(work, 45678).push_and_snapshot()
+    assert why is None and snap == artifacts.snapshot(str(work))
+    assert snap.incomplete is None and len(snap.files) == 31 and snap.too_deep == 0
+    owners = {os.lstat(os.path.join(d, n)).st_uid for d, dirs, files in os.walk(work) for n in dirs + files
+              if not os.path.islink(os.path.join(d, n))}
+    assert owners == {45678}
