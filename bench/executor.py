@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=3, help="cold starts to time")
     args = parser.parse_args()
     backend = backends.resolve(args.backend)
-    print(f"backend: {backend.name}")
+    print(f"backend: {backend.name}; load average at start {_load()}")
     with tempfile.TemporaryDirectory() as work, PythonSandbox(
         workdir=work, authorized_imports=["numpy", "pandas"], timeout_s=120, backend=backend
     ) as sb:
@@ -137,6 +137,12 @@ def main() -> None:
         print(f"worst compute ratio (best of each workload's pairs): {worst:.2f}x (target <= 1.5x); "
               "tiny step target <= 1 ms")
     starts(backend, args.starts)
+    print(f"load average at end {_load()}")
+
+
+def _load() -> str:
+    """The machine's 1, 5 and 15 minute load averages: on a shared machine the figures mean little without them."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def tiny_step(sb: PythonSandbox, ns: dict, repeat: int) -> tuple[float, float, float]:

@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .tree_walk import TreeWalk, WalkError
+from .tree_walk import Entry, TreeWalk, WalkError
 
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".svg", ".gif", ".webp"})
 MAX_ENTRIES = 20000
@@ -42,6 +42,10 @@ class Snapshot:
     files: dict[str, tuple[int, int]] = field(default_factory=dict)
     too_deep: int = 0  # files whose path is past PATH_MAX: they exist, but cannot be shown by name
     incomplete: str | None = None  # why the walk stopped early (files past that point are not listed)
+    # Every entry the walk met (files, folders, links, ...) and the bytes they take, folders' own included: the
+    # disk limit's count of the workspace (worker_watch.usage), valid only when `incomplete` is None.
+    entries: int = 0
+    bytes: int = 0
 
     def notes(self) -> list[str]:
         """What a run's output should say about files the list leaves out."""
@@ -58,20 +62,34 @@ class Snapshot:
 def snapshot(workdir: str, max_entries: int = MAX_ENTRIES) -> Snapshot:
     """The regular files under workdir, at any depth, links never followed (tree_walk.py); fails closed into
     `incomplete`, never into a quietly shorter list."""
-    found = Snapshot()
-    room = PATH_MAX - len(workdir) - 1
+    found = SnapshotBuilder(workdir)
     walk = TreeWalk(workdir, max_entries)
     try:
         for entry in walk:
-            if not stat.S_ISREG(entry.st.st_mode):
-                continue
-            if walk.relpath_length(entry.name) >= room:
-                found.too_deep += 1
-                continue
-            found.files[walk.relpath(entry.name)] = (entry.st.st_size, entry.st.st_mtime_ns)
+            found.add(walk, entry)
     except WalkError as exc:
-        found.incomplete = str(exc)
-    return found
+        found.snapshot.incomplete = str(exc)
+    return found.snapshot
+
+
+class SnapshotBuilder:
+    """A `Snapshot` filled entry by entry from a walk of the workspace (`snapshot`'s own, or another walk of the
+    same tree that visits every entry: identity.give_tree's, so one walk serves both before a run)."""
+
+    def __init__(self, workdir: str) -> None:
+        self.snapshot = Snapshot()
+        self._room = PATH_MAX - len(workdir) - 1
+
+    def add(self, walk: TreeWalk, entry: Entry) -> None:
+        found = self.snapshot
+        found.entries += 1
+        found.bytes += entry.st.st_blocks * 512
+        if not stat.S_ISREG(entry.st.st_mode):
+            return
+        if walk.relpath_length(entry.name) >= self._room:
+            found.too_deep += 1
+            return
+        found.files[walk.relpath(entry.name)] = (entry.st.st_size, entry.st.st_mtime_ns)
 
 
 def diff(workdir: str, before: Snapshot, after: Snapshot) -> list[Artifact]:

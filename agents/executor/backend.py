@@ -220,10 +220,13 @@ class SandboxHost(Protocol):
         Without `disk_usage`: None."""
         ...
 
-    def check_disk_after_run(self, result: ExecutionResult) -> bool:
+    def check_disk_after_run(self, result: ExecutionResult, workspace: Snapshot | None = None) -> bool:
         """After a run: if `disk_over()`, add a `DiskLimitError` to `result` saying why. Returns True when the
         private temp folder holds what the code left there (or deleted files still open): the caller then
-        restarts the sandbox (a new host starts with an empty temp folder) and marks the state lost."""
+        restarts the sandbox (a new host starts with an empty temp folder) and marks the state lost.
+        `workspace`: this host's `snapshot()` taken after the run with the worker frozen; a host that counts the
+        workspace on the app's disk may use its count instead of walking the workspace again (only when that
+        walk was complete)."""
         ...
 
     def set_min_free_mb(self, value: int) -> None:
@@ -283,6 +286,11 @@ class SandboxHost(Protocol):
     def snapshot(self) -> Snapshot:
         """The workspace's regular files (relative path -> size, mtime) at any depth, links never followed, and
         what could not be listed (`Snapshot.notes()`): the run's files are the difference of two of these."""
+        ...
+
+    def push_and_snapshot(self) -> tuple[str | None, Snapshot]:
+        """Before each run: `push_workspace()`, then `snapshot()`, in one walk of the workspace where the host
+        can (the snapshot is then the one a walk of its own would give, else it walks again)."""
         ...
 
     def pull_workspace(self) -> None:

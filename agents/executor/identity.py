@@ -18,8 +18,9 @@ import os
 import random
 import stat
 import threading
+from collections.abc import Callable
 
-from .tree_walk import TreeWalk, WalkError, open_dir
+from .tree_walk import Entry, TreeWalk, WalkError, open_dir
 
 DEFAULT_RANGE = (40000, 60000)
 _lock = threading.Lock()
@@ -61,7 +62,8 @@ def release(uid: int | None) -> None:
             _in_use.discard(uid)
 
 
-def give_tree(root: str, uid: int, max_entries: int = 50000) -> str | None:
+def give_tree(root: str, uid: int, max_entries: int = 50000,
+              on_entry: Callable[[TreeWalk, Entry], None] | None = None) -> str | None:
     """Make ``root`` and everything below owned by ``uid`` (app side, as root). Returns None when all of it
     was handed over, else why not (what is past that point keeps its owner: the worker may not change it).
 
@@ -69,7 +71,8 @@ def give_tree(root: str, uid: int, max_entries: int = 50000) -> str | None:
     a link: a worker that swaps a folder for a link to ``/etc`` while this runs cannot redirect it. Files are
     changed through a descriptor of their own, after checking they have one link only (a hard link to a file
     outside the workspace must not change that file's owner); fifos open without waiting; links and sockets are
-    left as they are.
+    left as they are. `on_entry`: called with every entry the walk meets (before it is handed over), so another
+    count of the tree can share this walk.
     """
     try:
         top = open_dir(root)
@@ -85,6 +88,8 @@ def give_tree(root: str, uid: int, max_entries: int = 50000) -> str | None:
     walk = TreeWalk(root, max_entries)
     try:
         for entry in walk:
+            if on_entry is not None:
+                on_entry(walk, entry)
             if entry.st.st_uid == uid:
                 continue
             try:

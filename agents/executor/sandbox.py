@@ -279,21 +279,23 @@ class PythonSandbox:
             # layers make it safe. Checking here too would add nothing but a third of a tiny step's time.
             worker = self._ready_worker()
             notes: list[str] = []
+            cpu_now: float | None = None  # the frozen worker's CPU time: also where this run's count starts
             if worker.ready is not None:
                 # Between runs a worker has nothing to say and nothing to compute: either comes from code
                 # the previous step left behind.
+                if worker.capabilities.cpu_time:
+                    cpu_now = worker.cpu_seconds()
                 if worker.has_pending():
                     notes.append("the previous step's code kept writing to the sandbox's channel after it ended")
                 elif worker.woke_up():
                     notes.append("the previous step's code woke the sandbox up between steps")
-                elif (self._idle_cpu is not None and worker.capabilities.cpu_time
-                      and worker.cpu_seconds() - self._idle_cpu > IDLE_CPU_S):
+                elif self._idle_cpu is not None and cpu_now is not None and cpu_now - self._idle_cpu > IDLE_CPU_S:
                     notes.append("the previous step's code kept using the CPU after it ended")
                 if notes:
                     self._restart()
                     worker = self._ready_worker()
-            not_given = worker.push_workspace()
-            before = worker.snapshot()
+                    cpu_now = None
+            not_given, before = worker.push_and_snapshot()
             self._step += 1
             run_id = secrets.token_hex(8)
             self._interrupt = False
@@ -306,7 +308,7 @@ class PythonSandbox:
                                  self.limits.max_output_chars, self.limits.max_result_chars,
                                  self.limits.memory_limit_mb)
                 result = watch.run(request, self.timeout_s, on_log, cancel,
-                                   lambda msg: serve_tool_call(msg, self._tools, tools))
+                                   lambda msg: serve_tool_call(msg, self._tools, tools), cpu_now)
             finally:
                 self._running = False
                 self._interrupt = False
@@ -326,7 +328,7 @@ class PythonSandbox:
             result.artifacts = _artifacts.diff(self.workdir, before, after)
             for why in ([not_given] if not_given else []) + after.notes():
                 result.logs += f"\n[sandbox] {why}."
-            if host.check_disk_after_run(result):
+            if host.check_disk_after_run(result, after):
                 self._restart()  # a new host starts with an empty temp folder
             result.duration_s = time.monotonic() - started
             return result

@@ -80,6 +80,7 @@ class TreeWalk:
         self.root, self.max_entries, self.on_leave = root, max_entries, on_leave
         self.seen = 0
         self._names: list[str] = []  # the folders from the root down to the one being listed
+        self._names_length = 0  # len("/".join(self._names)) + 1 when there are any: kept, not summed per entry
         self._skip = False
         self._pending = 0  # names waiting in the lists of the folders above
 
@@ -96,7 +97,7 @@ class TreeWalk:
         return "/".join([*self._names, name])
 
     def relpath_length(self, name: str) -> int:
-        return sum(len(n) + 1 for n in self._names) + len(name)
+        return self._names_length + len(name)
 
     def __iter__(self) -> Iterator[Entry]:
         try:
@@ -183,6 +184,7 @@ class TreeWalk:
             os.close(child)
             raise
         self._names.append(name)
+        self._names_length += len(name) + 1
         if len(levels) <= KEEP_OPEN + 1:
             level.fd = fd
         else:
@@ -196,6 +198,7 @@ class TreeWalk:
         if not levels:
             return fd, None
         name = self._names.pop()
+        self._names_length -= len(name) + 1
         if levels[-1].fd is not None:  # kept open on the way down
             parent, levels[-1].fd = levels[-1].fd, None
             os.close(fd)

@@ -18,7 +18,7 @@ from typing import Any
 
 from . import confinement
 from .audit import AuditPolicy
-from .execution import Executor
+from .execution import Executor, signal_handlers
 from .guarded_runtime import Runtime
 from .imports import ImportPolicy, ModuleViews
 from .library_patches import patch_loaded_libraries
@@ -142,8 +142,7 @@ def main(argv: list[str]) -> None:
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)
-    executor.signal_defaults = {sig: signal.getsignal(sig) for sig in signal.valid_signals()
-                                if sig not in (signal.SIGKILL, signal.SIGSTOP)}
+    executor.signal_defaults = signal_handlers()
     write({"op": "ready", "pid": os.getpid(), "warnings": warnings,
            "layers": [{"name": x.name, "active": x.active, "detail": x.detail} for x in layers]})
     while True:

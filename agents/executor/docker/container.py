@@ -112,7 +112,9 @@ class ContainerWorker:
         self._write(frame(self._init), 10.0)
         return self.reader
 
-    def _write(self, data_bytes: bytes, deadline_s: float) -> None:
+    def _write(self, data_bytes: bytes, deadline_s: float, thaw: bool = False) -> None:
+        """Write a frame; `thaw`: SIGCONT the worker after what the socket takes at once (a stopped worker then
+        finds the command when it continues: one wake-up instead of two), before waiting for room."""
         if self.sock is None:
             raise ChannelClosed("the sandbox container is not connected")
         data = memoryview(data_bytes)
@@ -121,12 +123,18 @@ class ContainerWorker:
         while data:
             try:
                 data = data[os.write(fd, data):]
+                blocked = False
             except BlockingIOError:
+                blocked = True
+            except OSError as exc:
+                raise ChannelClosed(f"the sandbox container's channel closed: {exc}") from exc
+            if thaw:
+                thaw = False
+                self.thaw()
+            elif blocked:
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([], [fd], [], left)[1]:
                     raise ContainerUnresponsive("the sandbox worker stopped reading its commands") from None
-            except OSError as exc:
-                raise ChannelClosed(f"the sandbox container's channel closed: {exc}") from exc
 
     def send_settings(self, init: dict[str, Any]) -> None:
         """A warm start: the session's settings, after the ``preload`` frame the worker got when it connected."""
@@ -135,8 +143,7 @@ class ContainerWorker:
 
     def send(self, msg: dict[str, Any], deadline_s: float) -> None:
         self.connect(deadline_s)
-        self.thaw()
-        self._write(frame(msg), deadline_s)
+        self._write(frame(msg), deadline_s, thaw=True)
 
     def read(self, timeout: float | None, wake_fd: int | None, spin_s: float) -> dict[str, Any] | None:
         reader = self.connect(timeout if timeout is not None else 120.0)

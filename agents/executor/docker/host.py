@@ -27,6 +27,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import identity
+from ..artifacts import Snapshot
 from ..backend import (
     SEND_DEADLINE_S,
     Capabilities,
@@ -279,7 +280,8 @@ class DockerHost(SharedDiskFiles):
         worker = self._worker()
         # A container that ended (killed, out of memory) leaves its channel readable at its end: that is not
         # the code talking between steps; the next send fails and the run reports how the container ended.
-        return worker.reader is not None and worker.alive() and worker_watch.has_pending(worker.reader.fd)
+        # The select first: an alive() check reads /proc, and only a channel with something on it needs one.
+        return worker.reader is not None and worker_watch.has_pending(worker.reader.fd) and worker.alive()
 
     # --- the watch: the container's process is a process of this host ----------------------------------------
     def freeze(self) -> None:
@@ -290,8 +292,9 @@ class DockerHost(SharedDiskFiles):
 
     def woke_up(self) -> bool:
         worker = self._worker()
-        return (worker.frozen and not worker.dead and worker.alive()
-                and worker_watch.woke_up(worker.pid, worker.frozen_at))
+        # alive() last: it reads /proc, needed only for a worker found running (a zombie is not stopped either).
+        return (worker.frozen and not worker.dead and worker_watch.woke_up(worker.pid, worker.frozen_at)
+                and worker.alive())
 
     def cpu_seconds(self) -> float:
         return worker_watch.cpu_seconds(self._worker().pid)
@@ -303,11 +306,11 @@ class DockerHost(SharedDiskFiles):
         worker = self._worker()
         return self._limit().over(None if worker.dead else _as_process(worker))
 
-    def check_disk_after_run(self, result: ExecutionResult) -> bool:
+    def check_disk_after_run(self, result: ExecutionResult, workspace: Snapshot | None = None) -> bool:
         worker = self._worker()
         emptied: list[bool] = []
         self._limit().check_after_run(result, None if worker.dead else _as_process(worker),
-                                   lambda: emptied.append(True))
+                                   lambda: emptied.append(True), workspace)
         return bool(emptied)
 
     def set_min_free_mb(self, value: int) -> None:

@@ -16,6 +16,7 @@ from ..execution_result import ExecutionResult
 from . import worker_watch
 
 if TYPE_CHECKING:
+    from ..artifacts import Snapshot
     from .process import WorkerProcess
 
 MAPS_CHECK_S = 1.0  # how often deleted-but-mapped files are looked for (reading /proc/<pid>/maps costs ~1 ms)
@@ -31,9 +32,12 @@ class DiskLimit:
         self._maps_checked_at = 0.0
         self._after_run_at = 0.0  # when the last check after a run ended
 
-    def over(self, worker: WorkerProcess | None, read_maps: bool = False) -> str | None:
+    def over(self, worker: WorkerProcess | None, read_maps: bool = False,
+             workspace: Snapshot | None = None) -> str | None:
         """Why the files are over the limits now, or None; `worker` (if alive) adds what it holds deleted.
-        `read_maps`: read the mappings now, however recently they were read (the check after a run)."""
+        `read_maps`: read the mappings now, however recently they were read (the check after a run).
+        `workspace`: a complete walk of the workspace just taken (the snapshot after a run, the worker frozen),
+        counted instead of walking it again; an incomplete one is ignored (the workspace is walked here)."""
         pid = worker.pid if worker is not None and not worker.dead else None
         # Deleted files kept alive by a mapping are read from /proc/<pid>/maps (about 1 ms): at most once a second,
         # so back-to-back tiny steps do not pay for it; a file hidden this way is found within the second.
@@ -41,15 +45,19 @@ class DiskLimit:
         mapped = read_maps or now - self._maps_checked_at >= MAPS_CHECK_S
         if mapped:
             self._maps_checked_at = now
+        known = {}
+        if workspace is not None and workspace.incomplete is None and workspace.entries <= self.max_files:
+            known[self.workdir] = worker_watch.DiskUse(files=workspace.entries, bytes=workspace.bytes)
         return worker_watch.disk_over([self.workdir, self.tmpdir], pid, self.max_mb, self.max_files,
-                                      mapped=mapped, min_free_mb=self.min_free_mb)
+                                      mapped=mapped, min_free_mb=self.min_free_mb, counted=known)
 
     def check_after_run(self, result: ExecutionResult, worker: WorkerProcess | None,
-                        empty_tmp: Callable[[], None]) -> None:
-        """Over the limits, the temp folder is emptied (`empty_tmp`, with a fresh worker) and the run is told."""
+                        empty_tmp: Callable[[], None], workspace: Snapshot | None = None) -> None:
+        """Over the limits, the temp folder is emptied (`empty_tmp`, with a fresh worker) and the run is told.
+        `workspace`: see `over`."""
         # A check while the code ran may have read the mappings before the code mapped a file: then they are read
         # again now. Otherwise the once-a-second rate holds, so back-to-back tiny steps do not each pay ~1 ms.
-        why = self.over(worker, read_maps=self._maps_checked_at > self._after_run_at)
+        why = self.over(worker, read_maps=self._maps_checked_at > self._after_run_at, workspace=workspace)
         self._after_run_at = time.monotonic()
         if why is None:
             return

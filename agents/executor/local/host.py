@@ -15,6 +15,7 @@ import weakref
 from typing import Any
 
 from .. import identity
+from ..artifacts import Snapshot
 from ..backend import (
     SEND_DEADLINE_S,
     Capabilities,
@@ -147,11 +148,12 @@ class LocalHost(SharedDiskFiles):
             return None
         return self._disk.over(None if self.process.dead else self.process)
 
-    def check_disk_after_run(self, result: ExecutionResult) -> bool:
+    def check_disk_after_run(self, result: ExecutionResult, workspace: Snapshot | None = None) -> bool:
         if self._disk is None:
             return False
         emptied: list[bool] = []
-        self._disk.check_after_run(result, None if self.process.dead else self.process, lambda: emptied.append(True))
+        self._disk.check_after_run(result, None if self.process.dead else self.process, lambda: emptied.append(True),
+                                   workspace)
         return bool(emptied)
 
     def set_min_free_mb(self, value: int) -> None:

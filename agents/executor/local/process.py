@@ -227,9 +227,17 @@ class WorkerProcess:
         return self.proc.pid
 
     def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:
-        """Send a command, thawing the worker first; WorkerUnresponsive if it does not take it in time."""
-        self.thaw()
+        """Send a command and thaw the worker; WorkerUnresponsive if it does not take it in time.
+
+        What the pipe takes is written before the SIGCONT: a stopped worker (parked in its read) then finds the
+        whole command when it continues, one wake-up instead of two (the SIGCONT, then the data). The rest of a
+        command larger than the pipe follows once it runs."""
         data = memoryview(frame(msg))
+        try:
+            data = data[os.write(self.cmd_fd, data):]
+        except BlockingIOError:
+            pass
+        self.thaw()
         deadline = time.monotonic() + deadline_s
         while data:
             try:

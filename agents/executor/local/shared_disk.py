@@ -60,5 +60,17 @@ class SharedDiskFiles:
         entries = max(GIVE_TREE_ENTRIES, 2 * self.spec.limits.max_disk_files)
         return identity.give_tree(self.workdir, self._uid, max_entries=entries)
 
+    def push_and_snapshot(self) -> tuple[str | None, artifacts.Snapshot]:
+        """One walk hands the workspace over and lists it, when it finished within the snapshot's entry cap
+        (otherwise the snapshot walks on its own, so it says what a walk of its own says)."""
+        if self._uid is None or not self.workdir:
+            return self.push_workspace(), self.snapshot()
+        entries = max(GIVE_TREE_ENTRIES, 2 * self.spec.limits.max_disk_files)
+        found = artifacts.SnapshotBuilder(self.workdir)
+        why = identity.give_tree(self.workdir, self._uid, max_entries=entries, on_entry=found.add)
+        if why is not None or found.snapshot.entries > artifacts.MAX_ENTRIES:
+            return why, self.snapshot()
+        return None, found.snapshot
+
     def pull_workspace(self) -> None:
         """Nothing to copy: the worker writes the app's folder itself."""

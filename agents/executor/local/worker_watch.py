@@ -133,13 +133,22 @@ class DiskUse:
 WALK_TRIES = 3  # a walk of a tree that changed under it (code running meanwhile) is tried again this often
 
 
-def usage(folders: list[str], max_entries: int = 100_000) -> DiskUse:
+def usage(folders: list[str], max_entries: int = 100_000, counted: dict[str, DiskUse] | None = None) -> DiskUse:
     """Every entry below `folders` and the bytes it takes, at any depth, links never followed (tree_walk.py).
+    `counted`: folders the caller has just walked completely itself (their count is taken as it is).
 
     Fails closed: a walk that cannot finish (past `max_entries`, a folder it may not read, a tree still changing
     after WALK_TRIES) comes back `complete=False`, never as a smaller count."""
     use = DiskUse()
     for folder in folders:
+        known = (counted or {}).get(folder)
+        if known is not None and known.complete:
+            use.files += known.files
+            use.bytes += known.bytes
+            if use.files > max_entries:
+                use.complete, use.too_many, use.why = False, True, f"more than {max_entries:,} entries"
+                return use
+            continue
         for attempt in range(WALK_TRIES):
             part = DiskUse()
             walk = TreeWalk(folder, max_entries - use.files)
@@ -233,14 +242,15 @@ def thread_left_running(worker: WorkerProcess, sample_s: float) -> bool:
 
 
 def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, mapped: bool = True,
-              min_free_mb: int = 0) -> str | None:
+              min_free_mb: int = 0, counted: dict[str, DiskUse] | None = None) -> str | None:
     """Why the sandbox's files are over its limits (its folders, plus files its process deleted but holds
     open), or None. A walk cut short by its entry cap counts as over: the limit fails closed. `min_free_mb`:
-    the space the file systems of `folders` must keep free (the server's disk is shared by every sandbox)."""
+    the space the file systems of `folders` must keep free (the server's disk is shared by every sandbox).
+    `counted`: see `usage`."""
     short = server_disk_short(folders, min_free_mb)
     if short is not None:
         return short
-    use = usage(folders, max_entries=max_files + 1)
+    use = usage(folders, max_entries=max_files + 1, counted=counted)
     used = use.bytes + (deleted_open_bytes(pid, mapped) if pid is not None else 0)
     if use.too_many or use.files > max_files:
         return (f"the sandbox holds more than {max_files:,} files and folders "
