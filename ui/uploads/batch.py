@@ -11,18 +11,21 @@ import os
 from pathlib import Path
 
 from agents.executor.local.worker_watch import usage
+from ui.config.current import current_settings
 from ui.uploads.intake import UploadResult, human_size, ingest_upload
 
-MAX_FILES_PER_MESSAGE = int(os.environ.get("AGENTDECK_MAX_FILES_PER_MESSAGE", "10"))
 WORKSPACE_FACTOR = 4  # the workspace holds this many maximum-size uploads by default
 
 
+def max_files_per_message() -> int:
+    """AGENTDECK_MAX_FILES_PER_MESSAGE, from the checked settings (ui/config/)."""
+    return current_settings().max_files_per_message
+
+
 def workspace_quota_bytes(max_upload_bytes: int) -> int:
-    raw = os.environ.get("AGENTDECK_MAX_WORKSPACE_MB", "").strip()
-    try:
-        return int(float(raw) * 1024 * 1024) if raw else WORKSPACE_FACTOR * max_upload_bytes
-    except ValueError:
-        return WORKSPACE_FACTOR * max_upload_bytes
+    """AGENTDECK_MAX_WORKSPACE_MB, else WORKSPACE_FACTOR uploads of the largest size."""
+    megabytes = current_settings().max_workspace_mb
+    return int(megabytes * 1024 * 1024) if megabytes is not None else WORKSPACE_FACTOR * max_upload_bytes
 
 
 def workspace_bytes(workspace: Path) -> int:
@@ -33,8 +36,9 @@ def workspace_bytes(workspace: Path) -> int:
 
 
 def ingest_uploads(files: list[tuple[str, str]], workspace: Path, max_upload_bytes: int,
-                   max_files: int = MAX_FILES_PER_MESSAGE, quota_bytes: int | None = None) -> list[UploadResult]:
+                   max_files: int | None = None, quota_bytes: int | None = None) -> list[UploadResult]:
     """Each file of a message previewed and copied in, in order, or refused with its reason."""
+    max_files = max_files_per_message() if max_files is None else max_files
     quota = workspace_quota_bytes(max_upload_bytes) if quota_bytes is None else quota_bytes
     used = workspace_bytes(workspace) if files else 0
     results: list[UploadResult] = []
