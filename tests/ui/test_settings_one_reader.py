@@ -87,3 +87,16 @@ def test_a_bad_upload_setting_stops_the_start_with_its_name_not_a_traceback(tmp_
     assert "AGENTDECK_MAX_FILES_PER_MESSAGE is 'abc', which it does not accept; it accepts a whole number from 1 " \
            "to 1000." in started.stderr
     assert "AGENTDECK_PREVIEW_MEMORY_MB is 'lots'" in started.stderr
+
+
+def test_the_approval_modes_the_setting_and_the_api_take_are_the_librarys() -> None:
+    """One list of choices: AGENTDECK_APPROVAL_MODE, the API's `approval_mode` and the library's modes."""
+    import typing
+
+    from agents.decisions import APPROVAL_MODES
+    from ui.api import endpoints
+    from ui.config import AppSettings
+
+    setting = AppSettings.model_fields["approval_mode"].annotation
+    assert typing.get_args(setting) == tuple(APPROVAL_MODES)
+    assert typing.get_type_hints(endpoints.ApiEndpoints.ask)["approval_mode"] == setting
