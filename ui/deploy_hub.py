@@ -68,11 +68,25 @@ def describe_failure(exc: BaseException, endpoint: str, timeout: float) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def cli_prefix(endpoint: str) -> str:
+    """`HF_ENDPOINT=<endpoint> ` when this deployment talks to another Hub than the `hf` command would by default
+    (`--endpoint`), else "". Why: an undo command printed bare would act on the default Hub, where a Space of the
+    same name may exist and the token may work."""
+    import shlex
+
+    from huggingface_hub import constants
+
+    if endpoint.rstrip("/") == str(constants.ENDPOINT).rstrip("/"):
+        return ""
+    return f"HF_ENDPOINT={shlex.quote(endpoint)} "
+
+
 def check_token(api: HfApi, namespace: str) -> str:
     """The token's user name, after checking it may write repos under `namespace`; raises DeployError otherwise.
     Reads `whoami` only: nothing on the Hub changes."""
     from huggingface_hub.errors import HfHubHTTPError, LocalTokenNotFoundError
 
+    tokens_page = f"{str(api.endpoint).rstrip('/')}/settings/tokens"
     try:
         who = api.whoami()
     except LocalTokenNotFoundError as exc:
@@ -81,7 +95,7 @@ def check_token(api: HfApi, namespace: str) -> str:
     except HfHubHTTPError as exc:
         if exc.response is not None and exc.response.status_code == 401:
             raise DeployError("the Hub refused the token (HTTP 401: invalid or revoked): make a new one with "
-                              "write access at <hub>/settings/tokens and pass it with --token or HF_TOKEN") from exc
+                              f"write access at {tokens_page} and pass it with --token or HF_TOKEN") from exc
         raise
     name = str(who.get("name") or "")
     orgs = {str(org.get("name")) for org in who.get("orgs") or [] if isinstance(org, dict)}
@@ -101,7 +115,7 @@ def check_token(api: HfApi, namespace: str) -> str:
         raise DeployError(f"the fine-grained token has no 'repo.write' permission on {namespace}: give it write "
                           "access to that namespace's repos in the token's settings, or use a write token")
     raise DeployError(f"the token is {role or 'of an unknown kind'}, not a write token: deploying needs a token "
-                      "with write access (make one at <hub>/settings/tokens)")
+                      f"with write access (make one at {tokens_page})")
 
 
 @dataclass
@@ -117,6 +131,7 @@ class Deployment:
     undo: list[str] = field(default_factory=list)  # commands that undo what was done, in the order done
     undo_by_hand: list[str] = field(default_factory=list)  # what no command undoes (said in words)
     existing_files: set[str] = field(default_factory=set)  # the Space's files before this deploy
+    cli_prefix: str = ""  # what the undo commands need to reach this Hub (see `cli_prefix`)
 
     def _did(self, what: str, undo: str | None = None, by_hand: str | None = None) -> None:
         self.done.append(what)
@@ -129,6 +144,7 @@ class Deployment:
     def run(self, endpoint: str, timeout: float) -> str:
         """Every step in order; returns the Space's URL, or raises DeployError saying how to finish or undo."""
         space = self.plan.space
+        self.cli_prefix = cli_prefix(endpoint)
         self.say(f"Checking the token's rights on {space.split('/')[0]} (nothing changed yet)")
         try:
             user = check_token(self.api, space.split("/")[0])
@@ -164,7 +180,8 @@ class Deployment:
                      + ".")
         lines.append(f"To finish, fix the cause and run again (every step is safe to repeat): {self.rerun}")
         if self.undo:
-            lines.append("To undo instead, run: " + " && ".join(reversed(self.undo)))
+            lines.append("To undo instead, run: " + " && ".join(self.cli_prefix + command
+                                                                 for command in reversed(self.undo)))
         for words in self.undo_by_hand:
             lines.append(f"And by hand: {words}.")
         return "\n".join(lines)

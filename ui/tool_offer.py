@@ -20,8 +20,10 @@ def _registry_tools() -> list[Any]:
         if _TOOL_CACHE is None:
             try:
                 from tools.registry import all_tools
+                from ui.config.apply import tool_settings
+                from ui.config.current import current_settings
 
-                found = all_tools()
+                found = all_tools(tool_settings(current_settings()))  # the checked settings, not from_env()
                 _TOOL_CACHE = list(found.values()) if isinstance(found, dict) else list(found)
             except Exception as exc:  # the app still works without extra tools
                 logging.getLogger(__name__).warning("Could not load the tool registry: %s", exc)

@@ -285,7 +285,8 @@ def to_model_error(
     if info.category == RATE_LIMIT:
         return ModelRateLimitError(
             f"Model '{model_id}' is still rate-limited{tries}{status}. Wait a minute, lower the request rate, "
-            f"or raise AGENTDECK_MODEL_MAX_RETRIES. Details: {detail}"
+            f"or allow more retries (RetryPolicy(max_retries=...); the app's AGENTDECK_MODEL_MAX_RETRIES). "
+            f"Details: {detail}"
         )
     if info.category == OFFLINE:
         return ModelConnectionError(

@@ -266,7 +266,8 @@ def test_files_removed_locally_are_deleted_on_the_space_in_the_same_commit(hub: 
 
 @pytest.mark.parametrize(("token", "says"), [
     ({"role": "read"}, "not a write token"),
-    ({"role": "invalid"}, "refused the token (HTTP 401"),
+    ({"role": "invalid"}, "refused the token (HTTP 401: invalid or revoked): make a new one with write access at "
+                          "http://127.0.0.1:"),
     ({"role": "fineGrained", "fineGrained": {"scoped": [{"entity": {"type": "user", "name": "me"},
                                                          "permissions": ["repo.content.read"]}]}},
      "no 'repo.write' permission on me"),
@@ -318,7 +319,8 @@ def test_a_failure_midway_says_what_was_done_and_how_to_finish_or_undo(hub: str,
     assert f"run again (every step is safe to repeat): make space SPACE=me/demo ARGS='--bucket auto --endpoint {hub}'" \
         in err
     assert "hf_deployer" not in err  # the token is never printed
-    assert "To undo instead, run: hf repos delete me/demo --type space --yes" in err
+    # The undo goes to the Hub deployed to (--endpoint), never the default one where a same-named Space may exist.
+    assert f"To undo instead, run: HF_ENDPOINT={hub} hf repos delete me/demo --type space --yes" in err
     assert FakeHub.commits == 0 and not any("/volumes" in path for _, path, _ in FakeHub.requests)
     FakeHub.fail = None  # the cause fixed, the same command finishes the job
     assert _deploy(hub, "--bucket", "auto") == 0
@@ -455,3 +457,12 @@ def test_a_failed_commit_after_hardware_says_what_to_undo_by_hand(hub: str, caps
     assert "could not commit the files" in err and "requested cpu-upgrade hardware" in err
     assert "And by hand: set the hardware back in the Space's settings (it ran on cpu-basic)." in err
     assert "hf repos delete" not in err  # the Space existed before: never suggest deleting it
+
+
+def test_undo_commands_name_no_endpoint_for_the_hub_the_hf_command_uses_anyway() -> None:
+    from huggingface_hub import constants
+
+    from ui.deploy_hub import cli_prefix
+
+    assert cli_prefix(constants.ENDPOINT) == cli_prefix(constants.ENDPOINT + "/") == ""
+    assert cli_prefix("http://127.0.0.1:9/") == "HF_ENDPOINT=http://127.0.0.1:9/ "

@@ -13,10 +13,10 @@ from gradio.data_classes import FileData
 
 from ui.api.caller import ApiCaller, identify
 from ui.api.chats import ApiChats, ApiRefused, uploaded_file
+from ui.config.limits import ApprovalMode  # one list: the setting's, the API's (the library's, tested)
 from ui.services import Services
 from ui.web.gradio_callers import describe_api, oauth_of
 
-ApprovalMode = Literal["autonomous", "review_plans", "approve_code", "approve_tools", "all"]
 Action = Literal["approve", "reject", "edit", "answer"]
 #: The API's endpoints (what `hide_from_api` keeps).
 API_NAMES = ("ask", "decide", "stop_run", "list_chats", "chat_files")

@@ -56,10 +56,9 @@ def max_published_bytes() -> int:
     """What one session's published copies may take (AGENTDECK_MAX_PUBLISHED_MB, 2048). Why: every version of a
     file is copied (a chart redrawn each step), outside the sandbox's own disk limit, into a folder all sessions
     share; code rewriting big files step after step would otherwise fill it."""
-    try:
-        return int(float(os.environ.get("AGENTDECK_MAX_PUBLISHED_MB", "") or 2048) * (1 << 20))
-    except ValueError:
-        return 2048 << 20
+    from ui.config.current import current_settings
+
+    return int(current_settings().max_published_mb * (1 << 20))
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,12 @@ settings (sandbox user ids, the Docker engine, torch's threads, the local-model 
 library reads no AGENTDECK_* variable (agents/host_settings.py), so the app hands it its settings once at start."""
 from __future__ import annotations
 
+import os
+
 from agents.errors import ConfigurationError
 from agents.host_settings import HostSettings, configure_host
 from agents.models.compatible import CompatibleServer, operator_server
+from tools.registry import ToolSettings
 from ui.config.app_settings import AppSettings
 from ui.config.base import SettingsError
 from ui.config.sandbox import parse_uid_range
@@ -36,3 +39,21 @@ def compatible_server(settings: AppSettings) -> CompatibleServer | None:
         return operator_server(settings.openai_base_url, key, tuple(settings.openai_models or ()))
     except ConfigurationError as exc:
         raise SettingsError([str(exc)]) from exc
+
+
+def tool_settings(settings: AppSettings) -> ToolSettings:
+    """What the tool registry is built with, from the app's checked settings (AGENTDECK_TOOLS_PATH, _MCP_SERVERS,
+    _DISABLED_TOOLS, _HUB_TOOLS, _HUB_TOOLS_NO_APPROVAL, _ALLOW_PRIVATE_URLS, _WIKIPEDIA_URL, _STT_MODEL). Why:
+    `ToolSettings.from_env()` parses the same variables its own way (a library's convenience), so a value the
+    start-up check refused or read one way could be read another way by the registry."""
+    return ToolSettings(
+        allow_private_urls=settings.allow_private_urls,
+        wikipedia_url=settings.wikipedia_url.strip() or None,
+        stt_model=settings.stt_model.strip() or None,
+        tools_path=settings.tools_path.strip() or None,
+        mcp_servers=settings.mcp_servers.strip() or None,
+        disabled_tools=frozenset(settings.disabled_tools),
+        hub_tools=settings.hub_tools.strip() or None,
+        hub_tools_no_approval=frozenset(settings.hub_tools_no_approval),
+        hub_endpoint=os.environ.get("HF_ENDPOINT") or None,  # huggingface_hub's own convention, not a setting
+    )

@@ -43,18 +43,24 @@ def secret_file(data_dir: str | Path) -> Path:
 
 def secret_is_configured() -> bool:
     """Whether the operator set AGENTDECK_SECRET (else a generated secret is kept in the data folder or store)."""
-    return bool(os.environ.get("AGENTDECK_SECRET", ""))
+    return _configured_secret() is not None
+
+
+def _configured_secret() -> bytes | None:
+    """AGENTDECK_SECRET from the checked settings (ui/config/: at least 16 characters), None when unset."""
+    from ui.config.current import current_settings
+
+    secret = current_settings().secret
+    return secret.get_secret_value().encode("utf-8") if secret is not None else None
 
 
 def server_secret(data_dir: str | Path, blobs: BlobStore | None = None) -> bytes:
     """AGENTDECK_SECRET when set, else the secret file in the data folder (created with mode 0600), or with a
     shared chat store the `secret` blob in it: the first replica creates it (create-only), every other reads
     it, so all replicas sign and verify with one secret."""
-    env = os.environ.get("AGENTDECK_SECRET", "")
-    if env:
-        if len(env.encode("utf-8")) < 16:
-            raise ChatStoreError("AGENTDECK_SECRET must be at least 16 characters long.")
-        return env.encode("utf-8")
+    configured = _configured_secret()
+    if configured is not None:
+        return configured
     if blobs is None or isinstance(blobs, LocalBlobs):
         return load_or_create_secret(secret_file(data_dir))
     for _ in range(3):

@@ -2,7 +2,6 @@
 shared state. Kept apart from the protocols so the implementations import those without a circle."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ui.shared.blobs import BlobStore, LocalBlobs
@@ -29,7 +28,11 @@ def open_blob_store(url: str, data_dir: str | Path) -> BlobStore:
 
 def open_shared_state(url: str | None = None) -> SharedState:
     """Redis at `url` (default `AGENTDECK_REDIS_URL`), else a new in-memory state for this process."""
-    url = (os.environ.get("AGENTDECK_REDIS_URL", "") if url is None else url).strip()
+    if url is None:
+        from ui.config.current import current_settings
+
+        url = current_settings().redis_url
+    url = url.strip()
     if not url:
         return MemoryState()
     from ui.shared.state_redis import RedisState

@@ -10,19 +10,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ui.config.current import current_settings
 from ui.session.workspace_access import DiskFiles, WorkspaceFiles
 from ui.uploads.intake import UploadResult, human_size, ingest_upload
 
-MAX_FILES_PER_MESSAGE = int(os.environ.get("AGENTDECK_MAX_FILES_PER_MESSAGE", "10"))
 WORKSPACE_FACTOR = 4  # the workspace holds this many maximum-size uploads by default
 
 
+def max_files_per_message() -> int:
+    """AGENTDECK_MAX_FILES_PER_MESSAGE, from the checked settings (ui/config/)."""
+    return current_settings().max_files_per_message
+
+
 def workspace_quota_bytes(max_upload_bytes: int) -> int:
-    raw = os.environ.get("AGENTDECK_MAX_WORKSPACE_MB", "").strip()
-    try:
-        return int(float(raw) * 1024 * 1024) if raw else WORKSPACE_FACTOR * max_upload_bytes
-    except ValueError:
-        return WORKSPACE_FACTOR * max_upload_bytes
+    """AGENTDECK_MAX_WORKSPACE_MB, else WORKSPACE_FACTOR uploads of the largest size."""
+    megabytes = current_settings().max_workspace_mb
+    return int(megabytes * 1024 * 1024) if megabytes is not None else WORKSPACE_FACTOR * max_upload_bytes
 
 
 def workspace_bytes(workspace: Path | WorkspaceFiles) -> int:
@@ -32,9 +35,10 @@ def workspace_bytes(workspace: Path | WorkspaceFiles) -> int:
 
 
 def ingest_uploads(files: list[tuple[str, str]], workspace: Path | WorkspaceFiles, max_upload_bytes: int,
-                   max_files: int = MAX_FILES_PER_MESSAGE, quota_bytes: int | None = None) -> list[UploadResult]:
+                   max_files: int | None = None, quota_bytes: int | None = None) -> list[UploadResult]:
     """Each file of a message (as Gradio received it) previewed and copied into the workspace (its
     `WorkspaceFiles`: ui/session/workspace_access.py), in order, or refused with its reason."""
+    max_files = max_files_per_message() if max_files is None else max_files
     quota = workspace_quota_bytes(max_upload_bytes) if quota_bytes is None else quota_bytes
     used = workspace_bytes(workspace) if files else 0
     results: list[UploadResult] = []

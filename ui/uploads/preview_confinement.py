@@ -26,6 +26,8 @@ from agents.executor.local.process import SINGLE_THREAD_ENV
 READERS = ("pandas", "pyarrow.parquet", "openpyxl", "pypdf", "charset_normalizer", "ui.uploads.parsing",
            "ui.uploads.pdf_preview")
 MAX_OPEN_FILES = 128
+#: How the app tells the child its memory limit (the child's whole environment is made here: not a setting).
+CHILD_MEMORY_ENV = "PREVIEW_CHILD_MEMORY_MB"
 MAX_FILE_SIZE_MB = 1  # it writes nothing (no writable folder); the limit is for /dev/null's sake
 
 
@@ -37,7 +39,7 @@ def child_environment(memory_limit_mb: int) -> dict[str, str]:
     """The child's whole environment: no keys, and every thread pool limited (Landlock covers the thread that
     applies it and the threads it starts later, not a pool a library started while loading)."""
     return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent",
-            "AGENTDECK_PREVIEW_MEMORY_MB": str(memory_limit_mb), **SINGLE_THREAD_ENV}
+            CHILD_MEMORY_ENV: str(memory_limit_mb), **SINGLE_THREAD_ENV}
 
 
 def config(app_root: str, folder: str, uid: int | None, new_root: str | None,

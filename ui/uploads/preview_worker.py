@@ -30,6 +30,7 @@ from agents.executor import identity
 from agents.executor.protocol import ChannelClosed, FrameReader, ProtocolError, write_frame
 from ui.uploads.parsing import MAX_PREVIEW_CHARS, SUPPORTED_EXTENSIONS, UploadError
 from ui.uploads.preview_confinement import (
+    CHILD_MEMORY_ENV,
     PreviewConfinementError,
     child_environment,
     load_readers,
@@ -38,8 +39,10 @@ from ui.uploads.preview_confinement import (
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-MEMORY_LIMIT_MB = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", "768"))
-TIME_LIMIT_S = float(os.environ.get("AGENTDECK_PREVIEW_TIMEOUT_S", "15"))
+#: The child's limits when no settings say otherwise (the app's: AGENTDECK_PREVIEW_MEMORY_MB / _TIMEOUT_S, read
+#: through ui/config/ when the service starts, never at import: a bad value is named by the start-up check).
+MEMORY_LIMIT_MB = 768
+TIME_LIMIT_S = 15.0
 #: The largest reply frame read from the child: a preview of MAX_PREVIEW_CHARS is at most 12 bytes a character
 #: in JSON (a surrogate pair escaped), and an error message is shorter.
 MAX_REPLY_BYTES = 64 * 1024
@@ -65,8 +68,14 @@ class PreviewFailed(Exception):
 class PreviewService:
     """The app's handle on the preview child: `preview(path, name)` -> (kind, text) or raises."""
 
-    def __init__(self, memory_limit_mb: int = MEMORY_LIMIT_MB, time_limit_s: float = TIME_LIMIT_S,
+    def __init__(self, memory_limit_mb: int | None = None, time_limit_s: float | None = None,
                  boot: str = BOOT) -> None:
+        if memory_limit_mb is None or time_limit_s is None:
+            from ui.config.current import current_settings
+
+            settings = current_settings()
+            memory_limit_mb = settings.preview_memory_mb if memory_limit_mb is None else memory_limit_mb
+            time_limit_s = settings.preview_timeout_s if time_limit_s is None else time_limit_s
         self.memory_limit_mb = memory_limit_mb
         self.time_limit_s = time_limit_s
         self.boot = boot  # the child's program (the attack tests replace its parser)
@@ -212,7 +221,7 @@ def main() -> None:
 def serve(fd_in: int, fd_out: int, app_root: str, folder: str, uid: int | None, new_root: str | None) -> None:
     """The child: limits and confinement first, then one preview per request until the app closes the pipe."""
     os.nice(5)
-    limit_mb = int(os.environ.get("AGENTDECK_PREVIEW_MEMORY_MB", str(MEMORY_LIMIT_MB)))
+    limit_mb = int(os.environ.get(CHILD_MEMORY_ENV, str(MEMORY_LIMIT_MB)))  # set by its parent, never an operator
     from ui.uploads import parsing  # noqa: F401 - loaded before the confinement closes the file system
 
     load_readers()  # before the limit: the limit is for the file, not the libraries

@@ -68,7 +68,7 @@ def hf_login_from_env(env: Mapping[str, str] | None = None) -> bool:
                         "to its README front matter, as spaces.yaml has).", ", ".join(missing))
             return False
         return True
-    if env.get("AGENTDECK_HF_LOGIN", "") != "1":
+    if not hf_login_asked(env):
         if env.get("SPACE_ID"):
             LOG.warning("AgentDeck: no Sign in with Hugging Face button: SPACE_ID is set but SYSTEM is not 'spaces', "
                         "so this is not a Space and Gradio would only mock the login, making every visitor who "
@@ -100,3 +100,11 @@ def _local_token(env: Mapping[str, str]) -> bool:
         return bool(get_token())
     except Exception:
         return False
+
+
+def hf_login_asked(env: Mapping[str, str]) -> bool:
+    """AGENTDECK_HF_LOGIN=1, as the checked settings read it (ui/config/: only 1 turns it on, anything but 1 or 0
+    stops the start)."""
+    from ui.config.current import settings_of
+
+    return settings_of(env).hf_login

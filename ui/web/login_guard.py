@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Mapping
 
 from agents.errors import ConfigurationError
-from ui.web.hf_login_env import bind_address, loopback_only, on_a_space
+from ui.web.hf_login_env import bind_address, hf_login_asked, loopback_only, on_a_space
 
 
 def guard_login_routes(expects_oauth: bool, server_name: str | None = None,
@@ -39,7 +39,7 @@ def guard_login_routes(expects_oauth: bool, server_name: str | None = None,
         share = env.get("GRADIO_SHARE", "").strip().lower() in ("1", "true", "yes")
     if share:
         where = f"{where} shared through a public link"
-    if env.get("AGENTDECK_HF_LOGIN", "") != "1" or share or not loopback_only(where):
+    if not hf_login_asked(env) or share or not loopback_only(where):
         raise ConfigurationError(
             f"Sign in with Hugging Face is on outside a Space, on {where[:60]}: Gradio would only mock it, making "
             "every visitor this machine's own Hugging Face account. The mock is for AGENTDECK_HF_LOGIN=1 on a server "
@@ -47,3 +47,4 @@ def guard_login_routes(expects_oauth: bool, server_name: str | None = None,
     # Gradio derives the mock's cookie key from this (empty) value when it attaches the routes: a random one per
     # process means a cookie is only ever one this server signed (a restart signs everyone out).
     gradio.oauth.OAUTH_CLIENT_SECRET = secrets.token_urlsafe(32)
+

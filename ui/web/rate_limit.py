@@ -57,7 +57,9 @@ def trusts_forwarded_header() -> bool:
     """X-Forwarded-For is the visitor's address only behind a proxy that sets it: a real Space's (SYSTEM=spaces,
     as Gradio decides it; SPACE_ID alone is only a name an image carries, also run elsewhere), or the operator's
     own when AGENTDECK_TRUST_FORWARDED=1. Anywhere else anyone can write it and get a fresh limit per request."""
-    return on_a_space() or os.environ.get("AGENTDECK_TRUST_FORWARDED", "") == "1"
+    from ui.config.current import current_settings
+
+    return on_a_space() or current_settings().trust_forwarded
 
 
 def visitor_of(request: Any) -> str:
