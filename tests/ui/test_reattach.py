@@ -72,6 +72,30 @@ def test_a_new_tab_of_the_same_browser_takes_over_a_run_whose_tab_was_closed(app
     assert text_of(list(stream)[-1][0][-1]) == "42"
 
 
+def box_interactive(update: object) -> object:
+    """The `interactive` an update of the message box sets (None: it sets none)."""
+    return update.get("interactive") if isinstance(update, dict) else None
+
+
+def test_a_tab_that_takes_over_a_run_keeps_its_box_locked_until_the_run_ends(app: LiveApp) -> None:
+    """The tab that took the run of a closed page over streams it with the message box locked, as the tab that
+    sent the message had it, and frees the box once the run ends: left free, a person typing there while the run
+    went on was told "A run is still going" (issue 31, item 10)."""
+    token = new_token()
+    run_until_step_2_hangs(app, token)
+    session = app.session("tab")
+    app.app.on_unload(Req("tab"))  # the tab is closed
+    app.load(token, key="new-tab")
+    stream = app.app.streamer.reattach(Req("new-tab"))
+    first = next(stream)
+    assert "x is set" in chat_text(first[0]) and box_interactive(first[1]) is False
+    app.model.release()
+    rest = list(stream)
+    assert not session.running and text_of(rest[-1][0][-1]) == "42"
+    assert box_interactive(rest[-1][1]) is True  # freed once the run has ended
+    assert not any(box_interactive(update[1]) for update in rest[:-1])  # not before
+
+
 def test_after_the_grace_period_the_run_is_stopped_and_saved(app: LiveApp) -> None:
     token = new_token()
     run_until_step_2_hangs(app, token)
