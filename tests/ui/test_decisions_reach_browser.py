@@ -108,7 +108,6 @@ STOP_SCRIPT = [code_reply("This takes a while.", "import time\nprint('working', 
                                                   "final_answer('never reached')")]
 
 
-@pytest.mark.xfail(strict=False, reason="fails in the whole suite, passes alone (issue 31)")
 def test_a_second_tab_shows_the_run_live_and_its_stop_stops_it(tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     transcript = write_transcript(tmp_path / "script.json", STOP_SCRIPT)

@@ -3,12 +3,13 @@ away, the reloaded page (or a new tab of the same browser) takes it back and str
 after the grace period the run is stopped and its steps so far are saved."""
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
 import gradio as gr
 import pytest
-from nothing_lost_harness import ANSWER, SET_X, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
+from nothing_lost_harness import ANSWER, SET_X, SLOW, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
 
 from ui.panels.approvals import ApprovalHandlers
 from ui.saved.store import ChatStore, new_token
@@ -188,6 +189,70 @@ def test_stop_in_a_watching_tab_stops_the_run(app: LiveApp) -> None:
     assert app.app.stop(Req("other")) == "<small>stopping…</small>"
     wait_until(lambda: session.run is None or session.run.stop_requested_at is not None, what="the stop")
     assert app.app.stop(Req("nobody")) == gr.skip()  # a tab watching nothing stops nothing
+
+
+class NotedWait(threading.Event):
+    """An event that notes when someone starts waiting on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        return super().wait(timeout)
+
+
+def test_a_watching_tab_reads_the_chat_from_disk_only_once_the_run_end_is_saved(tmp_path: Path, monkeypatch) -> None:
+    """A run counts as ended once its end is shown, and the running tab's drain saves that end only after the
+    page took the update (slow on a loaded machine). The watching tab read the chat from disk at once: a Stop
+    pressed there never showed "Stopped" (issue 31, item 7; the second-tab browser test failed in the whole
+    suite). It waits for the save."""
+    app = LiveApp(tmp_path, StallingModel([SET_X, SLOW, ANSWER]))
+    try:
+        presence = PagePresence()
+        app.app.registry.presence = presence
+        token = new_token()
+        app.load(token)
+        page_took_the_end = threading.Event()
+
+        def running_tab() -> None:  # the page that sent the message, slow to take the run's last update
+            for _ in app.app.run({"text": "Set x, then wait", "files": []}, Req("tab"), None, **app.form()):
+                run = app.session("tab").run
+                if run is not None and run.finished:
+                    page_took_the_end.wait(30)
+
+        threading.Thread(target=running_tab, daemon=True).start()
+        wait_until(lambda: app.session("tab") is not None and "sleeping" in chat_text(
+            app.session("tab").record.transcript.messages()), what="the slow code")
+        session = app.session("tab")
+        presence.opened("tab")  # the running tab stays open
+        app.load(token, key="other")  # the browser's open chat is the running one: watched here
+        session.run.end_saved = ended = NotedWait()
+        reads: list[bool] = []
+        load_memory = app.app.services.store.load_memory
+
+        def noted_read(chat):
+            reads.append(ended.is_set())
+            return load_memory(chat)
+
+        monkeypatch.setattr(app.app.services.store, "load_memory", noted_read)
+        follow = app.history.watch.follow(Req("other"))
+        next(follow)
+        updates: list = []
+        watching = threading.Thread(target=lambda: updates.extend(follow), daemon=True)
+        watching.start()
+
+        assert app.app.stop(Req("other")) == "<small>stopping…</small>"  # Stop in the watching tab
+        wait_until(lambda: session.run.finished, what="the run's end")
+        wait_until(lambda: reads or ended.waiting.is_set(), what="the watch reading the chat, or waiting")
+        assert reads == []  # not read before the run's end is on disk
+        page_took_the_end.set()
+        watching.join(30)
+        assert not watching.is_alive() and reads == [True]
+        assert "Stopped" in chat_text(updates[-1][0]) and updates[-1][1].interactive is True
+    finally:
+        app.close()
 
 
 def test_the_chat_clicked_opens_even_if_the_list_value_was_reset_meanwhile(app: LiveApp) -> None:

@@ -374,7 +374,10 @@ class Session:
                 self._closed_at = time.time()
             if self._runs.end():
                 self._slot.close(keep_memory=True)
-                self.save_chat("run", announce=False)
+                try:
+                    self.save_chat("run", announce=False)
+                finally:
+                    self._runs.end_saved()
             self._slot.close()
 
     def remove_files(self) -> None:
