@@ -203,6 +203,51 @@ class NotedWait(threading.Event):
         return super().wait(timeout)
 
 
+class EndUnsaved:
+    """A run in tab "tab" (its page open) whose page is slow to take the run's last update: the run has ended, and
+    its drain saves the end only once `release()` is called. Reads of saved chats are noted in `reads` (True: the
+    end was on disk then)."""
+
+    def __init__(self, app: LiveApp, token: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.app, self.reads = app, []
+        presence = PagePresence()
+        app.app.registry.presence = presence
+        app.load(token)
+        self._page_took_the_end = threading.Event()
+        threading.Thread(target=self._running_tab, daemon=True).start()
+        wait_until(lambda: app.session("tab") is not None and "sleeping" in chat_text(
+            app.session("tab").record.transcript.messages()), what="the slow code")
+        self.session = app.session("tab")
+        presence.opened("tab")  # the running tab stays open
+        self.session.run.end_saved = self.ended = NotedWait()
+        load_memory = app.app.services.store.load_memory
+
+        def noted_read(chat):
+            self.reads.append(self.ended.is_set())
+            return load_memory(chat)
+
+        monkeypatch.setattr(app.app.services.store, "load_memory", noted_read)
+
+    def _running_tab(self) -> None:
+        for _ in self.app.app.run({"text": "Set x, then wait", "files": []}, Req("tab"), None, **self.app.form()):
+            run = self.app.session("tab").run
+            if run is not None and run.finished:
+                self._page_took_the_end.wait(30)
+
+    def stop(self, key: str) -> None:
+        """Stop the run from tab `key`; returns once it has ended (its end not saved yet)."""
+        assert self.app.app.stop(Req(key)) == "<small>stopping…</small>"
+        wait_until(lambda: self.session.run.finished, what="the run's end")
+
+    def check_read_only_after_the_save(self, reader: threading.Thread) -> None:
+        """`reader` (which reads the chat from disk) waits for the end's save, then reads it."""
+        wait_until(lambda: self.reads or self.ended.waiting.is_set(), what="a read of the chat, or a wait")
+        assert self.reads == []  # not read before the run's end is on disk
+        self._page_took_the_end.set()
+        reader.join(30)
+        assert not reader.is_alive() and self.reads == [True]
+
+
 def test_a_watching_tab_reads_the_chat_from_disk_only_once_the_run_end_is_saved(tmp_path: Path, monkeypatch) -> None:
     """A run counts as ended once its end is shown, and the running tab's drain saves that end only after the
     page took the update (slow on a loaded machine). The watching tab read the chat from disk at once: a Stop
@@ -210,47 +255,37 @@ def test_a_watching_tab_reads_the_chat_from_disk_only_once_the_run_end_is_saved(
     suite). It waits for the save."""
     app = LiveApp(tmp_path, StallingModel([SET_X, SLOW, ANSWER]))
     try:
-        presence = PagePresence()
-        app.app.registry.presence = presence
         token = new_token()
-        app.load(token)
-        page_took_the_end = threading.Event()
-
-        def running_tab() -> None:  # the page that sent the message, slow to take the run's last update
-            for _ in app.app.run({"text": "Set x, then wait", "files": []}, Req("tab"), None, **app.form()):
-                run = app.session("tab").run
-                if run is not None and run.finished:
-                    page_took_the_end.wait(30)
-
-        threading.Thread(target=running_tab, daemon=True).start()
-        wait_until(lambda: app.session("tab") is not None and "sleeping" in chat_text(
-            app.session("tab").record.transcript.messages()), what="the slow code")
-        session = app.session("tab")
-        presence.opened("tab")  # the running tab stays open
+        run = EndUnsaved(app, token, monkeypatch)
         app.load(token, key="other")  # the browser's open chat is the running one: watched here
-        session.run.end_saved = ended = NotedWait()
-        reads: list[bool] = []
-        load_memory = app.app.services.store.load_memory
-
-        def noted_read(chat):
-            reads.append(ended.is_set())
-            return load_memory(chat)
-
-        monkeypatch.setattr(app.app.services.store, "load_memory", noted_read)
         follow = app.history.watch.follow(Req("other"))
         next(follow)
         updates: list = []
         watching = threading.Thread(target=lambda: updates.extend(follow), daemon=True)
         watching.start()
-
-        assert app.app.stop(Req("other")) == "<small>stopping…</small>"  # Stop in the watching tab
-        wait_until(lambda: session.run.finished, what="the run's end")
-        wait_until(lambda: reads or ended.waiting.is_set(), what="the watch reading the chat, or waiting")
-        assert reads == []  # not read before the run's end is on disk
-        page_took_the_end.set()
-        watching.join(30)
-        assert not watching.is_alive() and reads == [True]
+        run.stop("other")  # Stop in the watching tab
+        run.check_read_only_after_the_save(watching)
         assert "Stopped" in chat_text(updates[-1][0]) and updates[-1][1].interactive is True
+    finally:
+        app.close()
+
+
+def test_a_chat_opened_as_its_run_ends_is_read_once_its_end_is_saved(tmp_path: Path, monkeypatch) -> None:
+    """The same race for a chat opened from the side list in another tab just after its run ended there."""
+    app = LiveApp(tmp_path, StallingModel([SET_X, SLOW, ANSWER]))
+    try:
+        token = new_token()
+        run = EndUnsaved(app, token, monkeypatch)
+        chat_id = run.session.record.saved.id
+        app.load(token, key="other")
+        app.history.watch.watchers.forget("other")  # (no watch: the chat is opened from the list below)
+        run.stop("tab")
+        opened: list = []
+        opening = threading.Thread(target=lambda: opened.extend(
+            app.history.open_chat({"token": token}, chat_id, Req("other"), **app.form())), daemon=True)
+        opening.start()
+        run.check_read_only_after_the_save(opening)
+        assert "Stopped" in chat_text(opened[-1][1])
     finally:
         app.close()
 

@@ -34,7 +34,7 @@ WATCH_NOTE = ("This chat is running in another tab: it is shown here live and re
 POLL_S = 0.4
 QUIET_S = 2.0
 #: How long the watch waits for the other tab to save the run's end before it reads the chat from disk anyway.
-END_SAVE_WAIT_S = 30.0
+END_SAVE_WAIT_S = 10.0
 
 
 def locked_box() -> Any:
@@ -104,9 +104,7 @@ class RunWatch:
         """The watched run ended: the chat as saved, once its end is on disk. The run counts as ended before
         that (the drain shows the end first, then saves it); read before, the chat from disk lacked its end (a
         stop showed no "Stopped" here on a loaded machine)."""
-        run = watch.session.run
-        if run is not None:
-            run.end_saved.wait(END_SAVE_WAIT_S)
+        watch.session.wait_end_saved(END_SAVE_WAIT_S)
         return self._saved(key, watch)
 
     def _saved(self, key: str, watch: Watch) -> tuple:

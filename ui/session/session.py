@@ -337,6 +337,13 @@ class Session:
             self._slot.keep_for_next(memory)
             self._record.add_note(BUSY_NOTE)
 
+    def wait_end_saved(self, timeout: float) -> bool:
+        """Wait until the end of the run that just ended is on disk (at most `timeout` seconds). The run counts as
+        ended before its drain saves that end: read from disk meanwhile, the chat lacks it. True at once when
+        no run ended unsaved."""
+        run = self._runs.run
+        return run is None or not run.finished or run.end_saved.wait(timeout)
+
     # ----- tabs --------------------------------------------------------------------------------------------
     def detach(self) -> None:
         """The page went away while the run goes on: the registry keeps it a while for a reloaded page."""
