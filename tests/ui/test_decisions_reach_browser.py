@@ -104,8 +104,9 @@ def test_a_tab_opened_after_the_page_closed_mid_run_shows_the_run(tmp_path: Path
             browser.close()
 
 
+# The answer is built in the code: the code shown in the chat (when its step is open) does not contain it.
 STOP_SCRIPT = [code_reply("This takes a while.", "import time\nprint('working', flush=True)\ntime.sleep(60)\n"
-                                                  "final_answer('never reached')")]
+                                                  "final_answer('never ' + 'reached')")]
 
 
 def test_a_second_tab_shows_the_run_live_and_its_stop_stops_it(tmp_path: Path) -> None:
