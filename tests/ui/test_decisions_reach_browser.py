@@ -13,7 +13,8 @@ from ui_testlib import code_reply, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
 
-APPROVE_SCRIPT = [code_reply("Print a greeting.", "print('approved in the new tab')\nfinal_answer('greeted')")]
+# The answer is built in the code, so the text waited for is the answer, not the code shown before it runs.
+APPROVE_SCRIPT = [code_reply("Print a greeting.", "print('approved in the new tab')\nfinal_answer('gree' + 'ted')")]
 
 
 def new_tab(context, url: str):

@@ -204,12 +204,13 @@ class NotedWait(threading.Event):
 
 
 class EndUnsaved:
-    """A run in tab "tab" (its page open) whose page is slow to take the run's last update: the run has ended, and
-    its drain saves the end only once `release()` is called. Reads of saved chats are noted in `reads` (True: the
-    end was on disk then)."""
+    """A run in tab "tab" (its page open) whose page is slow to take the run's last update: once stopped, the run
+    has ended, and its drain saves the end only when `check_read_only_after_the_save` lets the page take that
+    update. Reads of saved chats are noted in `reads` (True: the end was on disk then)."""
 
     def __init__(self, app: LiveApp, token: str, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.app, self.reads = app, []
+        self.app = app
+        self.reads: list[bool] = []
         presence = PagePresence()
         app.app.registry.presence = presence
         app.load(token)
