@@ -143,9 +143,12 @@ def check_finished_run(page, data: Path, task: str) -> None:
     text = chat_text(page)
     assert task in text and "Step 1" in text and "Step 2" in text
     chat = saved_chat(data, ChatStore(data, secret=SECRET.encode()))
+    steps = ["task", "action", "action", "action", "final_answer"]
+    # The app shows the run's end first, then saves it: wait for the save.
+    wait_until(lambda: [s.step_type for s in chat.store.load_memory(chat)[0].steps] == steps,
+               what="the run's end on disk")
     memory, metadata = chat.store.load_memory(chat)
     assert [t["text"] for t in metadata["turns"]] == [task]
-    assert [s.step_type for s in memory.steps] == ["task", "action", "action", "action", "final_answer"]
     assert "long job finished" in (next(memory.action_steps()).logs or "")
 
 

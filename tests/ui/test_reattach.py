@@ -3,12 +3,13 @@ away, the reloaded page (or a new tab of the same browser) takes it back and str
 after the grace period the run is stopped and its steps so far are saved."""
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
 import gradio as gr
 import pytest
-from nothing_lost_harness import ANSWER, SET_X, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
+from nothing_lost_harness import ANSWER, SET_X, SLOW, LiveApp, Req, StallingModel, chat_text, text_of, wait_until
 
 from ui.panels.approvals import ApprovalHandlers
 from ui.saved.store import ChatStore, new_token
@@ -70,6 +71,30 @@ def test_a_new_tab_of_the_same_browser_takes_over_a_run_whose_tab_was_closed(app
     next(stream)
     app.model.release()
     assert text_of(list(stream)[-1][0][-1]) == "42"
+
+
+def box_interactive(update: object) -> object:
+    """The `interactive` an update of the message box sets (None: it sets none)."""
+    return update.get("interactive") if isinstance(update, dict) else None
+
+
+def test_a_tab_that_takes_over_a_run_keeps_its_box_locked_until_the_run_ends(app: LiveApp) -> None:
+    """The tab that took the run of a closed page over streams it with the message box locked, as the tab that
+    sent the message had it, and frees the box once the run ends: left free, a person typing there while the run
+    went on was told "A run is still going" (issue 31, item 10)."""
+    token = new_token()
+    run_until_step_2_hangs(app, token)
+    session = app.session("tab")
+    app.app.on_unload(Req("tab"))  # the tab is closed
+    app.load(token, key="new-tab")
+    stream = app.app.streamer.reattach(Req("new-tab"))
+    first = next(stream)
+    assert "x is set" in chat_text(first[0]) and box_interactive(first[1]) is False
+    app.model.release()
+    rest = list(stream)
+    assert not session.running and text_of(rest[-1][0][-1]) == "42"
+    assert box_interactive(rest[-1][1]) is True  # freed once the run has ended
+    assert not any(box_interactive(update[1]) for update in rest[:-1])  # not before
 
 
 def test_after_the_grace_period_the_run_is_stopped_and_saved(app: LiveApp) -> None:
@@ -164,6 +189,106 @@ def test_stop_in_a_watching_tab_stops_the_run(app: LiveApp) -> None:
     assert app.app.stop(Req("other")) == "<small>stopping…</small>"
     wait_until(lambda: session.run is None or session.run.stop_requested_at is not None, what="the stop")
     assert app.app.stop(Req("nobody")) == gr.skip()  # a tab watching nothing stops nothing
+
+
+class NotedWait(threading.Event):
+    """An event that notes when someone starts waiting on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        return super().wait(timeout)
+
+
+class EndUnsaved:
+    """A run in tab "tab" (its page open) whose page is slow to take the run's last update: once stopped, the run
+    has ended, and its drain saves the end only when `check_read_only_after_the_save` lets the page take that
+    update. Reads of saved chats are noted in `reads` (True: the end was on disk then)."""
+
+    def __init__(self, app: LiveApp, token: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.app = app
+        self.reads: list[bool] = []
+        presence = PagePresence()
+        app.app.registry.presence = presence
+        app.load(token)
+        self._page_took_the_end = threading.Event()
+        threading.Thread(target=self._running_tab, daemon=True).start()
+        wait_until(lambda: app.session("tab") is not None and "sleeping" in chat_text(
+            app.session("tab").record.transcript.messages()), what="the slow code")
+        self.session = app.session("tab")
+        presence.opened("tab")  # the running tab stays open
+        self.session.run.end_saved = self.ended = NotedWait()
+        load_memory = app.app.services.store.load_memory
+
+        def noted_read(chat):
+            self.reads.append(self.ended.is_set())
+            return load_memory(chat)
+
+        monkeypatch.setattr(app.app.services.store, "load_memory", noted_read)
+
+    def _running_tab(self) -> None:
+        for _ in self.app.app.run({"text": "Set x, then wait", "files": []}, Req("tab"), None, **self.app.form()):
+            run = self.app.session("tab").run
+            if run is not None and run.finished:
+                self._page_took_the_end.wait(30)
+
+    def stop(self, key: str) -> None:
+        """Stop the run from tab `key`; returns once it has ended (its end not saved yet)."""
+        assert self.app.app.stop(Req(key)) == "<small>stopping…</small>"
+        wait_until(lambda: self.session.run.finished, what="the run's end")
+
+    def check_read_only_after_the_save(self, reader: threading.Thread) -> None:
+        """`reader` (which reads the chat from disk) waits for the end's save, then reads it."""
+        wait_until(lambda: self.reads or self.ended.waiting.is_set(), what="a read of the chat, or a wait")
+        assert self.reads == []  # not read before the run's end is on disk
+        self._page_took_the_end.set()
+        reader.join(30)
+        assert not reader.is_alive() and self.reads == [True]
+
+
+def test_a_watching_tab_reads_the_chat_from_disk_only_once_the_run_end_is_saved(tmp_path: Path, monkeypatch) -> None:
+    """A run counts as ended once its end is shown, and the running tab's drain saves that end only after the
+    page took the update (slow on a loaded machine). The watching tab read the chat from disk at once: a Stop
+    pressed there never showed "Stopped" (issue 31, item 7; the second-tab browser test failed in the whole
+    suite). It waits for the save."""
+    app = LiveApp(tmp_path, StallingModel([SET_X, SLOW, ANSWER]))
+    try:
+        token = new_token()
+        run = EndUnsaved(app, token, monkeypatch)
+        app.load(token, key="other")  # the browser's open chat is the running one: watched here
+        follow = app.history.watch.follow(Req("other"))
+        next(follow)
+        updates: list = []
+        watching = threading.Thread(target=lambda: updates.extend(follow), daemon=True)
+        watching.start()
+        run.stop("other")  # Stop in the watching tab
+        run.check_read_only_after_the_save(watching)
+        assert "Stopped" in chat_text(updates[-1][0]) and updates[-1][1].interactive is True
+    finally:
+        app.close()
+
+
+def test_a_chat_opened_as_its_run_ends_is_read_once_its_end_is_saved(tmp_path: Path, monkeypatch) -> None:
+    """The same race for a chat opened from the side list in another tab just after its run ended there."""
+    app = LiveApp(tmp_path, StallingModel([SET_X, SLOW, ANSWER]))
+    try:
+        token = new_token()
+        run = EndUnsaved(app, token, monkeypatch)
+        chat_id = run.session.record.saved.id
+        app.load(token, key="other")
+        app.history.watch.watchers.forget("other")  # (no watch: the chat is opened from the list below)
+        run.stop("tab")
+        opened: list = []
+        opening = threading.Thread(target=lambda: opened.extend(
+            app.history.open_chat({"token": token}, chat_id, Req("other"), **app.form())), daemon=True)
+        opening.start()
+        run.check_read_only_after_the_save(opening)
+        assert "Stopped" in chat_text(opened[-1][1])
+    finally:
+        app.close()
 
 
 def test_the_chat_clicked_opens_even_if_the_list_value_was_reset_meanwhile(app: LiveApp) -> None:

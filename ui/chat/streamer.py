@@ -39,9 +39,17 @@ class RunStreamer:
     def reattach(self, request: gr.Request) -> Iterator[tuple]:
         """After a page load (or a chat opened from the list): if this tab was just handed a session whose run
         goes on (from the page before a reload, or a closed tab), stream it from where it is: the chat so far,
-        then live. Only once per hand-over: a second drain would end the one this page already streams."""
+        then live, the message box locked until the run ends or pauses. Only once per hand-over: a second drain
+        would end the one this page already streams."""
         session = self.registry.peek(getattr(request, "session_hash", None) or "anonymous")
         if session is None or not session.take_hand_over():
             yield (gr.skip(),) * 5
             return
-        yield from self.stream_run(session, Shown(root_url=root_url_of(request)))
+        # The message box is locked while the run streams here, as in the tab that sent the message (whose page
+        # locks it on submit: ui/web/input_lock.py), and freed when the run ends or pauses. Left free, this page
+        # took a message while the run went on, refused with "A run is still going" (issue 31, item 10).
+        shown = Shown(root_url=root_url_of(request))
+        # (gr.update, a dict: `StreamOutputs.render` passes it to the page as it is, a component's update it does not)
+        yield self.update(session, shown, gr.update(interactive=False))
+        yield from self.stream_run(session, shown)
+        yield self.update(session, shown, gr.update(interactive=True))

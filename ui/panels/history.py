@@ -20,7 +20,7 @@ from typing import Any
 import gradio as gr
 
 from ui.chat.stream_outputs import Shown, session_outputs
-from ui.panels.watch import RunWatch, locked_box
+from ui.panels.watch import END_SAVE_WAIT_S, RunWatch, locked_box
 from ui.saved.model_titles import TITLE_TIMEOUT_S
 from ui.saved.owners import tab_key
 from ui.saved.store import ChatStoreError, clean_title, settings_dict
@@ -105,11 +105,15 @@ class HistoryController:
     def _held_elsewhere(self, owner: str, chat_id: str) -> Session | None:
         """The live session (under another tab key) holding this chat, if its run goes on or waits for a
         decision."""
+        return next((s for s in self._holders(owner, chat_id) if s.running or s.has_pending()), None)
+
+    def _holders(self, owner: str, chat_id: str) -> list[Session]:
+        """The live sessions that hold this saved chat."""
         def holds(session: Session) -> bool:
             chat = session.record.saved
             return chat is not None and chat.owner == owner and chat.id == chat_id
 
-        return next((s for s in self.registry.sessions() if holds(s) and (s.running or s.has_pending())), None)
+        return [s for s in self.registry.sessions() if holds(s)]
 
     def take_over(self, state: Any, request: gr.Request, **form: Any) -> Iterator[tuple]:
         """Take over here: reload the chat from disk in this tab, which now continues it. `form`: the settings
@@ -204,6 +208,8 @@ class HistoryController:
         if running is not None and running.key != key:
             yield from self._join_run(key, owner, state, running, form, request)
             return
+        for holder in self._holders(owner, chat.id):  # a run of it that just ended: read once its end is saved
+            holder.wait_end_saved(END_SAVE_WAIT_S)
         try:
             memory, metadata = self.store.load_memory(chat)
         except ChatStoreError as exc:

@@ -7,8 +7,9 @@ ui/session/watchers.py) and shows the chat as it is; this streaming event, chain
   * if the other tab's page goes away meanwhile (closed, or the browser quit), this tab takes the run and streams
     the rest itself: a tab opened seconds after the page closed, before the server knew, no longer shows an empty
     chat while the run finishes unseen;
-  * once the run ends, the chat as saved, shown in this tab's own session; a message from here is then treated as
-    any second tab's (ui/session/lease.py: not sent while the other tab holds the chat, Take over here offered).
+  * once the run ends and the other tab has saved its end (`RunHandle.end_saved`), the chat as saved, shown in
+    this tab's own session; a message from here is then treated as any second tab's
+    (ui/session/lease.py: not sent while the other tab holds the chat, Take over here offered).
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ WATCH_NOTE = ("This chat is running in another tab: it is shown here live and re
 #: How often the watched chat is looked at, and how long an unchanged one goes without an update (its clock).
 POLL_S = 0.4
 QUIET_S = 2.0
+#: How long the watch waits for the other tab to save the run's end before it reads the chat from disk anyway.
+END_SAVE_WAIT_S = 10.0
 
 
 def locked_box() -> Any:
@@ -77,7 +80,7 @@ class RunWatch:
                     return
             if not watch.live:
                 self.watchers.forget(key, watch)
-                yield self._saved(key, watch)
+                yield self._ended(key, watch)
                 return
             values = session_outputs(session, shown, locked_box() if last is None else gr.skip())
             signature = (repr(values[0]), values[2], values[3])
@@ -96,6 +99,13 @@ class RunWatch:
             for _ in session.drain():
                 yield session_outputs(session, shown)
         yield session_outputs(session, shown, free_box())
+
+    def _ended(self, key: str, watch: Watch) -> tuple:
+        """The watched run ended: the chat as saved, once its end is on disk. The run counts as ended before
+        that (the drain shows the end first, then saves it); read before, the chat from disk lacked its end (a
+        stop showed no "Stopped" here on a loaded machine)."""
+        watch.session.wait_end_saved(END_SAVE_WAIT_S)
+        return self._saved(key, watch)
 
     def _saved(self, key: str, watch: Watch) -> tuple:
         """The watched run ended: the chat as saved, in this tab's own session."""

@@ -153,7 +153,10 @@ class RunControl:
             run.finished = True
             agent = self._slot.agent
             self._record.apply(stopping.stopped_event(self._record.transcript))
-            self._save("run", memory=stopping.snapshot_memory(getattr(agent, "memory", None)))
+            try:
+                self._save("run", memory=stopping.snapshot_memory(getattr(agent, "memory", None)))
+            finally:
+                run.end_saved.set()
         if agent is not None:
             self._stop.start(run, confirmed=lambda: self._keep_stopped(agent),
                              unconfirmed=lambda: self._replace_agent(agent))
@@ -240,15 +243,22 @@ class RunControl:
             self._replace_agent(self._slot.agent)
 
     def end(self) -> bool:
-        """The session closes: a run still going ends now. True if there was one (under the session's lock)."""
+        """The session closes: a run still going ends now. True if there was one (under the session's lock);
+        the caller saves it, then calls `end_saved`."""
         run = self._run
         if run is None or run.finished:
             return False
         run.finished = True
         return True
 
+    def end_saved(self) -> None:
+        """The run's end is on disk (after `end`): whoever waits to read the saved chat may now."""
+        if self._run is not None and self._run.finished:
+            self._run.end_saved.set()
+
     def clear(self) -> None:
-        """New chat: any run ends and is forgotten (under the session's lock)."""
+        """New chat: any run ends and is forgotten (under the session's lock); it has no end to save."""
         if self._run is not None:
             self._run.finished = True
+            self._run.end_saved.set()
         self._run = None

@@ -8,6 +8,7 @@ decision is resolved a new drain picks up the same stream.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,6 +43,10 @@ class RunHandle:
         self.stop_requested_at: float | None = None
         self.answered: str | None = None  # the id of the decision a person answered (Session.resolve)
         self.drainer: object | None = None  # the drain that reads the stream now (a re-attached page takes over)
+        # Set once the run's end is on disk (or there is no end to save: New chat). The run is `finished` before
+        # that (the end is shown first, then saved): a reader of the saved chat waits for this, or it reads the
+        # chat without its end (ui/panels/watch.py).
+        self.end_saved = threading.Event()
 
     def end(self) -> bool:
         """The stream is over: True if that ends the run now (no RunFinished ended it before)."""
@@ -151,7 +156,11 @@ def drain(session: DrainTarget, run: RunHandle, min_interval: float, gather: flo
         try:
             yield "events"
         finally:
-            saved = session.save_run()
+            try:
+                saved = session.save_run()
+            finally:
+                if run.finished:
+                    run.end_saved.set()
         if not saved:
             yield "events"
         return

@@ -337,6 +337,13 @@ class Session:
             self._slot.keep_for_next(memory)
             self._record.add_note(BUSY_NOTE)
 
+    def wait_end_saved(self, timeout: float) -> bool:
+        """Wait until the end of the run that just ended is on disk (at most `timeout` seconds). The run counts as
+        ended before its drain saves that end: read from disk meanwhile, the chat lacks it. True at once when
+        no run ended unsaved."""
+        run = self._runs.run
+        return run is None or not run.finished or run.end_saved.wait(timeout)
+
     # ----- tabs --------------------------------------------------------------------------------------------
     def detach(self) -> None:
         """The page went away while the run goes on: the registry keeps it a while for a reloaded page."""
@@ -374,7 +381,10 @@ class Session:
                 self._closed_at = time.time()
             if self._runs.end():
                 self._slot.close(keep_memory=True)
-                self.save_chat("run", announce=False)
+                try:
+                    self.save_chat("run", announce=False)
+                finally:
+                    self._runs.end_saved()
             self._slot.close()
 
     def remove_files(self) -> None:
