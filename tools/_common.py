@@ -22,9 +22,21 @@ def env_flag(name: str, default: bool = False, environ: Mapping[str, str] | None
     return value.strip().lower() in _TRUE
 
 
+_configured_user_agent: str | None = None
+
+
+def configure_user_agent(value: str | None) -> None:
+    """Set the User-Agent of every built-in tool's requests in this process (the app passes its checked
+    AGENTDECK_USER_AGENT, ui/config/apply.py); None or blank: the default. Process-wide because the shared browser
+    (tools/browser_host.py) serves every session."""
+    global _configured_user_agent
+    _configured_user_agent = (value or "").strip() or None
+
+
 def user_agent() -> str:
-    """The User-Agent for outgoing requests: AGENTDECK_USER_AGENT if set, else the default."""
-    return os.environ.get("AGENTDECK_USER_AGENT", "").strip() or DEFAULT_USER_AGENT
+    """The User-Agent for outgoing requests: the one configured, else the default (never read from the
+    environment: the app's settings are checked in one place, ui/config/)."""
+    return _configured_user_agent or DEFAULT_USER_AGENT
 
 
 def truncate(text: str, max_chars: int, hint: str = "") -> str:

@@ -8,6 +8,7 @@ import os
 from agents.errors import ConfigurationError
 from agents.host_settings import HostSettings, configure_host
 from agents.models.compatible import CompatibleServer, operator_server
+from tools._common import configure_user_agent
 from tools.registry import ToolSettings
 from ui.config.app_settings import AppSettings
 from ui.config.base import SettingsError
@@ -15,7 +16,8 @@ from ui.config.sandbox import parse_uid_range
 
 
 def apply_to_libraries(settings: AppSettings) -> HostSettings:
-    """Set the `agents` library's process-wide settings from the app's; returns them."""
+    """Set the `agents` library's process-wide settings (and the tools' User-Agent) from the app's; returns them."""
+    configure_user_agent(settings.user_agent)
     return configure_host(
         sandbox_uids=parse_uid_range(settings.sandbox_uids),
         docker_host=settings.docker_host or None,

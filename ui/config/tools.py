@@ -1,7 +1,7 @@
 """The tools' settings: which tools exist beyond the built-in ones, and how the built-in ones reach outside."""
 from __future__ import annotations
 
-from ui.config.base import CommaList, SettingsPart, setting
+from ui.config.base import CommaList, SettingsPart, Switch01, setting
 
 
 class ToolSettingsPart(SettingsPart):
@@ -12,7 +12,7 @@ class ToolSettingsPart(SettingsPart):
     hub_tools: str = setting("", "tool repos on the Hugging Face Hub loaded at start-up",
                              accepts="comma-separated `user/tool` or `user/tool@revision`")
     hub_tools_no_approval: CommaList = setting((), "those Hub tool repos whose calls need no approval")
-    allow_private_urls: bool = setting(False, "let the web tools reach private and loopback addresses (single-user "
+    allow_private_urls: Switch01 = setting(False, "let the web tools reach private and loopback addresses (single-user "
                                               "or local installs)")
     user_agent: str = setting("", "the User-Agent of the tools' requests (Wikimedia asks for a contact)",
                               accepts="text", default_text="AgentDeck/0.1 (...)")
