@@ -58,7 +58,7 @@ def unavailable_tools() -> dict[str, str]:
 def tools_note(offered: list[tuple[str, str]]) -> str | None:
     """The line under the form's tool list: none offered, and the built-ins this server lacks and why."""
     parts = [] if offered else ["No extra tools are available."]
-    parts += [f"Not on this server: {name} ({why})" for name, why in unavailable_tools().items()]
+    parts += [f"Not on this server: {name} {why}" for name, why in unavailable_tools().items()]
     return " ".join(parts) or None
 
 

@@ -240,7 +240,7 @@ def test_a_missing_browser_says_what_is_missing_where_tools_are_chosen(monkeypat
 
     with gr.Blocks():
         form = build(AppConfig.from_env(tmp_path), gr.Textbox(value="replay:none"))
-    assert f"Not on this server: web_browser ({why})" in (form.tools.info or "")
+    assert f"Not on this server: web_browser {why}" in (form.tools.info or "")
 
     with pytest.raises(ConfigurationError) as refused:
         _chosen_tools("web_search,web_browser")
