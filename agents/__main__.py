@@ -88,12 +88,16 @@ def _chosen_tools(names: str) -> list[Tool]:
     if not wanted:
         return []
     from agents.errors import ConfigurationError
-    from tools.registry import all_tools
+    from tools.registry import all_tools, unavailable_builtin_tools
 
     available = all_tools()
     missing = [n for n in wanted if n not in available]
     if missing:
-        raise ConfigurationError(f"Unknown tool(s) {', '.join(missing)}; available: {', '.join(sorted(available))}.")
+        absent = unavailable_builtin_tools()  # a built-in this install lacks: say what would add it
+        why = "".join(f" {n} {absent[n]}" for n in missing if n in absent)
+        unknown = [n for n in missing if n not in absent]
+        head = f"Unknown tool(s) {', '.join(unknown)};" if unknown else "Not available here:"
+        raise ConfigurationError(f"{head}{why} Available: {', '.join(sorted(available))}.")
     return [available[n] for n in wanted]
 
 

@@ -69,6 +69,9 @@ class Session:
     context: Any
     page: Any
     fetcher: _GuardedFetcher
+    #: Pages opened from this context's pages so far (followed or closed at the cap): a click that opens a tab
+    #: waits for this to grow, since Playwright announces the tab some time after click() returns.
+    popups: int = 0
 
 
 class BrowserHost:
@@ -157,6 +160,7 @@ class BrowserHost:
 
     def _follow_popup(self, session: Session, page: Any) -> None:
         """A page a click opened (target=_blank, window.open) becomes the one the agent sees, up to the cap."""
+        session.popups += 1
         if len(session.context.pages) > self.limits.max_pages:
             _quietly(page.close)
         else:

@@ -167,6 +167,29 @@ def browser_installed() -> bool:
     return importlib.util.find_spec("playwright") is not None and os.path.exists(CHROMIUM)
 
 
+def unavailable_builtin_tools() -> dict[str, str]:
+    """The built-in tools this install does not offer, each with why and what would add it: shown where tools are
+    chosen (the settings form, `python -m agents --tools`), so a tool the README lists is never silently absent."""
+    import importlib.util
+
+    from tools.browser_host import CHROMIUM
+
+    missing: dict[str, str] = {}
+    if not browser_installed():
+        needs = []
+        if importlib.util.find_spec("playwright") is None:
+            needs.append("the playwright package (pip install -r requirements-local.txt)")
+        if not os.path.exists(CHROMIUM):
+            needs.append(f"the system's Chromium at {CHROMIUM} (apt-get install chromium; a downloaded browser is "
+                         "never used)")
+        missing["web_browser"] = ("needs " + " and ".join(needs) + ". A Hugging Face Space has neither, so it is "
+                                  "off there.")
+    if not local_models_installed():
+        missing["speech_to_text"] = ("needs torch and transformers (requirements-local.txt); a Hugging Face Space "
+                                     "installs neither.")
+    return missing
+
+
 def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
     """Only the built-in tools, freshly constructed (no network, no model loading)."""
     from tools.speech_to_text import SpeechToTextTool
@@ -181,7 +204,7 @@ def make_builtin_tools(settings: Any = None) -> dict[str, Tool]:
         VisitWebpageTool(allow_private=s.allow_private_urls, max_chars=s.page_max_chars),
         WikipediaSearchTool(base_url=s.wikipedia_url, max_chars=s.page_max_chars),
     ]
-    if browser_installed():  # Playwright is optional (requirements-test.txt), Chromium comes from apt
+    if browser_installed():  # Playwright: requirements-local.txt (not a Space's); Chromium comes from apt
         built.insert(2, WebBrowserTool(allow_private=s.allow_private_urls))
     if local_models_installed():  # a lean install (a Space) has no torch: never offer a tool that cannot run
         built.append(SpeechToTextTool(model_id=s.stt_model))

@@ -31,6 +31,16 @@ FIND_MATCHES = 5
 POPUP_WAIT_MS = 250
 #: A target that looks like CSS (starts with #, ., [ or a tag name followed by one of them) is a selector.
 _LOADED_JS = f"() => document.readyState === 'complete' && !document.documentElement.hasAttribute('{REDIRECT_MARK}')"
+#: Whether clicking an element opens another tab: a link's (or its <base>'s) target, a submit button's form target.
+_OPENS_TAB_JS = """el => {
+  const link = el.closest('a[href], area[href]');
+  const button = link ? null : el.closest('button, input[type=submit], input[type=image]');
+  const form = button && button.type !== 'button' && button.type !== 'reset' ? button.form : null;
+  let target = link ? link.getAttribute('target') : form ? (button.getAttribute('formtarget') || form.target) : null;
+  const base = document.querySelector('base[target]');
+  if ((link || form) && !target && base) target = base.getAttribute('target');
+  return !!target && !['_self', '_parent', '_top'].includes(target.trim().toLowerCase());
+}"""
 _SELECTOR = re.compile(r"^\s*([#.\[]|[a-zA-Z][a-zA-Z0-9-]*\s*([#.\[:>]|$))")
 
 
@@ -109,7 +119,7 @@ class WebBrowserTool(Tool):
             if action == "open":
                 self._open(session, _required(url, "url", action))
             elif action == "click":
-                self._click(session, _required(target, "target", action))
+                self._click(session, _required(target, "target", action), host.limits.timeout)
             elif action == "type":
                 field = page.locator(_required(target, "target", action)).first
                 field.fill(_required(text, "text", action))
@@ -141,7 +151,7 @@ class WebBrowserTool(Tool):
         with _navigation_allowed(session):
             session.page.goto(url, wait_until="load")
 
-    def _click(self, session: Session, target: str) -> None:
+    def _click(self, session: Session, target: str, timeout: float) -> None:
         page = session.page
         locator = page.locator(target) if _SELECTOR.match(target) else page.get_by_text(target, exact=False)
         if locator.count() == 0 and _SELECTOR.match(target):
@@ -149,9 +159,18 @@ class WebBrowserTool(Tool):
         if locator.count() == 0:
             raise ToolError(f"Nothing on the page matches {target!r}: give a link's or button's visible text, "
                             "or a CSS selector.")
+        opens_tab = bool(locator.first.evaluate(_OPENS_TAB_JS))
+        popups = session.popups
         with _navigation_allowed(session):
             locator.first.click()
-        page.wait_for_timeout(POPUP_WAIT_MS)  # a tab the click opens is announced after click() returns
+        if not opens_tab:  # a script may still open one (window.open): give it a moment
+            page.wait_for_timeout(POPUP_WAIT_MS)
+            return
+        # The tab is announced some time after click() returns (later on a loaded machine): wait for it, not a
+        # fixed time, for at most the action timeout (a blocked or refused tab leaves the agent where it was).
+        deadline = time.monotonic() + timeout
+        while session.popups == popups and time.monotonic() < deadline:
+            page.wait_for_timeout(50)
 
     @staticmethod
     def _find(page: Any, wanted: str) -> str:

@@ -17,7 +17,7 @@ import gradio as gr
 
 from ui.chat.formatting import first_words
 from ui.settings import AGENT_TYPES, MAX_STEPS_LIMIT, AppConfig
-from ui.tool_offer import available_tools, default_tool_names
+from ui.tool_offer import available_tools, default_tool_names, tools_note
 
 V = TypeVar("V")
 
@@ -69,7 +69,7 @@ def build(config: AppConfig, model: Any) -> SettingsForm[Any]:
     tool_names = gr.CheckboxGroup(
         [(f"{name}: {first_words(desc)}" if desc else name, name) for name, desc in tools],
         value=default_tool_names(), label="Tools", elem_id="settings-tools",
-        info=None if tools else "No extra tools are available.",
+        info=tools_note(tools),
     )
     imports = gr.Textbox(", ".join(config.authorized_imports), label="Code agent may import",
                          info="Besides the safe standard modules. Comma-separated.", elem_id="settings-imports")

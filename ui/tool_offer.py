@@ -46,6 +46,24 @@ def available_tools() -> list[tuple[str, str]]:
     return found
 
 
+def unavailable_tools() -> dict[str, str]:
+    """Built-in tools this server cannot offer, with why (tools/registry.py): the settings form says so."""
+    try:
+        from tools.registry import unavailable_builtin_tools
+
+        return unavailable_builtin_tools()
+    except Exception as exc:  # the form still works without the note
+        logging.getLogger(__name__).warning("Could not check the built-in tools: %s", exc)
+        return {}
+
+
+def tools_note(offered: list[tuple[str, str]]) -> str | None:
+    """The line under the form's tool list: none offered, and the built-ins this server lacks and why."""
+    parts = [] if offered else ["No extra tools are available."]
+    parts += [f"Not on this server: {name} {why}" for name, why in unavailable_tools().items()]
+    return " ".join(parts) or None
+
+
 def select_tools(names: tuple[str, ...]) -> list[Any]:
     wanted = set(names)
     return [tool for tool in _registry_tools() if getattr(tool, "name", "") in wanted]

@@ -1,6 +1,7 @@
 """Images for vision models: the task's images, observation images within a budget, refusals, memory round trip."""
 from __future__ import annotations
 
+import base64
 import io
 import struct
 import zlib
@@ -95,6 +96,27 @@ def test_a_chart_the_code_saves_goes_to_a_vision_model_with_the_next_step(make_c
     assert observation[OBSERVATION_IMAGES_KEY] is True
     assert observation["content"][0]["type"] == "text" and "saved" in observation["content"][0]["text"]
     assert [p["image_url"]["url"] for p in image_parts(observation)] == [to_image(chart).data_url()]
+
+
+SHOW_CODE = ("```python\nimport matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('rising')\nplt.show()\n"
+             "print('shown')\n```")
+
+
+def test_a_chart_the_code_only_shows_goes_to_a_vision_model_with_the_next_step(make_code_agent):
+    """`plt.show()` without a savefig: the figure the worker keeps is what the model sees next (a PNG it can read),
+    the same file the chat shows."""
+    agent, model = make_code_agent([SHOW_CODE, "```python\nfinal_answer('rising')\n```"],
+                                   authorized_imports=["matplotlib"])
+    assert agent.run("Plot it, then describe it.") == "rising"
+    observation = last_user_message(model, 1)
+    assert observation[OBSERVATION_IMAGES_KEY] is True and "shown" in observation["content"][0]["text"]
+    [part] = image_parts(observation)
+    url = part["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,")
+    shown = inspect_image(base64.b64decode(url.split(",", 1)[1]))
+    assert shown.width > 100 and shown.height > 100  # a real figure, not a placeholder
+    saved = [p for p in agent.workdir.rglob("*.png")]
+    assert len(saved) == 1 and to_image(saved[0]).data_url() == url
 
 
 def test_no_observation_images_for_mode_none_or_a_text_only_model(make_code_agent):

@@ -93,3 +93,22 @@ def _only_example_after(heading: str) -> str:
     section = README.read_text(encoding="utf-8").split(heading + "\n", 1)[1]
     section = re.split(r"\n## ", section, maxsplit=1)[0]
     return re.findall(r"```python\n(.*?)```", section, re.DOTALL)[0]
+
+
+def test_the_tools_example_defines_a_tool_the_agent_can_call(tmp_path, monkeypatch):
+    """The `@tool` example under "## Tools": its docstring becomes the tool's description and typed input, and a
+    code agent given it calls it."""
+    from agents import CodeAgent, Tool
+
+    monkeypatch.chdir(tmp_path)
+    names = runpy.run_path(_write(tmp_path, _only_example_after("## Tools")))
+    price = names["lookup_price"]
+    assert isinstance(price, Tool) and price.name == "lookup_price"
+    assert price.description.startswith("Look up the price of an item.")
+    assert price.inputs["item"]["type"] == "string" and price.output_type == "number"
+    model = ReplayModel(["```python\nfinal_answer(lookup_price(item='apple') * 4)\n```"])
+    agent = CodeAgent(tools=[price], model=model, workdir=tmp_path / "ws", verbosity=0)
+    try:
+        assert agent.run("Four apples?") == 2.0
+    finally:
+        agent.close()

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agents import CodeAgent, ReplayModel, ToolCallingAgent, load_tool
-from agents.decisions import ApprovalPolicy
+from agents.decisions import ApprovalPolicy, Decision, ScriptedDecider
 from agents.errors import UntrustedCodeError
 from agents.models import LiteLLMModel
 from tests.agents import sharing_tools
@@ -154,3 +154,31 @@ def test_the_stand_in_decodes_what_huggingface_hub_sends(hub):
     files = {json.loads(line)["value"]["path"]: json.loads(line)["value"]["content"]
              for line in commit.body.decode().splitlines()[1:]}
     assert base64.b64decode(files["tool.py"]) == hub.repos["alice/bytes"].files["tool.py"]
+
+
+def test_the_workbench_offers_an_operators_hub_tool_and_pauses_for_it(hub, tmp_path, monkeypatch):
+    """From the operator's configuration to a visitor's run: AGENTDECK_HUB_TOOLS names a repo id, the settings
+    form offers its tool with the built-ins, and chosen under "Approve sensitive tool calls" its call waits for a
+    decision before the Hub's code runs."""
+    from ui import tool_offer
+
+    sharing_tools.scale.push_to_hub("alice/scale", endpoint=hub.url)
+    monkeypatch.setenv("AGENTDECK_HUB_TOOLS", "alice/scale")
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setattr(tool_offer, "_TOOL_CACHE", None)  # the registry again, with the operator's Hub tool
+    try:
+        assert "scale" in dict(tool_offer.available_tools())
+        [scale] = tool_offer.select_tools(("scale",))
+        model = ReplayModel(["```python\nprint(scale(x=2))\n```", "```python\nfinal_answer('ok')\n```"])
+        decider = ScriptedDecider([Decision.approve()])
+        agent = CodeAgent(tools=[scale], model=model, workdir=tmp_path / "ws", verbosity=0,
+                          approval_policy="approve_tools", decider=decider)
+        try:
+            assert agent.run("Scale two.") == "ok"
+            [asked] = decider.requests  # the Hub tool's call waited for a decision, and only it
+            assert asked.kind.value == "tool_call" and "scale" in str(asked.payload)
+            assert "5.0" in model.calls[1][-1]["content"]  # approved, it ran: scale(2) = 2 * 2 + 1
+        finally:
+            agent.close()
+    finally:
+        monkeypatch.setattr(tool_offer, "_TOOL_CACHE", None)

@@ -73,3 +73,20 @@ def test_parse_code_step_accepts(text, code):
 def test_parse_code_step_refuses(text, message):
     with pytest.raises(StructuredReplyError, match=message):
         parse_code_step(text)
+
+
+def test_a_structured_step_pauses_for_approval_and_an_edit_runs_instead(make_code_agent):
+    """Approvals see a structured step's code as they see fenced code: paused, edited, and the edit is what runs
+    and what memory keeps as the step's code."""
+    from agents.decisions import Decision, ScriptedDecider
+
+    agent, model = make_code_agent(['{"thought": "Delete it.", "code": "print(\'risky\')"}',
+                                    '{"thought": "Done.", "code": "final_answer(\'done\')"}'],
+                                   use_structured_outputs_internally=True, approval_policy="approve_code",
+                                   decider=ScriptedDecider([Decision.edit("print('safer code')"),
+                                                            Decision.approve()]))
+    result = agent.run("Do it.", return_result=True)
+    assert result.output == "done"
+    first = next(iter(agent.memory.action_steps()))
+    assert first.code == "print('safer code')" and "safer code" in first.logs and "risky" not in first.logs
+    assert "safer code" in str(model.calls[1])  # the model is told what ran

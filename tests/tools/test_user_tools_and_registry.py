@@ -213,3 +213,49 @@ def test_mcp_tools_pause_under_approve_sensitive_tool_calls_unless_the_operator_
     assert not reader.requires_approval and policy.covered_tools([reader]) == []
     with pytest.raises(ConfigurationError, match="requires_approval"):
         MCPToolset({"command": "server", "requires_approval": "no"}, connect=False)
+
+
+def test_a_missing_browser_says_what_is_missing_where_tools_are_chosen(monkeypatch, tmp_path) -> None:
+    """web_browser is listed in the README with the other built-ins: where it cannot run, the settings form's
+    tool list and the command line say it is off here, why, and what would add it (not just "unknown tool")."""
+    import importlib.util
+
+    import gradio as gr
+
+    import tools.browser_host as browser_host
+    import tools.registry as registry
+    from agents.__main__ import _chosen_tools
+    from agents.errors import ConfigurationError
+    from ui.settings import AppConfig
+    from ui.settings_form import build
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "playwright" else real_find_spec(name, *a))
+    monkeypatch.setattr(browser_host, "CHROMIUM", str(tmp_path / "no-chromium"))
+    assert "web_browser" not in registry.make_builtin_tools()
+    why = registry.unavailable_builtin_tools()["web_browser"]
+    assert "playwright" in why and "requirements-local.txt" in why and "apt-get install chromium" in why
+    assert "Space" in why
+
+    with gr.Blocks():
+        form = build(AppConfig.from_env(tmp_path), gr.Textbox(value="replay:none"))
+    assert f"Not on this server: web_browser {why}" in (form.tools.info or "")
+
+    with pytest.raises(ConfigurationError) as refused:
+        _chosen_tools("web_search,web_browser")
+    assert f"Not available here: web_browser {why}" in str(refused.value)
+
+    monkeypatch.setattr(importlib.util, "find_spec", real_find_spec)  # Playwright back: only Chromium is missing
+    why = registry.unavailable_builtin_tools()["web_browser"]
+    assert "playwright" not in why and str(tmp_path / "no-chromium") in why
+
+
+def test_playwright_comes_with_a_local_install_and_never_with_the_space() -> None:
+    """`make run` (requirements-local.txt) installs the browser tool's driver; the Space's pinned requirements do
+    not carry it (a Space has no Chromium, so the tool is off there and the install stays lean)."""
+    root = Path(__file__).resolve().parents[2]
+    local = (root / "requirements-local.txt").read_text(encoding="utf-8")
+    assert "\nplaywright==" in local
+    space = (root / "requirements-space.txt").read_text(encoding="utf-8").lower()
+    assert "playwright" not in space and "playwright" not in (root / "requirements.txt").read_text().lower()

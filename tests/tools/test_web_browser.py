@@ -224,3 +224,29 @@ def test_a_code_agent_gets_the_text_and_the_model_the_screenshot(server: LocalSe
     saved = [step.artifacts for step in agent.memory.steps if hasattr(step, "artifacts")]
     assert len(saved) == 2 and len(saved[0]) == 1 and saved[1] == []
     assert saved[0][0].startswith("tool-image-") and (tmp_path / "w" / saved[0][0]).read_bytes()[:2] == b"\xff\xd8"
+
+
+
+
+POPUPS = """<html><head><title>Tabs</title></head><body>
+<a href="/slow-second" target="_blank">A link in a new tab</a>
+<form action="/slow-search" target="results"><input name="q" value="otters"><button>Search in a new tab</button></form>
+</body></html>"""
+
+
+def test_a_tab_a_links_or_a_forms_target_opens_is_the_page_the_agent_sees(server: LocalServer,
+                                                                          host: BrowserHost) -> None:
+    server.routes["/tabs"] = Reply(200, POPUPS, HTML)
+    server.routes["/slow-second"] = Reply(200, SECOND, HTML, delay=0.5)
+    server.routes["/slow-search"] = lambda request: Reply(
+        200, f"<html><head><title>Results</title></head><body>You searched for {request.query['q'][0]}</body></html>",
+        HTML, delay=0.5)
+    tool = WebBrowserTool(allow_private=True, host=host)
+    context = _context(_Run(run_id="tabs"))
+    tool.invoke({"action": "open", "url": f"{server.base}/tabs"}, context)
+    linked = tool.invoke({"action": "click", "target": "A link in a new tab"}, context)
+    assert "Title: Second page" in linked.text and f"URL: {server.base}/slow-second" in linked.text
+    tool.invoke({"action": "open", "url": f"{server.base}/tabs"}, context)
+    searched = tool.invoke({"action": "click", "target": "Search in a new tab"}, context)
+    assert "Title: Results" in searched.text and "You searched for otters" in searched.text
+    tool.close_session(context)

@@ -1,11 +1,13 @@
 """Uploaded pictures: checked on arrival (header only; bombs and fakes refused) and offered to a vision model."""
 from __future__ import annotations
 
+import base64
 import io
 import struct
 import zlib
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from agents import CodeAgent, ReplayModel
@@ -93,3 +95,49 @@ def test_a_text_only_model_gets_the_file_and_the_person_a_note(tmp_path: Path) -
         session.close()
         for agent in made:
             agent.close()
+
+
+def _picture(fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (6, 4), "blue").save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def gif_bomb(width: int = 65_535, height: int = 65_535) -> bytes:
+    """A GIF whose screen and one frame claim 65535 x 65535 pixels, with almost no data."""
+    frame = b"\x2c" + struct.pack("<HHHHB", 0, 0, width, height, 0) + b"\x02\x02\x44\x01\x00"
+    return b"GIF89a" + struct.pack("<HHBBB", width, height, 0, 0, 0) + frame + b"\x3b"
+
+
+@pytest.mark.parametrize(("fmt", "name", "mime"), [("GIF", "picture.gif", "image/gif"),
+                                                   ("WEBP", "photo.webp", "image/webp"),
+                                                   ("JPEG", "photo.jpeg", "image/jpeg")])
+def test_gif_webp_and_jpeg_uploads_reach_a_vision_model_as_they_came(tmp_path: Path, fmt: str, name: str,
+                                                                     mime: str) -> None:
+    data = _picture(fmt)
+    upload = tmp_path / name
+    upload.write_bytes(data)
+    preview = ingest_upload(upload, tmp_path / "ws")
+    kind = mime.split("/")[1].upper()
+    assert preview.ok and preview.kind == "image" and preview.preview == f"{kind} image, 6 x 4 pixels."
+    model = ReplayModel(["```python\nfinal_answer('blue')\n```"])
+    session, made = _session(tmp_path, model)
+    try:
+        assert session.start_run("What colour is it?", [(str(upload), name)], SETTINGS)
+        for _ in session.drain():
+            pass
+        parts = image_parts(model.calls[0][-1])
+        assert [p["image_url"]["url"] for p in parts] == [f"data:{mime};base64,{base64.b64encode(data).decode()}"]
+    finally:
+        session.close()
+        for agent in made:
+            agent.close()
+
+
+def test_a_gif_bomb_upload_is_refused_before_decoding(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    bad = tmp_path / "in" / "huge.gif"
+    bad.write_bytes(gif_bomb())
+    refused = ingest_upload(bad, tmp_path / "ws")
+    assert not refused.ok and "refused before decoding" in (refused.error or "")
+    assert not (tmp_path / "ws" / "huge.gif").exists()
