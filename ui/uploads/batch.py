@@ -53,9 +53,9 @@ def ingest_uploads(files: list[tuple[str, str]], workspace: Path | WorkspaceFile
                                                            f"more than {human_size(quota)}. Start a new chat or "
                                                            "delete files from this one."))
             continue
-        result = ingest_upload(path, workspace, name, max_upload_bytes)
+        result = ingest_upload(path, workspace, name, max_upload_bytes, room=quota - used)
         if result.ok:
-            used += result.size_bytes
+            used += result.stored_bytes  # what it takes stored (a text re-encoded as UTF-8 may be bigger)
         results.append(result)
     return results
 

@@ -45,6 +45,7 @@ class UploadResult:
     kind: str | None = None
     preview: str = ""
     error: str | None = None
+    stored_bytes: int = 0  # what the workspace copy takes: a text stored re-encoded as UTF-8 may be bigger
 
     @property
     def ok(self) -> bool:
@@ -113,10 +114,12 @@ def ingest_upload(
     workspace: str | Path | WorkspaceFiles,
     original_name: str | None = None,
     max_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
+    room: int | None = None,
 ) -> UploadResult:
     """Check one uploaded file (`source`: as Gradio received it, on the app's disk), preview it and copy it
     into the workspace (its `WorkspaceFiles`, or a folder of the app's with no sandbox) under a safe, unique
-    name."""
+    name. `room`: what the workspace's quota has left, checked against what is stored (a text re-encoded as
+    UTF-8 takes up to three times its upload); one that does not fit is refused (`error`), nothing written."""
     src = Path(source)
     name = original_name or src.name
     try:
@@ -141,6 +144,13 @@ def ingest_upload(
         return result
     files = DiskFiles(workspace) if isinstance(workspace, (str, Path)) else workspace
     normalized = normalized_text_upload(src) if result.kind in ("csv", "tsv", "text", "json", "jsonl") else None
+    stored = normalized.encode("utf-8") if normalized is not None else None
+    result.stored_bytes = len(stored) if stored is not None else size
+    if room is not None and result.stored_bytes > room:
+        result.error = (f"`{name}` was not added: stored it takes {human_size(result.stored_bytes)}, more than the "
+                        f"{human_size(max(0, room))} this chat's files have left. Start a new chat or delete files "
+                        "from this one.")
+        return result
     # The workspace is the worker's: a name in it may be a link its code left there (dangling, so the name looked
     # free). The copy is exclusive (WorkspaceFiles.write: made whole, then linked in where nothing has the name,
     # decided where the file is), never written through whatever is in its place; a name found taken so is
@@ -149,9 +159,8 @@ def ingest_upload(
     for _ in range(MAX_NAME_TRIES):
         try:
             result.safe_name = unique_name(files, safe_filename(name), tried)
-            if normalized is not None:  # the agent's code then reads it as plain UTF-8, as the preview says
-                data = normalized.encode("utf-8")
-                files.write(result.safe_name, data, max(max_bytes, len(data)), exclusive=True)
+            if stored is not None:  # the agent's code then reads it as plain UTF-8, as the preview says
+                files.write(result.safe_name, stored, max(max_bytes, len(stored)), exclusive=True)
             else:
                 with open(src, "rb") as source_file:
                     files.write(result.safe_name, source_file, max_bytes, exclusive=True)
