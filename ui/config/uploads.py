@@ -9,7 +9,9 @@ UPLOADS_PER_HOUR = 20  # the default hourly upload budget, in uploads of the lar
 class UploadSettings(SettingsPart):
     max_upload_mb: float = setting(50, "size limit of one uploaded file, in MB", ge=0.001, le=1_000_000)
     max_files_per_message: int = setting(10, "files one message may carry", ge=1, le=1000)
-    max_workspace_mb: float | None = setting(None, "what one chat's uploads may take in its workspace, in MB",
+    max_workspace_mb: float | None = setting(None, "what one chat's files may take in its workspace, in MB (an "
+                                                   "upload counts as stored: a text re-encoded as UTF-8 may be up "
+                                                   "to 3 times its upload)",
                                              ge=1, le=10_000_000, default_text="4 uploads of the largest size")
     upload_mb_per_hour: int | None = setting(
         None, "what one visitor may store through the upload route an hour, in MB (0: no limit)", ge=0,
