@@ -146,3 +146,15 @@ def test_a_capable_models_answer_is_never_sent_back(make_code_agent) -> None:
     model = ReplayModel([_code("96 * 25")])
     agent, _ = make_code_agent(model)
     assert agent.run("Calculate 25% of 96.") == 2400 and len(model.calls) == 1
+
+
+def test_an_apostrophe_is_not_a_quote_of_the_question() -> None:
+    """fresh-33's "How many o's are in 'bookworm'?": the terms read "s are in " as quoted text, doubted the right
+    answer 3 from `"bookworm".count("o")`, and sent it back until the run ended with none."""
+    from agents.answer_checks import question_terms, unused_terms
+
+    terms = question_terms("How many o's are in 'bookworm'?")
+    assert "bookworm" in terms.texts and not any("are in" in t for t in terms.texts)
+    assert unused_terms(terms, "final_answer('bookworm'.count('o'))") == []
+    assert _checker_after("How many o's are in 'bookworm'?", "final_answer('bookworm'.count('o'))"
+                          ).problems_for_model(3) == ()
