@@ -16,7 +16,9 @@ counts, follow-ups; written before the checks) and "fresh-31" (the same kinds in
 shop.csv, written after the checks and never used to tune them); "fresh-32" (the same kinds again in other words
 over bakery.csv and trips.csv, written and committed after the second-attempt check was final, before it was run);
 "fresh-33" (the same kinds once more over library.csv, written and committed after the checks were changed for
-what fresh-32's run showed, before it was run).
+what fresh-32's run showed, before it was run); "fresh-34" (the same kinds in other words over orchard.csv and
+gym.csv, written and committed after the worked-out answers and the sending back of doubted answers were final,
+before it was run).
 A plot question is right when its run made a chart (`expects="chart"`).
 """
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 
 ASSETS = Path(__file__).resolve().parent.parent / "ui" / "assets"
 #: The sets, in the order they were written (see above).
-SETS = ("original", "new", "held-out", "held-out-2", "issue-31", "fresh-31", "fresh-32", "fresh-33")
+SETS = ("original", "new", "held-out", "held-out-2", "issue-31", "fresh-31", "fresh-32", "fresh-33", "fresh-34")
 
 
 @dataclass
@@ -191,6 +193,26 @@ def make_library(folder: Path) -> Path:
         rows.append(f"B{index:03d},{rng.choice(['novel', 'poetry', 'history', 'science'])},{rng.randint(60, 720)},"
                     f"{rng.randint(0, 48)},{rng.randint(1950, 2023)}")
     return _write_table(folder / "library.csv", "book,genre,pages,loans,year", rows)
+
+
+def make_orchard(folder: Path) -> Path:
+    """A made-up orchard's trees (fixed seed), for the set written after the worked-out answers."""
+    rng = random.Random(73)
+    rows: list[str] = []
+    for index in range(20):
+        rows.append(f"tree-{index:02d},{rng.choice(['apple', 'pear', 'plum'])},{rng.randint(3, 40)},"
+                    f"{rng.randint(20, 310)}.{rng.randint(0, 9)},{rng.randint(1, 9)}")
+    return _write_table(folder / "orchard.csv", "tree,fruit,age_years,yield_kg,rows_from_gate", rows)
+
+
+def make_gym(folder: Path) -> Path:
+    """A made-up gym's visits (fixed seed), for the set written after the worked-out answers."""
+    rng = random.Random(79)
+    rows: list[str] = []
+    for index in range(24):
+        rows.append(f"M{index:02d},{rng.choice(['yoga', 'weights', 'swim'])},{rng.randint(15, 120)},"
+                    f"{rng.randint(80, 900)},{rng.randint(1, 6)}")
+    return _write_table(folder / "gym.csv", "member,class,minutes,calories,visits_per_week", rows)
 
 
 def _write_table(path: Path, header: str, rows: list[str]) -> Path:
@@ -371,5 +393,23 @@ def questions(folder: Path) -> list[Question]:
         Question("Which column has the greatest mean?", library.mean(numeric_only=True).idxmax(), y),
         Question("Create a scatter plot of pages vs loans", "a chart", y, expects="chart"),
     ]
-    later = zip(SETS[1:], (new, held_out, held_out_2, issue_31, fresh_31, fresh_32, fresh_33), strict=True)
+    orchard_path, gym_path = make_orchard(folder), make_gym(folder)
+    orchard, gym = pd.read_csv(orchard_path), pd.read_csv(gym_path)
+    o, m = str(orchard_path), str(gym_path)
+    # Written and committed after the worked-out answers (agents/answer_checks/recompute.py) and the sending back of
+    # doubted answers were final, before it was run: issue-31's kinds in other words, over two more made-up files.
+    fresh_34 = [
+        Question("What do you get when you multiply 43 by 12?", 43 * 12),
+        Question("Work out 15 percent of 460.", 460 * 15 / 100),
+        Question("What is 60% of 45?", 45 * 60 / 100),
+        Question("How many times does the letter p appear in hippopotamus?", "hippopotamus".count("p"), table=False),
+        Question("Count how many r's there are in 'carrier'", "carrier".count("r")),
+        Question("Then add 100 to that", 250 * 4 + 100, before=("What is 250 times 4?",)),
+        Question("Divide that by 5", (90 + 60) / 5, before=("What is 90 + 60?",)),
+        Question("Which column has the largest average value?", orchard.mean(numeric_only=True).idxmax(), o),
+        Question("Which column has the lowest mean?", gym.mean(numeric_only=True).idxmin(), m),
+        Question("Plot yield_kg for each tree", "a chart", o, expects="chart"),
+    ]
+    later = zip(SETS[1:], (new, held_out, held_out_2, issue_31, fresh_31, fresh_32, fresh_33, fresh_34),
+                strict=True)
     return original + [replace(q, set=name) for name, part in later for q in part]

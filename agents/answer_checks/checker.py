@@ -4,7 +4,8 @@ Why events: the checker sees what the chat sees (the task, the code that ran, th
 needs nothing of the loop's internals and a test can drive it with hand-made events. What it cannot see in events
 (running the answering code again) it is handed as a function by the agent that owns the sandbox.
 
-The checks, cheapest first: the answer's kind against the question's (agents/answer_checks/kinds.py); the code
+The checks, cheapest first: the answer's kind against the question's (agents/answer_checks/kinds.py); the answer
+the question's own terms determine, worked out by the app, or the bounds they put on it (recompute.py); the code
 uses what the question names (terms.py); the answering code run again gives the same value; for a plain value
 that passed all these, a second, independent attempt gives the same value (agreement.py; handed in as a function
 too). Any failure makes the verdict "unsure", with the reasons and how to get a better model; passing them all
@@ -20,6 +21,7 @@ from typing import Any
 from agents import events as ev
 from agents.answer_checks.agreement import Attempt, agrees, same_code, same_value, worth_a_second_attempt
 from agents.answer_checks.kinds import AnswerKind, expected_kind, kind_problem
+from agents.answer_checks.recompute import answer_bound, matches, within, worked_answer
 from agents.answer_checks.terms import question_terms, unused_terms
 from agents.prompts import render
 
@@ -41,16 +43,28 @@ class RunSeen:
     errors: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class FirstChecks:
+    """The cheap checks' outcome: what passed, what failed, and whether the app worked out the same answer."""
+    passed: tuple[str, ...]
+    problems: tuple[str, ...]
+    worked_out: bool
+
+
 class AnswerChecker:
     """Observes one run's events (`observe`), then checks its answer (`check`).
 
     `templates`: the agent's prompt templates, whose `answer_checks` section words what the person reads.
-    `question_of`: the person's words and the files' columns from the task as the agent received it."""
+    `question_of`: the person's words and the files' columns from the task as the agent received it.
+    `has_files`: whether the task came with files (then a number in the question may be a date or a value in them,
+    and the app works nothing out from the question's numbers alone)."""
 
     def __init__(self, templates: dict[str, Any],
-                 question_of: Callable[[str], tuple[str, tuple[str, ...]]] = lambda task: (task, ())) -> None:
+                 question_of: Callable[[str], tuple[str, tuple[str, ...]]] = lambda task: (task, ()),
+                 has_files: Callable[[str], bool] = lambda task: False) -> None:
         self.templates = templates
         self.question_of = question_of
+        self.has_files = has_files
         self.seen = RunSeen()
         self._run_id: str | None = None
 
@@ -72,22 +86,11 @@ class AnswerChecker:
         """The verdict on `value`, the run's answer; `rerun` runs the answering code again, `second_attempt` asks
         the model afresh (None: not possible or not wanted; it is asked only when every other check passed and
         the answer is a plain value)."""
-        question, columns = self.question_of(self.seen.task)
-        kind = expected_kind(question)
-        passed: list[str] = []
-        problems: list[str] = []
+        kind = expected_kind(self.question_of(self.seen.task)[0])
+        found = self._first_checks(value, for_model=False)
+        passed, problems, worked_out = list(found.passed), list(found.problems), found.worked_out
         wording = self._wording()
-        found = kind_problem(kind, value, self.seen.charts, columns)
-        if found is not None:
-            problems.append(found.message)
-        elif kind != "any":
-            passed.append(render(self.templates, "answer_checks.kind_passed", kind=_kind_words(kind)))
         if self.seen.code:
-            missing = unused_terms(question_terms(question, columns), self.seen.code)
-            if missing:
-                problems.append(render(self.templates, "answer_checks.terms_unused", terms=missing))
-            elif kind != "chart":
-                passed.append(wording["terms_used"])
             if rerun is not None and not problems:
                 again = rerun(self.seen.code)
                 if not again.answered:
@@ -100,7 +103,9 @@ class AnswerChecker:
         else:
             problems.append(wording["no_code"])
         agreed = False
-        if second_attempt is not None and not problems and worth_a_second_attempt(kind, value):
+        # An answer the app worked out the same from the question's terms needs no second opinion (and a second
+        # attempt that differed would only cast doubt on a right answer).
+        if second_attempt is not None and not problems and not worked_out and worth_a_second_attempt(kind, value):
             attempt = second_attempt()
             if attempt.stopped:
                 pass  # Stop was pressed during it: nothing is concluded, the answer stays as the checks left it
@@ -121,6 +126,45 @@ class AnswerChecker:
         if agreed:
             return ev.AnswerCheck(verdict="agreed", passed=tuple(passed), advice=wording["advice_unchecked"])
         return ev.AnswerCheck(verdict="unchecked", passed=tuple(passed), advice=wording["advice_unchecked"])
+
+    def problems_for_model(self, value: Any) -> tuple[str, ...]:
+        """What the cheap checks (no re-run, no model call) find wrong with `value`, worded for the model, which
+        may still try again: never the value the app worked out (the model is to find its own answer)."""
+        return self._first_checks(value, for_model=True).problems
+
+    def _first_checks(self, value: Any, for_model: bool) -> FirstChecks:
+        """The checks that need neither the sandbox nor the model: the kind, the answer the question's terms give
+        (or bound), and the terms the code uses."""
+        question, columns = self.question_of(self.seen.task)
+        kind = expected_kind(question)
+        passed: list[str] = []
+        problems: list[str] = []
+        worked_out = False
+        found = kind_problem(kind, value, self.seen.charts, columns)
+        if found is not None:
+            problems.append(found.message)
+        elif kind != "any":
+            passed.append(render(self.templates, "answer_checks.kind_passed", kind=_kind_words(kind)))
+        if found is None and kind != "chart" and not self.has_files(self.seen.task):
+            worked = worked_answer(question)
+            bound = answer_bound(question) if worked is None and kind == "percentage" else None
+            if worked is not None and matches(value, worked.value):
+                worked_out = True
+                passed.append(render(self.templates, "answer_checks.worked_out_same", how=worked.how))
+            elif worked is not None:
+                key = "worked_out_differs_for_model" if for_model else "worked_out_differs"
+                problems.append(render(self.templates, f"answer_checks.{key}", how=worked.how,
+                                       value=str(value)[:80]))
+            elif bound is not None and not within(value, bound):
+                problems.append(render(self.templates, "answer_checks.out_of_bounds", why=bound.why,
+                                       value=str(value)[:80]))
+        if self.seen.code:
+            missing = unused_terms(question_terms(question, columns), self.seen.code)
+            if missing:
+                problems.append(render(self.templates, "answer_checks.terms_unused", terms=missing))
+            elif kind != "chart":
+                passed.append(render(self.templates, "answer_checks.terms_used"))
+        return FirstChecks(tuple(passed), tuple(problems), worked_out)
 
     def _wording(self) -> dict[str, str]:
         return {key: render(self.templates, f"answer_checks.{key}")

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)")
-_QUOTED = re.compile(r"\"([^\"\n]{1,200})\"|“([^”\n]{1,200})”|'([^'\n]{2,200})'")
+#: Single quotes count only around a word, not an apostrophe's ("how many o's are in 'bookworm'" quotes bookworm).
+_QUOTED = re.compile(r"\"([^\"\n]{1,200})\"|“([^”\n]{1,200})”|(?<![A-Za-z])'([^'\n]{2,200})'(?![A-Za-z])")
 #: "the letter l", and the word it is counted in when one follows ("count the letter l in parallel").
 _LETTER = re.compile(r"\b(?:letter|character|char)\s+['\"]?([A-Za-z])['\"]?(?![\w])"
                      r"(?:\s+(?:appears?|occurs?|is)?\s*in\s+(?:the\s+word\s+)?['\"]?([A-Za-z]{2,})['\"]?)?", re.I)

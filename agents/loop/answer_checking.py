@@ -47,7 +47,7 @@ class AnswerChecking:
         self._checker = None
         if not self.enabled or not top_level:
             return emit
-        checker = self._checker = AnswerChecker(self.agent.prompt_templates, self.question_of)
+        checker = self._checker = AnswerChecker(self.agent.prompt_templates, self.question_of, self.has_files)
 
         def observed(event: Event) -> None:
             checker.observe(event)
@@ -62,6 +62,20 @@ class AnswerChecking:
             return choice.evidence, choice.names
         lines = [line for line in task.splitlines() if not line.strip().endswith(FILE_LINE_END)]
         return "\n".join(lines).strip(), ()
+
+    @staticmethod
+    def has_files(task: str) -> bool:
+        """Whether the task lists uploads (as the tiny prompt writes them)."""
+        return any(line.strip().endswith(FILE_LINE_END) for line in task.splitlines())
+
+    def answer_problem(self, value: Any) -> str | None:
+        """What the cheap checks find wrong with a step's answer, told to the model while it has steps left (it
+        then answers once more; the last answer is checked and marked as any). None: nothing found, or no checks."""
+        checker = self._checker
+        if checker is None:
+            return None
+        problems = checker.problems_for_model(value)
+        return render(self.agent.prompt_templates, "answer_checks.retry", problems=problems) if problems else None
 
     def task_for_run(self, task: str) -> str:
         """A follow-up that refers to an earlier answer gets it written in; without one the run is refused."""

@@ -488,6 +488,11 @@ class MultiStepAgent:
         run's context (a check that asks the model again reports to it)."""
         return None
 
+    def answer_problem(self, value: Any) -> str | None:
+        """What is wrong with a step's answer, told to the model while the run has steps left (None: nothing
+        found, or this agent checks nothing)."""
+        return None
+
     def _add_history(self, history: list[Message]) -> None:
         checked: list[Message] = []
         for message in history:

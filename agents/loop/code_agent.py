@@ -109,6 +109,9 @@ class CodeAgent(MultiStepAgent):
     def check_answer(self, value: Any, run: RunContext | None = None) -> dict[str, Any] | None:
         return self.answer_checks.check(value, run)
 
+    def answer_problem(self, value: Any) -> str | None:
+        return self.answer_checks.answer_problem(value)
+
     def _prompt_kind(self) -> str:
         return self.profile.code_prompts
 

@@ -67,6 +67,8 @@ class StepAgent(Protocol):
 
     def check_answer(self, value: Any, run: RunContext | None = None) -> dict[str, Any] | None: ...
 
+    def answer_problem(self, value: Any) -> str | None: ...
+
 
 class StepRunner:
     """One run: `execute(task)` records the task, runs the steps and reports the result."""
@@ -409,6 +411,14 @@ class StepRunner:
                 step.error = render(self.agent.prompt_templates, "observations.final_answer_rejected", reason=reason)
                 show_step_error(step, "FinalAnswerCheckFailed", reason, self.run)
                 return
+        # A small model's answer the app's own checks doubt is sent back while steps remain (it may find the right
+        # one); the last step's answer is kept, checked and marked (agents/loop/answer_checking.py).
+        if self.steps_done + 1 < self.run.max_steps:
+            problem = self.agent.answer_problem(step.action_output)
+            if problem:
+                step.is_final_answer = False
+                step.error = render(self.agent.prompt_templates, "observations.final_answer_rejected", reason=problem)
+                show_step_error(step, "AnswerDoubted", problem, self.run)
 
     def answer_after_max_steps(self, task: str) -> Steps[FinalAnswerStep]:
         """One last model call asking for the best answer from what the memory holds: the run's answer step."""

@@ -160,7 +160,7 @@ def _answer(events: list[ev.Event]) -> ev.FinalAnswer:
 
 
 def test_a_wrong_kind_answer_is_marked_unsure_and_the_mark_is_saved(make_code_agent, tmp_path: Path) -> None:
-    agent, _ = make_code_agent(tiny(['```python\nfinal_answer("AAPL")\n```']))
+    agent, _ = make_code_agent(tiny(['```python\nfinal_answer("AAPL")\n```'] * 3))  # sent back twice, then kept
     events = list(agent.run("Plot price over time", stream=True))
     check = _answer(events).check
     assert check is not None and check.verdict == "unsure" and "chart" in check.problems[0]
