@@ -53,7 +53,7 @@ class CodeAgent(MultiStepAgent):
                  executor_timeout_s: float = 30.0, sandbox: str | SandboxBackend | None = None,
                  sandbox_limits: SandboxLimits | None = None, sandbox_pool: bool = False,
                  use_structured_outputs_internally: bool = False, answer_checks: bool = True,
-                 answer_agreement: bool = False, **kwargs: Any) -> None:
+                 answer_agreement: bool = False, answer_send_back: bool = False, **kwargs: Any) -> None:
         """`sandbox`: the backend the code runs on, by name (`agents.executor.backends.available()`) or as an
         object; None is `backends.DEFAULT` (local). `sandbox_limits`: the sandbox's
         limits (`executor_timeout_s` takes the place of its `timeout_s`). `sandbox_pool`: start from a sandbox
@@ -62,7 +62,9 @@ class CodeAgent(MultiStepAgent):
         structured output (agents/loop/structured_code.py) instead of fenced code. `answer_checks`: check the
         answers of a model whose profile asks for it (the embedded one) before they are shown
         (agents/loop/answer_checking.py). `answer_agreement`: with those checks, confirm a plain answer that passed
-        them by a second, independent attempt (a model call more; off unless asked: the app asks for it)."""
+        them by a second, independent attempt (a model call more; off unless asked: the app asks for it).
+        `answer_send_back`: with those checks, send an answer they doubt back to the model while steps remain (off
+        unless asked: it made no answer of the embedded model right, see `AnswerChecking`)."""
         self.authorized_imports = sorted(set(BASE_IMPORTS) | set(authorized_imports))
         self._owns_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="agentdeck-"))
@@ -88,7 +90,8 @@ class CodeAgent(MultiStepAgent):
         tools = [t for t in tools if self.profile.keeps_tool(getattr(t, "name", ""))]
         super().__init__(tools=tools, model=model, **kwargs)
         self.answer_checks = AnswerChecking(self, answer_checks and self.profile.check_answers
-                                            and "answer_checks" in self.prompt_templates, answer_agreement)
+                                            and "answer_checks" in self.prompt_templates, answer_agreement,
+                                            answer_send_back)
         if self.answer_checks.enabled and self.profile.checked_max_steps:
             self.max_steps = min(self.max_steps, self.profile.checked_max_steps)
 

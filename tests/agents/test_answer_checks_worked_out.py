@@ -121,7 +121,7 @@ def _code(expression: str) -> str:
 def test_a_doubted_answer_is_sent_back_while_steps_remain(make_code_agent) -> None:
     model = ReplayModel([_code("len('banana')"), _code("'banana'.count('n')")], model_id="embedded:smollm2",
                         prompt_style="tiny")
-    agent, _ = make_code_agent(model)
+    agent, _ = make_code_agent(model, answer_send_back=True)
     events = list(agent.run("In the word banana, how many times does n appear?", stream=True))
     answer = next(e for e in events if isinstance(e, ev.FinalAnswer))
     assert answer.value == 2 and answer.check is not None and answer.check.verdict == "unchecked", answer.check
@@ -134,7 +134,7 @@ def test_a_doubted_answer_is_sent_back_while_steps_remain(make_code_agent) -> No
 
 def test_the_last_steps_answer_is_kept_and_marked(make_code_agent) -> None:
     model = ReplayModel([_code("96 * 25")] * 3, model_id="embedded:smollm2", prompt_style="tiny")
-    agent, _ = make_code_agent(model)
+    agent, _ = make_code_agent(model, answer_send_back=True)
     result = agent.run("Calculate 25% of 96.", return_result=True)
     assert result.state.value == "success" and result.output == 2400 and len(model.calls) == 3
     final = agent.memory.steps[-1]
@@ -142,9 +142,20 @@ def test_the_last_steps_answer_is_kept_and_marked(make_code_agent) -> None:
     assert any("25% of 96 = 24, not 2400" in p for p in final.check["problems"])
 
 
+def test_without_send_back_a_doubted_answer_ends_the_run_marked(make_code_agent) -> None:
+    """The default: one model call, the answer kept and marked "not sure" with the app's own value."""
+    model = ReplayModel([_code("96 * 25")] * 3, model_id="embedded:smollm2", prompt_style="tiny")
+    agent, _ = make_code_agent(model)
+    result = agent.run("Calculate 25% of 96.", return_result=True)
+    assert result.output == 2400 and len(model.calls) == 1
+    final = agent.memory.steps[-1]
+    assert final.check is not None and final.check["verdict"] == "unsure"
+    assert any("25% of 96 = 24, not 2400" in p for p in final.check["problems"])
+
+
 def test_a_capable_models_answer_is_never_sent_back(make_code_agent) -> None:
     model = ReplayModel([_code("96 * 25")])
-    agent, _ = make_code_agent(model)
+    agent, _ = make_code_agent(model, answer_send_back=True)
     assert agent.run("Calculate 25% of 96.") == 2400 and len(model.calls) == 1
 
 
