@@ -11,23 +11,23 @@ event loop (agents/loop/async_driver.py).
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.decisions import ApprovalPolicy, Decider, Decision, DecisionBroker, ExternalDecider
 from agents.decisions.pending import PendingDecision
-from agents.errors import AgentDeckError, ConfigurationError, ImageRefusedError
+from agents.errors import AgentDeckError, ConfigurationError
 from agents.events import Event, new_id
+from agents.loop.agent_images import AgentImages
+from agents.loop.agent_sharing import AgentSharing
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
 from agents.loop.event_stream import EventStream
 from agents.loop.managed import ManagedAgentTool
 from agents.loop.model_call import Steps, drive
-from agents.loop.observation_images import ObservationImageBudget, check_mode, images_for_prompt
+from agents.loop.observation_images import ObservationImageBudget, check_mode
 from agents.loop.result import RunResult, RunState
 from agents.loop.run_options import RunOptions
 from agents.loop.step_runner import FinalAnswerCheck, StepRunner
@@ -35,7 +35,7 @@ from agents.loop.tool_runner import ToolRunner
 from agents.memory import ActionStep, AgentMemory, HistoryStep
 from agents.memory.compaction import make_compactor
 from agents.models.base import Message, Model, ModelReply
-from agents.models.images import MAX_MEMORY_IMAGE_BYTES, ImageData, to_image, with_images
+from agents.models.images import ImageData, with_images
 from agents.prompts import load_prompt_templates, render
 from agents.prompts.profiles import describe_task, example_messages
 from agents.telemetry.hub import observe_run
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from agents.console import ConsoleRenderer
 
 
-class MultiStepAgent:
+class MultiStepAgent(AgentImages, AgentSharing):
     """Base agent. Subclasses set `prompt_kind` and implement `act(step, reply, run)`."""
 
     prompt_kind = ""
@@ -158,46 +158,10 @@ class MultiStepAgent:
         """What the model is sent for an action step: the memory's prompt (an agent may show less of it)."""
         return self.memory.messages
 
-    def images_in_prompt(self, messages: list[Message]) -> list[Message]:
-        """The prompt with the observation images `observation_images` keeps (none in the memory: unchanged)."""
-        return images_for_prompt(messages, self.memory.image_messages, self.observation_images,
-                                 self.observation_image_budget)
-
-    def sends_observation_images(self) -> bool:
-        """Whether a step's images are given to the model at all: a vision model, and a mode other than none."""
-        return self.observation_images != "none" and bool(getattr(self.model, "supports_images", False))
-
-    def image_room(self, context: RunContext | None = None) -> int:
-        """How many more bytes of images (base64) the memory may take: a saved chat holds them all."""
-        pending = sum(len(image.data_url()) for image in context.observation_images) if context else 0
-        return max(0, MAX_MEMORY_IMAGE_BYTES - self.memory.image_bytes - pending)
-
     def step_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """The options of an action step's model call (from `StepRunner._reply_options`); an agent may change
         them (the structured CodeAgent asks for its JSON reply instead)."""
         return options
-
-    def check_images(self, images: Any, fresh: bool = False) -> list[ImageData]:
-        """The task's images, checked; refused with a clear message when the model reads no images, or when the
-        memory (`fresh`: about to be reset) has no room left for them."""
-        if images is None:
-            return []
-        if not isinstance(images, (list, tuple)):
-            images = [images]
-        checked = [to_image(image) for image in images]
-        if checked and not getattr(self.model, "supports_images", False):
-            raise ImageRefusedError(
-                f"The model '{getattr(self.model, 'model_id', 'model')}' does not read images, and this task has "
-                f"{len(checked)}. Choose a vision model (e.g. openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5), "
-                "or describe the image in words.")
-        size = sum(len(image.data_url()) for image in checked)
-        room = MAX_MEMORY_IMAGE_BYTES if fresh else self.image_room()
-        if size > room:
-            raise ImageRefusedError(
-                f"These images take {size:,} bytes and this conversation may hold {room:,} more "
-                f"({MAX_MEMORY_IMAGE_BYTES:,} in all, so a saved chat stays loadable). Send fewer or smaller "
-                "images, or start a new chat.")
-        return checked
 
     def describe_task(self, text: str, files: Any = (), unusable: Any = ()) -> str:
         """The task for `text` with uploaded `files`, worded the way this agent's prompts expect."""
@@ -516,46 +480,6 @@ class MultiStepAgent:
         """The tools (those `run` offers) as native tool-call schemas for the model, or None to let it write
         actions as text."""
         return None
-
-    # -- sharing (agents/sharing/) ----------------------------------------------------------------
-    def save(self, folder: str | os.PathLike[str]) -> Path:
-        """Write the agent to `folder`: its tools' source, managed agents, prompt templates, model string (never
-        a key) and settings. `from_folder(folder)` makes it again."""
-        from agents.sharing.agent_folder import save_agent
-
-        return save_agent(self, folder)
-
-    @classmethod
-    def from_folder(cls, folder: str | os.PathLike[str], **overrides: Any) -> MultiStepAgent:
-        """The agent saved in `folder` (your own: its tools' code runs as any code you import). Keyword
-        arguments replace what was saved (`model=` also for its managed agents); `tools_require_approval=`
-        overrides what its tools declare."""
-        from agents.sharing.agent_loading import load_agent
-
-        agent: MultiStepAgent = load_agent(cls, folder, **overrides)
-        return agent
-
-    def push_to_hub(self, repo_id: str, *, commit_message: str = "Upload agent", private: bool | None = None,
-                    token: str | None = None, endpoint: str | None = None) -> str:
-        """Save the agent to a Hugging Face Hub repo (created if needed); returns the commit's URL."""
-        from agents.sharing.hub import HubOptions, push_agent
-
-        return push_agent(self, repo_id, HubOptions(endpoint=endpoint, token=token), commit_message, private)
-
-    @classmethod
-    def from_hub(cls, repo_id: str, *, trust_remote_code: bool = False, tools_require_approval: bool = True,
-                 revision: str | None = None, token: str | None = None, endpoint: str | None = None,
-                 cache_dir: str | os.PathLike[str] | None = None, **overrides: Any) -> MultiStepAgent:
-        """The agent in a Hub repo. Its tools' code and prompt templates run here, so this refuses, listing them,
-        unless `trust_remote_code=True`; its tools pause for approval unless `tools_require_approval=False`."""
-        from agents.sharing.hub import HubOptions
-        from agents.sharing.hub_loading import agent_from_hub
-
-        options = HubOptions(endpoint=endpoint, token=token, revision=revision, cache_dir=cache_dir)
-        agent: MultiStepAgent = agent_from_hub(cls, repo_id, options, trust_remote_code, tools_require_approval,
-                                               overrides)
-        return agent
-
 
 def _ignore(event: Event) -> None:
     """Emit target for non-streamed runs with the console off."""

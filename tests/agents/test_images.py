@@ -222,7 +222,7 @@ def test_an_image_counts_in_the_prompt_token_estimate():
 
 
 def test_a_conversation_holds_images_up_to_a_cap_so_its_saved_chat_stays_loadable(make_code_agent, monkeypatch):
-    import agents.loop.base as base
+    import agents.loop.agent_images as base
 
     one = len(to_image(png_bytes()).data_url())
     monkeypatch.setattr(base, "MAX_MEMORY_IMAGE_BYTES", one * 2 + 10)
@@ -239,7 +239,7 @@ def test_a_conversation_holds_images_up_to_a_cap_so_its_saved_chat_stays_loadabl
 
 
 def test_a_chart_past_the_cap_is_not_shown_and_the_model_is_told(make_code_agent, monkeypatch):
-    import agents.loop.base as base
+    import agents.loop.agent_images as base
 
     monkeypatch.setattr(base, "MAX_MEMORY_IMAGE_BYTES", 10)
     agent, model = make_code_agent([CHART_CODE.format(hex=png_bytes().hex()), "```python\nfinal_answer(1)\n```"])
