@@ -3,6 +3,7 @@ with the files it links; a visible focus outline on the message box, model picke
 from __future__ import annotations
 
 import io
+import json
 import re
 import zipfile
 from collections.abc import Iterator
@@ -51,12 +52,18 @@ def rain_column(page) -> list[str]:
     return page.evaluate(RAIN_CELLS)
 
 
-def download(page, button: str) -> zipfile.ZipFile:
-    """One click on `button` starts the zip's download (no file entry left to click first)."""
+def downloaded(page, button: str) -> tuple[str, bytes]:
+    """One click on `button` starts a download (no file entry left to click first): its name and bytes."""
     with page.expect_download(timeout=30_000) as started:
         page.locator(button).click()
-    path = started.value.path()
-    return zipfile.ZipFile(io.BytesIO(Path(path).read_bytes()))
+    return started.value.suggested_filename, Path(started.value.path()).read_bytes()
+
+
+def download(page, button: str) -> zipfile.ZipFile:
+    """One click on `button` downloads a zip."""
+    name, content = downloaded(page, button)
+    assert name.endswith(".zip"), name
+    return zipfile.ZipFile(io.BytesIO(content))
 
 
 def test_the_last_expression_is_a_table_and_files_come_as_one_zip(app_url: str) -> None:
@@ -85,6 +92,15 @@ def test_the_last_expression_is_a_table_and_files_come_as_one_zip(app_url: str) 
             assert sorted(archive.namelist()) == sorted(["penguins.csv", "summary.csv", CHART])
             assert archive.read("penguins.csv") == Path(PENGUINS).read_bytes()  # byte-identical
             assert archive.read("summary.csv").decode().startswith("city,rain\nCity 00,0.0\n")
+
+        # The Markdown and the notebook exports download on one click too, as a person expects of a button
+        # named for a format (issue 36: the Markdown button left a file entry in the sidebar to click).
+        name, content = downloaded(page, "#export-md-btn")
+        assert name.endswith(".md") and "summary ready" in content.decode(), name
+        name, content = downloaded(page, "#export-nb-btn")
+        notebook = json.loads(content)
+        assert name.endswith(".ipynb") and any("summary.to_csv" in "".join(cell["source"])
+                                               for cell in notebook["cells"]), name
 
         # The export with the files it links: the Markdown and the chart, so the link works when unpacked.
         # And the person's upload, which no answer links: the analysis depends on it.

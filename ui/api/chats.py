@@ -24,7 +24,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from agents.answer_checks.marks import answer_mark
 from agents.decisions import APPROVAL_MODES, Decision
+from agents.events import AnswerCheck
 from ui.api.caller import ApiCaller
 from ui.chat.file_links import FileLinker
 from ui.chat.formatting import format_value
@@ -293,8 +295,9 @@ class ApiChats:
             pending = session.pending_request()
             finished = session.record.transcript.finished
             messages = session.record.transcript.messages()
+            steps = list(getattr(session.memory, "steps", []) or [])
         result: dict[str, Any] = {"chat_id": saved.id if saved is not None else "", "status": "not_started",
-                                  "answer": "", "note": "", "decision": None, "steps": 0}
+                                  "answer": "", "note": "", "decision": None, "steps": 0, "check": None}
         if not started:
             pending = finished = None
         if pending is not None:
@@ -313,9 +316,25 @@ class ApiChats:
                 if isinstance(value, str):
                     text = FileLinker(str(session.record.workspace), session.record.publish, url_of).link(text)
                 result["answer"] = _clip(text)
+                check = _answer_check(steps, getattr(finished, "run_id", None))
+                if check is not None:  # the mark the page shows under the answer: a caller must see it too
+                    result["check"] = check.as_dict()
+                    result["note"] = result["note"] or _clip(answer_mark(check).replace("**", ""))
         else:  # nothing ran (its files refused, an agent that could not start): the chat's last note says why
             last = messages[-1] if messages else {}
             content = last.get("content") if isinstance(last, dict) else getattr(last, "content", "")
             result["note"] = _clip(content if isinstance(content, str) else str(content))
         result["files"] = self._files(session, url_of)
         return result
+
+
+def _answer_check(steps: list[Any], run_id: str | None) -> AnswerCheck | None:
+    """What the app checked of the run's answer (its last answer step, of this run where the run is known), as the
+    page marks it: "not sure" and why, or unchecked. Why: an API caller got the embedded model's wrong answers
+    with nothing to tell them apart from right ones."""
+    for step in reversed(steps):
+        if getattr(step, "step_type", "") == "final_answer":
+            if run_id and getattr(step, "run_id", "") and step.run_id != run_id:
+                return None
+            return AnswerCheck.from_dict(getattr(step, "check", None))
+    return None

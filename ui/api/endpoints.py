@@ -34,6 +34,13 @@ class PendingDecision(TypedDict):
     details: dict[str, Any]  # the plan, the code, the tool and its arguments, or the question
 
 
+class AnswerCheckDict(TypedDict):
+    verdict: str  # unsure (the app cannot stand behind the answer), unchecked or agreed
+    passed: list[str]  # the checks the answer passed
+    problems: list[str]  # why the app is not sure of it
+    advice: str  # how to get a better answer (a capable model)
+
+
 class TaskResult(TypedDict):
     chat_id: str
     status: str  # finished, out_of_steps, stopped, failed, needs_decision or not_started
@@ -41,6 +48,7 @@ class TaskResult(TypedDict):
     note: str
     steps: int
     decision: PendingDecision | None
+    check: AnswerCheckDict | None
     files: list[FileRef]
 
 
@@ -53,7 +61,9 @@ class ChatInfo(TypedDict):
 
 RESULT_DOC = ("chat_id (the chat, for follow-ups), status (finished, out_of_steps, stopped, failed, needs_decision, "
               "not_started), answer (Markdown; file names linked to absolute URLs), note (why it failed or did not "
-              "start), steps, decision (when status is needs_decision: its id, kind and details), files (each with "
+              "start, or that the app is not sure of the answer), steps, check (what the app checked of the embedded "
+              "model's answer: verdict unsure, unchecked or agreed, with its problems and advice; null when not "
+              "checked), decision (when status is needs_decision: its id, kind and details), files (each with "
               "name, url, bytes)")
 
 

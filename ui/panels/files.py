@@ -116,13 +116,14 @@ def download_all(registry: SessionRegistry, request: gr.Request) -> Any:
         return gr.skip()
 
 
-def click_zip_link_js(box_id: str) -> str:
-    """The browser side of a zip button: once the server made the zip, start its download (the file box's link,
-    which has the download attribute), so one click downloads rather than leaving a file entry to click. It
-    waits up to 5 s for the box to show a .zip link (the new value reaches the page just after the event)."""
-    return ("() => { let tries = 0; const go = () => { "
-            f"const a = document.querySelector('#{box_id} a[href*=\".zip\"]'); "
-            "if (a) { a.click(); } else if (++tries < 50) { setTimeout(go, 100); } }; go(); }")
+def download_value_js() -> str:
+    """The browser side of a download button (the files panel's zip, the chat's exports): once the server has put
+    the file in its box, start its download from the box's new value (its URL and name), so one click downloads
+    rather than leaving a file entry to click. Reading the value, not the box's link, never clicks the link of
+    the file the box showed before (the page redraws the box just after the event ends)."""
+    return ("(file) => { if (!file || !file.url) return; const a = document.createElement('a'); "
+            "a.href = file.url; a.download = file.orig_name || ''; a.style.display = 'none'; "
+            "document.body.appendChild(a); a.click(); a.remove(); }")
 
 
 def build_download_all() -> tuple[Any, Any]:
@@ -140,7 +141,7 @@ def wire_download_all(registry: SessionRegistry, parts: tuple[Any, Any]) -> None
 
     made = button.click(handler, outputs=[box], api_name="download_all_files", concurrency_limit=None,
                         show_progress="hidden")
-    made.then(None, js=click_zip_link_js("files-zip"))
+    made.then(None, inputs=[box], js=download_value_js(), queue=False, api_visibility="private")
 
 
 def build_delete_confirm() -> tuple[Any, ...]:

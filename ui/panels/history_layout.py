@@ -11,7 +11,7 @@ from ui.components import Page
 from ui.panels import chat_delete
 from ui.panels.approval_panel import keep_choice_after
 from ui.panels.exports import ChatExports
-from ui.panels.files import click_zip_link_js
+from ui.panels.files import download_value_js
 from ui.panels.history import HistoryController
 from ui.saved.data_folder import storage_is_ephemeral
 from ui.services import Services
@@ -127,12 +127,16 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
                            outputs=[panel.chat_list, panel.title_box], api_visibility="private", **light)
     chat_delete.wire(history, panel, panel.delete_confirm, view, light)
     exports = ChatExports(services)
-    panel.export_md_btn.click(exports.export_markdown, outputs=[panel.export_file], api_name="export_markdown", **light)
-    panel.export_nb_btn.click(exports.export_notebook, outputs=[panel.export_file], api_name="export_notebook", **light)
+    # Each export downloads on one click, as "Download all files" does (ui/panels/files.py).
+    made = [panel.export_md_btn.click(exports.export_markdown, outputs=[panel.export_file],
+                                      api_name="export_markdown", **light),
+            panel.export_nb_btn.click(exports.export_notebook, outputs=[panel.export_file],
+                                      api_name="export_notebook", **light)]
     if panel.export_zip_btn is not None:
-        zipped = panel.export_zip_btn.click(exports.export_bundle, outputs=[panel.export_file],
-                                            api_name="export_bundle", **light)
-        zipped.then(None, js=click_zip_link_js("export-file"))  # one click downloads (ui/panels/files.py)
+        made.append(panel.export_zip_btn.click(exports.export_bundle, outputs=[panel.export_file],
+                                               api_name="export_bundle", **light))
+    for event in made:
+        event.then(None, inputs=[panel.export_file], js=download_value_js(), queue=False, api_visibility="private")
     refilter: dict[str, Any] = dict(inputs=[panel.browser_state, panel.search_box, panel.chat_list],
                                     outputs=searched, api_visibility="private", **light)
     for event in after_runs:  # a search typed stays applied; then the model's title for the chat, if asked for
