@@ -159,10 +159,12 @@ class AnswerChecker:
                 problems.append(render(self.templates, "answer_checks.out_of_bounds", why=bound.why,
                                        value=str(value)[:80]))
         if self.seen.code:
-            missing = unused_terms(question_terms(question, columns), self.seen.code)
+            terms = question_terms(question, columns)
+            missing = unused_terms(terms, self.seen.code)
             if missing:
                 problems.append(render(self.templates, "answer_checks.terms_unused", terms=missing))
-            elif kind != "chart":
+            elif kind != "chart" and (terms.numbers or terms.texts or terms.columns or terms.operations):
+                # Said only when the question names something to use ("Say ready" names nothing: no claim).
                 passed.append(render(self.templates, "answer_checks.terms_used"))
         return FirstChecks(tuple(passed), tuple(problems), worked_out)
 

@@ -221,3 +221,17 @@ def test_a_checked_tiny_run_stops_after_three_failed_steps(make_code_agent) -> N
     unchecked, model = make_code_agent(tiny([*failing, "no idea"]), max_steps=10, answer_checks=False)
     unchecked.run("What is 5 plus 5?", return_result=True)
     assert len(model.calls) == 11
+
+
+def test_no_claim_that_the_code_used_the_questions_terms_when_it_names_none() -> None:
+    """A newcomer's "Say ready" answered 10 was shown as checked because "the code uses the numbers, text and
+    columns the question names": it names none, so that says nothing and is not said."""
+    used = render_terms_used()
+    assert used not in _checker_after("Say ready", "final_answer(10)").check(10).passed
+    assert used in _checker_after("What is 17 * 23?", "final_answer(17 * 23)").check(391).passed
+
+
+def render_terms_used() -> str:
+    from agents.prompts import render
+
+    return render(TINY, "answer_checks.terms_used")
