@@ -259,12 +259,15 @@ _CHECKED_TYPES = frozenset({
 
 
 def guard_source(source: str, protected: Iterable[str] = frozenset(), filename: str = "<code>",
-                 rewrite: bool = True) -> GuardedCode:
+                 rewrite: bool = True, tree: ast.Module | None = None) -> GuardedCode:
     """Parse, check and (optionally) rewrite ``source``.
 
-    Raises SyntaxError for invalid Python and GuardError for refused constructs.
+    ``tree``, when given, must be a fresh ``ast.parse(source, filename, "exec")`` that nothing else
+    keeps (``plain_compile`` hands over its parse so the text is parsed once); it is checked and
+    rewritten in place. Raises SyntaxError for invalid Python and GuardError for refused constructs.
     """
-    tree = ast.parse(source, filename, "exec")
+    if tree is None:
+        tree = ast.parse(source, filename, "exec")
     guard = _Guard(frozenset(protected) | {FINAL_ANSWER})
     guard.walk(tree, rewrite)
     last = None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .ast_guard import FINAL_ANSWER, GuardError, format_syntax_error, guard_source
 from .guarded_runtime import SecurityError, ToolCallError
 from .output import FrameWriter, LogFlusher, OutputCapture
-from .plain_compile import compile_plain
+from .plain_compile import compile_plain_or_parse
 from .protocol import MAX_FRAME_BYTES, encode_json, frame
 
 if TYPE_CHECKING:
@@ -174,12 +174,12 @@ class Executor:
         result: dict[str, Any] = {"op": "result", "id": self.run_id, "output": None, "output_type": "NoneType",
                   "is_final": False, "error": None, "error_type": None, "logs": ""}
         try:
-            compiled = (compile_plain(code, self.runtime.protected, filename)
+            compiled = (compile_plain_or_parse(code, self.runtime.protected, filename)
                         if self.settings.get("python_layers", True) else _compile_unguarded(code, filename, self.ns))
-            if compiled is not None:
+            if isinstance(compiled, tuple):
                 body, expr = compiled
             else:
-                guarded = guard_source(code, self.runtime.protected, filename)
+                guarded = guard_source(code, self.runtime.protected, filename, tree=compiled)
                 body = compile(guarded.body, filename, "exec", dont_inherit=True)
                 expr = (compile(guarded.last_expr, filename, "eval", dont_inherit=True)
                         if guarded.last_expr else None)

@@ -44,6 +44,15 @@ _COMPILE_FAILURES = (SyntaxError, ValueError, OverflowError, RecursionError, Mem
 def compile_plain(source: str, protected: frozenset[str], filename: str) -> tuple[CodeType, CodeType | None] | None:
     """(statements, final expression or None) compiled straight from the text, or None if the code
     needs the full guard (or does not compile: the guard then reports why)."""
+    compiled = compile_plain_or_parse(source, protected, filename)
+    return None if isinstance(compiled, ast.Module) else compiled
+
+
+def compile_plain_or_parse(source: str, protected: frozenset[str],
+                           filename: str) -> tuple[CodeType, CodeType | None] | ast.Module | None:
+    """As ``compile_plain``; but when the code needs the guard and this path already parsed the whole
+    text (``x = 1; f(x)``: one line, a final expression), that tree instead of None, exactly
+    ``ast.parse(source, filename, "exec")``, for ``guard_source(tree=)``: the text is parsed once."""
     if _needs_guard(source):
         return None
     lines = source.split("\n")
@@ -62,9 +71,10 @@ def compile_plain(source: str, protected: frozenset[str], filename: str) -> tupl
         # Not one expression: parse only the tail to see whether its last statement is one
         # ("x = 1; x", "*a, b"); then the guard splits it. The head compiling alone proves the split
         # is a statement boundary, so the tail's last statement is the module's last statement.
-        statements = ast.parse(tail, filename, "exec").body
+        tree = ast.parse(tail, filename, "exec")
+        statements = tree.body
         if statements and type(statements[-1]) is ast.Expr:
-            return None
+            return tree if last == 0 else None  # last == 0: tail is the source itself
         compile(head, filename, "exec", dont_inherit=True)
         return _checked(compile(source, filename, "exec", dont_inherit=True), None, protected)
     except _COMPILE_FAILURES:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agents.executor.ast_guard import FINAL_ANSWER, GuardError, guard_source
-from agents.executor.plain_compile import compile_plain
+from agents.executor.plain_compile import compile_plain, compile_plain_or_parse
 
 PROTECTED = frozenset({FINAL_ANSWER, "lookup", "web_search"})
 TESTS_DIR = Path(__file__).parent
@@ -229,3 +229,34 @@ def test_binding_a_protected_name_never_takes_the_fast_path(source):
 def test_calling_and_reading_tools_takes_the_fast_path():
     for source in ("final_answer(3)", "x = lookup('a')\nfinal_answer(x)", "f = final_answer\n"):
         assert _check(source), source
+
+
+def _guard_outcome(source: str, tree: ast.Module | None = None):
+    """The guard's verdict on ``source`` (its error message, or the code it compiles to)."""
+    try:
+        guarded = guard_source(source, PROTECTED, "<t>", tree=tree)
+        body = compile(guarded.body, "<t>", "exec", dont_inherit=True)
+        expr = compile(guarded.last_expr, "<t>", "eval", dont_inherit=True) if guarded.last_expr else None
+    except (GuardError, SyntaxError) as exc:
+        return type(exc).__name__, str(exc)
+    return body, expr
+
+
+def test_the_fast_paths_parse_handed_to_the_guard_gives_the_guards_own_verdict():
+    """The one-line "statements; expression" shape is parsed once: the tree the fast path hands over is the
+    guard's own parse, and the guard refuses, rewrites and compiles exactly as when it parses the text."""
+    one_liners = ["x = x + 1; print(x)", "x.__class__; x", "final_answer = 1; final_answer",
+                  "import os; os", "y = a.os; y", "x = 1; x.__dict__", "f(__x=1); 2", "del lookup; 1",
+                  "x = 1; lookup(x)", "a = b.gi_frame; a"]
+    handed = 0
+    for source in one_liners + EDGE_CASES + _strings_in_test_files():
+        compiled = compile_plain_or_parse(source, PROTECTED, "<t>")
+        if not isinstance(compiled, ast.Module):
+            assert (compiled is None) == (compile_plain(source, PROTECTED, "<t>") is None)
+            continue
+        handed += 1
+        assert compile_plain(source, PROTECTED, "<t>") is None
+        assert ast.dump(compiled, include_attributes=True) == ast.dump(
+            ast.parse(source, "<t>", "exec"), include_attributes=True), source
+        assert _guard_outcome(source, compiled) == _guard_outcome(source), source
+    assert handed >= len(one_liners) - 1  # "import os; os" takes the guard without any parse by the fast path
