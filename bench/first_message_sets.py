@@ -18,7 +18,8 @@ over bakery.csv and trips.csv, written and committed after the second-attempt ch
 "fresh-33" (the same kinds once more over library.csv, written and committed after the checks were changed for
 what fresh-32's run showed, before it was run); "fresh-34" (the same kinds in other words over orchard.csv and
 gym.csv, written and committed after the worked-out answers and the sending back of doubted answers were final,
-before it was run).
+before it was run); "fresh-35" (the same kinds over garden.csv, written and committed after the checks' last
+change, before it was run).
 A plot question is right when its run made a chart (`expects="chart"`).
 """
 from __future__ import annotations
@@ -31,7 +32,8 @@ from typing import Any
 
 ASSETS = Path(__file__).resolve().parent.parent / "ui" / "assets"
 #: The sets, in the order they were written (see above).
-SETS = ("original", "new", "held-out", "held-out-2", "issue-31", "fresh-31", "fresh-32", "fresh-33", "fresh-34")
+SETS = ("original", "new", "held-out", "held-out-2", "issue-31", "fresh-31", "fresh-32", "fresh-33", "fresh-34",
+        "fresh-35")
 
 
 @dataclass
@@ -203,6 +205,16 @@ def make_orchard(folder: Path) -> Path:
         rows.append(f"tree-{index:02d},{rng.choice(['apple', 'pear', 'plum'])},{rng.randint(3, 40)},"
                     f"{rng.randint(20, 310)}.{rng.randint(0, 9)},{rng.randint(1, 9)}")
     return _write_table(folder / "orchard.csv", "tree,fruit,age_years,yield_kg,rows_from_gate", rows)
+
+
+def make_garden(folder: Path) -> Path:
+    """A made-up allotment's beds (fixed seed), for the set written after the checks' final change."""
+    rng = random.Random(83)
+    rows: list[str] = []
+    for index in range(18):
+        rows.append(f"bed{index:02d},{rng.choice(['tomato', 'bean', 'leek', 'kale'])},{rng.randint(2, 30)},"
+                    f"{rng.randint(5, 95)},{rng.randint(1, 12)}")
+    return _write_table(folder / "garden.csv", "bed,crop,area_m2,harvest_kg,waterings", rows)
 
 
 def make_gym(folder: Path) -> Path:
@@ -410,6 +422,23 @@ def questions(folder: Path) -> list[Question]:
         Question("Which column has the lowest mean?", gym.mean(numeric_only=True).idxmin(), m),
         Question("Plot yield_kg for each tree", "a chart", o, expects="chart"),
     ]
-    later = zip(SETS[1:], (new, held_out, held_out_2, issue_31, fresh_31, fresh_32, fresh_33, fresh_34),
+    garden_path = make_garden(folder)
+    garden = pd.read_csv(garden_path)
+    g = str(garden_path)
+    # Written and committed after the checks' last change (sending back off by default; no claim of terms when the
+    # question names none), before it was run: issue-31's kinds in other words, over one more made-up file.
+    fresh_35 = [
+        Question("What's 36 multiplied by 7?", 36 * 7),
+        Question("Tell me 20 percent of 350", 350 * 20 / 100),
+        Question("How much is 12.5% of 80?", 80 * 12.5 / 100),
+        Question("How many e's are in the word 'excellence'?", "excellence".count("e")),
+        Question("Count the s letters in 'possessions'", "possessions".count("s"), table=False),
+        Question("Now triple it", (14 + 6) * 3, before=("What is 14 + 6?",)),
+        Question("Subtract 30 from that", 200 / 4 - 30, before=("What is 200 divided by 4?",)),
+        Question("Which numeric column has the highest mean?", garden.mean(numeric_only=True).idxmax(), g),
+        Question("Which column's average is the smallest?", garden.mean(numeric_only=True).idxmin(), g),
+        Question("Make a bar chart of harvest_kg by bed", "a chart", g, expects="chart"),
+    ]
+    later = zip(SETS[1:], (new, held_out, held_out_2, issue_31, fresh_31, fresh_32, fresh_33, fresh_34, fresh_35),
                 strict=True)
     return original + [replace(q, set=name) for name, part in later for q in part]

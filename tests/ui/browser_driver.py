@@ -5,6 +5,7 @@ Never a downloaded browser: Playwright launches /usr/bin/chromium (installed by 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -193,3 +194,19 @@ def scroll_chat_to(page, locator, timeout: float = 15.0) -> None:
         };
         check();
     })""", timeout * 1000)
+
+
+def thought_titles(page, title: str | re.Pattern[str]):
+    """The title bars of the chat's folded messages whose title has `title` (a string: any part of it)."""
+    return page.locator("#chat .thought-group > .title").filter(has=page.get_by_text(title))
+
+
+def open_thought(page, title: str | re.Pattern[str], every: bool = False) -> None:
+    """Open the last folded message called `title` (or every one) and wait until each is open; an open one stays
+    open (a click on it would fold it)."""
+    bars = thought_titles(page, title)
+    for bar in (bars.all() if every else [bars.last]):
+        if not bar.evaluate("t => t.classList.contains('expanded')"):
+            bar.click()
+        bar.evaluate("t => new Promise(done => { const open = () => t.classList.contains('expanded') ? done(true) "
+                     ": requestAnimationFrame(open); open(); })")

@@ -8,17 +8,15 @@ One app process and one tab: the tests run in order and read the replay script f
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, chat_text, open_page, send, wait_for_text
+from browser_driver import BROWSER_MARKS, chat_text, open_page, open_thought, send, wait_for_text
 from test_ui_approvals_browser import choose_mode, edit_code, panel_hidden, plan
 from ui_testlib import SCREENSHOT_DIR, code_reply, run_mail_app
 
 pytestmark = BROWSER_MARKS
-expect = pytest.importorskip("playwright.sync_api").expect
 
 EDITED_CODE = "print(send_email(to='team@example.com', body='hi'))"
 EDITED_ARGS = {"to": "bob@example.com", "body": "hello Bob"}
@@ -39,20 +37,6 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     with run_mail_app(tmp_path_factory.mktemp("edits"), SCRIPT, 6, secret) as (url, _), open_page(url) as page:
         page.wait_for_function("Object.keys(localStorage).includes('agentdeck-browser')")  # saved chats work
         yield page
-
-
-def titled(page, title: str):
-    """The title bars of the chat's folded messages called `title`."""
-    return page.locator("#chat .title").filter(has=page.get_by_text(title, exact=True))
-
-
-def open_thought(page, title: str, every: bool = False) -> None:
-    """Open the last folded message called `title` (or every one), leaving open ones open."""
-    bars = titled(page, title).all() if every else [titled(page, title).last]
-    for bar in bars:
-        if "expanded" not in (bar.get_attribute("class") or "").split():
-            bar.click()
-        expect(bar).to_have_class(re.compile(r"\bexpanded\b"))
 
 
 def wait_for_value(page, selector: str, needle: str) -> None:

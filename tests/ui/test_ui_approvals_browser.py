@@ -19,6 +19,7 @@ from browser_driver import (
     choose_mode,
     next_frames,
     open_page,
+    open_thought,
     send,
     server_events,
     wait_for_events,
@@ -81,16 +82,6 @@ def edit_code(page, code: str) -> None:
     editor.click()
     page.keyboard.press("Control+A")
     page.keyboard.insert_text(code)  # inserted as is: no auto-closed brackets or auto-indent
-
-
-def open_thought(page, title: str | re.Pattern) -> None:
-    """Open the last folded message whose title has `title` (a click on an open one would fold it), and wait
-    until it is open."""
-    heading = page.locator("#chat .thought-group > .title").filter(has=page.get_by_text(title)).last
-    if not heading.evaluate("t => t.classList.contains('expanded')"):
-        heading.click()
-    heading.evaluate("t => new Promise(done => { const open = () => t.classList.contains('expanded') ? done(true) "
-                     ": requestAnimationFrame(open); open(); })")
 
 
 def open_last_step(page) -> None:
