@@ -49,7 +49,10 @@ def _check_linear(scan: Callable[[str], object], piece: str) -> None:
 
 @pytest.mark.parametrize("piece", list(HOSTILE.values()), ids=list(HOSTILE))
 def test_linking_an_answer_costs_linear_time(tmp_path: Path, piece: str) -> None:
-    linker = FileLinker(str(tmp_path), lambda path: None, lambda path: path)
+    def nothing_published(path: str):
+        raise FileNotFoundError(path)  # as the session's publisher says of a name that is no file
+
+    linker = FileLinker(str(tmp_path), nothing_published, lambda path: path)
     _check_linear(linker.link, piece)
 
 
