@@ -15,8 +15,11 @@ from typing import Any, Literal
 AnswerKind = Literal["chart", "column", "count", "percentage", "number", "any"]
 
 _CHART = re.compile(r"\b(plot|chart|graph|histogram|draw|visuali[sz]e|scatter|boxplot|heat ?map|bar ?plot)\b", re.I)
-#: "which column", "what field", "which of the columns", "which one of the columns".
-_COLUMN = re.compile(r"\b(which|what)\s+(?:one\s+)?(?:of\s+the\s+)?(column|field|variable|feature)s?\b", re.I)
+#: "which column", "what field", "which of the columns", "which one of the columns", and with up to two words
+#: between ("which numeric column", "which of the numerical columns", "what data field": fresh-35's unmarked miss).
+_COLUMN = re.compile(r"\b(which|what)\s+(?:one\s+)?(?:of\s+the\s+)?"
+                     r"(?:(?!(?:is|are|was|were|does|do|did|has|have|in|of|the|a|an)\b)[a-z-]+\s+){0,2}?"
+                     r"(column|field|variable|feature)s?\b", re.I)
 _COUNT = re.compile(r"^\s*(how\s+many|count\b|number\s+of\b|what\s+is\s+the\s+number\s+of\b)", re.I)
 _PERCENT = re.compile(r"%|\bper\s?cent(age)?\b", re.I)
 #: Arithmetic or a statistic: an answer of a number (a "which ... has the most" question asks for a name).

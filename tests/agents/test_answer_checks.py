@@ -35,6 +35,10 @@ TINY = load_prompt_templates("code_agent_tiny")
     ("Plot price over time", "chart"),
     ("Draw a histogram of body_mass_g", "chart"),
     ("Which column has the largest mean?", "column"),
+    ("Which numeric column has the highest mean?", "column"),  # fresh-35's unmarked "bed00"
+    ("Which of the numerical columns has the smallest mean?", "column"),
+    ("What is the column count?", "any"),
+    ("What is the value in the first column?", "any"),
     ("how many s in mississippi", "count"),
     ("How many rows does the table have?", "count"),
     ("What is 15% of 240?", "percentage"),
