@@ -90,3 +90,11 @@ def test_ui_load_benchmark_run_completes():
                                 "--steps", "4"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert completed.stdout.count("p95 with 2 sessions / p95 with 1") == 2 and "no errors" in completed.stdout
+
+
+def test_the_first_message_evaluation_grades_an_answer_no_float_can_hold_as_wrong() -> None:
+    """A model's answer of 10**400 crashed the whole evaluation (OverflowError in the grading) after 97 outcomes."""
+    from bench.first_message_eval import is_correct
+
+    assert is_correct(10**400, 42) is False
+    assert is_correct("42.0", 42) is True and is_correct("x", 42) is False
