@@ -4,34 +4,13 @@ model writes) must not stretch that one answer over a second call, a call with o
 later step the person never saw asked."""
 from __future__ import annotations
 
-import pytest
-
-from agents import tool
 from agents.decisions import Decision
 from agents.loop.restore import rebuild_sandbox_state, restore_agent_memory
 from agents.loop.result import RunState
 from agents.memory.serialize import dumps_memory, loads_memory
 from agents.models.replay import ReplayModel
 from tests.agents.conftest import code
-
-SECRET = b"k" * 32
-SENT: list[str] = []
-
-
-@tool(requires_approval=True)
-def send_note(text: str) -> str:
-    """Send a note.
-
-    Args:
-        text: The note.
-    """
-    SENT.append(text)
-    return f"sent {text}"
-
-
-@pytest.fixture(autouse=True)
-def _clear():
-    SENT.clear()
+from tests.agents.test_pending_decisions import SECRET, SENT, _clear, send_note  # noqa: F401 (_clear: autouse)
 
 
 def _paused_then_fresh(make_code_agent, tmp_path, first: str, later: list[str]):
