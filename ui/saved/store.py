@@ -35,7 +35,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,16 @@ from agents.executor.tree_walk import remove_tree
 from agents.memory.memory import AgentMemory
 from agents.memory.serialize import MAX_DOCUMENT_BYTES, dumps_memory, loads_memory
 from ui.saved import titles
+from ui.saved.chat_meta import (  # noqa: F401 (the store's names, as callers import them)
+    MAX_TITLE_CHARS,
+    TOKEN_BYTES,
+    ChatMeta,
+    clean_title,
+    new_token,
+    parse_meta,
+    valid_chat_id,
+    valid_token,
+)
 from ui.saved.data_folder import (
     ChatStoreError,
     secret_file,
@@ -52,52 +62,15 @@ from ui.saved.data_folder import (
     server_secret,
 )
 from ui.saved.key_change import SECRET_CHANGED, SECRET_ID_KEY, note_secret_at_start, secret_id, unverified_secret_id
-from ui.saved.model_titles import BY_MODEL, BY_PERSON, BY_TASK, TITLE_BY
+from ui.saved.model_titles import BY_MODEL, BY_PERSON, BY_TASK
 from ui.shared.blobs import ANY, MISSING, BlobStore, BlobStoreError, Expect, LocalBlobs, VersionConflict
 from ui.shared.state import MemoryState, SharedState
 
-MAX_TITLE_CHARS = 80
-TOKEN_BYTES = 32
 #: Deleted chats remembered so another tab showing one cannot save it again (ChatStore.delete), this long.
 DELETED_REMEMBERED_S = 30 * 24 * 3600.0
 #: Read-modify-write of a chat's meta retried this often when another writer got there first.
 META_RETRIES = 8
-_CHAT_ID = re.compile(r"^[0-9a-f]{32}$")
 _OWNER = re.compile(r"^[0-9a-f]{64}$")
-_TOKEN = re.compile(r"^[0-9a-f]{64}$")
-
-
-def new_token() -> str:
-    """A browser's identity: 32 random bytes, hex."""
-    return secrets.token_hex(TOKEN_BYTES)
-
-
-def valid_token(token: Any) -> bool:
-    return isinstance(token, str) and bool(_TOKEN.match(token))
-
-
-def valid_chat_id(chat_id: Any) -> bool:
-    return isinstance(chat_id, str) and bool(_CHAT_ID.match(chat_id))
-
-
-@dataclass(frozen=True)
-class ChatMeta:
-    id: str
-    title: str
-    created: float
-    updated: float
-    steps: int = 0
-    #: meta.json is there but unreadable (cut short by a crash or a full disk): listed anyway, with a note, since
-    #: the chat's memory is intact and opens; the next message writes a whole meta.json again.
-    damaged: bool = False
-    text: str = ""  # what the list's search looks in besides the title (ui/saved/titles.py)
-    title_by: str = BY_TASK  # who wrote the title: the task and files, the chat's model, the person (model_titles.py)
-
-    def label(self) -> str:
-        if self.damaged:
-            return f"⚠️ {self.title} · its list entry was damaged (the chat opens from its saved memory)"
-        when = time.strftime("%d %b %H:%M", time.localtime(self.updated))
-        return f"{self.title} · {when}"
 
 
 class SavedChat:
@@ -336,7 +309,7 @@ class ChatStore:
         blob = self.blobs.get(f"{chat_key}/meta.json")
         if blob is None:
             return None
-        return _parse_meta(blob.data, chat_id) or self._damaged_meta(chat_key, chat_id)
+        return parse_meta(blob.data, chat_id) or self._damaged_meta(chat_key, chat_id)
 
     def _damaged_meta(self, chat_key: str, chat_id: str) -> ChatMeta:
         """Stand-in entry for an unreadable meta.json: the title from the first message in the memory (read
@@ -361,7 +334,7 @@ class ChatStore:
         key = f"{chat.key}/meta.json"
         for _ in range(META_RETRIES):
             blob = self.blobs.get(key)
-            old = None if blob is None else _parse_meta(blob.data, chat.id) or self._damaged_meta(chat.key, chat.id)
+            old = None if blob is None else parse_meta(blob.data, chat.id) or self._damaged_meta(chat.key, chat.id)
             meta = change(old)  # a damaged entry is rewritten whole, keeping the title the list showed
             data = {"id": chat.id, "title": meta.title, "created": meta.created, "updated": meta.updated,
                     "steps": meta.steps, "text": meta.text, "title_by": meta.title_by}
@@ -509,19 +482,6 @@ def _tombstone(owner: str, chat_id: str) -> str:
     return f"deleted:{owner}:{chat_id}"
 
 
-def _parse_meta(raw: bytes, chat_id: str) -> ChatMeta | None:
-    try:
-        data = json.loads(raw.decode("utf-8"))
-        if not isinstance(data, dict):
-            return None
-        return ChatMeta(id=chat_id, title=clean_title(str(data.get("title") or "")) or "Untitled chat",
-                        created=float(data.get("created") or 0.0), updated=float(data.get("updated") or 0.0),
-                        steps=int(data.get("steps") or 0), text=str(data.get("text") or "")[:titles.SEARCH_CHARS],
-                        title_by=by if (by := data.get("title_by")) in TITLE_BY else BY_TASK)
-    except (ValueError, TypeError, AttributeError):
-        return None
-
-
 def settings_dict(settings: Any) -> dict[str, Any] | None:
     """A session's RunSettings as plain JSON data (tuples as lists), as saved and as the settings form reads it."""
     if settings is None:
@@ -533,10 +493,3 @@ def settings_dict(settings: Any) -> dict[str, Any] | None:
         data.pop("hf_token", None)  # a visitor's token is never saved
         return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
     return None
-
-
-def clean_title(title: str) -> str:
-    text = " ".join(str(title or "").split())
-    return text if len(text) <= MAX_TITLE_CHARS else text[: MAX_TITLE_CHARS - 1] + "…"
-
-
