@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from cluster_client import Cluster, client, cookie_for, upstream_for
+from gradio_client import handle_file
 from nothing_lost_harness import ANSWER, SET_X, chat_text, text_of
 from ui_testlib import code_reply, write_transcript
 
@@ -21,6 +22,7 @@ from ui.session.lease import REFUSAL
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 DOUBLE_X = code_reply("Use x again.", "final_answer(x * 2)")
+READ_X = code_reply("Read x from the upload.", "x = int(open('numbers.csv').read().split()[-1]) - 1\nprint('x is set')")
 
 
 @pytest.fixture(scope="module")
@@ -78,14 +80,21 @@ def test_two_tabs_of_one_chat_on_different_replicas_keep_the_one_tab_lease(clust
     assert REFUSAL.split(".")[0] in chat_text(refused_second)
 
 
-def test_a_chat_continues_on_the_other_replica_after_its_replica_is_killed(cluster: Cluster) -> None:
+def test_a_chat_continues_on_the_other_replica_after_its_replica_is_killed(cluster: Cluster, tmp_path: Path) -> None:
+    """Its upload too: the other replica brings the file back from the shared store (ui/saved/workspace_mirror.py)
+    before it re-runs the code that read it, and the follow-up's code reads it again."""
     cookie = cookie_for(cluster, 0)
     tab = client(cluster.proxy_url, cookie)
     token = new_token()
     tab.predict({"token": token}, api_name="/browser_session")
-    assert answer_of(tab.submit({"text": "Set x to 41", "files": []}, api_name="/run").result(timeout=120)[0]) == "42"
+    upload = tmp_path / "numbers.csv"
+    upload.write_text("n\n42\n")
+    write_transcript(cluster.transcript, [READ_X, ANSWER])  # type: ignore[attr-defined]
+    first = tab.submit({"text": "Set x to 41", "files": [handle_file(str(upload))]}, api_name="/run")
+    assert answer_of(first.result(timeout=120)[0]) == "42"
 
-    write_transcript(cluster.transcript, [DOUBLE_X] * 4)  # type: ignore[attr-defined] # needs x, rebuilt
+    reads_again = code_reply("Read it again.", "final_answer(x * 2 + int(open('numbers.csv').read().split()[-1]) - 42)")
+    write_transcript(cluster.transcript, [reads_again] * 4)  # type: ignore[attr-defined] # needs x and the file
     cluster.kill_replica(0)
     killed = time.monotonic()
     assert cluster.replica_of(upstream_for(cluster.proxy_url, cookie)) == 1

@@ -21,8 +21,9 @@ secret when AGENTDECK_SECRET is unset) are blobs of a `BlobStore` (ui/shared/blo
 relative paths; the default stores them as the files above, `AGENTDECK_CHAT_STORE=s3://...` in object storage
 that every replica reads. Each write names the version it last saw, so two replicas cannot lose each other's
 update (a conflicting memory save is refused with a message; meta is re-read and written again). The
-workspace and exports stay in the local folder of the replica that serves the chat. Deleted-chat tombstones are
-in the shared state (ui/shared/state.py: Redis when configured), so a tab on any replica sees a delete.
+workspace is the local folder of the replica that serves the chat, copied into a shared store by the chat's
+record (ui/saved/workspace_mirror.py) so another replica can bring it back; exports stay local. Deleted-chat
+tombstones are in the shared state (ui/shared/state.py: Redis when configured), so a tab on any replica sees a delete.
 """
 from __future__ import annotations
 

@@ -21,13 +21,16 @@ from agents.executor.tree_walk import remove_tree
 from ui.chat.formatting import for_visitor
 from ui.chat.published_files import FilePublisher, NotPublishable, Published
 from ui.chat.render import Transcript
+from ui.config.current import current_settings
 from ui.saved.restore import replay_memory, show_unfinished
 from ui.saved.store import SavedChat
+from ui.saved.workspace_mirror import MirrorError, WorkspaceMirror, describe
 from ui.session import rewind
 from ui.session.workspace_access import WorkspaceFiles, files_of, relative_name
 from ui.session.workspace_files import FileRemovalError, listed_files
 from ui.settings import RunSettings
-from ui.uploads.batch import ingest_uploads
+from ui.shared.blobs import BlobStoreError, LocalBlobs
+from ui.uploads.batch import ingest_uploads, workspace_quota_bytes
 from ui.uploads.intake import UploadResult
 from ui.web.gradio_compat import discard_upload
 from ui.web.metrics import count_save
@@ -52,6 +55,7 @@ class ChatRecord:
         self._save_notes: list[str] = []  # save outcomes for the chat, noted by a thread that may touch it
         self._restoring: Any = None  # the "restoring" note while a reopened chat waits for its agent
         self._host_of: Callable[[], Any] = lambda: None  # the sandbox host now, if any (`use_host`)
+        self._mirror: tuple[SavedChat, WorkspaceMirror] | None = None  # the files' copy in a shared store
 
     @property
     def root(self) -> Path:
@@ -240,6 +244,8 @@ class ChatRecord:
             return True
         try:
             self._saved.save(reason, turns=self._turns, memory=memory, settings=settings)
+            if reason != "step":  # the person's message (its uploads) is taken, or a run ended: the files too
+                self._push_files()
         except Exception as exc:  # the chat goes on; the person learns at once that it was not saved
             why = for_visitor(exc, "saving a chat")
             if self._save_failed is None:
@@ -257,6 +263,46 @@ class ChatRecord:
         if announce:
             self.note_saves()
         return ok
+
+    def mirror(self) -> WorkspaceMirror | None:
+        """The copy of the workspace in the chat store when replicas share it (ui/saved/workspace_mirror.py);
+        None on one machine, where the chat's folder is the only copy needed."""
+        saved = self._saved
+        if saved is None or isinstance(saved.store.blobs, LocalBlobs):
+            return None
+        if self._mirror is None or self._mirror[0] is not saved:
+            quota = workspace_quota_bytes(int(current_settings().max_upload_mb * 2**20))
+            self._mirror = (saved, WorkspaceMirror(saved.store.blobs, saved.key, quota))
+        return self._mirror[1]
+
+    def _push_files(self) -> None:
+        mirror = self.mirror()
+        if mirror is None:
+            return
+        uploads = [r.safe_name for r in self._uploads if r.ok and r.safe_name]
+        try:
+            report = mirror.push(self.files, first=uploads)
+        except (MirrorError, BlobStoreError) as exc:
+            raise MirrorError(f"the chat's files could not be copied to the shared chat store: {exc}") from exc
+        note = describe(report, "copied to the shared chat store (another server could not reopen them)")
+        if note and note not in self._save_notes:
+            self._save_notes.append(note)
+
+    def _pull_files(self) -> None:
+        """Bring back the files a chat kept in the shared store (it was served by another replica)."""
+        mirror = self.mirror()
+        if mirror is None:
+            return
+        try:
+            report = mirror.pull(self.files)
+        except (MirrorError, BlobStoreError) as exc:
+            self._transcript.add_note(f'<span class="ad-error">The chat\'s files could not be brought back</span> '
+                                      f"{for_visitor(exc, 'reading the chat store')}. Code that reads them will "
+                                      "fail until they are uploaded again.")
+            return
+        note = describe(report, "brought back from the shared chat store")
+        if note:
+            self._transcript.add_note(note)
 
     def note_saves(self) -> None:
         """Show the save outcomes waiting for the chat (call with the session's lock, or from its thread)."""
@@ -286,6 +332,7 @@ class ChatRecord:
         to be restored next (the chat says so until `end_restoring`); False if no step was ever finished."""
         with self._lock:
             self._turns = [t for t in turns if isinstance(t, dict)]
+            self._pull_files()
             if memory is None or not memory.steps:
                 show_unfinished(self._transcript, [dict(t) for t in self._turns], set(), None)
                 return False
