@@ -25,7 +25,7 @@ from ui.app import AgentDeckApp
 from ui.panels.exports import ChatExports
 from ui.panels.history import HistoryController
 from ui.saved.store import new_token
-from ui.session.workspace_access import HostFiles
+from ui.session.workspace_access import DiskFiles, HostFiles
 from ui.settings import AppConfig
 
 WHY_NOT = daemon.reachable()
@@ -92,3 +92,57 @@ def test_a_chat_on_docker_whose_host_reports_no_shared_disk(tmp_path: Path, monk
             assert bundle.read("more.csv") == b"a\nb\n" and bundle.read("penguins.csv").startswith(b"species")
     finally:
         app.registry.shutdown()
+
+
+_CONTAINER_LINKS = r"""
+import os
+made = {}
+for name, target in (("own_link.csv", "/etc/passwd"), ("up", ".."), ("root_dir", "/")):
+    try:
+        os.symlink(target, name)
+        made[name] = "made"
+    except OSError as exc:
+        made[name] = exc.errno
+made
+"""
+
+
+@pytest.mark.parametrize("same_disk", [True, False], ids=["descriptor-reads", "host-operations"])
+def test_links_in_a_container_workspace_never_reach_a_file_outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   same_disk: bool) -> None:
+    """Code holding the real `os` in a Docker sandbox (`python_layers=False`) makes links in its workspace, to the
+    container's files and to the folder above; one more was planted there pointing at a file of the app's machine.
+    Whether the app reads the workspace by descriptor (the bind-mounted folder) or through the container host's
+    operations, no name gives it a byte of what a link points at, and no link is listed."""
+    from agents.executor import PythonSandbox
+    from ui.session.workspace_access import files_of
+
+    monkeypatch.setattr(docker_host.DockerHost, "capabilities",
+                        dataclasses.replace(docker_host.CAPABILITIES, same_disk=same_disk))
+    secret = tmp_path / "outside.txt"
+    secret.write_text("SECRET-OF-THE-APP-MACHINE\n")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "planted.csv").symlink_to(secret)
+    (workspace / "real.csv").write_text("a,b\n1,2\n")
+    with PythonSandbox(str(workspace), backend="docker", python_layers=False) as sandbox:
+        result = sandbox.run(_CONTAINER_LINKS)
+        assert result.error is None, result.error
+        files = files_of(sandbox.host, workspace)
+        assert isinstance(files, DiskFiles if same_disk else HostFiles)
+        listed = files.list()
+        assert set(listed) == {"real.csv"}, listed  # links are not files
+        assert files.read("real.csv") == b"a,b\n1,2\n"
+        for name in ("planted.csv", "own_link.csv", "up/outside.txt", "root_dir/etc/passwd"):
+            with pytest.raises(OSError):
+                files.read(name)
+            with pytest.raises(OSError):
+                files.open_versioned(name)
+        made = result.output
+        try:  # a link `up` the kernel let the code make is refused; else `up` is a new folder of the workspace
+            files.write("up/outside.txt", b"overwritten")
+        except OSError:
+            assert made.get("up") == "made", made
+        else:
+            assert made.get("up") != "made" and (workspace / "up").is_dir() and not (workspace / "up").is_symlink()
+    assert secret.read_text() == "SECRET-OF-THE-APP-MACHINE\n"
