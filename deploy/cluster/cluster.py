@@ -4,12 +4,13 @@
     python deploy/cluster/cluster.py down [--folder .cluster]                     (make cluster-down)
 
 Everything listens on loopback. `up` starts Debian's redis-server (no persistence), moto's S3-compatible server
-(its bucket created here), the replicas (`python app.py`, each with its own data folder for workspaces, sharing
-saved chats through AGENTDECK_CHAT_STORE=s3://... and leases, presence, tombstones and limits through
-AGENTDECK_REDIS_URL; no AGENTDECK_SECRET, so the first replica creates the signing secret in the store) and
-nginx with the project's config (nginx.conf.template: cookie affinity by consistent hashing). It prints the
-proxy's address and records the processes it started (`cluster.json` in the folder); `down` stops exactly those.
-The tests and bench/cluster.py use `Cluster` directly, each in a temp folder on free ports.
+(behind s3_standin.py: one request at a time, so conditional writes are atomic as on S3; its bucket created here), the
+replicas (`python app.py`, each with its own data folder for workspaces, sharing saved chats through
+AGENTDECK_CHAT_STORE=s3://... and leases, presence, tombstones and limits through AGENTDECK_REDIS_URL; no
+AGENTDECK_SECRET, so the first replica creates the signing secret in the store) and nginx with the project's config
+(nginx.conf.template: cookie affinity by consistent hashing). It prints the proxy's address and records the processes
+it started (`cluster.json` in the folder); `down` stops exactly those. The tests and bench/cluster.py use `Cluster`
+directly, each in a temp folder on free ports.
 """
 from __future__ import annotations
 
@@ -131,8 +132,8 @@ class Cluster:
         (self.folder / "redis").mkdir(exist_ok=True)
         redis = self._spawn("redis", [redis_server, "--port", str(self.ports["redis"]), "--bind", "127.0.0.1",
                                       "--dir", str(self.folder / "redis"), "--save", "", "--appendonly", "no"])
-        s3 = self._spawn("s3", [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.ports["s3"])],
-                         cwd=self.folder)
+        s3 = self._spawn("s3", [sys.executable, str(Path(__file__).with_name("s3_standin.py")), "--host", "127.0.0.1",
+                                "--port", str(self.ports["s3"])], cwd=self.folder)  # moto, one request at a time
         wait_for(lambda: accepts(self.ports["redis"]), 20, "redis-server", redis, self.folder / "redis.log")
         wait_for(lambda: accepts(self.ports["s3"]), 60, "moto's S3 server", s3, self.folder / "s3.log")
         import boto3  # type: ignore[import-untyped]

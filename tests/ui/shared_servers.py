@@ -1,5 +1,6 @@
 """Loopback servers the shared-store tests run against: Debian's redis-server and moto's S3 server, each in a
-temp folder on a free port, stopped (by its own pid) when the test is done."""
+temp folder on a free port, stopped (by its own pid) when the test is done. moto runs behind
+deploy/cluster/s3_standin.py, one request at a time, so its conditional writes are atomic as S3's are."""
 from __future__ import annotations
 
 import shutil
@@ -15,6 +16,7 @@ from ui_testlib import free_port
 from waiting import wait_until
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+S3_STANDIN = Path(__file__).resolve().parents[2] / "deploy" / "cluster" / "s3_standin.py"
 
 
 def _accepts(port: int) -> bool:
@@ -54,10 +56,10 @@ def redis_server(folder: Path) -> Iterator[str]:
 
 @contextmanager
 def moto_s3_server(folder: Path) -> Iterator[str]:
-    """moto's S3-compatible server on loopback; yields its http:// endpoint."""
+    """moto's S3-compatible server on loopback, serialised (s3_standin.py); yields its http:// endpoint."""
     port = free_port()
     log = (folder / "moto.log").open("wb")
-    process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+    process = subprocess.Popen([sys.executable, str(S3_STANDIN), "--host", "127.0.0.1", "--port", str(port)],
                                stdout=log, stderr=subprocess.STDOUT, cwd=folder)
     try:
         wait_until(lambda: process.poll() is not None or _accepts(port), 60, "moto's S3 server to listen")

@@ -15,42 +15,52 @@ next call reopens it, its memory going to the next run's agent.
 """
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agents.answer_checks.marks import answer_mark
-from agents.decisions import APPROVAL_MODES, Decision
+from agents.decisions import APPROVAL_MODES
 from agents.events import AnswerCheck
 from ui.api.caller import ApiCaller
 from ui.chat.file_links import FileLinker
 from ui.chat.formatting import format_value
 from ui.chat.published_files import NotPublishable
+from ui.chat_service import (
+    ACTIONS,  # noqa: F401 (part of this module's interface)
+    MAX_FILES_PER_TASK,
+    MAX_TEXT_CHARS,  # noqa: F401 (part of this module's interface)
+    ChatRefused,
+    ChatService,
+    DecisionWording,
+    LeaseRefused,
+    clip,
+    decision,
+    refusal_text,
+)
 from ui.saved.store import ChatStoreError, SavedChat
 from ui.services import Services
 from ui.session.session import Session
 from ui.settings import RunSettings, SignInNeededError
-from ui.settings_form import FormValues, field_names
 from ui.web.gradio_compat import file_url, page_file_url, private_uploads_root, root_url_of
 
-#: At most this many files go with one task, and this many chats are listed.
-MAX_FILES_PER_TASK = 20
+#: At most this many chats are listed.
 MAX_CHATS_LISTED = 500
-#: A decision's texts are clipped to this many characters in a result.
-MAX_TEXT_CHARS = 100_000
-ACTIONS = ("approve", "reject", "edit", "answer")
 #: What a run came to, as `status` says it.
 STATUSES = ("finished", "out_of_steps", "stopped", "failed", "needs_decision", "not_started")
 _STATUS_OF_END = {"success": "finished", "max_steps": "out_of_steps", "interrupted": "stopped", "error": "failed"}
 
 
-class ApiRefused(Exception):
+class ApiRefused(ChatRefused):
     """A call refused, with what to do instead (the client gets this message)."""
+
+
+_WORDING = DecisionWording(ApiRefused, "decide with action 'answer' and your answer as text",
+                           tool_call_as_json_text=True, trim_edits=True)
 
 
 @dataclass(frozen=True)
@@ -58,14 +68,6 @@ class FileIn:
     """A file sent with a task: where the upload route stored it, and its name."""
     path: str
     name: str
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + " …(clipped)"
-
-
-def _refusal_text(exc: BaseException) -> str:
-    return str(getattr(exc, "message", None) or exc)
 
 
 def uploaded_file(path: Any, name: Any) -> FileIn:
@@ -97,13 +99,14 @@ class ApiChats:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.config = services.config
+        self.service = ChatService(services)
         self._keys: dict[tuple[str, str], str] = {}  # (owner, chat id) -> the registry key of its API session
         self._lock = threading.Lock()
 
     # ----- finding the caller's chat ----------------------------------------------------------------------
     def _chat(self, caller: ApiCaller, chat_id: Any) -> SavedChat:
         """The caller's own chat. Another owner's id, a deleted one, a guessed one: the same refusal."""
-        chat = self.services.store.get(caller.owner, chat_id) if isinstance(chat_id, str) else None
+        chat = self.service.owned_chat(caller.owner, chat_id)
         if chat is None or not chat.kept:
             raise ApiRefused("No chat of yours has that id (list_chats lists your chats and their ids).")
         return chat
@@ -112,12 +115,7 @@ class ApiChats:
         """The open API session of the caller's chat, if there is one."""
         with self._lock:
             key = self._keys.get((caller.owner, chat_id))
-        session = self.services.registry.peek(key) if key else None
-        saved = session.record.saved if session is not None else None
-        if session is None or session.closed_at is not None or saved is None or saved.id != chat_id \
-                or saved.owner != caller.owner or saved.deleted:
-            return None
-        return session
+        return self.service.live(key, caller.owner, chat_id)
 
     def _new_key(self, owner: str, chat_id: str) -> str:
         key = f"api:{secrets.token_hex(16)}"
@@ -142,7 +140,7 @@ class ApiChats:
             except ChatStoreError as exc:  # refused as a whole (changed on disk, another server's...)
                 raise ApiRefused(f"That chat cannot be continued: {exc}") from None
             turns = metadata.get("turns") or []
-        session = self.services.registry.install(self._new_key(caller.owner, chat.id), chat, caller.visitor)
+        session = self.service.install(self._new_key(caller.owner, chat.id), chat, caller.visitor)
         if restore and session.record.reopen(memory, turns):
             session.restore_later(memory)  # built by the next run, inside its limits
         return session
@@ -152,7 +150,6 @@ class ApiChats:
                  approval_mode: str = "", model: str = "", max_steps: int | None = None) -> dict[str, Any]:
         """Run the agent on `task` in a new chat of the caller's, or in the one `chat_id` names (its memory and
         files go on); block until the run ends or waits for a decision. Returns `outcome`."""
-        gate = self.services.gate
         files = list(files or [])
         if not isinstance(task, str):
             raise ApiRefused("The task must be text.")
@@ -162,32 +159,22 @@ class ApiChats:
             raise ApiRefused(f"approval_mode must be one of {', '.join(APPROVAL_MODES)} (or empty: autonomous).")
         if not (task.strip() or files):
             raise ApiRefused("Send a task (text), or files with it.")
-        gate.check_message(task)  # first: nothing of a message too long is kept
+        self.services.gate.check_message(task)  # first: nothing of a message too long is kept
         session = self._open(caller, self._chat(caller, chat_id), restore=True) if chat_id else None
         settings = self._settings(session, model, max_steps, caller.hf_token)
         if session is None:
             chat = self.services.store.create(caller.owner)
-            session = self.services.registry.install(self._new_key(caller.owner, chat.id), chat, caller.visitor)
+            session = self.service.install(self._new_key(caller.owner, chat.id), chat, caller.visitor)
         if session.running:
             raise ApiRefused("A run is going on in that chat: wait for it, answer its decision (decide) or stop it.")
-        why = self.services.leases.claim(session.key, session)
-        if why is not None:
+        try:
+            self.service.admit(session, caller.request, approval_mode or "autonomous")
+        except LeaseRefused as exc:
+            why = str(exc)
             raise ApiRefused("That chat is open in a browser tab, which continued it last: continue it there, or "
-                             "close that tab's chat first." if "another tab" in why else why)
-        gate.admit(caller.request, session)
-        session.set_approval_mode(approval_mode or "autonomous")
-        started: list[bool] = []
-
-        def run() -> Iterator[tuple]:
-            if session.start_run(task, [(f.path, f.name) for f in files], settings):
-                started.append(True)
-                for _ in session.drain():
-                    pass
-            yield ()
-
-        for _ in gate.limited(run(), caller.request, session):
-            pass
-        return self.outcome(caller, session, started=bool(started))
+                             "close that tab's chat first." if "another tab" in why else why) from None
+        started = self.service.run(session, caller.request, task, [(f.path, f.name) for f in files], settings)
+        return self.outcome(caller, session, started=started)
 
     def _settings(self, session: Session | None, model: str, max_steps: int | None, token: Any) -> RunSettings:
         """The run's settings: the ones asked for, checked as the page's form is; none asked for in a chat
@@ -195,10 +182,8 @@ class ApiChats:
         kept = session.agent_settings if session is not None else None
         if kept is not None and not model and max_steps is None:
             return kept
-        form = FormValues(**dict.fromkeys(field_names()))
-        form.model, form.max_steps = (model or None), max_steps
         try:
-            return self.services.gate.settings(form, token=token)
+            return self.service.settings(model or None, max_steps, token)
         except SignInNeededError as exc:
             raise ApiRefused(f"The model {exc} runs on Hugging Face and needs the caller's Hugging Face sign-in: "
                              "pick another model (model=...) or sign in.") from None
@@ -207,49 +192,18 @@ class ApiChats:
         """Answer the decision the chat's run waits for (approve, reject with a reason, edit with the new plan,
         code or JSON arguments, or answer the agent's question), then go on until the run ends or waits again."""
         session = self._live(caller, self._chat(caller, chat_id).id)
-        pending = session.pending_request() if session is not None else None
-        if session is None or pending is None or pending.request_id != decision_id:
+        pending = self.service.pending(session, decision_id) if session is not None else None
+        if session is None or pending is None:
             raise ApiRefused("That chat has no pending decision with this id (it was made, it expired, or the run "
                              "was stopped).")
-        decision = self._decision(pending.request_kind, pending.payload, action, text)
-        if decision.outcome.value == "answer":
-            with session.lock:
-                session.record.transcript.add_answer(pending.request_id, text)
-        try:
-            session.resolve(pending, decision)
-        except Exception as exc:  # made meanwhile, or refused by the agent
-            raise ApiRefused(_refusal_text(exc)) from None
-        if session.claim_paused_run():
-            for _ in session.drain():
-                pass
-        return self.outcome(caller, session)
-
-    @staticmethod
-    def _decision(kind: str, payload: dict[str, Any], action: str, text: str) -> Decision:
         text = str(text or "")
-        if action not in ACTIONS:
-            raise ApiRefused(f"action must be one of {', '.join(ACTIONS)}.")
-        if kind == "question":
-            if action != "answer" or not text.strip():
-                raise ApiRefused("The agent asked a question: decide with action 'answer' and your answer as text.")
-            return Decision.reply(text)
-        if action == "answer":
-            raise ApiRefused("The agent waits for an approval, not an answer: approve, reject or edit.")
-        if action == "approve":
-            return Decision.approve()
-        if action == "reject":
-            return Decision.reject(text.strip())
-        if kind == "tool_call":
-            try:
-                edited = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ApiRefused(f"An edited tool call is its arguments as a JSON object ({exc.msg}).") from None
-            if not isinstance(edited, dict):
-                raise ApiRefused('An edited tool call is its arguments as a JSON object, like {"name": "value"}.')
-            return Decision.edit(edited)
-        if not text.strip():
-            raise ApiRefused(f"An edited {kind} is its new text (not empty).")
-        return Decision.edit(text if kind == "code" else text.strip())
+        made = decision(pending.request_kind, action, text, text, text, _WORDING)
+        try:
+            self.service.resolve(session, pending, made, text)
+        except Exception as exc:  # made meanwhile, or refused by the agent
+            raise ApiRefused(refusal_text(exc)) from None
+        self.service.go_on(session)
+        return self.outcome(caller, session)
 
     def stop(self, caller: ApiCaller, chat_id: str) -> bool:
         """Stop the chat's run (True if one was going on)."""
@@ -260,7 +214,7 @@ class ApiChats:
     def list_chats(self, caller: ApiCaller) -> list[dict[str, Any]]:
         """The caller's chats, newest first: id, title, last change (seconds since the epoch), steps."""
         return [{"chat_id": meta.id, "title": meta.title, "updated": float(meta.updated), "steps": int(meta.steps)}
-                for meta in self.services.store.list(caller.owner)[:MAX_CHATS_LISTED]]
+                for meta in self.service.chats(caller.owner, MAX_CHATS_LISTED)]
 
     def chat_files(self, caller: ApiCaller, chat_id: str) -> list[dict[str, Any]]:
         """The chat's files (uploads and what the agent wrote), each with the URL of its published copy."""
@@ -290,40 +244,30 @@ class ApiChats:
         """What a run came to: its answer (file names in it linked to their copies' absolute URLs), the decision
         it waits for, or why it did not run; with the chat's id and files."""
         url_of = self._url_maker(caller)
-        with session.lock:
-            saved = session.record.saved
-            pending = session.pending_request()
-            finished = session.record.transcript.finished
-            messages = session.record.transcript.messages()
-            steps = list(getattr(session.memory, "steps", []) or [])
-        result: dict[str, Any] = {"chat_id": saved.id if saved is not None else "", "status": "not_started",
+        state = ChatService.state(session, started)
+        result: dict[str, Any] = {"chat_id": state.chat_id or "", "status": "not_started",
                                   "answer": "", "note": "", "decision": None, "steps": 0, "check": None}
-        if not started:
-            pending = finished = None
+        pending, finished = state.pending, state.finished
         if pending is not None:
-            payload = json.loads(json.dumps(pending.payload, default=str))
             result.update(status="needs_decision", decision={
-                "id": pending.request_id, "kind": pending.request_kind,
-                "details": {k: _clip(v) if isinstance(v, str) else v for k, v in payload.items()}},
+                "id": pending.request_id, "kind": pending.request_kind, "details": state.decision_details},
                 note="The run waits for a decision: answer it with /decide (approve, reject, edit or answer).")
         elif finished is not None:
-            state = str(getattr(finished.state, "value", finished.state))
-            result.update(status=_STATUS_OF_END.get(state, "failed"), steps=int(finished.steps),
-                          note=_clip(finished.error or ""))
+            end = str(getattr(finished.state, "value", finished.state))
+            result.update(status=_STATUS_OF_END.get(end, "failed"), steps=int(finished.steps),
+                          note=clip(finished.error or ""))
             if finished.output is not None:
                 value = finished.output
                 text = format_value(value)
                 if isinstance(value, str):
                     text = FileLinker(str(session.record.workspace), session.record.publish, url_of).link(text)
-                result["answer"] = _clip(text)
-                check = _answer_check(steps, getattr(finished, "run_id", None))
+                result["answer"] = clip(text)
+                check = _answer_check(state.steps, getattr(finished, "run_id", None))
                 if check is not None:  # the mark the page shows under the answer: a caller must see it too
                     result["check"] = check.as_dict()
-                    result["note"] = result["note"] or _clip(answer_mark(check).replace("**", ""))
+                    result["note"] = result["note"] or clip(answer_mark(check).replace("**", ""))
         else:  # nothing ran (its files refused, an agent that could not start): the chat's last note says why
-            last = messages[-1] if messages else {}
-            content = last.get("content") if isinstance(last, dict) else getattr(last, "content", "")
-            result["note"] = _clip(content if isinstance(content, str) else str(content))
+            result["note"] = state.last_note
         result["files"] = self._files(session, url_of)
         return result
 

@@ -12,19 +12,27 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import os
 import secrets
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from agents import events as ev
-from agents.decisions import Decision
 from agents.executor.backend import FileTooLarge
+from ui.chat_service import (
+    ACTIONS,  # noqa: F401 (part of this module's interface)
+    MAX_FILES_PER_TASK,
+    MAX_TEXT_CHARS,  # noqa: F401 (part of this module's interface)
+    ChatRefused,
+    ChatService,
+    DecisionWording,
+    clip,
+    decision,
+    refusal_text,
+)
 from ui.mcp.caller import Caller
 from ui.saved.store import SavedChat
 from ui.services import Services
@@ -32,22 +40,21 @@ from ui.session.session import Session
 from ui.session.workspace_access import DiskFiles, WorkspaceFiles
 from ui.session.workspace_files import listed_files
 from ui.settings import SignInNeededError
-from ui.settings_form import FormValues, field_names
 from ui.uploads.intake import UploadResult
 
-#: At most this many files with one task, and this much of a file returned by `read_file` (its default: 256 KB).
-MAX_FILES_PER_TASK = 20
+#: At most this much of a file returned by `read_file` (its default: 256 KB), and this many chats listed.
 MAX_READ_BYTES = 1 << 20
 DEFAULT_READ_BYTES = 256 << 10
-#: A run's answer and a decision's fields are clipped to this many characters in a tool's result.
-MAX_TEXT_CHARS = 100_000
-ACTIONS = ("approve", "reject", "edit", "answer")
+MAX_CHATS_LISTED = 200
 HF_SIGN_IN = ("This model runs on Hugging Face inference providers and needs a Hugging Face token: sign in with "
               "Hugging Face on the page and send its session cookie with your MCP requests, or pick another model.")
 
 
-class McpRefused(Exception):
+class McpRefused(ChatRefused):
     """A tool call refused, with what to do instead (the endpoint returns it as the tool's error)."""
+
+
+_WORDING = DecisionWording(McpRefused, "resume with action 'answer' and your answer")
 
 
 @dataclass(frozen=True)
@@ -55,14 +62,6 @@ class FileIn:
     """A file sent with a task: its name and its content, base64."""
     name: str
     content_base64: str
-
-
-def _refusal_text(exc: BaseException) -> str:
-    return str(getattr(exc, "message", None) or exc)
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + " …(clipped)"
 
 
 #: Page handlers find sessions by Gradio's session hash, which a visitor chooses: an MCP chat's registry key is
@@ -78,11 +77,12 @@ class McpChats:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.config = services.config
+        self.service = ChatService(services)
 
     # ----- finding the caller's chat ---------------------------------------------------------------------
     def _chat(self, caller: Caller, chat_id: Any) -> SavedChat:
         """The caller's own chat (any other id, a guessed one, one of another owner's: the same refusal)."""
-        chat = self.services.store.get(caller.owner, chat_id) if isinstance(chat_id, str) else None
+        chat = self.service.owned_chat(caller.owner, chat_id)
         if chat is None:
             raise McpRefused("No chat of yours has that id (list_chats lists them).")
         return chat
@@ -90,9 +90,8 @@ class McpChats:
     def _live(self, caller: Caller, chat_id: Any) -> Session:
         """The open session of the caller's chat, to continue it."""
         chat = self._chat(caller, chat_id)
-        session = self.services.registry.peek(session_key(chat.id))
-        saved = session.record.saved if session is not None else None
-        if session is None or session.closed_at is not None or saved is None or saved.owner != caller.owner:
+        session = self.service.live(session_key(chat.id), caller.owner, chat.id)
+        if session is None:
             raise McpRefused("That chat is not open on the server any more (idle chats are closed after a few "
                              "minutes): its files can still be listed and read; start a new chat to go on.")
         return session
@@ -104,81 +103,58 @@ class McpChats:
                  on_session: Callable[[Session], None] = lambda session: None) -> dict[str, Any]:
         """`on_session` is told the chat's session before its run starts (the endpoint stops it if the call
         is cancelled)."""
-        gate = self.services.gate
         if not isinstance(task, str) or not (task.strip() or files):
             raise McpRefused("Give a task (text), or files to work on.")
         try:
-            gate.check_message(task)
-            form = FormValues(**{name: None for name in field_names()})
-            form.model, form.max_steps = model, max_steps
+            self.services.gate.check_message(task)
             token = SimpleNamespace(token=caller.hf_token) if caller.hf_token else None
-            settings = gate.settings(form, token=token)  # type: ignore[arg-type]
+            settings = self.service.settings(model, max_steps, token)
         except SignInNeededError:
             raise McpRefused(HF_SIGN_IN) from None
         except Exception as exc:  # gr.Error: the page's refusal, said the same way
-            raise McpRefused(_refusal_text(exc)) from None
+            raise McpRefused(refusal_text(exc)) from None
         if len(files or ()) + len(chat_files or ()) > MAX_FILES_PER_TASK:
             raise McpRefused(f"At most {MAX_FILES_PER_TASK} files go with one task.")
         if chat_id is None:
             if chat_files:
                 raise McpRefused("chat_files names files of an existing chat: give its chat_id too.")
             chat = self.services.store.create(caller.owner)
-            session = self.services.registry.install(session_key(chat.id), chat, caller.visitor)
+            session = self.service.install(session_key(chat.id), chat, caller.visitor)
         else:
             session = self._live(caller, chat_id)
         kept = self._chat_files(session, chat_files or [])
         on_session(session)
-        why = self.services.leases.claim(session.key, session)
-        if why is not None:
-            raise McpRefused(why)
         try:
-            gate.admit(request, session)
+            self.service.admit(session, request, approval_mode)  # the lease's refusal or the gate's
         except Exception as exc:
-            raise McpRefused(_refusal_text(exc)) from None
-        session.set_approval_mode(approval_mode)
+            raise McpRefused(refusal_text(exc)) from None
         with tempfile.TemporaryDirectory(prefix="agentdeck-mcp-in-") as folder:
             paths = self._write_files(Path(folder), files or [])
-            started = []
-
-            def run() -> Iterator[tuple]:
-                if not session.start_run(task, paths, settings, kept):
-                    return
-                started.append(True)
-                for _ in session.drain():
-                    pass
-                yield ()
-
             try:
-                for _ in gate.limited(run(), request, session):
-                    pass
+                started = self.service.run(session, request, task, paths, settings, kept)
             except Exception as exc:
-                raise McpRefused(_refusal_text(exc)) from None
-        return self.outcome(session, started=bool(started))
+                raise McpRefused(refusal_text(exc)) from None
+        return self.outcome(session, started=started)
 
     def resume(self, caller: Caller, chat_id: str, decision_id: str, action: str, edited: Any = None,
                reason: str = "", answer: str = "",
                on_session: Callable[[Session], None] = lambda session: None) -> dict[str, Any]:
         session = self._live(caller, chat_id)
         on_session(session)
-        pending = session.pending_request()
-        if pending is None or pending.request_id != decision_id:
+        pending = self.service.pending(session, decision_id)
+        if pending is None:
             raise McpRefused("That chat has no pending decision with this id (it was made, or it expired).")
-        decision = self._decision(pending, action, edited, reason, answer)
-        if decision.outcome.value == "answer":
-            with session.lock:
-                session.record.transcript.add_answer(pending.request_id, answer)
+        made = decision(pending.request_kind, action, edited, reason, answer, _WORDING)
         try:
-            session.resolve(pending, decision)
+            self.service.resolve(session, pending, made, str(answer))
         except Exception as exc:
-            raise McpRefused(_refusal_text(exc)) from None
-        if session.claim_paused_run():
-            for _ in session.drain():
-                pass
+            raise McpRefused(refusal_text(exc)) from None
+        self.service.go_on(session)
         return self.outcome(session)
 
     def list_chats(self, caller: Caller) -> list[dict[str, Any]]:
         return [{"chat_id": meta.id, "title": meta.title, "updated": meta.updated}
-                for meta in self.services.store.list(caller.owner)[:200]]
+                for meta in self.service.chats(caller.owner, MAX_CHATS_LISTED)]
 
     def _files(self, chat: SavedChat) -> WorkspaceFiles:
         """The chat's files: through the sandbox of a session that has it open (a page's or this server's: its
@@ -245,55 +221,22 @@ class McpChats:
             kept.append(UploadResult(original_name=name, size_bytes=size, safe_name=name, path=workspace / name))
         return kept
 
-    @staticmethod
-    def _decision(pending: ev.DecisionRequested, action: str, edited: Any, reason: str, answer: str) -> Decision:
-        kind = pending.request_kind
-        if action not in ACTIONS:
-            raise McpRefused(f"action must be one of {', '.join(ACTIONS)}.")
-        if kind == "question":
-            if action != "answer" or not str(answer or "").strip():
-                raise McpRefused("The agent asked a question: resume with action 'answer' and your answer.")
-            return Decision.reply(str(answer))
-        if action == "approve":
-            return Decision.approve()
-        if action == "reject":
-            return Decision.reject(str(reason or "").strip())
-        if action == "answer":
-            raise McpRefused("The agent waits for an approval, not an answer: approve, reject or edit.")
-        if kind == "tool_call":
-            if not isinstance(edited, dict):
-                raise McpRefused('An edited tool call is its arguments as a JSON object, like {"name": "value"}.')
-            return Decision.edit(edited)
-        if not isinstance(edited, str) or not edited.strip():
-            raise McpRefused(f"An edited {kind} is its new text (not empty).")
-        return Decision.edit(edited)
-
     def outcome(self, session: Session, started: bool = True) -> dict[str, Any]:
         """What a run came to: its answer, a decision it waits for (with the id `resume` takes), or why not
         (`started` False: nothing ran)."""
-        with session.lock:
-            saved = session.record.saved
-            pending = session.pending_request()
-            finished = session.record.transcript.finished
-        result: dict[str, Any] = {"chat_id": saved.id if saved else None}
-        if not started:
-            pending = finished = None
+        state = ChatService.state(session, started)
+        pending, finished = state.pending, state.finished
+        result: dict[str, Any] = {"chat_id": state.chat_id}
         if pending is not None:
-            payload = json.loads(json.dumps(pending.payload, default=str))
             result.update(status="needs_decision", decision={  # its own id and kind last: a payload's never hide them
-                **{k: _clip(v) if isinstance(v, str) else v for k, v in payload.items()},
-                "id": pending.request_id, "kind": pending.request_kind})
+                **state.decision_details, "id": pending.request_id, "kind": pending.request_kind})
         elif finished is not None:
             status = {"success": "finished", "max_steps": "finished", "interrupted": "stopped"}.get(finished.state,
                                                                                                  "failed")
-            result.update(status=status, answer=None if finished.output is None else _clip(str(finished.output)),
-                          steps=finished.steps, **({"error": _clip(finished.error)} if finished.error else {}))
+            result.update(status=status, answer=None if finished.output is None else clip(str(finished.output)),
+                          steps=finished.steps, **({"error": clip(finished.error)} if finished.error else {}))
         else:  # nothing ran (files refused, an agent that could not start): the chat's last note says why
-            with session.lock:
-                messages = session.record.transcript.messages()
-            last = messages[-1] if messages else {}
-            content = last.get("content") if isinstance(last, dict) else ""
-            result.update(status="not_started", note=_clip(content if isinstance(content, str) else str(content)))
+            result.update(status="not_started", note=state.last_note)
         result["files"] = [os.path.relpath(p, session.record.workspace)
                            for p in listed_files([], [], session.record.files)]
         return result

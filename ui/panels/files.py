@@ -18,7 +18,7 @@ from ui.session.chat_record import ChatRecord
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
 from ui.session.workspace_files import FileRemovalError
-from ui.web.gradio_compat import ASK_JS, INTERCEPT_JS  # the × listener knows Gradio's File markup
+from ui.web.gradio_dom import ASK_JS, INTERCEPT_JS  # the × listener knows Gradio's File markup
 
 CSS = """
 #files-panel tr.file td.filename, #export-file tr.file td.filename {

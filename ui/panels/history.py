@@ -20,10 +20,11 @@ from typing import Any
 import gradio as gr
 
 from ui.chat.stream_outputs import Shown, session_outputs
+from ui.panels.history_list import ChatListHandlers
 from ui.panels.watch import END_SAVE_WAIT_S, RunWatch, locked_box
 from ui.saved.model_titles import TITLE_TIMEOUT_S
 from ui.saved.owners import tab_key
-from ui.saved.store import ChatStoreError, clean_title, settings_dict
+from ui.saved.store import ChatStoreError, settings_dict
 from ui.services import Services
 from ui.session.pending_decisions import normalise_mode
 from ui.session.registry import ServerBusyError
@@ -40,9 +41,10 @@ def _page_gone(session: Session) -> bool:
 
 
 # ----- the controller --------------------------------------------------------------------------------
-class HistoryController:
+class HistoryController(ChatListHandlers):
     """Handlers of the side list, built from the services (ui/services.py): the sessions, the saved chats,
-    the tabs' owners and the chat leases. It holds no state of its own."""
+    the tabs' owners and the chat leases. It holds no state of its own. The list itself, its search and
+    renaming are ChatListHandlers' (ui/panels/history_list.py)."""
 
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -67,11 +69,6 @@ class HistoryController:
         self.registry.watchers.forget(tab_key(request))
 
     # ----- views --------------------------------------------------------------------------------
-    def list_update(self, owner: str, selected: str | None = None) -> Any:
-        chats = self.store.list(owner)
-        ids = {m.id for m in chats}
-        return gr.Radio(choices=[(m.label(), m.id) for m in chats], value=selected if selected in ids else None)
-
     def _view(self, session: Session, state: Any, owner: str, settings: FormValues | None = None,
               input_update: Any = None, gr_warning: str | None = None, keep_export: bool = False) -> tuple:
         """(browser state, the chat column, the list, the settings form, the approval mode, the export box)
@@ -335,42 +332,6 @@ class HistoryController:
         status = gr.skip() if session.running else session.record.transcript.status_text()
         return self.list_update(owner, _saved_id(session)), status
 
-    def search(self, state: Any, query: Any, selected: Any, request: gr.Request) -> tuple:
-        """The side list's search: the list itself shows only the owner's chats whose title, messages or
-        answers hold every word typed (ui/saved/store.py `search`), as any chat app filters in place; with
-        "No chats match" and Clear while it finds none. An empty box shows every chat again."""
-        owner, _ = self.identify(state, request)
-        text = " ".join(str(query or "").split())[:200]
-        chosen = selected if isinstance(selected, str) else None
-        if not text:
-            return self.list_update(owner, chosen), gr.Row(visible=False), ""
-        found = self.store.search(owner, text)
-        ids = {m.id for m in found}
-        listed = gr.Radio(choices=[(m.label(), m.id) for m in found], value=chosen if chosen in ids else None)
-        note = f"No chats match **{_escape_md(text)}**." if not found else f"Showing {len(found)} of your chats."
-        return listed, gr.Row(visible=True), note
-
-    def refilter(self, state: Any, query: Any, selected: Any, request: gr.Request) -> tuple:
-        """After the list was refreshed (a run ended, a chat opened): the search still typed applies again."""
-        if not " ".join(str(query or "").split()):
-            return gr.skip(), gr.skip(), gr.skip()
-        return self.search(state, query, selected, request)
-
-    def clear_search(self, state: Any, selected: Any, request: gr.Request) -> tuple:
-        """Clear search: an empty box and every chat listed."""
-        return ("", *self.search(state, "", selected, request))
-
-    def rename_chat(self, state: Any, chat_id: Any, title: str, request: gr.Request) -> tuple:
-        owner, state = self.identify(state, request)
-        if not clean_title(title):
-            gr.Warning("Type a new title first.")
-            return self.list_update(owner, chat_id), gr.skip()
-        try:
-            self.store.rename(owner, chat_id, title)
-        except ChatStoreError as exc:
-            gr.Warning(str(exc))
-        return self.list_update(owner, chat_id), ""
-
     def delete_chat(self, state: Any, chat_id: Any, request: gr.Request) -> tuple:
         owner, state = self.identify(state, request)
         key = tab_key(request)
@@ -394,8 +355,3 @@ def _saved_id(session: Session | None) -> str | None:
     """The id of the saved chat `session` holds, if any."""
     chat = session.record.saved if session is not None else None
     return chat.id if chat is not None else None
-
-
-def _escape_md(text: str) -> str:
-    """`text` shown literally inside Markdown (a search typed is the visitor's, not markup)."""
-    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!<>|~" else c for c in text)

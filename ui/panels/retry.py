@@ -26,7 +26,8 @@ from ui.session.rewind import RewindRefused
 from ui.session.session import Session
 from ui.settings import RunSettings, SignInNeededError
 from ui.settings_form import FormValues
-from ui.web.gradio_compat import LOCK_IF_FREE_JS, UNLOCK_OWN_JS, OptionalEventData, root_url_of
+from ui.web.gradio_compat import OptionalEventData, root_url_of
+from ui.web.gradio_dom import LOCK_IF_FREE_JS, UNLOCK_OWN_JS
 from ui.web.input_lock import lock_on, unlock_after
 
 RETRY, EDIT = "retry", "edit your last message"

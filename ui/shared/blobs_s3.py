@@ -2,8 +2,10 @@
 
 Why boto3 and not s3fs: s3fs needs aiobotocore, which pins an older botocore than the one installed here; the
 conditional writes need only `PutObject`'s `IfMatch` (the ETag the writer read) and `IfNoneMatch="*"` (create
-only), which S3 has honoured since 2024 and moto's server implements (both answer 412 Precondition Failed).
-So a version check here is atomic on the server: two replicas cannot lose each other's update.
+only), which S3 has honoured since 2024 (412 Precondition Failed, or 409 ConditionalRequestConflict while another
+conditional write to the key is in progress). S3 checks the condition atomically with the write, so two replicas
+cannot lose each other's update. moto's server (the tests' stand-in) checks and then writes without a lock, so it
+runs behind deploy/cluster/s3_standin.py, one request at a time.
 The endpoint comes from the standard AWS settings (`AWS_ENDPOINT_URL`, credentials, region).
 """
 from __future__ import annotations

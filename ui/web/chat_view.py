@@ -20,7 +20,7 @@ from typing import Any
 
 import gradio as gr
 
-from ui.web.gradio_compat import CHAT_OPENED_JS, CHAT_OPENING_JS, CHAT_SHOWN_JS, FOLLOW_OUTPUT_JS
+from ui.web.gradio_dom import CHAT_OPENED_JS, CHAT_OPENING_JS, CHAT_SHOWN_JS, FOLLOW_OUTPUT_JS
 
 CSS = """
 #chat .message-row:has(.thought-group) { padding-top: 2px; padding-bottom: 2px; }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ui.web.gradio_compat import LOCK_IF_FREE_JS, LOCK_JS, UNLOCK_JS, UNLOCK_OWN_JS  # it knows Gradio's markup
+from ui.web.gradio_dom import LOCK_IF_FREE_JS, LOCK_JS, UNLOCK_JS, UNLOCK_OWN_JS  # it knows Gradio's markup
 
 
 def lock_on(trigger: Callable[..., Any], if_free: bool = False) -> None:

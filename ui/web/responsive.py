@@ -24,7 +24,7 @@ from typing import Any
 
 import gradio as gr
 
-from ui.web.gradio_compat import APPROVAL_IN_VIEW_JS, CLOSE_SIDEBAR_JS, NARROW_MAX_PX
+from ui.web.gradio_dom import APPROVAL_IN_VIEW_JS, CLOSE_SIDEBAR_JS, NARROW_MAX_PX
 
 CSS = f"""
 @media (max-width: {NARROW_MAX_PX}px) {{

@@ -1,0 +1,191 @@
+"""The page's DOM as Gradio renders it, in JavaScript: each snippet here knows Gradio's markup (written for the
+versions gradio_compat.py names, split out of it by concept).
+
+- The message box lock: an observer, because Gradio re-renders the textarea (ui/web/input_lock.py).
+- Closing the Sidebar on phones and keeping the approval panel in view (ui/web/responsive.py).
+- Taking over the × of a read-only File (ui/panels/files.py).
+- The chat's loading state and following its output (ui/web/chat_view.py).
+Still outside: CSS selectors on Gradio's markup in the panels' CSS strings (ui/layout.py gathers them).
+"""
+from __future__ import annotations
+
+# The chat's scroller is the element with role=log inside #chat (ui/web/chat_view.py).
+#: Keeps the chat's scroller at the bottom when its content grows, unless the person scrolled away from it.
+FOLLOW_OUTPUT_JS = """
+() => {
+  const follow = (log) => {
+    if (log.adFollow) return;
+    log.adFollow = true;
+    let pinned = true;
+    const atBottom = () => log.scrollTop + log.clientHeight >= log.scrollHeight - 80;
+    log.addEventListener('scroll', () => { pinned = atBottom(); }, {passive: true});
+    const sizes = new ResizeObserver(() => { if (pinned && !atBottom()) log.scrollTop = log.scrollHeight; });
+    const watch = () => { for (const child of log.children) sizes.observe(child); };
+    new MutationObserver(watch).observe(log, {childList: true});
+    watch();
+  };
+  let tries = 0;
+  const attach = () => {
+    const chat = document.querySelector('#chat');
+    if (!chat) return (++tries < 200) && setTimeout(attach, 50);
+    const find = () => { const log = chat.querySelector('[role=log]'); if (log) follow(log); };
+    new MutationObserver(find).observe(chat, {childList: true, subtree: true});
+    find();
+  };
+  attach();
+}
+"""
+
+# The page re-renders the box's textarea when its value is updated (each run clears it), which re-enables it;
+# so the lock is a flag on the box's container, and an observer puts `disabled` back while the flag is set.
+LOCK_JS = """() => {
+  const wrap = document.querySelector('#task-input');
+  if (!wrap) return [];
+  wrap.dataset.adLocked = '1';
+  const hold = () => {
+    const box = wrap.querySelector('textarea');
+    if (box && wrap.dataset.adLocked && !box.disabled) { box.disabled = true; box.blur(); }
+  };
+  if (!wrap.adLockObserver) {
+    wrap.adLockObserver = new MutationObserver(hold);
+    wrap.adLockObserver.observe(wrap, {subtree: true, childList: true, attributes: true,
+                                       attributeFilter: ['disabled']});
+  }
+  hold();
+  return [];
+}"""
+UNLOCK_JS = """() => {
+  const wrap = document.querySelector('#task-input');
+  if (!wrap) return [];
+  delete wrap.dataset.adLocked;
+  const box = wrap.querySelector('textarea');
+  if (box) box.disabled = false;
+  return [];
+}"""
+#: The same pair for an event that may be refused because a run already holds the box (Retry, Edit's Send): it
+#: locks only a free box, and unlocks only a box it locked, so a refusal never frees the box while a run streams.
+LOCK_IF_FREE_JS = LOCK_JS.replace("  wrap.dataset.adLocked = '1';",
+                                  "  if (wrap.dataset.adLocked) return [];\n  wrap.dataset.adLocked = 'resend';")
+UNLOCK_OWN_JS = UNLOCK_JS.replace("  delete wrap.dataset.adLocked;",
+                                  "  if (wrap.dataset.adLocked !== 'resend') return [];\n"
+                                  "  delete wrap.dataset.adLocked;")
+
+
+#: At most this wide (CSS px), the chats sidebar starts closed (ui/web/responsive.py).
+NARROW_MAX_PX = 768
+#: Gradio's Sidebar has no "closed at start" option: on narrow screens its toggle button is clicked once.
+CLOSE_SIDEBAR_JS = f"""
+() => {{
+  const settle = () => document.documentElement.classList.add('ad-sidebar-settled');
+  if (!window.matchMedia('(max-width: {NARROW_MAX_PX}px)').matches) return settle();
+  let tries = 0;
+  const close = () => {{
+    const sidebar = document.querySelector('#history-sidebar');
+    const toggle = sidebar && sidebar.querySelector('button.toggle-button');
+    if (toggle) {{
+      if (sidebar.classList.contains('open')) toggle.click();
+      return settle();
+    }}
+    if (++tries < 100) return setTimeout(close, 20);
+    settle();  // no sidebar after 2 s: never leave it hidden
+  }};
+  close();
+}}
+"""
+
+
+#: Gradio's × on a file of a read-only File only drops it from the browser's list, without telling the server.
+#: This listener (capture phase, so it runs before Gradio's) takes the click instead: it hands the file's
+#: row (index and name) to a hidden button's event, whose handler asks for confirmation. Gradio 6.31 draws no ×
+#: for a list of one file, so a lone file gets one of the same markup (a file the agent wrote could not be deleted).
+INTERCEPT_JS = """
+() => {
+  if (window.agentdeckFilesRemove) return;
+  window.agentdeckFilesRemove = true;
+  document.addEventListener('click', (event) => {
+    const button = event.target.closest && event.target.closest('#files-panel button.label-clear-button');
+    if (!button) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    const row = button.closest('tr');
+    const rows = Array.from(document.querySelectorAll('#files-panel tr.file'));
+    const cell = row && row.querySelector('td.filename');
+    window.agentdeckFileToRemove = rows.indexOf(row) + ':' + (cell ? cell.getAttribute('aria-label') : '');
+    const ask = document.querySelector('#file-remove-ask');
+    if (ask) ask.click();
+  }, true);
+  // Gradio draws the × only when the list has two files or more: a lone file gets one in the same markup.
+  // Once a second file comes, Gradio draws its own in every row and keeps the lone file's row as it was, so
+  // ours goes (that row showed two ×).
+  const addLoneRemove = () => {
+    const rows = document.querySelectorAll('#files-panel tr.file');
+    if (rows.length !== 1) {
+      document.querySelectorAll('#files-panel td.ad-lone-remove').forEach((cell) => cell.remove());
+      return;
+    }
+    if (rows[0].querySelector('button.label-clear-button')) return;
+    const cell = document.createElement('td');
+    cell.className = 'ad-lone-remove';
+    const button = document.createElement('button');
+    button.className = 'label-clear-button';
+    button.setAttribute('aria-label', 'Remove this file');
+    button.textContent = '×';
+    cell.appendChild(button);
+    rows[0].appendChild(cell);
+  };
+  new MutationObserver(addLoneRemove).observe(document.body, {childList: true, subtree: true});
+  addLoneRemove();
+}
+"""
+ASK_JS = "(current) => [window.agentdeckFileToRemove || '']"
+
+
+#: Gradio's Chatbot shows its placeholder (the welcome) whenever its value is empty, and the page starts with an
+#: empty chat until the load event reopens this browser's chat, so a second tab flashed the welcome for the
+#: seconds a saved chat takes to come back (and a click in the side list kept it while the chat opened). The
+#: page's <html> carries `ad-chat-shown` once its load event has ended, and `ad-chat-opening` from a change of
+#: the side list's choice until the open event has ended; ui/web/chat_view.py shows "Loading…" instead of the
+#: welcome meanwhile. The change is caught in the DOM: Gradio runs a JavaScript listener of the list's select
+#: event some 100 ms after the click, the welcome still on screen.
+CHAT_SHOWN_JS = "() => { document.documentElement.classList.add('ad-chat-shown'); return []; }"
+CHAT_OPENING_JS = """
+() => {
+  if (window.adChatOpening) return;
+  window.adChatOpening = true;
+  document.addEventListener('change', (event) => {
+    if (event.target.closest && event.target.closest('#chat-list')) {
+      document.documentElement.classList.add('ad-chat-opening');
+    }
+  }, true);
+}
+"""
+CHAT_OPENED_JS = "() => { document.documentElement.classList.remove('ad-chat-opening'); return []; }"
+
+#: The approval panel appears under the chat while the page is scrolled to the message box, so the step it asks
+#: about was above the screen on a phone, and at 1440x900 a plan review's buttons were below it (issue 31). When
+#: a plan or an action starts waiting (its card is drawn), the page scrolls so the panel's bottom meets the
+#: screen's bottom and the chat above it shows the step; again while the panel settles its size (the code editor
+#: draws a moment later), for a second and a half.
+APPROVAL_IN_VIEW_JS = """
+() => {
+  if (window.adApprovalInView) return;
+  window.adApprovalInView = true;
+  let shown = null;
+  const align = (panel) => {
+    const box = panel.getBoundingClientRect();
+    if (box.height > 0 && box.height <= window.innerHeight) window.scrollBy(0, box.bottom - window.innerHeight + 4);
+  };
+  const check = () => {
+    const card = document.querySelector('#approval-card, #plan-review');
+    const panel = card && card.closest('#approval-panel');
+    if (!panel || card === shown) { if (!panel) shown = null; return; }
+    shown = card;
+    const until = Date.now() + 1500;
+    const sizes = new ResizeObserver(() => Date.now() < until ? align(panel) : sizes.disconnect());
+    sizes.observe(panel);
+    requestAnimationFrame(() => align(panel));
+  };
+  new MutationObserver(check).observe(document.body, {childList: true, subtree: true});
+  check();
+}
+"""
