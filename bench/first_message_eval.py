@@ -7,7 +7,7 @@ Usage: python bench/first_message_eval.py [--model embedded:smollm2] [--only 0,3
 Each question goes to a fresh session of the real app controller (`AgentDeckApp`: its agent factory, the
 settings form's defaults, the upload path of a message with files), so the model gets exactly the prompt
 the browser's first message gets. The questions, their four sets and their expected answers (computed with
-pandas, for grading only: the agent never sees them) are in bench/first_message_sets.py; set accuracies are
+pandas, for grading only: the agent never sees them) are in bench/first_message_sets/; set accuracies are
 reported apart, so a prompt fitted to the sets it was tuned on shows. `--structured both` asks every question
 twice in one run, with fenced code and with structured code steps (`{"thought", "code"}` JSON, the CodeAgent's
 `use_structured_outputs_internally`), and reports both; `--structured on` asks with structured steps only.

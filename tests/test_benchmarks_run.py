@@ -98,3 +98,20 @@ def test_the_first_message_evaluation_grades_an_answer_no_float_can_hold_as_wron
 
     assert is_correct(10**400, 42) is False
     assert is_correct("42.0", 42) is True and is_correct("x", 42) is False
+
+
+def test_the_first_message_sets_are_all_made_in_order_from_fixed_seeds(tmp_path) -> None:
+    """Every set named in SETS has questions, in SETS' order (`--only`'s indices rely on it), and the made-up files
+    are the same bytes on every run, so a set's expected answers never change between its runs."""
+    from bench.first_message_sets import SETS, questions
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    made = questions(first)
+    assert [q.set for q in made] == sorted((q.set for q in made), key=SETS.index)
+    assert {q.set for q in made} == set(SETS)
+    questions(second)
+    assert sorted(p.name for p in first.iterdir()) == sorted(p.name for p in second.iterdir())
+    assert all((second / p.name).read_bytes() == p.read_bytes() for p in first.iterdir())
+    fresh = [q for q in made if q.set == "fresh-36"]
+    assert {q.kind for q in fresh} == {"arithmetic", "table", "chart"} and all(q.expected is not None for q in fresh)

@@ -6,6 +6,10 @@ inside cells. Steps and their previews (ui/chat/step_output.py, found by their `
 close together, indented under the step; tables are compact, keep numbers whole, align them right and
 scroll sideways when wide. Colours come from Gradio's theme variables, so dark mode follows.
 
+Gradio lays the chat's copy and clear icons over the top right corner of its scrolling list, so on a phone a step
+scrolled to the top had its title's text under them (issue 31), and at every width the step's bar did: the icons
+sit in their own band above the list instead, and the list takes the height that is left.
+
 The chat also stays at its bottom while the person has not scrolled up: Gradio scrolls only when a new value
 arrives, so a chart that finished loading a moment later pushed the running step's output out of sight, and
 later updates no longer counted as "at the bottom".
@@ -23,6 +27,9 @@ import gradio as gr
 from ui.web.gradio_dom import CHAT_OPENED_JS, CHAT_OPENING_JS, CHAT_SHOWN_JS, FOLLOW_OUTPUT_JS
 
 CSS = """
+#chat .wrapper > .icon-button-wrapper.top-panel { position: static; align-self: flex-end; flex: none;
+                                                  margin: 4px 6px 2px; }
+#chat .wrapper > [role=log] { flex: 1 1 auto; min-height: 0; }
 #chat .message-row:has(.thought-group) { padding-top: 2px; padding-bottom: 2px; }
 #chat .message-row:has(.thought-group) .message { margin-bottom: 0; padding-top: 0; padding-bottom: 0; }
 #chat .message-row .thought-group { margin: 2px 0; padding: 2px var(--spacing-md); }
