@@ -1,0 +1,115 @@
+"""One E2B sandbox of one session: created (or reconnected) through the SDK, its supervisor's stream, its files.
+
+Why apart from the host: this is everything that is E2B's (the requests to the service and what they hold); the
+host that `PythonSandbox` talks to is the remote package's `SupervisedHost`, the same for every remote backend.
+What the service is asked for: the template, internet access off, the sandbox's lifetime (renewed on each step,
+so a sandbox whose app died ends itself), metadata naming the session so an operator can tell whose it is.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from ..errors import SandboxError, SandboxStartError
+from .errors import describe
+from .files import E2BFiles
+from .settings import E2BSettings
+from .stream import CommandStream
+
+APP_METADATA = "agentdeck"
+
+
+class E2BSession:
+    """A live E2B sandbox: `id` (what a chat records; `E2BBackend.attach` takes it), `stream`, `files`."""
+
+    def __init__(self, settings: E2BSettings, sandbox: Any) -> None:
+        self.settings = settings
+        self.sandbox = sandbox
+        self.id: str = str(sandbox.sandbox_id)
+        self.hint = f"E2B sandbox {self.id}: "
+        self.files = E2BFiles(sandbox, settings.workdir, self.hint)
+        self.stream: CommandStream | None = None
+        self.paused = False
+        self.closed = False
+
+    @classmethod
+    def create(cls, settings: E2BSettings, session_name: str, env: dict[str, str] | None = None) -> E2BSession:
+        """A new sandbox from the template; `SandboxStartError` naming the setting when the service refuses."""
+        from e2b import Sandbox
+
+        try:
+            sandbox = Sandbox.create(template=settings.template, timeout=settings.timeout_s,
+                                     metadata={APP_METADATA: "1", "session": session_name[:200]},
+                                     envs=dict(env or {}), allow_internet_access=False,
+                                     **settings.connection())  # type: ignore[arg-type]
+        except Exception as exc:
+            raise SandboxStartError(describe(exc, "could not start an E2B sandbox: ")) from exc
+        return cls(settings, sandbox)
+
+    @classmethod
+    def connect(cls, settings: E2BSettings, sandbox_id: str) -> E2BSession:
+        """The running (or paused: the service resumes it) sandbox of that id; `SandboxError` if it is gone."""
+        from e2b import Sandbox
+
+        try:
+            sandbox = Sandbox.connect(sandbox_id, timeout=settings.timeout_s,
+                                      **settings.connection())  # type: ignore[arg-type]
+        except Exception as exc:
+            raise SandboxError(describe(exc, f"could not reattach E2B sandbox {sandbox_id}: ")) from exc
+        return cls(settings, sandbox)
+
+    def start_supervisor(self, env: dict[str, str] | None = None) -> CommandStream:
+        """Start the supervisor (through the relay) in the workspace, stdin open, no time limit on the stream
+        (the sandbox's own lifetime bounds it)."""
+        try:
+            self.sandbox.files.make_dir(self.settings.workdir)
+            handle = self.sandbox.commands.run(self.settings.command, background=True, stdin=True, timeout=0,
+                                               cwd=self.settings.workdir, envs=dict(env or {}))
+        except Exception as exc:
+            raise SandboxStartError(describe(exc, f"{self.hint}could not start the supervisor "
+                                                  f"({shlex.split(self.settings.command)[-1]}): ")) from exc
+        self.stream = CommandStream(self.sandbox, handle, self.hint)
+        return self.stream
+
+    def renew(self) -> None:
+        """Extend the sandbox's life by `timeout_s` from now (each step: an active chat never times out)."""
+        try:
+            self.sandbox.set_timeout(self.settings.timeout_s)
+        except Exception as exc:
+            raise SandboxError(describe(exc, self.hint)) from exc
+
+    def pause(self) -> bool:
+        """Pause at the service (memory, processes and files kept; no CPU). False where it cannot (then the
+        sandbox keeps running and its lifetime still ends it)."""
+        if not self.settings.pause_on_suspend or not hasattr(self.sandbox, "pause"):
+            return False
+        try:
+            self.sandbox.pause()
+        except Exception as exc:
+            raise SandboxError(describe(exc, self.hint)) from exc
+        self.paused = True
+        return True
+
+    def resume(self) -> None:
+        """Resume a paused sandbox (the SDK's connect); its processes continue where they were."""
+        if not self.paused:
+            return
+        try:
+            self.sandbox.connect(timeout=self.settings.timeout_s)
+        except Exception as exc:
+            raise SandboxError(describe(exc, self.hint)) from exc
+        self.paused = False
+
+    def close(self) -> None:
+        """Stop the stream and kill the sandbox at the service (nothing is left running or billed). Idempotent;
+        a sandbox already gone is fine."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.stream is not None:
+            self.stream.close()
+        try:
+            self.sandbox.kill()
+        except Exception:  # gone already, or the service is unreachable: its lifetime ends it
+            pass

@@ -1,0 +1,136 @@
+"""One byte stream to the supervisor running in an E2B sandbox: a background command's stdin and stdout.
+
+Why a pipe in the middle: the SDK delivers the command's output by iterating an HTTP stream in the calling thread,
+while the app reads frames with a timeout and a wake-up descriptor (`SandboxHost.read`). A thread of ours iterates
+the SDK's stream, decodes the relay's base64 lines (`relay.py`) and writes the bytes into a local pipe whose read
+end is what the app waits on, so a wait can be cut short and a stalled stream never holds the app's thread.
+Everything the sandbox sends is hostile: a line longer than `MAX_LINE` or not base64 ends the stream.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import select
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from .errors import describe
+
+MAX_LINE = 256 * 1024  # the relay sends at most 48 KiB a line (64 KiB of base64)
+STDERR_TAIL = 4096  # what is kept of the command's stderr, for the message when it ends
+
+
+class StreamClosed(OSError):
+    """The command's stream ended (it exited, the sandbox went away or the connection was cut)."""
+
+
+class CommandStream:
+    """A started command's two directions: `write` sends to its stdin, `fileno()`/`read` give its stdout bytes."""
+
+    def __init__(self, sandbox: Any, handle: Any, settings_hint: str) -> None:
+        self._sandbox = sandbox
+        self._handle = handle
+        self._hint = settings_hint
+        self.pid: int = int(handle.pid)
+        self._rfd, self._wfd = os.pipe()
+        self._lock = threading.Lock()
+        self._closed = False
+        self.ended: str | None = None  # why the output ended, once it has (None while it runs)
+        self.exit_code: int | None = None
+        self.stderr_tail = ""
+        self._thread = threading.Thread(target=self._pump, name=f"e2b-stream-{self.pid}", daemon=True)
+        self._thread.start()
+
+    # --- output ---------------------------------------------------------------------------------------------
+    def fileno(self) -> int:
+        """The read end of the local pipe: readable when bytes of the supervisor's stdout (or its end) arrived."""
+        return self._rfd
+
+    def read(self, max_bytes: int, timeout: float | None) -> bytes | None:
+        """Up to `max_bytes` of the supervisor's output; b"" once it ended (see `ended`), None if `timeout` passed."""
+        ready, _, _ = select.select([self._rfd], [], [], timeout)
+        if not ready:
+            return None
+        try:
+            return os.read(self._rfd, max_bytes)
+        except OSError:
+            return b""
+
+    def _lines(self) -> Iterator[bytes]:
+        pending = ""
+        for stdout, stderr, _pty in self._handle:
+            if stderr:
+                self.stderr_tail = (self.stderr_tail + stderr)[-STDERR_TAIL:]
+            if not stdout:
+                continue
+            pending += stdout
+            *lines, pending = pending.split("\n")
+            if len(pending) > MAX_LINE:
+                raise StreamClosed(f"the sandbox sent a line over {MAX_LINE} bytes (not the relay's output)")
+            for line in lines:
+                try:
+                    yield base64.b64decode(line.encode("ascii", "strict"), validate=True)
+                except (UnicodeEncodeError, binascii.Error) as exc:
+                    raise StreamClosed("the sandbox sent output that is not the relay's base64 lines") from exc
+
+    def _pump(self) -> None:
+        why = "the supervisor exited"
+        try:
+            for data in self._lines():
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._wfd, view):]
+        except StreamClosed as exc:
+            why = str(exc)
+        except Exception as exc:  # the SDK's errors: sandbox gone, connection cut, timeout
+            why = describe(exc, self._hint)
+        else:
+            code = self._exit_code()
+            if code is not None:
+                self.exit_code = code
+                why = f"the supervisor exited with code {code}"
+        finally:
+            self.ended = why
+            os.close(self._wfd)
+
+    def _exit_code(self) -> int | None:
+        """The command's exit code from the stream's end event (the SDK's `wait` after the output is read)."""
+        try:
+            code = self._handle.wait().exit_code
+        except Exception as exc:  # CommandExitException carries it; anything else: the stream ended without one
+            code = getattr(exc, "exit_code", None)
+        return code if isinstance(code, int) else None
+
+    # --- input ----------------------------------------------------------------------------------------------
+    def write(self, data: bytes, timeout: float) -> None:
+        """Send `data` to the supervisor's stdin, in one request that may take up to `timeout` seconds."""
+        if self._closed or self.ended is not None:
+            raise StreamClosed(self.ended or "the stream is closed")
+        try:
+            self._sandbox.commands.send_stdin(self.pid, data, request_timeout=timeout)
+        except Exception as exc:
+            raise StreamClosed(describe(exc, self._hint)) from exc
+
+    def close(self) -> None:
+        """Stop the supervisor (SIGKILL through the service) and release the pipe. Idempotent, any thread."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self.ended is None:
+            try:
+                self._sandbox.commands.kill(self.pid, request_timeout=5)
+            except Exception:  # the sandbox may be gone already; closing it (the backend's job) ends the rest
+                pass
+            try:
+                self._handle.disconnect()
+            except Exception:
+                pass
+        self._thread.join(timeout=5)
+        try:
+            os.close(self._rfd)
+        except OSError:
+            pass
