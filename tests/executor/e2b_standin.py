@@ -11,13 +11,15 @@ vanish (REST 404, envd 502 "was not found", its streams cut) or cut every open s
 from __future__ import annotations
 
 import email.parser
-import io
 import email.policy
+import io
 import json
 import os
 import secrets
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -104,14 +106,24 @@ class _Server(ThreadingMixIn, WSGIServer):
 
 
 class _Quiet(WSGIRequestHandler):
+    """No access log; the connection's socket in the environ, so a stream can be cut as a network would."""
+
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def get_environ(self) -> dict[str, Any]:
+        environ = super().get_environ()
+        environ["standin.handler"] = self
+        return environ
+
+    def get_stderr(self) -> Any:
+        return io.StringIO()  # a cut stream's write errors are expected
 
 
 class E2BStandIn:
     """The service on 127.0.0.1:`port`. `requests`: (method, path, json body or None, headers) of every REST and
     envd HTTP call; `files_sent`: (sandbox id, path, bytes) of every upload. Failures to inject: `refuse_create`
-    (HTTP status of the next creations), `vanish(id)`, `cut_streams`."""
+    (HTTP status of the next creations), `vanish(id)`, `cut_streams()`."""
 
     def __init__(self, runner: Runner = local_runner) -> None:
         self.runner = runner
@@ -119,9 +131,10 @@ class E2BStandIn:
         self.requests: list[tuple[str, str, Any, dict[str, str]]] = []
         self.files_sent: list[tuple[str, str, bytes]] = []
         self.refuse_create: int | None = None
-        self.cut_streams = False
+        self.streams_cut = False
         self._tmp = tempfile.mkdtemp(prefix="e2b-standin-")
         self._lock = threading.Lock()
+        self._local = threading.local()
         self._envd = applications(Services(self))
         self._server = make_server("127.0.0.1", 0, self._app, server_class=_Server, handler_class=_Quiet)
         self.port = self._server.server_address[1]
@@ -153,6 +166,21 @@ class E2BStandIn:
         sandbox.state = "killed"
         sandbox.stop_all()
 
+    def cut_streams(self) -> None:
+        """Every open command stream is dropped now (the connection to E2B cut); the processes keep running."""
+        self.streams_cut = True
+        for sandbox in self.sandboxes.values():
+            for proc in sandbox.processes.values():
+                proc.current.put(None)
+
+    def reset_connection(self) -> None:
+        """Drop the connection of the request this thread serves with a TCP reset (what a lost network gives)."""
+        handler = getattr(self._local, "handler", None)
+        if handler is not None:
+            handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            handler.rfile.close()  # its reference would keep the socket open past close()
+            handler.connection.close()
+
     def live(self) -> list[str]:
         return [s.id for s in self.sandboxes.values() if s.state != "killed"]
 
@@ -168,9 +196,15 @@ class E2BStandIn:
                 self.requests.append(("POST", path, None, headers))
                 if (reply := self._envd_refusal(headers)) is not None:
                     return _reply(start_response, *reply)
-                if environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked":  # wsgiref does not decode it
-                    environ["wsgi.input"] = io.BytesIO(_dechunk(environ["wsgi.input"]))
-                    environ["CONTENT_LENGTH"] = str(len(environ["wsgi.input"].getvalue()))
+                # The body whole, so reading it to its end never waits on the open connection (wsgiref gives
+                # the socket itself, and does not decode the chunked bodies the SDK streams requests with).
+                if environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked":
+                    body = _dechunk(environ["wsgi.input"])
+                else:
+                    body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+                environ["wsgi.input"] = io.BytesIO(body)
+                environ["CONTENT_LENGTH"] = str(len(body))
+                self._local.handler = environ["standin.handler"]
                 result: Iterable[bytes] = app(environ, start_response)
                 return result
         method = environ["REQUEST_METHOD"]

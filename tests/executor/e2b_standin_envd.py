@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
-from protobuf import Oneof
-from protobuf.wkt.google.protobuf.timestamp_pb import Timestamp
-
 from e2b.envd.filesystem import filesystem_connect, filesystem_pb
 from e2b.envd.process import process_connect, process_pb
+from protobuf import Oneof
+from protobuf.wkt.google.protobuf.timestamp_pb import Timestamp
 
 if TYPE_CHECKING:
     from tests.executor.e2b_standin import E2BStandIn, Sandbox
@@ -47,25 +46,37 @@ class Services(process_connect.ProcessSync, filesystem_connect.FilesystemSync):
         config = request.process
         proc = sandbox.spawn(config.cmd, list(config.args), dict(config.envs),
                              config.cwd if config.has_field("cwd") else None, bool(request.stdin))
-        return self._events(sandbox, proc)
+        return self._events(sandbox, proc, proc.first, process_pb.StartResponse)
 
-    def _events(self, sandbox: Sandbox, proc: RunningProcess) -> Any:
-        yield process_pb.StartResponse(event=Event(event=Oneof("start", Event.StartEvent(pid=proc.pid))))
-        sent = 0
+    def connect(self, request: process_pb.ConnectRequest, ctx: Any) -> Any:
+        sandbox = self._sandbox(ctx)
+        proc = sandbox.process(request.process.selector.value)
+        return self._events(sandbox, proc, proc.subscribe(), process_pb.ConnectResponse)
+
+    def list(self, request: process_pb.ListRequest, ctx: Any) -> process_pb.ListResponse:
+        sandbox = self._sandbox(ctx)
+        running = [process_pb.ProcessInfo(pid=pid, config=process_pb.ProcessConfig(
+            cmd=sandbox.commands[pid - 1001]["cmd"], args=sandbox.commands[pid - 1001]["args"]))
+            for pid, proc in sandbox.processes.items() if proc.popen.poll() is None]
+        return process_pb.ListResponse(processes=running)
+
+    def _events(self, sandbox: Sandbox, proc: RunningProcess, output: queue.Queue[tuple[str, bytes] | None],
+                kind: Any) -> Any:
+        yield kind(event=Event(event=Oneof("start", Event.StartEvent(pid=proc.pid))))
         while True:
-            item = proc.output.get()
+            item = output.get()
             if item is None:
                 break
-            if sandbox.gone or self.standin.cut_streams:
+            if sandbox.gone or self.standin.streams_cut or output is not proc.current:
+                self.standin.reset_connection()
                 raise StreamCut("the stand-in cut the stream")
             name, data = item
-            sent += 1
-            yield process_pb.StartResponse(event=Event(event=Oneof(
-                "data", Event.DataEvent(output=Oneof(name, data)))))
-        if sandbox.gone or self.standin.cut_streams:
+            yield kind(event=Event(event=Oneof("data", Event.DataEvent(output=Oneof(name, data)))))
+        if sandbox.gone or self.standin.streams_cut or output is not proc.current:
+            self.standin.reset_connection()
             raise StreamCut("the stand-in cut the stream")
         code = proc.popen.wait()
-        yield process_pb.StartResponse(event=Event(event=Oneof(
+        yield kind(event=Event(event=Oneof(
             "end", Event.EndEvent(exit_code=code, exited=True, status=f"exit status {code}"))))
 
     def send_input(self, request: process_pb.SendInputRequest, ctx: Any) -> process_pb.SendInputResponse:
@@ -150,13 +161,15 @@ def entry_info(sandbox: Sandbox, path: str) -> filesystem_pb.EntryInfo:
 
 
 class RunningProcess:
-    """A process of a stand-in sandbox: its stdout and stderr read into one queue of (stream, bytes) events."""
+    """A process of a stand-in sandbox: its stdout and stderr read into a queue of (stream, bytes) events for the
+    stream that follows it; a later `Connect` takes the output over (the earlier stream is then cut)."""
 
     def __init__(self, pid: int, popen: subprocess.Popen[bytes]) -> None:
         self.pid = pid
         self.popen = popen
         self.stdin_bytes = 0
-        self.output: queue.Queue[tuple[str, bytes] | None] = queue.Queue()
+        self.first: queue.Queue[tuple[str, bytes] | None] = queue.Queue()
+        self.current = self.first
         self._open = 2
         self._lock = threading.Lock()
         for name, pipe in (("stdout", popen.stdout), ("stderr", popen.stderr)):
@@ -167,11 +180,21 @@ class RunningProcess:
             data = os.read(pipe.fileno(), 65536)
             if not data:
                 break
-            self.output.put((name, data))
+            with self._lock:
+                self.current.put((name, data))
         with self._lock:
             self._open -= 1
             if self._open == 0:
-                self.output.put(None)
+                self.current.put(None)
+
+    def subscribe(self) -> queue.Queue[tuple[str, bytes] | None]:
+        """A new queue that gets the output from now on; the previous follower's stream ends (cut)."""
+        with self._lock:
+            previous, self.current = self.current, queue.Queue()
+            previous.put(None)
+            if self._open == 0:
+                self.current.put(None)
+            return self.current
 
     def kill(self) -> None:
         if self.popen.poll() is None:

@@ -30,6 +30,9 @@ def describe(exc: BaseException, hint: str = "") -> str:
     elif isinstance(exc, e2b_exc.SandboxUnreachableException | e2b_exc.TimeoutException):
         text = (f"the E2B sandbox did not answer in time (the connection to it was cut or is slow; "
                 f"{SETTING_NAMES['domain']}/{SETTING_NAMES['api_url']} say where the service is)")
+    elif type(exc).__name__ == "ConnectError" or isinstance(exc, OSError):
+        text = ("the connection to the E2B sandbox was cut (the network or the service dropped it; the sandbox "
+                "may still run until its timeout)")
     elif isinstance(exc, e2b_exc.ServiceBusyException):
         text = "E2B is busy (503): try again in a moment"
     else:

@@ -42,7 +42,7 @@ class E2BSession:
             sandbox = Sandbox.create(template=settings.template, timeout=settings.timeout_s,
                                      metadata={APP_METADATA: "1", "session": session_name[:200]},
                                      envs=dict(env or {}), allow_internet_access=False,
-                                     **settings.connection())  # type: ignore[arg-type]
+                                     **settings.connection())
         except Exception as exc:
             raise SandboxStartError(describe(exc, "could not start an E2B sandbox: ")) from exc
         return cls(settings, sandbox)
@@ -54,7 +54,7 @@ class E2BSession:
 
         try:
             sandbox = Sandbox.connect(sandbox_id, timeout=settings.timeout_s,
-                                      **settings.connection())  # type: ignore[arg-type]
+                                      **settings.connection())
         except Exception as exc:
             raise SandboxError(describe(exc, f"could not reattach E2B sandbox {sandbox_id}: ")) from exc
         return cls(settings, sandbox)
@@ -69,6 +69,23 @@ class E2BSession:
         except Exception as exc:
             raise SandboxStartError(describe(exc, f"{self.hint}could not start the supervisor "
                                                   f"({shlex.split(self.settings.command)[-1]}): ")) from exc
+        self.stream = CommandStream(self.sandbox, handle, self.hint)
+        return self.stream
+
+    def reattach_supervisor(self) -> CommandStream:
+        """Take over the stream of the supervisor already running in a reconnected sandbox (found among the
+        sandbox's commands by its command line); `SandboxError` if it is not running any more."""
+        try:
+            running = self.sandbox.commands.list()
+            pid = next((p.pid for p in running if self.settings.command in " ".join(p.args)), None)
+            if pid is None:
+                raise SandboxError(f"{self.hint}its supervisor is no longer running (the sandbox restarted or the "
+                                   f"worker ended): the chat's variables are gone")
+            handle = self.sandbox.commands.connect(pid, timeout=0)
+        except SandboxError:
+            raise
+        except Exception as exc:
+            raise SandboxError(describe(exc, f"{self.hint}could not reattach the supervisor: ")) from exc
         self.stream = CommandStream(self.sandbox, handle, self.hint)
         return self.stream
 

@@ -1,14 +1,15 @@
 """The E2B backend's settings: which service, which key, which template, how long a sandbox may live.
 
 Why a dataclass handed in and not the environment: the `agents` library reads no variables of its own
-(`agents/host_settings.py`); the app maps its AGENTDECK_E2B_* settings and E2B's own `E2B_API_KEY` onto this and
-passes it with `configure_host(e2b=...)` or to `E2BBackend(settings)`. Each field names the app setting that fills
-it, so an error can tell the operator which one to change.
+(`agents/host_settings.py`); the app maps its E2B settings (AGENTDECK_E2B_TEMPLATE and the others below) and E2B's
+own `E2B_API_KEY` onto this and passes it with `configure_host(e2b=...)`, or a program passes it to
+`E2BBackend(settings)`. Each field names the app setting that fills it, so an error can say which one to change.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 #: The program the backend starts in the sandbox: the relay (base64 lines out, so the SDK's text decoding of
 #: stdout loses nothing) around the supervisor, which speaks the worker's frames over its stdin and stdout.
@@ -63,11 +64,11 @@ class E2BSettings:
                     f"image: E2B's own base template lacks the agents package)")
         return None
 
-    def connection(self) -> dict[str, object]:
+    def connection(self) -> dict[str, Any]:
         """The SDK's connection options (`ApiParams`) for these settings. None fields are left out, so the SDK's
         own conventions apply to them (E2B_DOMAIN, else E2B's cloud); debug mode, which skips the service's API
         altogether, is always off."""
-        params: dict[str, object] = {"api_key": self.api_key, "request_timeout": self.request_timeout_s,
+        params: dict[str, Any] = {"api_key": self.api_key, "request_timeout": self.request_timeout_s,
                                      "debug": False}
         for name in ("domain", "api_url", "sandbox_url"):
             value = getattr(self, name)
