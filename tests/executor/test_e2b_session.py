@@ -87,22 +87,22 @@ def test_files_put_get_list_remove_with_caps(standin):
     session = started(standin)
     files = session.files
     try:
-        files.put_file("data/in.csv", b"a,b\n1,2\n")
+        files.put("data/in.csv", b"a,b\n1,2\n")
         assert (session.id, "/home/user/workspace/data/in.csv", b"a,b\n1,2\n") in standin.files_sent
-        assert files.get_file("data/in.csv") == b"a,b\n1,2\n"
-        listed = files.list_files()
+        assert files.get("data/in.csv") == b"a,b\n1,2\n"
+        listed = files.list()
         assert set(listed) == {"data/in.csv"} and listed["data/in.csv"].size == 8
         with pytest.raises(FileTooLarge):
-            files.put_file("big.bin", b"x" * 101, max_bytes=100)
-        files.put_file("big.bin", b"x" * 100, max_bytes=100)
+            files.put("big.bin", b"x" * 101, max_bytes=100)
+        files.put("big.bin", b"x" * 100, max_bytes=100)
         with pytest.raises(FileTooLarge):
-            files.get_file("big.bin", max_bytes=99)
+            files.get("big.bin", max_bytes=99)
         with pytest.raises(FileExistsError):
-            files.put_file("big.bin", b"y", exclusive=True)
-        files.remove_file("big.bin")
+            files.put("big.bin", b"y", exclusive=True)
+        files.remove("big.bin")
         assert "/home/user/workspace/big.bin" in standin.sandboxes[session.id].removed
         with pytest.raises(FileNotFoundError):
-            files.get_file("big.bin")
+            files.get("big.bin")
     finally:
         session.close()
 
@@ -119,17 +119,17 @@ def test_files_refuse_paths_out_of_the_workspace_and_links(standin):
     try:
         for bad in ("../secret.txt", "/etc/passwd", "a/../../secret.txt", ""):
             with pytest.raises(PermissionError):
-                session.files.get_file(bad)
+                session.files.get(bad)
         with pytest.raises(PermissionError):
-            session.files.get_file("link.txt")
+            session.files.get("link.txt")
         with pytest.raises(PermissionError):
-            session.files.get_file("up/secret.txt")
+            session.files.get("up/secret.txt")
         with pytest.raises(PermissionError):
-            session.files.put_file("up/secret.txt", b"overwritten")
+            session.files.put("up/secret.txt", b"overwritten")
         with pytest.raises(PermissionError):
-            session.files.remove_file("link.txt")
+            session.files.remove("link.txt")
         assert open(secret).read() == "not the workspace's"
-        assert "link.txt" not in session.files.list_files()
+        assert "link.txt" not in session.files.list()
     finally:
         session.close()
 

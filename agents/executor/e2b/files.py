@@ -31,7 +31,9 @@ def check_relpath(relpath: str) -> str:
 
 
 class E2BFiles:
-    """The workspace folder `root` of one E2B sandbox (`sandbox` is the SDK's `Sandbox`)."""
+    """The workspace folder `root` of one E2B sandbox (`sandbox` is the SDK's `Sandbox`): the remote package's
+    `RemoteFiles` (`put`, `get`, `list`, `remove`). Files are written as E2B's default user, `user` (uid 1000 in
+    E2B's templates, the sandbox image's worker uid), so the worker may change them."""
 
     def __init__(self, sandbox: Any, root: str, hint: str = "") -> None:
         self._sandbox = sandbox
@@ -76,13 +78,13 @@ class E2BFiles:
             if info.symlink_target is not None:
                 raise PermissionError(f"{relpath!r} is reached through a link ({folder})")
 
-    def list_files(self) -> dict[str, FileInfo]:
-        """Regular files under the workspace (links skipped), at most `MAX_ENTRIES` of them."""
+    def list(self, max_entries: int = MAX_ENTRIES) -> dict[str, FileInfo]:
+        """Regular files under the workspace (links skipped); `OverflowError` past `max_entries`."""
         from e2b.sandbox.filesystem.filesystem import FileType
 
         entries = self._call("the workspace", self._sandbox.files.list, self.root, depth=LIST_DEPTH)
         found: dict[str, FileInfo] = {}
-        for entry in entries[: MAX_ENTRIES * 2]:
+        for entry in entries:
             if entry.type != FileType.FILE or entry.symlink_target is not None:
                 continue
             path = posixpath.normpath(str(entry.path))
@@ -90,11 +92,11 @@ class E2BFiles:
                 continue  # the service listed something outside the folder it was asked for
             found[path[len(self.root) + 1:]] = FileInfo(size=max(0, int(entry.size)),
                                                         mtime_ns=int(entry.modified_time.timestamp() * 1e9))
-            if len(found) >= MAX_ENTRIES:
-                break
+            if len(found) > max_entries:
+                raise OverflowError(f"the workspace has more than {max_entries} files")
         return found
 
-    def get_file(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
+    def get(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
         """A regular file's bytes; `FileTooLarge` past `max_bytes` (stated or actually sent), nothing kept."""
         info = self._regular(relpath)
         if info.size > max_bytes:
@@ -110,7 +112,7 @@ class E2BFiles:
             reader.close()
         return bytes(data)
 
-    def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES, exclusive: bool = False) -> None:
+    def put(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES, exclusive: bool = False) -> None:
         """Write `data` as the file `relpath` (folders made by the service). `exclusive`: refuse an existing name;
         a name that exists as anything but a regular file is always refused."""
         if len(data) > max_bytes:
@@ -123,7 +125,7 @@ class E2BFiles:
             self._regular(relpath)
         self._call(relpath, self._sandbox.files.write, path, bytes(data))
 
-    def remove_file(self, relpath: str) -> None:
+    def remove(self, relpath: str) -> None:
         """Delete a regular file of the workspace (never a folder, never what a link points to)."""
         self._regular(relpath)
         self._call(relpath, self._sandbox.files.remove, self._abs(relpath))

@@ -9,6 +9,7 @@ so a sandbox whose app died ends itself), metadata naming the session so an oper
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Any
 
 from ..errors import SandboxError, SandboxStartError
@@ -18,6 +19,11 @@ from .settings import E2BSettings
 from .stream import CommandStream
 
 APP_METADATA = "agentdeck"
+
+
+def relay_source() -> str:
+    """`relay.py`'s text, run with `python -c` in the sandbox (standard library only)."""
+    return Path(__file__).with_name("relay.py").read_text(encoding="utf-8")
 
 
 class E2BSession:
@@ -34,14 +40,14 @@ class E2BSession:
         self.closed = False
 
     @classmethod
-    def create(cls, settings: E2BSettings, session_name: str, env: dict[str, str] | None = None) -> E2BSession:
+    def create(cls, settings: E2BSettings, session_name: str) -> E2BSession:
         """A new sandbox from the template; `SandboxStartError` naming the setting when the service refuses."""
         from e2b import Sandbox
 
         try:
             sandbox = Sandbox.create(template=settings.template, timeout=settings.timeout_s,
                                      metadata={APP_METADATA: "1", "session": session_name[:200]},
-                                     envs=dict(env or {}), allow_internet_access=False,
+                                     allow_internet_access=False,
                                      **settings.connection())
         except Exception as exc:
             raise SandboxStartError(describe(exc, "could not start an E2B sandbox: ")) from exc
@@ -59,16 +65,27 @@ class E2BSession:
             raise SandboxError(describe(exc, f"could not reattach E2B sandbox {sandbox_id}: ")) from exc
         return cls(settings, sandbox)
 
-    def start_supervisor(self, env: dict[str, str] | None = None) -> CommandStream:
-        """Start the supervisor (through the relay) in the workspace, stdin open, no time limit on the stream
-        (the sandbox's own lifetime bounds it)."""
+    def command(self) -> str:
+        """The shell command line that starts the supervisor: the relay's source run by the template's Python
+        (the image holds the executor package, not `agents`), the supervisor's command line as its arguments."""
+        if self.settings.command:
+            return self.settings.command
+        from ..remote.interface import supervisor_command
+
+        argv = [self.settings.python, "-I", "-S", "-c", relay_source(),
+                *supervisor_command(workdir=self.settings.workdir, python=self.settings.python)]
+        return shlex.join(argv)
+
+    def start_supervisor(self) -> CommandStream:
+        """Start the supervisor (through the relay) as the sandbox's root (it starts the worker as the worker's
+        user and watches it), stdin open, no time limit on the stream (the sandbox's lifetime bounds it)."""
         try:
-            self.sandbox.files.make_dir(self.settings.workdir)
-            handle = self.sandbox.commands.run(self.settings.command, background=True, stdin=True, timeout=0,
-                                               cwd=self.settings.workdir, envs=dict(env or {}))
+            if not self.sandbox.files.exists(self.settings.workdir):
+                self.sandbox.files.make_dir(self.settings.workdir)
+            handle = self.sandbox.commands.run(self.command(), background=True, stdin=True, timeout=0,
+                                               cwd=self.settings.workdir, user="root")
         except Exception as exc:
-            raise SandboxStartError(describe(exc, f"{self.hint}could not start the supervisor "
-                                                  f"({shlex.split(self.settings.command)[-1]}): ")) from exc
+            raise SandboxStartError(describe(exc, f"{self.hint}could not start the supervisor: ")) from exc
         self.stream = CommandStream(self.sandbox, handle, self.hint)
         return self.stream
 
@@ -77,7 +94,7 @@ class E2BSession:
         sandbox's commands by its command line); `SandboxError` if it is not running any more."""
         try:
             running = self.sandbox.commands.list()
-            pid = next((p.pid for p in running if self.settings.command in " ".join(p.args)), None)
+            pid = next((p.pid for p in running if self.command() in " ".join(p.args)), None)
             if pid is None:
                 raise SandboxError(f"{self.hint}its supervisor is no longer running (the sandbox restarted or the "
                                    f"worker ended): the chat's variables are gone")

@@ -11,10 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-#: The program the backend starts in the sandbox: the relay (base64 lines out, so the SDK's text decoding of
-#: stdout loses nothing) around the supervisor, which speaks the worker's frames over its stdin and stdout.
-SUPERVISOR_COMMAND = "python3 -m agents.executor.e2b.relay python3 -m agents.executor.remote.supervisor"
-
 #: What each field is called where the operator sets it (for messages).
 SETTING_NAMES = {
     "api_key": "E2B_API_KEY",
@@ -33,7 +29,8 @@ class E2BSettings:
     app renewing it (each step renews it; an idle chat's sandbox ends itself, so a crashed app leaves nothing
     running past this). `domain`, `api_url`, `sandbox_url`: where the service is (E2B's cloud when None; a
     self-hosted deployment or the tests' loopback stand-in otherwise). `request_timeout_s`: one API call's limit.
-    `workdir`: the workspace folder inside the sandbox. `command`: the program started there.
+    `workdir`: the workspace folder inside the sandbox; `python`: the template's interpreter (the sandbox
+    image's). `command`: a shell command line to start instead of the relay and the supervisor (tests).
     `pause_on_suspend`: `suspend()` pauses the sandbox at the service (memory and files kept; no CPU billed)."""
 
     template: str = ""
@@ -44,7 +41,8 @@ class E2BSettings:
     sandbox_url: str | None = None
     request_timeout_s: float = 30.0
     workdir: str = "/home/user/workspace"
-    command: str = SUPERVISOR_COMMAND
+    python: str = "/usr/local/bin/python3"
+    command: str | None = None
     pause_on_suspend: bool = True
 
     def __post_init__(self) -> None:
