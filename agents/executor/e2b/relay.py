@@ -6,8 +6,8 @@ exactly (stdin needs nothing: `send_stdin` carries bytes). The relay is the pare
 with its exit code, so the service's view of the command is the supervisor's. Standard library only: it runs in
 the sandbox's Python before anything of the app does.
 
-`python3 -m agents.executor.e2b.relay PROGRAM [ARGS...]`, or `python3 -I -S -c "$(cat relay.py)" PROGRAM [ARGS...]` (how
-the backend runs it: the sandbox image holds the executor package, not `agents`).
+`python3 -m agents.executor.e2b.relay PROGRAM [ARGS...]`, or `python3 -I -S -c "$(cat relay.py)" PROGRAM ...`
+(how the backend runs it: the sandbox image holds the executor package, not `agents`).
 """
 
 from __future__ import annotations
