@@ -4,9 +4,9 @@ each sandbox's envd (process start/stdin/signal, file stat/list/remove, /files u
 Why: E2B cannot be reached from these machines, so the backend's code is tested against this, talking through
 the real `e2b` SDK pointed here by the SDK's own settings (`api_url` and `sandbox_url`: every sandbox's envd is
 this same server, told apart by the `E2b-Sandbox-Id` header the SDK sends). What runs "in the sandbox" runs for
-real: a local subprocess by default, or whatever `runner` starts (a Docker container standing in for the
-microVM). It records the requests made and the files sent, and can refuse creation for quota, make a sandbox
-vanish (REST 404, envd 502 "was not found", its streams cut) or cut every open stream.
+real: a local subprocess by default, or a Docker container standing in for the microVM
+(`e2b_standin_docker.DockerRunner`). It records the requests made and the files sent, and can refuse creation
+for quota, make a sandbox vanish (REST 404, envd 502 "was not found", its streams cut) or cut every open stream.
 """
 from __future__ import annotations
 
@@ -36,21 +36,29 @@ from tests.executor.e2b_standin_envd import RunningProcess, Services, applicatio
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 API_KEY = "e2b_standin_key"
 ENVD_VERSION = "0.6.9"
-#: Starts a sandbox process: (sandbox, argv, env, cwd on this machine) -> Popen with stdin/stdout/stderr pipes.
-Runner = Callable[["Sandbox", list[str], dict[str, str], str], "subprocess.Popen[bytes]"]
 
 
-def local_runner(sandbox: Sandbox, argv: list[str], env: dict[str, str], cwd: str) -> subprocess.Popen[bytes]:
-    """The sandbox's process as a subprocess here: `python3` is this interpreter, the repository importable."""
-    bindir = os.path.join(sandbox.root, ".bin")
-    os.makedirs(bindir, exist_ok=True)
-    link = os.path.join(bindir, "python3")
-    if not os.path.lexists(link):
-        os.symlink(sys.executable, link)
-    full_env = {"PATH": f"{bindir}:/usr/bin:/bin", "PYTHONPATH": REPO, "HOME": sandbox.local("/home/user"),
-                "LANG": "C.UTF-8", **env}
-    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=cwd, env=full_env, start_new_session=True)
+class LocalRunner:
+    """The sandbox's processes as subprocesses here: `python3` is this interpreter, the repository importable."""
+
+    def start(self, sandbox: Sandbox, argv: list[str], env: dict[str, str], cwd: str) -> subprocess.Popen[bytes]:
+        bindir = os.path.join(sandbox.root, ".bin")
+        os.makedirs(bindir, exist_ok=True)
+        link = os.path.join(bindir, "python3")
+        if not os.path.lexists(link):
+            os.symlink(sys.executable, link)
+        full_env = {"PATH": f"{bindir}:/usr/bin:/bin", "PYTHONPATH": REPO, "HOME": sandbox.local("/home/user"),
+                    "LANG": "C.UTF-8", **env}
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=sandbox.local(cwd), env=full_env, start_new_session=True)
+
+    def kill(self, popen: subprocess.Popen[bytes]) -> None:
+        if popen.poll() is None:
+            os.killpg(popen.pid, signal.SIGKILL)
+
+    def pause(self, popen: subprocess.Popen[bytes], paused: bool) -> None:
+        if popen.poll() is None:
+            os.killpg(popen.pid, signal.SIGSTOP if paused else signal.SIGCONT)
 
 
 @dataclass
@@ -62,7 +70,7 @@ class Sandbox:
     body: dict[str, Any]
     access_token: str
     root: str
-    runner: Runner
+    runner: Any  # LocalRunner, or tests/executor/e2b_standin_docker.py's DockerRunner
     state: str = "running"  # running, paused, killed
     gone: bool = False
     processes: dict[int, RunningProcess] = field(default_factory=dict)
@@ -79,11 +87,10 @@ class Sandbox:
               stdin: bool) -> RunningProcess:
         self.commands.append({"cmd": cmd, "args": args, "envs": envs, "cwd": cwd, "stdin": stdin})
         argv = [cmd, *[a for a in args if a != "-l"]]  # a login shell would reset PATH here
-        workdir = self.local(cwd or "/home/user")
-        os.makedirs(workdir, exist_ok=True)
-        popen = self.runner(self, argv, envs, workdir)
+        os.makedirs(self.local(cwd or "/home/user"), exist_ok=True)
+        popen = self.runner.start(self, argv, envs, cwd or "/home/user")
         pid = 1000 + len(self.commands)
-        proc = RunningProcess(pid, popen)
+        proc = RunningProcess(pid, popen, self.runner)
         self.processes[pid] = proc
         return proc
 
@@ -125,8 +132,8 @@ class E2BStandIn:
     envd HTTP call; `files_sent`: (sandbox id, path, bytes) of every upload. Failures to inject: `refuse_create`
     (HTTP status of the next creations), `vanish(id)`, `cut_streams()`."""
 
-    def __init__(self, runner: Runner = local_runner) -> None:
-        self.runner = runner
+    def __init__(self, runner: Any = None) -> None:
+        self.runner = runner or LocalRunner()
         self.sandboxes: dict[str, Sandbox] = {}
         self.requests: list[tuple[str, str, Any, dict[str, str]]] = []
         self.files_sent: list[tuple[str, str, bytes]] = []
@@ -284,15 +291,13 @@ class E2BStandIn:
                 return 409, {"code": 409, "message": "already paused"}
             sandbox.state = "paused"
             for proc in sandbox.processes.values():
-                if proc.popen.poll() is None:
-                    os.killpg(proc.popen.pid, signal.SIGSTOP)
+                self.runner.pause(proc.popen, True)
             return 204, None
         if action == "connect":
             status = 201 if sandbox.state == "paused" else 200
             if sandbox.state == "paused":
                 for proc in sandbox.processes.values():
-                    if proc.popen.poll() is None:
-                        os.killpg(proc.popen.pid, signal.SIGCONT)
+                    self.runner.pause(proc.popen, False)
                 sandbox.state = "running"
             return status, self._description(sandbox)
         return 404, {"code": 404, "message": f"no such call {method} /{'/'.join(parts)}"}

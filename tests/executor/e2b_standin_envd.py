@@ -164,9 +164,10 @@ class RunningProcess:
     """A process of a stand-in sandbox: its stdout and stderr read into a queue of (stream, bytes) events for the
     stream that follows it; a later `Connect` takes the output over (the earlier stream is then cut)."""
 
-    def __init__(self, pid: int, popen: subprocess.Popen[bytes]) -> None:
+    def __init__(self, pid: int, popen: subprocess.Popen[bytes], runner: Any) -> None:
         self.pid = pid
         self.popen = popen
+        self.runner = runner
         self.stdin_bytes = 0
         self.first: queue.Queue[tuple[str, bytes] | None] = queue.Queue()
         self.current = self.first
@@ -197,8 +198,7 @@ class RunningProcess:
             return self.current
 
     def kill(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.kill()
+        self.runner.kill(self.popen)
 
 
 def applications(services: Services) -> dict[str, Any]:

@@ -4,6 +4,7 @@ resume, attach from a second backend, close, and each failure's message."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 
 import pytest
@@ -13,7 +14,7 @@ pytest.importorskip("e2b")
 from agents.executor import backends
 from agents.executor.backend import FileTooLarge
 from agents.executor.e2b.backend import E2BBackend
-from agents.executor.e2b.session import E2BSession
+from agents.executor.e2b.session import E2BSession, relay_source
 from agents.executor.e2b.settings import E2BSettings
 from agents.executor.e2b.stream import CommandStream, StreamClosed
 from agents.executor.errors import SandboxError, SandboxStartError
@@ -34,7 +35,7 @@ def read_exactly(stream: CommandStream, count: int, timeout: float = 20) -> byte
     data = b""
     while len(data) < count:
         chunk = stream.read(count - len(data), timeout=timeout)
-        assert chunk, f"the stream ended or was silent after {len(data)} bytes: {stream.ended}"
+        assert chunk, f"the stream ended or was silent after {len(data)} bytes: {stream.ended} {stream.stderr_tail}"
         data += chunk
     return data
 
@@ -227,3 +228,39 @@ def test_messages_of_gone_and_cut_differ(standin):
     finally:
         gone.close()
         cut.close()
+
+
+@pytest.fixture(scope="module")
+def docker_runner():
+    from agents.executor.docker import daemon
+
+    why = daemon.reachable()
+    if why is not None:
+        pytest.skip(f"no Docker engine: {why}")
+    from tests.executor.e2b_standin_docker import DockerRunner
+
+    return DockerRunner()
+
+
+def test_relay_runs_in_the_sandbox_image_and_pause_stops_the_container(docker_runner):
+    """The relay as the backend starts it (its source with -c, the image's Python, no `agents` package there),
+    around an echo, in a container standing in for the microVM; files bound into it; pause and resume."""
+    service = E2BStandIn(runner=docker_runner)
+    try:
+        python = "/usr/local/bin/python3"
+        echo = [python, "-I", "-S", "-c", "import os\nwhile d := os.read(0, 65536): os.write(1, d)"]  # no cat there
+        command = shlex.join([python, "-I", "-S", "-c", relay_source(), *echo])
+        session = E2BSession.create(service.settings(command=command, python=python), session_name="docker")
+        session.start_supervisor()
+        session.stream.write(bytes(range(256)), timeout=30)
+        assert read_exactly(session.stream, 256, timeout=60) == bytes(range(256))
+        session.files.put("note.txt", b"from the app")
+        assert session.files.get("note.txt") == b"from the app"
+        assert session.pause() is True
+        session.resume()
+        session.stream.write(b"again", timeout=10)
+        assert read_exactly(session.stream, 5) == b"again"
+        session.close()
+        wait_until(lambda: not docker_runner.leftover(), what="the stand-in's containers to be removed")
+    finally:
+        service.close()
