@@ -11,16 +11,22 @@ A chat records the sandbox's id (`SandboxHost.id`); another replica reattaches i
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import logging
 import threading
+import time
 import weakref
 from typing import Any
 
-from ..backend import Capabilities, SandboxHost, SandboxSpec
+from ..backend import SEND_DEADLINE_S, SandboxHost, SandboxSpec
 from ..errors import SandboxError, SandboxStartError
+from ..remote.host import CAPABILITIES as SUPERVISED
+from ..remote.host import SupervisedHost
 from .session import E2BSession
 from .settings import SETTING_NAMES, E2BSettings
 
+log = logging.getLogger("agents.executor.e2b")
 NO_EXTRA_READ = ("the E2B sandbox cannot read folders of the app's machine (extra_read_paths); put the files "
                  "in the workspace instead")
 
@@ -37,18 +43,12 @@ class E2BBackend:
     `configure_host(e2b=E2BSettings(...))`, read at each start so a later configuration applies)."""
 
     name = "e2b"
-    capabilities = Capabilities(attach=True)  # replaced by the supervised host's own when the remote package loads
+    capabilities = dataclasses.replace(SUPERVISED, attach=True)
 
     def __init__(self, settings: E2BSettings | None = None) -> None:
         self._settings = settings
-        self._live: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+        self._live: weakref.WeakValueDictionary[str, E2BHost] = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
-        try:
-            from ..remote import SupervisedHost
-
-            self.capabilities = SupervisedHost.capabilities
-        except ImportError:
-            pass
 
     @property
     def settings(self) -> E2BSettings | None:
@@ -77,11 +77,11 @@ class E2BBackend:
         name = spec.workspace.path if spec.workspace is not None else "warm"
         session = E2BSession.create(settings, session_name=name)
         try:
-            session.start_supervisor()
-            host = _supervised(session, spec)
+            stream = session.start_supervisor()
         except BaseException:
             session.close()
             raise
+        host = E2BHost(session, stream, spec)  # closes the session itself if the worker does not start
         with self._lock:
             self._live[host.id] = host
         return host
@@ -92,20 +92,24 @@ class E2BBackend:
         with self._lock:
             host = self._live.get(host_id)
         if host is not None and not host.dead:
-            return host  # type: ignore[no-any-return]
-        settings = self._ready_settings()
-        session = E2BSession.connect(settings, host_id)
-        session.reattach_supervisor()  # on failure the sandbox is left as it is: its lifetime ends it
-        host = _supervised(session, None)
-        with self._lock:
-            self._live[host.id] = host
-        return host  # type: ignore[no-any-return]
+            return host
+        raise SandboxError(f"no live E2B sandbox {host_id} here")
 
 
-def _supervised(session: E2BSession, spec: SandboxSpec | None) -> Any:
-    """The remote package's host over this session's stream and files (the same for every remote backend)."""
-    try:
-        from ..remote import SupervisedHost
-    except ImportError as exc:
-        raise SandboxError("the remote sandbox host (agents.executor.remote) is not available") from exc
-    return SupervisedHost(session, spec)
+class E2BHost(SupervisedHost):
+    """The remote package's host over one E2B sandbox, renewing the sandbox's lifetime as steps come (at most
+    once a quarter of `timeout_s`), so an active chat's sandbox never times out and an abandoned one does."""
+
+    def __init__(self, session: E2BSession, stream: Any, spec: SandboxSpec) -> None:
+        self.session = session
+        self._renewed = time.monotonic()
+        super().__init__(stream, session.files, host_id=session.id, on_close=session.close, spec=spec)
+
+    def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:
+        if time.monotonic() - self._renewed > self.session.settings.timeout_s / 4 and not self.dead:
+            self._renewed = time.monotonic()
+            try:
+                self.session.renew()
+            except SandboxError as exc:  # the stream says the rest when the sandbox is really gone
+                log.warning("%s", exc)
+        super().send(msg, deadline_s)

@@ -21,6 +21,7 @@ from .errors import describe
 
 MAX_LINE = 256 * 1024  # the relay sends at most 48 KiB a line (64 KiB of base64)
 STDERR_TAIL = 4096  # what is kept of the command's stderr, for the message when it ends
+READ_SLICE_S = 0.2  # the longest one `read` waits, so `close` from another thread is never held up for long
 
 
 class StreamClosed(OSError):
@@ -28,7 +29,8 @@ class StreamClosed(OSError):
 
 
 class CommandStream:
-    """A started command's two directions: `write` sends to its stdin, `fileno()`/`read` give its stdout bytes."""
+    """A started command's two directions, as the remote package's `ByteStream`: `write` sends to its stdin,
+    `read` gives its stdout's bytes, `close` kills it."""
 
     def __init__(self, sandbox: Any, handle: Any, settings_hint: str) -> None:
         self._sandbox = sandbox
@@ -37,6 +39,7 @@ class CommandStream:
         self.pid: int = int(handle.pid)
         self._rfd, self._wfd = os.pipe()
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock()
         self._closed = False
         self.ended: str | None = None  # why the output ended, once it has (None while it runs)
         self.exit_code: int | None = None
@@ -45,19 +48,20 @@ class CommandStream:
         self._thread.start()
 
     # --- output ---------------------------------------------------------------------------------------------
-    def fileno(self) -> int:
-        """The read end of the local pipe: readable when bytes of the supervisor's stdout (or its end) arrived."""
-        return self._rfd
-
     def read(self, max_bytes: int, timeout: float | None) -> bytes | None:
-        """Up to `max_bytes` of the supervisor's output; b"" once it ended (see `ended`), None if `timeout` passed."""
-        ready, _, _ = select.select([self._rfd], [], [], timeout)
-        if not ready:
-            return None
-        try:
-            return os.read(self._rfd, max_bytes)
-        except OSError:
-            return b""
+        """Up to `max_bytes` of the supervisor's output; None if `timeout` passed first; b"" once it exited.
+        `StreamClosed` (saying why) when it ended otherwise (the sandbox gone, the connection cut) or was closed."""
+        with self._read_lock:
+            if self._closed:
+                raise StreamClosed(self.ended or "the stream to the E2B sandbox was closed")
+            ready, _, _ = select.select([self._rfd], [], [], READ_SLICE_S if timeout is None else
+                                        min(timeout, READ_SLICE_S))
+            if not ready:
+                return None
+            data = os.read(self._rfd, max_bytes)
+        if not data and self.exit_code is None:
+            raise StreamClosed(self.ended or "the stream to the E2B sandbox ended")
+        return data
 
     def _lines(self) -> Iterator[bytes]:
         pending = ""
@@ -130,7 +134,5 @@ class CommandStream:
             except Exception:
                 pass
         self._thread.join(timeout=5)
-        try:
+        with self._read_lock:  # a reader in another thread is out of `select` before the descriptor goes
             os.close(self._rfd)
-        except OSError:
-            pass
