@@ -83,9 +83,24 @@ class Sandbox:
         norm = os.path.normpath("/" + path.lstrip("/"))
         return os.path.join(self.root, norm.lstrip("/"))
 
-    def spawn(self, cmd: str, args: list[str], envs: dict[str, str], cwd: str | None,
-              stdin: bool) -> RunningProcess:
-        self.commands.append({"cmd": cmd, "args": args, "envs": envs, "cwd": cwd, "stdin": stdin})
+    def owner(self, username: str) -> tuple[int, int]:
+        """The ids envd writes as: E2B's `user` is 1000 (the sandbox image's worker uid), `root` 0."""
+        return (0, 0) if username == "root" else (1000, 1000)
+
+    def make_folders(self, path: str, username: str) -> None:
+        """The folders of `path` made as envd makes them: owned by the user the request names."""
+        missing = []
+        folder = path
+        while not os.path.isdir(self.local(folder)):
+            missing.append(folder)
+            folder = os.path.dirname(folder)
+        for folder in reversed(missing):
+            os.mkdir(self.local(folder))
+            os.chown(self.local(folder), *self.owner(username))
+
+    def spawn(self, cmd: str, args: list[str], envs: dict[str, str], cwd: str | None, stdin: bool,
+              user: str) -> RunningProcess:
+        self.commands.append({"cmd": cmd, "args": args, "envs": envs, "cwd": cwd, "stdin": stdin, "user": user})
         argv = [cmd, *[a for a in args if a != "-l"]]  # a login shell would reset PATH here
         os.makedirs(self.local(cwd or "/home/user"), exist_ok=True)
         popen = self.runner.start(self, argv, envs, cwd or "/home/user")
@@ -261,9 +276,10 @@ class E2BStandIn:
             path = query.get("path") or part.get_filename()
             data = part.get_payload(decode=True) or b""
             target = sandbox.local(path)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
+            sandbox.make_folders(os.path.dirname(path), query.get("username", "user"))
             with open(target, "wb") as fh:
                 fh.write(data)
+            os.chown(target, *sandbox.owner(query.get("username", "user")))
             self.files_sent.append((sandbox.id, path, data))
             written.append({"name": os.path.basename(path), "type": "file", "path": path})
         return _reply(start_response, 200, written)
@@ -307,6 +323,8 @@ class E2BStandIn:
             sandbox_id = f"sbx{len(self.sandboxes) + 1}{secrets.token_hex(4)}"
             root = os.path.join(self._tmp, sandbox_id)
             os.makedirs(os.path.join(root, "home", "user"))
+            os.makedirs(os.path.join(root, "root"), mode=0o700)
+            os.chown(os.path.join(root, "home", "user"), 1000, 1000)
             sandbox = Sandbox(id=sandbox_id, template=body.get("templateID", ""), body=body,
                               access_token=secrets.token_hex(8), root=root, runner=self.runner)
             self.sandboxes[sandbox_id] = sandbox

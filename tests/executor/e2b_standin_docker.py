@@ -1,7 +1,8 @@
 """The E2B stand-in's sandbox processes inside a Docker container of the sandbox image, standing in for E2B's
-microVM: the image's own Python and executor package, no network, the sandbox's /home/user bound from the
-stand-in's folder (so the file API and the processes see the same files), root inside with only the supervisor's
-capabilities. One container per sandbox process; pause is `docker pause`, kill `docker kill`.
+microVM: the image's own Python and executor package, no network, a read-only root and a /tmp of its own, the
+sandbox's /home/user bound from the stand-in's folder (so the file API and the processes see the same files),
+root inside with only the supervisor's capabilities (the flags of the remote package's own container tests).
+One container per sandbox process; pause is `docker pause`, kill `docker kill`.
 
 Why the docker CLI and not the SDK: `docker run -i` gives the process's stdin/stdout/stderr as plain pipes, as
 envd's process service has them.
@@ -49,6 +50,7 @@ class DockerRunner:
         flags = ["run", "-i", "--rm", "--name", name, "--network", "none", "--user", "0:0", "--cap-drop", "ALL",
                  *[f"--cap-add={cap}" for cap in capabilities()], "--security-opt", "no-new-privileges",
                  "--security-opt", "seccomp=unconfined", "--init", "--label", "agentdeck.e2b-standin=1",
+                 "--read-only", "--tmpfs", "/tmp:size=512m,mode=1777", "--pids-limit", "100", "--memory", "2g",
                  "-v", f"{sandbox.local('/home/user')}:/home/user", "-w", cwd]
         for key, value in env.items():
             flags += ["-e", f"{key}={value}"]

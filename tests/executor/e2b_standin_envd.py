@@ -45,7 +45,7 @@ class Services(process_connect.ProcessSync, filesystem_connect.FilesystemSync):
         sandbox = self._sandbox(ctx)
         config = request.process
         proc = sandbox.spawn(config.cmd, list(config.args), dict(config.envs),
-                             config.cwd if config.has_field("cwd") else None, bool(request.stdin))
+                             config.cwd if config.has_field("cwd") else None, bool(request.stdin), user_of(ctx))
         return self._events(sandbox, proc, proc.first, process_pb.StartResponse)
 
     def connect(self, request: process_pb.ConnectRequest, ctx: Any) -> Any:
@@ -112,7 +112,7 @@ class Services(process_connect.ProcessSync, filesystem_connect.FilesystemSync):
         local = sandbox.local(request.path)
         if os.path.lexists(local):
             raise ConnectError(Code.ALREADY_EXISTS, f"{request.path} exists")
-        os.makedirs(local)
+        sandbox.make_folders(request.path, user_of(ctx))
         return filesystem_pb.MakeDirResponse(entry=entry_info(sandbox, request.path))
 
     def list_dir(self, request: filesystem_pb.ListDirRequest, ctx: Any) -> filesystem_pb.ListDirResponse:
@@ -139,6 +139,16 @@ class Services(process_connect.ProcessSync, filesystem_connect.FilesystemSync):
         sandbox.removed.append(request.path)
         os.unlink(local)
         return filesystem_pb.RemoveResponse()
+
+
+def user_of(ctx: Any) -> str:
+    """The user an envd request acts as (the SDK's basic-auth header names it; E2B's default is `user`)."""
+    import base64
+
+    auth = ctx.request_headers.get("authorization", "")
+    if auth.lower().startswith("basic "):
+        return base64.b64decode(auth[6:]).decode("utf-8", "replace").split(":")[0] or "user"
+    return "user"
 
 
 def entry_info(sandbox: Sandbox, path: str) -> filesystem_pb.EntryInfo:

@@ -61,7 +61,7 @@ def test_create_asks_for_template_no_internet_timeout_and_metadata(standin):
         assert body["metadata"] == {"agentdeck": "1", "session": "/chats/abc/workspace"}
         assert headers["x-api-key"] == standin.settings().api_key
         (command,) = standin.sandboxes[session.id].commands
-        assert command["stdin"] is True and command["cwd"] == "/home/user/workspace"
+        assert command["stdin"] is True and command["cwd"] == "/home/user/workspace" and command["user"] == "root"
         assert ECHO in command["args"][-1]
     finally:
         session.close()

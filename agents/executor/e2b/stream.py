@@ -49,8 +49,8 @@ class CommandStream:
 
     # --- output ---------------------------------------------------------------------------------------------
     def read(self, max_bytes: int, timeout: float | None) -> bytes | None:
-        """Up to `max_bytes` of the supervisor's output; None if `timeout` passed first; b"" once it exited.
-        `StreamClosed` (saying why) when it ended otherwise (the sandbox gone, the connection cut) or was closed."""
+        """Up to `max_bytes` of the supervisor's output; None if `timeout` passed first. `StreamClosed` saying why
+        once it ended (the supervisor exited, the sandbox is gone, the connection was cut) or was closed."""
         with self._read_lock:
             if self._closed:
                 raise StreamClosed(self.ended or "the stream to the E2B sandbox was closed")
@@ -59,9 +59,16 @@ class CommandStream:
             if not ready:
                 return None
             data = os.read(self._rfd, max_bytes)
-        if not data and self.exit_code is None:
-            raise StreamClosed(self.ended or "the stream to the E2B sandbox ended")
+        if not data:
+            raise StreamClosed(self.why())
         return data
+
+    def why(self) -> str:
+        """How the stream ended, with the end of what the command printed on stderr (the sandbox's text: bounded,
+        for the operator)."""
+        why = self.ended or "the stream to the E2B sandbox ended"
+        tail = self.stderr_tail.strip()[-1500:]
+        return f"{why} (it printed: {tail})" if tail else why
 
     def _lines(self) -> Iterator[bytes]:
         pending = ""
