@@ -16,7 +16,7 @@ from agents.executor import PythonSandbox
 from agents.executor.docker import daemon
 from agents.executor.e2b.backend import E2BBackend
 from agents.executor.e2b.session import relay_source
-from agents.executor.errors import SandboxStartError
+from agents.executor.errors import SandboxError, SandboxStartError
 from agents.executor.remote.interface import supervisor_command
 from tests.executor.e2b_standin import E2BStandIn
 from tests.waiting import wait_until
@@ -150,3 +150,37 @@ def test_a_sandbox_lost_between_steps_tells_the_agent_its_variables_are_gone(sta
     finally:
         sb.close()
     assert standin.live() == []
+
+
+def test_a_second_backend_reattaches_the_sandbox_by_id_with_its_variables(standin, tmp_path):
+    """What another replica does with the id a chat recorded: connect, read the record kept in the sandbox as
+    root, take over the supervisor's stream; the worker's variables are still there."""
+    sb = sandbox_on(standin, tmp_path)
+    try:
+        sb.run("kept = 41")
+        host_id = sb.host.id
+        other = E2BBackend(standin.settings())
+        host = other.attach(host_id)
+        try:
+            assert standin.calls("POST", f"/v2/sandboxes/{host_id}/connect")
+            assert host.ready is not None and host.ready["op"] == "ready"
+            host.send({"op": "run", "id": "again", "code": "kept + 1", "step": 2, "timeout_s": 10, "stream": False})
+            got: list[dict] = []
+
+            def result() -> bool:
+                msg = host.read(timeout=1)
+                if msg is not None:
+                    got.append(msg)
+                return bool(got) and got[-1].get("op") == "result"
+
+            wait_until(result, what="the reattached worker's result")
+            assert got[-1]["output"] == 42
+            record = standin.sandboxes[host_id].local("/root/.agentdeck/host.json")
+            assert os.stat(record).st_uid == 0  # the worker's user cannot change what a reattach believes
+        finally:
+            host.close()
+    finally:
+        sb.close()
+    assert standin.live() == []
+    with pytest.raises(SandboxError, match="gone|not found"):
+        E2BBackend(standin.settings()).attach(host_id)

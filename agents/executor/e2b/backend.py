@@ -19,10 +19,10 @@ import time
 import weakref
 from typing import Any
 
-from ..backend import SEND_DEADLINE_S, SandboxHost, SandboxSpec
+from ..backend import SEND_DEADLINE_S, SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec
 from ..errors import SandboxError, SandboxStartError
 from ..remote.host import CAPABILITIES as SUPERVISED
-from ..remote.host import SupervisedHost
+from ..remote.host import SupervisedHost, spec_to_json
 from .session import E2BSession
 from .settings import SETTING_NAMES, E2BSettings
 
@@ -93,17 +93,62 @@ class E2BBackend:
             host = self._live.get(host_id)
         if host is not None and not host.dead:
             return host
-        raise SandboxError(f"no live E2B sandbox {host_id} here")
+        settings = self._ready_settings()
+        session = E2BSession.connect(settings, host_id)  # resumes a paused sandbox
+        record = session.load_record()
+        spec, ready = spec_from_record(record)
+        stream = session.reattach_supervisor()  # on failure the sandbox is left as it is: its lifetime ends it
+        host = E2BHost(session, stream, spec, attached_ready=ready)
+        with self._lock:
+            self._live[host.id] = host
+        return host
+
+
+def spec_from_record(record: dict[str, Any]) -> tuple[SandboxSpec, dict[str, Any]]:
+    """The spec and ready frame a host recorded in its sandbox (root's file, but checked all the same)."""
+    try:
+        raw, ready, workspace = record["spec"], record["ready"], record["workspace"]
+        limits = SandboxLimits(**{k: v for k, v in raw["limits"].items() if k in SandboxLimits.__dataclass_fields__})
+        spec = SandboxSpec(workspace=WorkspaceSpec(str(workspace)),
+                           authorized_imports=tuple(str(i) for i in raw["authorized_imports"]), limits=limits,
+                           tools=tuple(str(t) for t in raw["tools"]),
+                           env={str(k): str(v) for k, v in raw["env"].items()},
+                           use_landlock=bool(raw["use_landlock"]), use_seccomp=bool(raw["use_seccomp"]),
+                           private_root=bool(raw["private_root"]), python_layers=bool(raw["python_layers"]))
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise SandboxError(f"the E2B sandbox's record cannot be read back: {type(exc).__name__}") from exc
+    if not isinstance(ready, dict) or ready.get("op") != "ready":
+        raise SandboxError("the E2B sandbox's record holds no ready worker")
+    return spec, ready
 
 
 class E2BHost(SupervisedHost):
     """The remote package's host over one E2B sandbox, renewing the sandbox's lifetime as steps come (at most
     once a quarter of `timeout_s`), so an active chat's sandbox never times out and an abandoned one does."""
 
-    def __init__(self, session: E2BSession, stream: Any, spec: SandboxSpec) -> None:
+    def __init__(self, session: E2BSession, stream: Any, spec: SandboxSpec,
+                 attached_ready: dict[str, Any] | None = None) -> None:
         self.session = session
         self._renewed = time.monotonic()
+        self._attaching = attached_ready is not None  # the worker runs already: no `start` for the supervisor
         super().__init__(stream, session.files, host_id=session.id, on_close=session.close, spec=spec)
+        self._attaching = False
+        if attached_ready is not None:
+            self._ready = attached_ready
+            self._frozen = True  # left frozen between steps by the host it was; the next send thaws it
+
+    def _call(self, op: str, extra_wait: float = 0.0, **args: Any) -> dict[str, Any]:
+        if op == "start" and self._attaching:
+            return {}
+        return super()._call(op, extra_wait, **args)
+
+    def wait_ready(self, timeout: float) -> dict[str, Any]:
+        first = self.ready is None
+        ready = super().wait_ready(timeout)
+        if first and self.spec.workspace is not None:
+            self.session.save_record({"spec": spec_to_json(self.spec), "workspace": self.spec.workspace.path,
+                                      "ready": ready})
+        return ready
 
     def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:
         if time.monotonic() - self._renewed > self.session.settings.timeout_s / 4 and not self.dead:

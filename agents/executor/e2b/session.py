@@ -8,6 +8,7 @@ so a sandbox whose app died ends itself), metadata naming the session so an oper
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from .settings import E2BSettings
 from .stream import CommandStream
 
 APP_METADATA = "agentdeck"
+RECORD = "/root/.agentdeck/host.json"  # root's folder: the worker (uid 1000) can neither read nor change it
+RECORD_MAX_BYTES = 1024 * 1024
 
 
 def relay_source() -> str:
@@ -105,6 +108,36 @@ class E2BSession:
             raise SandboxError(describe(exc, f"{self.hint}could not reattach the supervisor: ")) from exc
         self.stream = CommandStream(self.sandbox, handle, self.hint)
         return self.stream
+
+    def save_record(self, record: dict[str, Any]) -> None:
+        """What another replica needs to reattach (the spec, the worker's ready frame), kept in the sandbox as
+        root (`RECORD`: out of the worker's reach, so the code cannot change what a later attach believes)."""
+        data = json.dumps(record, separators=(",", ":")).encode()
+        try:
+            self.sandbox.files.write(RECORD, data, user="root")
+        except Exception as exc:
+            raise SandboxError(describe(exc, f"{self.hint}could not record the sandbox for reattaching: ")) from exc
+
+    def load_record(self) -> dict[str, Any]:
+        """The record `save_record` kept; `SandboxError` if it is missing, too large or not a JSON object."""
+        try:
+            reader = self.sandbox.files.read(RECORD, format="stream", user="root")
+            data = bytearray()
+            try:
+                for chunk in reader:
+                    data += chunk
+                    if len(data) > RECORD_MAX_BYTES:
+                        raise SandboxError(f"{self.hint}its record is over {RECORD_MAX_BYTES} bytes")
+            finally:
+                reader.close()
+            record = json.loads(bytes(data))
+        except SandboxError:
+            raise
+        except Exception as exc:
+            raise SandboxError(describe(exc, f"{self.hint}no usable record to reattach it: ")) from exc
+        if not isinstance(record, dict):
+            raise SandboxError(f"{self.hint}its record is not an object")
+        return record
 
     def renew(self) -> None:
         """Extend the sandbox's life by `timeout_s` from now (each step: an active chat never times out)."""
