@@ -184,3 +184,19 @@ def test_a_second_backend_reattaches_the_sandbox_by_id_with_its_variables(standi
     assert standin.live() == []
     with pytest.raises(SandboxError, match="gone|not found"):
         E2BBackend(standin.settings()).attach(host_id)
+
+
+def test_suspend_pauses_the_sandbox_and_resume_keeps_the_variables(standin, tmp_path):
+    sb = sandbox_on(standin, tmp_path)
+    try:
+        sb.run("kept = 41")
+        host = sb.host
+        assert host.suspend() is True
+        (sandbox,) = standin.sandboxes.values()
+        assert sandbox.state == "paused" and standin.calls("POST", f"/sandboxes/{host.id}/pause")
+        host.resume()
+        assert sandbox.state == "running"
+        result = sb.run("kept + 1")
+        assert result.output == 42 and not result.state_lost
+    finally:
+        sb.close()

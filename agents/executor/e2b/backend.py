@@ -23,6 +23,7 @@ from ..backend import SEND_DEADLINE_S, SandboxHost, SandboxLimits, SandboxSpec, 
 from ..errors import SandboxError, SandboxStartError
 from ..remote.host import CAPABILITIES as SUPERVISED
 from ..remote.host import SupervisedHost, spec_to_json
+from .errors import describe
 from .session import E2BSession
 from .settings import SETTING_NAMES, E2BSettings
 
@@ -149,6 +150,31 @@ class E2BHost(SupervisedHost):
             self.session.save_record({"spec": spec_to_json(self.spec), "workspace": self.spec.workspace.path,
                                       "ready": ready})
         return ready
+
+    def suspend(self) -> bool:
+        """Pause the sandbox at E2B while nobody needs it (a run waiting on a person's decision): the worker is
+        frozen first, then the microVM is paused with its memory, so the worker's variables, the supervisor and
+        the files are held and no CPU is used; the service ends open connections. False where the settings turn
+        it off (`pause_on_suspend`); the sandbox then keeps running, frozen, until its lifetime ends."""
+        if self.dead:
+            return False
+        self.freeze()
+        return self.session.pause()
+
+    def resume(self) -> None:
+        """Resume a suspended sandbox (the SDK's connect) and follow the supervisor's output on a new connection;
+        the worker thaws on the next step's bytes."""
+        if not self.session.paused:
+            return
+        self.session.resume()
+        stream = self.session.stream
+        if stream is not None:
+            try:
+                stream.follow(self.session.sandbox.commands.connect(stream.pid, timeout=0))
+            except Exception as exc:
+                self.kill()
+                raise SandboxError(describe(exc, f"{self.session.hint}could not follow the supervisor again: ")) \
+                    from exc
 
     def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:
         if time.monotonic() - self._renewed > self.session.settings.timeout_s / 4 and not self.dead:

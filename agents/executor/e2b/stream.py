@@ -44,8 +44,23 @@ class CommandStream:
         self.ended: str | None = None  # why the output ended, once it has (None while it runs)
         self.exit_code: int | None = None
         self.stderr_tail = ""
-        self._thread = threading.Thread(target=self._pump, name=f"e2b-stream-{self.pid}", daemon=True)
-        self._thread.start()
+        self._generation = 0  # which handle the pipe follows (`follow` moves to a new one)
+        self._thread = self._start_pump()
+
+    def _start_pump(self) -> threading.Thread:
+        thread = threading.Thread(target=self._pump, args=(self._handle, self._generation),
+                                  name=f"e2b-stream-{self.pid}", daemon=True)
+        thread.start()
+        return thread
+
+    def follow(self, handle: Any) -> None:
+        """Go on with a new handle on the same command (the SDK's `commands.connect` after the sandbox was paused
+        and resumed, which ends the old connection): the old handle's bytes and end are dropped from now on,
+        the pipe the host reads stays the same."""
+        with self._lock:
+            self._generation += 1
+            self._handle = handle
+            self._thread = self._start_pump()
 
     # --- output ---------------------------------------------------------------------------------------------
     def read(self, max_bytes: int, timeout: float | None) -> bytes | None:
@@ -70,9 +85,9 @@ class CommandStream:
         tail = self.stderr_tail.strip()[-1500:]
         return f"{why} (it printed: {tail})" if tail else why
 
-    def _lines(self) -> Iterator[bytes]:
+    def _lines(self, handle: Any) -> Iterator[bytes]:
         pending = ""
-        for stdout, stderr, _pty in self._handle:
+        for stdout, stderr, _pty in handle:
             if stderr:
                 self.stderr_tail = (self.stderr_tail + stderr)[-STDERR_TAIL:]
             if not stdout:
@@ -87,10 +102,12 @@ class CommandStream:
                 except (UnicodeEncodeError, binascii.Error) as exc:
                     raise StreamClosed("the sandbox sent output that is not the relay's base64 lines") from exc
 
-    def _pump(self) -> None:
+    def _pump(self, handle: Any, generation: int) -> None:
         why = "the supervisor exited"
         try:
-            for data in self._lines():
+            for data in self._lines(handle):
+                if generation != self._generation:
+                    return  # a newer handle follows the command
                 view = memoryview(data)
                 while view:
                     view = view[os.write(self._wfd, view):]
@@ -99,18 +116,21 @@ class CommandStream:
         except Exception as exc:  # the SDK's errors: sandbox gone, connection cut, timeout
             why = describe(exc, self._hint)
         else:
-            code = self._exit_code()
+            code = self._exit_code(handle)
             if code is not None:
                 self.exit_code = code
                 why = f"the supervisor exited with code {code}"
-        finally:
+        with self._lock:
+            if generation != self._generation:
+                return  # the old connection's end (a pause cut it): not the command's
             self.ended = why
             os.close(self._wfd)
 
-    def _exit_code(self) -> int | None:
+    @staticmethod
+    def _exit_code(handle: Any) -> int | None:
         """The command's exit code from the stream's end event (the SDK's `wait` after the output is read)."""
         try:
-            code = self._handle.wait().exit_code
+            code = handle.wait().exit_code
         except Exception as exc:  # CommandExitException carries it; anything else: the stream ended without one
             code = getattr(exc, "exit_code", None)
         return code if isinstance(code, int) else None
