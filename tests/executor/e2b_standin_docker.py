@@ -33,12 +33,18 @@ class DockerRunner:
 
     def __init__(self) -> None:
         self.host = daemon.docker_host()
-        client = daemon.connect()
-        try:
-            self.image = image.ensure_image(client)
-        finally:
-            client.close()
+        self.client = daemon.connect()
+        self.image = image.ensure_image(self.client)
         self.names: dict[int, str] = {}
+
+    def _image(self) -> str:
+        """The image's tag, imported again if it went (the engine is shared: another checkout's app removes
+        images of other trees as stale); never pulled."""
+        try:
+            self.client.images.get(self.image)
+        except Exception:
+            self.image = image.ensure_image(self.client)
+        return self.image
 
     def _docker(self, *args: str) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(["docker", "-H", self.host, *args], capture_output=True, timeout=60, check=False)
@@ -47,14 +53,15 @@ class DockerRunner:
         if argv[:2] == ["/bin/bash", "-c"]:  # the sandbox image has no shell: a plain command line is split as
             argv = shlex.split(argv[2])      # bash would (an E2B template has bash; ours is the bare image)
         name = f"e2b-standin-{sandbox.id}-{secrets.token_hex(3)}"
-        flags = ["run", "-i", "--rm", "--name", name, "--network", "none", "--user", "0:0", "--cap-drop", "ALL",
+        flags = ["run", "-i", "--rm", "--pull", "never", "--name", name, "--network", "none", "--user", "0:0",
+                 "--cap-drop", "ALL",
                  *[f"--cap-add={cap}" for cap in capabilities()], "--security-opt", "no-new-privileges",
                  "--security-opt", "seccomp=unconfined", "--init", "--label", "agentdeck.e2b-standin=1",
                  "--read-only", "--tmpfs", "/tmp:size=512m,mode=1777", "--pids-limit", "100", "--memory", "2g",
                  "-v", f"{sandbox.local('/home/user')}:/home/user", "-w", cwd]
         for key, value in env.items():
             flags += ["-e", f"{key}={value}"]
-        popen = subprocess.Popen(["docker", "-H", self.host, *flags, self.image, *argv], stdin=subprocess.PIPE,
+        popen = subprocess.Popen(["docker", "-H", self.host, *flags, self._image(), *argv], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.names[popen.pid] = name
         return popen
