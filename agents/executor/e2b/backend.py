@@ -28,6 +28,8 @@ from .session import E2BSession
 from .settings import SETTING_NAMES, E2BSettings
 
 log = logging.getLogger("agents.executor.e2b")
+#: The supervised host's, plus attach by id; no warm starts (a pooled sandbox would be billed while it waits).
+CAPABILITIES = dataclasses.replace(SUPERVISED, attach=True, warm_start=False)
 NO_EXTRA_READ = ("the E2B sandbox cannot read folders of the app's machine (extra_read_paths); put the files "
                  "in the workspace instead")
 
@@ -44,7 +46,7 @@ class E2BBackend:
     `configure_host(e2b=E2BSettings(...))`, read at each start so a later configuration applies)."""
 
     name = "e2b"
-    capabilities = dataclasses.replace(SUPERVISED, attach=True)
+    capabilities = CAPABILITIES
 
     def __init__(self, settings: E2BSettings | None = None) -> None:
         self._settings = settings
@@ -126,6 +128,8 @@ def spec_from_record(record: dict[str, Any]) -> tuple[SandboxSpec, dict[str, Any
 class E2BHost(SupervisedHost):
     """The remote package's host over one E2B sandbox, renewing the sandbox's lifetime as steps come (at most
     once a quarter of `timeout_s`), so an active chat's sandbox never times out and an abandoned one does."""
+
+    capabilities = CAPABILITIES
 
     def __init__(self, session: E2BSession, stream: Any, spec: SandboxSpec,
                  attached_ready: dict[str, Any] | None = None) -> None:
