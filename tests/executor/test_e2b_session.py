@@ -269,3 +269,25 @@ def test_relay_runs_in_the_sandbox_image_and_pause_stops_the_container(docker_ru
         wait_until(lambda: not docker_runner.leftover(), what="the stand-in's containers to be removed")
     finally:
         service.close()
+
+
+def test_the_apps_settings_configure_the_backend(monkeypatch):
+    """AGENTDECK_E2B_* and E2B's own E2B_API_KEY reach the backend through `configure_host`, never read by the
+    library itself; without the key the start check names it."""
+    from agents.host_settings import configure_host, host_settings
+    from ui.config.app_settings import load_settings
+    from ui.config.apply import apply_to_libraries
+
+    before = host_settings()
+    monkeypatch.setenv("AGENTDECK_E2B_TEMPLATE", "team/agentdeck")
+    monkeypatch.setenv("AGENTDECK_E2B_TIMEOUT_S", "900")
+    monkeypatch.delenv("E2B_API_KEY", raising=False)
+    try:
+        apply_to_libraries(load_settings())
+        assert host_settings().e2b == E2BSettings(template="team/agentdeck", timeout_s=900)
+        assert "E2B_API_KEY" in backends.get("e2b").unavailable_reason()
+        monkeypatch.setenv("E2B_API_KEY", "e2b_key")
+        apply_to_libraries(load_settings())
+        assert host_settings().e2b.api_key == "e2b_key" and backends.get("e2b").unavailable_reason() is None
+    finally:
+        configure_host(**{f: getattr(before, f) for f in before.__dataclass_fields__})
