@@ -82,3 +82,20 @@ class DockerRunner:
         """Containers of the stand-in still there (a test checks nothing is left behind)."""
         found = self._docker("ps", "-aq", "--filter", "label=agentdeck.e2b-standin=1")
         return found.stdout.decode().split()
+
+
+class StandInE2BBackend:
+    """The `e2b` backend on its stand-in, for the per-backend suites (`AGENTDECK_TEST_BACKENDS=e2b-standin`): one
+    stand-in service for the process, its sandboxes' processes in containers."""
+
+    name = "e2b-standin"
+
+    def __new__(cls) -> Any:
+        from agents.executor.e2b.backend import E2BBackend
+        from tests.executor.e2b_standin import E2BStandIn
+
+        service = E2BStandIn(runner=DockerRunner())
+        backend = E2BBackend(service.settings())
+        backend.name = cls.name
+        backend.standin = service  # type: ignore[attr-defined]
+        return backend
