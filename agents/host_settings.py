@@ -38,6 +38,9 @@ class HostSettings:
     #: The operator's OpenAI-compatible server (agents/models/compatible.py `CompatibleServer`); None: the OpenAI
     #: SDK's own `OPENAI_BASE_URL` with `OPENAI_API_KEY`, when set.
     compatible_server: Any = None
+    #: The `e2b` sandbox backend's service, key and template (agents/executor/e2b/settings.py `E2BSettings`);
+    #: None: that backend says it is not configured.
+    e2b: Any = None
 
     def __post_init__(self) -> None:
         low, high = self.sandbox_uids

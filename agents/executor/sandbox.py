@@ -84,6 +84,7 @@ class PythonSandbox:
         self._closed = False
         self._step = 0
         self._warned = False
+        self._ended_between: str | None = None  # why the last host ended between steps (a remote one can tell)
         self._idle_cpu: float | None = None  # the worker's CPU time when its last run ended (the host's reading)
         self._host: SandboxHost | None = None
         self._host = self._spawn()
@@ -136,6 +137,9 @@ class PythonSandbox:
                 raise SandboxClosedError("the sandbox is closed")
             if self._host is None or self._host.dead:
                 if self._host is not None:
+                    if self._host.ready is not None:  # it held the session's variables: the next step is told
+                        self._ended_between = (f"the sandbox ended between steps "
+                                               f"({self._host.exit_description(0.0)[:500]}) and was started again")
                     self._host.close()
                 self._host = self._spawn()
             worker = self._host
@@ -278,6 +282,7 @@ class PythonSandbox:
             # The code is checked (and rewritten) in the worker; that check gives clear errors, the kernel
             # layers make it safe. Checking here too would add nothing but a third of a tiny step's time.
             worker = self._ready_worker()
+            ended_between, self._ended_between = self._ended_between, None
             notes: list[str] = []
             cpu_now: float | None = None  # the frozen worker's CPU time: also where this run's count starts
             if worker.ready is not None:
@@ -322,6 +327,8 @@ class PythonSandbox:
                 worker.freeze()
             for note in notes:
                 execution_result.lose_state(result, note + "; the sandbox was restarted")
+            if ended_between is not None and not result.state_lost:
+                execution_result.lose_state(result, ended_between)
             host = self._host if self._host is not None else worker
             host.pull_workspace()
             after = host.snapshot()

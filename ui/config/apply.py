@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from agents.errors import ConfigurationError
+from agents.executor.e2b.settings import E2BSettings
 from agents.host_settings import HostSettings, configure_host
 from agents.models.compatible import CompatibleServer, operator_server
 from tools._common import configure_user_agent
@@ -28,7 +29,16 @@ def apply_to_libraries(settings: AppSettings) -> HostSettings:
         device=settings.device or None,
         cache_dir=settings.cache_dir or None,
         compatible_server=compatible_server(settings),
+        e2b=e2b_settings(settings),
     )
+
+
+def e2b_settings(settings: AppSettings) -> E2BSettings:
+    """The `e2b` backend's settings from AGENTDECK_E2B_TEMPLATE, _TIMEOUT_S, _DOMAIN, _API_URL and E2B's own
+    `E2B_API_KEY` (the SDK's convention, read here once so the library reads no environment)."""
+    return E2BSettings(template=settings.e2b_template.strip(), api_key=os.environ.get("E2B_API_KEY") or None,
+                       timeout_s=settings.e2b_timeout_s, domain=settings.e2b_domain.strip() or None,
+                       api_url=settings.e2b_api_url.strip() or None)
 
 
 def compatible_server(settings: AppSettings) -> CompatibleServer | None:

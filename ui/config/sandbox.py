@@ -36,6 +36,14 @@ class SandboxSettings(SettingsPart):
     docker_cpus: float = setting(1.0, "CPUs per sandbox container", ge=0.1, le=1024)
     dockerd_dir: str = setting("/var/tmp/agentdeck-dockerd", "the private Docker engine's folder "
                                                              "(`make docker-up`)", accepts="a folder path")
+    e2b_template: str = setting("", "the E2B template of the `e2b` backend: one built with AgentDeck's sandbox "
+                                    "image (its key is E2B's own `E2B_API_KEY`)", accepts="a template name or id")
+    e2b_timeout_s: int = setting(3600, "how long E2B keeps an idle session's sandbox alive (each step renews "
+                                       "it), in seconds", ge=60, le=86_400)
+    e2b_domain: str = setting("", "the E2B deployment's domain (a self-hosted one)", accepts="a domain name",
+                              default_text="`E2B_DOMAIN`, else E2B's cloud")
+    e2b_api_url: str = setting("", "the E2B API's address, when it is not api.<domain>", accepts="an http(s) URL",
+                               default_text="https://api.<domain>")
 
     @field_validator("sandbox")
     @classmethod

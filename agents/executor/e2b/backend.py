@@ -1,0 +1,190 @@
+"""The E2B backend (``AGENTDECK_SANDBOX=e2b``): each session's sandbox is a microVM of E2B's service.
+
+What E2B adds and what it cannot: the boundary is E2B's microVM (its own kernel), created from the operator's
+template with internet access off; the worker's own layers run inside it as on any machine. The app reaches it
+only through the service: the supervisor (`agents.executor.remote.supervisor`, started by the command API) runs
+beside the worker and watches it (freezing between steps, threads, CPU, disk), and its frames travel over the
+command's stdin and stdout (`stream.py`); files move through the service's file API with caps (`files.py`).
+Tool calls stay in the app: the supervisor relays their frames, so the sandbox needs no network.
+A chat records the sandbox's id (`SandboxHost.id`); another replica reattaches it with `attach(id)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import logging
+import threading
+import time
+import weakref
+from typing import Any
+
+from ..backend import SEND_DEADLINE_S, SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec
+from ..errors import SandboxError, SandboxStartError
+from ..remote.host import CAPABILITIES as SUPERVISED
+from ..remote.host import SupervisedHost, spec_to_json
+from .errors import describe
+from .session import E2BSession
+from .settings import SETTING_NAMES, E2BSettings
+
+log = logging.getLogger("agents.executor.e2b")
+#: The supervised host's, plus attach by id; no warm starts (a pooled sandbox would be billed while it waits).
+CAPABILITIES = dataclasses.replace(SUPERVISED, attach=True, warm_start=False)
+NO_EXTRA_READ = ("the E2B sandbox cannot read folders of the app's machine (extra_read_paths); put the files "
+                 "in the workspace instead")
+
+
+def _settings_in_force() -> E2BSettings | None:
+    from agents.host_settings import host_settings
+
+    value = getattr(host_settings(), "e2b", None)
+    return value if isinstance(value, E2BSettings) else None
+
+
+class E2BBackend:
+    """Sandboxes as E2B microVMs. `settings`: the service, key and template (None: what the app set with
+    `configure_host(e2b=E2BSettings(...))`, read at each start so a later configuration applies)."""
+
+    name = "e2b"
+    capabilities = CAPABILITIES
+
+    def __init__(self, settings: E2BSettings | None = None) -> None:
+        self._settings = settings
+        self._live: weakref.WeakValueDictionary[str, E2BHost] = weakref.WeakValueDictionary()
+        self._lock = threading.Lock()
+
+    @property
+    def settings(self) -> E2BSettings | None:
+        return self._settings if self._settings is not None else _settings_in_force()
+
+    def unavailable_reason(self) -> str | None:
+        if importlib.util.find_spec("e2b") is None:
+            return "the e2b package is not installed: pip install -r requirements-remote.txt"
+        settings = self.settings
+        if settings is None:
+            return (f"the E2B backend is not configured: set {SETTING_NAMES['api_key']} and "
+                    f"{SETTING_NAMES['template']}")
+        return settings.missing()
+
+    def _ready_settings(self) -> E2BSettings:
+        why = self.unavailable_reason()
+        settings = self.settings
+        if why is not None or settings is None:
+            raise SandboxStartError(f"AGENTDECK_SANDBOX=e2b cannot start a sandbox: {why}")
+        return settings
+
+    def start(self, spec: SandboxSpec) -> SandboxHost:
+        if spec.workspace is not None and spec.workspace.extra_read_paths:
+            raise SandboxStartError(NO_EXTRA_READ)
+        settings = self._ready_settings()
+        name = spec.workspace.path if spec.workspace is not None else "warm"
+        session = E2BSession.create(settings, session_name=name)
+        try:
+            stream = session.start_supervisor()
+        except BaseException:
+            session.close()
+            raise
+        host = E2BHost(session, stream, spec)  # closes the session itself if the worker does not start
+        with self._lock:
+            self._live[host.id] = host
+        return host
+
+    def attach(self, host_id: str) -> SandboxHost:
+        """This process's live host of that id, else the sandbox at the service (another replica's, or this
+        one's before a restart): reconnected, its supervisor's stream taken over. `SandboxError` if it is gone."""
+        with self._lock:
+            host = self._live.get(host_id)
+        if host is not None and not host.dead:
+            return host
+        settings = self._ready_settings()
+        session = E2BSession.connect(settings, host_id)  # resumes a paused sandbox
+        record = session.load_record()
+        spec, ready = spec_from_record(record)
+        stream = session.reattach_supervisor()  # on failure the sandbox is left as it is: its lifetime ends it
+        host = E2BHost(session, stream, spec, attached_ready=ready)
+        with self._lock:
+            self._live[host.id] = host
+        return host
+
+
+def spec_from_record(record: dict[str, Any]) -> tuple[SandboxSpec, dict[str, Any]]:
+    """The spec and ready frame a host recorded in its sandbox (root's file, but checked all the same)."""
+    try:
+        raw, ready, workspace = record["spec"], record["ready"], record["workspace"]
+        limits = SandboxLimits(**{k: v for k, v in raw["limits"].items() if k in SandboxLimits.__dataclass_fields__})
+        spec = SandboxSpec(workspace=WorkspaceSpec(str(workspace)),
+                           authorized_imports=tuple(str(i) for i in raw["authorized_imports"]), limits=limits,
+                           tools=tuple(str(t) for t in raw["tools"]),
+                           env={str(k): str(v) for k, v in raw["env"].items()},
+                           use_landlock=bool(raw["use_landlock"]), use_seccomp=bool(raw["use_seccomp"]),
+                           private_root=bool(raw["private_root"]), python_layers=bool(raw["python_layers"]))
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise SandboxError(f"the E2B sandbox's record cannot be read back: {type(exc).__name__}") from exc
+    if not isinstance(ready, dict) or ready.get("op") != "ready":
+        raise SandboxError("the E2B sandbox's record holds no ready worker")
+    return spec, ready
+
+
+class E2BHost(SupervisedHost):
+    """The remote package's host over one E2B sandbox, renewing the sandbox's lifetime as steps come (at most
+    once a quarter of `timeout_s`), so an active chat's sandbox never times out and an abandoned one does."""
+
+    capabilities = CAPABILITIES
+
+    def __init__(self, session: E2BSession, stream: Any, spec: SandboxSpec,
+                 attached_ready: dict[str, Any] | None = None) -> None:
+        self.session = session
+        self._renewed = time.monotonic()
+        self._attaching = attached_ready is not None  # the worker runs already: no `start` for the supervisor
+        super().__init__(stream, session.files, host_id=session.id, on_close=session.close, spec=spec)
+        self._attaching = False
+        if attached_ready is not None:
+            self._ready = attached_ready
+            self._frozen = True  # left frozen between steps by the host it was; the next send thaws it
+
+    def _call(self, op: str, extra_wait: float = 0.0, **args: Any) -> dict[str, Any]:
+        if op == "start" and self._attaching:
+            return {}
+        return super()._call(op, extra_wait, **args)
+
+    def wait_ready(self, timeout: float) -> dict[str, Any]:
+        first = self.ready is None
+        ready = super().wait_ready(timeout)
+        if first and self.spec.workspace is not None:
+            self.session.save_record({"spec": spec_to_json(self.spec), "workspace": self.spec.workspace.path,
+                                      "ready": ready})
+        return ready
+
+    def suspend(self) -> bool:
+        """Pause the sandbox at E2B while nobody needs it (a run waiting on a person's decision): the worker is
+        frozen first, then the microVM is paused with its memory, so the worker's variables, the supervisor and
+        the files are held and no CPU is used; the service ends open connections. False where the settings turn
+        it off (`pause_on_suspend`); the sandbox then keeps running, frozen, until its lifetime ends."""
+        if self.dead:
+            return False
+        self.freeze()
+        return self.session.pause()
+
+    def resume(self) -> None:
+        """Resume a suspended sandbox (the SDK's connect) and follow the supervisor's output on a new connection;
+        the worker thaws on the next step's bytes."""
+        if not self.session.paused:
+            return
+        self.session.resume()
+        stream = self.session.stream
+        if stream is not None:
+            try:
+                stream.follow(self.session.sandbox.commands.connect(stream.pid, timeout=0))
+            except Exception as exc:
+                self.kill()
+                raise SandboxError(describe(exc, f"{self.session.hint}could not follow the supervisor again: ")) \
+                    from exc
+
+    def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:
+        if time.monotonic() - self._renewed > self.session.settings.timeout_s / 4 and not self.dead:
+            self._renewed = time.monotonic()
+            try:
+                self.session.renew()
+            except SandboxError as exc:  # the stream says the rest when the sandbox is really gone
+                log.warning("%s", exc)
+        super().send(msg, deadline_s)
