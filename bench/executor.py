@@ -105,7 +105,9 @@ def main() -> None:
         ns: dict = {}
         exec(SETUP, ns)
         sb.run(SETUP)
-        print(f"{'workload':34} {'CPython exec':>13} {'sandbox':>11} {'ratio':>7} {'median ratio':>13} {'pairs':>6}")
+        if not args.tiny_only:
+            print(f"{'workload':34} {'CPython exec':>13} {'sandbox':>11} {'ratio':>7} {'median ratio':>13} "
+                  f"{'pairs':>6}")
         worst = 0.0
         samples = {name: ([], []) for name in WORKLOADS}
         for code in WORKLOADS.values() if not args.tiny_only else ():
