@@ -6,7 +6,11 @@ Prints, for each workload, the wall time of plain exec (compile included) and of
 then the round trip of one tiny step (and what it adds to plain exec, with few and with many variables in the
 session); then a cold start (a new sandbox to its first step's result) and the memory an idle sandbox holds.
 All on the backend named by --backend (default: $AGENTDECK_SANDBOX, else local), in the same run.
-Targets: ratio <= 1.5 on compute workloads, tiny step <= 1 ms.
+Targets: ratio <= 1.5 on compute workloads; a tiny step adds at most 0.25 ms to plain exec on the local backend
+and 1 ms on Docker (TINY_STEP_TARGETS_MS). Every tiny step is a text of its own (a counter in it), in the sandbox
+and in the baseline alike, so nothing keyed on the code's text can flatter the figure. The CPU time a tiny step
+costs the app process and the worker (getrusage and the host's kernel reading) is printed too: on a shared
+machine it moves less than the wall time.
 
 Two estimators are printed: the best (minimum) of the pairs, which is what the code costs when nothing else
 disturbs it (the noise-robust figure on a shared 2-core machine, and the one the target is judged on), and
@@ -20,7 +24,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -56,6 +62,8 @@ WORKLOADS = {
     "import numpy, pandas (loaded)": "import numpy\nimport pandas\n",
 }
 COMPUTE = set(list(WORKLOADS)[:6])
+#: What a tiny step may add to plain exec, per backend (issue 27); others are judged against Docker's.
+TINY_STEP_TARGETS_MS = {"local": 0.25, "docker": 1.0}
 MAX_PAIRS = 500
 
 
@@ -86,6 +94,8 @@ def main() -> None:
     parser.add_argument("--backend", default=os.environ.get("AGENTDECK_SANDBOX") or None,
                         help="sandbox backend (default: $AGENTDECK_SANDBOX, else local)")
     parser.add_argument("--starts", type=int, default=3, help="cold starts to time")
+    parser.add_argument("--tiny-only", action="store_true",
+                        help="only the tiny step's round trip (no compute workloads, no starts)")
     args = parser.parse_args()
     backend = backends.resolve(args.backend)
     print(f"backend: {backend.name}; load average at start {_load()}")
@@ -95,15 +105,17 @@ def main() -> None:
         ns: dict = {}
         exec(SETUP, ns)
         sb.run(SETUP)
-        print(f"{'workload':34} {'CPython exec':>13} {'sandbox':>11} {'ratio':>7} {'median ratio':>13} {'pairs':>6}")
+        if not args.tiny_only:
+            print(f"{'workload':34} {'CPython exec':>13} {'sandbox':>11} {'ratio':>7} {'median ratio':>13} "
+                  f"{'pairs':>6}")
         worst = 0.0
         samples = {name: ([], []) for name in WORKLOADS}
-        for code in WORKLOADS.values():
+        for code in WORKLOADS.values() if not args.tiny_only else ():
             time_exec(code, ns), time_sandbox(sb, code)  # warm-up
         # Round-robin over the workloads, so a spell of load on this shared machine is spread over all of them
         # instead of deciding one workload's figures. Within a round, a workload's pairs are interleaved so
         # noise hits both sides; short workloads get more pairs (up to a time budget per round).
-        for _ in range(args.rounds):
+        for _ in range(args.rounds if not args.tiny_only else 0):
             for name, code in WORKLOADS.items():
                 base, sand = samples[name]
                 started, taken = time.perf_counter(), 0
@@ -113,7 +125,7 @@ def main() -> None:
                     base.append(time_exec(code, ns))
                     sand.append(time_sandbox(sb, code))
                     taken += 1
-        for name, (base, sand) in samples.items():
+        for name, (base, sand) in samples.items() if not args.tiny_only else ():
             b, s = min(base), min(sand)
             ratio = s / b
             median_ratio = statistics.median(sand) / statistics.median(base)
@@ -122,21 +134,25 @@ def main() -> None:
             print(f"{name:34} {b * 1e3:10.2f} ms {s * 1e3:8.2f} ms {ratio:6.2f}x {median_ratio:12.2f}x {len(base):6}")
         sb.run("x = 0")
         exec("x = 0", ns)
-        base, best, median = tiny_step(sb, ns, args.repeat)
-        print(f"{'tiny step x = x + 1; print(x)':34} {base * 1e6:10.1f} us {best * 1e3:8.3f} ms"
+        base, best, median, cpu = tiny_step(sb, ns, args.repeat)
+        print(f"{'tiny step x = x + N; print(x)':34} {base * 1e6:10.1f} us {best * 1e3:8.3f} ms"
               f"  (full round trip, best of {args.repeat} x 200 steps; median {median * 1e3:.3f} ms; "
-              f"adds {(best - base) * 1e3:.3f} ms to exec)")
+              f"adds {(best - base) * 1e3:.3f} ms to exec; CPU per step: {cpu})")
         grow = ("big = {i: list(range(10)) for i in range(20_000)}\n"
                 + "\n".join(f"w{i} = [{i}] * 10" for i in range(2000)))
         sb.run(grow)
         exec(grow, ns)
-        base_many, best_many, _ = tiny_step(sb, ns, args.repeat)
+        base_many, best_many, _, cpu_many = tiny_step(sb, ns, args.repeat)
         print(f"{'tiny step, 20k objects + 2k vars':34} {base_many * 1e6:10.1f} us {best_many * 1e3:8.3f} ms"
               f"  (adds {(best_many - base_many) * 1e3:.3f} ms to exec; with few variables "
-              f"{(best - base) * 1e3:.3f} ms)")
-        print(f"worst compute ratio (best of each workload's pairs): {worst:.2f}x (target <= 1.5x); "
-              "tiny step target <= 1 ms")
-    starts(backend, args.starts)
+              f"{(best - base) * 1e3:.3f} ms; CPU per step: {cpu_many})")
+        target = TINY_STEP_TARGETS_MS.get(backend.name, TINY_STEP_TARGETS_MS["docker"])
+        added = max(best - base, best_many - base_many) * 1e3
+        ratio = "" if args.tiny_only else f"worst compute ratio (best of each workload's pairs): {worst:.2f}x " \
+            "(target <= 1.5x); "
+        print(f"{ratio}tiny step adds {added:.3f} ms to exec at most (target on {backend.name}: <= {target:g} ms)")
+    if not args.tiny_only:
+        starts(backend, args.starts)
     print(f"load average at end {_load()}")
 
 
@@ -145,17 +161,39 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def tiny_step(sb: PythonSandbox, ns: dict, repeat: int) -> tuple[float, float, float]:
-    """Plain exec of the tiny step (median of best-of-200), the sandbox's best and median per step."""
-    step = "x = x + 1; print(x)"
+_steps = itertools.count(1)
+
+
+def tiny_steps(count: int) -> list[str]:
+    """`count` tiny steps, each a text never used before in this run (a growing constant)."""
+    return [f"x = x + {next(_steps)}; print(x)" for _ in range(count)]
+
+
+def _app_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def tiny_step(sb: PythonSandbox, ns: dict, repeat: int) -> tuple[float, float, float, str]:
+    """Plain exec of the tiny step (median of best-of-200), the sandbox's best and median per step, and the CPU
+    time per step of the app process and of the worker (as the backend's host reads it from the kernel)."""
     rounds = []
+    host = sb.host
+    worker_cpu = host.cpu_seconds if host is not None and host.capabilities.cpu_time else None
+    app0, worker0 = _app_cpu(), worker_cpu() if worker_cpu else 0.0
     for _ in range(repeat):
+        steps = tiny_steps(200)
         t0 = time.perf_counter()
-        for _ in range(200):
+        for step in steps:
             sb.run(step)
         rounds.append((time.perf_counter() - t0) / 200)
-    base = statistics.median([min(time_exec(step, ns) for _ in range(200)) for _ in range(repeat)])
-    return base, min(rounds), statistics.median(rounds)
+    n = 200 * repeat
+    app_us = (_app_cpu() - app0) / n * 1e6
+    cpu = f"app {app_us:.0f} us"
+    if worker_cpu is not None and sb.host is host:
+        cpu += f", worker {(worker_cpu() - worker0) / n * 1e6:.0f} us"
+    base = statistics.median([min(time_exec(step, ns) for step in tiny_steps(200)) for _ in range(repeat)])
+    return base, min(rounds), statistics.median(rounds), cpu
 
 
 def starts(backend: backends.SandboxBackend, count: int) -> None:

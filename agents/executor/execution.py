@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import linecache
+import operator
 import os
 import signal
 import sys
@@ -94,6 +95,9 @@ class Executor:
         self.tool_names: list[str] = []
         self.run_flag = [False]  # read by the SIGINT handler (a list, so the handler never holds the executor)
         self.signal_defaults: dict[int, SignalHandler] = {}  # restored after every run (set by the worker)
+        self._signal_source: dict[int, SignalHandler] | None = None  # the dict the two tuples below were made of
+        self._signal_numbers: tuple[int, ...] = ()
+        self._signal_handlers: tuple[SignalHandler, ...] = ()
         self.workdir_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # cwd is the workspace
         self._final_live: list[bool] = [False]
         self._final_box: list[Any] = []
@@ -242,14 +246,21 @@ class Executor:
         return result
 
     def _restore_signals(self) -> None:
-        """Handlers the code installed (asyncio's, for one) must not outlive its step."""
-        getsignal = _getsignal
-        for sig, handler in self.signal_defaults.items():
-            if getsignal(sig) is not handler:
-                try:
-                    _setsignal(sig, handler)
-                except (OSError, ValueError, TypeError):
-                    pass
+        """Handlers the code installed (asyncio's, for one) must not outlive its step. All ~64 are read in one
+        C-level pass and compared by identity; only a step that changed one pays for the loop that restores."""
+        defaults = self.signal_defaults
+        if self._signal_source is not defaults:
+            self._signal_source = defaults
+            self._signal_numbers = tuple(defaults)
+            self._signal_handlers = tuple(defaults.values())
+        now = tuple(map(_getsignal, self._signal_numbers))
+        if not all(map(operator.is_, now, self._signal_handlers)):
+            for sig, handler, current in zip(self._signal_numbers, self._signal_handlers, now, strict=True):
+                if current is not handler:
+                    try:
+                        _setsignal(sig, handler)
+                    except (OSError, ValueError, TypeError):
+                        pass
         try:
             signal.set_wakeup_fd(-1)
         except (ValueError, OSError):
@@ -353,6 +364,8 @@ def _wait_for_threads(grace_s: float) -> int:
     Python cannot stop a thread, so the app restarts a worker that reports (or shows, in its own
     view of the process) a thread left running after the step.
     """
+    if threading.active_count() <= 1:  # the main thread alone: nothing to wait for (no list made)
+        return 0
     main = threading.main_thread()
     deadline = time.monotonic() + grace_s
     left = [t for t in threading.enumerate() if t is not main]

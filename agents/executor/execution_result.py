@@ -44,6 +44,8 @@ def short_name(value: Any) -> str | None:
     """A type or error name from the worker, kept short and printable."""
     if value is None:
         return None
+    if type(value) is str and len(value) <= 100 and value.replace(".", "a").replace("_", "a").isalnum():
+        return value  # already short and printable (the usual "NoneType", "ValueError"): nothing to filter
     text = "".join(ch for ch in str(value)[:100] if ch.isalnum() or ch in "._")
     return text or None
 

@@ -16,7 +16,9 @@ would look at. Names of code the compiler dropped (``if False:`` bodies) never r
 The value of a final expression is found by splitting the text at its last line that starts at column
 0: if the part before compiles on its own and the part after compiles as an expression, they are the
 module's statements and its final expression statement (an open bracket, string or block would have
-made the first part fail). When the part after is not an expression, only it is parsed into an AST.
+made the first part fail). When the part after is not an expression, only it is parsed into an AST; when
+that part is the whole text (one line, ``a = f(x); a``), its tree is split and compiled as the guard would
+(the guard's walk then adds nothing: the names check decides).
 """
 
 from __future__ import annotations
@@ -74,7 +76,14 @@ def compile_plain_or_parse(source: str, protected: frozenset[str],
         tree = ast.parse(tail, filename, "exec")
         statements = tree.body
         if statements and type(statements[-1]) is ast.Expr:
-            return tree if last == 0 else None  # last == 0: tail is the source itself
+            if last != 0:
+                return None
+            # last == 0: the tail is the source itself (one line, ``x = f(x); print(x)``), and its tree splits
+            # as the guard splits it: compiled from the parts (the tree itself is left whole), the names
+            # check decides as for text; else the tree goes to the guard, parsed once.
+            body = compile(ast.Module(body=statements[:-1], type_ignores=[]), filename, "exec", dont_inherit=True)
+            expr = compile(ast.Expression(body=statements[-1].value), filename, "eval", dont_inherit=True)
+            return _checked(body, expr, protected) or tree
         compile(head, filename, "exec", dont_inherit=True)
         return _checked(compile(source, filename, "exec", dont_inherit=True), None, protected)
     except _COMPILE_FAILURES:

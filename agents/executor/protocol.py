@@ -25,6 +25,11 @@ from collections.abc import Callable
 from typing import Any, overload
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a worker cannot make the parent allocate more
+# What one read asks for when no longer frame is under way: below glibc's threshold for serving an allocation with
+# its own mmap (128 KiB), so a small frame costs one read. A 1 MiB read buffer cost an mmap, a page fault, an
+# mremap and an munmap (with a TLB flush) on both sides of every step. A longer frame reads what it still needs.
+READ_CHUNK = 64 * 1024
+MAX_READ = 1 << 20
 _HEADER = struct.Struct(">I")
 
 
@@ -131,6 +136,14 @@ class FrameReader:
         self.max_containers = max_containers
         self._buf = bytearray()
 
+    def _want(self) -> int:
+        """How much the next read asks for: the rest of a long frame under way (up to MAX_READ), else READ_CHUNK."""
+        buf = self._buf
+        if len(buf) >= 4:
+            size: int = _unpack(bytes(buf[:4]))[0]
+            return max(READ_CHUNK, min(4 + size - len(buf), MAX_READ))
+        return READ_CHUNK
+
     def _try_parse(self) -> dict[str, Any] | None:
         buf = self._buf
         if len(buf) < 4:
@@ -186,7 +199,7 @@ class FrameReader:
                     return None
                 if wake_fd is not None and wake_fd in ready and self.fd not in ready:
                     return None
-            chunk = _os_read(self.fd, 1 << 20)
+            chunk = _os_read(self.fd, self._want())
             if not chunk:
                 raise ChannelClosed("channel closed")
             self._buf += chunk

@@ -69,6 +69,17 @@ def test_cpu_burnt_between_steps_restarts_the_worker(tmp_path):
         assert r2.output == 42
         assert r.output == "armed"
 
+def test_a_handler_the_code_installs_is_gone_at_the_next_step(tmp_path):
+    """The worker compares every handler with its own after each step (one pass) and restores what changed, also
+    for code that holds the real `signal` module (every Python-level layer bypassed)."""
+    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
+        r = sb.run("import signal\nsignal.signal(signal.SIGUSR1, lambda *a: None)\n"
+                   "signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL")
+        assert r.error is None and r.output is False
+        r = sb.run("import signal\nsignal.getsignal(signal.SIGUSR1) is signal.SIG_DFL")
+        assert r.error is None and r.output is True
+
+
 def test_default_memory_limit_refuses_one_and_a_half_gib(tmp_path):
     with PythonSandbox(str(tmp_path)) as sb:
         r = sb.run("x = bytearray(1536 * 1024 * 1024)")

@@ -170,11 +170,12 @@ def _check(source: str) -> bool:
 def test_edge_cases_agree_with_the_guard():
     taken = [source for source in EDGE_CASES if _check(source)]
     # The common shapes really take the fast path; the risky ones are left to the guard.
-    for source in ("f(\n1,\n2)", "x = 1; x", "x.__class__", "final_answer = 3", "class A:\n    pass\n",
+    for source in ("f(\n1,\n2)", "x.__class__", "final_answer = 3", "class A:\n    pass\n",
                    "x = 1\r\nx\r\n", "x = 1\n\fx\n", "f(__x=1)", "def f():\n    x.__class__: int\n",
                    "match p:\n    case P(__class__=c):\n        pass\n"):
         assert source not in taken, source
-    for source in ("y = [i for i in range(3)]\ny", "final_answer(3)", "'just a string'", "x\n# trailing comment\n\n",
+    for source in ("y = [i for i in range(3)]\ny", "x = 1; x", "final_answer(3)", "'just a string'",
+                   "x\n# trailing comment\n\n",
                    "if x:\n    y\nelse:\n    z\n", "x = 1 + \\\n  2\nx\n",
                    "@dec\ndef f():\n    pass\n", "total = 0\nfor i in range(5):\n    total += i\n"):
         assert source in taken, source
@@ -250,6 +251,9 @@ def test_the_fast_paths_parse_handed_to_the_guard_gives_the_guards_own_verdict()
                   "x = 1; lookup(x)", "a = b.gi_frame; a"]
     handed = 0
     for source in one_liners + EDGE_CASES + _strings_in_test_files():
+        if compile_plain(source, PROTECTED, "<t>") is not None:
+            _check(source)  # taken by the fast path: the guard's code, as for any other text
+            continue
         compiled = compile_plain_or_parse(source, PROTECTED, "<t>")
         if not isinstance(compiled, ast.Module):
             assert (compiled is None) == (compile_plain(source, PROTECTED, "<t>") is None)
@@ -259,4 +263,17 @@ def test_the_fast_paths_parse_handed_to_the_guard_gives_the_guards_own_verdict()
         assert ast.dump(compiled, include_attributes=True) == ast.dump(
             ast.parse(source, "<t>", "exec"), include_attributes=True), source
         assert _guard_outcome(source, compiled) == _guard_outcome(source), source
-    assert handed >= len(one_liners) - 1  # "import os; os" takes the guard without any parse by the fast path
+    # Those that need the guard's check or rewrite ("import os; os" takes the guard without any parse here).
+    assert handed >= len(one_liners) - 3
+
+
+def test_one_line_statements_then_an_expression_take_the_fast_path():
+    """``x = x + 1; print(x)``: its tree is split and compiled as the guard would; the names check decides, so
+    a dunder, a pivot, a frame attribute or a protected name still goes to the guard."""
+    for source in ("x = x + 1; print(x)", "x = 1; x", "a = f(x); b = a * 2; b", "x = 1; lookup(x)",
+                   "d = {'k': 1}; d['k']"):
+        assert _check(source), source
+    for source in ("x.__class__; x", "final_answer = 1; final_answer", "y = a.os; y", "x = 1; x.__dict__",
+                   "f(__x=1); 2", "del lookup; 1", "a = b.gi_frame; a", "x = 1; __sbx_ga__(x, 'a')"):
+        assert compile_plain(source, PROTECTED, "<t>") is None, source
+        assert isinstance(compile_plain_or_parse(source, PROTECTED, "<t>"), ast.Module), source

@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 from ..errors import SandboxStartError
+from ..local.worker_watch import ProcStat
 from ..protocol import ChannelClosed, FrameReader, frame
 
 FRAME_BYTES = 16 * 1024 * 1024
@@ -79,6 +80,7 @@ class ContainerWorker:
         if self.init_pid <= 0:
             raise SandboxStartError("the sandbox container started but has no process on this host")
         self.pid = self.init_pid
+        self.proc_stat = ProcStat(self.pid)  # the init's until the worker connects, then the worker's
         self._exit: str | None = None
 
     # --- channel -----------------------------------------------------------------------------------------------
@@ -100,6 +102,8 @@ class ContainerWorker:
                     conn.close()
                     continue
                 self.pid = pid
+                self.proc_stat.close()
+                self.proc_stat = ProcStat(pid)
                 break
             if not _alive(self.init_pid):
                 raise SandboxStartError(f"the sandbox container ended before connecting: {self.exit_description()}. "
@@ -264,6 +268,7 @@ class ContainerWorker:
         for sock in (self.sock, self._listener):
             if sock is not None:
                 sock.close()
+        self.proc_stat.close()
 
     def shutdown(self) -> None:
         if not self.dead and self.ready is not None and self.sock is not None:

@@ -293,11 +293,12 @@ class DockerHost(SharedDiskFiles):
     def woke_up(self) -> bool:
         worker = self._worker()
         # alive() last: it reads /proc, needed only for a worker found running (a zombie is not stopped either).
-        return (worker.frozen and not worker.dead and worker_watch.woke_up(worker.pid, worker.frozen_at)
-                and worker.alive())
+        return (worker.frozen and not worker.dead
+                and worker_watch.woke_up(worker.pid, worker.frozen_at, stat=worker.proc_stat) and worker.alive())
 
     def cpu_seconds(self) -> float:
-        return worker_watch.cpu_seconds(self._worker().pid)
+        worker = self._worker()
+        return worker_watch.cpu_seconds(worker.pid, worker.proc_stat)
 
     def thread_left_running(self, sample_s: float) -> bool:
         return worker_watch.thread_left_running(_as_process(self._worker()), sample_s)

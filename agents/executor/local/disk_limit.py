@@ -38,6 +38,7 @@ class DiskLimit:
         `workspace`: a complete walk of the workspace just taken (the snapshot after a run, the worker frozen),
         counted instead of walking it again; an incomplete one is ignored (the workspace is walked here)."""
         pid = worker.pid if worker is not None and not worker.dead else None
+        proc = getattr(worker, "proc_stat", None) if pid is not None else None
         # Deleted files kept alive by a mapping are read from /proc/<pid>/maps (about 1 ms): at most once a second,
         # so back-to-back tiny steps do not pay for it; a file hidden this way is found within the second.
         now = time.monotonic()
@@ -48,7 +49,7 @@ class DiskLimit:
         if workspace is not None and workspace.incomplete is None and workspace.entries <= self.max_files:
             known[self.workdir] = worker_watch.DiskUse(files=workspace.entries, bytes=workspace.bytes)
         return worker_watch.disk_over([self.workdir, self.tmpdir], pid, self.max_mb, self.max_files,
-                                      mapped=mapped, min_free_mb=self.min_free_mb, counted=known)
+                                      mapped=mapped, min_free_mb=self.min_free_mb, counted=known, proc=proc)
 
     def after_run(self, worker: WorkerProcess | None, workspace: Snapshot | None = None) -> tuple[str | None, bool]:
         """Why the files are over the limits after a run (None: within), and whether the temp folder holds what

@@ -135,10 +135,11 @@ class LocalHost(SharedDiskFiles):
 
     def woke_up(self) -> bool:
         process = self.process
-        return process.frozen and not process.dead and worker_watch.woke_up(process.pid, process.frozen_at)
+        return process.frozen and not process.dead and worker_watch.woke_up(process.pid, process.frozen_at,
+                                                                             stat=process.proc_stat)
 
     def cpu_seconds(self) -> float:
-        return worker_watch.cpu_seconds(self.process.pid)
+        return worker_watch.cpu_seconds(self.process.pid, self.process.proc_stat)
 
     def thread_left_running(self, sample_s: float) -> bool:
         return worker_watch.thread_left_running(self.process, sample_s)

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..errors import SandboxStartError
 from ..protocol import ChannelClosed, FrameReader, frame
+from .worker_watch import ProcStat
 
 SEND_DEADLINE_S = 10.0  # how long a command may wait for the worker to read it
 WORKER_FRAME_BYTES = 16 * 1024 * 1024
@@ -231,6 +232,7 @@ class WorkerProcess:
         self.frozen = False
         self.frozen_at = 0.0
         self.idle_cpu: float | None = None  # CPU time when its last run ended (the app's reading)
+        self.proc_stat = ProcStat(self.proc.pid)  # read by the app's watch (worker_watch.py) every step
         _live_workers.add(self)
         self.send(init)
 
@@ -340,6 +342,7 @@ class WorkerProcess:
                 except OSError:
                     pass
             self._log_fd = -1
+            self.proc_stat.close()
             try:
                 os.unlink(self.log_path)  # never follows a link; a later worker gets a log of its own
             except OSError:

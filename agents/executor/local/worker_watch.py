@@ -31,8 +31,50 @@ def task_count(pid: int) -> int:
         return -1
 
 
-def _stat_fields(pid: int) -> list[bytes]:
-    """/proc/<pid>/stat after the command name (field 3, the state, first); [] when it cannot be read."""
+_STAT_FLAGS = os.O_RDONLY | os.O_CLOEXEC
+_STATE, _UTIME, _STIME, _THREADS = 0, 11, 12, 17  # indexes in `_stat_fields` (fields 3, 14, 15 and 20 of stat)
+
+
+class ProcStat:
+    """The worker's `/proc/<pid>/stat`, opened once and read again with one `pread` per look (an `open` of it by
+    path cost 6 more system calls and several times the CPU, and the app reads it three times a step), and its
+    `/proc/<pid>/fd` folder, listed and read relative to that descriptor. Both stay bound to the process they
+    were opened for: once that process is reaped they read nothing, even if the pid is reused. `close` when
+    the worker is gone."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        try:
+            self.fd = os.open(f"/proc/{pid}/stat", _STAT_FLAGS)
+        except OSError:
+            self.fd = -1  # the process is gone already: every read says "cannot be read"
+        try:
+            self.fd_dir = os.open(f"/proc/{pid}/fd", _STAT_FLAGS | os.O_DIRECTORY)
+        except OSError:
+            self.fd_dir = -1
+
+    def fields(self) -> list[bytes]:
+        """As `_stat_fields`; [] when the process is gone (or the descriptor closed)."""
+        if self.fd < 0:
+            return []
+        try:
+            data = os.pread(self.fd, 4096, 0)
+        except OSError:
+            return []
+        return data[data.rfind(b")") + 2:].split()
+
+    def close(self) -> None:
+        fds, self.fd, self.fd_dir = (self.fd, self.fd_dir), -1, -1
+        for fd in fds:
+            if fd >= 0:
+                os.close(fd)
+
+
+def _stat_fields(pid: int, stat: ProcStat | None = None) -> list[bytes]:
+    """/proc/<pid>/stat after the command name (field 3, the state, first); [] when it cannot be read.
+    `stat`: the process's held descriptor, read instead of opening the file by path."""
+    if stat is not None:
+        return stat.fields()
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             data = fh.read()
@@ -41,13 +83,22 @@ def _stat_fields(pid: int) -> list[bytes]:
     return data[data.rfind(b")") + 2:].split()
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int, stat: ProcStat | None = None) -> float:
     """User plus system CPU time the process used so far, all threads included."""
-    fields = _stat_fields(pid)
+    fields = _stat_fields(pid, stat)
     try:
-        return (int(fields[11]) + int(fields[12])) / _TICKS
+        return (int(fields[_UTIME]) + int(fields[_STIME])) / _TICKS
     except (IndexError, ValueError):
         return 0.0
+
+
+def thread_count(pid: int, stat: ProcStat | None = None) -> int:
+    """Threads of the process as its stat says (-1 when it cannot be read); one read, no folder listing."""
+    fields = _stat_fields(pid, stat)
+    try:
+        return int(fields[_THREADS])
+    except (IndexError, ValueError):
+        return -1
 
 
 def _task_ticks(pid: int) -> dict[int, tuple[str, int]]:
@@ -169,28 +220,32 @@ def usage(folders: list[str], max_entries: int = 100_000, counted: dict[str, Dis
     return use
 
 
-def deleted_open_bytes(pid: int, mapped: bool = True) -> int:
+def deleted_open_bytes(pid: int, mapped: bool = True, proc: ProcStat | None = None) -> int:
     """Bytes of files the process deleted but still holds, open or mapped into its memory (a mapping keeps a
-    whole file alive after its descriptor is closed); invisible to a folder walk. Each file counted once."""
+    whole file alive after its descriptor is closed); invisible to a folder walk. Each file counted once.
+    `proc`: the process's held descriptors: its fd folder is listed and read through them (no path lookups)."""
     seen: dict[tuple[int, int], int] = {}
 
-    def count(path: str) -> None:
+    def count(path: str, dir_fd: int | None = None) -> None:
         try:
-            st = os.stat(path)
+            st = os.stat(path, dir_fd=dir_fd)
         except OSError:
             return
         if stat.S_ISREG(st.st_mode):
             seen[(st.st_dev, st.st_ino)] = st.st_blocks * 512
 
+    fd_dir = proc.fd_dir if proc is not None and proc.fd_dir >= 0 else None
     try:
-        fds = os.listdir(f"/proc/{pid}/fd")
+        fds = os.listdir(fd_dir if fd_dir is not None else f"/proc/{pid}/fd")
     except OSError:
         return 0
     for fd in fds:
-        path = f"/proc/{pid}/fd/{fd}"
         try:
-            if os.readlink(path).endswith(" (deleted)"):
-                count(path)
+            if fd_dir is not None:
+                if os.readlink(fd, dir_fd=fd_dir).endswith(" (deleted)"):
+                    count(fd, fd_dir)
+            elif os.readlink(f"/proc/{pid}/fd/{fd}").endswith(" (deleted)"):
+                count(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
     if not mapped:  # /proc/<pid>/maps costs about a millisecond to generate: the caller spaces these out
@@ -210,24 +265,30 @@ def deleted_open_bytes(pid: int, mapped: bool = True) -> int:
     return sum(seen.values())
 
 
-def is_stopped(pid: int) -> bool:
+def is_stopped(pid: int, stat: ProcStat | None = None) -> bool:
     """Whether the process is stopped (SIGSTOP), as the kernel reports it."""
-    fields = _stat_fields(pid)
-    return bool(fields) and fields[0] in (b"T", b"t")
+    fields = _stat_fields(pid, stat)
+    return bool(fields) and fields[_STATE] in (b"T", b"t")
 
 
-def woke_up(pid: int, frozen_at: float, settle_s: float = 0.05) -> bool:
+def woke_up(pid: int, frozen_at: float, settle_s: float = 0.05, stat: ProcStat | None = None) -> bool:
     """A worker the app stopped is found running. SIGSTOP takes effect asynchronously: a worker stopped less
     than `settle_s` ago is not checked (it is about to be thawed anyway, and could not have done much); one
     stopped earlier must show as stopped now."""
     if time.monotonic() - frozen_at < settle_s:
         return False
-    return not is_stopped(pid)
+    return not is_stopped(pid, stat)
 
 
 def thread_left_running(worker: WorkerProcess, sample_s: float) -> bool:
-    """Whether a thread besides the main one still runs, as the kernel sees it (pool threads park in futex)."""
-    if worker.dead or task_count(worker.pid) <= 1:
+    """Whether a thread besides the main one still runs, as the kernel sees it (pool threads park in futex).
+    The count comes from the worker's stat (`worker.proc_stat`, one read); only a worker with more than one
+    thread has its threads listed and looked at one by one. A count that cannot be read is not taken as one
+    thread: the listing decides, as before."""
+    if worker.dead:
+        return False
+    count = thread_count(worker.pid, getattr(worker, "proc_stat", None))
+    if count == 1 or (count < 0 and task_count(worker.pid) <= 1):
         return False
     deadline = time.monotonic() + sample_s
     while True:  # a thread that is just ending gets a moment
@@ -242,16 +303,17 @@ def thread_left_running(worker: WorkerProcess, sample_s: float) -> bool:
 
 
 def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, mapped: bool = True,
-              min_free_mb: int = 0, counted: dict[str, DiskUse] | None = None) -> str | None:
+              min_free_mb: int = 0, counted: dict[str, DiskUse] | None = None,
+              proc: ProcStat | None = None) -> str | None:
     """Why the sandbox's files are over its limits (its folders, plus files its process deleted but holds
     open), or None. A walk cut short by its entry cap counts as over: the limit fails closed. `min_free_mb`:
     the space the file systems of `folders` must keep free (the server's disk is shared by every sandbox).
-    `counted`: see `usage`."""
+    `counted`: see `usage`; `proc`: see `deleted_open_bytes`."""
     short = server_disk_short(folders, min_free_mb)
     if short is not None:
         return short
     use = usage(folders, max_entries=max_files + 1, counted=counted)
-    used = use.bytes + (deleted_open_bytes(pid, mapped) if pid is not None else 0)
+    used = use.bytes + (deleted_open_bytes(pid, mapped, proc) if pid is not None else 0)
     if use.too_many or use.files > max_files:
         return (f"the sandbox holds more than {max_files:,} files and folders "
                 "(max_disk_files; the app can raise it)")
