@@ -51,6 +51,9 @@ class DecisionBroker:
         granted = _granted(kind, payload, context)  # a resumed run's answer applies whatever the policy is now
         if granted is None and not self.policy.needs_decision(kind, tool_name=tool_name, tool_flagged=tool_flagged):
             return None
+        earlier = getattr(context, "paused", None)
+        if granted is None and earlier is not None:  # code that caught the pause asked again: the first one stands
+            raise RunPaused(earlier)
         request = DecisionRequest(id=granted[0] if granted else new_id(), kind=kind, payload=payload,
                                   run_id=context.run_id, step=context.step)
         register = getattr(self.decider, "register", None)

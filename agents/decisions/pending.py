@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.decisions.policy import ApprovalPolicy
 from agents.decisions.types import DecisionKind, DecisionRequest
 from agents.errors import AgentInterrupted
 
@@ -45,6 +46,10 @@ class PendingDecision:
     planning_interval: int | None = None
     in_code: bool = False
     asked_at: float = 0.0
+    #: What the paused run paused for and offered (its own `approval_policy` and `tools`, None: the agent's), so
+    #: the resumed run, here or in another process, pauses and offers the same (agents/loop/run_options.py).
+    policy: dict[str, Any] | None = None
+    tools: list[str] | None = None
 
     def request(self) -> DecisionRequest:
         return DecisionRequest(id=self.request_id, kind=DecisionKind(self.kind), payload=dict(self.payload),
@@ -55,7 +60,16 @@ class PendingDecision:
                 "step_number": self.step_number, "reply_content": self.reply_content,
                 "reply_tool_calls": self.reply_tool_calls, "steps_done": self.steps_done,
                 "max_steps": self.max_steps, "planning_interval": self.planning_interval, "in_code": self.in_code,
-                "asked_at": self.asked_at}
+                "asked_at": self.asked_at, "policy": self.policy, "tools": self.tools}
+
+    def approval_policy(self) -> ApprovalPolicy | None:
+        """The paused run's own approval policy, or None (the agent's)."""
+        if self.policy is None:
+            return None
+        return ApprovalPolicy(review_plans=bool(self.policy.get("review_plans")),
+                              approve_code=bool(self.policy.get("approve_code")),
+                              tool_calls=self.policy.get("tool_calls", "none"),
+                              tools_needing_approval=frozenset(self.policy.get("tools_needing_approval", ())))
 
     @classmethod
     def from_dict(cls, data: Any) -> PendingDecision:
@@ -76,11 +90,34 @@ class PendingDecision:
         interval = data.get("planning_interval")
         if interval is not None and (not isinstance(interval, int) or interval < 1):
             raise ValueError("the pending decision's planning interval is malformed")
+        policy, tools = data.get("policy"), data.get("tools")
+        if policy is not None and not (isinstance(policy, dict) and policy.get("tool_calls", "none") in TOOL_CALLS
+                                       and _names(policy.get("tools_needing_approval", []))):
+            raise ValueError("the pending decision's approval policy is malformed")
+        if tools is not None and not _names(tools):
+            raise ValueError("the pending decision's tools are malformed")
         return cls(request_id=data["request_id"], kind=data["kind"], payload=data["payload"], run_id=data["run_id"],
                    step_number=data["step_number"], reply_content=data.get("reply_content", ""),
                    reply_tool_calls=list(data.get("reply_tool_calls", [])), steps_done=data.get("steps_done", 0),
                    max_steps=max(1, data.get("max_steps", 20)), planning_interval=interval,
-                   in_code=bool(data.get("in_code", False)), asked_at=float(data.get("asked_at", 0.0) or 0.0))
+                   in_code=bool(data.get("in_code", False)), asked_at=float(data.get("asked_at", 0.0) or 0.0),
+                   policy=policy, tools=list(tools) if tools is not None else None)
+
+
+TOOL_CALLS = ("none", "flagged", "all")
+
+
+def policy_record(policy: ApprovalPolicy | None) -> dict[str, Any] | None:
+    """A run's own approval policy as the pending record keeps it (what it pauses for; no timeouts: a paused
+    run waits for no clock)."""
+    if policy is None:
+        return None
+    return {"review_plans": policy.review_plans, "approve_code": policy.approve_code, "tool_calls": policy.tool_calls,
+            "tools_needing_approval": sorted(policy.tools_needing_approval)}
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(name, str) for name in value)
 
 
 class RunPaused(AgentInterrupted):
