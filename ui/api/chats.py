@@ -168,7 +168,7 @@ class ApiChats:
         if session is None:
             chat = self.services.store.create(caller.owner)
             session = self.services.registry.install(self._new_key(caller.owner, chat.id), chat, caller.visitor)
-        if session.running:
+        if session.running or session.has_pending():
             raise ApiRefused("A run is going on in that chat: wait for it, answer its decision (decide) or stop it.")
         why = self.services.leases.claim(session.key, session)
         if why is not None:
@@ -212,12 +212,17 @@ class ApiChats:
             raise ApiRefused("That chat has no pending decision with this id (it was made, it expired, or the run "
                              "was stopped).")
         decision = self._decision(pending.request_kind, pending.payload, action, text)
+        leases = self.services.leases
+        why = leases.claim_decision(session.key, session, pending.request_id)  # one tab, one replica runs it
+        if why is not None:
+            raise ApiRefused(why)
         if decision.outcome.value == "answer":
             with session.lock:
                 session.record.transcript.add_answer(pending.request_id, text)
         try:
             session.resolve(pending, decision)
         except Exception as exc:  # made meanwhile, or refused by the agent
+            leases.release_decision(pending.request_id)
             raise ApiRefused(_refusal_text(exc)) from None
         if session.claim_paused_run():
             for _ in session.drain():

@@ -164,12 +164,17 @@ class McpChats:
         if pending is None or pending.request_id != decision_id:
             raise McpRefused("That chat has no pending decision with this id (it was made, or it expired).")
         decision = self._decision(pending, action, edited, reason, answer)
+        leases = self.services.leases
+        why = leases.claim_decision(session.key, session, pending.request_id)  # one tab, one replica runs it
+        if why is not None:
+            raise McpRefused(why)
         if decision.outcome.value == "answer":
             with session.lock:
                 session.record.transcript.add_answer(pending.request_id, answer)
         try:
             session.resolve(pending, decision)
         except Exception as exc:
+            leases.release_decision(pending.request_id)
             raise McpRefused(_refusal_text(exc)) from None
         if session.claim_paused_run():
             for _ in session.drain():
