@@ -2,7 +2,7 @@
 affinity, all on loopback (deploy/cluster/cluster.py), driven through the proxy with the app's HTTP API.
 
 A chat continues after its replica is killed (the other reopens it from the store and rebuilds its variables),
-two tabs of one chat on different replicas keep the one-tab lease, and 16 sessions spread over both replicas
+a decision asked on one replica is answered on the other, two tabs of one chat on different replicas keep the one-tab lease, and 16 sessions spread over both replicas
 run without an error. The failover test kills a replica, so it runs last in this module."""
 from __future__ import annotations
 
@@ -16,11 +16,14 @@ from cluster_client import Cluster, client, cookie_for, upstream_for
 from nothing_lost_harness import ANSWER, SET_X, chat_text, text_of
 from ui_testlib import code_reply, write_transcript
 
+from ui.panels.approval_panel import VIEW_KEYS
 from ui.saved.store import new_token
 from ui.session.lease import REFUSAL
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 DOUBLE_X = code_reply("Use x again.", "final_answer(x * 2)")
+#: Where the approval panel's message is among a decision's API outputs (the state and layout columns left out).
+MESSAGE = [k for k in VIEW_KEYS if k not in ("request_id", "panel", "plan_box", "card", "question_box")].index("message")
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +79,36 @@ def test_two_tabs_of_one_chat_on_different_replicas_keep_the_one_tab_lease(clust
     assert answer_of(taken) == "42" and REFUSAL.split(".")[0] not in chat_text(taken)
     refused_second = second.submit({"text": "From the second tab", "files": []}, api_name="/run").result(timeout=120)[0]
     assert REFUSAL.split(".")[0] in chat_text(refused_second)
+
+
+def test_a_decision_asked_on_one_replica_is_answered_on_the_other(cluster: Cluster) -> None:
+    """The run pauses on replica 0 (it ends there: nothing waits), the chat is opened on replica 1, which rebuilds
+    its variables and resumes the run with the person's edited code; replica 0's tab can no longer answer it."""
+    token = new_token()
+    first, second = client(cluster.proxy_url, cookie_for(cluster, 0)), client(cluster.proxy_url, cookie_for(cluster, 1))
+    first.predict({"token": token}, api_name="/browser_session")
+    assert answer_of(first.submit({"text": "Set x to 41", "files": []}, api_name="/run").result(timeout=120)[0]) == "42"
+    paused = first.submit({"text": "Use x", "files": []}, approval_mode="approve_code", api_name="/run").result(timeout=120)[0]
+    assert "waiting for you" in chat_text(paused) and "final_answer(x + 1)" in chat_text(paused)
+
+    asked = time.monotonic()
+    shown = second.submit({"token": token}, api_name="/browser_session").result(timeout=120)
+    assert "Use x" in chat_text(shown[1])  # replica 1 reopened the paused chat from the shared store
+    view = second.predict("final_answer(x * 2)", "", api_name="/approve")  # an edit, made on replica 1
+    assert view[MESSAGE] == {"__type__": "update", "value": "", "visible": False}, view
+    chat = second.predict(api_name="/resume")[0]
+    resumed_s = time.monotonic() - asked
+    text = chat_text(chat)
+    assert answer_of(chat) == "82", text[-3000:]  # x rebuilt on replica 1, the edited code run there
+    assert "✋ Decision: edit" in text
+    print(f"a decision asked on replica 0 answered and finished on replica 1 in {resumed_s:.2f} s")
+
+    # Replica 0 still has the paused run's memory: its tab is refused (the lease is replica 1's), nothing runs.
+    late = first.predict("final_answer(x + 1)", "", api_name="/approve")
+    assert REFUSAL.split(".")[0] in str(late[MESSAGE]), late
+    assert first.predict(api_name="/resume")[0] == {"__type__": "update"}
+    again = second.submit({"token": token}, api_name="/browser_session").result(timeout=120)
+    assert answer_of(again[1]) == "82" and chat_text(again[1]).count("✋ Decision: edit") == 1
 
 
 def test_a_chat_continues_on_the_other_replica_after_its_replica_is_killed(cluster: Cluster) -> None:

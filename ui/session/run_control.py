@@ -210,6 +210,7 @@ class RunControl:
         a new stream the panel's resume drains."""
         stream = agent.resume(decision, stream=True)  # refuses a decision that does not fit, nothing changed
         self._record.transcript.finished = None
+        self._record.transcript.resumed_request(request)  # a reopened chat shows the decision as it is made
         self._run = RunHandle(stream, pauses=pauses(agent))
         self._run.waiting_decision, self._run.answered = request, request.request_id  # claimed by the next drain
 
