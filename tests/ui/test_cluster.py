@@ -2,7 +2,8 @@
 affinity, all on loopback (deploy/cluster/cluster.py), driven through the proxy with the app's HTTP API.
 
 A chat continues after its replica is killed (the other reopens it from the store and rebuilds its variables),
-a decision asked on one replica is answered on the other, two tabs of one chat on different replicas keep the one-tab lease, and 16 sessions spread over both replicas
+a decision asked on one replica is answered on the other, two tabs of one chat on different replicas keep the
+one-tab lease, and 16 sessions spread over both replicas
 run without an error. The failover test kills a replica, so it runs last in this module."""
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from ui.session.lease import REFUSAL
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 DOUBLE_X = code_reply("Use x again.", "final_answer(x * 2)")
 #: Where the approval panel's message is among a decision's API outputs (the state and layout columns left out).
-MESSAGE = [k for k in VIEW_KEYS if k not in ("request_id", "panel", "plan_box", "card", "question_box")].index("message")
+API_VIEW = [k for k in VIEW_KEYS if k not in ("request_id", "panel", "plan_box", "card", "question_box")]
+MESSAGE = API_VIEW.index("message")
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +90,8 @@ def test_a_decision_asked_on_one_replica_is_answered_on_the_other(cluster: Clust
     first, second = client(cluster.proxy_url, cookie_for(cluster, 0)), client(cluster.proxy_url, cookie_for(cluster, 1))
     first.predict({"token": token}, api_name="/browser_session")
     assert answer_of(first.submit({"text": "Set x to 41", "files": []}, api_name="/run").result(timeout=120)[0]) == "42"
-    paused = first.submit({"text": "Use x", "files": []}, approval_mode="approve_code", api_name="/run").result(timeout=120)[0]
+    paused = first.submit({"text": "Use x", "files": []}, approval_mode="approve_code",
+                          api_name="/run").result(timeout=120)[0]
     assert "waiting for you" in chat_text(paused) and "final_answer(x + 1)" in chat_text(paused)
 
     asked = time.monotonic()
