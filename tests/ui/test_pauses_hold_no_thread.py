@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from shared_servers import redis_url  # noqa: F401 (fixture)
 from ui_testlib import Req, chat_text, code_reply, write_transcript
 from ui_testlib import form as settings_form
 from waiting import wait_until
@@ -23,7 +26,10 @@ from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
 from ui.panels.history import HistoryController
 from ui.saved.store import new_token
+from ui.session.lease import ANSWERED, ChatLeases
 from ui.settings import AppConfig
+from ui.shared.state import MemoryState, SharedState
+from ui.shared.state_redis import RedisState
 
 SESSIONS = 20
 SET_X = code_reply("Set x.", "x = 6\nfinal_answer(x)")
@@ -141,3 +147,31 @@ def test_stop_ends_a_paused_run_in_the_chat_and_on_disk(app) -> None:  # type: i
     assert session.pending_request() is None and session.agent.memory.pending is None
     memory, _ = app.services.store.load_memory(session.record.saved)
     assert memory.pending is None and "y is 42" not in chat_text(transcript.messages())
+
+
+@pytest.fixture(params=["memory", "redis"])
+def shared(request: pytest.FixtureRequest) -> SharedState:
+    if request.param == "memory":
+        return MemoryState()
+    store = RedisState(request.getfixturevalue("redis_url"))
+    store.client.flushdb()
+    return store
+
+
+def test_a_decision_is_answered_once_among_replicas_sharing_the_state(shared: SharedState) -> None:
+    """A paused run's memory is on every replica that opened its chat, and none of them holds a thread for it:
+    two answers at once (two tabs, two replicas) must not both resume it. Sixteen racing answers, one passes."""
+    replicas = [ChatLeases(registry=None, state=shared) for _ in range(2)]  # type: ignore[arg-type]
+    session = SimpleNamespace(record=SimpleNamespace(saved=None))  # a chat not kept: no lease to take
+    barrier = threading.Barrier(16)
+
+    def answer(index: int) -> str | None:
+        barrier.wait()
+        return replicas[index % 2].claim_decision(f"tab-{index}", session, "request-1")  # type: ignore[arg-type]
+
+    with ThreadPoolExecutor(16) as pool:
+        outcomes = list(pool.map(answer, range(16)))
+    assert outcomes.count(None) == 1 and set(outcomes) == {None, ANSWERED}
+    assert replicas[0].claim_decision("tab-x", session, "request-2") is None  # another request is its own
+    replicas[1].release_decision("request-1")  # the passing answer was refused by the agent: it may come again
+    assert replicas[1].claim_decision("tab-y", session, "request-1") is None
