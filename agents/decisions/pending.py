@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.decisions.policy import ApprovalPolicy
-from agents.decisions.types import DecisionKind, DecisionRequest
+from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome
 from agents.errors import AgentInterrupted
 
 
@@ -50,6 +50,10 @@ class PendingDecision:
     #: the resumed run, here or in another process, pauses and offers the same (agents/loop/run_options.py).
     policy: dict[str, Any] | None = None
     tools: list[str] | None = None
+    #: The decisions already made in the paused step (its records: kind, proposed, outcome, detail, edited), made
+    #: again as they were when the resume acts the step again (an approved or edited code step whose code then
+    #: called a tool that paused: the code that re-runs is the person's version, not asked for again).
+    earlier: list[dict[str, Any]] = field(default_factory=list)
 
     def request(self) -> DecisionRequest:
         return DecisionRequest(id=self.request_id, kind=DecisionKind(self.kind), payload=dict(self.payload),
@@ -60,7 +64,15 @@ class PendingDecision:
                 "step_number": self.step_number, "reply_content": self.reply_content,
                 "reply_tool_calls": self.reply_tool_calls, "steps_done": self.steps_done,
                 "max_steps": self.max_steps, "planning_interval": self.planning_interval, "in_code": self.in_code,
-                "asked_at": self.asked_at, "policy": self.policy, "tools": self.tools}
+                "asked_at": self.asked_at, "policy": self.policy, "tools": self.tools, "earlier": self.earlier}
+
+    def take_earlier(self, key: tuple[str, str]) -> tuple[str, Decision] | None:
+        """The decision made earlier in the paused step for the request `key` (see `request_key`), once."""
+        for index, record in enumerate(self.earlier):
+            if request_key(str(record.get("kind", "")), dict(record.get("proposed") or {})) == key:
+                del self.earlier[index]
+                return str(record.get("request_id", "")), _decision_of(record)
+        return None
 
     def approval_policy(self) -> ApprovalPolicy | None:
         """The paused run's own approval policy, or None (the agent's)."""
@@ -96,12 +108,18 @@ class PendingDecision:
             raise ValueError("the pending decision's approval policy is malformed")
         if tools is not None and not _names(tools):
             raise ValueError("the pending decision's tools are malformed")
+        earlier = data.get("earlier", [])
+        if not isinstance(earlier, list) or not all(
+                isinstance(r, dict) and isinstance(r.get("proposed", {}), dict)
+                and r.get("outcome") in {o.value for o in Outcome} for r in earlier):
+            raise ValueError("the pending decision's earlier decisions are malformed")
         return cls(request_id=data["request_id"], kind=data["kind"], payload=data["payload"], run_id=data["run_id"],
                    step_number=data["step_number"], reply_content=data.get("reply_content", ""),
                    reply_tool_calls=list(data.get("reply_tool_calls", [])), steps_done=data.get("steps_done", 0),
                    max_steps=max(1, data.get("max_steps", 20)), planning_interval=interval,
                    in_code=bool(data.get("in_code", False)), asked_at=float(data.get("asked_at", 0.0) or 0.0),
-                   policy=policy, tools=list(tools) if tools is not None else None)
+                   policy=policy, tools=list(tools) if tools is not None else None,
+                   earlier=[dict(record) for record in earlier])
 
 
 TOOL_CALLS = ("none", "flagged", "all")
@@ -114,6 +132,18 @@ def policy_record(policy: ApprovalPolicy | None) -> dict[str, Any] | None:
         return None
     return {"review_plans": policy.review_plans, "approve_code": policy.approve_code, "tool_calls": policy.tool_calls,
             "tools_needing_approval": sorted(policy.tools_needing_approval)}
+
+
+def _decision_of(record: dict[str, Any]) -> Decision:
+    """The decision a step's record says was made (agents/decisions/broker.py writes the records)."""
+    outcome, detail = Outcome(record["outcome"]), str(record.get("detail") or "")
+    if outcome is Outcome.EDIT:
+        return Decision.edit(record.get("edited"))
+    if outcome is Outcome.REJECT:
+        return Decision.reject(detail)
+    if outcome is Outcome.ANSWER:
+        return Decision.reply(detail)
+    return Decision.approve()
 
 
 def _names(value: Any) -> bool:

@@ -415,9 +415,7 @@ class MultiStepAgent(AgentImages, AgentSharing):
         """A run's context: its ids and events, and its settings (the run's own, else the agent's). A run with
         its own approval policy asks through a broker of its own, with the agent's decider (so a decision is
         answered as any other: `resolve_decision`)."""
-        broker = self.broker
-        if options.approval_policy is not None:
-            broker = DecisionBroker(options.approval_policy, self.broker.decider)
+        broker = self.broker.for_policy(options.approval_policy)
         max_steps = options.max_steps or self.max_steps
         cap = self.step_cap()
         if cap:  # a small model's checked answers come from short runs (agents/loop/answer_checking.py)

@@ -371,7 +371,8 @@ class StepRunner:
                               for c in reply.tool_calls],
             steps_done=self.steps_done, max_steps=self.run.max_steps, planning_interval=self.run.planning_interval,
             in_code=in_code, asked_at=time.time(), policy=policy_record(self.run.approval_policy),
-            tools=sorted(self.run.tools) if self.run.tools is not None else None)
+            tools=sorted(self.run.tools) if self.run.tools is not None else None,
+            earlier=[dict(record) for record in self.run.decisions])
 
     def _finish_action_step(self, step: ActionStep) -> None:
         """Record a finished (or failed, or stopped) action step in memory and emit its end."""

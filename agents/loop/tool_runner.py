@@ -12,6 +12,7 @@ from typing import Any
 
 from agents import step_events
 from agents.decisions import DecisionKind, Outcome, Rejected
+from agents.decisions.pending import RunPaused
 from agents.errors import ToolError
 from agents.events import new_id
 from agents.injection import detect_injection, fence, warning_line
@@ -62,6 +63,8 @@ class ToolRunner:
             output = tool.invoke(arguments, ToolContext(call_id=call_id, run=run))
         except Rejected as exc:  # a person rejected what the tool was about to do
             _finish(record, exc.reason, run, rejected=True)
+            raise
+        except RunPaused:  # a managed agent's decision ends the run (pause mode): the call is made again on resume
             raise
         except ToolError as exc:
             _finish(record, str(exc), run, is_error=True)

@@ -102,3 +102,63 @@ def test_the_run_own_policy_and_tools_come_back_with_the_resume(make_tool_agent)
     assert again.state is RunState.PAUSED and fresh.memory.pending.payload["arguments"] == {"text": "two"}
     assert fresh.memory.pending.tools == ["final_answer", "post"]
     assert fresh.resume(Decision.approve()) == "both" and SENT == ["one", "two"]
+
+
+def test_a_managed_agent_decision_ends_the_manager_run_and_its_resume_grants_it(make_tool_agent) -> None:
+    """No thread waits for a sub-agent's decision either: the manager's run ends with the request in its memory;
+    a fresh manager (a new process's, on the loaded memory) calls the sub-agent again, which asks the same and is
+    granted the answer."""
+    SENT.clear()
+    helper, _ = make_tool_agent([call("post", text="from the helper"), call("final_answer", answer="posted")],
+                                tools=[post], name="helper", description="Posts things.")
+    manager, _ = make_tool_agent([call("helper", task="post it")], managed_agents=[helper], pause_on_decision=True)
+    result = manager.run("ask the helper", return_result=True, approval_policy="approve_tools")  # as the app does
+    assert result.state is RunState.PAUSED and SENT == []
+    pending = manager.memory.pending
+    assert pending is not None and pending.kind == "tool_call"
+    assert pending.payload["arguments"] == {"text": "from the helper"} and helper.memory.pending is None
+    assert not [t for t in threading.enumerate() if t.name.startswith("agent-run-")]
+    saved = dumps_memory(manager.memory, SECRET)
+
+    # The sub-agent runs afresh on resume: its model is asked again (here it asks the same).
+    fresh_helper, helper_model = make_tool_agent([call("post", text="from the helper"),
+                                                  call("final_answer", answer="posted")],
+                                                 tools=[post], name="helper", description="Posts things.")
+    fresh, _ = make_tool_agent([call("final_answer", answer="the helper posted")], managed_agents=[fresh_helper],
+                               pause_on_decision=True)
+    restore_agent_memory(fresh, loads_memory(saved, SECRET))
+    events: list = []
+    stream = fresh.resume(Decision.edit({"text": "edited by me"}), stream=True)
+    for event in stream:
+        events.append(event)
+    made = [e for e in events if isinstance(e, DecisionMade)]
+    assert [(m.outcome, m.request_id, m.parent_id is not None) for m in made] == [("edit", pending.request_id, True)]
+    assert SENT == ["edited by me"] and fresh.memory.pending is None
+    assert isinstance(events[-1], RunFinished) and events[-1].output == "the helper posted"
+    assert len(helper_model.calls) == 2
+
+
+def test_a_step_paused_after_an_edit_reruns_the_edited_code_not_the_model_version(make_code_agent, tmp_path) -> None:
+    """Approve each code step and each call: the person edits the code, the edited code calls a tool that pauses.
+    The resume re-runs the step's code from its start: it must be the person's version (granted again as it was),
+    not the model's asked anew."""
+    SENT.clear()
+    model_code = "final_answer(post(text='model version'))"
+    agent, _ = make_code_agent([f"Thought: post.\n```python\n{model_code}\n```"], tools=[post], approval_policy="all",
+                               pause_on_decision=True, workdir=tmp_path / "ws")
+    assert agent.run("t", return_result=True).state is RunState.PAUSED
+    assert agent.memory.pending.kind == "code"
+    result = agent.resume(Decision.edit("final_answer(post(text='my version'))"), return_result=True)
+    assert result.state is RunState.PAUSED and agent.memory.pending.kind == "tool_call"
+    assert agent.memory.pending.payload["arguments"] == {"text": "my version"} and SENT == []
+    saved = dumps_memory(agent.memory, SECRET)
+    agent.close()
+
+    fresh, model = make_code_agent([], tools=[post], approval_policy="all", pause_on_decision=True,
+                                   workdir=tmp_path / "ws")
+    restore_agent_memory(fresh, loads_memory(saved, SECRET))
+    done = fresh.resume(Decision.approve(), return_result=True)
+    assert done.state is RunState.SUCCESS and done.output == "posted my version", done
+    assert SENT == ["my version"] and model.calls == []
+    step = [s for s in fresh.memory.steps if getattr(s, "code", None)][-1]
+    assert [(d["kind"], d["outcome"]) for d in step.decisions] == [("code", "edit"), ("tool_call", "approve")]

@@ -69,7 +69,7 @@ class RunHandle:
             self.finished = True
         elif isinstance(event, ev.DecisionRequested):
             self.waiting_decision = event
-            self.ending = self.pauses and event.parent_id is None
+            self.ending = self.pauses  # a managed agent's decision ends its manager's run too
 
     @property
     def held(self) -> bool:
