@@ -66,6 +66,15 @@ class PendingDecision:
                 "max_steps": self.max_steps, "planning_interval": self.planning_interval, "in_code": self.in_code,
                 "asked_at": self.asked_at, "policy": self.policy, "tools": self.tools, "earlier": self.earlier}
 
+    def call_id_for(self, key: tuple[str, str]) -> str | None:
+        """The id a call from code had when the request `key` was asked (this one or an earlier of the step): the
+        resumed step's same call takes it again, so what the chat showed of it is the same call."""
+        for kind, payload in [(self.kind, self.payload),
+                              *((str(r.get("kind", "")), dict(r.get("proposed") or {})) for r in self.earlier)]:
+            if request_key(kind, payload) == key and isinstance(payload.get("call_id"), str):
+                return str(payload["call_id"])
+        return None
+
     def take_earlier(self, key: tuple[str, str]) -> tuple[str, Decision] | None:
         """The decision made earlier in the paused step for the request `key` (see `request_key`), once."""
         for index, record in enumerate(self.earlier):
