@@ -332,8 +332,9 @@ class StepRunner:
             answered = reply
             run.note_pending = lambda request: self._note_waiting(request, step, answered)
             agent.act(step, reply, run)
-            if run.paused is not None:  # asked from sandboxed code: the code caught the pause as a tool error
-                raise RunPaused(run.paused)
+            paused = run.paused or getattr(run.broker.outer, "paused", None)  # a managed agent's: its manager's
+            if paused is not None:  # asked from sandboxed code: the code caught the pause as a tool error
+                raise RunPaused(paused)
             if step.is_final_answer:
                 self._check_final_answer(step)
         except RunPaused as paused:
