@@ -67,15 +67,16 @@ class DecisionBroker:
         earlier = getattr(run, "paused", None)
         if granted is None and earlier is not None:  # code that caught the pause asked again: the first one stands
             raise RunPaused(earlier)
+        asked_at = (granted[2] if granted else 0.0) or time.time()  # a resumed request: when it was asked
         request = DecisionRequest(id=granted[0] if granted else new_id(), kind=kind, payload=payload,
-                                  run_id=context.run_id, step=context.step)
-        register = getattr(self.decider, "register", None)
-        if register is not None:
+                                  run_id=context.run_id, step=context.step, asked_at=asked_at)
+        pausing = bool(getattr(run, "pausing", False))
+        register = getattr(self.decider, "register", None) if granted is None and not pausing else None
+        if register is not None:  # a thread will wait for it: answerable before its event goes out
             register(request)
         fields = {"run_id": context.run_id, "step": context.step, "parent_id": context.parent_id}
         record: dict[str, Any] = {"request_id": request.id, "kind": kind.value, "proposed": json_safe(payload),
-                                  "asked_at": time.time()}
-        pausing = bool(getattr(run, "pausing", False))
+                                  "asked_at": asked_at}
         note = getattr(context, "note_pending", None) if granted is None and not pausing else None
         if note is not None:  # before the event: a chat saved once the event is shown holds the request
             note(request)
@@ -108,17 +109,17 @@ class DecisionBroker:
         return decision
 
 
-def _granted(kind: DecisionKind, payload: dict[str, Any], context: Any) -> tuple[str, Decision] | None:
+def _granted(kind: DecisionKind, payload: dict[str, Any], context: Any) -> tuple[str, Decision, float] | None:
     """The resumed run's decision if this request is the one it was given for (same kind and content), once."""
     grant = getattr(context, "grant", None)
     if grant is None:
         return None
     pending, decision = grant
     key = request_key(kind, json_safe(payload))
-    earlier: tuple[str, Decision] | None = pending.take_earlier(key)  # made before the pause, in the step
+    earlier: tuple[str, Decision, float] | None = pending.take_earlier(key)  # made before the pause, in the step
     if earlier is not None:
         return earlier
     if request_key(pending.kind, pending.payload) != key:
         return None
     context.grant = None
-    return pending.request_id, decision
+    return pending.request_id, decision, pending.asked_at or time.time()

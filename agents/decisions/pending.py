@@ -57,7 +57,7 @@ class PendingDecision:
 
     def request(self) -> DecisionRequest:
         return DecisionRequest(id=self.request_id, kind=DecisionKind(self.kind), payload=dict(self.payload),
-                               run_id=self.run_id, step=self.step_number)
+                               run_id=self.run_id, step=self.step_number, asked_at=self.asked_at)
 
     def to_dict(self) -> dict[str, Any]:
         return {"request_id": self.request_id, "kind": self.kind, "payload": self.payload, "run_id": self.run_id,
@@ -75,12 +75,15 @@ class PendingDecision:
                 return str(payload["call_id"])
         return None
 
-    def take_earlier(self, key: tuple[str, str]) -> tuple[str, Decision] | None:
-        """The decision made earlier in the paused step for the request `key` (see `request_key`), once."""
+    def take_earlier(self, key: tuple[str, str]) -> tuple[str, Decision, float] | None:
+        """The decision made earlier in the paused step for the request `key` (see `request_key`), once: its
+        request's id, the decision, and when it was asked."""
         for index, record in enumerate(self.earlier):
             if request_key(str(record.get("kind", "")), dict(record.get("proposed") or {})) == key:
                 del self.earlier[index]
-                return str(record.get("request_id", "")), _decision_of(record)
+                asked = record.get("asked_at")
+                return (str(record.get("request_id", "")), _decision_of(record),
+                        float(asked) if isinstance(asked, (int, float)) else 0.0)
         return None
 
     def approval_policy(self) -> ApprovalPolicy | None:

@@ -332,7 +332,7 @@ class StepRunner:
             answered = reply
             run.note_pending = lambda request: self._note_waiting(request, step, answered)
             agent.act(step, reply, run)
-            paused = run.paused or getattr(run.broker.outer, "paused", None)  # a managed agent's: its manager's
+            paused = run.pause_due()  # a managed agent's: its manager's
             if paused is not None:  # asked from sandboxed code: the code caught the pause as a tool error
                 raise RunPaused(paused)
             if step.is_final_answer:
@@ -371,7 +371,7 @@ class StepRunner:
             reply_tool_calls=[{"id": c.id, "name": c.name, "arguments": json_safe(c.arguments)}
                               for c in reply.tool_calls],
             steps_done=self.steps_done, max_steps=self.run.max_steps, planning_interval=self.run.planning_interval,
-            in_code=in_code, asked_at=time.time(), policy=policy_record(self.run.approval_policy),
+            in_code=in_code, asked_at=request.asked_at or time.time(), policy=policy_record(self.run.approval_policy),
             tools=sorted(self.run.tools) if self.run.tools is not None else None,
             earlier=[dict(record) for record in self.run.decisions])
 
