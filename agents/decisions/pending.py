@@ -10,7 +10,9 @@ and the resume works in a new process on a loaded memory.
 
 A decision asked from inside sandboxed code (a tool called from code, `ask_user` in code) cannot be resumed
 mid-code: the step's code runs again from its start with the decision granted for that exact call, so what
-the code did before the call happens twice (`in_code` says so; the app tells the person).
+the code did before the call happens twice (`in_code` says so; the app tells the person). The decisions made
+earlier in that step (the code's own approval or edit) are made again as they were (`earlier`). A managed
+agent's decision pauses its top-level run: the resume calls the sub-agent again from its task's start.
 """
 from __future__ import annotations
 
