@@ -3,7 +3,8 @@ affinity, all on loopback (deploy/cluster/cluster.py), driven through the proxy 
 
 A chat continues after its replica is killed (the other reopens it from the store and rebuilds its variables),
 a decision asked on one replica is answered on the other, two tabs of one chat on different replicas keep the
-one-tab lease, and 16 sessions spread over both replicas run without an error. The failover test kills a replica, so it runs last in this module."""
+one-tab lease, and 16 sessions spread over both replicas run without an error. The failover test kills a replica,
+so it runs last in this module."""
 from __future__ import annotations
 
 import shutil
