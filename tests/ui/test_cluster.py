@@ -7,6 +7,7 @@ one-tab lease, and 16 sessions spread over both replicas run without an error. T
 so it runs last in this module."""
 from __future__ import annotations
 
+import secrets
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -112,6 +113,27 @@ def test_a_decision_asked_on_one_replica_is_answered_on_the_other(cluster: Clust
     assert first.predict(api_name="/resume")[0] == {"__type__": "update"}
     again = second.submit({"token": token}, api_name="/browser_session").result(timeout=120)
     assert answer_of(again[1]) == "82" and chat_text(again[1]).count("✋ Decision: edit") == 1
+
+
+def test_an_api_decision_asked_on_one_replica_is_made_on_the_other(cluster: Cluster) -> None:
+    """The same through the app's API: `/ask` on replica 0 returns the decision (its run has ended there), and
+    `/decide` on replica 1 (the same caller: its bearer token) opens the chat there and resumes the run."""
+    from gradio_client import Client
+
+    token = secrets.token_hex(32)
+
+    def api(replica: int) -> Client:
+        cookie = cookie_for(cluster, replica)
+        return Client(cluster.proxy_url, verbose=False, download_files=False,
+                      headers={"Cookie": f"agentdeck_replica={cookie}", "Authorization": f"Bearer {token}"})
+
+    paused = api(0).predict("Set x", approval_mode="approve_code", api_name="/ask")
+    assert paused["status"] == "needs_decision" and "x = 41" in paused["decision"]["details"]["code"], paused
+    done = api(1).predict(paused["chat_id"], paused["decision"]["id"], "edit", "final_answer(6 * 7)",
+                          api_name="/decide")
+    assert done["status"] == "finished" and done["answer"] == "42", done
+    with pytest.raises(Exception, match="continued last elsewhere"):  # replica 1 holds it now: no second resume
+        api(0).predict(paused["chat_id"], paused["decision"]["id"], "approve", api_name="/decide")
 
 
 def test_a_chat_continues_on_the_other_replica_after_its_replica_is_killed(cluster: Cluster) -> None:

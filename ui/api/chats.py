@@ -33,6 +33,7 @@ from ui.chat.formatting import format_value
 from ui.chat.published_files import NotPublishable
 from ui.saved.store import ChatStoreError, SavedChat
 from ui.services import Services
+from ui.session.registry import ServerBusyError
 from ui.session.session import Session
 from ui.settings import RunSettings, SignInNeededError
 from ui.settings_form import FormValues, field_names
@@ -206,7 +207,8 @@ class ApiChats:
     def decide(self, caller: ApiCaller, chat_id: str, decision_id: str, action: str, text: str = "") -> dict[str, Any]:
         """Answer the decision the chat's run waits for (approve, reject with a reason, edit with the new plan,
         code or JSON arguments, or answer the agent's question), then go on until the run ends or waits again."""
-        session = self._live(caller, self._chat(caller, chat_id).id)
+        chat = self._chat(caller, chat_id)
+        session = self._live(caller, chat.id) or self._reopen_paused(caller, chat)
         pending = session.pending_request() if session is not None else None
         if session is None or pending is None or pending.request_id != decision_id:
             raise ApiRefused("That chat has no pending decision with this id (it was made, it expired, or the run "
@@ -215,7 +217,8 @@ class ApiChats:
         leases = self.services.leases
         why = leases.claim_decision(session.key, session, pending.request_id)  # one tab, one replica runs it
         if why is not None:
-            raise ApiRefused(why)
+            raise ApiRefused("That chat was continued last elsewhere (a browser tab or another client, maybe on "
+                             "another server): its run goes on there." if "another tab" in why else why)
         if decision.outcome.value == "answer":
             with session.lock:
                 session.record.transcript.add_answer(pending.request_id, text)
@@ -228,6 +231,26 @@ class ApiChats:
             for _ in session.drain():
                 pass
         return self.outcome(caller, session)
+
+    def _reopen_paused(self, caller: ApiCaller, chat: SavedChat) -> Session | None:
+        """A chat whose run ended at a decision in another process (another replica, or before a restart), as
+        this caller's session here: its agent built and its variables rebuilt (inside the caller's run limits),
+        so the answer resumes the run here. None when its saved memory waits for no decision."""
+        session = self._open(caller, chat, restore=True)
+        if session.agent is not None or getattr(session.memory, "pending", None) is None:
+            return session
+        settings = self._settings(session, "", None, caller.hf_token)
+        memory = session.memory
+        with self.services.gate.rebuilding(caller.request, session, memory) as allowed:
+            if not allowed:
+                raise ApiRefused("Over your run limits: answer again in a minute (reopening the chat re-runs its "
+                                 "code).")
+            try:
+                self.services.registry.make_room(session)  # its sandbox counts against the server's cap
+            except ServerBusyError as exc:
+                raise ApiRefused(f"The server is busy ({exc}): answer again in a while.") from None
+            session.restore_agent(memory, settings)
+        return session
 
     @staticmethod
     def _decision(kind: str, payload: dict[str, Any], action: str, text: str) -> Decision:
