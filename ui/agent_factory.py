@@ -47,6 +47,12 @@ def load_model(model_string: str, config: AppConfig | None = None) -> Any:
         return model
 
 
+#: The app's runs end at a person's decision (agents/decisions/pending.py) instead of holding a thread while the
+#: person thinks: the request is saved with the chat, and the answer resumes the run on any replica, after a
+#: restart too (ui/session/pending_decisions.py).
+PAUSE_ON_DECISION = True
+
+
 def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -> Any:
     """A fresh agent (with its own model instance and sandbox) for one session, built from what `settings` need
     at construction (`RunSettings.agent_build`: the model, the agent type, the code's imports). The run-level
@@ -81,7 +87,8 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
     if settings.agent_type == "tool-calling":
         return ToolCallingAgent(tools=tools, model=model, workdir=str(workdir), max_steps=settings.max_steps,
                                 planning_interval=settings.planning_interval, verbosity=0,
-                                max_tokens_per_run=config.max_tokens_per_run, context_budget=config.context_budget)
+                                max_tokens_per_run=config.max_tokens_per_run, context_budget=config.context_budget,
+                                pause_on_decision=PAUSE_ON_DECISION)
     agent = CodeAgent(tools=tools, model=model, workdir=str(workdir),
                      authorized_imports=list(settings.authorized_imports),
                      executor_timeout_s=config.exec_timeout_s, sandbox=config.sandbox,
@@ -90,7 +97,8 @@ def build_agent(settings: RunSettings, workdir: str | Path, config: AppConfig) -
                      answer_checks=config.answer_checks,
                      answer_agreement=config.answer_agreement, max_steps=settings.max_steps,
                      planning_interval=settings.planning_interval, verbosity=0,
-                     max_tokens_per_run=config.max_tokens_per_run, context_budget=config.context_budget)
+                     max_tokens_per_run=config.max_tokens_per_run, context_budget=config.context_budget,
+                     pause_on_decision=PAUSE_ON_DECISION)
     built.append(weakref.ref(agent))
     return agent
 

@@ -181,14 +181,23 @@ class ChatService:
         pending = session.pending_request()
         return pending if pending is not None and pending.request_id == decision_id else None
 
-    @staticmethod
-    def resolve(session: Session, pending: ev.DecisionRequested, made: Decision, answer: str) -> None:
-        """Answer the pending decision (an answer goes into the transcript first). The session's own refusal
-        (made meanwhile, refused by the agent) passes on; then `go_on`."""
+    def resolve(self, session: Session, pending: ev.DecisionRequested, made: Decision, answer: str) -> None:
+        """Answer the pending decision (an answer goes into the transcript first), once: this caller takes the
+        chat's lease and the request's id among all replicas (`ChatLeases.claim_decision`: a paused run holds no
+        thread, so every replica that opened the chat could resume it), else LeaseRefused with why. The session's
+        own refusal (made meanwhile, refused by the agent) passes on and frees the request; then `go_on`."""
+        leases = self.services.leases
+        why = leases.claim_decision(session.key, session, pending.request_id)
+        if why is not None:
+            raise LeaseRefused(why)
         if made.outcome.value == "answer":
             with session.lock:
                 session.record.transcript.add_answer(pending.request_id, answer)
-        session.resolve(pending, made)
+        try:
+            session.resolve(pending, made)
+        except Exception:
+            leases.release_decision(pending.request_id)
+            raise
 
     @staticmethod
     def go_on(session: Session) -> None:

@@ -41,6 +41,18 @@ class DecisionBroker:
     def __init__(self, policy: ApprovalPolicy, decider: Decider) -> None:
         self.policy = policy
         self.decider = decider
+        #: While a managed agent runs inside its manager's run (agents/loop/managed.py): that run, whose pause
+        #: mode and resumed answer its decisions follow, so a sub-agent's decision ends the manager's run too
+        #: (no thread waits) and the manager's resume grants it when the sub-agent asks it again.
+        self.outer: _EventContext | None = None
+
+    def for_policy(self, policy: ApprovalPolicy | None) -> DecisionBroker:
+        """This broker, or one with a run's own `policy` (same decider, same outer run)."""
+        if policy is None:
+            return self
+        broker = DecisionBroker(policy, self.decider)
+        broker.outer = self.outer
+        return broker
 
     def ask(self, kind: DecisionKind, payload: dict[str, Any], context: _EventContext,
             tool_name: str = "", tool_flagged: bool = False) -> Decision | None:
@@ -48,27 +60,32 @@ class DecisionBroker:
 
         The decision is recorded in the step (`context.decisions`): what was asked, what was decided and when;
         its events are made from that record (agents/step_events/), so a reopened chat shows it the same."""
-        granted = _granted(kind, payload, context)  # a resumed run's answer applies whatever the policy is now
+        run = self.outer or context  # the run that pauses: a managed agent's manager's
+        granted = _granted(kind, payload, run)  # a resumed run's answer applies whatever the policy is now
         if granted is None and not self.policy.needs_decision(kind, tool_name=tool_name, tool_flagged=tool_flagged):
             return None
+        earlier = getattr(run, "paused", None)
+        if granted is None and earlier is not None:  # code that caught the pause asked again: the first one stands
+            raise RunPaused(earlier)
+        asked_at = (granted[2] if granted else 0.0) or time.time()  # a resumed request: when it was asked
         request = DecisionRequest(id=granted[0] if granted else new_id(), kind=kind, payload=payload,
-                                  run_id=context.run_id, step=context.step)
-        register = getattr(self.decider, "register", None)
-        if register is not None:
+                                  run_id=context.run_id, step=context.step, asked_at=asked_at)
+        pausing = bool(getattr(run, "pausing", False))
+        register = getattr(self.decider, "register", None) if granted is None and not pausing else None
+        if register is not None:  # a thread will wait for it: answerable before its event goes out
             register(request)
         fields = {"run_id": context.run_id, "step": context.step, "parent_id": context.parent_id}
         record: dict[str, Any] = {"request_id": request.id, "kind": kind.value, "proposed": json_safe(payload),
-                                  "asked_at": time.time()}
-        note = getattr(context, "note_pending", None) if granted is None and not getattr(context, "pausing", False) \
-            else None
+                                  "asked_at": asked_at}
+        note = getattr(context, "note_pending", None) if granted is None and not pausing else None
         if note is not None:  # before the event: a chat saved once the event is shown holds the request
             note(request)
         if granted is None:  # a resumed run's request was shown when it was asked: its answer follows now
             context.emit(step_events.decision_requested(record, kind.value, fields))
         if granted is not None:  # a resumed run: the person's answer to this very request (agents/decisions/pending.py)
             decision: Decision | None = granted[1]
-        elif getattr(context, "pausing", False):  # pause mode: the run ends here, no thread waits
-            context.paused = request
+        elif pausing:  # pause mode: the run ends here, no thread waits
+            run.paused = request
             raise RunPaused(request)
         else:  # the run's thread waits; meanwhile a saved memory holds the request, resumable after a restart
             try:
@@ -92,13 +109,17 @@ class DecisionBroker:
         return decision
 
 
-def _granted(kind: DecisionKind, payload: dict[str, Any], context: Any) -> tuple[str, Decision] | None:
+def _granted(kind: DecisionKind, payload: dict[str, Any], context: Any) -> tuple[str, Decision, float] | None:
     """The resumed run's decision if this request is the one it was given for (same kind and content), once."""
     grant = getattr(context, "grant", None)
     if grant is None:
         return None
     pending, decision = grant
-    if request_key(pending.kind, pending.payload) != request_key(kind, json_safe(payload)):
+    key = request_key(kind, json_safe(payload))
+    earlier: tuple[str, Decision, float] | None = pending.take_earlier(key)  # made before the pause, in the step
+    if earlier is not None:
+        return earlier
+    if request_key(pending.kind, pending.payload) != key:
         return None
     context.grant = None
-    return pending.request_id, decision
+    return pending.request_id, decision, pending.asked_at or time.time()

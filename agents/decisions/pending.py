@@ -10,14 +10,17 @@ and the resume works in a new process on a loaded memory.
 
 A decision asked from inside sandboxed code (a tool called from code, `ask_user` in code) cannot be resumed
 mid-code: the step's code runs again from its start with the decision granted for that exact call, so what
-the code did before the call happens twice (`in_code` says so; the app tells the person).
+the code did before the call happens twice (`in_code` says so; the app tells the person). The decisions made
+earlier in that step (the code's own approval or edit) are made again as they were (`earlier`). A managed
+agent's decision pauses its top-level run: the resume calls the sub-agent again from its task's start.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.decisions.types import DecisionKind, DecisionRequest
+from agents.decisions.policy import ApprovalPolicy
+from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome
 from agents.errors import AgentInterrupted
 
 
@@ -45,17 +48,54 @@ class PendingDecision:
     planning_interval: int | None = None
     in_code: bool = False
     asked_at: float = 0.0
+    #: What the paused run paused for and offered (its own `approval_policy` and `tools`, None: the agent's), so
+    #: the resumed run, here or in another process, pauses and offers the same (agents/loop/run_options.py).
+    policy: dict[str, Any] | None = None
+    tools: list[str] | None = None
+    #: The decisions already made in the paused step (its records: kind, proposed, outcome, detail, edited), made
+    #: again as they were when the resume acts the step again (an approved or edited code step whose code then
+    #: called a tool that paused: the code that re-runs is the person's version, not asked for again).
+    earlier: list[dict[str, Any]] = field(default_factory=list)
 
     def request(self) -> DecisionRequest:
         return DecisionRequest(id=self.request_id, kind=DecisionKind(self.kind), payload=dict(self.payload),
-                               run_id=self.run_id, step=self.step_number)
+                               run_id=self.run_id, step=self.step_number, asked_at=self.asked_at)
 
     def to_dict(self) -> dict[str, Any]:
         return {"request_id": self.request_id, "kind": self.kind, "payload": self.payload, "run_id": self.run_id,
                 "step_number": self.step_number, "reply_content": self.reply_content,
                 "reply_tool_calls": self.reply_tool_calls, "steps_done": self.steps_done,
                 "max_steps": self.max_steps, "planning_interval": self.planning_interval, "in_code": self.in_code,
-                "asked_at": self.asked_at}
+                "asked_at": self.asked_at, "policy": self.policy, "tools": self.tools, "earlier": self.earlier}
+
+    def call_id_for(self, key: tuple[str, str]) -> str | None:
+        """The id a call from code had when the request `key` was asked (this one or an earlier of the step): the
+        resumed step's same call takes it again, so what the chat showed of it is the same call."""
+        for kind, payload in [(self.kind, self.payload),
+                              *((str(r.get("kind", "")), dict(r.get("proposed") or {})) for r in self.earlier)]:
+            if request_key(kind, payload) == key and isinstance(payload.get("call_id"), str):
+                return str(payload["call_id"])
+        return None
+
+    def take_earlier(self, key: tuple[str, str]) -> tuple[str, Decision, float] | None:
+        """The decision made earlier in the paused step for the request `key` (see `request_key`), once: its
+        request's id, the decision, and when it was asked."""
+        for index, record in enumerate(self.earlier):
+            if request_key(str(record.get("kind", "")), dict(record.get("proposed") or {})) == key:
+                del self.earlier[index]
+                asked = record.get("asked_at")
+                return (str(record.get("request_id", "")), _decision_of(record),
+                        float(asked) if isinstance(asked, (int, float)) else 0.0)
+        return None
+
+    def approval_policy(self) -> ApprovalPolicy | None:
+        """The paused run's own approval policy, or None (the agent's)."""
+        if self.policy is None:
+            return None
+        return ApprovalPolicy(review_plans=bool(self.policy.get("review_plans")),
+                              approve_code=bool(self.policy.get("approve_code")),
+                              tool_calls=self.policy.get("tool_calls", "none"),
+                              tools_needing_approval=frozenset(self.policy.get("tools_needing_approval", ())))
 
     @classmethod
     def from_dict(cls, data: Any) -> PendingDecision:
@@ -76,11 +116,52 @@ class PendingDecision:
         interval = data.get("planning_interval")
         if interval is not None and (not isinstance(interval, int) or interval < 1):
             raise ValueError("the pending decision's planning interval is malformed")
+        policy, tools = data.get("policy"), data.get("tools")
+        if policy is not None and not (isinstance(policy, dict) and policy.get("tool_calls", "none") in TOOL_CALLS
+                                       and _names(policy.get("tools_needing_approval", []))):
+            raise ValueError("the pending decision's approval policy is malformed")
+        if tools is not None and not _names(tools):
+            raise ValueError("the pending decision's tools are malformed")
+        earlier = data.get("earlier", [])
+        if not isinstance(earlier, list) or not all(
+                isinstance(r, dict) and isinstance(r.get("proposed", {}), dict)
+                and r.get("outcome") in {o.value for o in Outcome} for r in earlier):
+            raise ValueError("the pending decision's earlier decisions are malformed")
         return cls(request_id=data["request_id"], kind=data["kind"], payload=data["payload"], run_id=data["run_id"],
                    step_number=data["step_number"], reply_content=data.get("reply_content", ""),
                    reply_tool_calls=list(data.get("reply_tool_calls", [])), steps_done=data.get("steps_done", 0),
                    max_steps=max(1, data.get("max_steps", 20)), planning_interval=interval,
-                   in_code=bool(data.get("in_code", False)), asked_at=float(data.get("asked_at", 0.0) or 0.0))
+                   in_code=bool(data.get("in_code", False)), asked_at=float(data.get("asked_at", 0.0) or 0.0),
+                   policy=policy, tools=list(tools) if tools is not None else None,
+                   earlier=[dict(record) for record in earlier])
+
+
+TOOL_CALLS = ("none", "flagged", "all")
+
+
+def policy_record(policy: ApprovalPolicy | None) -> dict[str, Any] | None:
+    """A run's own approval policy as the pending record keeps it (what it pauses for; no timeouts: a paused
+    run waits for no clock)."""
+    if policy is None:
+        return None
+    return {"review_plans": policy.review_plans, "approve_code": policy.approve_code, "tool_calls": policy.tool_calls,
+            "tools_needing_approval": sorted(policy.tools_needing_approval)}
+
+
+def _decision_of(record: dict[str, Any]) -> Decision:
+    """The decision a step's record says was made (agents/decisions/broker.py writes the records)."""
+    outcome, detail = Outcome(record["outcome"]), str(record.get("detail") or "")
+    if outcome is Outcome.EDIT:
+        return Decision.edit(record.get("edited"))
+    if outcome is Outcome.REJECT:
+        return Decision.reject(detail)
+    if outcome is Outcome.ANSWER:
+        return Decision.reply(detail)
+    return Decision.approve()
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(name, str) for name in value)
 
 
 class RunPaused(AgentInterrupted):

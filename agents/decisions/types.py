@@ -33,6 +33,8 @@ class DecisionRequest:
     payload: dict[str, Any]
     run_id: str = ""
     step: int = 0
+    #: When it was asked: a paused run's record keeps it, so its resumed and its replayed request say the same.
+    asked_at: float = 0.0
 
 
 @dataclass

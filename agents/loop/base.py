@@ -29,7 +29,7 @@ from agents.loop.managed import ManagedAgentTool
 from agents.loop.model_call import Steps, drive
 from agents.loop.observation_images import ObservationImageBudget, check_mode
 from agents.loop.result import RunResult, RunState
-from agents.loop.run_options import RunOptions
+from agents.loop.run_options import RunOptions, resume_options
 from agents.loop.step_runner import FinalAnswerCheck, StepRunner
 from agents.loop.tool_runner import ToolRunner
 from agents.memory import ActionStep, AgentMemory, HistoryStep
@@ -295,7 +295,7 @@ class MultiStepAgent(AgentImages, AgentSharing):
         """`_resume` as the step loop's generator (agents/loop/model_call.py)."""
         emit = observe_run(self, emit, None)
         emit = self.answer_observer(emit, top_level=True)
-        options = RunOptions(max_steps=pending.max_steps, planning_interval=pending.planning_interval or 0)
+        options = resume_options(pending, self.runner.tools)
         run = self._run_context(emit, None, None, options)
         run.run_id, run.grant = pending.run_id, (pending, decision)
         self._interrupt_flag.clear()
@@ -415,9 +415,7 @@ class MultiStepAgent(AgentImages, AgentSharing):
         """A run's context: its ids and events, and its settings (the run's own, else the agent's). A run with
         its own approval policy asks through a broker of its own, with the agent's decider (so a decision is
         answered as any other: `resolve_decision`)."""
-        broker = self.broker
-        if options.approval_policy is not None:
-            broker = DecisionBroker(options.approval_policy, self.broker.decider)
+        broker = self.broker.for_policy(options.approval_policy)
         max_steps = options.max_steps or self.max_steps
         cap = self.step_cap()
         if cap:  # a small model's checked answers come from short runs (agents/loop/answer_checking.py)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents import step_events
 from agents.decisions import DecisionKind, Outcome
+from agents.decisions.pending import RunPaused
 from agents.errors import AgentDeckError, AgentInterrupted
 from agents.events import Event, SandboxRun
 from agents.executor.tree_walk import remove_tree
@@ -269,6 +270,9 @@ class CodeAgent(MultiStepAgent):
             code = step.code = decision.edited
         context.check_interrupt()
         result = self._execute_code(code, step, context)
+        paused = context.pause_due()
+        if paused is not None:  # a call in the code asked for a decision (pause mode): the step ends unshown
+            raise RunPaused(paused)
         for artifact in result.artifacts:
             self._emit_artifact(artifact, step, context)
         for number, shot in enumerate(context.tool_images, 1):  # screenshots tools returned: shown in the chat

@@ -75,6 +75,10 @@ class RunContext:
     def emit(self, event: Event) -> None:
         self.emit_function(event)
 
+    def pause_due(self) -> DecisionRequest | None:
+        """The request this run (or, for a managed agent, its manager's run) ends at in pause mode, if any."""
+        return self.paused or getattr(self.broker.outer, "paused", None)
+
     def check_interrupt(self) -> None:
         if self.interrupt_flag.is_set():
             raise AgentInterrupted("The run was stopped.")

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from agents.decisions import ApprovalPolicy
+from agents.decisions.pending import RunPaused
 from agents.errors import AgentInterrupted, ToolError
 from agents.events import Event
 from agents.loop.result import RunResult, RunState
@@ -47,11 +48,26 @@ class ManagedAgentTool(Tool):
 
     def forward(self, task: str, additional_args: dict[str, Any] | None = None, *, context: ToolContext) -> str:
         full_task = render(self.agent.prompt_templates, "managed_agent.task", name=self.name, task=task)
-        loop = getattr(context.run, "event_loop", None)  # the manager's, under arun/astream
-        policy = getattr(context.run, "approval_policy", None)  # a policy the manager's run was given
-        result = self.agent.run_for_manager(full_task, emit=context.run.emit, parent_id=context.call_id,
-                                            additional_args=additional_args, event_loop=loop,
-                                            approval_policy=policy)
+        run = context.run
+        loop = getattr(run, "event_loop", None)  # the manager's, under arun/astream
+        policy = getattr(run, "approval_policy", None)  # a policy the manager's run was given
+        broker = getattr(self.agent, "broker", None)
+        outer = getattr(getattr(run, "broker", None), "outer", None) or run  # the top-level run, however nested
+        if broker is not None:
+            broker.outer = outer  # its decisions pause (and are granted on resume) as the manager's run's
+        try:
+            result = self.agent.run_for_manager(full_task, emit=run.emit, parent_id=context.call_id,
+                                                additional_args=additional_args, event_loop=loop,
+                                                approval_policy=policy)
+        finally:
+            if broker is not None:
+                broker.outer = None
+        paused = getattr(outer, "paused", None)
+        if result.state is RunState.PAUSED and paused is not None:  # the manager's run ends at the same request
+            memory = getattr(self.agent, "memory", None)
+            if memory is not None:  # the manager's memory keeps it: this fresh sub-run is made again on resume
+                memory.pending = None
+            raise RunPaused(paused)
         if result.state is RunState.INTERRUPTED:
             raise AgentInterrupted(f"Managed agent {self.name!r} was stopped.")
         if result.state is RunState.ERROR:

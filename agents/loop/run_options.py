@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.decisions import ApprovalPolicy
+from agents.decisions.pending import PendingDecision
 from agents.errors import ConfigurationError
 
 
@@ -59,6 +60,14 @@ class RunOptions:
                                      "agent's tools: give the agent every tool a run may offer.")
         keep = set(self.tools) | {"final_answer"}
         return {name: tool for name, tool in callables.items() if name in keep}
+
+
+def resume_options(pending: PendingDecision, callables: dict[str, Any]) -> RunOptions:
+    """The options of the run that resumes `pending`: the paused run's own (its step limit, planning, what it
+    paused for and the tools it offered that the agent still has), so the answer goes on as that run would."""
+    tools = None if pending.tools is None else tuple(name for name in pending.tools if name in callables)
+    return RunOptions(max_steps=pending.max_steps, planning_interval=pending.planning_interval or 0,
+                      approval_policy=pending.approval_policy(), tools=tools)
 
 
 def _is_int(value: Any) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from agents import step_events
 from agents.answer_checks.best_guess import usable_guess
 from agents.decisions import DecisionKind, DecisionRequest, Outcome
-from agents.decisions.pending import PendingDecision, RunPaused
+from agents.decisions.pending import PendingDecision, RunPaused, policy_record
 from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError, RunBudgetExceededError
 from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
@@ -122,6 +122,9 @@ class StepRunner:
         reply = ModelReply(content=pending.reply_content, tool_calls=[
             ToolCall(name=str(c.get("name", "")), arguments=dict(c.get("arguments") or {}), id=str(c.get("id", "")))
             for c in pending.reply_tool_calls if isinstance(c, dict)])
+        if pending.kind == DecisionKind.PLAN.value:  # a plan review: the plan is reviewed again, then steps go on
+            return (yield from self._run_to_end(task_step, lambda: self._steps(self.task, pending.steps_done,
+                                                                               plan=reply)))
         return (yield from self._run_to_end(task_step, lambda: self._steps(self.task, pending.steps_done, reply)))
 
     def _run_to_end(self, task_step: TaskStep,
@@ -154,10 +157,11 @@ class StepRunner:
                          token_usage=finished.token_usage, duration_s=finished.duration_s, error=error,
                          exception=exception)
 
-    def _steps(self, task: str, start: int = 0,
-               resumed: ModelReply | None = None) -> Steps[tuple[FinalAnswerStep, RunState]]:
-        """The steps of a run (from step `start`, the first acting on the `resumed` reply of a paused run);
-        returns its answer step (not yet in memory) and how the run ended."""
+    def _steps(self, task: str, start: int = 0, resumed: ModelReply | None = None,
+               plan: ModelReply | None = None) -> Steps[tuple[FinalAnswerStep, RunState]]:
+        """The steps of a run (from step `start`, the first acting on the `resumed` reply of a paused run, or
+        planning from the recorded `plan` of a run paused at its plan's review); returns its answer step (not
+        yet in memory) and how the run ended."""
         agent, run = self.agent, self.run
         refusal = agent.run_refusal()
         if refusal is not None:
@@ -168,9 +172,11 @@ class StepRunner:
             self.last_step_number += 1
             run.start_step(self.last_step_number)
             self.steps_done = steps_done
-            if resumed is None and run.planning_interval and steps_done % run.planning_interval == 0:
+            if plan is not None or (resumed is None and run.planning_interval
+                                    and steps_done % run.planning_interval == 0):
                 yield from self.planning_step(task, is_update=steps_done > 0,
-                                              remaining_steps=run.max_steps - steps_done)
+                                              remaining_steps=run.max_steps - steps_done, recorded=plan)
+                plan = run.grant = None
             try:
                 finished, output = yield from self.action_step(resumed)
             finally:
@@ -252,7 +258,10 @@ class StepRunner:
         return not any(vote is False for vote in self.agent.step_callbacks.fire(step, self.agent))
 
     # -- planning ------------------------------------------------------------------------------------
-    def planning_step(self, task: str, is_update: bool, remaining_steps: int) -> Steps[PlanningStep]:
+    def planning_step(self, task: str, is_update: bool, remaining_steps: int,
+                      recorded: ModelReply | None = None) -> Steps[PlanningStep]:
+        """A plan (the model's, or the `recorded` one of a run paused at its review), reviewed when the policy
+        says so; in pause mode the review ends the run, the memory keeping the plan (agents/decisions/pending.py)."""
         agent, run = self.agent, self.run
         fields = run.event_fields()
         step = PlanningStep(step_number=run.step, is_update=is_update)
@@ -268,12 +277,18 @@ class StepRunner:
         else:
             messages = [{"role": "user", "content": render(templates, "planning.initial_plan", task=task,
                                                            **agent.prompt_variables(run))}]
-        reply, step.model_duration_s = yield from self.call_model(messages, stop_sequences=[_END_PLAN])
+        reply = recorded
+        if reply is None:
+            reply, step.model_duration_s = yield from self.call_model(messages, stop_sequences=[_END_PLAN])
         step.model_output, step.token_usage = reply.content, reply.token_usage
         run.emit(step_events.model_output(step, fields))
         plan = step.plan = reply.content.replace(_END_PLAN, "").strip()
         run.emit(step_events.plan_proposed(step, fields))
-        decision = run.ask(DecisionKind.PLAN, {"plan": plan})
+        try:
+            decision = run.ask(DecisionKind.PLAN, {"plan": plan})
+        except RunPaused as paused:
+            self._record_pending(paused, step, reply, in_code=False)
+            raise
         plan_text = render(templates, "planning.plan_message", plan=plan)
         step.decisions = run.take_decisions()
         if decision is not None:
@@ -317,8 +332,9 @@ class StepRunner:
             answered = reply
             run.note_pending = lambda request: self._note_waiting(request, step, answered)
             agent.act(step, reply, run)
-            if run.paused is not None:  # asked from sandboxed code: the code caught the pause as a tool error
-                raise RunPaused(run.paused)
+            paused = run.pause_due()  # a managed agent's: its manager's
+            if paused is not None:  # asked from sandboxed code: the code caught the pause as a tool error
+                raise RunPaused(paused)
             if step.is_final_answer:
                 self._check_final_answer(step)
         except RunPaused as paused:
@@ -345,7 +361,8 @@ class StepRunner:
         in_code = step.code is not None and request.kind is not DecisionKind.CODE
         self._record_pending(RunPaused(request), step, reply, in_code=in_code)
 
-    def _record_pending(self, paused: RunPaused, step: ActionStep, reply: ModelReply | None, in_code: bool) -> None:
+    def _record_pending(self, paused: RunPaused, step: ActionStep | PlanningStep, reply: ModelReply | None,
+                        in_code: bool) -> None:
         """The run ends at `paused`: the memory keeps what the resume needs (agents/decisions/pending.py)."""
         request, reply = paused.request, reply or ModelReply(content="")
         self.agent.memory.pending = PendingDecision(
@@ -354,7 +371,9 @@ class StepRunner:
             reply_tool_calls=[{"id": c.id, "name": c.name, "arguments": json_safe(c.arguments)}
                               for c in reply.tool_calls],
             steps_done=self.steps_done, max_steps=self.run.max_steps, planning_interval=self.run.planning_interval,
-            in_code=in_code, asked_at=time.time())
+            in_code=in_code, asked_at=request.asked_at or time.time(), policy=policy_record(self.run.approval_policy),
+            tools=sorted(self.run.tools) if self.run.tools is not None else None,
+            earlier=[dict(record) for record in self.run.decisions])
 
     def _finish_action_step(self, step: ActionStep) -> None:
         """Record a finished (or failed, or stopped) action step in memory and emit its end."""

@@ -12,10 +12,12 @@ from typing import Any
 
 from agents import step_events
 from agents.decisions import DecisionKind, Outcome, Rejected
+from agents.decisions.pending import RunPaused, request_key
 from agents.errors import ToolError
 from agents.events import new_id
 from agents.injection import detect_injection, fence, warning_line
 from agents.loop.context import RunContext
+from agents.memory.codec import json_safe
 from agents.models.base import ToolCall
 from agents.models.images import TextAndImage
 from agents.tooling.base import Tool
@@ -38,7 +40,7 @@ class ToolRunner:
         tool = offered.get(name)
         if tool is None:
             raise ToolError(f"Unknown tool {name!r}. Available tools: {', '.join(sorted(offered)) or 'none'}.")
-        call_id = call_id or new_id()
+        call_id = call_id or _resumed_call_id(run, name, positional, arguments, tool) or new_id()
         try:
             # Name positional arguments (`lookup('a')` from code) so that what a person sees, edits and
             # approves is always `{input_name: value}`; bad arguments fail here, before anyone is asked.
@@ -62,6 +64,8 @@ class ToolRunner:
             output = tool.invoke(arguments, ToolContext(call_id=call_id, run=run))
         except Rejected as exc:  # a person rejected what the tool was about to do
             _finish(record, exc.reason, run, rejected=True)
+            raise
+        except RunPaused:  # a managed agent's decision ends the run (pause mode): the call is made again on resume
             raise
         except ToolError as exc:
             _finish(record, str(exc), run, is_error=True)
@@ -110,6 +114,19 @@ class ToolRunner:
             proxy.__name__ = name
             return proxy
         return {name: make(name) for name in self.offered(run)}
+
+
+def _resumed_call_id(run: RunContext, name: str, positional: tuple[Any, ...], arguments: dict[str, Any],
+                     tool: Tool) -> str | None:
+    """In a resumed step (agents/decisions/pending.py), the id a call from code had when it was asked before."""
+    if run.grant is None:
+        return None
+    try:
+        shown = tool.bind_arguments(positional, arguments)
+    except ToolError:
+        return None
+    key = request_key(DecisionKind.TOOL_CALL, {"tool_name": name, "arguments": json_safe(shown)})
+    return run.grant[0].call_id_for(key)
 
 
 # -- a call's record: its events are made from it (agents/step_events/), the run's step keeps it -----------

@@ -9,7 +9,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.events import Event, ExecutionLog, ModelRetrying, ModelTextDelta, SandboxRun
+from agents.events import (
+    DecisionMade,
+    DecisionRequested,
+    Event,
+    ExecutionLog,
+    ModelRetrying,
+    ModelTextDelta,
+    RunFinished,
+    SandboxRun,
+    StepStarted,
+)
 from agents.memory.steps import ActionStep, FinalAnswerStep, MemoryStep, PlanningStep, SummaryStep, TaskStep
 from agents.step_events import frames
 from agents.step_events.actions import action_events, planning_events
@@ -110,11 +120,22 @@ def replay(steps: Sequence[MemoryStep], workdir: Path,
 # ----- comparing a live stream with a replay ------------------------------------------------------------
 def replayable(events: Iterable[Event]) -> list[Event]:
     """The part of a live stream that a replay gives back: streaming-only events and managed agents' events
-    dropped, neighbouring ExecutionLog pieces of a step joined."""
+    dropped, neighbouring ExecutionLog pieces of a step joined. A run paused at a decision (pause mode,
+    agents/decisions/pending.py) left its paused step unrecorded and the resume acted it again: that first go is
+    dropped with the paused RunFinished, its request kept for where the resumed step's answer comes."""
     kept: list[Event] = []
+    asked: dict[str, Event] = {}  # the requests of paused steps, by id
     for event in events:
         if isinstance(event, STREAMING_ONLY) or event.parent_id is not None:
             continue
+        if isinstance(event, RunFinished) and event.state == "paused":
+            start = max((i for i, e in enumerate(kept) if isinstance(e, StepStarted)
+                         and (e.run_id, e.step) == (event.run_id, event.step)), default=len(kept))
+            asked.update((e.request_id, e) for e in kept[start:] if isinstance(e, DecisionRequested))
+            del kept[start:]
+            continue
+        if isinstance(event, DecisionMade) and event.request_id in asked:
+            kept.append(asked.pop(event.request_id))
         last = kept[-1] if kept else None
         if isinstance(event, ExecutionLog) and isinstance(last, ExecutionLog) \
                 and (last.run_id, last.step) == (event.run_id, event.step):

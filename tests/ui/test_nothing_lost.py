@@ -143,7 +143,8 @@ def test_stop_while_waiting_for_a_decision_keeps_memory(apps, tmp_path: Path) ->
     agent = app.session().agent
     app.run("Try something risky", mode="approve_code")
     session = app.session()
-    assert session.run.waiting_decision is not None and session.running
+    # The run ended at the decision (pause mode): nothing runs, the decision waits in its memory.
+    assert session.run.waiting_decision is not None and not session.running and session.has_pending()
     app.app.stop(Req("tab"))
     from ui.panels.approvals import ApprovalHandlers
 

@@ -103,14 +103,15 @@ class App:
         list(self.app.run({"text": text, "files": []}, self.req, "all", **self.form()))
 
     def pending(self) -> ev.DecisionRequested:
+        """The decision the panel shows (the run ended there: the session's pending request, from its memory)."""
         view = dict(zip(VIEW_KEYS, self.approvals.refresh(None, self.req), strict=True))
-        request_id = view["request_id"]
-        request = next(r for r in self.session.agent.pending_decisions() if r.id == request_id)
+        request = self.session.pending_request()
+        assert request is not None and request.request_id == view["request_id"]
         return request
 
     def decide(self, name: str, *args: Any) -> None:
         """Press a panel button as the page does, then stream the rest of the run."""
-        getattr(self.approvals, name)(self.pending().id, *args, self.req)
+        getattr(self.approvals, name)(self.pending().request_id, *args, self.req)
         list(self.approvals.resume(self.req))
 
     def close(self) -> None:
@@ -176,7 +177,8 @@ def test_a_saved_chat_reopens_with_the_same_events_and_the_same_chat(tmp_path: P
         assert errors == {"ExecutionError", "RejectedByUser"}
         assert {e.artifact_kind for e in live_events if isinstance(e, ev.ArtifactCreated)} == {"image", "file"}
         assert {e.request_kind for e in live_events if isinstance(e, ev.DecisionMade)} == {"plan", "code", "question"}
-        assert sum(isinstance(e, ev.RunFinished) for e in live_events) == 2
+        # Two runs, each paused at each decision (pause mode: a paused run ends, its answer resumes it).
+        assert sum(isinstance(e, ev.RunFinished) and e.state != "paused" for e in live_events) == 2
     finally:
         live_app.close()
 

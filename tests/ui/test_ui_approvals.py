@@ -217,7 +217,8 @@ def test_tool_call_bad_json_then_rejected_with_reason(harness, tmp_path: Path, m
     assert "not sent" not in h.chat() and len(h.model_calls()) == 1
     not_object = h.decide("approve", "", '["bob@example.com"]')
     assert "must be a JSON object" in _value(not_object["message"])
-    assert [r.kind.value for r in h.session.agent.pending_decisions()] == ["tool_call"]
+    assert h.session.pending_request().request_kind == "tool_call"  # still waiting (the run ended there)
+    assert h.session.agent.memory.pending.kind == "tool_call" and not h.session.agent.pending_decisions()
 
     h.decide("reject", "wrong recipient: use bob@example.com")
     assert "wrong recipient" in h.last_input()  # the next step's input carries the reason

@@ -44,6 +44,7 @@ from ui.chat_service import (
 )
 from ui.saved.store import ChatStoreError, SavedChat
 from ui.services import Services
+from ui.session.registry import ServerBusyError
 from ui.session.session import Session
 from ui.settings import RunSettings, SignInNeededError
 from ui.web.gradio_compat import file_url, page_file_url, private_uploads_root, root_url_of
@@ -165,7 +166,7 @@ class ApiChats:
         if session is None:
             chat = self.services.store.create(caller.owner)
             session = self.service.install(self._new_key(caller.owner, chat.id), chat, caller.visitor)
-        if session.running:
+        if session.running or session.has_pending():
             raise ApiRefused("A run is going on in that chat: wait for it, answer its decision (decide) or stop it.")
         try:
             self.service.admit(session, caller.request, approval_mode or "autonomous")
@@ -191,7 +192,8 @@ class ApiChats:
     def decide(self, caller: ApiCaller, chat_id: str, decision_id: str, action: str, text: str = "") -> dict[str, Any]:
         """Answer the decision the chat's run waits for (approve, reject with a reason, edit with the new plan,
         code or JSON arguments, or answer the agent's question), then go on until the run ends or waits again."""
-        session = self._live(caller, self._chat(caller, chat_id).id)
+        chat = self._chat(caller, chat_id)
+        session = self._live(caller, chat.id) or self._reopen_paused(caller, chat)
         pending = self.service.pending(session, decision_id) if session is not None else None
         if session is None or pending is None:
             raise ApiRefused("That chat has no pending decision with this id (it was made, it expired, or the run "
@@ -200,10 +202,34 @@ class ApiChats:
         made = decision(pending.request_kind, action, text, text, text, _WORDING)
         try:
             self.service.resolve(session, pending, made, text)
+        except LeaseRefused as exc:  # one tab, one replica runs it
+            why = str(exc)
+            raise ApiRefused("That chat was continued last elsewhere (a browser tab or another client, maybe on "
+                             "another server): its run goes on there." if "another tab" in why else why) from None
         except Exception as exc:  # made meanwhile, or refused by the agent
             raise ApiRefused(refusal_text(exc)) from None
         self.service.go_on(session)
         return self.outcome(caller, session)
+
+    def _reopen_paused(self, caller: ApiCaller, chat: SavedChat) -> Session | None:
+        """A chat whose run ended at a decision in another process (another replica, or before a restart), as
+        this caller's session here: its agent built and its variables rebuilt (inside the caller's run limits),
+        so the answer resumes the run here. None when its saved memory waits for no decision."""
+        session = self._open(caller, chat, restore=True)
+        if session.agent is not None or getattr(session.memory, "pending", None) is None:
+            return session
+        settings = self._settings(session, "", None, caller.hf_token)
+        memory = session.memory
+        with self.services.gate.rebuilding(caller.request, session, memory) as allowed:
+            if not allowed:
+                raise ApiRefused("Over your run limits: answer again in a minute (reopening the chat re-runs its "
+                                 "code).")
+            try:
+                self.services.registry.make_room(session)  # its sandbox counts against the server's cap
+            except ServerBusyError as exc:
+                raise ApiRefused(f"The server is busy ({exc}): answer again in a while.") from None
+            session.restore_agent(memory, settings)
+        return session
 
     def stop(self, caller: ApiCaller, chat_id: str) -> bool:
         """Stop the chat's run (True if one was going on)."""

@@ -121,7 +121,7 @@ class Transcript(ExecutionRendering, DecisionRendering):
                     started=e.timestamp)
         self.step_nodes[(e.run_id, e.parent_id, e.step)] = node
         parent = self._step_parent(e)
-        self._add(node, parent=parent)
+        self._put(node, parent=parent)  # a resumed run's paused step starts again in its place
         self._steps[node.id] = StepRecord(siblings=parent.children if parent is not None else self.roots)
         if e.parent_id is None:
             self.current_step = number
@@ -258,7 +258,7 @@ class Transcript(ExecutionRendering, DecisionRendering):
                 self._add_image(shown, os.path.basename(path), e)
 
     def _on_run_finished(self, e: ev.RunFinished) -> None:
-        if e.parent_id is not None:
+        if e.parent_id is not None or e.state == "paused":  # a paused run waits for its decision: it goes on
             return
         self.finished = e
         self.waiting = None

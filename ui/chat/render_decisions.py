@@ -79,7 +79,15 @@ class DecisionRendering(StepTree):
         if step is not None and step.title and WAITING_MARK not in step.title:
             step.title += WAITING_MARK
 
+    def resumed_request(self, e: ev.DecisionRequested) -> None:
+        """A run paused at `e` resumes in this chat, which never showed `e` (reopened from the saved chat: on
+        another replica, or after a restart): its decision is shown when made, as if it had been asked here."""
+        self.requests.setdefault(e.request_id, e)
+
     def _on_decision_made(self, e: ev.DecisionMade) -> None:
+        asked = self.requests.get(e.request_id)
+        if e.request_id not in self.decision_nodes and asked is not None:  # see `resumed_request`
+            self._on_decision_requested(asked)
         self.waiting = None
         step = self._step_node(e)
         if step is not None and step.title:

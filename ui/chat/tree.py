@@ -57,6 +57,23 @@ class ChatTree:
         self.by_id[node.id] = node
         return node
 
+    def _put(self, node: Node, parent: Node | None = None) -> Node:
+        """`_add`, except that a node of the same id (a step a resumed run acts again: it ended at a decision,
+        agents/decisions/pending.py) is replaced where it stood, its old content forgotten."""
+        old = self.by_id.get(node.id)
+        siblings = parent.children if parent is not None else self.roots
+        if old is None or not any(n is old for n in siblings):
+            return self._add(node, parent)
+        siblings[next(i for i, n in enumerate(siblings) if n is old)] = node
+        stale = list(old.children)
+        while stale:
+            child = stale.pop()
+            stale.extend(child.children)
+            if self.by_id.get(child.id) is child:
+                del self.by_id[child.id]
+        self.by_id[node.id] = node
+        return node
+
     def shown_file(self, path: str) -> tuple[str, str | None] | None:
         """(the path a file message shows, the digest of its content): its published copy, a snapshot
         (ui/chat/published_files.py), or the file itself without a publisher; None if it cannot be shown."""

@@ -29,6 +29,7 @@ from ui.chat_service import (
     ChatRefused,
     ChatService,
     DecisionWording,
+    LeaseRefused,
     clip,
     decision,
     refusal_text,
@@ -147,6 +148,8 @@ class McpChats:
         made = decision(pending.request_kind, action, edited, reason, answer, _WORDING)
         try:
             self.service.resolve(session, pending, made, str(answer))
+        except LeaseRefused as exc:
+            raise McpRefused(str(exc)) from None
         except Exception as exc:
             raise McpRefused(refusal_text(exc)) from None
         self.service.go_on(session)

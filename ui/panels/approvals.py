@@ -95,9 +95,14 @@ class ApprovalHandlers:
             decision = decide(pending)
         except ValueError as exc:  # a bad edit: say so, keep everything as it is
             return as_tuple(view(session.pending_request(), pending.request_id, f"⚠️ {exc}"))
+        leases = self.services.leases
+        refused = leases.claim_decision(session.key, session, pending.request_id)  # one tab, one replica runs it
+        if refused is not None:
+            return as_tuple(view(session.pending_request(), shown_id, refused))
         try:
             session.resolve(pending, decision)
         except Exception as exc:  # expired or refused by the agent
+            leases.release_decision(pending.request_id)
             return as_tuple(view(session.pending_request(), shown_id, f"⚠️ {exc}"))
         return as_tuple(view(session.pending_request(), pending.request_id))
 

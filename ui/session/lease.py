@@ -25,6 +25,10 @@ REFUSAL = ("📑 This chat is open in another tab, which continued it last. Your
            "in the box). Press **Take over here** to load the chat as it is now and continue it in this tab.")
 DELETED = ("🗑 This chat was deleted (in another tab). Your message was not sent (it is still in the box). Press "
            "**New chat** to send it in a new chat.")
+ANSWERED = ("🔁 This decision was already made in another tab (maybe served by another server), where the run goes "
+            "on. Reopen the chat to see it.")
+#: How long a made decision's id stays taken (a paused run's answer starts its resume once, on one replica).
+DECIDED_TTL_S = 7 * 24 * 3600.0
 #: This process among the replicas (a lease names the replica whose tab holds it).
 REPLICA = secrets.token_hex(8)
 
@@ -74,3 +78,18 @@ class ChatLeases:
             return REFUSAL
         self.hold(chat.id, key)
         return None
+
+    def claim_decision(self, key: str, session: Session, request_id: str) -> str | None:
+        """Before a paused run's decision is answered: None if this tab may answer it, else why not. The tab
+        takes the chat's lease as a message would, and the request's id once among all replicas (an atomic slot
+        of one in the shared state): a paused run holds no thread, so its memory is on every replica that
+        opened the chat, and two quick answers on two replicas would each resume it. `release_decision` if the
+        answer is refused after all."""
+        why = self.claim(key, session)
+        if why is not None:
+            return why
+        return None if self.state.slot_take(f"decided:{request_id}", 1, DECIDED_TTL_S) else ANSWERED
+
+    def release_decision(self, request_id: str) -> None:
+        """The answer was refused (it did not fit the request): the request may be answered again."""
+        self.state.slot_release(f"decided:{request_id}")

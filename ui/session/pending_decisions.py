@@ -1,9 +1,12 @@
 """A paused run's decision: which approval mode a run gets, and which request of a paused run is still open.
 
-The agent pauses with a DecisionRequested event (agents/decisions); the session's drain stops there and the
-streaming handler returns, so no web worker is held while a person decides. The session answers for its
-paused run (`Session.pending_request`, `Session.resolve`, `Session.claim_paused_run`, which its RunControl
-does: ui/session/run_control.py); these are the pieces it uses that need no session. No Gradio here.
+The app's agents pause by ending the run (`pause_on_decision`, agents/decisions/pending.py): at a decision the
+run's DecisionRequested comes, then its end; the memory holds the pending request and is saved with the chat,
+and neither a thread nor a web worker waits while a person decides. The answer resumes the run
+(`agent.resume`) on whichever replica holds the chat then, after a restart too. A decision asked inside a
+managed agent still waits in the run's thread (`open_request`: answered with `resolve_decision`). The session
+answers for its paused run (`Session.pending_request`, `Session.resolve`, `Session.claim_paused_run`, which its
+RunControl does: ui/session/run_control.py); these are the pieces it uses that need no session. No Gradio here.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import Any
 from agents import events as ev
 from agents.decisions import APPROVAL_MODES, ApprovalPolicy
 from agents.loop.base import MultiStepAgent
+from agents.memory import TaskStep
 from ui.session.run_stream import RunHandle
 
 WAITING_NOTE = ("✋ The agent is waiting for your decision in the panel under the chat: approve or reject it first "
@@ -26,6 +30,25 @@ def apply_approval_mode(agent: Any, mode: str) -> None:
     """Give the agent (and its managed agents) the policy of `mode`. Only between runs: no thread reads it then."""
     if isinstance(agent, MultiStepAgent):  # (tests' stand-in agents have no policy)
         agent.set_approval_policy(ApprovalPolicy.from_mode(normalise_mode(mode)))
+
+
+def pauses(agent: Any) -> bool:
+    """Whether `agent` ends its runs at a decision instead of holding their thread (pause mode)."""
+    return bool(getattr(agent, "pause_on_decision", False))
+
+
+def drop_pending(memory: Any) -> bool:
+    """Stop on a run that ended at a decision: forget the request and record the run as stopped in `memory` (so
+    a reopened chat shows it stopped). False when no decision waits there."""
+    pending = getattr(memory, "pending", None)
+    if pending is None:
+        return False
+    memory.pending = None
+    for step in reversed(memory.steps):
+        if isinstance(step, TaskStep) and step.run_id == pending.run_id:
+            step.state = "interrupted"
+            break
+    return True
 
 
 def open_request(run: RunHandle | None, agent: Any) -> ev.DecisionRequested | None:

@@ -239,7 +239,7 @@ class SessionRegistry:
             return True  # its page went away during a run and did not come back
         if quiet <= min(self.pageless_idle_s, self.decision_timeout_s):
             return False
-        paused = session.running and session.has_pending()
+        paused = session.has_pending()  # its run ended at the decision (pause mode), or a managed agent's waits
         if quiet > self.pageless_idle_s and (not session.running or paused) and not self.presence.has_page(key):
             return True
         return paused and quiet > self.decision_timeout_s

@@ -27,8 +27,10 @@ from ui.session.pending_decisions import (
     WAITING_NOTE,
     apply_approval_mode,
     claim_for_resume,
+    drop_pending,
     normalise_mode,
     open_request,
+    pauses,
     saved_request,
 )
 from ui.session.run_stream import END, Failure, RunHandle
@@ -77,7 +79,7 @@ class RunControl:
         """`Session.start_run`'s work, under the session's lock: add the person's message (and files) to the
         chat and start the agent in its own thread (a drain reads its events). False if nothing started."""
         with self._lock:
-            if self.running:
+            if self.running or self.pending() is not None:  # a paused run has ended, but its decision waits
                 if self.answer_question(text):  # the run waits for an answer: this is it
                     return True
                 self._record.add_note(WAITING_NOTE if self.pending() is not None else BUSY_RUN_NOTE)
@@ -104,7 +106,8 @@ class RunControl:
                 self._record.add_note(note)
             # keeps its memory: reset=False
             pictures: dict[str, Any] = {"images": images} if images else {}
-            self._run = RunHandle(agent.run(task, stream=True, reset=False, **pictures, **run_settings))
+            self._run = RunHandle(agent.run(task, stream=True, reset=False, **pictures, **run_settings),
+                                  pauses=pauses(agent))
             return True
 
     def set_approval_mode(self, mode: Any) -> None:
@@ -202,11 +205,13 @@ class RunControl:
         self._touch()
 
     def _resume_saved(self, agent: Any, request: ev.DecisionRequested, decision: Decision) -> None:
-        """A saved chat's run waited for `request` when the server stopped: the answer resumes it
-        (`agent.resume`, agents/decisions/pending.py) as a new stream the panel's resume drains."""
+        """The run ended at `request` (pause mode), in this process or in the one that saved the chat (another
+        replica, or before a restart): the answer resumes it (`agent.resume`, agents/decisions/pending.py) as
+        a new stream the panel's resume drains."""
         stream = agent.resume(decision, stream=True)  # refuses a decision that does not fit, nothing changed
         self._record.transcript.finished = None
-        self._run = RunHandle(stream)
+        self._record.transcript.resumed_request(request)  # a reopened chat shows the decision as it is made
+        self._run = RunHandle(stream, pauses=pauses(agent))
         self._run.waiting_decision, self._run.answered = request, request.request_id  # claimed by the next drain
 
     def answer_question(self, text: str) -> bool:
@@ -226,14 +231,31 @@ class RunControl:
 
     # ----- stopping and the end ----------------------------------------------------------------------------
     def interrupt(self) -> bool:
-        """Stop the run at once (the agent stops its sandbox code). False if no run goes on."""
+        """Stop the run at once (the agent stops its sandbox code), or end the run paused at a decision. False
+        if no run goes on or waits."""
         with self._lock:
             run, agent = self._run, self._slot.agent
+            if not self.running and self.pending() is not None:
+                return self._stop_paused()
             if run is None or run.finished or agent is None:
                 return False
             run.stop_requested_at = time.time()
         agent.interrupt()
         run.wake()  # the drain checks at once whether the run ended, instead of at its next heartbeat
+        return True
+
+    def _stop_paused(self) -> bool:
+        """Stop on a run that ended at a decision (nothing runs): its pending request is dropped, its run recorded
+        as stopped, and the chat shows and saves that end, as a stopped live run's."""
+        memory = getattr(self._slot.agent, "memory", None) if self._slot.agent is not None else \
+            self._slot.kept_memory
+        if not drop_pending(memory):
+            return False
+        if self._run is not None:
+            self._run.waiting_decision = None
+        self._record.apply(stopping.stopped_event(self._record.transcript))
+        self._save("run")
+        self._touch()
         return True
 
     def settle_stop(self) -> None:

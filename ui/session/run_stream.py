@@ -3,8 +3,11 @@ heartbeat) and applies what came to the session's transcript, yielding whenever 
 
 Kept apart from the session because this is the streaming policy (how long to gather a burst, how often to
 update, the heartbeat, giving up on a stop the agent does not confirm), while ui/session/run_control.py is what
-a session's run holds. A drain ends when the run finishes or asks for a decision (DecisionRequested); after the
-decision is resolved a new drain picks up the same stream.
+a session's run holds. A drain ends when the run finishes or asks for a decision. The app's agents pause
+(`pause_on_decision`, agents/decisions/pending.py): at a decision the run ends, so the drain reads on to that end
+(the pending record is in memory by then) and the chat is saved with it; no thread waits, and the answer starts
+a resumed run, here or on another replica. A decision asked inside a managed agent still waits in the run's thread:
+the drain stops at its DecisionRequested and a new drain picks up the same stream once it is resolved.
 """
 from __future__ import annotations
 
@@ -36,10 +39,13 @@ class Failure:
 class RunHandle:
     """One run's event stream and what the UI knows of it (finished, waiting for a decision, stop asked)."""
 
-    def __init__(self, stream: EventStream) -> None:
+    def __init__(self, stream: EventStream, pauses: bool = False) -> None:
         self.stream = stream
+        #: The agent ends a top-level run at a decision (pause mode): its stream ends, no thread waits.
+        self.pauses = pauses
         self.finished = False  # RunFinished (or the end of the stream) has been applied
         self.waiting_decision: ev.DecisionRequested | None = None
+        self.ending = False  # the decision asked ends the run (pause mode): the drain reads on to its end
         self.stop_requested_at: float | None = None
         self.answered: str | None = None  # the id of the decision a person answered (Session.resolve)
         self.drainer: object | None = None  # the drain that reads the stream now (a re-attached page takes over)
@@ -56,12 +62,24 @@ class RunHandle:
         return True
 
     def follow(self, event: ev.Event) -> None:
-        """What an event shown in the chat says of the run: the top-level RunFinished ends it, a
-        DecisionRequested pauses it (the drain stops there)."""
+        """What an event shown in the chat says of the run: the top-level RunFinished ends it (a paused one
+        too: its decision stays `waiting_decision`), a DecisionRequested pauses it (the drain stops there, or
+        at the run's end when the run pauses by ending)."""
         if isinstance(event, ev.RunFinished) and event.parent_id is None:
             self.finished = True
         elif isinstance(event, ev.DecisionRequested):
             self.waiting_decision = event
+            self.ending = self.pauses  # a managed agent's decision ends its manager's run too
+
+    @property
+    def held(self) -> bool:
+        """The drain stops here: the run ended (maybe paused), or it waits for a person in its thread."""
+        return self.finished or (self.waiting_decision is not None and not self.ending)
+
+    @property
+    def ended_paused(self) -> bool:
+        """The run ended at a decision (pause mode): nothing runs, its memory holds the pending request."""
+        return self.finished and self.ending and self.waiting_decision is not None
 
     def wake(self) -> None:
         """Make the drain look at the run now (a stop was asked)."""
@@ -140,14 +158,14 @@ def drain(session: DrainTarget, run: RunHandle, min_interval: float, gather: flo
         deadline = burst_deadline(getattr(item, "timestamp", None), time.time(), last_yield, gather, min_interval)
         while True:
             session.apply_item(run, item)
-            if run.finished or run.waiting_decision is not None:
+            if run.held:
                 break
             item = run.next_item(timeout=max(0.0, deadline - time.time()))
             if item is None:
                 break
         session.touch()
         last_yield = time.time()
-        if not run.finished and run.waiting_decision is None:
+        if not run.held:
             yield "events"
             continue
         # The run ended or waits for a person: show that first, then keep the chat on disk (the save takes a

@@ -231,8 +231,8 @@ class Session:
     def hibernate(self) -> bool:
         """Close the idle agent and its sandbox, keeping its memory for the next message. False if busy."""
         with self.lock:
-            if self._slot.agent is None or self.running:
-                return False
+            if self._slot.agent is None or self.running or self._runs.pending() is not None:  # a paused run
+                return False  # keeps its agent: the answer resumes it here (its settings go with a closed agent)
             self._slot.hibernate()
             return True
 
