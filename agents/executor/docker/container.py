@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from ..errors import SandboxStartError
-from ..local.worker_watch import ProcStat
+from ..local.proc_stat import ProcStat
 from ..protocol import ChannelClosed, FrameReader, frame
 
 FRAME_BYTES = 16 * 1024 * 1024

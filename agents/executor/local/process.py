@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import SandboxStartError
 from ..protocol import ChannelClosed, FrameReader, frame
-from .worker_watch import ProcStat
+from .proc_stat import ProcStat
 
 SEND_DEADLINE_S = 10.0  # how long a command may wait for the worker to read it
 WORKER_FRAME_BYTES = 16 * 1024 * 1024

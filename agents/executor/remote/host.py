@@ -266,7 +266,7 @@ class SupervisedHost(RemoteWorkspace):
     def security_report(self) -> dict[str, dict[str, Any]]:
         from .report import security_report
 
-        return security_report(self)
+        return security_report(self.id, self.spec.limits)
 
 
 def _conforms(host: SupervisedHost) -> SandboxHost:

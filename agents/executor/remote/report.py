@@ -6,17 +6,16 @@ answers only within their checked bounds; the supervisor trusts nothing of the w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .host import SupervisedHost
+from ..backend import SandboxLimits
 
 
-def security_report(host: SupervisedHost) -> dict[str, dict[str, Any]]:
-    limits = host.spec.limits
+def security_report(host_id: str, limits: SandboxLimits) -> dict[str, dict[str, Any]]:
+    """The report of the supervised host `host_id` started with `limits` (its spec's)."""
     return {
         "process": {"active": True, "detail": "separate worker process with a minimal environment, inside a remote "
-                    f"sandbox ({host.id}), as a user id of its own (not the supervisor's)"},
+                    f"sandbox ({host_id}), as a user id of its own (not the supervisor's)"},
         "supervisor": {"active": True, "detail": "a supervisor beside the worker (uid 0 of the sandbox with only the "
                        "capabilities to start, signal, read and count the worker) relays its frames unchanged over "
                        "one stream; the app bounds every frame and reply and kills the sandbox on a malformed, "
