@@ -103,7 +103,11 @@ import json,os,stat,sys
 root,cap=sys.argv[1],int(sys.argv[2]);out={}
 for d,dirs,files in os.walk(root):
     for n in files+dirs:
-        p=os.path.join(d,n);st=os.lstat(p)
+        p=os.path.join(d,n)
+        try:
+            st=os.lstat(p)
+        except OSError:
+            continue
         if stat.S_ISREG(st.st_mode):
             out[os.path.relpath(p,root)]=[st.st_size,st.st_mtime_ns]
             if len(out)>cap: print('"over"');sys.exit(0)

@@ -112,10 +112,21 @@ json.dumps(out)
 
 
 def test_the_worker_is_frozen_between_steps(bare):
-    pid = bare.run("os.getpid()").output
+    pid = bare.run("import os\nos.getpid()").output
     state = _in_container(bare, f"print(open('/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0])")
     assert state == "T"
     assert bare.host.woke_up() is False
+
+
+def test_a_worker_woken_between_steps_is_replaced(bare):
+    """Something other than the app's thaw continues the frozen worker (here the sandbox's root): the next step
+    finds it running and replaces it, as on the local backend."""
+    pid = bare.run("import os\nstamp = 1\nos.getpid()").output
+    _in_container(bare, f"import os, signal\nos.kill({pid}, signal.SIGCONT)")
+    wait_until(lambda: _in_container(bare, f"print(open('/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0])")
+               != "T", 10, "the worker to run again")
+    result = bare.run("stamp")
+    assert result.state_lost and "woke the sandbox up between steps" in result.logs, result
 
 
 def test_cpu_time_is_read_from_outside_the_worker(bare):

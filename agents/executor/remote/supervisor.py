@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import queue
+import secrets
 import select
 import shutil
 import signal
@@ -111,8 +112,9 @@ class Supervisor:
         uid = int(self.args.worker_uid)
         # The owner named is not a pid: the sweep of any AgentDeck app on the machine that sees this worker
         # (its /proc shows a container's processes) takes it for an orphan only once its parent is init.
-        self.process = WorkerProcess(first, env, self.private, os.path.join(self.tmpdir, "worker.log"),
-                                     start_dir=self.private, user=uid, owner="remote-supervisor")
+        log = os.path.join(self.tmpdir, f".agentdeck-worker-{secrets.token_hex(8)}.log")  # the local worker's name
+        self.process = WorkerProcess(first, env, self.private, log, start_dir=self.private, user=uid,
+                                     owner="remote-supervisor")
         os.chown(self.tmpdir, uid, uid)  # after the log is made (as this process's), before any code runs
         threading.Thread(target=self._relay, name="relay", daemon=True).start()
         threading.Thread(target=self._feed, name="feed", daemon=True).start()
