@@ -1,0 +1,157 @@
+"""A process started in a pod by the Kubernetes exec API, as one plain two-way byte stream (a local socket).
+
+Why a socket pair with two pump threads: the kubernetes client's exec stream (`kubernetes.stream.stream`, a
+websocket speaking the v5/v4 channel.k8s.io protocol: stdin is channel 0, stdout 1, stderr 2, the exit status 3)
+is read by polling one frame at a time, not by a file descriptor the app can wait on together with its wake pipe.
+The pumps move stdout into one end of a socket pair and that end's input to stdin; the app gets the other end, a
+real descriptor with the kernel's buffering and back-pressure (the down pump blocks while the app does not read,
+so a pod that floods its stdout costs at most the socket's buffer). Stderr is kept, capped, for error messages.
+Everything received is bytes the app will check frame by frame: nothing here interprets it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.stream import stream as k8s_stream
+
+from ..errors import SandboxStartError
+
+STDIN, STDOUT, STDERR, ERROR = 0, 1, 2, 3
+STDERR_KEEP = 16 * 1024  # the tail of stderr kept for messages
+POLL_S = 0.25  # how often the down pump looks at `closing` while the pod is silent
+
+
+def exit_of(status_text: str) -> tuple[int | None, str]:
+    """The exit code and message in the error channel's Status (`{"status": "Success"}` or a Failure whose
+    `details.causes` holds `ExitCode`); (None, message) for anything else."""
+    try:
+        status = json.loads(status_text)
+    except ValueError:
+        return None, status_text[:200]
+    if not isinstance(status, dict):
+        return None, status_text[:200]
+    if status.get("status") == "Success":
+        return 0, "exited with code 0"
+    message = str(status.get("message") or "")[:200]
+    details = status.get("details")
+    causes = details.get("causes") if isinstance(details, dict) else None
+    for cause in causes or ():
+        if isinstance(cause, dict) and cause.get("reason") == "ExitCode":
+            try:
+                code = int(cause.get("message", ""))
+            except (TypeError, ValueError):
+                break
+            return code, f"exited with code {code}"
+    return None, message or "ended with an unknown status"
+
+
+class ExecStream:
+    """One exec'd process: `sock` is the app's end (read its stdout, write its stdin; EOF when it ended or the
+    stream was cut). `ended()` says how it ended once it has. Thread-safe `close()`."""
+
+    def __init__(self, ws: Any, what: str) -> None:
+        self._ws = ws
+        self.what = what
+        self.sock, self._inner = socket.socketpair()
+        self._stderr = bytearray()
+        self._lock = threading.Lock()
+        self._closing = False
+        self._status: tuple[int | None, str] | None = None
+        self._down = threading.Thread(target=self._pump_down, name=f"k8s-exec-down {what}", daemon=True)
+        self._up = threading.Thread(target=self._pump_up, name=f"k8s-exec-up {what}", daemon=True)
+        self._down.start()
+        self._up.start()
+
+    # --- the pumps -------------------------------------------------------------------------------------------
+    def _pump_down(self) -> None:
+        how: tuple[int | None, str] = (None, "the exec stream was cut")
+        try:
+            while self._ws.is_open() and not self._closing:
+                self._ws.update(timeout=POLL_S)
+                out = self._ws.read_channel(STDOUT)
+                if out:
+                    self._inner.sendall(out)
+                err = self._ws.read_channel(STDERR)
+                if err:
+                    with self._lock:
+                        self._stderr += err
+                        del self._stderr[:-STDERR_KEEP]
+            status = self._ws.read_channel(ERROR)
+            if status:
+                text = status.decode("utf-8", "replace") if isinstance(status, bytes) else str(status)
+                how = exit_of(text)
+            elif self._closing:
+                how = (None, "closed by the app")
+        except Exception as exc:  # the websocket library raises its own types (connection closed, OS errors)
+            how = (None, f"the exec stream was cut ({type(exc).__name__})")
+        finally:
+            with self._lock:
+                if self._status is None:
+                    self._status = how
+            for call in (lambda: self._inner.shutdown(socket.SHUT_RDWR), self._inner.close):
+                try:
+                    call()
+                except OSError:
+                    pass
+
+    def _pump_up(self) -> None:
+        try:
+            while True:
+                data = self._inner.recv(64 * 1024)
+                if not data:
+                    self._ws.close_channel(STDIN)  # v5: the process sees EOF on stdin
+                    return
+                self._ws.write_stdin(data)
+        except Exception:  # noqa: BLE001 - a cut stream: the down pump records how it ended
+            return
+
+    # --- the app's side ------------------------------------------------------------------------------------
+    def ended(self) -> tuple[int | None, str] | None:
+        """(exit code or None, how) once the process ended or the stream was cut; None while it runs."""
+        with self._lock:
+            return self._status
+
+    def stderr_tail(self) -> str:
+        with self._lock:
+            return bytes(self._stderr).decode("utf-8", "replace")
+
+    def wait_ended(self, timeout: float) -> tuple[int | None, str] | None:
+        self._down.join(timeout)
+        return self.ended()
+
+    def close(self) -> None:
+        """End the stream (the pod's process gets EOF and the connection closes); idempotent, any thread."""
+        self._closing = True
+        try:
+            self._ws.close()
+        except Exception:  # noqa: BLE001 - closing an already-broken websocket
+            pass
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def open_exec(make_api: Callable[[], client.ApiClient], namespace: str, pod: str, container: str,
+              command: Sequence[str], timeout_s: float) -> ExecStream:
+    """Start `command` in the pod's container with stdin and stdout attached (no tty), as an `ExecStream`.
+
+    `make_api` gives a fresh ApiClient: `kubernetes.stream.stream` swaps the client's request method while it
+    connects, so a client shared with other threads' calls would send those calls over a websocket."""
+    api = client.CoreV1Api(make_api())
+    try:
+        ws = k8s_stream(api.connect_get_namespaced_pod_exec, pod, namespace, container=container,
+                        command=list(command), stdin=True, stdout=True, stderr=True, tty=False, binary=True,
+                        _preload_content=False, _request_timeout=timeout_s)
+    except ApiException as exc:
+        raise SandboxStartError(f"exec into the pod {pod} (container {container!r}, namespace {namespace!r}) was "
+                                f"refused: {str(exc.reason)[:300]}: the app's service account needs create on "
+                                f"pods/exec there (AGENTDECK_K8S_NAMESPACE, AGENTDECK_K8S_CONTAINER)") from exc
+    return ExecStream(ws, f"{namespace}/{pod}")
