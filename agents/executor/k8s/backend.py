@@ -1,0 +1,142 @@
+"""The `k8s` backend: each session's sandbox is a pod of the project's agent-sandbox warm pool, claimed for the
+session and released by deleting the claim.
+
+What runs where: the pod (deploy/k8s/sandbox.yaml: gVisor, a non-root user, a read-only root, no capabilities,
+no egress, cgroup limits) runs the supervisor (`python -m agents.executor.remote.supervisor`), started by a pod
+exec whose stdin and stdout are the one stream the app talks over; the supervisor starts the worker beside it and
+watches it (freezing between steps, its threads, its CPU time, its disk), and relays the worker's frames,
+tool calls included, so tools run in the app and the pod needs no network. Files move by exec (files.py):
+Kubernetes has no file API. The host id is the claim's name: a chat records it, and another replica (another
+backend instance) attaches by it, reaching the same pod and its workspace.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..backend import Capabilities, SandboxHost, SandboxSpec
+from ..errors import SandboxError, SandboxStartError
+from .settings import K8sSettings
+
+if TYPE_CHECKING:
+    from kubernetes import client
+
+    from .claims import ClaimedPod, Claims
+    from .exec_stream import ExecStream
+
+NOT_INSTALLED = ("the kubernetes package is not installed: pip install -r requirements-remote.txt "
+                 "(with -c constraints.txt)")
+NO_EXTRA_READ = ("the k8s sandbox cannot read folders of the app's machine (extra_read_paths); put the files in "
+                 "the workspace instead")
+
+
+def configured_settings() -> K8sSettings:
+    """The settings the app passed with `configure_host(k8s=...)`, else the defaults (no cluster)."""
+    from agents.host_settings import host_settings
+
+    found = host_settings().k8s
+    return found if isinstance(found, K8sSettings) else K8sSettings()
+
+
+class K8sSandboxBackend:
+    """Sandboxes claimed from a kubernetes-sigs/agent-sandbox warm pool. `settings`: where (None: the ones the
+    app configured, read when first needed)."""
+
+    name = "k8s"
+    capabilities = Capabilities(attach=True)
+
+    def __init__(self, settings: K8sSettings | None = None) -> None:
+        self._given = settings
+        self._lock = threading.Lock()
+        self._config: client.Configuration | None = None
+        self._claims: Claims | None = None
+
+    @property
+    def settings(self) -> K8sSettings:
+        return self._given if self._given is not None else configured_settings()
+
+    def unavailable_reason(self) -> str | None:
+        try:
+            import kubernetes  # noqa: F401 - only whether it is installed
+        except ImportError:
+            return NOT_INSTALLED
+        return self.settings.missing()
+
+    # --- the cluster -----------------------------------------------------------------------------------------
+    def _api(self) -> tuple[client.Configuration, Claims]:
+        from kubernetes import client
+
+        from .api import configuration
+        from .claims import Claims
+
+        with self._lock:
+            if self._config is None or self._claims is None:
+                why = self.unavailable_reason()
+                if why is not None:
+                    raise SandboxStartError(f"the k8s sandbox backend cannot be used: {why}")
+                self._config = configuration(self.settings)
+                self._claims = Claims(self.settings, client.ApiClient(self._config))
+            return self._config, self._claims
+
+    def exec_in(self, pod: str, command: Sequence[str]) -> ExecStream:
+        """Start `command` in the pod's sandbox container as a byte stream (a fresh ApiClient per exec)."""
+        from kubernetes import client
+
+        from .exec_stream import open_exec
+
+        cfg, _ = self._api()
+        s = self.settings
+        return open_exec(lambda: client.ApiClient(cfg), s.namespace, pod, s.container, command,
+                         s.request_timeout_s)
+
+    def claim(self) -> ClaimedPod:
+        """A new claim on the warm pool, bound and with its pod running; the claim is deleted if any step fails."""
+        _, claims = self._api()
+        claims.check_pool()
+        name, version = claims.create()
+        try:
+            pod = claims.pod_of(name, claims.wait_bound(name, version, self.settings.ready_timeout_s))
+            why = claims.pod_running(pod.pod)
+            if why is not None:
+                raise SandboxStartError(f"the claimed sandbox is not usable: {why}")
+            return pod
+        except BaseException:
+            self.release(name)
+            raise
+
+    def find(self, claim: str) -> ClaimedPod:
+        """The pod of a live claim this app made (for `attach`)."""
+        from .claims import is_claim_name
+
+        if not is_claim_name(claim):
+            raise SandboxError(f"{claim[:80]!r} is not a sandbox id of the k8s backend")
+        _, claims = self._api()
+        pod = claims.claim_of(claim)
+        why = claims.pod_running(pod.pod)
+        if why is not None:
+            raise SandboxError(f"the sandbox {claim} cannot be reattached: {why}")
+        return pod
+
+    def release(self, claim: str) -> None:
+        """Delete the claim (its sandbox and pod go with it)."""
+        _, claims = self._api()
+        claims.delete(claim)
+
+    def pod_status(self, pod: str) -> str | None:
+        """None while the pod runs, else why not (read when the stream ends, for the message)."""
+        _, claims = self._api()
+        return claims.pod_running(pod)
+
+    # --- the protocol ----------------------------------------------------------------------------------------
+    def start(self, spec: SandboxSpec) -> SandboxHost:
+        if spec.workspace is None:
+            raise SandboxStartError("the k8s backend starts no sandbox without a workspace: its warm pool is the "
+                                    "agent-sandbox SandboxWarmPool (AGENTDECK_K8S_WARM_POOL)")
+        if spec.workspace.extra_read_paths:
+            raise SandboxStartError(NO_EXTRA_READ)
+        raise SandboxStartError("the k8s backend's host needs agents.executor.remote (not merged yet)")
+
+    def attach(self, host_id: str) -> SandboxHost:
+        raise SandboxError("the k8s backend's host needs agents.executor.remote (not merged yet)")
