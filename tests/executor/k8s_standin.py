@@ -172,7 +172,7 @@ class K8sStandIn:
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         server = site._server
-        assert server is not None and server.sockets  # noqa: S101 - a test fixture's own invariant
+        assert server is not None and server.sockets
         self.port = server.sockets[0].getsockname()[1]
 
     @web.middleware
@@ -337,7 +337,7 @@ class K8sStandIn:
         proc = await self.runner(pod, command)
         pod.procs.add(proc)
         pod.sockets.add(ws)
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # noqa: S101
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
 
         async def pump(reader: asyncio.StreamReader, channel: int) -> None:
             while chunk := await reader.read(65536):

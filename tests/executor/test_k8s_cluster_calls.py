@@ -12,17 +12,17 @@ import pytest
 
 pytest.importorskip("kubernetes")
 
-from kubernetes import client  # noqa: E402
+from kubernetes import client
 
-from agents.executor.backend import FileTooLarge  # noqa: E402
-from agents.executor.errors import SandboxStartError  # noqa: E402
-from agents.executor.k8s.api import configuration  # noqa: E402
-from agents.executor.k8s.claims import ClaimRefused, Claims, is_claim_name  # noqa: E402
-from agents.executor.k8s.exec_stream import ExecStream, open_exec  # noqa: E402
-from agents.executor.k8s.files import ExecFiles  # noqa: E402
-from agents.executor.k8s.settings import K8sSettings  # noqa: E402
-from tests.executor.k8s_standin import K8sStandIn  # noqa: E402
-from tests.waiting import wait_until  # noqa: E402
+from agents.executor.backend import FileTooLarge
+from agents.executor.errors import SandboxStartError
+from agents.executor.k8s.api import configuration
+from agents.executor.k8s.claims import ClaimRefused, Claims, is_claim_name
+from agents.executor.k8s.exec_stream import ExecStream, open_exec
+from agents.executor.k8s.files import ExecFiles
+from agents.executor.k8s.settings import K8sSettings
+from tests.executor.k8s_standin import K8sStandIn
+from tests.waiting import wait_until
 
 CLAIMS_PATH = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/agentdeck/sandboxclaims"
 
