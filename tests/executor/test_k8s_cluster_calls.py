@@ -98,33 +98,37 @@ def test_files_by_exec_keep_their_caps_and_refusals(standin: K8sStandIn, setting
     name, version = claims.create()
     pod = claims.pod_of(name, claims.wait_bound(name, version, 10))
     files = ExecFiles(lambda cmd: _exec(settings, pod.pod, list(cmd)), settings.python, settings.workdir)
-    files.put_file("data/table.csv", b"a,b\n1,2\n")
+    files.put("data/table.csv", b"a,b\n1,2\n")
     folder = standin.pods[("agentdeck", pod.pod)].folder
     assert (folder / "data" / "table.csv").read_bytes() == b"a,b\n1,2\n"
-    assert set(files.list_files()) == {"data/table.csv"} and files.list_files()["data/table.csv"].size == 8
-    assert files.get_file("data/table.csv") == b"a,b\n1,2\n"
+    assert set(files.list()) == {"data/table.csv"} and files.list()["data/table.csv"].size == 8
+    assert files.get("data/table.csv") == b"a,b\n1,2\n"
     with pytest.raises(FileTooLarge):
-        files.get_file("data/table.csv", max_bytes=4)
+        files.get("data/table.csv", max_bytes=4)
     with pytest.raises(FileTooLarge):
-        files.put_file("big.bin", b"x" * 11, max_bytes=10)
+        files.put("big.bin", b"x" * 11, max_bytes=10)
     with pytest.raises(FileExistsError):
-        files.put_file("data/table.csv", b"new", exclusive=True)
+        files.put("data/table.csv", b"new", exclusive=True)
     with pytest.raises(FileNotFoundError):
-        files.get_file("absent.txt")
+        files.get("absent.txt")
     for path in ("../etc/passwd", "/etc/passwd", "data/../x"):
         with pytest.raises(PermissionError):
-            files.get_file(path)
+            files.get(path)
     (folder / "link.txt").symlink_to("/etc/passwd")  # planted by code in the pod
     (folder / "out").symlink_to("/etc")
     with pytest.raises(PermissionError):
-        files.get_file("link.txt")
+        files.get("link.txt")
     with pytest.raises(PermissionError):
-        files.get_file("out/passwd")
+        files.get("out/passwd")
     with pytest.raises(PermissionError):
-        files.put_file("out/x", b"1")
-    assert "link.txt" not in files.list_files()
-    files.remove_file("data/table.csv")
-    assert files.list_files() == {}
+        files.put("out/x", b"1")
+    assert "link.txt" not in files.list()
+    for n in range(3):
+        files.put(f"many/{n}.txt", b"")
+    with pytest.raises(OverflowError):
+        files.list(max_entries=2)
+    files.remove("data/table.csv")
+    assert set(files.list()) == {"many/0.txt", "many/1.txt", "many/2.txt"}
     claims.delete(name)
 
 
@@ -138,11 +142,11 @@ def test_a_pod_that_sends_more_than_the_cap_is_cut_off(standin: K8sStandIn, sett
     files = ExecFiles(lambda cmd: _exec(settings, pod.pod, [settings.python, "-c", flood]), settings.python,
                       settings.workdir)
     with pytest.raises(FileTooLarge):
-        files.get_file("anything", max_bytes=1000)
+        files.get("anything", max_bytes=1000)
     listing = "import sys, json\nsys.stdout.write(json.dumps({'../../etc/passwd': [1, 2], 'ok.txt': [3, 4]}))"
     files = ExecFiles(lambda cmd: _exec(settings, pod.pod, [settings.python, "-c", listing]), settings.python,
                       settings.workdir)
-    assert set(files.list_files()) == {"ok.txt"}
+    assert set(files.list()) == {"ok.txt"}
     claims.delete(name)
 
 
@@ -205,3 +209,35 @@ def test_an_unauthenticated_client_is_refused_by_the_standin(standin: K8sStandIn
     path.write_text(path.read_text().replace(text.strip('"'), "wrong"))
     with pytest.raises(ClaimRefused, match="401"):
         _claims(K8sSettings(kubeconfig=str(path))).create()
+
+
+def test_exec_as_a_byte_stream_reads_with_timeouts_and_close_wakes_a_reader(standin: K8sStandIn,
+                                                                            settings: K8sSettings) -> None:
+    import threading
+
+    claims = _claims(settings)
+    name, version = claims.create()
+    pod = claims.pod_of(name, claims.wait_bound(name, version, 10))
+    cat = [settings.python, "-c", "import sys\nwhile (b := sys.stdin.buffer.read1(65536)):\n"
+                                  " sys.stdout.buffer.write(b); sys.stdout.buffer.flush()"]
+    stream = _exec(settings, pod.pod, cat)
+    assert stream.read(100, timeout=0.05) is None  # nothing yet: None, not b""
+    big = b"0123456789" * 100_000  # more than the socket buffers: write waits for the pod to take it
+    got = bytearray()
+    writer = threading.Thread(target=stream.write, args=(big, 30))
+    writer.start()
+    while len(got) < len(big):
+        chunk = stream.read(65536, timeout=10)
+        assert chunk, "the stream ended early"
+        got += chunk
+    writer.join(10)
+    assert bytes(got) == big
+    results: list[bytes | None] = []
+    reader = threading.Thread(target=lambda: results.append(stream.read(10, timeout=60)))
+    reader.start()
+    stream.close()
+    reader.join(10)
+    assert not reader.is_alive() and results == [b""]
+    with pytest.raises(OSError):
+        stream.write(b"more", 1)
+    claims.delete(name)

@@ -12,8 +12,10 @@ Everything received is bytes the app will check frame by frame: nothing here int
 from __future__ import annotations
 
 import json
+import select
 import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,7 +56,8 @@ def exit_of(status_text: str) -> tuple[int | None, str]:
 
 class ExecStream:
     """One exec'd process: `sock` is the app's end (read its stdout, write its stdin; EOF when it ended or the
-    stream was cut). `ended()` says how it ended once it has. Thread-safe `close()`."""
+    stream was cut), also offered as `remote.ByteStream` (`read`, `write`, `close`). `ended()` says how it ended
+    once it has. Thread-safe `close()`."""
 
     def __init__(self, ws: Any, what: str) -> None:
         self._ws = ws
@@ -126,17 +129,57 @@ class ExecStream:
         self._down.join(timeout)
         return self.ended()
 
+    def _wait(self, events: int, timeout: float) -> bool:
+        if self.sock.fileno() < 0:
+            raise BrokenPipeError(f"the exec stream to {self.what} is closed")
+        poller = select.poll()
+        poller.register(self.sock, events)
+        return bool(poller.poll(max(0.0, timeout) * 1000))
+
+    def write(self, data: bytes, timeout: float) -> None:
+        """All of `data` to the process's stdin within `timeout` seconds, else `TimeoutError`; `OSError` once
+        the stream is cut."""
+        deadline = time.monotonic() + timeout
+        view = memoryview(data)
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"the pod {self.what} did not take its input within {timeout:g} s")
+            if self._wait(select.POLLOUT, remaining):
+                try:
+                    view = view[self.sock.send(view, socket.MSG_DONTWAIT):]
+                except BlockingIOError:
+                    continue
+
+    def read(self, max_bytes: int, timeout: float) -> bytes | None:
+        """Up to `max_bytes` of the process's stdout as soon as some are there; None after `timeout` seconds of
+        silence; b"" once it ended or the stream was cut."""
+        try:
+            if not self._wait(select.POLLIN, timeout):
+                return None
+        except BrokenPipeError:
+            return b""
+        try:
+            return self.sock.recv(max_bytes, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return None
+
     def close(self) -> None:
-        """End the stream (the pod's process gets EOF and the connection closes); idempotent, any thread."""
+        """End the stream (the pod's process gets EOF and the connection closes); idempotent, any thread: a
+        `read` waiting in another thread returns b"" (the socket is shut down before it is closed)."""
         self._closing = True
         try:
             self._ws.close()
-        except Exception:
+        except Exception:  # the websocket library's own errors on an already-broken connection
             pass
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        for step in (self._shutdown, self.sock.close):
+            try:
+                step()
+            except OSError:
+                pass
+
+    def _shutdown(self) -> None:
+        self.sock.shutdown(socket.SHUT_RDWR)
 
 
 def open_exec(make_api: Callable[[], client.ApiClient], namespace: str, pod: str, container: str,

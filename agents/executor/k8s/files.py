@@ -37,12 +37,14 @@ def check_relpath(relpath: str) -> str:
 
 
 class ExecFiles:
-    """File operations on a pod's workspace folder (`workdir`), each one exec through `run`."""
+    """`remote.RemoteFiles` on a pod's workspace folder (`workdir`), each operation one exec through `run`.
+    `owner`: the user id files put there are handed to (the worker's), when the exec runs as root; -1: none."""
 
-    def __init__(self, run: Exec, python: str, workdir: str, timeout_s: float = 60.0) -> None:
+    def __init__(self, run: Exec, python: str, workdir: str, owner: int = -1, timeout_s: float = 60.0) -> None:
         self._run = run
         self._python = python
         self._workdir = workdir
+        self._owner = owner
         self._timeout_s = timeout_s
 
     def _call(self, args: Sequence[str], stdin: bytes = b"", max_out: int = 0) -> bytes:
@@ -82,14 +84,17 @@ class ExecFiles:
             raise FileExistsError(message or "exists")
         raise SandboxError(f"a file operation in the pod {how}: {message}")
 
-    def list_files(self) -> dict[str, FileInfo]:
-        raw = self._call(["list", str(MAX_ENTRIES)], max_out=LIST_MAX_BYTES)
+    def list(self, max_entries: int = MAX_ENTRIES) -> dict[str, FileInfo]:
+        """Regular files by relative path; `OverflowError` when there are more than `max_entries`."""
+        raw = self._call(["list", str(max_entries)], max_out=LIST_MAX_BYTES)
         try:
             found = json.loads(raw)
         except ValueError as exc:
             raise SandboxError("the pod's file listing is not JSON") from exc
-        if not isinstance(found, dict) or len(found) > MAX_ENTRIES:
+        if not isinstance(found, dict):
             raise SandboxError("the pod's file listing has the wrong shape")
+        if len(found) > max_entries:
+            raise OverflowError(f"the workspace holds more than {max_entries} files")
         out: dict[str, FileInfo] = {}
         for path, info in found.items():
             try:
@@ -100,15 +105,15 @@ class ExecFiles:
                 out[path] = FileInfo(size=info[0], mtime_ns=info[1])
         return out
 
-    def get_file(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
+    def get(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
         return self._call(["get", check_relpath(relpath), str(max_bytes)], max_out=max_bytes)
 
-    def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES, exclusive: bool = False) -> None:
+    def put(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES, exclusive: bool = False) -> None:
         check_relpath(relpath)
         if len(data) > max_bytes:
             raise FileTooLarge(f"{relpath}: {len(data)} bytes is over the cap of {max_bytes}")
-        self._call(["put", relpath, str(max_bytes), "1" if exclusive else "0"], stdin=data)
+        self._call(["put", relpath, str(max_bytes), "1" if exclusive else "0", str(self._owner)], stdin=data)
 
-    def remove_file(self, relpath: str) -> None:
+    def remove(self, relpath: str) -> None:
         self._call(["remove", check_relpath(relpath)])
 

@@ -28,6 +28,8 @@ def parent_fd(root: str, rel: str, make: bool = False) -> tuple[int, str]:
                 fail(2, "no such file")
             os.mkdir(part, 0o775, dir_fd=fd)
             nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            if OWNER >= 0 and os.geteuid() == 0:
+                os.fchown(nxt, OWNER, OWNER)
         except (NotADirectoryError, OSError):
             fail(3, "a folder on the way is a link or not a folder")
         os.close(fd)
@@ -35,10 +37,13 @@ def parent_fd(root: str, rel: str, make: bool = False) -> tuple[int, str]:
     return fd, parts[-1]
 
 
+OWNER = int(sys.argv[6]) if len(sys.argv) > 6 else -1
+
+
 def main() -> None:
     root, op = sys.argv[1], sys.argv[2]
     if op == "list":
-        limit = int(sys.argv[3])
+        limit = int(sys.argv[3]) + 1  # one more than the app takes: it then knows the listing is incomplete
         found: dict[str, list[int]] = {}
         todo = [""]
         while todo and len(found) < limit:
@@ -51,7 +56,7 @@ def main() -> None:
                 path = rel + "/" + entry.name if rel else entry.name
                 if entry.is_dir(follow_symlinks=False):
                     todo.append(path)
-                elif entry.is_file(follow_symlinks=False):
+                elif entry.is_file(follow_symlinks=False) and len(found) < limit:
                     info = entry.stat(follow_symlinks=False)
                     found[path] = [info.st_size, info.st_mtime_ns]
         sys.stdout.write(json.dumps(found))
@@ -76,13 +81,15 @@ def main() -> None:
             left -= len(chunk)
         out.flush()
     elif op == "put":
-        cap, exclusive = int(sys.argv[4]), sys.argv[5] == "1"
+        cap, exclusive, owner = int(sys.argv[4]), sys.argv[5] == "1", int(sys.argv[6])
         data = sys.stdin.buffer.read(cap + 1)
         if len(data) > cap:
             fail(4, "over the cap")
         tmp = ".agentdeck-put-" + os.urandom(6).hex()
         f = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o664, dir_fd=fd)
         os.write(f, data)
+        if owner >= 0 and os.geteuid() == 0:  # the worker (its own user id) may change what the app put
+            os.fchown(f, owner, owner)
         os.close(f)
         try:
             if exclusive:
