@@ -137,9 +137,9 @@ def assemble(extra_distributions: Iterable[str] = ()) -> RootTree:
             if os.path.isfile(host) and not str(rel).startswith(".."):
                 tree.files.setdefault(host, host)  # site-packages: SKIP_PARTS is for the standard library
     tree.add_tree(_process.PACKAGE_DIR, WORKER_DIR)
-    # The worker's own modules only: the backends (docker/, local/, remote ones) are the app's side.
-    tree.files = {k: v for k, v in tree.files.items()
-                  if not k.startswith(WORKER_DIR) or (k.endswith(".py") and k.count("/") == WORKER_DIR.count("/") + 1)}
+    # The worker's own modules, and the remote sandbox's supervisor (remote/, with the local backend's watch it
+    # reuses, local/); the other backends (docker/, the services' clients) are the app's side only.
+    tree.files = {k: v for k, v in tree.files.items() if not k.startswith(WORKER_DIR) or _image_module(k)}
     objects = [host for host in tree.files.values() if ".so" in os.path.basename(host)] + [exe]
     for lib in library_closure(objects) | {"/lib64/ld-linux-x86-64.so.2"}:
         lib = os.path.normpath(lib)
@@ -151,6 +151,13 @@ def assemble(extra_distributions: Iterable[str] = ()) -> RootTree:
     tree.generated["/etc/passwd"] = b"root:x:0:0::/:/nonexistent\nsandbox:x:1000:1000::/:/nonexistent\n"
     tree.generated["/etc/group"] = b"root:x:0:\nsandbox:x:1000:\n"
     return tree
+
+
+def _image_module(path: str) -> bool:
+    """Whether a file of the executor folder belongs in the image: its top-level modules, local/ and remote/."""
+    rel = path[len(WORKER_DIR) + 1:]
+    return rel.endswith(".py") and (rel.count("/") == 0 or rel.split("/")[0] in ("local", "remote") and
+                                    rel.count("/") == 1)
 
 
 def _merged_usr_links() -> dict[str, str]:

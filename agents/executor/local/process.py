@@ -178,7 +178,9 @@ class WorkerProcess:
     """One running worker: its process, its two pipes and its ready report."""
 
     def __init__(self, init: dict[str, Any], env: dict[str, str], workdir: str, log_path: str,
-                 python: str | None = None, start_dir: str | None = None):
+                 python: str | None = None, start_dir: str | None = None, user: int | None = None):
+        """`user`: start the worker as that user id (and group, no other groups) instead of this process's; the
+        remote sandbox's supervisor (`remote/supervisor.py`) runs as another user than its worker."""
         sweep_orphans()
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
@@ -199,6 +201,7 @@ class WorkerProcess:
                     # Not the workspace: libraries preloaded before confinement read files from their current
                     # folder (./matplotlibrc), and the workspace is written by the code.
                     env=env, cwd=start_dir or workdir, start_new_session=True, close_fds=True,
+                    user=user, group=user, extra_groups=None if user is None else [],
                 )
             finally:
                 os.close(log)
