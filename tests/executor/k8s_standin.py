@@ -9,7 +9,8 @@ serves what the backend calls, in the shapes of the real API (kubernetes-sigs/ag
 - pod exec over a websocket speaking `v5.channel.k8s.io`/`v4.channel.k8s.io` (each message's first byte is the
   channel: 0 stdin, 1 stdout, 2 stderr, 3 the exit Status; v5's 255 closes a channel).
 Its "controller" binds each claim to a new Sandbox and pod after `bind_delay_s`. Its pods run for real: exec
-runs the command with `runner` (default: a local process, the pod's paths mapped to a folder per pod).
+runs the command with `runner` (default: a local process as this user, the pod's and the image's paths
+mapped to a folder per pod).
 
 It records every request (`requests`) and injects the failures the backend must survive: `refuse_create`
 (quota: an HTTP status and message), `never_ready` (claims stay Ready=False), `remove_pod` (the pod gone mid-run:
@@ -23,8 +24,10 @@ import itertools
 import json
 import os
 import secrets
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -56,7 +59,8 @@ class Recorded:
 
 @dataclass
 class Pod:
-    """A stand-in pod: its folder stands for the template's /workspace; its live exec processes and sockets."""
+    """A stand-in pod: its folder holds what stands for the pod's /workspace, /tmp and the image's private-root
+    mount point; its live exec processes and sockets."""
 
     name: str
     namespace: str
@@ -69,22 +73,32 @@ class Pod:
 Runner = Callable[[Pod, list[str]], Awaitable[asyncio.subprocess.Process]]
 
 
+#: The sandbox image's paths (agents/executor/docker/image.py) and where a local stand-in pod keeps them.
+IMAGE_EXECUTOR = "/opt/agentdeck/executor"
+IMAGE_NEW_ROOT = "/opt/agentdeck/root"
+POD_TMP = "/tmp/"
+
+
 async def local_runner(pod: Pod, command: list[str]) -> asyncio.subprocess.Process:
-    """Run an exec'd command as a local process: the pod's interpreter is this one (with the project importable,
-    so `-I`/`-S` are dropped) and the pod's /workspace is the pod's folder."""
+    """Run an exec'd command as a local process, as the container's root user would: the image's interpreter is
+    this one, its executor folder this checkout's, the pod's /workspace and /tmp the pod's folders."""
     mapped: list[str] = []
     for arg in command:
         if arg == POD_PYTHON:
-            mapped.append(sys.executable)
-        elif arg in ("-I", "-S") and mapped == [sys.executable]:
-            continue
-        else:
-            mapped.append(arg.replace(POD_WORKSPACE, str(pod.folder)))
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(PROJECT_ROOT),
-           "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(pod.folder)}
+            arg = sys.executable
+        elif arg == IMAGE_EXECUTOR:
+            arg = str(PROJECT_ROOT / "agents" / "executor")
+        elif arg == IMAGE_NEW_ROOT:
+            arg = str(pod.folder / "root")
+        elif arg.startswith(POD_WORKSPACE):
+            arg = str(pod.folder / "workspace") + arg[len(POD_WORKSPACE):]
+        elif arg.startswith(POD_TMP):
+            arg = str(pod.folder / "tmp") + "/" + arg[len(POD_TMP):]
+        mapped.append(arg)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(pod.folder / "tmp")}
     return await asyncio.create_subprocess_exec(*mapped, stdin=asyncio.subprocess.PIPE,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                                                cwd=pod.folder, env=env, start_new_session=True)
+                                                cwd=pod.folder / "workspace", env=env, start_new_session=True)
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
@@ -96,8 +110,11 @@ def _status(code: int, reason: str, message: str) -> web.Response:
 class K8sStandIn:
     """Start with `start()` (or as a context manager); `kubeconfig(path)` writes a kubeconfig that reaches it."""
 
-    def __init__(self, folder: Path, runner: Runner = local_runner, bind_delay_s: float = 0.05) -> None:
-        self.folder = folder
+    def __init__(self, runner: Runner = local_runner, bind_delay_s: float = 0.05) -> None:
+        # Under /tmp, not pytest's folder (mode 0700): the worker runs as another user and must reach its pod's
+        # workspace, as in a real pod.
+        self.folder = Path(tempfile.mkdtemp(prefix="k8s-standin-"))
+        os.chmod(self.folder, 0o711)
         self.runner = runner
         self.bind_delay_s = bind_delay_s
         self.token = secrets.token_hex(16)
@@ -130,10 +147,14 @@ class K8sStandIn:
                 await self._end_pod(pod)
             if self._runner is not None:
                 await self._runner.cleanup()
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
 
         asyncio.run_coroutine_threadsafe(down(), self._loop).result(30)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> K8sStandIn:
         return self.start()
@@ -233,7 +254,9 @@ class K8sStandIn:
         sandbox_name = f"{pool}-{secrets.token_hex(3)}"
         pod_name = f"{sandbox_name}-{secrets.token_hex(3)}"  # adopted from the pool: differs from the sandbox
         folder = self.folder / pod_name
-        folder.mkdir(parents=True)
+        for sub in ("workspace", "tmp", "root"):
+            (folder / sub).mkdir(parents=True, mode=0o755)
+        os.chmod(folder / "tmp", 0o1777)
         self.pods[(ns, pod_name)] = Pod(pod_name, ns, sandbox_name, folder)
         self.sandboxes[(ns, sandbox_name)] = self._stamp({
             "apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",

@@ -21,8 +21,8 @@ from tests.executor.k8s_standin import K8sStandIn
 
 
 @pytest.fixture
-def standin(tmp_path: Path) -> Iterator[K8sStandIn]:
-    with K8sStandIn(tmp_path / "pods") as server:
+def standin() -> Iterator[K8sStandIn]:
+    with K8sStandIn() as server:
         yield server
 
 

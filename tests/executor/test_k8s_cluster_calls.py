@@ -28,8 +28,8 @@ CLAIMS_PATH = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/agentdeck/san
 
 
 @pytest.fixture
-def standin(tmp_path: Path) -> Iterator[K8sStandIn]:
-    with K8sStandIn(tmp_path / "pods") as server:
+def standin() -> Iterator[K8sStandIn]:
+    with K8sStandIn() as server:
         yield server
 
 
@@ -99,7 +99,7 @@ def test_files_by_exec_keep_their_caps_and_refusals(standin: K8sStandIn, setting
     pod = claims.pod_of(name, claims.wait_bound(name, version, 10))
     files = ExecFiles(lambda cmd: _exec(settings, pod.pod, list(cmd)), settings.python, settings.workdir)
     files.put("data/table.csv", b"a,b\n1,2\n")
-    folder = standin.pods[("agentdeck", pod.pod)].folder
+    folder = standin.pods[("agentdeck", pod.pod)].folder / "workspace"
     assert (folder / "data" / "table.csv").read_bytes() == b"a,b\n1,2\n"
     assert set(files.list()) == {"data/table.csv"} and files.list()["data/table.csv"].size == 8
     assert files.get("data/table.csv") == b"a,b\n1,2\n"

@@ -12,19 +12,27 @@ backend instance) attaches by it, reaching the same pod and its workspace.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import shutil
+import tempfile
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..backend import Capabilities, SandboxHost, SandboxSpec
+from ..backend import Capabilities, SandboxHost, SandboxSpec, WorkspaceSpec
 from ..errors import SandboxError, SandboxStartError
 from .settings import K8sSettings
+from .spec_note import spec_from_claim, spec_to_claim
 
 if TYPE_CHECKING:
     from kubernetes import client
 
+    from ..remote import SupervisedHost
     from .claims import ClaimedPod, Claims
     from .exec_stream import ExecStream
+
+log = logging.getLogger("agents.executor.k8s")
 
 NOT_INSTALLED = ("the kubernetes package is not installed: pip install -r requirements-remote.txt "
                  "(with -c constraints.txt)")
@@ -45,13 +53,16 @@ class K8sSandboxBackend:
     app configured, read when first needed)."""
 
     name = "k8s"
-    capabilities = Capabilities(attach=True)
+    #: The supervisor's watch (remote/host.py); no warm start here: the agent-sandbox warm pool is the pool.
+    capabilities = Capabilities(suspend=True, thread_check=True, cpu_time=True, disk_usage=True, same_disk=False,
+                                attach=True, warm_start=False)
 
     def __init__(self, settings: K8sSettings | None = None) -> None:
         self._given = settings
         self._lock = threading.Lock()
         self._config: client.Configuration | None = None
         self._claims: Claims | None = None
+        self._live: dict[str, SupervisedHost] = {}  # this instance's hosts by claim (another replica has its own)
 
     @property
     def settings(self) -> K8sSettings:
@@ -91,11 +102,12 @@ class K8sSandboxBackend:
         return open_exec(lambda: client.ApiClient(cfg), s.namespace, pod, s.container, command,
                          s.request_timeout_s)
 
-    def claim(self) -> ClaimedPod:
-        """A new claim on the warm pool, bound and with its pod running; the claim is deleted if any step fails."""
+    def claim(self, spec: SandboxSpec | None = None) -> ClaimedPod:
+        """A new claim on the warm pool, bound and with its pod running; the claim is deleted if any step fails.
+        `spec`: the worker's settings, recorded on the claim for a replica that attaches later."""
         _, claims = self._api()
         claims.check_pool()
-        name, version = claims.create()
+        name, version = claims.create(spec_to_claim(spec) if spec is not None else None)
         try:
             pod = claims.pod_of(name, claims.wait_bound(name, version, self.settings.ready_timeout_s))
             why = claims.pod_running(pod.pod)
@@ -136,7 +148,50 @@ class K8sSandboxBackend:
                                     "agent-sandbox SandboxWarmPool (AGENTDECK_K8S_WARM_POOL)")
         if spec.workspace.extra_read_paths:
             raise SandboxStartError(NO_EXTRA_READ)
-        raise SandboxStartError("the k8s backend's host needs agents.executor.remote (not merged yet)")
+        pod = self.claim(spec)
+        return self._host(pod, spec)
 
-    def attach(self, host_id: str) -> SandboxHost:
-        raise SandboxError("the k8s backend's host needs agents.executor.remote (not merged yet)")
+    def attach(self, host_id: str, workspace: WorkspaceSpec | None = None) -> SandboxHost:
+        """The live host of that claim in this backend instance; else (another replica's sandbox, or this one's
+        after its stream was cut) a new supervisor and worker in the claim's pod: the pod's workspace files are
+        still there, the variables are not (the caller rebuilds them). The worker gets the settings recorded on
+        the claim when it was made. `workspace`: this replica's copy of the workspace (None: a temporary folder,
+        removed at close)."""
+        with self._lock:
+            live = self._live.get(host_id)
+        if live is not None and not live.dead:
+            return live
+        pod = self.find(host_id)
+        spec = spec_from_claim(pod.note)
+        temporary = None
+        if workspace is None:
+            temporary = tempfile.mkdtemp(prefix="agentdeck-k8s-")
+            workspace = WorkspaceSpec(temporary)
+        return self._host(pod, dataclasses.replace(spec, workspace=workspace), temporary=temporary)
+
+    def _host(self, pod: ClaimedPod, spec: SandboxSpec, temporary: str | None = None) -> SandboxHost:
+        from ..remote import WORKER_UID, SupervisedHost, supervisor_command
+        from .files import ExecFiles
+
+        s = self.settings
+
+        def released() -> None:
+            with self._lock:
+                self._live.pop(pod.claim, None)
+            try:
+                self.release(pod.claim)
+            except SandboxError as exc:
+                log.warning("the SandboxClaim %s was not deleted: %s", pod.claim, exc)
+            if temporary is not None:
+                shutil.rmtree(temporary, ignore_errors=True)
+
+        try:
+            stream = self.exec_in(pod.pod, supervisor_command(workdir=s.workdir, python=s.python))
+        except BaseException:
+            released()
+            raise
+        files = ExecFiles(lambda cmd: self.exec_in(pod.pod, cmd), s.python, s.workdir, owner=WORKER_UID)
+        host = SupervisedHost(stream, files, host_id=pod.claim, on_close=released, spec=spec)
+        with self._lock:
+            self._live[pod.claim] = host
+        return host

@@ -10,6 +10,7 @@ what comes back names the pod the app will exec into.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import secrets
 import time
@@ -24,6 +25,7 @@ from urllib3.exceptions import HTTPError
 from ..errors import SandboxError, SandboxStartError
 from . import settings as names
 from .settings import K8sSettings
+from .spec_note import ANNOTATION
 
 #: Ready=False reasons the claim controller does not retry (its computeReadyCondition): waiting cannot help.
 TERMINAL_REASONS = frozenset({"TemplateNotFound", "WarmPoolNotFound", "InvalidMetadata",
@@ -53,6 +55,7 @@ class ClaimedPod:
     claim: str
     sandbox: str
     pod: str
+    note: str | None = None  # the worker's settings recorded on the claim (spec_note.py)
 
 
 def is_claim_name(text: str) -> bool:
@@ -123,8 +126,9 @@ class Claims:
                                f"{s.template!r} (AGENTDECK_K8S_TEMPLATE): refusing its sandboxes")
         self._pool_checked = True
 
-    def create(self) -> tuple[str, str]:
-        """Make a claim on the warm pool; returns its name and resourceVersion (where the wait's watch starts)."""
+    def create(self, note: str | None = None) -> tuple[str, str]:
+        """Make a claim on the warm pool, with `note` (the worker's settings) as an annotation; returns its name
+        and resourceVersion (where the wait's watch starts)."""
         s = self.settings
         name = f"agentdeck-{secrets.token_hex(8)}"
         expires = (datetime.now(UTC) + CLAIM_LIFETIME).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -132,7 +136,8 @@ class Claims:
             "apiVersion": f"{names.CLAIM_GROUP}/{names.API_VERSION}",
             "kind": "SandboxClaim",
             "metadata": {"name": name, "labels": {names.MANAGED_BY_LABEL: names.MANAGED_BY,
-                                                  names.CREATED_BY_LABEL: names.MANAGED_BY}},
+                                                  names.CREATED_BY_LABEL: names.MANAGED_BY},
+                         "annotations": {ANNOTATION: note} if note is not None else {}},
             "spec": {"warmPoolRef": {"name": s.warm_pool},
                      "lifecycle": {"shutdownTime": expires, "shutdownPolicy": "Delete"}},
         }
@@ -258,13 +263,17 @@ class Claims:
             raise self._unreachable(exc) from exc
         if not isinstance(obj, dict):
             raise SandboxGone(f"the SandboxClaim {claim} has no readable status")
-        labels = (obj.get("metadata") or {}).get("labels") or {}
+        found = obj.get("metadata")
+        meta: dict[str, Any] = found if isinstance(found, dict) else {}
+        labels = meta.get("labels") or {}
         if not isinstance(labels, dict) or labels.get(names.MANAGED_BY_LABEL) != names.MANAGED_BY:
             raise SandboxError(f"the SandboxClaim {claim} was not made by this app")
         sandbox, last = self._bound(claim, obj)
         if sandbox is None:
             raise SandboxGone(f"the SandboxClaim {claim} is not ready ({last})")
-        return self.pod_of(claim, sandbox)
+        notes = meta.get("annotations")
+        note = notes.get(ANNOTATION) if isinstance(notes, dict) else None
+        return dataclasses.replace(self.pod_of(claim, sandbox), note=note if isinstance(note, str) else None)
 
     def pod_running(self, pod: str) -> str | None:
         """None while the pod runs; else why not (gone, or its phase)."""

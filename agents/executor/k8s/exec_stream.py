@@ -157,12 +157,16 @@ class ExecStream:
         try:
             if not self._wait(select.POLLIN, timeout):
                 return None
-        except BrokenPipeError:
+        except (BrokenPipeError, ValueError):
             return b""
         try:
             return self.sock.recv(max_bytes, socket.MSG_DONTWAIT)
         except BlockingIOError:
             return None
+        except OSError:
+            if self._closing:  # closed by another thread between the wait and the read
+                return b""
+            raise
 
     def close(self) -> None:
         """End the stream (the pod's process gets EOF and the connection closes); idempotent, any thread: a
