@@ -32,11 +32,12 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from aiohttp import WSMsgType, web
 
+from agents.executor.remote.interface import SUPERVISOR_BOOT
 from tests.conftest import PROJECT_ROOT
 
 SANDBOX_YAML = PROJECT_ROOT / "deploy" / "k8s" / "sandbox.yaml"
@@ -66,11 +67,20 @@ class Pod:
     namespace: str
     sandbox: str
     folder: Path
+    container: str | None = None  # DockerPods: the container standing for the pod
     procs: set[asyncio.subprocess.Process] = field(default_factory=set)
     sockets: set[web.WebSocketResponse] = field(default_factory=set)
 
 
-Runner = Callable[[Pod, list[str]], Awaitable[asyncio.subprocess.Process]]
+class PodRuntime(Protocol):
+    """Where the stand-in's pods run: `start` one for a bound claim, `exec` a command in it (a process whose
+    stdin/stdout/stderr the exec websocket carries), `stop` it when its claim is deleted or it is removed."""
+
+    async def start(self, pod: Pod, template: dict[str, Any]) -> None: ...
+
+    async def exec(self, pod: Pod, command: list[str]) -> asyncio.subprocess.Process: ...
+
+    async def stop(self, pod: Pod) -> None: ...
 
 
 #: The sandbox image's paths (agents/executor/docker/image.py) and where a local stand-in pod keeps them.
@@ -79,10 +89,33 @@ IMAGE_NEW_ROOT = "/opt/agentdeck/root"
 POD_TMP = "/tmp/"
 
 
-async def local_runner(pod: Pod, command: list[str]) -> asyncio.subprocess.Process:
-    """Run an exec'd command as a local process, as the container's root user would: the image's interpreter is
-    this one, its executor folder this checkout's, the pod's /workspace and /tmp the pod's folders."""
+class LocalPods:
+    """Pods as local folders and exec'd commands as local processes of this user: the image's interpreter is
+    this one, its executor folder this checkout's, the pod's /workspace and /tmp the pod's folders. Enough for
+    the cluster calls and the files; not for the supervisor, whose worker runs as another user that cannot
+    reach this machine's interpreter (`DockerPods` runs the sandbox image for that)."""
+
+    async def start(self, pod: Pod, template: dict[str, Any]) -> None:
+        for sub in ("workspace", "tmp", "root"):
+            (pod.folder / sub).mkdir(parents=True, mode=0o755)
+        os.chmod(pod.folder / "tmp", 0o1777)
+
+    async def exec(self, pod: Pod, command: list[str]) -> asyncio.subprocess.Process:
+        return await local_process(pod, command)
+
+    async def stop(self, pod: Pod) -> None:
+        return None
+
+
+async def local_process(pod: Pod, command: list[str]) -> asyncio.subprocess.Process:
+    """An exec'd command as a local process, its paths mapped (see `LocalPods`)."""
     mapped: list[str] = []
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(pod.folder / "tmp")}
+    if SUPERVISOR_BOOT in command:  # the image's boot of the supervisor; here the checkout's module (the same
+        # arguments: remote/interface.py), the project importable
+        at = command.index(SUPERVISOR_BOOT)
+        command = [command[0], "-B", "-m", "agents.executor.remote.supervisor", *command[at + 2:]]
+        env["PYTHONPATH"] = str(PROJECT_ROOT)
     for arg in command:
         if arg == POD_PYTHON:
             arg = sys.executable
@@ -95,7 +128,6 @@ async def local_runner(pod: Pod, command: list[str]) -> asyncio.subprocess.Proce
         elif arg.startswith(POD_TMP):
             arg = str(pod.folder / "tmp") + "/" + arg[len(POD_TMP):]
         mapped.append(arg)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(pod.folder / "tmp")}
     return await asyncio.create_subprocess_exec(*mapped, stdin=asyncio.subprocess.PIPE,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                                                 cwd=pod.folder / "workspace", env=env, start_new_session=True)
@@ -110,12 +142,12 @@ def _status(code: int, reason: str, message: str) -> web.Response:
 class K8sStandIn:
     """Start with `start()` (or as a context manager); `kubeconfig(path)` writes a kubeconfig that reaches it."""
 
-    def __init__(self, runner: Runner = local_runner, bind_delay_s: float = 0.05) -> None:
+    def __init__(self, runtime: PodRuntime | None = None, bind_delay_s: float = 0.05) -> None:
         # Under /tmp, not pytest's folder (mode 0700): the worker runs as another user and must reach its pod's
         # workspace, as in a real pod.
         self.folder = Path(tempfile.mkdtemp(prefix="k8s-standin-"))
         os.chmod(self.folder, 0o711)
-        self.runner = runner
+        self.runtime: PodRuntime = runtime if runtime is not None else LocalPods()
         self.bind_delay_s = bind_delay_s
         self.token = secrets.token_hex(16)
         self.requests: list[Recorded] = []
@@ -253,11 +285,18 @@ class K8sStandIn:
         pool = self.pool["metadata"]["name"]
         sandbox_name = f"{pool}-{secrets.token_hex(3)}"
         pod_name = f"{sandbox_name}-{secrets.token_hex(3)}"  # adopted from the pool: differs from the sandbox
-        folder = self.folder / pod_name
-        for sub in ("workspace", "tmp", "root"):
-            (folder / sub).mkdir(parents=True, mode=0o755)
-        os.chmod(folder / "tmp", 0o1777)
-        self.pods[(ns, pod_name)] = Pod(pod_name, ns, sandbox_name, folder)
+        pod = Pod(pod_name, ns, sandbox_name, self.folder / pod_name)
+        self.pods[(ns, pod_name)] = pod
+        asyncio.ensure_future(self._ready(ns, name, claim, pod, sandbox_name))
+
+    async def _ready(self, ns: str, name: str, claim: dict[str, Any], pod: Pod, sandbox_name: str) -> None:
+        """The pod started: the sandbox and the claim become Ready (as the controllers report it)."""
+        await self.runtime.start(pod, self.template)
+        if (ns, name) not in self.claims:  # deleted while its pod started
+            self.pods.pop((ns, pod.name), None)
+            await self.runtime.stop(pod)
+            return
+        pod_name = pod.name
         self.sandboxes[(ns, sandbox_name)] = self._stamp({
             "apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
             "metadata": {"name": sandbox_name, "namespace": ns,
@@ -357,7 +396,7 @@ class K8sStandIn:
         ws = web.WebSocketResponse(protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"), max_msg_size=0)
         await ws.prepare(request)
         self.exec_count += 1
-        proc = await self.runner(pod, command)
+        proc = await self.runtime.exec(pod, command)
         pod.procs.add(proc)
         pod.sockets.add(ws)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -413,6 +452,8 @@ class K8sStandIn:
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(proc.wait(), 10)
+        with contextlib.suppress(Exception):
+            await self.runtime.stop(pod)
         for ws in list(pod.sockets):
             if ws._req is not None and ws._req.transport is not None:
                 ws._req.transport.abort()
