@@ -11,12 +11,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .. import execution_result
-from ..execution_result import ExecutionResult
 from . import worker_watch
 
 if TYPE_CHECKING:
     from ..artifacts import Snapshot
+    from ..execution_result import ExecutionResult
     from .process import WorkerProcess
 
 MAPS_CHECK_S = 1.0  # how often deleted-but-mapped files are looked for (reading /proc/<pid>/maps costs ~1 ms)
@@ -51,22 +50,40 @@ class DiskLimit:
         return worker_watch.disk_over([self.workdir, self.tmpdir], pid, self.max_mb, self.max_files,
                                       mapped=mapped, min_free_mb=self.min_free_mb, counted=known)
 
-    def check_after_run(self, result: ExecutionResult, worker: WorkerProcess | None,
-                        empty_tmp: Callable[[], None], workspace: Snapshot | None = None) -> None:
-        """Over the limits, the temp folder is emptied (`empty_tmp`, with a fresh worker) and the run is told.
-        `workspace`: see `over`."""
+    def after_run(self, worker: WorkerProcess | None, workspace: Snapshot | None = None) -> tuple[str | None, bool]:
+        """Why the files are over the limits after a run (None: within), and whether the temp folder holds what
+        the code left there (it must then be emptied, with a fresh worker). `workspace`: see `over`."""
         # A check while the code ran may have read the mappings before the code mapped a file: then they are read
         # again now. Otherwise the once-a-second rate holds, so back-to-back tiny steps do not each pay ~1 ms.
         why = self.over(worker, read_maps=self._maps_checked_at > self._after_run_at, workspace=workspace)
         self._after_run_at = time.monotonic()
         if why is None:
-            return
+            return None, False
         # The worker's own log is always there; anything else in the temp folder (or a deleted file still open)
         # is emptied with a fresh worker, which gets the new folder only after it exists.
         tmp = worker_watch.usage([self.tmpdir], max_entries=2)
-        if not tmp.complete or tmp.files > 1 or (worker and worker_watch.deleted_open_bytes(worker.pid)):
-            empty_tmp()
-            execution_result.lose_state(result, "the private temp folder was emptied")
-        message = f"DiskLimitError: {why}. Delete files you no longer need."
-        result.error = message if result.error is None else f"{result.error}\n{message}"
-        result.error_type = result.error_type or "DiskLimitError"
+        return why, bool(not tmp.complete or tmp.files > 1 or
+                         (worker and worker_watch.deleted_open_bytes(worker.pid)))
+
+    def check_after_run(self, result: ExecutionResult, worker: WorkerProcess | None,
+                        empty_tmp: Callable[[], None], workspace: Snapshot | None = None) -> None:
+        """Over the limits, the temp folder is emptied (`empty_tmp`, with a fresh worker) and the run is told.
+        `workspace`: see `over`."""
+        why, temp_used = self.after_run(worker, workspace)
+        if why is not None:
+            if temp_used:
+                empty_tmp()
+            tell_over(result, why, temp_used)
+
+
+def tell_over(result: ExecutionResult, why: str, temp_emptied: bool) -> None:
+    """The run's result says the disk limit was passed (and that the state is gone with the temp folder)."""
+    # Imported here: the remote sandbox's supervisor imports this module inside the sandbox image, which has the
+    # worker's modules but not the app's result formatting (execution_result needs agents/shown_value.py).
+    from ..execution_result import lose_state
+
+    if temp_emptied:
+        lose_state(result, "the private temp folder was emptied")
+    message = f"DiskLimitError: {why}. Delete files you no longer need."
+    result.error = message if result.error is None else f"{result.error}\n{message}"
+    result.error_type = result.error_type or "DiskLimitError"

@@ -27,7 +27,8 @@ from typing import Any
 from ..artifacts import Snapshot
 from ..backend import SEND_DEADLINE_S, Capabilities, SandboxHost, SandboxSpec
 from ..errors import SandboxError, SandboxStartError
-from ..execution_result import ExecutionResult, lose_state
+from ..execution_result import ExecutionResult
+from ..local.disk_limit import tell_over
 from ..protocol import ChannelClosed, ProtocolError, frame
 from .files import RemoteWorkspace
 from .interface import ByteStream, RemoteFiles
@@ -200,11 +201,7 @@ class SupervisedHost(RemoteWorkspace):
             raise self._link.error()
         if why is None:
             return False
-        if tmp_used:
-            lose_state(result, "the private temp folder was emptied")
-        message = why[:1000]  # the supervisor's DiskLimit wrote it ("DiskLimitError: ... Delete files ...")
-        result.error = message if result.error is None else f"{result.error}\n{message}"
-        result.error_type = result.error_type or "DiskLimitError"
+        tell_over(result, why[:1000], tmp_used)
         return tmp_used
 
     def set_min_free_mb(self, value: int) -> None:

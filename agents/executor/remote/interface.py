@@ -94,9 +94,12 @@ class RemoteFiles(Protocol):
 
 #: How the sandbox image starts the supervisor with its own Python, as the worker is started: isolated mode, no
 #: site, the executor folder loaded as a private package (the app's `agents` package is not in the image).
+#: `local` and `remote` are registered bare (their `__init__` imports the app's side, which the image lacks).
 SUPERVISOR_BOOT = (
-    "import sys,types;p=types.ModuleType('_agentdeck_sandbox');p.__path__=[sys.argv[1]];"
-    "sys.modules['_agentdeck_sandbox']=p;from _agentdeck_sandbox.remote.supervisor import main;main(sys.argv[2:])"
+    "import sys,types\n"
+    "for n,d in (('',''),('.local','/local'),('.remote','/remote')):\n"
+    " m=types.ModuleType('_agentdeck_sandbox'+n);m.__path__=[sys.argv[1]+d];sys.modules[m.__name__]=m\n"
+    "from _agentdeck_sandbox.remote.supervisor import main;main(sys.argv[2:])"
 )
 
 

@@ -28,7 +28,6 @@ import threading
 from typing import Any
 
 from ..backend import SandboxLimits, SandboxSpec, WorkspaceSpec
-from ..execution_result import ExecutionResult
 from ..local import worker_watch
 from ..local.disk_limit import DiskLimit
 from ..local.process import WorkerProcess, minimal_env
@@ -191,8 +190,9 @@ class Supervisor:
                 self.reply(rid)
             elif op == "disk_after":
                 process = self._process()
-                why = self._disk_after(process if process.proc.poll() is None else None)
-                self.reply(rid, value=why, tmp_used=self._tmp_used)
+                why, temp_used = (None, False) if self.disk is None else \
+                    self.disk.after_run(process if process.proc.poll() is None else None)
+                self.reply(rid, value=why, tmp_used=temp_used)
             else:
                 self.reply(rid, value=self.answer(str(op), req))
         except Exception as exc:
@@ -239,16 +239,6 @@ class Supervisor:
         if op == "memory":
             return _pss(process.pid) if alive else None
         raise ValueError(f"unknown control request {op[:40]!r}")
-
-    def _disk_after(self, process: WorkerProcess | None) -> Any:
-        if self.disk is None:
-            return None
-        result, emptied = ExecutionResult(), []
-        self.disk.check_after_run(result, process, lambda: emptied.append(True))
-        self._tmp_used = bool(emptied)
-        return result.error
-
-    _tmp_used = False
 
     # --- the stream ---------------------------------------------------------------------------------------------
     def serve(self) -> None:
