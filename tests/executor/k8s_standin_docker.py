@@ -61,6 +61,7 @@ class DockerPods:
     def __init__(self) -> None:
         from agents.executor.docker import daemon, image
 
+        self.started: set[str] = set()
         self.client = daemon.connect()
         self.image = image.ensure_image(self.client)
         self._env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DOCKER_HOST": daemon.docker_host(),
@@ -79,6 +80,7 @@ class DockerPods:
 
         container = await asyncio.get_running_loop().run_in_executor(None, run)
         pod.container = container.id
+        self.started.add(container.id)
 
     async def exec(self, pod: Pod, command: list[str]) -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
@@ -93,7 +95,7 @@ class DockerPods:
         def remove() -> None:
             try:
                 self.client.containers.get(cid).remove(force=True, v=True)
-            except Exception:  # noqa: BLE001 - already gone
+            except Exception:
                 pass
 
         await asyncio.get_running_loop().run_in_executor(None, remove)

@@ -28,9 +28,9 @@ from .spec_note import spec_from_claim, spec_to_claim
 if TYPE_CHECKING:
     from kubernetes import client
 
-    from ..remote import SupervisedHost
     from .claims import ClaimedPod, Claims
     from .exec_stream import ExecStream
+    from .host import K8sHost
 
 log = logging.getLogger("agents.executor.k8s")
 
@@ -62,7 +62,7 @@ class K8sSandboxBackend:
         self._lock = threading.Lock()
         self._config: client.Configuration | None = None
         self._claims: Claims | None = None
-        self._live: dict[str, SupervisedHost] = {}  # this instance's hosts by claim (another replica has its own)
+        self._live: dict[str, K8sHost] = {}  # this instance's hosts by claim (another replica has its own)
 
     @property
     def settings(self) -> K8sSettings:
@@ -170,8 +170,9 @@ class K8sSandboxBackend:
         return self._host(pod, dataclasses.replace(spec, workspace=workspace), temporary=temporary)
 
     def _host(self, pod: ClaimedPod, spec: SandboxSpec, temporary: str | None = None) -> SandboxHost:
-        from ..remote import WORKER_UID, SupervisedHost, supervisor_command
+        from ..remote import WORKER_UID, supervisor_command
         from .files import ExecFiles
+        from .host import K8sHost
 
         s = self.settings
 
@@ -191,7 +192,7 @@ class K8sSandboxBackend:
             released()
             raise
         files = ExecFiles(lambda cmd: self.exec_in(pod.pod, cmd), s.python, s.workdir, owner=WORKER_UID)
-        host = SupervisedHost(stream, files, host_id=pod.claim, on_close=released, spec=spec)
+        host = K8sHost(stream, files, pod=pod, pod_status=self.pod_status, on_close=released, spec=spec)
         with self._lock:
             self._live[pod.claim] = host
         return host

@@ -38,7 +38,8 @@ def check_relpath(relpath: str) -> str:
 
 class ExecFiles:
     """`remote.RemoteFiles` on a pod's workspace folder (`workdir`), each operation one exec through `run`.
-    `owner`: the user id files put there are handed to (the worker's), when the exec runs as root; -1: none."""
+    `owner`: the user id the script switches to when the exec starts as root (the worker's: the workspace is
+    its, and what the app puts must be the worker's to change); -1: it stays who the exec made it."""
 
     def __init__(self, run: Exec, python: str, workdir: str, owner: int = -1, timeout_s: float = 60.0) -> None:
         self._run = run
@@ -50,7 +51,7 @@ class ExecFiles:
     def _call(self, args: Sequence[str], stdin: bytes = b"", max_out: int = 0) -> bytes:
         """Run the script with `args`; returns its stdout (at most `max_out` + 1 bytes read). Raises by its
         exit code."""
-        stream = self._run([self._python, "-I", "-S", "-c", SCRIPT, self._workdir, *args])
+        stream = self._run([self._python, "-I", "-S", "-c", SCRIPT, self._workdir, *args, str(self._owner)])
         try:
             sock = stream.sock
             sock.settimeout(self._timeout_s)
@@ -112,7 +113,7 @@ class ExecFiles:
         check_relpath(relpath)
         if len(data) > max_bytes:
             raise FileTooLarge(f"{relpath}: {len(data)} bytes is over the cap of {max_bytes}")
-        self._call(["put", relpath, str(max_bytes), "1" if exclusive else "0", str(self._owner)], stdin=data)
+        self._call(["put", relpath, str(max_bytes), "1" if exclusive else "0"], stdin=data)
 
     def remove(self, relpath: str) -> None:
         self._call(["remove", check_relpath(relpath)])

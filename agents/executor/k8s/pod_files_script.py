@@ -2,7 +2,7 @@
 # has no file API, only exec, so each operation is one exec of this script with the workspace folder, the
 # operation and its arguments. Standard library only (the pod has nothing else the app may rely on); every path
 # is walked folder by folder without following links (O_NOFOLLOW), like the local backend's files.
-# Exit codes: 0 done, 2 not found, 3 refused (a link, not a regular file, outside), 4 over the cap, 5 exists.
+# The last argument is the user id to run as (-1: stay). Exit codes: 0 done, 2 not found, 3 refused (a link, not a regular file, outside), 4 over the cap, 5 exists.
 import json
 import os
 import stat
@@ -28,8 +28,6 @@ def parent_fd(root: str, rel: str, make: bool = False) -> tuple[int, str]:
                 fail(2, "no such file")
             os.mkdir(part, 0o775, dir_fd=fd)
             nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            if OWNER >= 0 and os.geteuid() == 0:
-                os.fchown(nxt, OWNER, OWNER)
         except (NotADirectoryError, OSError):
             fail(3, "a folder on the way is a link or not a folder")
         os.close(fd)
@@ -37,11 +35,14 @@ def parent_fd(root: str, rel: str, make: bool = False) -> tuple[int, str]:
     return fd, parts[-1]
 
 
-OWNER = int(sys.argv[6]) if len(sys.argv) > 6 else -1
-
-
 def main() -> None:
-    root, op = sys.argv[1], sys.argv[2]
+    root, op, owner = sys.argv[1], sys.argv[2], int(sys.argv[-1])
+    if owner >= 0 and os.geteuid() == 0:
+        # As the worker's own user: what the app puts is the worker's to change, and the workspace (the worker's,
+        # mode 0700) is reached with no capability beyond setuid (the exec starts as the container's root).
+        os.setgroups([])
+        os.setgid(owner)
+        os.setuid(owner)
     if op == "list":
         limit = int(sys.argv[3]) + 1  # one more than the app takes: it then knows the listing is incomplete
         found: dict[str, list[int]] = {}
@@ -81,15 +82,13 @@ def main() -> None:
             left -= len(chunk)
         out.flush()
     elif op == "put":
-        cap, exclusive, owner = int(sys.argv[4]), sys.argv[5] == "1", int(sys.argv[6])
+        cap, exclusive = int(sys.argv[4]), sys.argv[5] == "1"
         data = sys.stdin.buffer.read(cap + 1)
         if len(data) > cap:
             fail(4, "over the cap")
         tmp = ".agentdeck-put-" + os.urandom(6).hex()
         f = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o664, dir_fd=fd)
         os.write(f, data)
-        if owner >= 0 and os.geteuid() == 0:  # the worker (its own user id) may change what the app put
-            os.fchown(f, owner, owner)
         os.close(f)
         try:
             if exclusive:
