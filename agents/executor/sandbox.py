@@ -84,6 +84,7 @@ class PythonSandbox:
         self._closed = False
         self._step = 0
         self._warned = False
+        self._ended_between: str | None = None  # how the last host ended, when found dead between steps
         self._idle_cpu: float | None = None  # the worker's CPU time when its last run ended (the host's reading)
         self._host: SandboxHost | None = None
         self._host = self._spawn()
@@ -136,6 +137,9 @@ class PythonSandbox:
                 raise SandboxClosedError("the sandbox is closed")
             if self._host is None or self._host.dead:
                 if self._host is not None:
+                    # Found dead between steps (a remote sandbox's stream cut, its pod gone): the next result
+                    # says the variables are gone, as when it dies during a step.
+                    self._ended_between = self._host.exit_description(0.5)
                     self._host.close()
                 self._host = self._spawn()
             worker = self._host
@@ -295,6 +299,7 @@ class PythonSandbox:
                     self._restart()
                     worker = self._ready_worker()
                     cpu_now = None
+            ended, self._ended_between = self._ended_between, None
             not_given, before = worker.push_and_snapshot()
             self._step += 1
             run_id = secrets.token_hex(8)
@@ -322,6 +327,8 @@ class PythonSandbox:
                 worker.freeze()
             for note in notes:
                 execution_result.lose_state(result, note + "; the sandbox was restarted")
+            if ended is not None:
+                execution_result.lose_state(result, f"the sandbox ended between steps ({ended}) and was restarted")
             host = self._host if self._host is not None else worker
             host.pull_workspace()
             after = host.snapshot()

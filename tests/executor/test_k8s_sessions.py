@@ -109,8 +109,8 @@ def test_a_pod_gone_mid_run_tells_the_agent_its_variables_are_gone(standin: K8sS
         thread.join(60)
         result = out[0]
         assert result.error is not None and result.state_lost
-        assert "all variables, imports and functions from earlier steps are gone" in result.logs
-        assert "is gone (evicted, deleted or its node lost)" in str(result.error) + result.logs
+        assert "all state from earlier steps was lost" in str(result.error)  # what the agent reads
+        assert "is gone (evicted, deleted or its node lost)" in str(result.error)
         after = sb.run("x")  # a new claim, a new pod: the session goes on without its variables
         assert after.error is not None and "NameError" in str(after.error)
         assert len([r for r in standin.requests if r.method == "POST" and r.path == CLAIMS]) == 2
@@ -123,8 +123,8 @@ def test_a_cut_stream_loses_the_variables_and_says_the_pod_still_runs(standin: K
         assert sb.run("x = 1").error is None
         assert standin.cut_streams() == 1
         result = sb.run("x")
-        assert result.state_lost and "gone" in result.logs
-        assert "only the connection was lost" in str(result.error) + result.logs
+        print("ERROR", result.error, "LOGS", result.logs)
+        assert result.state_lost and "only the connection was lost" in str(result.error) + result.logs
         assert sb.run("y = 2\ny").output == 2
     assert not standin.claims
 

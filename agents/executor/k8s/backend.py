@@ -192,7 +192,12 @@ class K8sSandboxBackend:
             released()
             raise
         files = ExecFiles(lambda cmd: self.exec_in(pod.pod, cmd), s.python, s.workdir, owner=WORKER_UID)
-        host = K8sHost(stream, files, pod=pod, pod_status=self.pod_status, on_close=released, spec=spec)
+        try:
+            host = K8sHost(stream, files, pod=pod, pod_status=self.pod_status, on_close=released, spec=spec,
+                           control_timeout_s=s.control_timeout_s)
+        except SandboxStartError as exc:
+            said = stream.stderr_tail().strip()[-600:]  # the supervisor's own words, before it took over fd 2
+            raise SandboxStartError(f"{exc}" + (f"; it printed: {said}" if said else "")) from exc
         with self._lock:
             self._live[pod.claim] = host
         return host

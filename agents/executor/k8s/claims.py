@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -34,6 +35,7 @@ TERMINAL_REASONS = frozenset({"TemplateNotFound", "WarmPoolNotFound", "InvalidMe
 #: A backstop: the claim expires (and its sandbox with it) this long after it was made even if the app that made
 #: it dies without deleting it. Far longer than a session; close() deletes it long before.
 CLAIM_LIFETIME = timedelta(hours=24)
+TRANSIENT_STATUS = frozenset({0, 429, 500, 502, 503, 504})  # 0: the client's own (a connection dropped)
 WATCH_CHUNK_S = 20  # one watch request's server-side timeout; the wait loops until its own deadline
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _CLAIM_NAME = re.compile(r"agentdeck-[0-9a-f]{16}")
@@ -194,6 +196,10 @@ class Claims:
             except ApiException as exc:
                 if exc.status == 410:  # the version was compacted away: start again from the current state
                     version = ""
+                    continue
+                if exc.status in TRANSIENT_STATUS:  # a dropped watch or a busy API server: watch again
+                    last = f"the watch broke ({exc.status}: {_api_message(exc)[:80]})"
+                    threading.Event().wait(min(1.0, max(0.0, deadline - time.monotonic())))
                     continue
                 raise ClaimRefused(f"watching the SandboxClaim {name} failed ({exc.status}: "
                                    f"{_api_message(exc)})") from exc

@@ -42,7 +42,9 @@ class K8sSettings:
     template); `template`: the SandboxTemplate the claimed sandbox must come from (checked on the sandbox's
     annotation, so a pool pointed at another template is refused, not used). `container`: the pod's container
     the supervisor runs in; `python`: the interpreter there; `workdir`: the workspace folder there.
-    `ready_timeout_s`: how long a claim may take to be bound and ready; `request_timeout_s`: one API call.
+    `ready_timeout_s`: how long a claim may take to be bound and ready; `request_timeout_s`: one API call;
+    `control_timeout_s`: one supervisor reply (each round trip crosses the API server and the kubelet, so more
+    than the remote host's 10 s default; a later reply ends the sandbox).
     """
 
     kubeconfig: str | None = None
@@ -56,12 +58,13 @@ class K8sSettings:
     workdir: str = "/workspace"
     ready_timeout_s: float = 120.0
     request_timeout_s: float = 30.0
+    control_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         for name in ("namespace", "warm_pool", "template", "container", "python", "workdir"):
             if not getattr(self, name).strip():
                 raise ValueError(f"the k8s backend's {name} setting must not be empty")
-        if self.ready_timeout_s <= 0 or self.request_timeout_s <= 0:
+        if min(self.ready_timeout_s, self.request_timeout_s, self.control_timeout_s) <= 0:
             raise ValueError("the k8s backend's timeouts must be positive")
 
     def missing(self) -> str | None:
