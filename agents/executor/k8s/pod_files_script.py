@@ -2,7 +2,8 @@
 # has no file API, only exec, so each operation is one exec of this script with the workspace folder, the
 # operation and its arguments. Standard library only (the pod has nothing else the app may rely on); every path
 # is walked folder by folder without following links (O_NOFOLLOW), like the local backend's files.
-# The last argument is the user id to run as (-1: stay). Exit codes: 0 done, 2 not found, 3 refused (a link, not a regular file, outside), 4 over the cap, 5 exists.
+# The last argument is the user id to run as (-1: stay). Exit codes: 0 done, 2 not found, 3 refused (a link,
+# not a regular file, outside), 4 over the cap, 5 exists.
 import json
 import os
 import stat
