@@ -134,15 +134,20 @@ def test_agent_sandbox_resources_meet_the_real_crds(kind: str, crd: str) -> None
 
 
 def test_sandboxes_have_no_egress_and_run_unprivileged() -> None:
+    """No egress, gVisor, no token; the container's root holds only the supervisor's capabilities (the worker
+    it starts runs as its own non-root user with none: agents/executor/remote/)."""
+    from agents.executor.remote.interface import SUPERVISOR_CAPABILITIES, WORKER_UID
+
     template = one("SandboxTemplate")["spec"]
     assert template["networkPolicyManagement"] == "Managed"
     assert template["networkPolicy"]["egress"] == []  # omitted, the controller would allow public egress
     pod = template["podTemplate"]["spec"]
     assert pod["runtimeClassName"] == "gvisor" and pod["automountServiceAccountToken"] is False
-    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] > 0
+    assert WORKER_UID > 0
     for container in pod["containers"]:
         context = container["securityContext"]
         assert context["capabilities"]["drop"] == ["ALL"] and context["allowPrivilegeEscalation"] is False
+        assert sorted(context["capabilities"]["add"]) == sorted(SUPERVISOR_CAPABILITIES)
         assert context["readOnlyRootFilesystem"] is True
         assert {"cpu", "memory"} <= set(container["resources"]["limits"])
     pool = one("SandboxWarmPool")["spec"]
@@ -197,3 +202,18 @@ def test_the_k8s_backends_defaults_claim_from_these_manifests() -> None:
     binding = one("RoleBinding")
     assert binding["roleRef"]["name"] == one("Role")["metadata"]["name"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": one("ServiceAccount")["metadata"]["name"]}]
+
+
+def test_only_the_sandbox_pods_fall_short_of_restricted() -> None:
+    """The namespace admits the sandbox pods (their supervisor's capabilities need the privileged level) and
+    warns about any pod short of restricted; the app's and Redis' pods meet restricted on their own."""
+    labels = one("Namespace")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/warn"] == labels["pod-security.kubernetes.io/audit"] == "restricted"
+    for kind in ("Deployment", "StatefulSet"):
+        for doc in by_kind(kind):
+            pod = doc["spec"]["template"]["spec"]
+            assert pod["securityContext"]["runAsNonRoot"] is True, doc["metadata"]["name"]
+            for container in pod["containers"]:
+                context = container["securityContext"]
+                assert context["capabilities"] == {"drop": ["ALL"]}, doc["metadata"]["name"]
+                assert context["allowPrivilegeEscalation"] is False

@@ -448,6 +448,8 @@ class K8sStandIn:
     # --- failures --------------------------------------------------------------------------------------------
     async def _end_pod(self, pod: Pod) -> None:
         for proc in list(pod.procs):
+            if proc.returncode is not None:  # ended (and reaped): its pid may be another process's by now
+                continue
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(Exception):
