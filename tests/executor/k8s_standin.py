@@ -291,7 +291,13 @@ class K8sStandIn:
 
     async def _ready(self, ns: str, name: str, claim: dict[str, Any], pod: Pod, sandbox_name: str) -> None:
         """The pod started: the sandbox and the claim become Ready (as the controllers report it)."""
-        await self.runtime.start(pod, self.template)
+        try:
+            await self.runtime.start(pod, self.template)
+        except Exception as exc:  # the pod did not start: the claim says why (as the controller would)
+            claim["status"] = {"conditions": [{"type": "Ready", "status": "False", "reason": "SandboxNotReady",
+                                               "message": f"pod failed to start: {exc}"[:300]}]}
+            self._notify(ns, "MODIFIED", self._stamp(claim))
+            return
         if (ns, name) not in self.claims:  # deleted while its pod started
             self.pods.pop((ns, pod.name), None)
             await self.runtime.stop(pod)

@@ -63,7 +63,11 @@ class DockerPods:
 
         self.started: set[str] = set()
         self.client = daemon.connect()
-        self.image = image.ensure_image(self.client)
+        built = image.ensure_image(self.client)
+        # A tag of its own: another test process building a newer sandbox image removes the older
+        # agentdeck-sandbox tags (image.remove_stale), which would leave these pods without their image.
+        self.image = f"agentdeck-k8s-standin:{os.getpid()}"
+        self.client.images.get(built).tag(self.image)
         self._env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DOCKER_HOST": daemon.docker_host(),
                      "HOME": os.environ.get("HOME", "/tmp")}
 
@@ -86,6 +90,13 @@ class DockerPods:
         return await asyncio.create_subprocess_exec(
             "docker", "exec", "-i", str(pod.container), *command, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self._env, start_new_session=True)
+
+    def close(self) -> None:
+        """Remove this process's tag (the image stays while the sandbox tag has it)."""
+        try:
+            self.client.images.remove(self.image, noprune=False)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
 
     async def stop(self, pod: Pod) -> None:
         if pod.container is None:

@@ -28,8 +28,10 @@ CLAIMS = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/agentdeck/sandboxc
 
 
 @pytest.fixture(scope="module")
-def pods() -> DockerPods:
-    return DockerPods()  # builds or finds the sandbox image once
+def pods() -> Iterator[DockerPods]:
+    runtime = DockerPods()  # builds or finds the sandbox image once
+    yield runtime
+    runtime.close()
 
 
 @pytest.fixture
@@ -121,9 +123,11 @@ def test_a_cut_stream_loses_the_variables_and_says_the_pod_still_runs(standin: K
                                                                       tmp_path: Path) -> None:
     with _sandbox(settings, tmp_path) as sb:
         assert sb.run("x = 1").error is None
+        host = sb.host
+        assert host is not None
         assert standin.cut_streams() == 1
+        wait_until(lambda: host.dead, what="the host to see its stream end")  # between steps
         result = sb.run("x")
-        print("ERROR", result.error, "LOGS", result.logs)
         assert result.state_lost and "only the connection was lost" in str(result.error) + result.logs
         assert sb.run("y = 2\ny").output == 2
     assert not standin.claims

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import secrets
 import shutil
 import tempfile
 import threading
@@ -187,7 +188,10 @@ class K8sSandboxBackend:
                 shutil.rmtree(temporary, ignore_errors=True)
 
         try:
-            stream = self.exec_in(pod.pod, supervisor_command(workdir=s.workdir, python=s.python))
+            # A temp folder of its own per supervisor: a host attached after another in the same pod starts
+            # with nothing of the old worker's (and the old one's folders belong to the old worker's user).
+            tmpdir = f"/tmp/agentdeck-sbx-{secrets.token_hex(6)}"
+            stream = self.exec_in(pod.pod, supervisor_command(workdir=s.workdir, python=s.python, tmpdir=tmpdir))
         except BaseException:
             released()
             raise
