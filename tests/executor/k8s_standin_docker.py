@@ -95,7 +95,7 @@ class DockerPods:
         """Remove this process's tag (the image stays while the sandbox tag has it)."""
         try:
             self.client.images.remove(self.image, noprune=False)
-        except Exception:  # noqa: BLE001 - already gone
+        except Exception:
             pass
 
     async def stop(self, pod: Pod) -> None:
