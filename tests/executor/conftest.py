@@ -4,7 +4,8 @@ their own).
 
 Backends: the `sandbox` and `open_sandbox` fixtures, and every sandbox of a module marked
 `pytest.mark.usefixtures("sandbox_backend")` (the attack suites), run once per backend this machine can use
-(`agents.executor.backends.available()`), so a new backend is held to the same promises without a new test."""
+(`agents.executor.backends.available()`), so a new backend is held to the same promises without a new test;
+plus the test-only backends `AGENTDECK_TEST_BACKENDS` names (`TEST_BACKENDS`: remote sandboxes' stand-ins)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,12 @@ import pytest
 
 from agents.executor import PythonSandbox, backends
 
+#: Test-only backends the suites also run on when AGENTDECK_TEST_BACKENDS names them (comma-separated): stand-ins
+#: for remote sandboxes, slower to start than the real backends (a container per sandbox).
+TEST_BACKENDS = {"supervised-docker": "tests.executor.remote_container:SupervisedDockerBackend"}
+for _name in filter(None, os.environ.get("AGENTDECK_TEST_BACKENDS", "").split(",")):
+    if _name.strip() in TEST_BACKENDS:
+        backends.KNOWN.setdefault(_name.strip(), TEST_BACKENDS[_name.strip()])
 BACKENDS = backends.available()
 
 SECRET = "sk-agentdeck-test-secret-9f3b2c"

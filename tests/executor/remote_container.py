@@ -39,6 +39,7 @@ from agents.executor.remote.interface import supervisor_command
 WORKDIR = "/workspace"
 PYTHON = "/usr/local/bin/python3"
 _image_tag: str | None = None
+_tree: image.RootTree | None = None
 
 
 class ContainerStream:
@@ -102,7 +103,11 @@ import json,os,stat,sys
 root,cap=sys.argv[1],int(sys.argv[2]);out={}
 for d,dirs,files in os.walk(root):
     for n in files+dirs:
-        p=os.path.join(d,n);st=os.lstat(p)
+        p=os.path.join(d,n)
+        try:
+            st=os.lstat(p)
+        except OSError:
+            continue
         if stat.S_ISREG(st.st_mode):
             out[os.path.relpath(p,root)]=[st.st_size,st.st_mtime_ns]
             if len(out)>cap: print('"over"');sys.exit(0)
@@ -176,10 +181,18 @@ class ContainerFiles:
 
 
 def sandbox_image(client: Any) -> str:
-    """The project's sandbox image (built from this machine's files once per test process: no registry)."""
-    global _image_tag
-    if _image_tag is None:
-        _image_tag = image.ensure_image(client)
+    """The project's sandbox image (built from this machine's files, no registry). Looked up on every start: other
+    worktrees sharing the daemon build their own and remove earlier tags not in use (`image.remove_stale`)."""
+    global _image_tag, _tree
+    if _image_tag is not None:
+        try:
+            client.images.get(_image_tag)
+            return _image_tag
+        except Exception:
+            pass
+    if _tree is None:
+        _tree = image.assemble()
+    _image_tag = image.ensure_image(client, _tree)
     return _image_tag
 
 
@@ -197,7 +210,8 @@ def start_sandbox_container(client: Any, command: list[str], *, memory_mb: int =
         mounts=[Mount(WORKDIR, None, type="volume")], log_config={"type": "none", "config": {}})
     # stdin_open without detach sets StdinOnce: the supervisor's stdin ends when the attach stream is closed.
     created = api.create_container(
-        sandbox_image(client), command, user="0:0", working_dir="/opt/agentdeck", stdin_open=True, tty=False, host_config=host_config, labels={LABEL: "1", APP_LABEL: APP_ID},
+        sandbox_image(client), command, user="0:0", working_dir="/opt/agentdeck", stdin_open=True, tty=False,
+        host_config=host_config, labels={LABEL: "1", APP_LABEL: APP_ID},
         name=f"agentdeck-remote-{secrets.token_hex(6)}")
     container = client.containers.get(created["Id"])
     try:

@@ -104,7 +104,14 @@ def _orphan(pid: str) -> bool:
     """Whether process `pid` is a sandbox worker whose app is gone. A worker's command line is the bootstrap
     (BOOT) and ends with its app's pid; a worker of a live app (this process or another) has that app as its
     parent. Once the app died the worker was handed to init or to a subreaper (a container's init, systemd),
-    so its parent is no longer the pid it names. Workers started before the pid was passed: parent 1."""
+    so its parent is no longer the pid it names. Workers started before the pid was passed: parent 1.
+    A process of another pid namespace (a container's, e.g. a remote sandbox's worker under its supervisor,
+    `remote/supervisor.py`) is never one: the pid it names is of that namespace, not this one's."""
+    try:
+        if os.readlink(f"/proc/{pid}/ns/pid") != os.readlink("/proc/self/ns/pid"):
+            return False
+    except OSError:
+        pass  # not ours to inspect (another user's process): judged by its parent as before
     with open(f"/proc/{pid}/stat", "rb") as fh:
         ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
     with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -178,9 +185,11 @@ class WorkerProcess:
     """One running worker: its process, its two pipes and its ready report."""
 
     def __init__(self, init: dict[str, Any], env: dict[str, str], workdir: str, log_path: str,
-                 python: str | None = None, start_dir: str | None = None, user: int | None = None):
+                 python: str | None = None, start_dir: str | None = None, user: int | None = None,
+                 owner: str | None = None):
         """`user`: start the worker as that user id (and group, no other groups) instead of this process's; the
-        remote sandbox's supervisor (`remote/supervisor.py`) runs as another user than its worker."""
+        remote sandbox's supervisor (`remote/supervisor.py`) runs as another user than its worker. `owner`: what
+        the worker's last argument names after APP_ARG (default this process's pid; see `_orphan`)."""
         sweep_orphans()
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
@@ -196,7 +205,7 @@ class WorkerProcess:
                 self._log_fd = os.open(log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
                 self.proc = subprocess.Popen(
                     [python or sys.executable, "-I", "-S", "-B", "-c", BOOT, PACKAGE_DIR, str(cmd_r), str(res_w),
-                     f"{APP_ARG}{os.getpid()}"],
+                     f"{APP_ARG}{owner or os.getpid()}"],
                     pass_fds=(cmd_r, res_w), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                     # Not the workspace: libraries preloaded before confinement read files from their current
                     # folder (./matplotlibrc), and the workspace is written by the code.

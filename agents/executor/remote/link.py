@@ -213,6 +213,8 @@ class StreamLink:
         deadline = None if timeout is None else time.monotonic() + timeout
         fds = [self._notify_r] if wake_fd is None else [self._notify_r, wake_fd]
         while True:
+            if self.misbehaved:  # nothing more of a supervisor that broke the rules is believed
+                raise self.error()
             self._take()
             msg = self._frames.next()
             if msg is not None:

@@ -28,7 +28,8 @@ def security_report(host: SupervisedHost) -> dict[str, dict[str, Any]]:
         "cpu_time": {"active": True, "detail": "the worker's CPU time is read by the supervisor from /proc, "
                      "one stream round trip per reading"},
         "disk_limit": {"active": True, "detail": f"workspace and temp folder held to {limits.max_disk_mb} MB and "
-                       f"{limits.max_disk_files:,} files, counted by the supervisor, deleted-but-open included"},
+                       f"{limits.max_disk_files:,} files, counted by the supervisor, deleted-but-open included (a "
+                       "deleted file kept only mapped counts by its mapped range: no CAP_SYS_ADMIN in the sandbox)"},
         "tool_calls": {"active": True, "detail": "tool calls travel back over the stream and run in the app; the "
                        "sandbox needs no network"},
         "file_transfer": {"active": True, "detail": "files move by the service's file API with size caps; the app "

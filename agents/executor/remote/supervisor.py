@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import queue
+import secrets
 import select
 import shutil
 import signal
@@ -109,8 +110,11 @@ class Supervisor:
         env = minimal_env(self.tmpdir, dict(spec.env))
         env["MPLCONFIGDIR"] = self.mpldir
         uid = int(self.args.worker_uid)
-        self.process = WorkerProcess(first, env, self.private, os.path.join(self.tmpdir, "worker.log"),
-                                     start_dir=self.private, user=uid)
+        # The owner named is not a pid: the sweep of any AgentDeck app on the machine that sees this worker
+        # (its /proc shows a container's processes) takes it for an orphan only once its parent is init.
+        log = os.path.join(self.tmpdir, f".agentdeck-worker-{secrets.token_hex(8)}.log")  # the local worker's name
+        self.process = WorkerProcess(first, env, self.private, log, start_dir=self.private, user=uid,
+                                     owner="remote-supervisor")
         os.chown(self.tmpdir, uid, uid)  # after the log is made (as this process's), before any code runs
         threading.Thread(target=self._relay, name="relay", daemon=True).start()
         threading.Thread(target=self._feed, name="feed", daemon=True).start()
