@@ -34,7 +34,8 @@ def apply_to_libraries(settings: AppSettings) -> HostSettings:
 
 
 def k8s_settings(settings: AppSettings) -> K8sSettings:
-    """The `k8s` backend's cluster, namespace, warm pool and template from AGENTDECK_K8S_*."""
+    """The `k8s` backend's cluster, namespace, warm pool and template from the AGENTDECK_K8S_KUBECONFIG
+    family of settings."""
     return K8sSettings(kubeconfig=settings.k8s_kubeconfig.strip() or None,
                        context=settings.k8s_context.strip() or None, in_cluster=settings.k8s_in_cluster,
                        namespace=settings.k8s_namespace.strip(), warm_pool=settings.k8s_warm_pool.strip(),

@@ -33,7 +33,8 @@ SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 @dataclass(frozen=True)
 class K8sSettings:
-    """Where the `k8s` backend claims sandboxes (the app's AGENTDECK_K8S_* settings; deploy/k8s/sandbox.yaml).
+    """Where the `k8s` backend claims sandboxes (the app's AGENTDECK_K8S_KUBECONFIG and
+    related settings; deploy/k8s/sandbox.yaml).
 
     `kubeconfig`: a kubeconfig file (with `context`, one of its contexts; None: its current one); `in_cluster`:
     use the pod's service account instead (the app running in the cluster: deploy/k8s/app.yaml). One of the two
