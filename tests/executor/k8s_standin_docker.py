@@ -110,3 +110,41 @@ class DockerPods:
                 pass
 
         await asyncio.get_running_loop().run_in_executor(None, remove)
+
+
+_shared: Any = None
+
+
+def _shared_standin() -> Any:
+    """One stand-in with Docker pods per test process (stopped at exit), for the per-backend suites."""
+    global _shared
+    if _shared is None:
+        import atexit
+
+        from tests.executor.k8s_standin import K8sStandIn
+
+        pods = DockerPods()
+        _shared = K8sStandIn(pods).start()
+        atexit.register(pods.close)
+        atexit.register(_shared.stop)
+    return _shared
+
+
+def standin_backend() -> Any:
+    """The `k8s` backend on the shared stand-in, as the test-only backend `k8s-standin`
+    (AGENTDECK_TEST_BACKENDS=k8s-standin runs the per-backend suites on it)."""
+    from agents.executor.k8s import K8sSandboxBackend
+    from agents.executor.k8s.settings import K8sSettings
+
+    class StandInK8sBackend(K8sSandboxBackend):
+        name = "k8s-standin"
+
+        def __init__(self) -> None:
+            server = _shared_standin()
+            config = server.kubeconfig(server.folder / "kubeconfig")
+            super().__init__(K8sSettings(kubeconfig=str(config), ready_timeout_s=180))
+
+    return StandInK8sBackend()
+
+
+StandInK8sBackend = standin_backend
