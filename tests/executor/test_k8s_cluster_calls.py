@@ -221,6 +221,10 @@ def test_exec_as_a_byte_stream_reads_with_timeouts_and_close_wakes_a_reader(stan
     cat = [settings.python, "-c", "import sys\nwhile (b := sys.stdin.buffer.read1(65536)):\n"
                                   " sys.stdout.buffer.write(b); sys.stdout.buffer.flush()"]
     stream = _exec(settings, pod.pod, cat)
+    from agents.executor.remote import ByteStream, RemoteFiles
+
+    assert isinstance(stream, ByteStream)
+    assert isinstance(ExecFiles(lambda cmd: stream, settings.python, settings.workdir), RemoteFiles)
     assert stream.read(100, timeout=0.05) is None  # nothing yet: None, not b""
     big = b"0123456789" * 100_000  # more than the socket buffers: write waits for the pod to take it
     got = bytearray()
