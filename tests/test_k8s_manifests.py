@@ -134,15 +134,20 @@ def test_agent_sandbox_resources_meet_the_real_crds(kind: str, crd: str) -> None
 
 
 def test_sandboxes_have_no_egress_and_run_unprivileged() -> None:
+    """No egress, gVisor, no token; the container's root holds only the supervisor's capabilities (the worker
+    it starts runs as its own non-root user with none: agents/executor/remote/)."""
+    from agents.executor.remote.interface import SUPERVISOR_CAPABILITIES, WORKER_UID
+
     template = one("SandboxTemplate")["spec"]
     assert template["networkPolicyManagement"] == "Managed"
     assert template["networkPolicy"]["egress"] == []  # omitted, the controller would allow public egress
     pod = template["podTemplate"]["spec"]
     assert pod["runtimeClassName"] == "gvisor" and pod["automountServiceAccountToken"] is False
-    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] > 0
+    assert WORKER_UID > 0
     for container in pod["containers"]:
         context = container["securityContext"]
         assert context["capabilities"]["drop"] == ["ALL"] and context["allowPrivilegeEscalation"] is False
+        assert sorted(context["capabilities"]["add"]) == sorted(SUPERVISOR_CAPABILITIES)
         assert context["readOnlyRootFilesystem"] is True
         assert {"cpu", "memory"} <= set(container["resources"]["limits"])
     pool = one("SandboxWarmPool")["spec"]
@@ -156,7 +161,7 @@ def test_the_app_runs_unprivileged_behind_a_cookie_affine_ingress() -> None:
     service = next(s for s in by_kind("Service") if s["metadata"]["name"] == "agentdeck")
     assert service["spec"]["selector"].items() <= labels.items()
     pod = deployment["spec"]["template"]["spec"]
-    assert pod["securityContext"]["runAsNonRoot"] is True and pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["serviceAccountName"] == "agentdeck"
     ingress = one("Ingress")
     annotations = ingress["metadata"]["annotations"]
     assert annotations["nginx.ingress.kubernetes.io/affinity"] == "cookie"
@@ -175,3 +180,40 @@ def test_the_config_names_real_settings_and_points_at_the_shipped_redis() -> Non
     redis_service = next(s for s in by_kind("Service") if s["metadata"]["name"] == "agentdeck-redis")
     assert data["AGENTDECK_REDIS_URL"].startswith(f"redis://{redis_service['metadata']['name']}:")
     assert data["AGENTDECK_CHAT_STORE"].startswith("s3://")
+
+
+def test_the_k8s_backends_defaults_claim_from_these_manifests() -> None:
+    """The `k8s` sandbox backend's default settings name this template, pool, namespace, container, interpreter
+    and workspace folder, and the shipped config selects it with the replicas' service account."""
+    from agents.executor.k8s.settings import K8sSettings
+
+    defaults = K8sSettings()
+    template = one("SandboxTemplate")
+    assert defaults.template == template["metadata"]["name"]
+    assert defaults.warm_pool == one("SandboxWarmPool")["metadata"]["name"]
+    assert defaults.namespace == yaml.safe_load((K8S / "kustomization.yaml").read_text())["namespace"]
+    container = next(c for c in template["spec"]["podTemplate"]["spec"]["containers"]
+                     if c["name"] == defaults.container)
+    assert container["command"][0] == defaults.python
+    assert defaults.workdir in {m["mountPath"] for m in container["volumeMounts"]}
+    data = one("ConfigMap")["data"]
+    assert data["AGENTDECK_SANDBOX"] == "k8s" and data["AGENTDECK_K8S_IN_CLUSTER"] == "1"
+    assert data["AGENTDECK_K8S_WARM_POOL"] == defaults.warm_pool
+    binding = one("RoleBinding")
+    assert binding["roleRef"]["name"] == one("Role")["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": one("ServiceAccount")["metadata"]["name"]}]
+
+
+def test_only_the_sandbox_pods_fall_short_of_restricted() -> None:
+    """The namespace admits the sandbox pods (their supervisor's capabilities need the privileged level) and
+    warns about any pod short of restricted; the app's and Redis' pods meet restricted on their own."""
+    labels = one("Namespace")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/warn"] == labels["pod-security.kubernetes.io/audit"] == "restricted"
+    for kind in ("Deployment", "StatefulSet"):
+        for doc in by_kind(kind):
+            pod = doc["spec"]["template"]["spec"]
+            assert pod["securityContext"]["runAsNonRoot"] is True, doc["metadata"]["name"]
+            for container in pod["containers"]:
+                context = container["securityContext"]
+                assert context["capabilities"] == {"drop": ["ALL"]}, doc["metadata"]["name"]
+                assert context["allowPrivilegeEscalation"] is False

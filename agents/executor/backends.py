@@ -19,6 +19,7 @@ KNOWN: dict[str, str] = {
     "local": "agents.executor.local:LocalBackend",
     "docker": "agents.executor.docker:DockerBackend",
     "e2b": "agents.executor.e2b:E2BBackend",
+    "k8s": "agents.executor.k8s:K8sSandboxBackend",
 }
 #: What each backend needs beyond this package, for `known()` (the operator's checklist; README's table).
 NEEDS: dict[str, str] = {
@@ -26,6 +27,8 @@ NEEDS: dict[str, str] = {
     "docker": "a Docker Engine (make docker-up, AGENTDECK_DOCKER_HOST or DOCKER_HOST) and the docker package",
     "e2b": "the e2b package (requirements-remote.txt), E2B_API_KEY, and AGENTDECK_E2B_TEMPLATE naming an E2B "
            "template built with AgentDeck's sandbox image",
+    "k8s": "the kubernetes package (requirements-remote.txt), a cluster running kubernetes-sigs/agent-sandbox "
+           "with deploy/k8s/ applied, and AGENTDECK_K8S_KUBECONFIG or AGENTDECK_K8S_IN_CLUSTER",
 }
 
 _lock = threading.Lock()

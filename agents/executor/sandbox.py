@@ -139,7 +139,7 @@ class PythonSandbox:
                 if self._host is not None:
                     if self._host.ready is not None:  # it held the session's variables: the next step is told
                         self._ended_between = (f"the sandbox ended between steps "
-                                               f"({self._host.exit_description(0.0)[:500]}) and was started again")
+                                               f"({self._host.exit_description(0.5)[:500]}) and was started again")
                     self._host.close()
                 self._host = self._spawn()
             worker = self._host

@@ -18,7 +18,8 @@ from agents.executor import PythonSandbox, backends
 #: Test-only backends the suites also run on when AGENTDECK_TEST_BACKENDS names them (comma-separated): stand-ins
 #: for remote sandboxes, slower to start than the real backends (a container per sandbox).
 TEST_BACKENDS = {"supervised-docker": "tests.executor.remote_container:SupervisedDockerBackend",
-                 "e2b-standin": "tests.executor.e2b_standin_docker:StandInE2BBackend"}
+                 "e2b-standin": "tests.executor.e2b_standin_docker:StandInE2BBackend",
+                 "k8s-standin": "tests.executor.k8s_standin_docker:StandInK8sBackend"}
 for _name in filter(None, os.environ.get("AGENTDECK_TEST_BACKENDS", "").split(",")):
     if _name.strip() in TEST_BACKENDS:
         backends.KNOWN.setdefault(_name.strip(), TEST_BACKENDS[_name.strip()])

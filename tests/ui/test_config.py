@@ -34,7 +34,7 @@ def clean_environment(monkeypatch):
                                              "accepts one of autonomous, review_plans, approve_code, approve_tools, "
                                              "all."),
     ("AGENTDECK_SANDBOX", "vm", "AGENTDECK_SANDBOX is 'vm', which it does not accept (unknown sandbox backend 'vm'); "
-                                "it accepts one of local, docker, e2b."),
+                                "it accepts one of local, docker, e2b, k8s."),
     ("AGENTDECK_TRUST_FORWARDED", "maybe", "AGENTDECK_TRUST_FORWARDED is 'maybe'"),
     # Read as on for 1 alone where it acts (ui/web/rate_limit.py): `true` is refused, never half-taken.
     ("AGENTDECK_TRUST_FORWARDED", "true", "AGENTDECK_TRUST_FORWARDED is 'true', which it does not accept (only 1 "

@@ -7,6 +7,7 @@ import os
 
 from agents.errors import ConfigurationError
 from agents.executor.e2b.settings import E2BSettings
+from agents.executor.k8s.settings import K8sSettings
 from agents.host_settings import HostSettings, configure_host
 from agents.models.compatible import CompatibleServer, operator_server
 from tools._common import configure_user_agent
@@ -30,6 +31,7 @@ def apply_to_libraries(settings: AppSettings) -> HostSettings:
         cache_dir=settings.cache_dir or None,
         compatible_server=compatible_server(settings),
         e2b=e2b_settings(settings),
+        k8s=k8s_settings(settings),
     )
 
 
@@ -39,6 +41,16 @@ def e2b_settings(settings: AppSettings) -> E2BSettings:
     return E2BSettings(template=settings.e2b_template.strip(), api_key=os.environ.get("E2B_API_KEY") or None,
                        timeout_s=settings.e2b_timeout_s, domain=settings.e2b_domain.strip() or None,
                        api_url=settings.e2b_api_url.strip() or None)
+
+
+def k8s_settings(settings: AppSettings) -> K8sSettings:
+    """The `k8s` backend's cluster, namespace, warm pool and template from the AGENTDECK_K8S_KUBECONFIG
+    family of settings."""
+    return K8sSettings(kubeconfig=settings.k8s_kubeconfig.strip() or None,
+                       context=settings.k8s_context.strip() or None, in_cluster=settings.k8s_in_cluster,
+                       namespace=settings.k8s_namespace.strip(), warm_pool=settings.k8s_warm_pool.strip(),
+                       template=settings.k8s_template.strip(), container=settings.k8s_container.strip(),
+                       ready_timeout_s=settings.k8s_ready_timeout_s)
 
 
 def compatible_server(settings: AppSettings) -> CompatibleServer | None:

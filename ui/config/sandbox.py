@@ -1,4 +1,5 @@
-"""The sandbox settings: the backend code runs on, its warm pool, its limits and the Docker engine."""
+"""The sandbox settings: the backend code runs on, its warm pool, its limits, the Docker engine and the
+Kubernetes cluster of the `k8s` backend."""
 from __future__ import annotations
 
 from pydantic import field_validator
@@ -44,6 +45,26 @@ class SandboxSettings(SettingsPart):
                               default_text="`E2B_DOMAIN`, else E2B's cloud")
     e2b_api_url: str = setting("", "the E2B API's address, when it is not api.<domain>", accepts="an http(s) URL",
                                default_text="https://api.<domain>")
+
+    k8s_kubeconfig: str = setting("", "the kubeconfig file of the cluster the `k8s` backend claims sandboxes on "
+                                      "(or AGENTDECK_K8S_IN_CLUSTER)", accepts="a file path",
+                                  default_text="none: the `k8s` backend is unavailable")
+    k8s_context: str = setting("", "the kubeconfig context of the `k8s` backend", accepts="a context name",
+                               default_text="the kubeconfig's current context")
+    k8s_in_cluster: bool = setting(False, "the app runs in the cluster: the `k8s` backend uses the pod's service "
+                                          "account (deploy/k8s/app.yaml) instead of a kubeconfig")
+    k8s_namespace: str = setting("agentdeck", "the namespace of the `k8s` backend's sandbox claims and warm pool",
+                                 accepts="a namespace", min_length=1)
+    k8s_warm_pool: str = setting("agentdeck-sandbox-pool", "the SandboxWarmPool the `k8s` backend claims "
+                                                           "sandboxes from (deploy/k8s/sandbox.yaml)",
+                                 accepts="a SandboxWarmPool name", min_length=1)
+    k8s_template: str = setting("agentdeck-sandbox", "the SandboxTemplate the warm pool must draw from (a pool "
+                                                     "pointed at another template is refused)",
+                                accepts="a SandboxTemplate name", min_length=1)
+    k8s_container: str = setting("sandbox", "the sandbox pod's container the `k8s` backend runs the supervisor in",
+                                 accepts="a container name", min_length=1)
+    k8s_ready_timeout_s: float = setting(120.0, "how long a sandbox claim may take to be bound and ready, in "
+                                                "seconds", ge=1, le=3600)
 
     @field_validator("sandbox")
     @classmethod

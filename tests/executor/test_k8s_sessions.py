@@ -1,0 +1,158 @@
+"""Sessions on the `k8s` backend, end to end: `PythonSandbox` -> the real `kubernetes` client -> the loopback
+stand-in of the API server -> pods that are Docker containers of the project's sandbox image, configured from
+deploy/k8s/sandbox.yaml (tests/executor/k8s_standin_docker.py), with the supervisor and the worker running in
+them for real. Needs the private Docker daemon (`make docker-up`); skipped without one."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("kubernetes")
+
+from agents.executor import PythonSandbox
+from agents.executor.backend import FileTooLarge
+from agents.executor.docker import daemon
+from agents.executor.k8s import K8sSandboxBackend
+from agents.executor.k8s.settings import K8sSettings
+from tests.executor.k8s_standin import K8sStandIn
+from tests.executor.k8s_standin_docker import LABEL, DockerPods
+from tests.waiting import wait_until
+
+WHY_NOT = daemon.reachable()
+pytestmark = [pytest.mark.docker, pytest.mark.skipif(WHY_NOT is not None, reason=f"no Docker Engine: {WHY_NOT}")]
+CLAIMS = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/agentdeck/sandboxclaims"
+
+
+@pytest.fixture(scope="module")
+def pods() -> Iterator[DockerPods]:
+    runtime = DockerPods()  # builds or finds the sandbox image once
+    yield runtime
+    runtime.close()
+
+
+@pytest.fixture
+def standin(pods: DockerPods) -> Iterator[K8sStandIn]:
+    with K8sStandIn(pods) as server:
+        yield server
+    left = pods.client.containers.list(all=True, filters={"label": LABEL})
+    assert not [c for c in left if c.id in pods.started], "a pod's container was left behind"
+
+
+@pytest.fixture
+def settings(standin: K8sStandIn, tmp_path: Path) -> K8sSettings:
+    return K8sSettings(kubeconfig=str(standin.kubeconfig(tmp_path / "kubeconfig")), ready_timeout_s=120)
+
+
+def _sandbox(settings: K8sSettings, tmp_path: Path, **kwargs: Any) -> PythonSandbox:
+    return PythonSandbox(str(tmp_path / "ws"), backend=K8sSandboxBackend(settings), timeout_s=30, **kwargs)
+
+
+def test_a_session_keeps_variables_calls_tools_in_the_app_and_moves_files(standin: K8sStandIn,
+                                                                        settings: K8sSettings,
+                                                                        tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    def lookup(key: str) -> str:
+        calls.append(key)
+        return f"value of {key}"
+
+    with _sandbox(settings, tmp_path) as sb:
+        sb.register_tools({"lookup": lookup})
+        first = sb.run("x = 41\nanswer = lookup('k')\nx + 1")
+        assert first.error is None and first.output == 42
+        assert calls == ["k"]  # the tool ran in the app: the pod has no network
+        again = sb.run("(x, answer)")
+        assert again.error is None and list(again.output) == [41, "value of k"]
+        host = sb.host
+        assert host is not None and host.id.startswith("agentdeck-")
+        host.put_file("in/data.csv", b"a,b\n1,2\n")
+        made = sb.run("open('out.txt', 'w').write(open('in/data.csv').read().upper())\n'ok'")
+        assert made.error is None and made.output == "ok"
+        assert host.get_file("out.txt") == b"A,B\n1,2\n"
+        assert (tmp_path / "ws" / "out.txt").read_bytes() == b"A,B\n1,2\n"  # the app's copy of the workspace
+        with pytest.raises(FileTooLarge):
+            host.get_file("out.txt", max_bytes=3)
+        with pytest.raises(FileTooLarge):
+            host.put_file("big.bin", b"x" * 2000, max_bytes=1000)
+        claim = host.id
+        assert ("agentdeck", claim) in standin.claims
+    created = [r for r in standin.requests if r.method == "POST" and r.path == CLAIMS]
+    assert len(created) == 1
+    body = created[0].body
+    assert body["spec"]["warmPoolRef"]["name"] == "agentdeck-sandbox-pool"
+    assert body["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "agentdeck"
+    assert '"timeout_s":30' in body["metadata"]["annotations"]["agentdeck/worker-settings"]
+    supervisor = next(r for r in standin.requests if r.path.endswith("/exec"))
+    assert supervisor.query["container"] == ["sandbox"] and "--worker-uid" in supervisor.query["command"]
+    assert ("DELETE", f"{CLAIMS}/{claim}") in [(r.method, r.path) for r in standin.requests]
+    assert not standin.claims and not standin.pods  # nothing left behind
+
+
+def _run_in_thread(sb: PythonSandbox, code: str) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(sb.run(code)))
+    thread.start()
+    return thread, out
+
+
+def test_a_pod_gone_mid_run_tells_the_agent_its_variables_are_gone(standin: K8sStandIn, settings: K8sSettings,
+                                                                  tmp_path: Path) -> None:
+    started = threading.Event()
+    with _sandbox(settings, tmp_path) as sb:
+        sb.register_tools({"mark": lambda: started.set()})
+        assert sb.run("x = 1").error is None
+        thread, out = _run_in_thread(sb, "mark()\nimport time\ntime.sleep(60)")
+        assert started.wait(60)
+        standin.remove_pod(next(iter(standin.pods.values())).name)
+        thread.join(60)
+        result = out[0]
+        assert result.error is not None and result.state_lost
+        assert "all state from earlier steps was lost" in str(result.error)  # what the agent reads
+        assert "is gone (evicted, deleted or its node lost)" in str(result.error)
+        after = sb.run("x")  # a new claim, a new pod: the session goes on without its variables
+        assert after.error is not None and "NameError" in str(after.error)
+        assert len([r for r in standin.requests if r.method == "POST" and r.path == CLAIMS]) == 2
+    assert not standin.claims
+
+
+def test_a_cut_stream_loses_the_variables_and_says_the_pod_still_runs(standin: K8sStandIn, settings: K8sSettings,
+                                                                      tmp_path: Path) -> None:
+    with _sandbox(settings, tmp_path) as sb:
+        assert sb.run("x = 1").error is None
+        host = sb.host
+        assert host is not None
+        assert standin.cut_streams() == 1
+        wait_until(lambda: host.dead, what="the host to see its stream end")  # between steps
+        result = sb.run("x")
+        assert result.state_lost and "only the connection was lost" in str(result.error) + result.logs
+        assert sb.run("y = 2\ny").output == 2
+    assert not standin.claims
+
+
+def test_another_replica_attaches_by_the_claims_name(standin: K8sStandIn, settings: K8sSettings,
+                                                     tmp_path: Path) -> None:
+    """Replica A's connection is lost; replica B (another backend instance, the same settings) attaches by the
+    id the chat recorded: the same pod, its workspace files, a new worker (the variables are rebuilt)."""
+    with _sandbox(settings, tmp_path, authorized_imports=["json"]) as sb:
+        assert sb.run("x = 5\nopen('kept.txt', 'w').write('from A')").error is None
+        host = sb.host
+        assert host is not None
+        claim = host.id
+        standin.cut_streams()
+        wait_until(lambda: host.dead, what="replica A's host to see its stream end")
+        other = K8sSandboxBackend(settings)
+        attached = other.attach(claim)
+        try:
+            ready = attached.wait_ready(60)
+            assert ready["op"] == "ready"
+            assert attached.get_file("kept.txt") == b"from A"
+            assert attached.id == claim and other.attach(claim) is attached  # live in B: the same host
+            assert len(standin.pods) == 1 and standin.exec_count >= 2
+        finally:
+            attached.close()
+        assert not standin.claims  # B closed it: the claim is deleted
+    assert not standin.claims
