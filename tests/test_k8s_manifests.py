@@ -191,7 +191,7 @@ def test_the_k8s_backends_defaults_claim_from_these_manifests() -> None:
     template = one("SandboxTemplate")
     assert defaults.template == template["metadata"]["name"]
     assert defaults.warm_pool == one("SandboxWarmPool")["metadata"]["name"]
-    assert defaults.namespace == yaml.safe_load((K8S / "kustomization.yaml").read_text())["namespace"]
+    assert defaults.namespace == template["metadata"]["namespace"] == one("SandboxWarmPool")["metadata"]["namespace"]
     container = next(c for c in template["spec"]["podTemplate"]["spec"]["containers"]
                      if c["name"] == defaults.container)
     assert container["command"][0] == defaults.python
@@ -199,16 +199,29 @@ def test_the_k8s_backends_defaults_claim_from_these_manifests() -> None:
     data = one("ConfigMap")["data"]
     assert data["AGENTDECK_SANDBOX"] == "k8s" and data["AGENTDECK_K8S_IN_CLUSTER"] == "1"
     assert data["AGENTDECK_K8S_WARM_POOL"] == defaults.warm_pool
-    binding = one("RoleBinding")
-    assert binding["roleRef"]["name"] == one("Role")["metadata"]["name"]
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": one("ServiceAccount")["metadata"]["name"]}]
+    assert data["AGENTDECK_K8S_NAMESPACE"] == defaults.namespace
+    binding, role, account = one("RoleBinding"), one("Role"), one("ServiceAccount")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
+                                    "namespace": account["metadata"]["namespace"]}]
+    # The right to exec is granted in the sandboxes' namespace only: it reaches no pod of the app's or Redis'.
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == defaults.namespace
 
 
 def test_only_the_sandbox_pods_fall_short_of_restricted() -> None:
-    """The namespace admits the sandbox pods (their supervisor's capabilities need the privileged level) and
-    warns about any pod short of restricted; the app's and Redis' pods meet restricted on their own."""
-    labels = one("Namespace")["metadata"]["labels"]
-    assert labels["pod-security.kubernetes.io/warn"] == labels["pod-security.kubernetes.io/audit"] == "restricted"
+    """Every resource names its namespace; the app's namespace enforces restricted and holds every pod but the
+    sandboxes', whose namespace admits them (their supervisor's capabilities need the privileged level) and
+    warns about any pod short of restricted. The app's and Redis' pods meet restricted on their own too."""
+    namespaces = {doc["metadata"]["name"]: doc["metadata"]["labels"] for doc in by_kind("Namespace")}
+    assert namespaces["agentdeck"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    for labels in namespaces.values():
+        assert labels["pod-security.kubernetes.io/warn"] == labels["pod-security.kubernetes.io/audit"] == "restricted"
+    placed = {doc["kind"]: doc["metadata"].get("namespace") for _, doc in documents() if doc["kind"] != "Namespace"}
+    assert all(ns in namespaces for ns in placed.values()), placed
+    sandbox_ns = one("SandboxTemplate")["metadata"]["namespace"]
+    assert namespaces[sandbox_ns]["pod-security.kubernetes.io/enforce"] == "privileged" and sandbox_ns != "agentdeck"
+    for kind in ("Deployment", "StatefulSet"):
+        assert all(doc["metadata"]["namespace"] == "agentdeck" for doc in by_kind(kind))
     for kind in ("Deployment", "StatefulSet"):
         for doc in by_kind(kind):
             pod = doc["spec"]["template"]["spec"]

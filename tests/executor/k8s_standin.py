@@ -198,7 +198,7 @@ class K8sStandIn:
         """Run a coroutine on the stand-in's loop and return its result (for the tests' injections)."""
         return asyncio.run_coroutine_threadsafe(fn(), self._loop).result(30)
 
-    def kubeconfig(self, path: Path, namespace: str = "agentdeck") -> Path:
+    def kubeconfig(self, path: Path, namespace: str = "agentdeck-sandboxes") -> Path:
         config = {
             "apiVersion": "v1", "kind": "Config", "current-context": "standin",
             "clusters": [{"name": "standin", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
@@ -466,7 +466,7 @@ class K8sStandIn:
             if ws._req is not None and ws._req.transport is not None:
                 ws._req.transport.abort()
 
-    def remove_pod(self, name: str, namespace: str = "agentdeck") -> None:
+    def remove_pod(self, name: str, namespace: str = "agentdeck-sandboxes") -> None:
         """The pod is gone mid-run (evicted, its node lost): processes killed, streams dropped, pod 404, the
         sandbox not ready."""
         async def gone() -> None:

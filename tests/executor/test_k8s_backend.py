@@ -102,7 +102,7 @@ def test_attach_refuses_ids_it_did_not_make(standin: K8sStandIn, settings: K8sSe
     for bad in ("../../etc", "agentdeck-0000000000000000", "someone-elses-claim"):
         with pytest.raises(SandboxError):
             backend.find(bad)
-    standin.claims[("agentdeck", "agentdeck-00000000000000aa")] = {
+    standin.claims[("agentdeck-sandboxes", "agentdeck-00000000000000aa")] = {
         "apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
         "metadata": {"name": "agentdeck-00000000000000aa", "labels": {}}, "spec": {}, "status": {}}
     with pytest.raises(SandboxError, match="not made by this app"):

@@ -24,7 +24,7 @@ from agents.executor.k8s.settings import K8sSettings
 from tests.executor.k8s_standin import K8sStandIn
 from tests.waiting import wait_until
 
-CLAIMS_PATH = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/agentdeck/sandboxclaims"
+CLAIMS_PATH = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/agentdeck-sandboxes/sandboxclaims"
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_a_claim_names_the_projects_warm_pool_and_is_deleted(standin: K8sStandIn
     assert watched and watched[0].query["watch"][0].lower() == "true"  # the client sends "True"
     assert watched[0].query["fieldSelector"] == [f"metadata.name={name}"]
     claims.delete(name)
-    assert ("agentdeck", name) not in standin.claims and not standin.pods
+    assert ("agentdeck-sandboxes", name) not in standin.claims and not standin.pods
     claims.delete(name)  # already gone: fine
 
 
@@ -99,7 +99,7 @@ def test_files_by_exec_keep_their_caps_and_refusals(standin: K8sStandIn, setting
     pod = claims.pod_of(name, claims.wait_bound(name, version, 10))
     files = ExecFiles(lambda cmd: _exec(settings, pod.pod, list(cmd)), settings.python, settings.workdir)
     files.put("data/table.csv", b"a,b\n1,2\n")
-    folder = standin.pods[("agentdeck", pod.pod)].folder / "workspace"
+    folder = standin.pods[("agentdeck-sandboxes", pod.pod)].folder / "workspace"
     assert (folder / "data" / "table.csv").read_bytes() == b"a,b\n1,2\n"
     assert set(files.list()) == {"data/table.csv"} and files.list()["data/table.csv"].size == 8
     assert files.get("data/table.csv") == b"a,b\n1,2\n"

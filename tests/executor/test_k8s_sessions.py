@@ -24,7 +24,7 @@ from tests.waiting import wait_until
 
 WHY_NOT = daemon.reachable()
 pytestmark = [pytest.mark.docker, pytest.mark.skipif(WHY_NOT is not None, reason=f"no Docker Engine: {WHY_NOT}")]
-CLAIMS = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/agentdeck/sandboxclaims"
+CLAIMS = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/agentdeck-sandboxes/sandboxclaims"
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_a_session_keeps_variables_calls_tools_in_the_app_and_moves_files(standi
         with pytest.raises(FileTooLarge):
             host.put_file("big.bin", b"x" * 2000, max_bytes=1000)
         claim = host.id
-        assert ("agentdeck", claim) in standin.claims
+        assert ("agentdeck-sandboxes", claim) in standin.claims
     created = [r for r in standin.requests if r.method == "POST" and r.path == CLAIMS]
     assert len(created) == 1
     body = created[0].body

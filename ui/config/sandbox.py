@@ -53,7 +53,8 @@ class SandboxSettings(SettingsPart):
                                default_text="the kubeconfig's current context")
     k8s_in_cluster: bool = setting(False, "the app runs in the cluster: the `k8s` backend uses the pod's service "
                                           "account (deploy/k8s/app.yaml) instead of a kubeconfig")
-    k8s_namespace: str = setting("agentdeck", "the namespace of the `k8s` backend's sandbox claims and warm pool",
+    k8s_namespace: str = setting("agentdeck-sandboxes", "the namespace of the `k8s` backend's sandbox claims and "
+                                                        "warm pool (deploy/k8s/namespace.yaml)",
                                  accepts="a namespace", min_length=1)
     k8s_warm_pool: str = setting("agentdeck-sandbox-pool", "the SandboxWarmPool the `k8s` backend claims "
                                                            "sandboxes from (deploy/k8s/sandbox.yaml)",

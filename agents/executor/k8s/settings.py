@@ -51,7 +51,7 @@ class K8sSettings:
     kubeconfig: str | None = None
     context: str | None = None
     in_cluster: bool = False
-    namespace: str = "agentdeck"
+    namespace: str = "agentdeck-sandboxes"
     warm_pool: str = "agentdeck-sandbox-pool"
     template: str = "agentdeck-sandbox"
     container: str = "sandbox"
