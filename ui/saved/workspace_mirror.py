@@ -176,8 +176,9 @@ class WorkspaceMirror:
 
 
 def _plain_name(name: str) -> bool:
-    """A workspace-relative file name the mirror keeps: inside the workspace and not hidden."""
-    return by_descriptor.is_inside(name) and not any(part.startswith(".") for part in name.split("/"))
+    """A workspace-relative file name the mirror keeps: inside the workspace, in plain form (`a\\.x` would be
+    written as the hidden `a/.x`), and not hidden."""
+    return by_descriptor.is_plain(name) and not any(part.startswith(".") for part in name.split("/"))
 
 
 def describe(report: MirrorReport, verb: str) -> str | None:

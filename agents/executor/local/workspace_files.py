@@ -38,6 +38,13 @@ def is_inside(relpath: str) -> bool:
     return True
 
 
+def is_plain(relpath: str) -> bool:
+    """Whether `relpath` is inside the workspace and already in its one plain form: no `.` or empty step, no
+    trailing `/`, no backslash (which `_parts` reads as a folder step). Names that come from outside (a remote
+    service's listing, a shared manifest) must be plain, or one name could land as another, or two as one file."""
+    return is_inside(relpath) and "\\" not in relpath and relpath == "/".join(_parts(relpath))
+
+
 def _open_parent(root: str, parts: list[str], create: bool, uid: int | None) -> int:
     """A descriptor of the folder holding the last part (made if `create`), every step opened without links."""
     fd = os.open(root, _DIR_FLAGS)

@@ -4,7 +4,7 @@ Why a mirror: `PythonSandbox` reports a run's files with an `abs_path` on the ap
 chat's files in `WorkspaceSpec.path`; a remote worker writes its own disk. So before each run files the app
 put in that folder (uploads, a restored chat) are uploaded, and after each run the files the run changed are
 downloaded into it (`pull_workspace`), each within `max_file_size_mb` and all within `max_disk_mb`. The lists and
-the files come from the service, so they are hostile: every path is re-checked (relative, no `..`, bounded),
+the files come from the service, so they are hostile: every path is re-checked (relative, no `..`, plain form, bounded),
 every size and count bounded, and local writes go through `local/workspace_files.py` (never through a link).
 """
 
@@ -44,7 +44,7 @@ class RemoteWorkspace:
             raise OverflowError(f"the sandbox service listed more than {MAX_LIST:,} files")
         out: dict[str, FileInfo] = {}
         for rel, info in listing.items():
-            if not (isinstance(rel, str) and len(rel) < artifacts.PATH_MAX and workspace_files.is_inside(rel)
+            if not (isinstance(rel, str) and len(rel) < artifacts.PATH_MAX and workspace_files.is_plain(rel)
                     and isinstance(info, FileInfo) and isinstance(info.size, int) and isinstance(info.mtime_ns, int)
                     and info.size >= 0):
                 raise ValueError(f"the sandbox service listed an invalid entry {str(rel)[:80]!r}")
