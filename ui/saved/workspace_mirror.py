@@ -22,8 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from agents.executor.backend import FileTooLarge
-from agents.executor.local import workspace_files as by_descriptor
-from ui.session.workspace_access import WorkspaceFiles
+from ui.session.workspace_access import WorkspaceFiles, plain_name
 from ui.shared.blobs import ANY, BlobStore
 
 MANIFEST = "workspace.json"
@@ -178,7 +177,7 @@ class WorkspaceMirror:
 def _plain_name(name: str) -> bool:
     """A workspace-relative file name the mirror keeps: inside the workspace, in plain form (`a\\.x` would be
     written as the hidden `a/.x`), and not hidden."""
-    return by_descriptor.is_plain(name) and not any(part.startswith(".") for part in name.split("/"))
+    return plain_name(name) and not any(part.startswith(".") for part in name.split("/"))
 
 
 def describe(report: MirrorReport, verb: str) -> str | None:

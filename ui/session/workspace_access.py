@@ -92,6 +92,12 @@ def relative_name(path: str | Path, root: str | Path) -> str | None:
     return None
 
 
+def plain_name(relpath: str) -> bool:
+    """A name from outside (a remote listing, a shared store's manifest) in its one plain form: inside the
+    workspace, no backslash, no `.` or empty step (agents/executor/local/workspace_files.py `is_plain`)."""
+    return by_descriptor.is_plain(relpath)
+
+
 def _hidden(relpath: str) -> bool:
     return any(part.startswith(".") for part in relpath.split("/"))
 
