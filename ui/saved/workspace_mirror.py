@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from agents.executor.backend import FileTooLarge
 from ui.session.workspace_access import WorkspaceFiles, plain_name
-from ui.shared.blobs import ANY, BlobStore
+from ui.shared.blobs import ANY, BlobStore, BlobTooLarge
 
 MANIFEST = "workspace.json"
 MANIFEST_MAX_BYTES = 2 * 1024 * 1024  # a manifest of thousands of names stays far below this
@@ -68,7 +68,11 @@ class WorkspaceMirror:
     def manifest(self) -> dict[str, MirroredFile]:
         """The files the store holds for this chat (empty when none were pushed); MirrorError if it is unusable."""
         if self._known is None:
-            blob = self._blobs.get(f"{self._key}/{MANIFEST}")
+            try:
+                blob = self._blobs.get(f"{self._key}/{MANIFEST}", max_bytes=MANIFEST_MAX_BYTES)
+            except BlobTooLarge:
+                raise MirrorError(f"the chat's file list in the store is over {MANIFEST_MAX_BYTES:,} bytes: it "
+                                  "was not written by this app") from None
             self._known = {} if blob is None else self._parse(blob.data)
         return dict(self._known)
 
@@ -158,7 +162,11 @@ class WorkspaceMirror:
             here = present.get(name)
             if here is not None and here.size == entry.size:
                 continue
-            blob = self._blobs.get(self._file_key(entry.sha256))
+            try:  # never more than the manifest's size: a bucket writer decides how large the blob is
+                blob = self._blobs.get(self._file_key(entry.sha256), max_bytes=entry.size)
+            except BlobTooLarge:
+                report.left_out[name] = "changed in the shared store since it was saved"
+                continue
             if blob is None:
                 report.left_out[name] = "missing from the shared store"
                 continue

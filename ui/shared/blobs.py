@@ -31,6 +31,10 @@ class VersionConflict(BlobStoreError):
     """The blob changed since the writer read it (another tab or replica wrote it): nothing was written."""
 
 
+class BlobTooLarge(BlobStoreError):
+    """The blob is larger than the reader's bound (`get(..., max_bytes=)`): nothing past the bound was read."""
+
+
 class _Any:
     def __repr__(self) -> str:
         return "ANY"
@@ -54,7 +58,10 @@ class BlobStore(Protocol):
 
     url: str
 
-    def get(self, key: str) -> Blob | None: ...
+    def get(self, key: str, max_bytes: int | None = None) -> Blob | None:
+        """The blob, or None if there is none. `max_bytes`: BlobTooLarge for a larger blob, found without reading
+        more than the bound (whoever can write the bucket decides a blob's size)."""
+        ...
 
     def put(self, key: str, data: bytes, expect: Expect = ANY) -> str:
         """Write `data`, returning its new version; VersionConflict (nothing written) if `expect` does not hold."""
@@ -78,6 +85,13 @@ def check_key(key: str) -> str:
     return key
 
 
+def bounded(key: str, data: bytes, max_bytes: int | None) -> bytes:
+    """`data`, or BlobTooLarge if it is over `max_bytes` (a blob that grew between its size and its read)."""
+    if max_bytes is not None and len(data) > max_bytes:
+        raise BlobTooLarge(f"{key} is over the bound of {max_bytes:,} bytes")
+    return data
+
+
 def content_version(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
@@ -94,12 +108,15 @@ class LocalBlobs:
     def path(self, key: str) -> Path:
         return self.root / check_key(key)
 
-    def get(self, key: str) -> Blob | None:
+    def get(self, key: str, max_bytes: int | None = None) -> Blob | None:
         try:
-            data = self.path(key).read_bytes()
+            with self.path(key).open("rb") as handle:
+                if max_bytes is not None and os.fstat(handle.fileno()).st_size > max_bytes:
+                    raise BlobTooLarge(f"{key} is over the bound of {max_bytes:,} bytes")
+                data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
-        return Blob(data, content_version(data))
+        return Blob(bounded(key, data, max_bytes), content_version(data))
 
     def put(self, key: str, data: bytes, expect: Expect = ANY) -> str:
         def check(current: bytes | None) -> None:

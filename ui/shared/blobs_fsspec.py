@@ -10,7 +10,18 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ui.shared.blobs import ANY, Blob, BlobStoreError, Expect, VersionConflict, _Any, check_key, content_version
+from ui.shared.blobs import (
+    ANY,
+    Blob,
+    BlobStoreError,
+    BlobTooLarge,
+    Expect,
+    VersionConflict,
+    _Any,
+    bounded,
+    check_key,
+    content_version,
+)
 
 
 class FsspecBlobs:
@@ -29,12 +40,18 @@ class FsspecBlobs:
     def _path(self, key: str) -> str:
         return f"{self.root}/{check_key(key)}"
 
-    def get(self, key: str) -> Blob | None:
+    def get(self, key: str, max_bytes: int | None = None) -> Blob | None:
+        path = self._path(key)
         try:
-            data = bytes(self.fs.cat_file(self._path(key)))
+            if max_bytes is None:
+                data = bytes(self.fs.cat_file(path))
+            else:
+                if int(self.fs.size(path) or 0) > max_bytes:
+                    raise BlobTooLarge(f"{key} is over the bound of {max_bytes:,} bytes")
+                data = bytes(self.fs.cat_file(path, start=0, end=max_bytes + 1))
         except FileNotFoundError:
             return None
-        return Blob(data, content_version(data))
+        return Blob(bounded(key, data, max_bytes), content_version(data))
 
     def put(self, key: str, data: bytes, expect: Expect = ANY) -> str:
         with self._lock:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlparse
 
-from ui.shared.blobs import ANY, Blob, BlobStoreError, Expect, VersionConflict, _Any, check_key
+from ui.shared.blobs import ANY, Blob, BlobStoreError, BlobTooLarge, Expect, VersionConflict, _Any, bounded, check_key
 
 
 class S3Blobs:
@@ -46,10 +46,17 @@ class S3Blobs:
     def _code(exc: Any) -> str:
         return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
 
-    def get(self, key: str) -> Blob | None:
+    def get(self, key: str, max_bytes: int | None = None) -> Blob | None:
         try:
             reply = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
-            return Blob(reply["Body"].read(), str(reply["ETag"]))
+            body = reply["Body"]
+            try:
+                if max_bytes is not None and int(reply.get("ContentLength", 0)) > max_bytes:
+                    raise BlobTooLarge(f"{key} is over the bound of {max_bytes:,} bytes")
+                data = body.read() if max_bytes is None else body.read(max_bytes + 1)
+            finally:
+                body.close()  # the rest of a large body is dropped with the connection, not read
+            return Blob(bounded(key, data, max_bytes), str(reply["ETag"]))
         except self._client_error as exc:
             if self._code(exc) in ("NoSuchKey", "404", "NotFound"):
                 return None
