@@ -189,6 +189,16 @@ class AgentDeckApp:
             return "<small>stopping…</small>"
         return gr.skip()
 
+    def after_stop(self, request: gr.Request) -> tuple:
+        """After Stop: a run that was paused at a decision has no stream to show its end (it had ended already;
+        Stop dropped its decision and recorded it as stopped), so the page gets the chat and status once here.
+        A live run's own stream shows its end: nothing is sent then."""
+        key = getattr(request, "session_hash", None) or "anonymous"
+        session = self.registry.watchers.live(key) or self.registry.peek(key)
+        if session is None or session.running:
+            return (gr.skip(),) * 5
+        return self.streamer.update(session, Shown(root_url=root_url_of(request)))
+
     def new_chat(self, request: gr.Request) -> tuple:
         """Start fresh: new memory, new sandbox, empty workspace."""
         self.registry.watchers.forget(getattr(request, "session_hash", None) or "anonymous")

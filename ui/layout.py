@@ -134,6 +134,8 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
                             close_on=[new_btn.click, history.chat_list.select, history.takeover_btn.click])
         stopped = stop_btn.click(app.stop, outputs=[status], api_name="stop", concurrency_limit=None,
                                  show_progress="hidden")
+        stopped.then(app.after_stop, outputs=outputs, concurrency_limit=None, show_progress="hidden",
+                     postprocess=False)  # a run paused at a decision: its end shown (no stream of its own does)
         cleared = new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,
                       show_progress="hidden")
         sign_in.wire(demo, config, model, note, history.list_note, sign_in_md)  # notes for a signed-in visitor

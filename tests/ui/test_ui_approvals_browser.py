@@ -61,6 +61,9 @@ SCRIPT = [
     # 7. reload while a decision waits
     plan("1. Print after the reload."),
     code_reply("Print.", "print('approved after the reload')\nfinal_answer('reloaded and done')"),
+    # 8. Stop while a decision waits
+    plan("1. Print, if allowed."),
+    code_reply("Print.", "print('never approved')\nfinal_answer('should not run')"),
 ]
 
 
@@ -241,3 +244,21 @@ def test_reload_keeps_the_pending_decision(page) -> None:
     assert "approved after the reload" in chat_text(page)
     panel_hidden(page)
 
+
+
+def test_stop_while_a_decision_waits_shows_the_run_stopped(page) -> None:
+    """The run paused at a decision has ended (nothing waits on the server): Stop drops the decision, and the page
+    shows that end at once, as for a live run (before, only the status said "stopping…" and the chat kept
+    saying it waited, the spinners turning, until a reload)."""
+    choose_mode(page, "Approve each code step")
+    send(page, "Print if I allow it.")
+    page.locator("#edit-code").wait_for(state="visible")
+    wait_for_text(page, " · ✋ waiting for you")
+    page.locator("#stop-btn").click()
+    panel_hidden(page)
+    page.wait_for_function("!(document.querySelector('#run-status')?.innerText || '').includes('stopping')",
+                           timeout=30_000)
+    assert "stopped" in page.locator("#run-status").inner_text().lower()
+    page.wait_for_function("!(document.querySelector('#chat')?.innerText || '').includes('waiting for you')",
+                           timeout=30_000)
+    assert "never approved" not in chat_text(page)

@@ -79,6 +79,21 @@ class DecisionRendering(StepTree):
         if step is not None and step.title and WAITING_MARK not in step.title:
             step.title += WAITING_MARK
 
+    def end_waiting(self) -> None:
+        """The run paused at a decision was stopped (ui/session/run_control.py `_stop_paused`): no decision will
+        come, so nothing says it waits any more and no spinner turns."""
+        self.waiting = None
+        for request_id, node in self.decision_nodes.items():
+            if node.status != "pending":
+                continue
+            node.status = "done"
+            node.title = "✋ Not decided: the run was stopped"
+            node.parts.pop("payload", None)  # how to decide, no longer true
+            asked = self.requests.get(request_id)
+            step = self._step_node(asked) if asked is not None else None
+            if step is not None and step.title:
+                step.title = step.title.replace(WAITING_MARK, "")
+
     def resumed_request(self, e: ev.DecisionRequested) -> None:
         """A run paused at `e` resumes in this chat, which never showed `e` (reopened from the saved chat: on
         another replica, or after a restart): its decision is shown when made, as if it had been asked here."""

@@ -253,6 +253,7 @@ class RunControl:
             return False
         if self._run is not None:
             self._run.waiting_decision = None
+        self._record.transcript.end_waiting()
         self._record.apply(stopping.stopped_event(self._record.transcript))
         self._save("run")
         self._touch()
