@@ -186,14 +186,7 @@ class LocalHost(SharedDiskFiles):
 
     def memory_bytes(self) -> int | None:
         """The worker's proportional set size (shared library pages split among the processes that map them)."""
-        try:
-            with open(f"/proc/{self.process.pid}/smaps_rollup", "rb") as fh:
-                for line in fh:
-                    if line.startswith(b"Pss:"):
-                        return int(line.split()[1]) * 1024
-        except (OSError, ValueError, IndexError):
-            pass
-        return None
+        return worker_watch.pss_bytes(self.process.pid)
 
     def security_report(self) -> dict[str, dict[str, Any]]:
         limits = self.spec.limits

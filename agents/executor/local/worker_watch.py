@@ -319,3 +319,16 @@ def server_disk_short(folders: list[str], min_free_mb: int) -> str | None:
             return (f"the server's disk is almost full ({left} MB free; the app keeps {min_free_mb} MB free: "
                     "min_free_mb)")
     return None
+
+
+def pss_bytes(pid: int) -> int | None:
+    """The process's proportional set size (shared library pages split among the processes that map them), or
+    None if it cannot be read (gone, or another user's without the right to read it)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

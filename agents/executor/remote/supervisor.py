@@ -241,7 +241,7 @@ class Supervisor:
                 pass
             return process.exit_description()
         if op == "memory":
-            return _pss(process.pid) if alive else None
+            return worker_watch.pss_bytes(process.pid) if alive else None
         raise ValueError(f"unknown control request {op[:40]!r}")
 
     # --- the stream ---------------------------------------------------------------------------------------------
@@ -267,17 +267,6 @@ class Supervisor:
             return
         finally:
             self.kill()
-
-
-def _pss(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def main(argv: list[str]) -> None:
