@@ -151,9 +151,13 @@ class E2BSession:
         sandbox keeps running and its lifetime still ends it)."""
         if not self.settings.pause_on_suspend or not hasattr(self.sandbox, "pause"):
             return False
+        if self.stream is not None:
+            self.stream.begin_pause()
         try:
             self.sandbox.pause()
         except Exception as exc:
+            if self.stream is not None:
+                self.stream.pause_failed()
             raise SandboxError(describe(exc, self.hint)) from exc
         self.paused = True
         return True

@@ -45,6 +45,8 @@ class CommandStream:
         self.exit_code: int | None = None
         self.stderr_tail = ""
         self._generation = 0  # which handle the pipe follows (`follow` moves to a new one)
+        self._pausing = False  # a pause at the service will cut the current connection: its end is not ours
+        self._end_while_pausing: str | None = None
         self._thread = self._start_pump()
 
     def _start_pump(self) -> threading.Thread:
@@ -53,12 +55,33 @@ class CommandStream:
         thread.start()
         return thread
 
+    def begin_pause(self) -> None:
+        """The sandbox is about to be paused, which ends the current connection at any moment from now: that end
+        must not close the pipe (`follow` carries on after the resume), whether it comes before or after."""
+        with self._lock:
+            self._pausing = True
+            self._end_while_pausing = None
+
+    def pause_failed(self) -> None:
+        """The pause did not happen: the current connection goes on, and an end it met meanwhile is the
+        command's after all."""
+        with self._lock:
+            self._pausing = False
+            why, self._end_while_pausing = self._end_while_pausing, None
+            if why is not None and self.ended is None:
+                self.ended = why
+                os.close(self._wfd)
+
     def follow(self, handle: Any) -> None:
         """Go on with a new handle on the same command (the SDK's `commands.connect` after the sandbox was paused
         and resumed, which ends the old connection): the old handle's bytes and end are dropped from now on,
         the pipe the host reads stays the same."""
         with self._lock:
+            if self.ended is not None:
+                raise StreamClosed(self.why())
             self._generation += 1
+            self._pausing = False
+            self._end_while_pausing = None
             self._handle = handle
             self._thread = self._start_pump()
 
@@ -123,6 +146,9 @@ class CommandStream:
         with self._lock:
             if generation != self._generation:
                 return  # the old connection's end (a pause cut it): not the command's
+            if self._pausing:
+                self._end_while_pausing = why  # most likely the pause's cut: `follow` or `pause_failed` decides
+                return
             self.ended = why
             os.close(self._wfd)
 
