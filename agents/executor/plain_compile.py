@@ -64,10 +64,14 @@ def compile_plain_or_parse(source: str, protected: frozenset[str],
             return _checked(compile(source, filename, "exec", dont_inherit=True), None, protected)
         head = "\n".join(lines[:last]) + "\n"
         tail = "\n" * last + "\n".join(lines[last:])  # the same line numbers as in the source
-        try:
-            expr = compile(tail.rstrip(), filename, "eval", dont_inherit=True)
-        except SyntaxError:
-            expr = None
+        expr = None
+        if not (last == 0 and ";" in source and "\n" not in source.rstrip("\n")):
+            # ("a = f(x); a": one line with a semicolon is most often statements then an expression, which
+            # never compiles as one expression: it goes straight to the parse below.)
+            try:
+                expr = compile(tail.rstrip(), filename, "eval", dont_inherit=True)
+            except SyntaxError:
+                expr = None
         if expr is not None:
             return _checked(compile(head, filename, "exec", dont_inherit=True), expr, protected)
         # Not one expression: parse only the tail to see whether its last statement is one

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from .process import WorkerProcess
 
 MAPS_CHECK_S = 1.0  # how often deleted-but-mapped files are looked for (reading /proc/<pid>/maps costs ~1 ms)
+#: How long a passed check of the server's free space (`min_free_mb`) stands: back-to-back tiny steps do not each
+#: ask the file system (the sandbox's own limits are still checked every time).
+FREE_CHECK_S = 0.25
 
 
 class DiskLimit:
@@ -27,9 +30,20 @@ class DiskLimit:
     def __init__(self, workdir: str, tmpdir: str, max_mb: int, max_files: int, min_free_mb: int = 0) -> None:
         self.workdir, self.tmpdir = workdir, tmpdir
         self.max_mb, self.max_files = max_mb, max_files
-        self.min_free_mb = min_free_mb  # the shared disk's floor (worker_watch.server_disk_short)
+        self._min_free_mb = min_free_mb
         self._maps_checked_at = 0.0
         self._after_run_at = 0.0  # when the last check after a run ended
+        self._free_ok_until = 0.0  # the server's free space was enough at the last check, until then
+
+    @property
+    def min_free_mb(self) -> int:
+        """The shared disk's floor (worker_watch.server_disk_short); a new floor is checked at once."""
+        return self._min_free_mb
+
+    @min_free_mb.setter
+    def min_free_mb(self, value: int) -> None:
+        self._min_free_mb = value
+        self._free_ok_until = 0.0
 
     def over(self, worker: WorkerProcess | None, read_maps: bool = False,
              workspace: Snapshot | None = None) -> str | None:
@@ -48,8 +62,12 @@ class DiskLimit:
         known = {}
         if workspace is not None and workspace.incomplete is None and workspace.entries <= self.max_files:
             known[self.workdir] = worker_watch.DiskUse(files=workspace.entries, bytes=workspace.bytes)
-        return worker_watch.disk_over([self.workdir, self.tmpdir], pid, self.max_mb, self.max_files,
-                                      mapped=mapped, min_free_mb=self.min_free_mb, counted=known, proc=proc)
+        floor = self.min_free_mb if now >= self._free_ok_until else 0
+        why = worker_watch.disk_over([self.workdir, self.tmpdir], pid, self.max_mb, self.max_files,
+                                     mapped=mapped, min_free_mb=floor, counted=known, proc=proc)
+        if why is None and floor > 0:
+            self._free_ok_until = now + FREE_CHECK_S
+        return why
 
     def after_run(self, worker: WorkerProcess | None, workspace: Snapshot | None = None) -> tuple[str | None, bool]:
         """Why the files are over the limits after a run (None: within), and whether the temp folder holds what

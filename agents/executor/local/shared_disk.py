@@ -3,8 +3,10 @@ container that bind-mounts it): one implementation, so both list, read, write an
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
+import time
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -14,6 +16,25 @@ from ..tree_walk import remove_tree
 from . import workspace_files
 
 GIVE_TREE_ENTRIES = 50_000  # workspace entries handed to the sandbox's user at most (or twice max_disk_files)
+#: How long the walk that ended one run stands for the workspace before the next (see `push_and_snapshot`).
+REUSE_WALK_S = 1.0
+
+
+class _LastWalk:
+    """The latest complete walk of the workspace: when it started, and the top folder's stat then."""
+
+    __slots__ = ("snapshot", "started", "top")
+
+    def __init__(self, snapshot: artifacts.Snapshot, started: float, top: tuple[int, int, int]) -> None:
+        self.snapshot, self.started, self.top = snapshot, started, top
+
+
+def _top_stat(workdir: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(workdir, follow_symlinks=False)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_ctime_ns
 
 
 class SharedDiskFiles:
@@ -26,6 +47,7 @@ class SharedDiskFiles:
     _private: str
     _uid: int | None
     spec: SandboxSpec
+    _last_walk: _LastWalk | None = None  # see `push_and_snapshot`
 
     def _release_host_side(self, live: MutableMapping[str, Any], live_lock: threading.Lock) -> None:
         """What a host of this machine leaves when its worker is gone: the temp folder (any depth: the code may
@@ -38,7 +60,21 @@ class SharedDiskFiles:
             live.pop(self.id, None)
 
     def snapshot(self) -> artifacts.Snapshot:
-        return artifacts.snapshot(self.workdir)
+        started, top = time.monotonic(), _top_stat(self.workdir)
+        found = artifacts.snapshot(self.workdir)
+        self._remember_walk(found, started, top)
+        return found
+
+    def _remember_walk(self, found: artifacts.Snapshot, started: float, top: tuple[int, int, int] | None) -> None:
+        """Keep the latest-started complete walk (a listing for the page that began earlier and ended later
+        must not replace the walk that ended a run)."""
+        last = self._last_walk
+        if last is None or started > last.started:
+            complete = found.incomplete is None and top is not None
+            self._last_walk = _LastWalk(found, started, top) if complete and top is not None else None
+
+    def _forget_walk(self) -> None:
+        self._last_walk = None
 
     def list_files(self) -> dict[str, FileInfo]:
         return {rel: FileInfo(size, mtime) for rel, (size, mtime) in self.snapshot().files.items()}
@@ -47,10 +83,18 @@ class SharedDiskFiles:
         return workspace_files.read(self.workdir, relpath, max_bytes)
 
     def put_file(self, relpath: str, data: bytes, max_bytes: int = FILE_MAX_BYTES, exclusive: bool = False) -> None:
-        workspace_files.write(self.workdir, relpath, data, max_bytes, self._uid, exclusive=exclusive)
+        self._forget_walk()
+        try:
+            workspace_files.write(self.workdir, relpath, data, max_bytes, self._uid, exclusive=exclusive)
+        finally:
+            self._forget_walk()  # a walk that began meanwhile may have seen half of it
 
     def remove_file(self, relpath: str) -> None:
-        workspace_files.remove(self.workdir, relpath)
+        self._forget_walk()
+        try:
+            workspace_files.remove(self.workdir, relpath)
+        finally:
+            self._forget_walk()
 
     def push_workspace(self) -> str | None:
         """Files the app put in the workspace (uploads) become the sandbox user's, so its code can change them;
@@ -62,14 +106,29 @@ class SharedDiskFiles:
 
     def push_and_snapshot(self) -> tuple[str | None, artifacts.Snapshot]:
         """One walk hands the workspace over and lists it, when it finished within the snapshot's entry cap
-        (otherwise the snapshot walks on its own, so it says what a walk of its own says)."""
+        (otherwise the snapshot walks on its own, so it says what a walk of its own says).
+
+        Back-to-back steps skip the walk: the walk that ended the last run (the worker frozen since, so its code
+        changed nothing) stands for the workspace when it is under `REUSE_WALK_S` old, the app's own file
+        operations changed nothing since (`put_file`/`remove_file` forget it) and the top folder's stat is the
+        same (a file dropped there by other means). What it does not see, for at most that second: a file
+        changed in place, or added in a subfolder, by something other than the file operations; it shows as
+        the next step's file and is handed to the sandbox's user at the next full walk. A step after a model's
+        reply (seconds) always walks. Only listings and counts are skipped: the disk limits are checked on the
+        walk after every run."""
+        last = self._last_walk
+        if (last is not None and time.monotonic() - last.started < REUSE_WALK_S
+                and _top_stat(self.workdir) == last.top):
+            return None, last.snapshot
         if self._uid is None or not self.workdir:
             return self.push_workspace(), self.snapshot()
+        started, top = time.monotonic(), _top_stat(self.workdir)
         entries = max(GIVE_TREE_ENTRIES, 2 * self.spec.limits.max_disk_files)
         found = artifacts.SnapshotBuilder(self.workdir)
         why = identity.give_tree(self.workdir, self._uid, max_entries=entries, on_entry=found.add)
         if why is not None or found.snapshot.entries > artifacts.MAX_ENTRIES:
             return why, self.snapshot()
+        self._remember_walk(found.snapshot, started, top)
         return None, found.snapshot
 
     def pull_workspace(self) -> None:
