@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .ast_guard import FINAL_ANSWER, GuardError, format_syntax_error, guard_source
 from .guarded_runtime import SecurityError, ToolCallError
 from .output import FrameWriter, LogFlusher, OutputCapture
-from .plain_compile import compile_plain_or_parse
+from .plain_compile import Interactive, compile_plain_or_parse
 from .protocol import MAX_FRAME_BYTES, encode_json, frame
 
 if TYPE_CHECKING:
@@ -180,7 +180,11 @@ class Executor:
         try:
             compiled = (compile_plain_or_parse(code, self.runtime.protected, filename)
                         if self.settings.get("python_layers", True) else _compile_unguarded(code, filename, self.ns))
-            if isinstance(compiled, tuple):
+            shown: list[Any] | None = None  # an `Interactive` one-liner's last value shown (sys.displayhook)
+            last_shown = False
+            if isinstance(compiled, Interactive):
+                body, expr, shown, last_shown = compiled.code, None, [None], compiled.last_shown
+            elif isinstance(compiled, tuple):
                 body, expr = compiled
             else:
                 guarded = guard_source(code, self.runtime.protected, filename, tree=compiled)
@@ -204,8 +208,10 @@ class Executor:
         self._install_callables()
         box = self._final_box
         os.fchdir(self.workdir_fd)
-        saved = sys.stdout, sys.stderr
+        saved = sys.stdout, sys.stderr, sys.displayhook
         sys.stdout = sys.stderr = capture
+        if shown is not None:
+            sys.displayhook = _catch_into(shown)
         _track_explicit_figure_saves()
         self.audit.start_run()
         value = None
@@ -215,6 +221,8 @@ class Executor:
                 exec(body, self.ns)
                 if expr is not None:
                     value = eval(expr, self.ns)
+                elif shown is not None and last_shown:
+                    value = shown[0]
             except FinalAnswerSignal:
                 pass
             except BaseException as exc:
@@ -235,7 +243,7 @@ class Executor:
             self.run_flag[0] = False
             self._final_live[0] = False
             self.flusher.stop()
-            sys.stdout, sys.stderr = saved
+            sys.stdout, sys.stderr, sys.displayhook = saved
             for name in self.runtime.protected:
                 self.ns.pop(name, None)
             self._restore_signals()
@@ -331,6 +339,15 @@ class Executor:
 
 
 THREAD_GRACE_S = 0.5
+
+
+def _catch_into(slot: list[Any]) -> Callable[[Any], None]:
+    """A `sys.displayhook` for an `Interactive` step: keeps the last value shown in `slot[0]` (it closes over
+    that list only)."""
+    def show(value: Any) -> None:
+        slot[0] = value
+
+    return show
 
 
 def signal_handlers() -> dict[int, SignalHandler]:

@@ -19,6 +19,15 @@ module's statements and its final expression statement (an open bracket, string 
 made the first part fail). When the part after is not an expression, only it is parsed into an AST; when
 that part is the whole text (one line, ``a = f(x); a``), its tree is split and compiled as the guard would
 (the guard's walk then adds nothing: the names check decides).
+
+One line of simple statements (``x = x + 1; print(x)``, a common follow-up) is compiled once in "single"
+mode instead, as the interactive prompt does: its code is the "exec" code of the same text with each expression
+statement's POP_TOP replaced by PRINT_EXPR, which hands the value to ``sys.displayhook`` (the executor puts a
+catcher there for the step). The last statement is the final expression when the code's last PRINT_EXPR is its
+last instruction before the implicit return and nothing but blanks, ``;`` or a comment follows its position in
+the line (``a; pass`` emits no code for ``pass``). A compiled one-liner is an `Interactive`; the differential
+test checks those against the guard by instruction and by value. Lines that start a compound statement
+(``if c: a; b``) never take this path: their nested expression statements would be shown too.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from __future__ import annotations
 import ast
 import opcode
 import re
+from dataclasses import dataclass
 from types import CodeType
 
 from .ast_guard import BLOCKED_ATTRS, FINAL_ANSWER, INTERNAL_PREFIX, PIVOT_ATTRS
@@ -41,17 +51,33 @@ _NAME_BINDING_OPS = frozenset(
     opcode.opmap[name] for name in ("STORE_NAME", "DELETE_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"))
 _EXTENDED_ARG = opcode.EXTENDED_ARG
 _COMPILE_FAILURES = (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError)
+_COMPOUND_WORDS = frozenset({"if", "elif", "else", "for", "while", "with", "try", "except", "finally", "def",
+                             "class", "async", "match", "case"})
+_PRINT_EXPR, _LOAD_CONST, _RETURN_VALUE = (opcode.opmap[name] for name in ("PRINT_EXPR", "LOAD_CONST",
+                                                                           "RETURN_VALUE"))
 
 
-def compile_plain(source: str, protected: frozenset[str], filename: str) -> tuple[CodeType, CodeType | None] | None:
-    """(statements, final expression or None) compiled straight from the text, or None if the code
-    needs the full guard (or does not compile: the guard then reports why)."""
+@dataclass(frozen=True)
+class Interactive:
+    """One line of simple statements compiled in "single" mode: each expression statement hands its value to
+    ``sys.displayhook``; `last_shown`: the last statement is an expression, so the last value shown is the
+    step's value."""
+
+    code: CodeType
+    last_shown: bool
+
+
+PlainCode = tuple[CodeType, CodeType | None] | Interactive
+
+
+def compile_plain(source: str, protected: frozenset[str], filename: str) -> PlainCode | None:
+    """(statements, final expression or None) compiled straight from the text, or an `Interactive` one-liner,
+    or None if the code needs the full guard (or does not compile: the guard then reports why)."""
     compiled = compile_plain_or_parse(source, protected, filename)
     return None if isinstance(compiled, ast.Module) else compiled
 
 
-def compile_plain_or_parse(source: str, protected: frozenset[str],
-                           filename: str) -> tuple[CodeType, CodeType | None] | ast.Module | None:
+def compile_plain_or_parse(source: str, protected: frozenset[str], filename: str) -> PlainCode | ast.Module | None:
     """As ``compile_plain``; but when the code needs the guard and this path already parsed the whole
     text (``x = 1; f(x)``: one line, a final expression), that tree instead of None, exactly
     ``ast.parse(source, filename, "exec")``, for ``guard_source(tree=)``: the text is parsed once."""
@@ -65,9 +91,13 @@ def compile_plain_or_parse(source: str, protected: frozenset[str],
         head = "\n".join(lines[:last]) + "\n"
         tail = "\n" * last + "\n".join(lines[last:])  # the same line numbers as in the source
         expr = None
-        if not (last == 0 and ";" in source and "\n" not in source.rstrip("\n")):
-            # ("a = f(x); a": one line with a semicolon is most often statements then an expression, which
-            # never compiles as one expression: it goes straight to the parse below.)
+        if last == 0 and ";" in source and "\n" not in source.rstrip("\n"):
+            # One line with a semicolon: most often statements then an expression, which never compiles as
+            # one expression.
+            one_line = _one_line(source, filename, protected)
+            if one_line is not None:
+                return one_line
+        else:
             try:
                 expr = compile(tail.rstrip(), filename, "eval", dont_inherit=True)
             except SyntaxError:
@@ -92,6 +122,27 @@ def compile_plain_or_parse(source: str, protected: frozenset[str],
         return _checked(compile(source, filename, "exec", dont_inherit=True), None, protected)
     except _COMPILE_FAILURES:
         return None
+
+
+def _one_line(source: str, filename: str, protected: frozenset[str]) -> Interactive | None:
+    """The line compiled in "single" mode when it is simple statements only and passes the names check."""
+    word = _FIRST_WORD.match(source)
+    if source.startswith("@") or (word is not None and word.group() in _COMPOUND_WORDS):
+        return None
+    try:
+        code = compile(source, filename, "single", dont_inherit=True)
+    except _COMPILE_FAILURES:
+        return None
+    if _checked(code, None, protected) is None:
+        return None
+    raw = code.co_code
+    last_shown = (len(raw) >= 6 and raw[-2] == _RETURN_VALUE and raw[-4] == _LOAD_CONST and raw[-6] == _PRINT_EXPR
+                  and code.co_consts[raw[-3]] is None)
+    if last_shown:
+        line, end_line, _, end_col = list(code.co_positions())[-3]  # the PRINT_EXPR's: its statement's
+        rest = source.encode("utf-8")[end_col or 0:].lstrip(b" \t;\n")
+        last_shown = line == end_line == 1 and end_col is not None and (not rest or rest.startswith(b"#"))
+    return Interactive(code, last_shown)
 
 
 def _needs_guard(source: str) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agents.executor.ast_guard import FINAL_ANSWER, GuardError, guard_source
-from agents.executor.plain_compile import compile_plain, compile_plain_or_parse
+from agents.executor.plain_compile import Interactive, compile_plain, compile_plain_or_parse
 
 PROTECTED = frozenset({FINAL_ANSWER, "lookup", "web_search"})
 TESTS_DIR = Path(__file__).parent
@@ -162,9 +162,21 @@ def _check(source: str) -> bool:
         pytest.fail(f"fast path accepted code the guard refuses ({exc}):\n{source}")
     except SyntaxError as exc:
         pytest.fail(f"fast path accepted code that does not compile ({exc}):\n{source}")
+    if isinstance(fast, Interactive):
+        _check_interactive(fast, source, expr is not None)
+        return True
     assert fast[0] == body, f"statements differ from the guard's for:\n{source}"
     assert fast[1] == expr, f"final expression differs from the guard's for:\n{source}"
     return True
+
+
+def _check_interactive(fast: Interactive, source: str, guard_has_final_expression: bool) -> None:
+    """A one-liner compiled in "single" mode is exactly the "single" compile of the tree the guard accepted
+    unchanged, and its last value is the step's value exactly when the guard finds a final expression (the
+    value itself: `test_one_liners_give_the_guards_value`)."""
+    tree = ast.parse(source, "<t>", "exec")
+    assert fast.code == compile(ast.Interactive(body=tree.body), "<t>", "single", dont_inherit=True), source
+    assert fast.last_shown == guard_has_final_expression, source
 
 
 def test_edge_cases_agree_with_the_guard():
@@ -277,3 +289,42 @@ def test_one_line_statements_then_an_expression_take_the_fast_path():
                    "f(__x=1); 2", "del lookup; 1", "a = b.gi_frame; a", "x = 1; __sbx_ga__(x, 'a')"):
         assert compile_plain(source, PROTECTED, "<t>") is None, source
         assert isinstance(compile_plain_or_parse(source, PROTECTED, "<t>"), ast.Module), source
+
+
+ONE_LINERS = ["x = 1; x + 1", "x = 2; print(x)", "y = 3; pass", "f = len; f([1, 2]); z = 1", "x = 5; x  # note",
+              "x = 1; None", "x = 4; x;", "q = 1; (q, q)", "s = 'a;b'; s", "s = 'é'; s + 'x'", "x = 1; ...",
+              "a = 1; b = 2; a if b else None", "a = [1, 2]; [i * 2 for i in a]", "x = 1; lambda: x",
+              "f = len; f('ab'); f('abc')", "x = 1 ; x ; x + 1 ;  # two", "t = (1,\n2); t"]
+
+
+@pytest.mark.parametrize("source", ONE_LINERS)
+def test_one_liners_give_the_guards_value(source):
+    """Run as the worker runs them (a catcher in `sys.displayhook`), one-liners give the value and the names the
+    guard's split gives; statements after the last expression (``pass``) leave no value."""
+    import sys
+
+    fast = compile_plain(source, PROTECTED, "<t>")
+    body, expr = _guarded_code(source)
+    expected_ns: dict = {}
+    exec(body, expected_ns)
+    expected = eval(expr, expected_ns) if expr is not None else None
+    if not isinstance(fast, Interactive):
+        assert "\n" in source  # the two-line one takes the text split
+        return
+    shown: list = [None]
+    saved = sys.displayhook
+    sys.displayhook = lambda value: shown.__setitem__(0, value)
+    ns: dict = {}
+    try:
+        exec(fast.code, ns)
+    finally:
+        sys.displayhook = saved
+    got = shown[0] if fast.last_shown else None
+    assert repr(got) == repr(expected) or (callable(got) and callable(expected)), source
+    assert set(ns) == set(expected_ns), source
+
+
+def test_lines_that_start_a_compound_statement_never_take_the_one_line_path():
+    for source in ("if True: a = 1; a", "for i in range(2): i; i", "while False: x; y", "with f(): a; b",
+                   "class A: x = 1; x", "def f(): a; b", "try: a; b"):
+        assert not isinstance(compile_plain_or_parse(source, PROTECTED, "<t>"), Interactive), source
