@@ -22,10 +22,12 @@ from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
 from .ast_guard import FINAL_ANSWER, GuardError, format_syntax_error, guard_source
+from .figures import SAVED_MARK, drawn, track_explicit_figure_saves
 from .guarded_runtime import SecurityError, ToolCallError
 from .output import FrameWriter, LogFlusher, OutputCapture
 from .plain_compile import Interactive, compile_plain_or_parse
 from .protocol import MAX_FRAME_BYTES, encode_json, frame
+from .wire_values import NotPlain, frame_table, plain
 
 if TYPE_CHECKING:
     from .audit import AuditPolicy
@@ -212,7 +214,7 @@ class Executor:
         sys.stdout = sys.stderr = capture
         if shown is not None:
             sys.displayhook = _catch_into(shown)
-        _track_explicit_figure_saves()
+        track_explicit_figure_saves()
         self.audit.start_run()
         value = None
         try:
@@ -236,7 +238,7 @@ class Executor:
             self._save_figures(step, capture, keep=result["error"] is None)
             result["output"], result["output_type"] = self._to_wire(value, step, final=result["is_final"])
             if not result["is_final"] and result["error"] is None:
-                table = _frame_table(value)
+                table = frame_table(value)
                 if table is not None:
                     result["table"] = table
         finally:
@@ -284,7 +286,7 @@ class Executor:
         try:
             for num in plt.get_fignums() if keep else ():
                 figure = plt.figure(num)
-                if getattr(figure, _SAVED_MARK, False) or not _drawn(figure):
+                if getattr(figure, SAVED_MARK, False) or not drawn(figure):
                     continue  # saved by the code itself (a second copy would show the chart twice), or blank
                 figure.savefig(self._free_name(f"figure_step{step}_{num}.png"))
             plt.close("all")
@@ -309,7 +311,7 @@ class Executor:
         if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
             value = value.item()
         if type(value).__name__ == "Figure" and hasattr(value, "savefig"):
-            if not final and getattr(value, _SAVED_MARK, False):
+            if not final and getattr(value, SAVED_MARK, False):
                 return None, kind
             path = self._free_name(f"final_answer_step{step}.png")
             value.savefig(path)
@@ -324,10 +326,10 @@ class Executor:
             return value, kind
         if type(value) in (list, tuple, dict):
             try:
-                plain = _plain(value)
-                if len(encode_json(plain)) <= limit:
-                    return plain, kind
-            except _NotPlain:
+                copied = plain(value)
+                if len(encode_json(copied)) <= limit:
+                    return copied, kind
+            except NotPlain:
                 pass
         try:
             text = repr(value)
@@ -389,109 +391,3 @@ def _wait_for_threads(grace_s: float) -> int:
     for thread in left:
         thread.join(max(0.0, deadline - time.monotonic()))
     return sum(1 for t in left if t.is_alive())
-
-
-#: A frame's table: its first rows and columns (the index counts), cells cut; sent only when its JSON is at most
-#: MAX_TABLE_BYTES long. The app holds it to agents/shown_value.py's limits (the same numbers; the worker runs this
-#: package on its own, so it cannot import them).
-MAX_TABLE_ROWS = 100
-MAX_TABLE_COLUMNS = 30
-MAX_TABLE_CELL_CHARS = 100
-MAX_TABLE_BYTES = 256 * 1024
-
-
-def _frame_table(value: Any) -> dict[str, Any] | None:
-    """A pandas DataFrame's or Series' first rows as plain cells (numbers, booleans, None, short strings), for
-    the chat's table; None for anything else, or when the frame will not give them (the app checks them again:
-    agents/shown_value.py)."""
-    kind = type(value)
-    if kind.__module__.split(".")[0] != "pandas" or kind.__name__ not in ("DataFrame", "Series"):
-        return None
-    try:
-        frame = value.to_frame() if kind.__name__ == "Series" else value
-        head = frame.iloc[:MAX_TABLE_ROWS, :MAX_TABLE_COLUMNS - 1]
-        names = [name for name in head.index.names if name is not None]
-        columns = [_cell_text(", ".join(map(str, names)))] + [_cell_text(column) for column in head.columns]
-        rows = [[_cell_text(label)] + [_plain_cell(cell) for cell in cells]
-                for label, cells in zip(head.index, head.itertuples(index=False, name=None), strict=True)]
-        table = {"columns": columns, "rows": rows, "shape": [int(frame.shape[0]), int(frame.shape[1])]}
-        return table if len(encode_json(table)) <= MAX_TABLE_BYTES else None
-    except Exception:
-        return None
-
-
-def _cell_text(value: Any) -> str:
-    text = value if type(value) is str else str(value)
-    return text[:MAX_TABLE_CELL_CHARS]
-
-
-def _plain_cell(value: Any) -> Any:
-    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
-        value = value.item()
-    if value is None or type(value) is bool:
-        return value
-    if type(value) is int:
-        return value if abs(value) < 2 ** 63 else _cell_text(value)
-    if type(value) is float:
-        return value if value == value and abs(value) != float("inf") else None
-    return _cell_text(value)
-
-
-class _NotPlain(Exception):
-    pass
-
-
-def _plain(value: Any, depth: int = 0, count: list[int] | None = None) -> Any:
-    """A JSON-able copy of small nested lists/tuples/dicts of scalars (numpy scalars
-    become Python ones); raises _NotPlain for anything else."""
-    count = count if count is not None else [0]
-    count[0] += 1
-    if count[0] > 10000 or depth > 20:
-        raise _NotPlain
-    t = type(value)
-    if value is None or t in (bool, float, str) or (t is int and value.bit_length() < 3000):
-        return value
-    if t.__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
-        return _plain(value.item(), depth + 1, count)
-    if t in (list, tuple):
-        return [_plain(v, depth + 1, count) for v in value]
-    if t is dict:
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if type(k) is not str:
-                if type(k) in (int, float, bool) or k is None:
-                    k = encode_json(k)
-                else:
-                    raise _NotPlain
-            out[k] = _plain(v, depth + 1, count)
-        return out
-    raise _NotPlain
-
-
-_SAVED_MARK = "_agentdeck_saved_explicitly"
-
-
-def _drawn(figure: Any) -> bool:
-    """Whether a figure shows something: an axes with content, or an image, text or patch of its own."""
-    for axes in figure.get_axes():
-        if axes.has_data() or axes.texts or axes.images or axes.patches or axes.get_title():
-            return True
-    return bool(figure.images or figure.texts or figure.patches or figure.lines or getattr(figure, "subfigs", None))
-
-
-def _track_explicit_figure_saves() -> None:
-    """Wrap Figure.savefig (once, before user code runs) so figures the code saved are not saved again."""
-    figure_module = sys.modules.get("matplotlib.figure")
-    if figure_module is None or getattr(figure_module.Figure.savefig, "_agentdeck_wrapped", False):
-        return
-    original = figure_module.Figure.savefig
-
-    def savefig(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, *args, **kwargs)
-        object.__setattr__(self, _SAVED_MARK, True)
-        return result
-
-    savefig._agentdeck_wrapped = True  # type: ignore[attr-defined]  # a mark on the function object
-    savefig.__doc__ = original.__doc__
-    figure_module.Figure.savefig = savefig
-
