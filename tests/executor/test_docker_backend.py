@@ -15,8 +15,8 @@ import pytest
 from agents.executor import PythonSandbox, backends
 from agents.executor.docker import daemon
 from agents.executor.docker import host as docker_host
+from agents.executor.docker.backend import DockerBackend
 from agents.executor.docker.container import _alive
-from agents.executor.docker.host import DockerBackend
 from agents.executor.errors import SandboxStartError
 from agents.executor.local.process import APP_ROOT
 from tests.waiting import wait_until
@@ -211,12 +211,12 @@ def test_engine_that_dies_mid_session(tmp_path, backend):
         sb.close()
         wait_until(lambda: not _alive(pid), timeout=10, what="the container's process to end")
         assert not os.path.exists(tmpdir) and not os.path.exists(private)
-        assert container_id in docker_host._unremoved
+        assert container_id in docker_host.unremoved
     finally:
         sb.close()
         daemon.up()  # the other tests' engine, with its images (kept in its data folder)
     try:
-        assert engine_has(backend, container_id) == set() and not docker_host._unremoved
+        assert engine_has(backend, container_id) == set() and not docker_host.unremoved
         # The restarted engine kept the other sandboxes running (--live-restore): their sessions go on.
         assert bystander.run("mine").output == "still here"
         assert engine_has(backend, container_of(bystander).id)
@@ -233,7 +233,7 @@ def test_containers_of_a_killed_app_are_removed_by_the_next(tmp_path, backend):
     import subprocess
     import sys
 
-    from agents.executor.docker.host import sweep_orphans
+    from agents.executor.docker.backend import sweep_orphans
 
     mine = make(tmp_path / "mine", backend)
     try:

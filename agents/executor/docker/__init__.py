@@ -1,4 +1,5 @@
-"""The Docker sandbox backend (``AGENTDECK_SANDBOX=docker``): host.py (backend and host), container.py (one
+"""The Docker sandbox backend (``AGENTDECK_SANDBOX=docker``): backend.py (the engine, the image, starting and
+sweeping), host.py (one sandbox's host), container.py (one
 container and its channel), image.py (the sandbox image), daemon.py (reaching an engine; the private one).
 
 ``DockerBackend`` is loaded on first use, so ``python -m agents.executor.docker.daemon`` and ``.image`` run their
@@ -13,8 +14,12 @@ __all__ = ["DockerBackend", "DockerHost"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from . import host
+    if name == "DockerBackend":
+        from .backend import DockerBackend
 
-        return getattr(host, name)
+        return DockerBackend
+    if name == "DockerHost":
+        from .host import DockerHost
+
+        return DockerHost
     raise AttributeError(name)

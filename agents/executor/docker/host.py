@@ -17,22 +17,19 @@ sets it (none on this machine's engine).
 
 from __future__ import annotations
 
-import atexit
 import os
 import secrets
 import socket
 import tempfile
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .. import identity
 from ..artifacts import Snapshot
 from ..backend import (
     SEND_DEADLINE_S,
     Capabilities,
-    SandboxBackend,
-    SandboxHost,
     SandboxSpec,
 )
 from ..errors import SandboxError, SandboxStartError
@@ -59,12 +56,12 @@ MAX_TASKS = 80  # the worker's own RLIMIT_NPROC is 64 threads; the cgroup bounds
 APP_LABEL = "agentdeck.app"
 NO_EXTRA_READ = ("the Docker sandbox cannot read folders of the app's machine (extra_read_paths); put the files "
                  "in the workspace instead")
-_live: weakref.WeakValueDictionary[str, DockerHost] = weakref.WeakValueDictionary()
-_live_lock = threading.Lock()
-_unremoved: set[str] = set()  # containers closed while the engine did not answer
+live_hosts: weakref.WeakValueDictionary[str, DockerHost] = weakref.WeakValueDictionary()
+live_lock = threading.Lock()
+unremoved: set[str] = set()  # containers closed while the engine did not answer
 
 
-def _boot_id() -> str:
+def boot_id() -> str:
     try:
         with open("/proc/sys/kernel/random/boot_id") as fh:
             return fh.read().strip()
@@ -72,7 +69,13 @@ def _boot_id() -> str:
         return "unknown"
 
 
-APP_ID = f"{_boot_id()}:{os.getpid()}"
+APP_ID = f"{boot_id()}:{os.getpid()}"
+
+
+class EngineSource(Protocol):
+    """What a host needs of its backend (`backend.DockerBackend`): the engine's client and the image's tag."""
+
+    def client_and_image(self) -> tuple[Any, str]: ...
 
 
 def cpus() -> float:
@@ -116,7 +119,7 @@ class DockerHost(SharedDiskFiles):
 
     capabilities = CAPABILITIES
 
-    def __init__(self, backend: DockerBackend, spec: SandboxSpec) -> None:
+    def __init__(self, backend: EngineSource, spec: SandboxSpec) -> None:
         workspace = spec.workspace  # None: a warm start (pool.py), the workspace comes with `assign`, into the slot
         warm = workspace is None
         if workspace is not None and workspace.extra_read_paths:
@@ -201,8 +204,8 @@ class DockerHost(SharedDiskFiles):
                         pass
             self._release()
             raise
-        with _live_lock:
-            _live[self.id] = self
+        with live_lock:
+            live_hosts[self.id] = self
 
     def _init_command(self, spec: SandboxSpec, workdir_inside: str) -> dict[str, Any]:
         return init_command(
@@ -341,11 +344,11 @@ class DockerHost(SharedDiskFiles):
             # The process is killed from this host even when the engine does not answer; the container's record
             # is then removed by the next sandbox start that reaches an engine (sweep_orphans).
             if self.process.remove() is not None:
-                with _live_lock:
-                    _unremoved.add(self.process.container.id)
+                with live_lock:
+                    unremoved.add(self.process.container.id)
         if self._slot is not None:  # after the container's process is gone: never a slot without it
             self._slot.release()
-        self._release_host_side(_live, _live_lock)
+        self._release_host_side(live_hosts, live_lock)
 
     def security_report(self) -> dict[str, dict[str, Any]]:
         worker = self._worker()
@@ -366,123 +369,3 @@ class DockerHost(SharedDiskFiles):
             "disk_limit": {"active": True, "detail": f"workspace and temp folder (bind mounts) held to "
                            f"{self._limit().max_mb} MB and {self._limit().max_files:,} files by the app"},
         }
-
-
-class DockerBackend:
-    """Sandboxes as containers on a Docker Engine of this machine (``AGENTDECK_SANDBOX=docker``)."""
-
-    name = "docker"
-    capabilities = CAPABILITIES
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._client: Any = None
-        self._tag: str | None = None
-        self._swept = False
-
-    def unavailable_reason(self) -> str | None:
-        host = daemon.docker_host()
-        if host.startswith("unix://") and not os.path.exists(host[len("unix://"):]):
-            return (f"no Docker Engine at {host} (configure_host(docker_host=...), the app's AGENTDECK_DOCKER_HOST, "
-                    "or DOCKER_HOST): start one with "
-                    "'make docker-up', or use AGENTDECK_SANDBOX=local")
-        try:
-            daemon.connect(timeout_s=1.0).close()
-        except daemon.DockerUnavailable as exc:
-            return str(exc)
-        return None
-
-    def client_and_image(self) -> tuple[Any, str]:
-        """The engine's client and the sandbox image's tag (assembled and imported once per process)."""
-        with self._lock:
-            try:
-                if self._client is None:
-                    self._client = daemon.connect()
-                else:
-                    self._client.ping()
-            except daemon.DockerUnavailable as exc:
-                self._client = None
-                raise SandboxStartError(str(exc)) from exc
-            except Exception as exc:
-                self._client = None
-                raise SandboxStartError(
-                    f"the Docker Engine at {daemon.docker_host()} stopped answering ({type(exc).__name__}); "
-                    "AGENTDECK_SANDBOX=docker needs it: restart it ('make docker-up') or choose "
-                    "AGENTDECK_SANDBOX=local") from exc
-            if not self._swept or _unremoved:
-                self._swept = True
-                sweep_orphans(self._client)
-                slot.sweep()  # after the containers: a killed app's slots, no longer mounted in any container
-            from agents.host_settings import host_settings
-
-            if self._tag is None and host_settings().docker_image:
-                tag = str(host_settings().docker_image)
-                try:
-                    self._client.images.get(tag)
-                except Exception as exc:
-                    raise SandboxStartError(f"AGENTDECK_DOCKER_IMAGE={tag} is not an image of the Docker Engine at "
-                                            f"{daemon.docker_host()}: build it with 'make sandbox-image'") from exc
-                self._tag = tag
-            if self._tag is None:
-                try:
-                    self._tag = image.ensure_image(self._client)
-                except Exception as exc:
-                    raise SandboxStartError(f"the sandbox image could not be built or imported: {exc}") from exc
-            return self._client, self._tag
-
-    def start(self, spec: SandboxSpec) -> DockerHost:
-        return DockerHost(self, spec)
-
-    def attach(self, host_id: str) -> DockerHost:
-        with _live_lock:
-            host = _live.get(host_id)
-        if host is None or host.dead:
-            raise SandboxError(f"no live Docker sandbox {host_id!r} in this process")
-        return host
-
-
-def sweep_orphans(client: Any) -> int:
-    """Remove sandbox containers whose app is gone (killed before it could close them), and this app's own that
-    could not be removed when closed (the engine was down); at the first start and after such a close."""
-    removed = 0
-    try:
-        containers = client.containers.list(all=True, filters={"label": LABEL})
-    except Exception:
-        return 0
-    boot = _boot_id()
-    for container in containers:
-        owner = container.labels.get(APP_LABEL, "")
-        if container.id in _unremoved:
-            try:
-                container.remove(force=True, v=True)
-                _unremoved.discard(container.id)
-                removed += 1
-            except Exception:
-                pass
-            continue
-        owner_boot, _, pid = owner.rpartition(":")
-        if owner_boot == boot and pid.isdigit() and os.path.exists(f"/proc/{pid}") and int(pid) != 1:
-            continue  # a live app's sandbox (this one's or another's)
-        try:
-            container.remove(force=True, v=True)
-            removed += 1
-        except Exception:
-            continue
-    return removed
-
-
-def _close_live() -> None:
-    """At interpreter exit: a stopped container would outlive the app."""
-    for host in list(_live.values()):
-        try:
-            host.close()
-        except Exception:
-            pass
-
-
-atexit.register(_close_live)
-
-
-def _conforms(host: DockerHost, backend: DockerBackend) -> tuple[SandboxHost, SandboxBackend]:
-    """Checked by mypy: the Docker classes implement the protocol (no runtime cost)."""
-    return host, backend
