@@ -1,0 +1,129 @@
+"""Attacks on the E2B host record (`/root/.agentdeck/host.json`, agents/executor/e2b/session.py): what a replica
+that reattaches a chat's sandbox believes about it. The record lives in the sandbox, so it comes back from the
+sandbox: hostile like everything else a remote sandbox sends. A sandbox whose root was taken (or a service that
+hands back another record) rewrites it; the app must not take from it the folder of its own machine that it then
+copies into the sandbox (its secret, other chats) or fills with the sandbox's files, nor limits it never set.
+
+Driven through the real `e2b` SDK against the loopback stand-in (tests/executor/e2b_standin.py): the attacker's
+part is the sandbox's root writing the record file, as the stand-in keeps it."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("e2b")
+
+from agents.executor.backend import SandboxLimits, SandboxSpec, WorkspaceSpec
+from agents.executor.e2b.backend import E2BBackend
+from agents.executor.e2b.session import RECORD, E2BSession
+from agents.executor.errors import SandboxError
+from agents.executor.remote.host import spec_to_json
+from tests.executor.e2b_standin import E2BStandIn
+
+ECHO = "python3 -m agents.executor.e2b.relay cat"  # a stand-in supervisor: the attach path needs only its stream
+READY = {"op": "ready", "layers": [], "warnings": []}
+
+
+@pytest.fixture
+def standin():
+    service = E2BStandIn()
+    yield service
+    service.close()
+
+
+def honest_sandbox(standin: E2BStandIn, workspace: Path) -> E2BSession:
+    """A sandbox as the app leaves it: its supervisor running, its record written by the app (`E2BHost`)."""
+    session = E2BSession.create(standin.settings(command=ECHO), session_name=str(workspace))
+    session.start_supervisor()
+    spec = SandboxSpec(workspace=WorkspaceSpec(str(workspace)))
+    session.save_record({"spec": spec_to_json(spec), "workspace": str(workspace), "ready": READY})
+    return session
+
+
+def app_folder(tmp_path: Path) -> Path:
+    """A folder of the app's machine the sandbox must never reach: the data folder's signing secret."""
+    folder = tmp_path / "app-data"
+    folder.mkdir()
+    (folder / "secret").write_bytes(b"the server's signing secret")
+    return folder
+
+
+def rewrite(standin: E2BStandIn, session: E2BSession, change) -> None:  # type: ignore[no-untyped-def]
+    """The sandbox's root rewrites the record (as the stand-in keeps it)."""
+    path = standin.sandboxes[session.id].local(RECORD)
+    with open(path, "rb") as handle:
+        kept = json.load(handle)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(change(kept), handle)
+
+
+def sandbox_files(standin: E2BStandIn, session: E2BSession) -> set[str]:
+    root = standin.sandboxes[session.id].local(session.settings.workdir)
+    return {os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names}
+
+
+def hostile_record(kept: dict, folder: Path, signed: bool) -> dict:
+    """The record naming `folder` as the workspace (and limits lifted): inside the sealed envelope with the app's
+    seal kept (`signed`), or as a plain record like the ones the app wrote before it sealed them."""
+    sealed = isinstance(kept.get("record"), str)
+    body = json.loads(kept["record"]) if sealed else dict(kept)
+    body["workspace"] = str(folder)
+    body["spec"] = {**body["spec"], "limits": {**body["spec"]["limits"], "max_file_size_mb": 10**9,
+                                               "max_disk_mb": 10**9}}
+    return {**kept, "record": json.dumps(body, separators=(",", ":"), sort_keys=True)} if signed and sealed \
+        else body
+
+
+@pytest.mark.parametrize("signed", [True, False], ids=["signature-kept", "plain-record"])
+def test_a_rewritten_record_neither_reads_nor_fills_a_folder_of_the_apps_machine(standin, tmp_path, signed):
+    honest = tmp_path / "chat-workspace"
+    honest.mkdir()
+    folder = app_folder(tmp_path)
+    session = honest_sandbox(standin, honest)
+    rewrite(standin, session, lambda kept: hostile_record(kept, folder, signed))
+    host = None
+    try:
+        with pytest.raises(SandboxError, match="record"):
+            host = E2BBackend(standin.settings(command=ECHO)).attach(session.id)
+    finally:
+        if host is not None:  # the attack got through: what it reached is what the asserts below say
+            host.close()
+        assert "secret" not in sandbox_files(standin, session), "the app copied its own secret into the sandbox"
+        assert sorted(os.listdir(folder)) == ["secret"]
+        session.close()
+
+
+def test_a_record_of_another_sandbox_is_refused(standin, tmp_path):
+    """A record is bound to its sandbox: one copied from another sandbox (another chat's) does not verify."""
+    first = honest_sandbox(standin, tmp_path / "first")
+    second = honest_sandbox(standin, tmp_path / "second")
+    try:
+        with open(standin.sandboxes[first.id].local(RECORD), "rb") as handle:
+            theirs = handle.read()
+        with open(standin.sandboxes[second.id].local(RECORD), "wb") as handle:
+            handle.write(theirs)
+        with pytest.raises(SandboxError, match="record"):
+            E2BBackend(standin.settings(command=ECHO)).attach(second.id)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_an_attach_given_the_replicas_own_workspace_uses_it_not_the_records(standin, tmp_path):
+    """Another replica keeps the chat's files in its own folder: the caller names it, the record's path (another
+    machine's) is not used, and the record's limits are the ones the app wrote."""
+    session = honest_sandbox(standin, tmp_path / "replica-a")
+    mine = tmp_path / "replica-b"
+    mine.mkdir()
+    (mine / "upload.csv").write_bytes(b"a,b\n1,2\n")
+    host = E2BBackend(standin.settings(command=ECHO)).attach(session.id, workspace=WorkspaceSpec(str(mine)))
+    try:
+        assert host.spec.workspace is not None and host.spec.workspace.path == str(mine)
+        assert host.spec.limits == SandboxLimits()
+        assert "upload.csv" in sandbox_files(standin, session)
+        assert not (tmp_path / "replica-a").exists() or not os.listdir(tmp_path / "replica-a")
+    finally:
+        host.close()
