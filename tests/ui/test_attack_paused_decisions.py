@@ -1,0 +1,200 @@
+"""Attacks on paused decisions (issue 28: a run waiting for a person's approval has ended, its pending request saved
+with the chat; the answer starts a resumed run, on whichever replica holds the chat). Two replicas are two apps on
+one data folder and one Redis (a real redis-server on loopback), as two processes behind a proxy; the code the
+agent proposes appends a line to `ran.txt` in the chat's workspace, so a test counts how often it really ran in
+the sandbox (the local backend's worker).
+
+Tried as a visitor would: another owner answering or reading a decision by its id, two tabs or replicas answering
+at once, an answer replayed after the run resumed, an answer after the run was stopped on another replica, a
+tampered saved pending record, and answers far over the message limit."""
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from shared_servers import redis_url  # noqa: F401 (fixture)
+from ui_testlib import Req, chat_text, code_reply, write_transcript
+from ui_testlib import form as settings_form
+
+from ui.app import AgentDeckApp
+from ui.panels.approval_panel import VIEW_KEYS
+from ui.panels.approvals import ApprovalHandlers
+from ui.panels.history import HistoryController
+from ui.saved.store import ChatStoreError, new_token
+from ui.settings import AppConfig
+
+CODE = "open('ran.txt', 'a').write('ran\\n')\nfinal_answer('done')"
+SCRIPT = [code_reply("Write the mark.", CODE)]
+
+
+class Replica:
+    """One app process's controllers on the shared data folder and Redis."""
+
+    def __init__(self, tmp_path: Path, redis: str, **config: Any) -> None:
+        transcript = write_transcript(tmp_path / "script.json", SCRIPT)
+        self.config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", authorized_imports=(),
+                                max_steps=3, redis_url=redis, runs_per_minute=10_000, runs_at_once=10_000,
+                                **config)
+        self.app = AgentDeckApp(self.config)
+        self.history = HistoryController(self.app.services)
+        self.approvals = ApprovalHandlers(self.app.services)
+
+    def form(self) -> dict[str, Any]:
+        return settings_form(self.config.model)
+
+    def load(self, token: str, tab: str, chat_id: str | None = None) -> None:
+        list(self.history.on_load({"token": token}, Req(tab), **self.form()))
+        if chat_id is not None:
+            list(self.history.open_chat({"token": token}, chat_id, Req(tab), **self.form()))
+
+    def send(self, tab: str, text: str, mode: str = "approve_code") -> None:
+        list(self.app.run({"text": text, "files": []}, Req(tab), mode, **self.form()))
+
+    def view(self, tab: str) -> dict[str, Any]:
+        return dict(zip(VIEW_KEYS, self.approvals.refresh(None, Req(tab)), strict=True))
+
+    def approve(self, tab: str, shown: str | None, code: str = CODE) -> dict[str, Any]:
+        answered = dict(zip(VIEW_KEYS, self.approvals.approve(shown, code, "", Req(tab)), strict=True))
+        list(self.approvals.resume(Req(tab)))
+        return answered
+
+    def chat_id(self, tab: str) -> str:
+        return str(self.app.registry.peek(tab).record.saved.id)
+
+
+@pytest.fixture
+def replicas(tmp_path: Path, redis_url: str):  # type: ignore[no-untyped-def]  # noqa: F811
+    from ui.shared.state_redis import RedisState
+
+    RedisState(redis_url).client.flushdb()
+    made = [Replica(tmp_path, redis_url) for _ in range(2)]
+    yield made
+    for replica in made:
+        replica.app.registry.shutdown()
+
+
+def runs(replica: Replica, tab: str) -> int:
+    """How many times the proposed code really ran in the sandbox (lines it appended to the workspace file)."""
+    path = replica.app.registry.peek(tab).record.saved.workspace / "ran.txt"
+    return path.read_text().count("ran") if path.exists() else 0
+
+
+def message(answered: dict[str, Any]) -> str:
+    value = answered["message"]
+    return str(value.get("value", "") if isinstance(value, dict) else value)
+
+
+def paused_on_a_opened_on_b(replicas: list[Replica]) -> tuple[Replica, Replica, str, str]:
+    """The owner's run paused on replica a (tab-a); the same owner opened the chat on replica b (tab-b), which
+    shows the decision. Returns the replicas, the token and the request's id."""
+    a, b = replicas
+    token = new_token()
+    a.load(token, "tab-a")
+    a.send("tab-a", "Write the mark")
+    shown = a.view("tab-a")["request_id"]
+    assert shown and a.app.registry.peek("tab-a").pending_request() is not None
+    b.load(token, "tab-b", a.chat_id("tab-a"))
+    assert b.view("tab-b")["request_id"] == shown
+    return a, b, token, shown
+
+
+def test_another_owner_can_neither_see_nor_answer_a_decision_by_its_id(replicas) -> None:
+    a, b = replicas
+    a.load(new_token(), "victim")
+    a.send("victim", "Write the mark")
+    shown = a.view("victim")["request_id"]
+    for replica, tab in ((a, "attacker"), (b, "attacker-b")):  # another owner, on this replica and the other
+        replica.load(new_token(), tab, a.chat_id("victim"))  # opening the victim's chat by its id finds nothing
+        assert replica.view(tab)["request_id"] in ("", None)
+        answered = replica.approve(tab, shown)
+        assert "already made or has expired" in message(answered)
+        rejected = dict(zip(VIEW_KEYS, replica.approvals.reject(shown, "no", Req(tab)), strict=True))
+        assert "already made or has expired" in message(rejected)
+    assert runs(a, "victim") == 0 and a.app.registry.peek("victim").pending_request().request_id == shown
+    a.approve("victim", shown)
+    assert runs(a, "victim") == 1  # the owner's own answer still works
+
+
+def test_two_replicas_answering_at_once_run_the_code_once(replicas) -> None:
+    a, b, _, shown = paused_on_a_opened_on_b(replicas)
+    barrier = threading.Barrier(2)
+    answers: dict[str, dict[str, Any]] = {}
+
+    def answer(replica: Replica, tab: str) -> None:
+        barrier.wait()
+        answers[tab] = replica.approve(tab, shown)
+
+    threads = [threading.Thread(target=answer, args=(r, t)) for r, t in ((a, "tab-a"), (b, "tab-b"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert runs(a, "tab-a") == 1, {tab: message(answered) for tab, answered in answers.items()}
+    # A replay of the same answer on either replica, after the run resumed, runs nothing again.
+    for replica, tab in ((a, "tab-a"), (b, "tab-b")):
+        replica.approve(tab, shown)
+    assert runs(a, "tab-a") == 1
+
+
+def test_a_decision_stopped_on_one_replica_is_not_run_by_the_other(replicas) -> None:
+    """The person stops the paused run in one tab (replica a); the other tab (replica b), which opened the chat
+    while it waited, still shows the request from the memory it loaded then. Its approval must not run what
+    was stopped: before the fix it resumed b's stale copy and the code ran."""
+    a, b, _, shown = paused_on_a_opened_on_b(replicas)
+    assert a.app.stop(Req("tab-a")) == "<small>stopping…</small>"
+    answered = b.approve("tab-b", shown)
+    assert runs(a, "tab-a") == 0, message(answered)
+    assert message(answered), "the refusal is said in the panel"
+    memory, _ = a.app.services.store.load_memory(a.app.registry.peek("tab-a").record.saved)
+    assert memory.pending is None and "ran" not in chat_text(b.app.registry.peek("tab-b").record.transcript.messages())
+
+
+def test_a_pending_record_changed_on_disk_is_refused_as_a_whole(replicas) -> None:
+    """The saved pending request is inside the signed memory: a store that hands back a changed one (the proposed
+    code swapped, the run's own policy turned to run-anything) is refused, nothing of it is shown or run."""
+    a, b = replicas
+    token = new_token()
+    a.load(token, "tab-a")
+    a.send("tab-a", "Write the mark")
+    saved = a.app.registry.peek("tab-a").record.saved
+    path = Path(saved.folder) / "memory.json"
+    envelope = json.loads(path.read_text())
+    pending = envelope["document"]["memory"]["pending"] if "memory" in envelope["document"] else \
+        envelope["document"]["pending"]
+    pending["payload"]["code"] = "open('ran.txt', 'a').write('swapped\\n')"
+    pending["policy"] = None
+    path.write_text(json.dumps(envelope))
+    with pytest.raises(ChatStoreError, match="signature does not match"):
+        b.app.services.store.load_memory(b.app.services.store.get(saved.owner, saved.id))
+    b.load(token, "tab-b", saved.id)
+    assert b.view("tab-b")["request_id"] in ("", None)
+
+
+@pytest.mark.parametrize("kind", ["edited code", "reject reason"])
+def test_an_answer_far_over_the_message_limit_is_refused_and_nothing_runs(tmp_path: Path, redis_url: str,  # noqa: F811
+                                                                           kind: str) -> None:
+    """A decision's texts (an edited code, a rejection's reason, a question's answer) go into the chat's memory and
+    every later prompt, as a message does: they are held to the same limit (AGENTDECK_MAX_MESSAGE_CHARS)."""
+    from ui.shared.state_redis import RedisState
+
+    RedisState(redis_url).client.flushdb()
+    replica = Replica(tmp_path, redis_url, max_message_chars=1000)
+    try:
+        replica.load(new_token(), "tab")
+        replica.send("tab", "Write the mark")
+        shown = replica.view("tab")["request_id"]
+        huge = "#" + "x" * 5000 + "\n" + CODE
+        if kind == "edited code":
+            answered = replica.approve("tab", shown, huge)
+        else:
+            answered = dict(zip(VIEW_KEYS, replica.approvals.reject(shown, huge, Req("tab")), strict=True))
+        assert "too long" in message(answered), message(answered)
+        session = replica.app.registry.peek("tab")
+        assert runs(replica, "tab") == 0 and session.pending_request() is not None
+        memory = session.agent.memory
+        assert "x" * 2000 not in json.dumps([step.__dict__ for step in memory.steps], default=str)
+    finally:
+        replica.app.registry.shutdown()
