@@ -185,7 +185,7 @@ class AgentDeckApp:
         """Stop the session's run at once (the agent interrupts its running code)."""
         key = getattr(request, "session_hash", None) or "anonymous"
         session = self.registry.watchers.live(key) or self.registry.peek(key)  # a watched run: ui/panels/watch.py
-        if session is not None and session.interrupt():
+        if session is not None and self.services.leases.stop(session):  # a paused run's decision: stopped everywhere
             return "<small>stopping…</small>"
         return gr.skip()
 

@@ -20,6 +20,7 @@ from agents.decisions import Decision
 from ui.saved.chat_meta import ChatMeta
 from ui.saved.store import SavedChat
 from ui.services import Services
+from ui.session.pending_decisions import decision_text
 from ui.session.session import Session
 from ui.settings import RunSettings
 from ui.settings_form import FormValues, field_names
@@ -186,6 +187,7 @@ class ChatService:
         chat's lease and the request's id among all replicas (`ChatLeases.claim_decision`: a paused run holds no
         thread, so every replica that opened the chat could resume it), else LeaseRefused with why. The session's
         own refusal (made meanwhile, refused by the agent) passes on and frees the request; then `go_on`."""
+        self.services.gate.check_message(decision_text(made))  # the page's refusal: as long as a message at most
         leases = self.services.leases
         why = leases.claim_decision(session.key, session, pending.request_id)
         if why is not None:

@@ -198,3 +198,42 @@ def test_an_answer_far_over_the_message_limit_is_refused_and_nothing_runs(tmp_pa
         assert "x" * 2000 not in json.dumps([step.__dict__ for step in memory.steps], default=str)
     finally:
         replica.app.registry.shutdown()
+
+
+def test_the_api_holds_a_decisions_texts_to_the_message_limit_and_its_kind_to_the_request(
+        tmp_path: Path, redis_url: str) -> None:  # noqa: F811
+    """The same through the HTTP API's `decide` (ui/api/chats.py, and so the MCP server's, which share
+    ui/chat_service.py): an edit or a reason over the limit is refused with nothing run, an answer that does not
+    fit the request's kind (an 'answer' to code) is refused, and the decision still waits for the owner."""
+    from ui.api.caller import ApiCaller
+    from ui.api.chats import ApiChats, ApiRefused
+    from ui.shared.state_redis import RedisState
+
+    RedisState(redis_url).client.flushdb()
+    replica = Replica(tmp_path, redis_url, max_message_chars=1000)
+    try:
+        api = ApiChats(replica.app.services)
+        caller = ApiCaller(owner=replica.app.services.store.owner_for_token(new_token()), visitor="api-visitor",
+                           request=Req("api-tab"))
+        paused = api.run_task(caller, "Write the mark", approval_mode="approve_code")
+        assert paused["status"] == "needs_decision", paused
+        chat_id, request_id = paused["chat_id"], paused["decision"]["id"]
+        huge = "#" + "x" * 5000 + "\n" + CODE
+        for action in ("edit", "reject"):
+            with pytest.raises(ApiRefused, match="too long"):
+                api.decide(caller, chat_id, request_id, action, huge)
+        with pytest.raises(ApiRefused, match="not an answer"):
+            api.decide(caller, chat_id, request_id, "answer", "yes")
+        stranger = ApiCaller(owner=replica.app.services.store.owner_for_token(new_token()), visitor="other",
+                             request=Req("other-tab"))
+        with pytest.raises(ApiRefused, match="No chat of yours"):
+            api.decide(stranger, chat_id, request_id, "approve")
+        workspace = replica.app.services.store.get(caller.owner, chat_id).workspace
+        assert not (workspace / "ran.txt").exists()
+        done = api.decide(caller, chat_id, request_id, "approve")
+        assert done["status"] == "finished" and (workspace / "ran.txt").read_text() == "ran\n", done
+        with pytest.raises(ApiRefused, match="no pending decision"):  # replayed: nothing runs again
+            api.decide(caller, chat_id, request_id, "approve")
+        assert (workspace / "ran.txt").read_text() == "ran\n"
+    finally:
+        replica.app.registry.shutdown()

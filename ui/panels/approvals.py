@@ -30,7 +30,7 @@ from ui.panels.approval_panel import (
 )
 from ui.saved.owners import tab_key
 from ui.services import Services
-from ui.session.pending_decisions import normalise_mode
+from ui.session.pending_decisions import decision_text, normalise_mode
 from ui.session.session import Session
 from ui.web.gradio_compat import OptionalEventData, root_url_of
 from ui.web.input_lock import lock_on, unlock_after
@@ -93,8 +93,10 @@ class ApprovalHandlers:
             return as_tuple(view(session.pending_request(), shown_id, "This decision was already made or has expired."))
         try:
             decision = decide(pending)
-        except ValueError as exc:  # a bad edit: say so, keep everything as it is
-            return as_tuple(view(session.pending_request(), pending.request_id, f"⚠️ {exc}"))
+            self.services.gate.check_message(decision_text(decision))  # held to a message's limit
+        except (ValueError, gr.Error) as exc:  # a bad or too long edit: say so, keep everything as it is
+            why = getattr(exc, "message", None) or exc
+            return as_tuple(view(session.pending_request(), pending.request_id, f"⚠️ {why}"))
         leases = self.services.leases
         refused = leases.claim_decision(session.key, session, pending.request_id)  # one tab, one replica runs it
         if refused is not None:

@@ -10,16 +10,26 @@ RunControl does: ui/session/run_control.py); these are the pieces it uses that n
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agents import events as ev
-from agents.decisions import APPROVAL_MODES, ApprovalPolicy
+from agents.decisions import APPROVAL_MODES, ApprovalPolicy, Decision
 from agents.loop.base import MultiStepAgent
 from agents.memory import TaskStep
 from ui.session.run_stream import RunHandle
 
 WAITING_NOTE = ("✋ The agent is waiting for your decision in the panel under the chat: approve or reject it first "
                 "(or press Stop). Your message was not sent to the agent.")
+
+
+def decision_text(decision: Decision) -> str:
+    """All a person's decision puts into the chat's memory (and so into every later prompt): its edit (a tool
+    call's arguments as JSON), its reason and its answer. The fronts hold it to the message limit, as a message."""
+    edited = decision.edited
+    if edited is not None and not isinstance(edited, str):
+        edited = json.dumps(edited, default=str)
+    return "\n".join(part for part in (edited, decision.reason, decision.answer) if part)
 
 
 def normalise_mode(mode: Any) -> str:
