@@ -237,3 +237,33 @@ def test_the_api_holds_a_decisions_texts_to_the_message_limit_and_its_kind_to_th
         assert (workspace / "ran.txt").read_text() == "ran\n"
     finally:
         replica.app.registry.shutdown()
+
+
+def test_a_decision_stopped_through_the_api_is_not_run_by_the_owners_tab(replicas) -> None:
+    """The same stale copy on one replica: the owner's page tab shows the paused decision; their API client
+    opens the chat (its own session, the memory loaded again) and stops the run there. The tab's approval,
+    answered from the memory it had, must not run the stopped code."""
+    from ui.api.caller import ApiCaller
+    from ui.api.chats import ApiChats, ApiRefused
+
+    a, _ = replicas
+    token = new_token()
+    a.load(token, "tab")
+    a.send("tab", "Write the mark")
+    shown = a.view("tab")["request_id"]
+    api = ApiChats(a.app.services)
+    caller = ApiCaller(owner=a.app.services.store.owner_for_token(token), visitor="api", request=Req("api"))
+    with pytest.raises(ApiRefused, match="action must be"):  # reopens the paused chat in the API's session
+        api.decide(caller, a.chat_id("tab"), shown, "maybe")
+    assert api.stop(caller, a.chat_id("tab")) is True
+    answered = a.approve("tab", shown)
+    assert runs(a, "tab") == 0, message(answered)
+    assert "stopped" in message(answered) or "already made" in message(answered)
+
+
+def test_a_decision_of_a_chat_deleted_on_another_replica_is_not_answered(replicas) -> None:
+    a, b, token, shown = paused_on_a_opened_on_b(replicas)
+    saved = a.app.registry.peek("tab-a").record.saved
+    assert a.app.services.store.delete(saved.owner, saved.id)
+    answered = b.approve("tab-b", shown)
+    assert runs(b, "tab-b") == 0 and "deleted" in message(answered), message(answered)
