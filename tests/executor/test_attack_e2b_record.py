@@ -127,3 +127,18 @@ def test_an_attach_given_the_replicas_own_workspace_uses_it_not_the_records(stan
         assert not (tmp_path / "replica-a").exists() or not os.listdir(tmp_path / "replica-a")
     finally:
         host.close()
+
+
+def test_a_live_sandbox_is_not_handed_to_another_workspace(standin, tmp_path):
+    """In the process that holds it, a sandbox id named with another chat's folder (a chat whose record names
+    someone else's sandbox) gets neither that sandbox's variables nor its files."""
+    session = honest_sandbox(standin, tmp_path / "theirs")
+    backend = E2BBackend(standin.settings(command=ECHO))
+    theirs = backend.attach(session.id, workspace=WorkspaceSpec(str(tmp_path / "theirs")))
+    try:
+        assert backend.attach(session.id, workspace=WorkspaceSpec(str(tmp_path / "theirs"))) is theirs
+        (tmp_path / "mine").mkdir()
+        with pytest.raises(SandboxError, match="another workspace"):
+            backend.attach(session.id, workspace=WorkspaceSpec(str(tmp_path / "mine")))
+    finally:
+        theirs.close()

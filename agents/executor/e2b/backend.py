@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import logging
+import os
 import threading
 import time
 import weakref
@@ -98,6 +99,10 @@ class E2BBackend:
         with self._lock:
             host = self._live.get(host_id)
         if host is not None and not host.dead:
+            held = host.spec.workspace.path if host.spec.workspace is not None else None
+            if workspace is not None and held is not None \
+                    and os.path.realpath(held) != os.path.realpath(workspace.path):
+                raise SandboxError(f"E2B sandbox {host_id} serves another workspace here: not attached to this one")
             return host
         settings = self._ready_settings()
         session = E2BSession.connect(settings, host_id)  # resumes a paused sandbox
