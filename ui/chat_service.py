@@ -20,7 +20,7 @@ from agents.decisions import Decision
 from ui.saved.chat_meta import ChatMeta
 from ui.saved.store import SavedChat
 from ui.services import Services
-from ui.session.pending_decisions import decision_text
+from ui.session.pending_decisions import TOO_DEEP, decision_text, too_deep
 from ui.session.session import Session
 from ui.settings import RunSettings
 from ui.settings_form import FormValues, field_names
@@ -81,8 +81,12 @@ def decision(kind: str, action: str, edited: Any, reason: Any, answer: Any, word
                 edited = json.loads(str(edited or ""))
             except json.JSONDecodeError as exc:
                 raise refused(f"An edited tool call is its arguments as a JSON object ({exc.msg}).") from None
+            except RecursionError:
+                raise refused(f"An edited tool call's arguments: {TOO_DEEP}") from None
         if not isinstance(edited, dict):
             raise refused('An edited tool call is its arguments as a JSON object, like {"name": "value"}.')
+        if too_deep(edited):
+            raise refused(f"An edited tool call's arguments: {TOO_DEEP}")
         return Decision.edit(edited)
     if not isinstance(edited, str) or not edited.strip():
         raise refused(f"An edited {kind} is its new text (not empty).")

@@ -33,8 +33,10 @@ SCRIPT = [code_reply("Write the mark.", CODE)]
 class Replica:
     """One app process's controllers on the shared data folder and Redis."""
 
-    def __init__(self, tmp_path: Path, redis: str, **config: Any) -> None:
-        transcript = write_transcript(tmp_path / "script.json", SCRIPT)
+    def __init__(self, tmp_path: Path, redis: str, script: list[str] | None = None, tools: tuple[str, ...] = (),
+                 **config: Any) -> None:
+        self.tools = list(tools)
+        transcript = write_transcript(tmp_path / "script.json", script or SCRIPT)
         self.config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", authorized_imports=(),
                                 max_steps=3, redis_url=redis, runs_per_minute=10_000, runs_at_once=10_000,
                                 **config)
@@ -43,7 +45,7 @@ class Replica:
         self.approvals = ApprovalHandlers(self.app.services)
 
     def form(self) -> dict[str, Any]:
-        return settings_form(self.config.model)
+        return settings_form(self.config.model, tools=self.tools) if self.tools else settings_form(self.config.model)
 
     def load(self, token: str, tab: str, chat_id: str | None = None) -> None:
         list(self.history.on_load({"token": token}, Req(tab), **self.form()))
@@ -56,8 +58,8 @@ class Replica:
     def view(self, tab: str) -> dict[str, Any]:
         return dict(zip(VIEW_KEYS, self.approvals.refresh(None, Req(tab)), strict=True))
 
-    def approve(self, tab: str, shown: str | None, code: str = CODE) -> dict[str, Any]:
-        answered = dict(zip(VIEW_KEYS, self.approvals.approve(shown, code, "", Req(tab)), strict=True))
+    def approve(self, tab: str, shown: str | None, code: str = CODE, args: str = "") -> dict[str, Any]:
+        answered = dict(zip(VIEW_KEYS, self.approvals.approve(shown, code, args, Req(tab)), strict=True))
         list(self.approvals.resume(Req(tab)))
         return answered
 
@@ -267,3 +269,51 @@ def test_a_decision_of_a_chat_deleted_on_another_replica_is_not_answered(replica
     assert a.app.services.store.delete(saved.owner, saved.id)
     answered = b.approve("tab-b", shown)
     assert runs(b, "tab-b") == 0 and "deleted" in message(answered), message(answered)
+
+
+MAIL_CODE = "sent = send_email(to='team@example.com', body='hello')\nfinal_answer(sent)"
+DEEP = '{"to": "x@example.com", "body": ' + '{"a": ' * 900 + '"b"' + '}' * 900 + '}'
+MALFORMED_ARGS = {"an object, not text": {"to": "x@example.com", "body": "hi"}, "a list": ["x@example.com"],
+                  "nested past the parser": "[" * 3000 + "]" * 3000, "nested 900 deep": DEEP}
+
+
+@pytest.fixture
+def mail_replica(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    from ui_testlib import MAIL_TOOLS
+
+    from ui import tool_offer
+
+    (tmp_path / "mail_tools.py").write_text(MAIL_TOOLS)
+    monkeypatch.setenv("AGENTDECK_TOOLS_PATH", str(tmp_path / "mail_tools.py"))
+    monkeypatch.setattr(tool_offer, "_TOOL_CACHE", None)  # the registry again, with the mail tool
+    replica = Replica(tmp_path, "", [code_reply("Mail the team.", MAIL_CODE)], tools=("send_email",))
+    yield replica, tmp_path / "outbox.txt"
+    replica.app.registry.shutdown()
+
+
+def test_malformed_tool_arguments_are_refused_clearly_and_nothing_is_sent(mail_replica) -> None:
+    """An edited tool call's arguments as a visitor may send them to the page's handler or the API (any JSON
+    value, text nested past what the parser or the saved memory can take): each a refusal that says what to
+    fix, the decision still waiting; then the owner's plain approval sends the mail once."""
+    from ui.api.caller import ApiCaller
+    from ui.api.chats import ApiChats, ApiRefused
+
+    replica, outbox = mail_replica
+    token = new_token()
+    replica.load(token, "tab")
+    replica.send("tab", "Mail the team", mode="approve_tools")
+    view = replica.view("tab")
+    shown = view["request_id"]
+    assert shown and "send_email" in str(view["tool_name"]), view
+    api = ApiChats(replica.app.services)
+    caller = ApiCaller(owner=replica.app.services.store.owner_for_token(token), visitor="api", request=Req("api"))
+    for name, args in MALFORMED_ARGS.items():
+        answered = dict(zip(VIEW_KEYS, replica.approvals.approve(shown, "", args, Req("tab")), strict=True))
+        assert "⚠️" in message(answered), (name, message(answered))
+        if name != "an object, not text":  # the API's text: a JSON object there is an edit like any other
+            with pytest.raises(ApiRefused, match="JSON object|nest deeper"):
+                api.decide(caller, replica.chat_id("tab"), shown, "edit", args if isinstance(args, str) else
+                           json.dumps(args))
+    assert not outbox.exists() and replica.app.registry.peek("tab").pending_request().request_id == shown
+    answered = replica.approve("tab", shown, "", json.dumps({"to": "team@example.com", "body": "hello"}))
+    assert outbox.read_text() == "team@example.com: hello\n", message(answered)

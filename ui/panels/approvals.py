@@ -7,7 +7,6 @@ is shown in the chat, and the person's next message is the answer. A reloaded ta
 """
 from __future__ import annotations
 
-import json
 import secrets
 import threading
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ from ui.panels.approval_panel import (
 )
 from ui.saved.owners import tab_key
 from ui.services import Services
-from ui.session.pending_decisions import decision_text, normalise_mode
+from ui.session.pending_decisions import decision_text, edited_arguments, normalise_mode
 from ui.session.session import Session
 from ui.web.gradio_compat import OptionalEventData, root_url_of
 from ui.web.input_lock import lock_on, unlock_after
@@ -136,13 +135,9 @@ class ApprovalHandlers:
             if pending.request_kind == "tool_call":
                 original = pending.payload.get("arguments", {})
                 try:
-                    edited = json.loads(args_text or "")
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"The arguments are not valid JSON ({exc.msg}, line {exc.lineno} column "
-                                     f"{exc.colno}). Fix them and approve again; nothing was sent.") from exc
-                if not isinstance(edited, dict):
-                    raise ValueError('The arguments must be a JSON object, like {"name": "value"}. '
-                                     "Fix them and approve again; nothing was sent.")
+                    edited = edited_arguments(args_text if args_text is not None else "")
+                except ValueError as exc:
+                    raise ValueError(f"{exc} Fix them and approve again; nothing was sent.") from exc
                 if edited == original:
                     return Decision.approve()
                 return Decision.edit(edited)

@@ -32,6 +32,45 @@ def decision_text(decision: Decision) -> str:
     return "\n".join(part for part in (edited, decision.reason, decision.answer) if part)
 
 
+#: How deep an edited tool call's arguments may nest: they are saved with the chat and sent to the model whole, and
+#: a value nested past the interpreter's recursion limit could be neither (the parser stops near 1000 levels).
+MAX_ARGUMENT_DEPTH = 32
+TOO_DEEP = f"The arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels."
+
+
+def too_deep(value: Any, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
+    """Whether lists and objects in `value` nest deeper than `limit` (walked without recursion)."""
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                todo.append((child, depth + 1))
+    return False
+
+
+def edited_arguments(text: Any) -> dict[str, Any]:
+    """An edited tool call's arguments from the JSON text a person sent; ValueError saying what to fix (the text may
+    be anything a client sends: not text, not JSON, not an object, nested past what the parser takes)."""
+    if not isinstance(text, str):
+        raise ValueError('The arguments must be JSON text, like {"name": "value"}.')
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"The arguments are not valid JSON ({exc.msg}, line {exc.lineno} column "
+                         f"{exc.colno}).") from exc
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
+    if not isinstance(value, dict):
+        raise ValueError('The arguments must be a JSON object, like {"name": "value"}.')
+    if too_deep(value):
+        raise ValueError(TOO_DEEP)
+    return value
+
+
 def normalise_mode(mode: Any) -> str:
     return mode if mode in APPROVAL_MODES else "autonomous"
 
