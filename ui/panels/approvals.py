@@ -133,14 +133,13 @@ class ApprovalHandlers:
                     return Decision.approve()
                 return Decision.edit(edited)
             if pending.request_kind == "tool_call":
-                original = pending.payload.get("arguments", {})
                 try:
-                    edited = edited_arguments(args_text if args_text is not None else "")
+                    arguments = edited_arguments(args_text if args_text is not None else "")
                 except ValueError as exc:
                     raise ValueError(f"{exc} Fix them and approve again; nothing was sent.") from exc
-                if edited == original:
+                if arguments == pending.payload.get("arguments", {}):
                     return Decision.approve()
-                return Decision.edit(edited)
+                return Decision.edit(arguments)
             raise ValueError("There is nothing to approve here.")
         return self._decide(shown_id, request, decide)
 
