@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -142,3 +144,106 @@ def test_a_live_sandbox_is_not_handed_to_another_workspace(standin, tmp_path):
             backend.attach(session.id, workspace=WorkspaceSpec(str(tmp_path / "mine")))
     finally:
         theirs.close()
+
+
+WORKER_ATTACK = r'''
+import os
+out = {}
+def attempt(name, fn):
+    try:
+        out[name] = "ok: " + repr(fn())[:80]
+    except BaseException as exc:
+        out[name] = "blocked: " + type(exc).__name__
+def read():
+    with open("/root/.agentdeck/host.json", "rb") as fh:
+        return fh.read(64)
+def replace():
+    with open("/root/.agentdeck/host.json", "w") as fh:
+        fh.write('{"record": "{}", "mac": "x"}')
+def plant():
+    with open("/root/.agentdeck/host.json.new", "w") as fh:
+        fh.write("{}")
+    os.rename("/root/.agentdeck/host.json.new", "/root/.agentdeck/host.json")
+attempt("read", read)
+attempt("replace", replace)
+attempt("plant-and-rename", plant)
+attempt("unlink", lambda: os.unlink("/root/.agentdeck/host.json"))
+attempt("listdir", lambda: os.listdir("/root/.agentdeck"))
+attempt("chmod", lambda: os.chmod("/root/.agentdeck", 0o777))
+out
+'''
+
+
+@pytest.mark.docker
+def test_worker_code_holding_the_real_os_cannot_read_or_replace_the_record(tmp_path):
+    """The worker (uid 1000 with the real `os`: python_layers=False) in a container of the sandbox image, the
+    record's folder mounted where E2B's envd keeps it: it can neither read, replace, plant, remove nor open up the
+    record, and another backend reattaches with the record the app wrote."""
+    from agents.executor import PythonSandbox
+    from agents.executor.docker import daemon
+    from tests.executor import e2b_standin_docker as standin_docker
+    from tests.executor.e2b_standin_docker import DockerRunner
+
+    why_not = daemon.reachable()
+    if why_not is not None:
+        pytest.skip(f"no Docker Engine: {why_not}")
+
+    class RootMounted(DockerRunner):
+        """The stand-in's container with the record's folder mounted where E2B's envd keeps it (root's, open to
+        read as envd makes folders). Only that folder: the image keeps this machine's paths (maybe under /root)."""
+
+        def start(self, sandbox, argv, env, cwd):  # type: ignore[no-untyped-def]
+            os.makedirs(sandbox.local("/root/.agentdeck"), exist_ok=True)
+            os.chmod(sandbox.local("/root/.agentdeck"), 0o755)
+            volume = f"{sandbox.local('/root/.agentdeck')}:/root/.agentdeck"
+
+            class Mounting:  # the runner module's `subprocess`, its `docker run` given the extra volume
+                def __getattr__(self, name):  # type: ignore[no-untyped-def]
+                    return getattr(subprocess, name)
+
+                @staticmethod
+                def Popen(command, *args, **kwargs):  # type: ignore[no-untyped-def]
+                    if "run" in command:
+                        at = command.index("-w")
+                        command = [*command[:at], "-v", volume, *command[at:]]
+                    return subprocess.Popen(command, *args, **kwargs)
+
+            standin_docker.subprocess = Mounting()  # type: ignore[assignment]
+            try:
+                return super().start(sandbox, argv, env, cwd)
+            finally:
+                standin_docker.subprocess = subprocess
+
+    service = E2BStandIn(runner=RootMounted())
+    try:
+        sb = PythonSandbox(workdir=str(tmp_path / "ws"), backend=E2BBackend(service.settings()), timeout_s=30,
+                           python_layers=False)
+        try:
+            result = sb.run(WORKER_ATTACK)
+            got = result.output
+            assert isinstance(got, dict) and set(got) == {"read", "replace", "plant-and-rename", "unlink",
+                                                          "listdir", "chmod"}, (result.error, got)
+            assert all(value.startswith("blocked") for value in got.values()), got
+            host = E2BBackend(service.settings()).attach(sb.host.id, workspace=WorkspaceSpec(str(tmp_path / "ws")))
+            try:
+                assert host.ready is not None and host.ready["op"] == "ready"
+            finally:
+                host.close()
+        finally:
+            sb.close()
+        # The same with the kernel layers off: the file is there and readable (the attack above can fail); its
+        # user id alone still keeps it from being changed.
+        bare = PythonSandbox(workdir=str(tmp_path / "ws2"), backend=E2BBackend(service.settings()), timeout_s=30,
+                             python_layers=False, use_landlock=False, private_root=False)
+        try:
+            got = bare.run(WORKER_ATTACK).output
+            assert got["read"].startswith("ok") and got["listdir"].startswith("ok"), got
+            assert all(got[name].startswith("blocked") for name in ("replace", "plant-and-rename", "unlink")), got
+            # chmod "succeeds" under seccomp, which makes metadata changes no-ops: the folder is as it was.
+            folder = service.sandboxes[bare.host.id].local("/root/.agentdeck")
+            assert stat.S_IMODE(os.stat(folder).st_mode) == 0o755, got
+            E2BBackend(service.settings()).attach(bare.host.id, workspace=WorkspaceSpec(str(tmp_path / "ws2"))).close()
+        finally:
+            bare.close()
+    finally:
+        service.close()
