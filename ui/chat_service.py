@@ -191,7 +191,7 @@ class ChatService:
         chat's lease and the request's id among all replicas (`ChatLeases.claim_decision`: a paused run holds no
         thread, so every replica that opened the chat could resume it), else LeaseRefused with why. The session's
         own refusal (made meanwhile, refused by the agent) passes on and frees the request; then `go_on`."""
-        self.services.gate.check_message(decision_text(made))  # the page's refusal: as long as a message at most
+        self.services.gate.check_message(decision_text(made, pending))  # the page's refusal: a message's length
         leases = self.services.leases
         why = leases.claim_decision(session.key, session, pending.request_id)
         if why is not None:

@@ -317,3 +317,19 @@ def test_malformed_tool_arguments_are_refused_clearly_and_nothing_is_sent(mail_r
     assert not outbox.exists() and replica.app.registry.peek("tab").pending_request().request_id == shown
     answered = replica.approve("tab", shown, "", json.dumps({"to": "team@example.com", "body": "hello"}))
     assert outbox.read_text() == "team@example.com: hello\n", message(answered)
+
+
+def test_an_edit_no_longer_than_the_agents_proposal_passes_a_small_message_limit(tmp_path: Path) -> None:
+    """The limit is on what a person adds: the agent's own code may be longer than a message, and an edit of it
+    that adds nothing past its length is taken (and runs as edited)."""
+    replica = Replica(tmp_path, "", max_message_chars=20)
+    try:
+        replica.load(new_token(), "tab")
+        replica.send("tab", "Write the mark")
+        shown = replica.view("tab")["request_id"]
+        assert len(CODE) > 20
+        answered = replica.approve("tab", shown, CODE.replace("write('ran", "write('RAN"))
+        path = replica.app.registry.peek("tab").record.saved.workspace / "ran.txt"
+        assert path.exists() and path.read_text() == "RAN\n", message(answered)
+    finally:
+        replica.app.registry.shutdown()

@@ -92,7 +92,7 @@ class ApprovalHandlers:
             return as_tuple(view(session.pending_request(), shown_id, "This decision was already made or has expired."))
         try:
             decision = decide(pending)
-            self.services.gate.check_message(decision_text(decision))  # held to a message's limit
+            self.services.gate.check_message(decision_text(decision, pending))  # held to a message's limit
         except (ValueError, gr.Error) as exc:  # a bad or too long edit: say so, keep everything as it is
             why = getattr(exc, "message", None) or exc
             return as_tuple(view(session.pending_request(), pending.request_id, f"⚠️ {why}"))

@@ -23,12 +23,20 @@ WAITING_NOTE = ("✋ The agent is waiting for your decision in the panel under t
                 "(or press Stop). Your message was not sent to the agent.")
 
 
-def decision_text(decision: Decision) -> str:
-    """All a person's decision puts into the chat's memory (and so into every later prompt): its edit (a tool
-    call's arguments as JSON), its reason and its answer. The fronts hold it to the message limit, as a message."""
-    edited = decision.edited
-    if edited is not None and not isinstance(edited, str):
-        edited = json.dumps(edited, default=str)
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str) if value is not None else ""
+
+
+def decision_text(decision: Decision, request: ev.DecisionRequested) -> str:
+    """What a person's decision on `request` adds to the chat's memory (and so to every later prompt): its reason,
+    its answer, and its edit (a tool call's arguments as JSON) where that is longer than what the agent proposed
+    (the agent's own code may be longer than a message). The fronts hold it to the message limit, as a message."""
+    payload = request.payload or {}
+    proposed = _as_text(payload.get("arguments") if request.request_kind == "tool_call"
+                        else payload.get(request.request_kind))
+    edited = _as_text(decision.edited)
+    if len(edited) <= len(proposed):
+        edited = ""
     return "\n".join(part for part in (edited, decision.reason, decision.answer) if part)
 
 

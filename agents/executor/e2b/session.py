@@ -22,7 +22,7 @@ from .settings import E2BSettings
 from .stream import CommandStream
 
 APP_METADATA = "agentdeck"
-RECORD = "/root/.agentdeck/host.json"  # root's folder: the worker (uid 1000) can neither read nor change it
+RECORD = "/root/.agentdeck/host.json"  # root's: the worker's layers keep it from reading it, its uid from changing it
 RECORD_MAX_BYTES = 1024 * 1024
 RECORD_LABEL = b"agentdeck-e2b-host-record\0"
 
