@@ -333,3 +333,29 @@ def test_an_edit_no_longer_than_the_agents_proposal_passes_a_small_message_limit
         assert path.exists() and path.read_text() == "RAN\n", message(answered)
     finally:
         replica.app.registry.shutdown()
+
+
+def test_after_a_restart_without_the_tool_an_approved_call_sends_nothing(mail_replica, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator takes the tool away and restarts while a call of it waits for approval: the owner's approval
+    (of the call as it was asked) reaches no tool, and the chat says why, not a crash."""
+    from ui import tool_offer
+
+    replica, outbox = mail_replica
+    token = new_token()
+    replica.load(token, "tab")
+    replica.send("tab", "Mail the team", mode="approve_tools")
+    shown = replica.view("tab")["request_id"]
+    chat_id = replica.chat_id("tab")
+    replica.app.registry.shutdown()
+    monkeypatch.delenv("AGENTDECK_TOOLS_PATH")
+    monkeypatch.setattr(tool_offer, "_TOOL_CACHE", None)
+    again = Replica(tmp_path, "", [code_reply("Mail the team.", MAIL_CODE)], tools=("send_email",))
+    try:
+        again.load(token, "tab2", chat_id)
+        answered = again.approve("tab2", shown, "", json.dumps({"to": "team@example.com", "body": "hello"}))
+        assert not outbox.exists(), message(answered)
+        shown_chat = chat_text(again.app.registry.peek("tab2").record.transcript.messages())
+        assert "name 'send_email' is not defined" in shown_chat, shown_chat[-800:]  # the approved step ran, toolless
+    finally:
+        again.app.registry.shutdown()
