@@ -154,10 +154,11 @@ class ChatService:
         return self.services.gate.settings(form, token=token)
 
     # ----- runs -----------------------------------------------------------------------------------------
-    def admit(self, session: Session, request: Any, approval_mode: str | None) -> None:
-        """The chat's lease for this session (LeaseRefused with the lease table's reason), one more run for the
-        visitor and a sandbox place (the gate's refusal), and the run's approval mode (None: as it was)."""
-        why = self.services.leases.claim(session.key, session)
+    def admit(self, session: Session, request: Any, approval_mode: str | None, task: str = "") -> None:
+        """The chat's lease for this session (LeaseRefused with the lease table's reason; a `task` that answers the
+        run's question takes that question once among all replicas), one more run for the visitor and a sandbox
+        place (the gate's refusal), and the run's approval mode (None: as it was)."""
+        why = self.services.leases.claim_message(session.key, session, task)
         if why is not None:
             raise LeaseRefused(why)
         self.services.gate.admit(request, session)

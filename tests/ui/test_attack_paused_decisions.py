@@ -359,3 +359,58 @@ def test_after_a_restart_without_the_tool_an_approved_call_sends_nothing(mail_re
         assert "name 'send_email' is not defined" in shown_chat, shown_chat[-800:]  # the approved step ran, toolless
     finally:
         again.app.registry.shutdown()
+
+
+ASK_CODE = ("colour = ask_user('Which colour?')\nopen('ran.txt', 'a').write('ran ' + colour + '\\n')\n"
+            "final_answer(colour)")
+
+
+def question_on_a_opened_on_b(tmp_path: Path, redis: str) -> tuple[Replica, Replica]:
+    """A run paused on the agent's question (asked from its code) on replica a; the owner opened the chat on b."""
+    from ui.shared.state_redis import RedisState
+
+    RedisState(redis).client.flushdb()
+    a, b = (Replica(tmp_path, redis, [code_reply("Ask.", ASK_CODE)]) for _ in range(2))
+    token = new_token()
+    a.load(token, "tab-a")
+    a.send("tab-a", "Ask me", mode="autonomous")
+    pending = a.app.registry.peek("tab-a").pending_request()
+    assert pending is not None and pending.request_kind == "question"
+    b.load(token, "tab-b", a.chat_id("tab-a"))
+    assert b.app.registry.peek("tab-b").pending_request().request_id == pending.request_id
+    return a, b
+
+
+def test_a_question_stopped_on_one_replica_is_not_answered_by_a_message_on_the_other(
+        tmp_path: Path, redis_url: str) -> None:  # noqa: F811
+    """The answer to the agent's question is the person's next message, not a panel button: the same stale copy
+    on the other replica must not resume the stopped run through the message box either."""
+    a, b = question_on_a_opened_on_b(tmp_path, redis_url)
+    try:
+        assert a.app.stop(Req("tab-a")) == "<small>stopping…</small>"
+        b.send("tab-b", "teal", mode="autonomous")
+        assert runs(a, "tab-a") == 0, chat_text(b.app.registry.peek("tab-b").record.transcript.messages())[-600:]
+    finally:
+        a.app.registry.shutdown()
+        b.app.registry.shutdown()
+
+
+def test_a_question_answered_by_messages_on_two_replicas_at_once_resumes_once(tmp_path: Path,
+                                                                             redis_url: str) -> None:  # noqa: F811
+    a, b = question_on_a_opened_on_b(tmp_path, redis_url)
+    try:
+        barrier = threading.Barrier(2)
+
+        def answer(replica: Replica, tab: str, colour: str) -> None:
+            barrier.wait()
+            replica.send(tab, colour, mode="autonomous")
+
+        threads = [threading.Thread(target=answer, args=args) for args in ((a, "tab-a", "teal"), (b, "tab-b", "red"))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert runs(a, "tab-a") == 1, (a.app.registry.peek("tab-a").record.saved.workspace / "ran.txt").read_text()
+    finally:
+        a.app.registry.shutdown()
+        b.app.registry.shutdown()

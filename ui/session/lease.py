@@ -79,6 +79,16 @@ class ChatLeases:
         self.hold(chat.id, key)
         return None
 
+    def claim_message(self, key: str, session: Session, text: str) -> str | None:
+        """`claim` for a message. When the session's paused run waits for an answer to the agent's question, the
+        message is that answer (`RunControl.answer_question`): its request is taken once among all replicas, as a
+        panel's answer is (`claim_decision`), so a stopped or already answered question is not resumed again
+        from another tab's copy of the memory."""
+        pending = session.pending_request() if text.strip() else None
+        if pending is not None and pending.request_kind == "question" and not session.running:
+            return self.claim_decision(key, session, pending.request_id)
+        return self.claim(key, session)
+
     def claim_decision(self, key: str, session: Session, request_id: str) -> str | None:
         """Before a paused run's decision is answered: None if this tab may answer it, else why not. The tab
         takes the chat's lease as a message would, and the request's id once among all replicas (an atomic slot
