@@ -26,7 +26,7 @@ from ui.panels.history import HistoryController
 from ui.saved.store import ChatStoreError, new_token
 from ui.settings import AppConfig
 
-CODE = "open('ran.txt', 'a').write('ran\\n')\nfinal_answer('done')"
+CODE = "print('EXEC' + 'UTED')\nopen('ran.txt', 'a').write('ran\\n')\nfinal_answer('done')"
 SCRIPT = [code_reply("Write the mark.", CODE)]
 
 
@@ -134,7 +134,11 @@ def test_two_replicas_answering_at_once_run_the_code_once(replicas) -> None:
         thread.start()
     for thread in threads:
         thread.join(120)
-    assert runs(a, "tab-a") == 1, {tab: message(answered) for tab, answered in answers.items()}
+    # Counted in each replica's chat (its printed line): the replicas' workers share the test's one data folder,
+    # each with its own user id, so a second run could not append to the file the first one made.
+    executed = [tab for replica, tab in ((a, "tab-a"), (b, "tab-b")) if "EXECUTED" in chat_text(
+        replica.app.registry.peek(tab).record.transcript.messages())]
+    assert len(executed) == 1 and runs(a, "tab-a") == 1, (executed, {t: message(x) for t, x in answers.items()})
     # A replay of the same answer on either replica, after the run resumed, runs nothing again.
     for replica, tab in ((a, "tab-a"), (b, "tab-b")):
         replica.approve(tab, shown)
@@ -361,8 +365,14 @@ def test_after_a_restart_without_the_tool_an_approved_call_sends_nothing(mail_re
         again.app.registry.shutdown()
 
 
-ASK_CODE = ("colour = ask_user('Which colour?')\nopen('ran.txt', 'a').write('ran ' + colour + '\\n')\n"
-            "final_answer(colour)")
+#: Each resumed run leaves its own file (the two replicas' workers share the test's one data folder, each with its
+#: own user id: one could not append to a file the other made).
+ASK_CODE = "colour = ask_user('Which colour?')\nopen('ran-' + colour + '.txt', 'w').write('ran')\nfinal_answer(colour)"
+
+
+def answered(replica: Replica, tab: str) -> list[str]:
+    """The answers whose resumed run really ran the rest of the code in a sandbox."""
+    return sorted(p.name for p in replica.app.registry.peek(tab).record.saved.workspace.glob("ran-*.txt"))
 
 
 def question_on_a_opened_on_b(tmp_path: Path, redis: str) -> tuple[Replica, Replica]:
@@ -389,7 +399,7 @@ def test_a_question_stopped_on_one_replica_is_not_answered_by_a_message_on_the_o
     try:
         assert a.app.stop(Req("tab-a")) == "<small>stopping…</small>"
         b.send("tab-b", "teal", mode="autonomous")
-        assert runs(a, "tab-a") == 0, chat_text(b.app.registry.peek("tab-b").record.transcript.messages())[-600:]
+        assert answered(a, "tab-a") == [], chat_text(b.app.registry.peek("tab-b").record.transcript.messages())[-600:]
     finally:
         a.app.registry.shutdown()
         b.app.registry.shutdown()
@@ -410,7 +420,7 @@ def test_a_question_answered_by_messages_on_two_replicas_at_once_resumes_once(tm
             thread.start()
         for thread in threads:
             thread.join(120)
-        assert runs(a, "tab-a") == 1, (a.app.registry.peek("tab-a").record.saved.workspace / "ran.txt").read_text()
+        assert len(answered(a, "tab-a")) == 1, answered(a, "tab-a")
     finally:
         a.app.registry.shutdown()
         b.app.registry.shutdown()
