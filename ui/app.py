@@ -138,8 +138,8 @@ class AgentDeckApp:
             gr.Warning(WATCHING_REFUSAL)  # shown read-only here (ui/panels/watch.py): the text stays in the box
             yield (gr.skip(),) * 5
             return
-        session.record_refusal(self.services.leases.claim(getattr(request, "session_hash", None) or "anonymous",
-                                                         session))
+        session.record_refusal(self.services.leases.claim_message(
+            getattr(request, "session_hash", None) or "anonymous", session, text))  # an answer to a question: once
         if session.refused is not None:  # the chat is open in another tab: nothing is sent, the text stays
             yield self.streamer.update(session, Shown(root_url=root_url_of(request)), gr.skip())
             return
@@ -185,7 +185,7 @@ class AgentDeckApp:
         """Stop the session's run at once (the agent interrupts its running code)."""
         key = getattr(request, "session_hash", None) or "anonymous"
         session = self.registry.watchers.live(key) or self.registry.peek(key)  # a watched run: ui/panels/watch.py
-        if session is not None and session.interrupt():
+        if session is not None and self.services.leases.stop(session):  # a paused run's decision: stopped everywhere
             return "<small>stopping…</small>"
         return gr.skip()
 

@@ -20,6 +20,7 @@ from agents.decisions import Decision
 from ui.saved.chat_meta import ChatMeta
 from ui.saved.store import SavedChat
 from ui.services import Services
+from ui.session.pending_decisions import TOO_DEEP, decision_text, too_deep
 from ui.session.session import Session
 from ui.settings import RunSettings
 from ui.settings_form import FormValues, field_names
@@ -80,8 +81,12 @@ def decision(kind: str, action: str, edited: Any, reason: Any, answer: Any, word
                 edited = json.loads(str(edited or ""))
             except json.JSONDecodeError as exc:
                 raise refused(f"An edited tool call is its arguments as a JSON object ({exc.msg}).") from None
+            except RecursionError:
+                raise refused(f"An edited tool call's arguments: {TOO_DEEP}") from None
         if not isinstance(edited, dict):
             raise refused('An edited tool call is its arguments as a JSON object, like {"name": "value"}.')
+        if too_deep(edited):
+            raise refused(f"An edited tool call's arguments: {TOO_DEEP}")
         return Decision.edit(edited)
     if not isinstance(edited, str) or not edited.strip():
         raise refused(f"An edited {kind} is its new text (not empty).")
@@ -149,10 +154,11 @@ class ChatService:
         return self.services.gate.settings(form, token=token)
 
     # ----- runs -----------------------------------------------------------------------------------------
-    def admit(self, session: Session, request: Any, approval_mode: str | None) -> None:
-        """The chat's lease for this session (LeaseRefused with the lease table's reason), one more run for the
-        visitor and a sandbox place (the gate's refusal), and the run's approval mode (None: as it was)."""
-        why = self.services.leases.claim(session.key, session)
+    def admit(self, session: Session, request: Any, approval_mode: str | None, task: str = "") -> None:
+        """The chat's lease for this session (LeaseRefused with the lease table's reason; a `task` that answers the
+        run's question takes that question once among all replicas), one more run for the visitor and a sandbox
+        place (the gate's refusal), and the run's approval mode (None: as it was)."""
+        why = self.services.leases.claim_message(session.key, session, task)
         if why is not None:
             raise LeaseRefused(why)
         self.services.gate.admit(request, session)
@@ -186,6 +192,7 @@ class ChatService:
         chat's lease and the request's id among all replicas (`ChatLeases.claim_decision`: a paused run holds no
         thread, so every replica that opened the chat could resume it), else LeaseRefused with why. The session's
         own refusal (made meanwhile, refused by the agent) passes on and frees the request; then `go_on`."""
+        self.services.gate.check_message(decision_text(made, pending))  # the page's refusal: a message's length
         leases = self.services.leases
         why = leases.claim_decision(session.key, session, pending.request_id)
         if why is not None:

@@ -166,7 +166,9 @@ class SandboxHost(Protocol):
 
         It must be `{"op": "ready", "layers": [...], ...}`; a `refused` frame, any other frame, a closed channel
         or `timeout` seconds of silence kill the worker and raise `SandboxStartError` with the reason (and what
-        the worker printed, if the backend can read it). The worker is left running: the caller freezes it."""
+        the worker printed, if the backend can read it). The worker is left running: the caller freezes it.
+        `PythonSandbox` checks the frame's shape itself (`protocol.ready_problem`: bounded layers and warnings)
+        before it logs or reports any of it, whichever backend it came through."""
         ...
 
     def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:

@@ -206,3 +206,29 @@ class FrameReader:
             msg = self._try_parse()
             if msg is not None:
                 return msg
+
+
+#: What a `ready` frame may hold: a worker reports a dozen layers and a few warnings, each a short text.
+READY_MAX_ITEMS = 64
+READY_MAX_NAME = 64
+READY_MAX_TEXT = 2000
+
+
+def ready_problem(msg: Any) -> str | None:
+    """What is wrong with a worker's `ready` frame (None: it is one). Why: the frame comes over the channel, from
+    a remote sandbox too, and the app logs its warnings and builds the security report from its layers; a
+    malformed one must end the start clearly, not fail deep in the app."""
+    if not isinstance(msg, dict) or msg.get("op") != "ready":
+        return "it is not a ready frame"
+    layers, warnings = msg.get("layers", []), msg.get("warnings", [])
+    if not isinstance(layers, list) or len(layers) > READY_MAX_ITEMS:
+        return f"its layers are not a list of at most {READY_MAX_ITEMS}"
+    for layer in layers:
+        if not (isinstance(layer, dict) and isinstance(layer.get("name"), str) and layer["name"]
+                and len(layer["name"]) <= READY_MAX_NAME and isinstance(layer.get("active"), bool)
+                and isinstance(layer.get("detail"), str) and len(layer["detail"]) <= READY_MAX_TEXT):
+            return "a layer is not {name, active, detail} of short texts and a boolean"
+    if not isinstance(warnings, list) or len(warnings) > READY_MAX_ITEMS or not all(
+            isinstance(w, str) and len(w) <= READY_MAX_TEXT for w in warnings):
+        return f"its warnings are not a list of at most {READY_MAX_ITEMS} short texts"
+    return None

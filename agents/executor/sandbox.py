@@ -22,10 +22,10 @@ from . import artifacts as _artifacts
 from . import backends, execution_result
 from . import pool as _pool
 from .backend import SandboxBackend, SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec
-from .errors import InvalidVariableError, SandboxClosedError
+from .errors import InvalidVariableError, SandboxClosedError, SandboxStartError
 from .execution_result import ExecutionResult
 from .pool import WarmPool
-from .protocol import ChannelClosed, ProtocolError, encode_json
+from .protocol import ChannelClosed, ProtocolError, encode_json, ready_problem
 from .run_watch import RunWatch
 from .tool_calls import check_tool_names, serve_tool_call
 
@@ -145,6 +145,11 @@ class PythonSandbox:
             worker = self._host
         first = worker.ready is None
         ready = worker.wait_ready(self.startup_timeout_s)
+        if first or not self._warned:  # a new worker, or one attached with the frame it sent then
+            problem = ready_problem(ready)
+            if problem is not None:
+                worker.kill()
+                raise SandboxStartError(f"the sandbox worker's ready frame was refused: {problem}")
         if first:
             worker.freeze()  # idle until the app sends it something
         if not self._warned:
@@ -210,8 +215,8 @@ class PythonSandbox:
         host = self._host
         if host is not None:
             report.update(host.security_report())
-        for layer in ready.get("layers", []):
-            report[layer["name"]] = {"active": layer["active"], "detail": layer["detail"]}
+        for layer in ready.get("layers", []):  # the worker's own say: never in place of the app's or the host's
+            report.setdefault(layer["name"], {"active": layer["active"], "detail": layer["detail"]})
         return report
 
     @property

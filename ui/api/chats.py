@@ -234,7 +234,7 @@ class ApiChats:
     def stop(self, caller: ApiCaller, chat_id: str) -> bool:
         """Stop the chat's run (True if one was going on)."""
         session = self._live(caller, self._chat(caller, chat_id).id)
-        return session is not None and session.interrupt()
+        return session is not None and self.services.leases.stop(session)
 
     # ----- reading ------------------------------------------------------------------------------------------
     def list_chats(self, caller: ApiCaller) -> list[dict[str, Any]]:

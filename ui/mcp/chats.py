@@ -126,7 +126,7 @@ class McpChats:
         kept = self._chat_files(session, chat_files or [])
         on_session(session)
         try:
-            self.service.admit(session, request, approval_mode)  # the lease's refusal or the gate's
+            self.service.admit(session, request, approval_mode, task)  # the lease's refusal or the gate's
         except Exception as exc:
             raise McpRefused(refusal_text(exc)) from None
         with tempfile.TemporaryDirectory(prefix="agentdeck-mcp-in-") as folder:

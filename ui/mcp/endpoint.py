@@ -10,6 +10,7 @@ in the server's event loop by the first MCP request. A request that needs sign-i
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import weakref
@@ -86,7 +87,7 @@ def build_server(services: Services) -> MCPServer:
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 for session in sessions:
-                    await in_mcp_thread(session.interrupt)
+                    await in_mcp_thread(functools.partial(services.leases.stop, session))
             raise
 
     @server.tool()

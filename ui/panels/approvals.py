@@ -7,7 +7,6 @@ is shown in the chat, and the person's next message is the answer. A reloaded ta
 """
 from __future__ import annotations
 
-import json
 import secrets
 import threading
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ from ui.panels.approval_panel import (
 )
 from ui.saved.owners import tab_key
 from ui.services import Services
-from ui.session.pending_decisions import normalise_mode
+from ui.session.pending_decisions import decision_text, edited_arguments, normalise_mode
 from ui.session.session import Session
 from ui.web.gradio_compat import OptionalEventData, root_url_of
 from ui.web.input_lock import lock_on, unlock_after
@@ -93,8 +92,10 @@ class ApprovalHandlers:
             return as_tuple(view(session.pending_request(), shown_id, "This decision was already made or has expired."))
         try:
             decision = decide(pending)
-        except ValueError as exc:  # a bad edit: say so, keep everything as it is
-            return as_tuple(view(session.pending_request(), pending.request_id, f"⚠️ {exc}"))
+            self.services.gate.check_message(decision_text(decision, pending))  # held to a message's limit
+        except (ValueError, gr.Error) as exc:  # a bad or too long edit: say so, keep everything as it is
+            why = getattr(exc, "message", None) or exc
+            return as_tuple(view(session.pending_request(), pending.request_id, f"⚠️ {why}"))
         leases = self.services.leases
         refused = leases.claim_decision(session.key, session, pending.request_id)  # one tab, one replica runs it
         if refused is not None:
@@ -132,18 +133,13 @@ class ApprovalHandlers:
                     return Decision.approve()
                 return Decision.edit(edited)
             if pending.request_kind == "tool_call":
-                original = pending.payload.get("arguments", {})
                 try:
-                    edited = json.loads(args_text or "")
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"The arguments are not valid JSON ({exc.msg}, line {exc.lineno} column "
-                                     f"{exc.colno}). Fix them and approve again; nothing was sent.") from exc
-                if not isinstance(edited, dict):
-                    raise ValueError('The arguments must be a JSON object, like {"name": "value"}. '
-                                     "Fix them and approve again; nothing was sent.")
-                if edited == original:
+                    arguments = edited_arguments(args_text if args_text is not None else "")
+                except ValueError as exc:
+                    raise ValueError(f"{exc} Fix them and approve again; nothing was sent.") from exc
+                if arguments == pending.payload.get("arguments", {}):
                     return Decision.approve()
-                return Decision.edit(edited)
+                return Decision.edit(arguments)
             raise ValueError("There is nothing to approve here.")
         return self._decide(shown_id, request, decide)
 

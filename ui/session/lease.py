@@ -25,8 +25,8 @@ REFUSAL = ("📑 This chat is open in another tab, which continued it last. Your
            "in the box). Press **Take over here** to load the chat as it is now and continue it in this tab.")
 DELETED = ("🗑 This chat was deleted (in another tab). Your message was not sent (it is still in the box). Press "
            "**New chat** to send it in a new chat.")
-ANSWERED = ("🔁 This decision was already made in another tab (maybe served by another server), where the run goes "
-            "on. Reopen the chat to see it.")
+ANSWERED = ("🔁 This decision was already made, or its run stopped, in another tab (maybe served by another server). "
+            "Reopen the chat to see it.")
 #: How long a made decision's id stays taken (a paused run's answer starts its resume once, on one replica).
 DECIDED_TTL_S = 7 * 24 * 3600.0
 #: This process among the replicas (a lease names the replica whose tab holds it).
@@ -79,6 +79,16 @@ class ChatLeases:
         self.hold(chat.id, key)
         return None
 
+    def claim_message(self, key: str, session: Session, text: str) -> str | None:
+        """`claim` for a message. When the session's paused run waits for an answer to the agent's question, the
+        message is that answer (`RunControl.answer_question`): its request is taken once among all replicas, as a
+        panel's answer is (`claim_decision`), so a stopped or already answered question is not resumed again
+        from another tab's copy of the memory."""
+        pending = session.pending_request() if text.strip() else None
+        if pending is not None and pending.request_kind == "question" and not session.running:
+            return self.claim_decision(key, session, pending.request_id)
+        return self.claim(key, session)
+
     def claim_decision(self, key: str, session: Session, request_id: str) -> str | None:
         """Before a paused run's decision is answered: None if this tab may answer it, else why not. The tab
         takes the chat's lease as a message would, and the request's id once among all replicas (an atomic slot
@@ -89,6 +99,16 @@ class ChatLeases:
         if why is not None:
             return why
         return None if self.state.slot_take(f"decided:{request_id}", 1, DECIDED_TTL_S) else ANSWERED
+
+    def stop(self, session: Session) -> bool:
+        """Stop the session's run (`Session.interrupt`; False if none goes on or waits). A run paused at a
+        decision: its request is first taken as decided among all replicas, as an answer takes it, so no
+        other tab resumes it from the copy of the memory it loaded while the run waited (it did, on another
+        replica: the stopped code ran there)."""
+        pending = session.pending_request()
+        if pending is not None and not session.running:
+            self.state.slot_take(f"decided:{pending.request_id}", 1, DECIDED_TTL_S)
+        return session.interrupt()
 
     def release_decision(self, request_id: str) -> None:
         """The answer was refused (it did not fit the request): the request may be answered again."""

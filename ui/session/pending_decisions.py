@@ -10,16 +10,73 @@ RunControl does: ui/session/run_control.py); these are the pieces it uses that n
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agents import events as ev
-from agents.decisions import APPROVAL_MODES, ApprovalPolicy
+from agents.decisions import APPROVAL_MODES, ApprovalPolicy, Decision
 from agents.loop.base import MultiStepAgent
 from agents.memory import TaskStep
 from ui.session.run_stream import RunHandle
 
 WAITING_NOTE = ("✋ The agent is waiting for your decision in the panel under the chat: approve or reject it first "
                 "(or press Stop). Your message was not sent to the agent.")
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str) if value is not None else ""
+
+
+def decision_text(decision: Decision, request: ev.DecisionRequested) -> str:
+    """What a person's decision on `request` adds to the chat's memory (and so to every later prompt): its reason,
+    its answer, and its edit (a tool call's arguments as JSON) where that is longer than what the agent proposed
+    (the agent's own code may be longer than a message). The fronts hold it to the message limit, as a message."""
+    payload = request.payload or {}
+    proposed = _as_text(payload.get("arguments") if request.request_kind == "tool_call"
+                        else payload.get(request.request_kind))
+    edited = _as_text(decision.edited)
+    if len(edited) <= len(proposed):
+        edited = ""
+    return "\n".join(part for part in (edited, decision.reason, decision.answer) if part)
+
+
+#: How deep an edited tool call's arguments may nest: they are saved with the chat and sent to the model whole, and
+#: a value nested past the interpreter's recursion limit could be neither (the parser stops near 1000 levels).
+MAX_ARGUMENT_DEPTH = 32
+TOO_DEEP = f"The arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels."
+
+
+def too_deep(value: Any, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
+    """Whether lists and objects in `value` nest deeper than `limit` (walked without recursion)."""
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                todo.append((child, depth + 1))
+    return False
+
+
+def edited_arguments(text: Any) -> dict[str, Any]:
+    """An edited tool call's arguments from the JSON text a person sent; ValueError saying what to fix (the text may
+    be anything a client sends: not text, not JSON, not an object, nested past what the parser takes)."""
+    if not isinstance(text, str):
+        raise ValueError('The arguments must be JSON text, like {"name": "value"}.')
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"The arguments are not valid JSON ({exc.msg}, line {exc.lineno} column "
+                         f"{exc.colno}).") from exc
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
+    if not isinstance(value, dict):
+        raise ValueError('The arguments must be a JSON object, like {"name": "value"}.')
+    if too_deep(value):
+        raise ValueError(TOO_DEEP)
+    return value
 
 
 def normalise_mode(mode: Any) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import logging
+import os
 import threading
 import time
 import weakref
@@ -89,17 +90,28 @@ class E2BBackend:
             self._live[host.id] = host
         return host
 
-    def attach(self, host_id: str) -> SandboxHost:
+    def attach(self, host_id: str, workspace: WorkspaceSpec | None = None) -> SandboxHost:
         """This process's live host of that id, else the sandbox at the service (another replica's, or this
-        one's before a restart): reconnected, its supervisor's stream taken over. `SandboxError` if it is gone."""
+        one's before a restart): reconnected, its supervisor's stream taken over. `SandboxError` if it is gone
+        or its record does not verify (`E2BSession.load_record`). `workspace`: this replica's copy of the chat's
+        files (as the k8s backend's attach takes it); None: the folder the record names (the app's own path,
+        sealed, so the one the replica that started the sandbox used)."""
         with self._lock:
             host = self._live.get(host_id)
         if host is not None and not host.dead:
+            held = host.spec.workspace.path if host.spec.workspace is not None else None
+            if workspace is not None and held is not None \
+                    and os.path.realpath(held) != os.path.realpath(workspace.path):
+                raise SandboxError(f"E2B sandbox {host_id} serves another workspace here: not attached to this one")
             return host
         settings = self._ready_settings()
         session = E2BSession.connect(settings, host_id)  # resumes a paused sandbox
         record = session.load_record()
         spec, ready = spec_from_record(record)
+        if workspace is not None:
+            if workspace.extra_read_paths:
+                raise SandboxStartError(NO_EXTRA_READ)
+            spec = dataclasses.replace(spec, workspace=workspace)
         stream = session.reattach_supervisor()  # on failure the sandbox is left as it is: its lifetime ends it
         host = E2BHost(session, stream, spec, attached_ready=ready)
         with self._lock:

@@ -8,6 +8,8 @@ so a sandbox whose app died ends itself), metadata naming the session so an oper
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import shlex
 from pathlib import Path
@@ -20,8 +22,9 @@ from .settings import E2BSettings
 from .stream import CommandStream
 
 APP_METADATA = "agentdeck"
-RECORD = "/root/.agentdeck/host.json"  # root's folder: the worker (uid 1000) can neither read nor change it
+RECORD = "/root/.agentdeck/host.json"  # root's: the worker's layers keep it from reading it, its uid from changing it
 RECORD_MAX_BYTES = 1024 * 1024
+RECORD_LABEL = b"agentdeck-e2b-host-record\0"
 
 
 def relay_source() -> str:
@@ -109,17 +112,29 @@ class E2BSession:
         self.stream = CommandStream(self.sandbox, handle, self.hint)
         return self.stream
 
+    def _record_mac(self, body: bytes) -> str:
+        """The app's seal on this sandbox's record: an HMAC keyed by the team's API key (which never enters a
+        sandbox) and bound to this sandbox's id, so a record changed in the sandbox, or copied from another
+        sandbox, does not verify."""
+        key = hmac.new(str(self.settings.api_key or "").encode(), RECORD_LABEL + self.id.encode(),
+                       hashlib.sha256).digest()
+        return hmac.new(key, body, hashlib.sha256).hexdigest()
+
     def save_record(self, record: dict[str, Any]) -> None:
         """What another replica needs to reattach (the spec, the worker's ready frame), kept in the sandbox as
-        root (`RECORD`: out of the worker's reach, so the code cannot change what a later attach believes)."""
-        data = json.dumps(record, separators=(",", ":")).encode()
+        root (`RECORD`, out of the worker's reach) and sealed (`_record_mac`): the file comes back from the
+        sandbox, so a later attach takes nothing from it that the app did not write (issue: a rewritten record
+        named a folder of the app's machine as the workspace, which the attach then copied into the sandbox)."""
+        body = json.dumps(record, separators=(",", ":"), sort_keys=True)
+        data = json.dumps({"record": body, "mac": self._record_mac(body.encode())}).encode()
         try:
             self.sandbox.files.write(RECORD, data, user="root")
         except Exception as exc:
             raise SandboxError(describe(exc, f"{self.hint}could not record the sandbox for reattaching: ")) from exc
 
     def load_record(self) -> dict[str, Any]:
-        """The record `save_record` kept; `SandboxError` if it is missing, too large or not a JSON object."""
+        """The record `save_record` kept; `SandboxError` if it is missing, too large, not sealed by this app for
+        this sandbox, or not a JSON object."""
         try:
             reader = self.sandbox.files.read(RECORD, format="stream", user="root")
             data = bytearray()
@@ -130,11 +145,21 @@ class E2BSession:
                         raise SandboxError(f"{self.hint}its record is over {RECORD_MAX_BYTES} bytes")
             finally:
                 reader.close()
-            record = json.loads(bytes(data))
+            envelope = json.loads(bytes(data))
         except SandboxError:
             raise
         except Exception as exc:
             raise SandboxError(describe(exc, f"{self.hint}no usable record to reattach it: ")) from exc
+        body, mac = (envelope.get("record"), envelope.get("mac")) if isinstance(envelope, dict) else (None, None)
+        if not isinstance(body, str) or not isinstance(mac, str) \
+                or not hmac.compare_digest(self._record_mac(body.encode()), mac):
+            raise SandboxError(f"{self.hint}its record was not written by this app for this sandbox (changed in "
+                               "the sandbox, copied from another, or sealed with another E2B API key): not "
+                               "reattached")
+        try:
+            record = json.loads(body)
+        except ValueError as exc:
+            raise SandboxError(f"{self.hint}its record is not JSON") from exc
         if not isinstance(record, dict):
             raise SandboxError(f"{self.hint}its record is not an object")
         return record
