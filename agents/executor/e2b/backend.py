@@ -155,6 +155,7 @@ class E2BHost(SupervisedHost):
                  attached_ready: dict[str, Any] | None = None, holder: str | None = None) -> None:
         self.session = session
         self.holder = holder or secrets.token_hex(16)  # which host holds the sandbox now (its record says)
+        self.let_go = False  # closed without ending the sandbox: another host had attached it
         self._renewed = time.monotonic()
         self._attaching = attached_ready is not None  # the worker runs already: no `start` for the supervisor
         super().__init__(stream, session.files, host_id=session.id, on_close=self._end_sandbox, spec=spec)
@@ -179,13 +180,15 @@ class E2BHost(SupervisedHost):
     def _end_sandbox(self) -> None:
         """`close`'s end: kill the sandbox at the service, unless another host (another replica's) attached it
         since, as its record says: that one holds it now, and this host only lets go of its connection."""
-        if self.dead and self.ready is not None:
+        self.let_go = False
+        if self.ready is not None:
             try:
                 holder = self.session.load_record().get("holder")
             except SandboxError:
                 holder = None  # gone, or unreadable: killed as usual
             if isinstance(holder, str) and holder and holder != self.holder:
                 log.info("E2B sandbox %s was attached elsewhere: this host lets it go", self.id)
+                self.let_go = True
                 self.session.disconnect()
                 return
         self.session.close()
