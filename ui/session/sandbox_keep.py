@@ -64,8 +64,9 @@ class SandboxKeeper:
         backend = getattr(sandbox, "backend", None)
         if chat is None or host is None or backend is None or host.ready is None:
             return
+        spec = getattr(sandbox, "spec", None)  # a sandbox started for another chat (or none) is not recorded
         if not getattr(backend.capabilities, "attach_elsewhere", False) or \
-                getattr(agent, "sandbox_owner", "") != sandbox_record.owner_tag(chat):
+                getattr(spec, "owner", "") != sandbox_record.owner_tag(chat):
             return
         if self._recorded == (chat.id, host.id):
             return

@@ -214,7 +214,7 @@ class Session:
         """Make `agent` (built with `settings`) this session's; each step it finishes is saved at once (a crash
         loses at most the step in progress)."""
         with self.lock:
-            self._slot.use(agent, settings)
+            self._slot.use(self._keeper.prepare(agent), settings)
 
     def _save_step(self, step: Any, agent: Any) -> None:
         """A step callback, in the agent's thread: the memory is complete and nobody else changes it now. The
