@@ -169,3 +169,16 @@ def test_a_sandbox_gone_meanwhile_is_rebuilt_with_a_clear_note(instances: Any, s
     assert reopened.save_chat("run")
     assert sandbox_record.read(chat).id not in (None, gone)  # the new sandbox is the chat's now
     assert os.path.isdir(chat.workspace)
+
+
+def test_a_second_tab_on_the_same_instance_never_shares_the_first_tabs_sandbox(instances: Any, standin: Any) -> None:
+    """The sandbox is live in this process for another session: two sessions would drive one worker, and the first
+    one's close would kill the second's. The second tab rebuilds in a sandbox of its own."""
+    a, _ = instances
+    owner = a.store.owner_for_token(new_token())
+    chat, first = a.set_x(owner)
+    second = a.reopen(owner, chat.id)
+    assert "in use in another open tab" in notes(second) and x_plus_one(second) == "42"
+    assert second.agent.sandbox.host is not first.agent.sandbox.host
+    first.close()
+    assert x_plus_one(second) == "42"

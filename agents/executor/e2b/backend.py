@@ -104,9 +104,9 @@ class E2BBackend:
         with self._lock:
             host = self._live.get(host_id)
         if host is not None and not host.dead:
-            why = attach_mismatch(host.spec, expect) if expect is not None else None
-            if why is not None:
-                raise SandboxError(f"the E2B sandbox {host_id} cannot be attached: {why}")
+            if expect is not None:  # a caller that checks is another session: two would share one worker
+                raise SandboxError(f"the E2B sandbox {host_id} cannot be attached: it is in use by another "
+                                   "session of this app")
             return host
         settings = self._ready_settings()
         session = E2BSession.connect(settings, host_id)  # resumes a paused sandbox
