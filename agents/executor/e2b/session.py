@@ -50,7 +50,7 @@ class E2BSession:
         try:
             sandbox = Sandbox.create(template=settings.template, timeout=settings.timeout_s,
                                      metadata={APP_METADATA: "1", "session": session_name[:200],
-                                               "owner": owner[:200]},
+                                               **({"owner": owner[:200]} if owner else {})},
                                      allow_internet_access=False,
                                      **settings.connection())
         except Exception as exc:
