@@ -119,7 +119,12 @@ class E2BBackend:
             spec = dataclasses.replace(spec, workspace=expect.workspace)
         holder = secrets.token_hex(16)
         session.save_record({**record, "holder": holder})  # before the stream moves: the old host lets go
-        stream = session.reattach_supervisor()  # on failure the sandbox is left as it is: its lifetime ends it
+        try:
+            stream = session.reattach_supervisor()
+        except SandboxError:
+            if expect is not None:  # the caller's own sandbox, of no use without its worker: nothing left running
+                session.close()
+            raise  # without `expect` it may be anyone's: left as it is, its lifetime ends it
         host = E2BHost(session, stream, spec, attached_ready=ready, holder=holder)
         with self._lock:
             self._live[host.id] = host
