@@ -182,3 +182,22 @@ def test_a_second_tab_on_the_same_instance_never_shares_the_first_tabs_sandbox(i
     assert second.agent.sandbox.host is not first.agent.sandbox.host
     first.close()
     assert x_plus_one(second) == "42"
+
+
+def test_taking_the_chat_back_attaches_the_sandbox_back(instances: Any, standin: Any) -> None:
+    """A's tab takes the chat over again after B attached its sandbox: A reopens it (Take over here) and attaches
+    the sandbox back from B, variables and all; B's session then lets it go."""
+    a, b = instances
+    owner = a.store.owner_for_token(new_token())
+    chat, first = a.set_x(owner)
+    (sandbox_id,) = standin.sandboxes
+    second = b.reopen(owner, chat.id)
+    assert KEPT_NOTE in notes(second)
+    second.agent.sandbox.run("x = 99")
+    first.close()  # what Take over here does to the tab's old session (ui/session/registry.py install)
+    back = a.reopen(owner, chat.id)
+    assert KEPT_NOTE in notes(back) and x_plus_one(back) == "100"
+    second.close()
+    assert standin.live() == [sandbox_id] and x_plus_one(back) == "100"
+    back.close()
+    assert standin.live() == []
