@@ -84,7 +84,10 @@ class SandboxSpec:
     `tools`: the tool names the worker starts with (it is told of later ones over the channel). `env`: extra
     environment variables for the worker (never the app's own environment). `use_landlock`, `use_seccomp`,
     `private_root`: the kernel layers the app may switch off (each reported); `python_layers=False` only for the
-    attack test suite (no guard, the real builtins: the kernel layers must hold on their own).
+    attack test suite (no guard, the real builtins: the kernel layers must hold on their own). `owner`: an opaque
+    tag naming whose sandbox this is (the app: a keyed hash of the saved chat, `ui/saved/sandbox_record.py`); a
+    backend whose sandboxes outlive the app records it in the sandbox out of the worker's reach, and `attach` with
+    an `expect` spec refuses a sandbox recorded for another owner.
     """
 
     workspace: WorkspaceSpec | None
@@ -96,6 +99,22 @@ class SandboxSpec:
     use_seccomp: bool = True
     private_root: bool = True
     python_layers: bool = True
+    owner: str = ""
+
+
+def attach_mismatch(recorded: SandboxSpec, expect: SandboxSpec) -> str | None:
+    """Why a sandbox started as `recorded` is not the one a caller expecting `expect` may attach (another owner,
+    other imports or layers), or None. Compared in constant time for the owner tag."""
+    import hmac
+
+    if not expect.owner or not hmac.compare_digest(recorded.owner.encode(), expect.owner.encode()):
+        return "it was started for another chat"
+    if tuple(sorted(recorded.authorized_imports)) != tuple(sorted(expect.authorized_imports)):
+        return "it was started with other imports"
+    if (recorded.use_landlock, recorded.use_seccomp, recorded.private_root, recorded.python_layers) != \
+            (expect.use_landlock, expect.use_seccomp, expect.private_root, expect.python_layers):
+        return "it was started with other isolation layers"
+    return None
 
 
 @dataclass(frozen=True)
@@ -111,6 +130,9 @@ class Capabilities:
     - `same_disk`: `WorkspaceSpec.path` is the folder the worker writes, so artifacts' `abs_path` is a real file
       of the app's machine at once (otherwise the host copies the workspace back: see `pull_workspace`).
     - `attach`: `SandboxBackend.attach` can find a live host by id (from this process at least).
+    - `attach_elsewhere`: the sandbox outlives the app's process, so another process (another replica, or this
+      app after a restart) can attach it by id: a saved chat records the id (E2B, Kubernetes). A local worker or
+      a Docker container is the app's own (its channel is the app's pipe; a container whose app is gone is swept).
     - `warm_start`: `start` takes a spec without a workspace and `assign` completes it later (the pool keeps such
       hosts ready); without it the pool keeps nothing for the backend and every start is cold.
     """
@@ -122,6 +144,7 @@ class Capabilities:
     same_disk: bool = False
     attach: bool = False
     warm_start: bool = False
+    attach_elsewhere: bool = False
 
 
 @dataclass(frozen=True)
@@ -333,7 +356,11 @@ class SandboxBackend(Protocol):
         `SandboxStartError` with the reason when it cannot start."""
         ...
 
-    def attach(self, host_id: str) -> SandboxHost:
+    def attach(self, host_id: str, expect: SandboxSpec | None = None) -> SandboxHost:
         """The live host of that id (`capabilities.attach`); `SandboxError` if there is none or it is not
-        this backend's to give (never another session's: callers pass only ids they were given)."""
+        this backend's to give. `expect`: the spec the caller would start now; the sandbox must have been started
+        for its `owner` with its imports and layers (`attach_mismatch`), else `SandboxError` and the sandbox is
+        left untouched (an id read back from storage is hostile: it may name another chat's sandbox). Its
+        workspace is the caller's copy of the files, where the backend keeps one. A host whose `ready` is set
+        holds the worker that was running (its variables); one whose `ready` is None started a new worker."""
         ...

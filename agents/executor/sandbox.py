@@ -22,7 +22,7 @@ from . import artifacts as _artifacts
 from . import backends, execution_result
 from . import pool as _pool
 from .backend import SandboxBackend, SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec
-from .errors import InvalidVariableError, SandboxClosedError, SandboxStartError
+from .errors import InvalidVariableError, SandboxClosedError, SandboxError, SandboxStartError
 from .execution_result import ExecutionResult
 from .pool import WarmPool
 from .protocol import ChannelClosed, ProtocolError, encode_json, ready_problem
@@ -52,7 +52,10 @@ class PythonSandbox:
                  startup_timeout_s: float = 120, nice: int = 5, max_disk_mb: int = 1024,
                  private_root: bool = True, python_layers: bool = True, max_disk_files: int = 20_000,
                  min_free_mb: int = 0, backend: str | SandboxBackend | None = None,
-                 pool: bool | WarmPool = False) -> None:
+                 pool: bool | WarmPool = False, owner: str = "", attach: str | None = None) -> None:
+        """`owner`: the tag the sandbox records as whose it is (`SandboxSpec.owner`). `attach`: the id of a running
+        sandbox to take (`SandboxBackend.attach`, which checks it was started for `owner` with these imports and
+        layers) instead of starting one; `SandboxError` if the backend cannot."""
         self.backend = backends.resolve(backend)
         # Warm starts (pool.py): a worker started ahead of time, taken once; True is the process's pool.
         self._pool = _pool.for_backend(self.backend) if pool is True else (pool or None)
@@ -72,7 +75,7 @@ class PythonSandbox:
             workspace=WorkspaceSpec(self.workdir, tuple(os.path.realpath(p) for p in extra_read_paths)),
             authorized_imports=tuple(self.authorized_imports), limits=self.limits, env=dict(env or {}),
             use_landlock=use_landlock, use_seccomp=use_seccomp, private_root=private_root,
-            python_layers=bool(python_layers))
+            python_layers=bool(python_layers), owner=str(owner))
         self._tools: dict[str, Callable[..., Any]] = {}
         self._run_lock = threading.Lock()
         self._state_lock = threading.Lock()
@@ -87,7 +90,16 @@ class PythonSandbox:
         self._ended_between: str | None = None  # why the last host ended between steps (a remote one can tell)
         self._idle_cpu: float | None = None  # the worker's CPU time when its last run ended (the host's reading)
         self._host: SandboxHost | None = None
-        self._host = self._spawn()
+        #: The first host was attached with its worker running (its variables kept), not started.
+        self.attached_with_state = False
+        if attach is not None:
+            if not self.backend.capabilities.attach:
+                raise SandboxError(f"the sandbox backend {self.backend.name!r} cannot attach a sandbox")
+            host = self.backend.attach(attach, expect=self.spec)
+            self.attached_with_state = host.ready is not None
+            self._host = host
+        else:
+            self._host = self._spawn()
 
     @property
     def max_disk_mb(self) -> int:

@@ -14,6 +14,7 @@ from agents.decisions import DecisionKind, Outcome
 from agents.decisions.pending import RunPaused
 from agents.errors import AgentDeckError, AgentInterrupted
 from agents.events import Event, SandboxRun
+from agents.executor.errors import SandboxError
 from agents.executor.tree_walk import remove_tree
 from agents.injection import fence, warning_line
 from agents.loop.answer_checking import AnswerChecking
@@ -76,6 +77,9 @@ class CodeAgent(MultiStepAgent):
         self.sandbox_pool = sandbox_pool
         self._sandbox: PythonSandbox | None = None
         self._sandbox_lock = threading.Lock()
+        #: An opaque tag the sandbox records as its owner (`SandboxSpec.owner`; the app's: a keyed hash of the saved
+        #: chat), so `attach_sandbox` takes only a sandbox started for it.
+        self.sandbox_owner = ""
         self.profile = profile_for(model)
         #: Each step's reply is a `{"thought", "code"}` JSON object (agents/loop/structured_code.py), asked for
         #: through the provider's response format when the model takes one, else by the prompt alone.
@@ -191,17 +195,38 @@ class CodeAgent(MultiStepAgent):
         """The agent's sandbox, started on first use."""
         with self._sandbox_lock:
             if self._sandbox is None:
-                import dataclasses
-
-                from agents.executor import PythonSandbox
-
-                limits = dataclasses.asdict(self.sandbox_limits) if self.sandbox_limits is not None else {}
-                limits["timeout_s"] = self.executor_timeout_s
-                sandbox = PythonSandbox(workdir=str(self.workdir), authorized_imports=list(self.authorized_imports),
-                                        backend=self.sandbox_backend, pool=self.sandbox_pool, **limits)
-                sandbox.register_tools(self.runner.as_callables(None))  # each run binds its own (_execute_code)
-                self._sandbox = sandbox
+                self._sandbox = self._new_sandbox(None)
             return self._sandbox
+
+    def _new_sandbox(self, attach: str | None) -> PythonSandbox:
+        import dataclasses
+
+        from agents.executor import PythonSandbox
+
+        limits = dataclasses.asdict(self.sandbox_limits) if self.sandbox_limits is not None else {}
+        limits["timeout_s"] = self.executor_timeout_s
+        sandbox = PythonSandbox(workdir=str(self.workdir), authorized_imports=list(self.authorized_imports),
+                                backend=self.sandbox_backend, pool=self.sandbox_pool and attach is None,
+                                owner=self.sandbox_owner, attach=attach, **limits)
+        try:
+            sandbox.register_tools(self.runner.as_callables(None))  # each run binds its own (_execute_code)
+        except BaseException:
+            if attach is not None:
+                sandbox.close()
+            raise
+        return sandbox
+
+    def attach_sandbox(self, host_id: str) -> bool:
+        """Take the running sandbox of that id (a saved chat's, started by another replica or before a restart)
+        as this agent's, in place of starting one: True when its worker kept the variables, False when the backend
+        started a new worker there (they must be rebuilt). `SandboxError` (nothing changed) when the backend cannot
+        attach it: gone, another owner's (`sandbox_owner`), other imports. Only before the agent has a sandbox."""
+        with self._sandbox_lock:
+            if self._sandbox is not None:
+                raise SandboxError("this agent has a sandbox already")
+            sandbox = self._new_sandbox(host_id)
+            self._sandbox = sandbox
+            return sandbox.attached_with_state
 
     def _reset(self) -> None:
         super()._reset()

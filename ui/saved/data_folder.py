@@ -8,9 +8,10 @@ import secrets
 from pathlib import Path
 
 from agents.memory.serialize import load_or_create_secret
-from ui.shared.blobs import MISSING, BlobStore, LocalBlobs, VersionConflict
+from ui.shared.blobs import MISSING, BlobStore, BlobTooLarge, LocalBlobs, VersionConflict
 
 SECRET_FILE_NAME = "secret"
+SECRET_MAX_BYTES = 4096  # the secret a replica writes is 64 hex characters
 
 
 class ChatStoreError(Exception):
@@ -64,7 +65,11 @@ def server_secret(data_dir: str | Path, blobs: BlobStore | None = None) -> bytes
     if blobs is None or isinstance(blobs, LocalBlobs):
         return load_or_create_secret(secret_file(data_dir))
     for _ in range(3):
-        found = blobs.get(SECRET_FILE_NAME)
+        try:
+            found = blobs.get(SECRET_FILE_NAME, max_bytes=SECRET_MAX_BYTES)
+        except BlobTooLarge:
+            raise ChatStoreError(f"The secret in the chat store {blobs.url} is over {SECRET_MAX_BYTES:,} bytes (not "
+                                 "one a replica wrote); delete it or set AGENTDECK_SECRET.") from None
         if found is not None:
             if len(found.data.strip()) < 32:
                 raise ChatStoreError(f"The secret in the chat store {blobs.url} is too short; delete it or set "

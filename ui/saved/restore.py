@@ -168,6 +168,18 @@ def carry_memory_into(agent: Any, memory: AgentMemory, transcript: Transcript, h
     rebuild_variables(agent, memory, transcript, headline)
 
 
+def keep_memory_in(agent: Any, memory: AgentMemory, transcript: Transcript, note: str) -> None:
+    """Give `agent` the memory (screened as `carry_memory_into` does) when its sandbox kept the variables (the
+    chat's sandbox attached again): nothing is re-run; `note` says so in the chat."""
+    from agents.loop.restore import restore_agent_memory
+
+    flagged: list[ev.Event] = []
+    restore_agent_memory(agent, memory, emit=flagged.append)
+    for event in flagged:
+        transcript.apply(event)
+    transcript.add_note(note)
+
+
 def rebuild_variables(agent: Any, memory: AgentMemory, transcript: Transcript, headline: str) -> None:
     """Re-run the recorded code of `memory` in `agent`'s (fresh) sandbox to rebuild its variables, and say in the
     chat what happened (`headline` first): also for an agent that keeps its memory and got a new sandbox (its

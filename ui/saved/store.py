@@ -64,7 +64,17 @@ from ui.saved.data_folder import (
 )
 from ui.saved.key_change import SECRET_CHANGED, SECRET_ID_KEY, note_secret_at_start, secret_id, unverified_secret_id
 from ui.saved.model_titles import BY_MODEL, BY_PERSON, BY_TASK
-from ui.shared.blobs import ANY, MISSING, BlobStore, BlobStoreError, Expect, LocalBlobs, VersionConflict
+from ui.shared.blobs import (
+    ANY,
+    MISSING,
+    Blob,
+    BlobStore,
+    BlobStoreError,
+    BlobTooLarge,
+    Expect,
+    LocalBlobs,
+    VersionConflict,
+)
 from ui.shared.state import MemoryState, SharedState
 
 #: Deleted chats remembered so another tab showing one cannot save it again (ChatStore.delete), this long.
@@ -72,6 +82,12 @@ DELETED_REMEMBERED_S = 30 * 24 * 3600.0
 #: Read-modify-write of a chat's meta retried this often when another writer got there first.
 META_RETRIES = 8
 _OWNER = re.compile(r"^[0-9a-f]{64}$")
+#: The most read of each blob of the shared store (whoever can write the bucket decides a blob's size, so every
+#: read is bounded before it is read: `BlobStore.get(max_bytes=)`). meta.json holds a title of 80 characters and
+#: a search text of 4,000 (`titles.SEARCH_CHARS`), at most 4 bytes each in UTF-8 (6 for an escaped control
+#: character); `current` a chat id, `approval_mode` a mode's name.
+META_MAX_BYTES = 64 * 1024
+OWNER_TEXT_MAX_BYTES = 256
 
 
 class SavedChat:
@@ -92,7 +108,10 @@ class SavedChat:
 
     @property
     def kept(self) -> bool:
-        return self.store.blobs.get(f"{self.key}/meta.json") is not None
+        try:
+            return self.store.blobs.get(f"{self.key}/meta.json", max_bytes=META_MAX_BYTES) is not None
+        except BlobTooLarge:
+            return True  # there is an entry, an unreadable one (`_read_meta` lists it as damaged)
 
     @property
     def deleted(self) -> bool:
@@ -251,11 +270,11 @@ class ChatStore:
 
     def _owner_text(self, owner: str, name: str) -> str | None:
         self._owner_dir(owner)
-        blob = self.blobs.get(f"owners/{owner}/{name}")
         try:
+            blob = self.blobs.get(f"owners/{owner}/{name}", max_bytes=OWNER_TEXT_MAX_BYTES)
             return None if blob is None else blob.data.decode("ascii").strip()
-        except UnicodeDecodeError:
-            return None
+        except (UnicodeDecodeError, BlobTooLarge):
+            return None  # not a value this store wrote: as if none was chosen
 
     def current(self, owner: str) -> str | None:
         text = self._owner_text(owner, "current")
@@ -307,7 +326,10 @@ class ChatStore:
     def _read_meta(self, chat_key: str, chat_id: str) -> ChatMeta | None:
         """The chat's list entry; None when it has none (never used). An entry that is there but unreadable
         (a truncated meta.json) gives a `damaged` one, so the chat stays in the list and can be opened."""
-        blob = self.blobs.get(f"{chat_key}/meta.json")
+        try:
+            blob = self.blobs.get(f"{chat_key}/meta.json", max_bytes=META_MAX_BYTES)
+        except BlobTooLarge:
+            return self._damaged_meta(chat_key, chat_id)
         if blob is None:
             return None
         return parse_meta(blob.data, chat_id) or self._damaged_meta(chat_key, chat_id)
@@ -316,7 +338,10 @@ class ChatStore:
         """Stand-in entry for an unreadable meta.json: the title from the first message in the memory (read
         unverified, only for the label; the chat is verified when opened), the time from the file's date."""
         title = "Untitled chat"
-        memory = self.blobs.get(f"{chat_key}/memory.json")
+        try:
+            memory = self.blobs.get(f"{chat_key}/memory.json", max_bytes=MAX_DOCUMENT_BYTES)
+        except BlobTooLarge:
+            memory = None  # refused when the chat is opened, with the reason
         try:
             turns = json.loads(memory.data.decode("utf-8"))["document"]["metadata"]["turns"] if memory else []
             title = clean_title(str(turns[0].get("text") or "")) or title
@@ -334,14 +359,18 @@ class ChatStore:
         """Read, change and write the chat's meta with a version check, again if another writer came first."""
         key = f"{chat.key}/meta.json"
         for _ in range(META_RETRIES):
-            blob = self.blobs.get(key)
-            old = None if blob is None else parse_meta(blob.data, chat.id) or self._damaged_meta(chat.key, chat.id)
+            blob: Blob | None
+            try:
+                blob = self.blobs.get(key, max_bytes=META_MAX_BYTES)
+                old = None if blob is None else parse_meta(blob.data, chat.id) or self._damaged_meta(chat.key, chat.id)
+                expect: Expect = MISSING if blob is None else blob.version
+            except BlobTooLarge:  # not an entry this store wrote: rewritten whole, as a damaged one is
+                blob, old, expect = None, self._damaged_meta(chat.key, chat.id), ANY
             meta = change(old)  # a damaged entry is rewritten whole, keeping the title the list showed
             data = {"id": chat.id, "title": meta.title, "created": meta.created, "updated": meta.updated,
                     "steps": meta.steps, "text": meta.text, "title_by": meta.title_by}
             try:
-                self.blobs.put(key, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"),
-                               expect=MISSING if blob is None else blob.version)
+                self.blobs.put(key, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"), expect=expect)
                 return meta
             except VersionConflict:
                 continue
@@ -387,7 +416,11 @@ class ChatStore:
         Raises ChatStoreError with a clear sentence when the file was changed, comes from another server,
         is too big or unreadable: nothing of it is used then."""
         try:
-            blob = self.blobs.get(f"{chat.key}/memory.json")
+            blob = self.blobs.get(f"{chat.key}/memory.json", max_bytes=MAX_DOCUMENT_BYTES)
+        except BlobTooLarge:
+            raise ChatStoreError(f"This saved chat was refused: its memory is over the limit of "
+                                 f"{MAX_DOCUMENT_BYTES:,} bytes (it was not written by this app; nothing of it "
+                                 "was used).") from None
         except BlobStoreError as exc:
             raise ChatStoreError(f"This saved chat could not be read: {exc}") from None
         if blob is None:
@@ -423,7 +456,7 @@ class ChatStore:
     def _has_memory(self, chat: SavedChat) -> bool:
         if isinstance(chat.memory_version, str):
             return True
-        return self.blobs.get(f"{chat.key}/memory.json") is not None
+        return "memory.json" in self.blobs.children(chat.key)
 
     def save_chat(self, chat: SavedChat, reason: str, turns: builtins.list[dict[str, Any]],
                   memory: AgentMemory | None, settings: Any) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 from agents import events as ev
 from agents.decisions import Decision
 from ui.chat.formatting import for_visitor
-from ui.saved.restore import carry_memory_into
+from ui.saved.restore import carry_memory_into, keep_memory_in
 from ui.saved.store import SavedChat
 from ui.session import rewind, run_stream, stopping
 from ui.session.agent_slot import AgentFactory, AgentSlot
@@ -36,6 +36,7 @@ from ui.session.chat_record import ChatRecord
 from ui.session.rewind import LastMessage
 from ui.session.run_control import RunControl
 from ui.session.run_stream import RunHandle
+from ui.session.sandbox_keep import KEPT_NOTE, SandboxKeeper, rebuilt_headline
 from ui.session.title_job import TitleWriter
 from ui.session.workspace_files import FileRemovalError
 from ui.settings import RunSettings
@@ -51,7 +52,10 @@ class Session:
         self._key = key
         self.lock = threading.RLock()  # hold it to read several properties as one consistent view
         self._record = ChatRecord(root, self.lock, saved)
-        self._slot = AgentSlot(agent_factory, on_step=self._save_step)  # the agent, its settings, kept memory
+        # The chat's sandbox across replicas: its id recorded, attached on reopen (ui/session/sandbox_keep.py).
+        self._keeper = SandboxKeeper(lambda: self._record.saved)
+        self._slot = AgentSlot(lambda settings, workspace: self._keeper.prepare(agent_factory(settings, workspace)),
+                               on_step=self._save_step)  # the agent, its settings, kept memory
         self._record.use_host(self._sandbox_host)  # its files through the sandbox's own operations
         # Its runs: starting one, the approval mode, a pause, a stop, and the drain.
         self._runs = RunControl(self.lock, self._record, self._slot, max_upload_bytes, touch=self.touch,
@@ -210,7 +214,7 @@ class Session:
         """Make `agent` (built with `settings`) this session's; each step it finishes is saved at once (a crash
         loses at most the step in progress)."""
         with self.lock:
-            self._slot.use(agent, settings)
+            self._slot.use(self._keeper.prepare(agent), settings)
 
     def _save_step(self, step: Any, agent: Any) -> None:
         """A step callback, in the agent's thread: the memory is complete and nobody else changes it now. The
@@ -273,6 +277,8 @@ class Session:
         session's. False if it failed."""
         ok = self._record.save(reason, memory if memory is not None else self.memory, self._slot.settings,
                                announce)
+        if ok:
+            self._keeper.note(self._slot.agent)
         if ok and reason == "run" and self._closed_at is None:
             self._ask_for_title()
         return ok
@@ -318,7 +324,12 @@ class Session:
                 self._record.add_error("Could not start the agent", exc, "restoring an agent",
                                        ". The conversation is shown, but the next message starts with an empty memory.")
                 return
-            carry_memory_into(agent, memory, self._record.transcript, "♻️ **Chat restored.**")
+            kept, why = self._keeper.attach(agent)  # the chat's sandbox, if it still runs: nothing re-run
+            if kept:
+                keep_memory_in(agent, memory, self._record.transcript, KEPT_NOTE)
+            else:
+                carry_memory_into(agent, memory, self._record.transcript,
+                                  "♻️ **Chat restored.**" if why is None else rebuilt_headline(why))
             self.use_agent(agent, settings)
 
     def show_saved(self, memory: Any, turns: list[dict[str, Any]]) -> None:
@@ -379,6 +390,7 @@ class Session:
         with self.lock:
             if self._closed_at is None:
                 self._closed_at = time.time()
+            host = self._sandbox_host()
             if self._runs.end():
                 self._slot.close(keep_memory=True)
                 try:
@@ -386,6 +398,7 @@ class Session:
                 finally:
                     self._runs.end_saved()
             self._slot.close()
+            self._keeper.ended(host)  # closing ended it (or another replica holds it now): its record goes
 
     def remove_files(self) -> None:
         """Delete the session's folder, unless it is a saved chat (the registry, after the grace period)."""

@@ -9,7 +9,7 @@ import os
 import threading
 from typing import Any
 
-from ..backend import SandboxBackend, SandboxHost, SandboxSpec
+from ..backend import SandboxBackend, SandboxHost, SandboxSpec, attach_mismatch
 from ..errors import SandboxError, SandboxStartError
 from . import daemon, image, slot
 from .container import LABEL
@@ -81,11 +81,14 @@ class DockerBackend:
     def start(self, spec: SandboxSpec) -> DockerHost:
         return DockerHost(self, spec)
 
-    def attach(self, host_id: str) -> DockerHost:
+    def attach(self, host_id: str, expect: SandboxSpec | None = None) -> DockerHost:
         with live_lock:
             host = live_hosts.get(host_id)
         if host is None or host.dead:
-            raise SandboxError(f"no live Docker sandbox {host_id!r} in this process")
+            raise SandboxError(f"no live Docker sandbox {host_id[:80]!r} in this process")
+        why = attach_mismatch(host.spec, expect) if expect is not None else None
+        if why is not None:
+            raise SandboxError(f"the Docker sandbox {host_id[:80]!r} cannot be attached: {why}")
         return host
 
 

@@ -15,12 +15,14 @@ import dataclasses
 import importlib.util
 import logging
 import os
+import re
+import secrets
 import threading
 import time
 import weakref
 from typing import Any
 
-from ..backend import SEND_DEADLINE_S, SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec
+from ..backend import SEND_DEADLINE_S, SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec, attach_mismatch
 from ..errors import SandboxError, SandboxStartError
 from ..remote.host import CAPABILITIES as SUPERVISED
 from ..remote.host import SupervisedHost, spec_to_json
@@ -30,7 +32,9 @@ from .settings import SETTING_NAMES, E2BSettings
 
 log = logging.getLogger("agents.executor.e2b")
 #: The supervised host's, plus attach by id; no warm starts (a pooled sandbox would be billed while it waits).
-CAPABILITIES = dataclasses.replace(SUPERVISED, attach=True, warm_start=False)
+CAPABILITIES = dataclasses.replace(SUPERVISED, attach=True, warm_start=False, attach_elsewhere=True)
+#: What an E2B sandbox id looks like (letters, digits, dashes); anything else read back from storage is refused.
+SANDBOX_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
 NO_EXTRA_READ = ("the E2B sandbox cannot read folders of the app's machine (extra_read_paths); put the files "
                  "in the workspace instead")
 
@@ -79,7 +83,7 @@ class E2BBackend:
             raise SandboxStartError(NO_EXTRA_READ)
         settings = self._ready_settings()
         name = spec.workspace.path if spec.workspace is not None else "warm"
-        session = E2BSession.create(settings, session_name=name)
+        session = E2BSession.create(settings, session_name=name, owner=spec.owner)
         try:
             stream = session.start_supervisor()
         except BaseException:
@@ -90,15 +94,26 @@ class E2BBackend:
             self._live[host.id] = host
         return host
 
-    def attach(self, host_id: str, workspace: WorkspaceSpec | None = None) -> SandboxHost:
+    def attach(self, host_id: str, expect: SandboxSpec | None = None,
+               workspace: WorkspaceSpec | None = None) -> SandboxHost:
         """This process's live host of that id, else the sandbox at the service (another replica's, or this
-        one's before a restart): reconnected, its supervisor's stream taken over. `SandboxError` if it is gone
-        or its record does not verify (`E2BSession.load_record`). `workspace`: this replica's copy of the chat's
-        files (as the k8s backend's attach takes it); None: the folder the record names (the app's own path,
-        sealed, so the one the replica that started the sandbox used)."""
+        one's before a restart): reconnected, its supervisor's stream taken over. `SandboxError` if it is gone,
+        its record does not verify (`E2BSession.load_record`), or (with `expect`) it was started for another
+        owner or with other imports: then nothing of it is taken over. The record in the sandbox then names this
+        host as its holder before the stream moves here, so the host that had it lets it go without killing it
+        (`E2BHost.close`). The workspace is this replica's copy of the chat's files: `expect`'s, else
+        `workspace` (as the k8s backend's attach takes it); neither: the folder the sealed record names."""
+        if not isinstance(host_id, str) or not SANDBOX_ID.match(host_id):
+            raise SandboxError(f"{str(host_id)[:80]!r} is not an E2B sandbox id")
+        target = expect.workspace if expect is not None else workspace
+        if target is not None and target.extra_read_paths:
+            raise SandboxStartError(NO_EXTRA_READ)
         with self._lock:
             host = self._live.get(host_id)
         if host is not None and not host.dead:
+            if expect is not None:  # a caller that checks is another session: two would share one worker
+                raise SandboxError(f"the E2B sandbox {host_id} cannot be attached: it is in use by another "
+                                   "session of this app")
             held = host.spec.workspace.path if host.spec.workspace is not None else None
             if workspace is not None and held is not None \
                     and os.path.realpath(held) != os.path.realpath(workspace.path):
@@ -108,12 +123,21 @@ class E2BBackend:
         session = E2BSession.connect(settings, host_id)  # resumes a paused sandbox
         record = session.load_record()
         spec, ready = spec_from_record(record)
-        if workspace is not None:
-            if workspace.extra_read_paths:
-                raise SandboxStartError(NO_EXTRA_READ)
-            spec = dataclasses.replace(spec, workspace=workspace)
-        stream = session.reattach_supervisor()  # on failure the sandbox is left as it is: its lifetime ends it
-        host = E2BHost(session, stream, spec, attached_ready=ready)
+        if expect is not None:
+            why = attach_mismatch(spec, expect)
+            if why is not None:
+                raise SandboxError(f"the E2B sandbox {host_id} cannot be attached: {why}")
+        if target is not None:
+            spec = dataclasses.replace(spec, workspace=target)
+        holder = secrets.token_hex(16)
+        session.save_record({**record, "holder": holder})  # before the stream moves: the old host lets go
+        try:
+            stream = session.reattach_supervisor()
+        except SandboxError:
+            if expect is not None:  # the caller's own sandbox, of no use without its worker: nothing left running
+                session.close()
+            raise  # without `expect` it may be anyone's: left as it is, its lifetime ends it
+        host = E2BHost(session, stream, spec, attached_ready=ready, holder=holder)
         with self._lock:
             self._live[host.id] = host
         return host
@@ -129,7 +153,8 @@ def spec_from_record(record: dict[str, Any]) -> tuple[SandboxSpec, dict[str, Any
                            tools=tuple(str(t) for t in raw["tools"]),
                            env={str(k): str(v) for k, v in raw["env"].items()},
                            use_landlock=bool(raw["use_landlock"]), use_seccomp=bool(raw["use_seccomp"]),
-                           private_root=bool(raw["private_root"]), python_layers=bool(raw["python_layers"]))
+                           private_root=bool(raw["private_root"]), python_layers=bool(raw["python_layers"]),
+                           owner=str(record.get("owner") or "")[:200])
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise SandboxError(f"the E2B sandbox's record cannot be read back: {type(exc).__name__}") from exc
     if not isinstance(ready, dict) or ready.get("op") != "ready":
@@ -144,11 +169,13 @@ class E2BHost(SupervisedHost):
     capabilities = CAPABILITIES
 
     def __init__(self, session: E2BSession, stream: Any, spec: SandboxSpec,
-                 attached_ready: dict[str, Any] | None = None) -> None:
+                 attached_ready: dict[str, Any] | None = None, holder: str | None = None) -> None:
         self.session = session
+        self.holder = holder or secrets.token_hex(16)  # which host holds the sandbox now (its record says)
+        self.let_go = False  # closed without ending the sandbox: another host had attached it
         self._renewed = time.monotonic()
         self._attaching = attached_ready is not None  # the worker runs already: no `start` for the supervisor
-        super().__init__(stream, session.files, host_id=session.id, on_close=session.close, spec=spec)
+        super().__init__(stream, session.files, host_id=session.id, on_close=self._end_sandbox, spec=spec)
         self._attaching = False
         if attached_ready is not None:
             self._ready = attached_ready
@@ -164,8 +191,24 @@ class E2BHost(SupervisedHost):
         ready = super().wait_ready(timeout)
         if first and self.spec.workspace is not None:
             self.session.save_record({"spec": spec_to_json(self.spec), "workspace": self.spec.workspace.path,
-                                      "ready": ready})
+                                      "ready": ready, "owner": self.spec.owner, "holder": self.holder})
         return ready
+
+    def _end_sandbox(self) -> None:
+        """`close`'s end: kill the sandbox at the service, unless another host (another replica's) attached it
+        since, as its record says: that one holds it now, and this host only lets go of its connection."""
+        self.let_go = False
+        if self.ready is not None:
+            try:
+                holder = self.session.load_record().get("holder")
+            except SandboxError:
+                holder = None  # gone, or unreadable: killed as usual
+            if isinstance(holder, str) and holder and holder != self.holder:
+                log.info("E2B sandbox %s was attached elsewhere: this host lets it go", self.id)
+                self.let_go = True
+                self.session.disconnect()
+                return
+        self.session.close()
 
     def suspend(self) -> bool:
         """Pause the sandbox at E2B while nobody needs it (a run waiting on a person's decision): the worker is

@@ -46,13 +46,14 @@ class E2BSession:
         self.closed = False
 
     @classmethod
-    def create(cls, settings: E2BSettings, session_name: str) -> E2BSession:
+    def create(cls, settings: E2BSettings, session_name: str, owner: str = "") -> E2BSession:
         """A new sandbox from the template; `SandboxStartError` naming the setting when the service refuses."""
         from e2b import Sandbox
 
         try:
             sandbox = Sandbox.create(template=settings.template, timeout=settings.timeout_s,
-                                     metadata={APP_METADATA: "1", "session": session_name[:200]},
+                                     metadata={APP_METADATA: "1", "session": session_name[:200],
+                                               **({"owner": owner[:200]} if owner else {})},
                                      allow_internet_access=False,
                                      **settings.connection())
         except Exception as exc:
@@ -196,6 +197,15 @@ class E2BSession:
         except Exception as exc:
             raise SandboxError(describe(exc, self.hint)) from exc
         self.paused = False
+
+    def disconnect(self) -> None:
+        """Let go of the sandbox without ending it (another replica attached it): the stream, already taken over
+        there, is dropped here; nothing is killed."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.stream is not None:
+            self.stream.disconnect()
 
     def close(self) -> None:
         """Stop the stream and kill the sandbox at the service (nothing is left running or billed). Idempotent;

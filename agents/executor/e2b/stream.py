@@ -171,15 +171,21 @@ class CommandStream:
         except Exception as exc:
             raise StreamClosed(describe(exc, self._hint)) from exc
 
-    def close(self) -> None:
-        """Stop the supervisor (SIGKILL through the service) and release the pipe. Idempotent, any thread."""
+    def disconnect(self) -> None:
+        """Release the pipe without stopping the supervisor (another connection follows it now)."""
+        self.close(kill=False)
+
+    def close(self, kill: bool = True) -> None:
+        """Stop the supervisor (SIGKILL through the service; not with `kill=False`) and release the pipe.
+        Idempotent, any thread."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
         if self.ended is None:
             try:
-                self._sandbox.commands.kill(self.pid, request_timeout=5)
+                if kill:
+                    self._sandbox.commands.kill(self.pid, request_timeout=5)
             except Exception:  # the sandbox may be gone already; closing it (the backend's job) ends the rest
                 pass
             try:

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..backend import Capabilities, SandboxHost, SandboxSpec, WorkspaceSpec
+from ..backend import Capabilities, SandboxHost, SandboxSpec, WorkspaceSpec, attach_mismatch
 from ..errors import SandboxError, SandboxStartError
 from .settings import K8sSettings
 from .spec_note import spec_from_claim, spec_to_claim
@@ -152,18 +152,28 @@ class K8sSandboxBackend:
         pod = self.claim(spec)
         return self._host(pod, spec)
 
-    def attach(self, host_id: str, workspace: WorkspaceSpec | None = None) -> SandboxHost:
+    def attach(self, host_id: str, expect: SandboxSpec | None = None,
+               workspace: WorkspaceSpec | None = None) -> SandboxHost:
         """The live host of that claim in this backend instance; else (another replica's sandbox, or this one's
         after its stream was cut) a new supervisor and worker in the claim's pod: the pod's workspace files are
         still there, the variables are not (the caller rebuilds them). The worker gets the settings recorded on
         the claim when it was made. `workspace`: this replica's copy of the workspace (None: a temporary folder,
-        removed at close)."""
+        removed at close). `expect`: see the protocol; its workspace is used when `workspace` is None. The app does
+        not record a claim in its saved chats (`attach_elsewhere` is False): a new worker keeps no variables."""
         with self._lock:
             live = self._live.get(host_id)
         if live is not None and not live.dead:
+            why = attach_mismatch(getattr(live, "spec", SandboxSpec(None)), expect) if expect is not None else None
+            if why is not None:
+                raise SandboxError(f"the sandbox {host_id} cannot be attached: {why}")
             return live
         pod = self.find(host_id)
         spec = spec_from_claim(pod.note)
+        if expect is not None:
+            why = attach_mismatch(spec, expect)
+            if why is not None:
+                raise SandboxError(f"the sandbox {host_id} cannot be attached: {why}")
+            workspace = workspace or expect.workspace
         temporary = None
         if workspace is None:
             temporary = tempfile.mkdtemp(prefix="agentdeck-k8s-")

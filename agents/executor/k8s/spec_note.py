@@ -24,7 +24,7 @@ _LIMITS = {f.name: f.type for f in dataclasses.fields(SandboxLimits)}
 def spec_to_claim(spec: SandboxSpec) -> str:
     """The note for a claim: JSON of the spec's imports, tools and limits."""
     return json.dumps({"authorized_imports": list(spec.authorized_imports), "tools": sorted(spec.tools),
-                       "limits": dataclasses.asdict(spec.limits)}, separators=(",", ":"))
+                       "limits": dataclasses.asdict(spec.limits), "owner": spec.owner[:200]}, separators=(",", ":"))
 
 
 def _strings(value: Any, what: str) -> tuple[str, ...]:
@@ -54,4 +54,5 @@ def spec_from_claim(note: str | None) -> SandboxSpec:
             raise SandboxError(f"the claim's worker setting {name!r} is invalid")
         limits[name] = value
     return SandboxSpec(workspace=None, authorized_imports=_strings(data.get("authorized_imports"), "imports"),
-                       tools=_strings(data.get("tools"), "tools"), limits=SandboxLimits(**limits))
+                       tools=_strings(data.get("tools"), "tools"), limits=SandboxLimits(**limits),
+                       owner=owner if isinstance(owner := data.get("owner"), str) and len(owner) <= 200 else "")

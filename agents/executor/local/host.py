@@ -22,6 +22,7 @@ from ..backend import (
     SandboxBackend,
     SandboxHost,
     SandboxSpec,
+    attach_mismatch,
 )
 from ..errors import SandboxError, SandboxStartError
 from ..execution_result import ExecutionResult
@@ -218,11 +219,14 @@ class LocalBackend:
     def start(self, spec: SandboxSpec) -> LocalHost:
         return LocalHost(spec)
 
-    def attach(self, host_id: str) -> LocalHost:
+    def attach(self, host_id: str, expect: SandboxSpec | None = None) -> LocalHost:
         with _live_lock:
             host = _live.get(host_id)
         if host is None or host.dead:
-            raise SandboxError(f"no live local sandbox {host_id!r} in this process")
+            raise SandboxError(f"no live local sandbox {host_id[:80]!r} in this process")
+        why = attach_mismatch(host.spec, expect) if expect is not None else None
+        if why is not None:
+            raise SandboxError(f"the local sandbox {host_id[:80]!r} cannot be attached: {why}")
         return host
 
 
