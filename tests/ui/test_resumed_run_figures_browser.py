@@ -49,8 +49,6 @@ def _code_is(page, part: str) -> None:
                            arg=part)
 
 
-@pytest.mark.xfail(strict=True, reason="a resumed run's figures are its last piece's: the pending decision keeps "
-                                       "no token usage and the run's duration restarts (agents/loop)")
 def test_a_resumed_run_counts_its_tokens(tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     transcript = write_transcript(tmp_path / "script.json", SCRIPT)
@@ -75,8 +73,6 @@ def test_a_resumed_run_counts_its_tokens(tmp_path: Path) -> None:
             browser.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the tab holding a chat paused at a decision has no stream open: a decision "
-                                       "answered in a second tab never reaches it")
 def test_the_first_tab_sees_a_decision_answered_in_a_second_tab(tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     transcript = write_transcript(tmp_path / "script.json", SCRIPT)
@@ -97,6 +93,12 @@ def test_the_first_tab_sees_a_decision_answered_in_a_second_tab(tmp_path: Path) 
             # The first tab shows the approved step's output and the next decision, not the old waiting step.
             wait_for_text(first, "the first step ran 42", timeout=20)
             _code_is(first, "final_answer")
+            # ... and its panel acts on the decision that waits now: the run ends, in both tabs.
+            first.locator("#approve-btn").click()
+            wait_for_text(first, "x is 42")
+            wait_for_text(second, "x is 42")
+            said = first.evaluate("document.querySelector('#approval-message')?.innerText || ''")
+            assert "already made" not in said, said
         finally:
             context.close()
             browser.close()

@@ -1,0 +1,151 @@
+"""A decision this tab shows, answered somewhere else: the tab learns of it and shows the run going on.
+
+Why: a run paused at a decision holds no thread and has no stream (agents/decisions/pending.py). A second tab
+that watches the chat (ui/panels/watch.py) can answer it, and the run then streams in that tab only: this one kept
+showing the old waiting step, and its Approve said the decision was already made. Live runs reach every tab
+through their stream; a paused one reaches none, so a tab that shows a decision looks again, lightly:
+
+  * a timer ticks every `POLL_S` seconds only while the panel shows a decision (`request_id` set), and asks
+    whether that request still waits in the session the panel acts on (ui/services.py `acting_session`);
+  * if it was answered (in a tab watching this one's chat, or by the API on this session) the panel is hidden, the
+    person told, and the tab follows the resumed run read-only until it ends or pauses again, then shows the next
+    decision (the tab that answered drains it; `follow` only reads the session's chat);
+  * if the chat's lease moved to a tab of another replica and the chat as saved there no longer waits for this
+    request, the decision was made there: the tab shows the chat as saved and drops its stale copy of the
+    request (its Approve can no longer act: the lease and the request's one-time slot refuse it,
+    ui/session/lease.py), so the tab and the store agree (`Session.show_answered_elsewhere`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import gradio as gr
+
+from ui.chat.stream_outputs import Shown
+from ui.panels.approval_panel import VIEW_KEYS, as_tuple, view, view_hidden
+from ui.saved.owners import tab_key
+from ui.saved.store import ChatStoreError
+from ui.services import Services
+from ui.session.session import Session
+from ui.web.gradio_compat import root_url_of
+
+#: How often a tab showing a decision checks that it still waits, and how often a followed run is read.
+POLL_S = 2.0
+FOLLOW_S = 0.4
+#: How often at most a tab reads the saved chat to see whether a tab of another replica answered its decision.
+STORE_CHECK_S = 10.0
+#: How long the follow waits for the drain to save a run's end before it shows the chat anyway.
+END_SAVE_WAIT_S = 10.0
+ANSWERED_HERE = ("🔁 This decision was made in another tab: the run goes on, shown here. Nothing you do here "
+                 "answers it again.")
+ANSWERED_AWAY = ("🔁 This decision was made in another tab (maybe served by another server), where the run goes on. "
+                 "The chat below is as saved there; press **Take over here** in the side list to continue it here.")
+
+
+class AnsweredElsewhere:
+    """The timer's handlers: `check` (the panel), `follow` (the chat), `after` (the panel once the run stops)."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self._lock = threading.Lock()
+        self._follow: set[str] = set()  # tabs whose next `follow` streams the run answered elsewhere
+        self._refresh: set[str] = set()  # tabs whose next `after` shows the panel again
+        self._read_at: dict[str, float] = {}  # tab -> when it last read its saved chat (`_saved_elsewhere`)
+
+    def _flag(self, key: str, refresh: bool) -> None:
+        with self._lock:
+            self._follow.add(key)
+            if refresh:
+                self._refresh.add(key)
+
+    def _take(self, flags: set[str], key: str) -> bool:
+        with self._lock:
+            if key not in flags:
+                return False
+            flags.discard(key)
+            return True
+
+    def still_waits(self, session: Session, shown_id: Any) -> bool:
+        """`shown_id` is still the request `session` waits for (nothing to do)."""
+        pending = session.pending_request()
+        return pending is not None and pending.request_id == shown_id
+
+    def noticed(self, request: Any) -> None:
+        """A click on a decision this tab showed that no longer waits (made in another tab): the chain after the
+        click (ui/panels/approvals.py `resume`, then the panel's refresh) follows the run."""
+        key = tab_key(request)
+        if self.services.registry.watchers.get(key) is None:  # a watching tab streams the run already
+            self._flag(key, refresh=False)
+
+    # the timer ----------------------------------------------------------------------------------------------
+    def check(self, shown_id: Any, request: gr.Request) -> tuple:
+        """A tick: the panel's updates, all skipped while the shown decision still waits; else the panel hidden
+        (`follow` shows the run, then `after` what waits next)."""
+        if not isinstance(shown_id, str) or not shown_id:
+            return (gr.skip(),) * len(VIEW_KEYS)
+        session = self.services.acting_session(request)
+        if self.still_waits(session, shown_id):
+            if not self._saved_elsewhere(session, request, shown_id):
+                return (gr.skip(),) * len(VIEW_KEYS)
+            gr.Info(ANSWERED_AWAY)
+        else:
+            gr.Info(ANSWERED_HERE)
+        key = tab_key(request)
+        if self.services.registry.watchers.get(key) is None:  # a watching tab streams the run already
+            self._flag(key, refresh=True)
+        return as_tuple({**view_hidden(), "task_input": gr.skip()})
+
+    def _saved_elsewhere(self, session: Session, request: Any, shown_id: str) -> bool:
+        """A tab of another replica holds the chat now and the chat as saved no longer waits for `shown_id`: the
+        decision was made there. This tab then shows the chat as saved (its stale request dropped)."""
+        chat = session.record.saved
+        leases = self.services.leases
+        key = tab_key(request)
+        if chat is None or not chat.kept or not leases.held_elsewhere(chat.id, key):
+            return False
+        now = time.monotonic()
+        with self._lock:
+            if now - self._read_at.get(key, float("-inf")) < STORE_CHECK_S:
+                return False
+            self._read_at[key] = now
+            if len(self._read_at) > 10_000:  # tab keys are the visitors' to make up: forget the oldest
+                del self._read_at[next(iter(self._read_at))]
+        try:
+            memory, metadata = self.services.store.load_memory(chat)
+        except ChatStoreError:
+            return False
+        pending = getattr(memory, "pending", None)
+        if pending is not None and pending.request_id == shown_id:
+            return False
+        return session.show_answered_elsewhere(shown_id, memory, metadata.get("turns") or [])
+
+    def follow(self, request: gr.Request) -> Iterator[tuple]:
+        """(chat, message box, files, status, clock) of the run answered elsewhere, until it ends or pauses again;
+        skipped unless `check` (or a click, `noticed`) found the decision made."""
+        key = tab_key(request)
+        if not self._take(self._follow, key):
+            yield (gr.skip(),) * 5
+            return
+        session = self.services.acting_session(request)
+        streamer = self.services.streamer
+        shown = Shown(root_url=root_url_of(request))
+        yield streamer.update(session, shown, gr.update(interactive=False))
+        while session.running:
+            time.sleep(FOLLOW_S)
+            yield streamer.update(session, shown)
+        session.wait_end_saved(END_SAVE_WAIT_S)
+        yield streamer.update(session, shown, gr.update(interactive=True))
+
+    def after(self, request: gr.Request) -> tuple:
+        """After `follow`: the panel shows what the session waits for now (skipped unless `check` hid it)."""
+        if not self._take(self._refresh, tab_key(request)):
+            return (gr.skip(),) * len(VIEW_KEYS)
+        return as_tuple(view(self.services.acting_session(request).pending_request()))
+
+
+def timer_state(shown_id: Any) -> Any:
+    """The timer ticks only while the panel shows a decision."""
+    return gr.Timer(active=isinstance(shown_id, str) and bool(shown_id))
