@@ -27,6 +27,7 @@ from agents.loop.result import RunResult, RunState
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, PlanningStep, SummaryStep, TaskStep
 from agents.memory.codec import json_safe
 from agents.memory.compaction import Compactor
+from agents.memory.memory import STOPPED_STEP
 from agents.memory.steps import PromptSnapshot
 from agents.models.async_remote import agenerate_stream, supports_async
 from agents.models.base import Message, Model, ModelReply, TokenUsage, ToolCall
@@ -322,6 +323,7 @@ class StepRunner:
         fields = run.event_fields()
         step = ActionStep(step_number=run.step, run_id=run.run_id)
         step.timing.start_time = time.time()
+        agent.memory.in_progress = step  # an unconfirmed stop keeps it (AgentMemory.stopped_copy)
         run.emit(step_events.step_started(step, fields))
         self.compact()  # before reading the prompt: compaction swaps it
         messages = agent.images_in_prompt(agent.prompt_for_step(run))
@@ -350,7 +352,7 @@ class StepRunner:
             self._record_pending(paused, step, reply, in_code=in_code)
             raise
         except AgentInterrupted:
-            step.error = step.error or "The run was stopped by the user."
+            step.error, step.stopped = step.error or STOPPED_STEP, True
             raise
         except Exception as exc:
             step.error = step.error or f"{type(exc).__name__}: {exc}"
@@ -359,6 +361,7 @@ class StepRunner:
             run.note_pending = None
             if run.paused is None:
                 self._finish_action_step(step)
+            agent.memory.in_progress = None
         return step.is_final_answer, step.action_output
 
     def _note_waiting(self, request: DecisionRequest | None, step: ActionStep, reply: ModelReply) -> None:
