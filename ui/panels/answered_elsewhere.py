@@ -37,6 +37,8 @@ POLL_S = 2.0
 FOLLOW_S = 0.4
 #: How often at most a tab reads the saved chat to see whether a tab of another replica answered its decision.
 STORE_CHECK_S = 10.0
+#: Tabs and requests remembered at most (a tab key is the visitor's to make up): the oldest go first.
+MAX_REMEMBERED = 10_000
 #: How long the follow waits for the drain to save a run's end before it shows the chat anyway.
 END_SAVE_WAIT_S = 10.0
 ANSWERED_HERE = ("🔁 This decision was made in another tab: the run goes on, shown here. Nothing you do here "
@@ -54,6 +56,7 @@ class AnsweredElsewhere:
         self._follow: set[str] = set()  # tabs whose next `follow` streams the run answered elsewhere
         self._refresh: set[str] = set()  # tabs whose next `after` shows the panel again
         self._read_at: dict[str, float] = {}  # tab -> when it last read its saved chat (`_saved_elsewhere`)
+        self._mine: dict[str, str] = {}  # request id -> the tab of this replica that answered it (`answering`)
 
     def _flag(self, key: str, refresh: bool) -> None:
         with self._lock:
@@ -67,6 +70,18 @@ class AnsweredElsewhere:
                 return False
             flags.discard(key)
             return True
+
+    def answering(self, request_id: str, request: Any) -> None:
+        """This tab answers `request_id` now: its own click's chain shows the run, so neither a tick that comes
+        meanwhile nor a second click takes the answer for another tab's."""
+        with self._lock:
+            self._mine[request_id] = tab_key(request)
+            while len(self._mine) > MAX_REMEMBERED:
+                del self._mine[next(iter(self._mine))]
+
+    def answered_here(self, request_id: Any, request: Any) -> bool:
+        with self._lock:
+            return isinstance(request_id, str) and self._mine.get(request_id) == tab_key(request)
 
     def still_waits(self, session: Session, shown_id: Any) -> bool:
         """`shown_id` is still the request `session` waits for (nothing to do)."""
@@ -84,7 +99,7 @@ class AnsweredElsewhere:
     def check(self, shown_id: Any, request: gr.Request) -> tuple:
         """A tick: the panel's updates, all skipped while the shown decision still waits; else the panel hidden
         (`follow` shows the run, then `after` what waits next)."""
-        if not isinstance(shown_id, str) or not shown_id:
+        if not isinstance(shown_id, str) or not shown_id or self.answered_here(shown_id, request):
             return (gr.skip(),) * len(VIEW_KEYS)
         session = self.services.acting_session(request)
         if self.still_waits(session, shown_id):
@@ -98,9 +113,19 @@ class AnsweredElsewhere:
             self._flag(key, refresh=True)
         return as_tuple({**view_hidden(), "task_input": gr.skip()})
 
-    def _saved_elsewhere(self, session: Session, request: Any, shown_id: str) -> bool:
+    def refused(self, session: Session, request: Any, shown_id: Any) -> bool:
+        """A click on `shown_id` was refused (ui/session/lease.py: the chat or the request taken in another tab):
+        if it was answered on another replica, this tab shows the chat as saved there (the chain after the click
+        follows it) and True; else False, nothing changed."""
+        if not isinstance(shown_id, str) or not self._saved_elsewhere(session, request, shown_id, at_once=True):
+            return False
+        self._flag(tab_key(request), refresh=False)
+        return True
+
+    def _saved_elsewhere(self, session: Session, request: Any, shown_id: str, at_once: bool = False) -> bool:
         """A tab of another replica holds the chat now and the chat as saved no longer waits for `shown_id`: the
-        decision was made there. This tab then shows the chat as saved (its stale request dropped)."""
+        decision was made there. This tab then shows the chat as saved (its stale request dropped). The saved chat
+        is read at most every `STORE_CHECK_S` per tab, unless `at_once` (a click)."""
         chat = session.record.saved
         leases = self.services.leases
         key = tab_key(request)
@@ -108,10 +133,10 @@ class AnsweredElsewhere:
             return False
         now = time.monotonic()
         with self._lock:
-            if now - self._read_at.get(key, float("-inf")) < STORE_CHECK_S:
+            if not at_once and now - self._read_at.get(key, float("-inf")) < STORE_CHECK_S:
                 return False
             self._read_at[key] = now
-            if len(self._read_at) > 10_000:  # tab keys are the visitors' to make up: forget the oldest
+            if len(self._read_at) > MAX_REMEMBERED:  # tab keys are the visitors' to make up: forget the oldest
                 del self._read_at[next(iter(self._read_at))]
         try:
             memory, metadata = self.services.store.load_memory(chat)

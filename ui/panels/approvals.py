@@ -19,7 +19,7 @@ from agents import events as ev
 from agents.decisions import Decision
 from ui.chat.stream_outputs import Shown
 from ui.components import Page
-from ui.panels.answered_elsewhere import ANSWERED_HERE, POLL_S, AnsweredElsewhere, timer_state
+from ui.panels.answered_elsewhere import ANSWERED_AWAY, ANSWERED_HERE, POLL_S, AnsweredElsewhere, timer_state
 from ui.panels.approval_panel import (
     CHOSEN_MODE,
     ApprovalPanel,
@@ -92,7 +92,8 @@ class ApprovalHandlers:
         session = self._session(request)
         pending = session.pending_request()
         if pending is None or (shown_id and pending.request_id != shown_id):
-            if shown_id and (session.running or pending is not None):  # made in another tab: follow the run here
+            if shown_id and (session.running or pending is not None) \
+                    and not self.elsewhere.answered_here(shown_id, request):  # made in another tab: follow it here
                 self.elsewhere.noticed(request)
                 gr.Info(ANSWERED_HERE)
                 return as_tuple({**view_hidden(), "task_input": gr.skip()})
@@ -104,7 +105,10 @@ class ApprovalHandlers:
         leases = self.services.leases
         refused = leases.claim_decision(session.key, session, pending.request_id)  # one tab, one replica runs it
         if refused is not None:
+            if self.elsewhere.refused(session, request, shown_id):  # made on another replica: shown from the store
+                gr.Info(ANSWERED_AWAY)
             return as_tuple(view(session.pending_request(), shown_id, refused))
+        self.elsewhere.answering(pending.request_id, request)
         try:
             session.resolve(pending, decision)
         except Exception as exc:  # expired or refused by the agent
