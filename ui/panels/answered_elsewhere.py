@@ -44,7 +44,7 @@ END_SAVE_WAIT_S = 10.0
 ANSWERED_HERE = ("🔁 This decision was made in another tab: the run goes on, shown here. Nothing you do here "
                  "answers it again.")
 ANSWERED_AWAY = ("🔁 This decision was made in another tab (maybe served by another server), where the run goes on. "
-                 "The chat below is as saved there; press **Take over here** in the side list to continue it here.")
+                 "The chat below is as saved there; to continue it in this tab, open it again from the side list.")
 
 
 class AnsweredElsewhere:
