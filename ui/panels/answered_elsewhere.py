@@ -129,7 +129,8 @@ class AnsweredElsewhere:
         chat = session.record.saved
         leases = self.services.leases
         key = tab_key(request)
-        if chat is None or not chat.kept or not leases.held_elsewhere(chat.id, key):
+        # (a tab of this replica answers on the session itself: `still_waits` sees it, the store need not be read)
+        if chat is None or not chat.kept or not leases.held_on_another_replica(chat.id):
             return False
         now = time.monotonic()
         with self._lock:
