@@ -13,7 +13,8 @@ through their stream; a paused one reaches none, so a tab that shows a decision 
   * if the chat's lease moved to a tab of another replica and the chat as saved there no longer waits for this
     request, the decision was made there: the tab shows the chat as saved and drops its stale copy of the
     request (its Approve can no longer act: the lease and the request's one-time slot refuse it,
-    ui/session/lease.py), so the tab and the store agree (`Session.show_answered_elsewhere`).
+    ui/session/lease.py), so the tab and the store agree (`Session.show_answered_elsewhere`); it reads the saved
+    chat on until that run has ended or paused again (`_follow_saved`), then shows what waits.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from typing import Any
 
 import gradio as gr
 
+from agents.memory import TaskStep
 from ui.chat.stream_outputs import Shown
 from ui.panels.approval_panel import VIEW_KEYS, as_tuple, view, view_hidden
 from ui.saved.owners import tab_key
@@ -37,6 +39,8 @@ POLL_S = 2.0
 FOLLOW_S = 0.4
 #: How often at most a tab reads the saved chat to see whether a tab of another replica answered its decision.
 STORE_CHECK_S = 10.0
+#: How long at most a tab follows, in the shared store, a run that goes on on another replica.
+AWAY_FOLLOW_S = 1800.0
 #: Tabs and requests remembered at most (a tab key is the visitor's to make up): the oldest go first.
 MAX_REMEMBERED = 10_000
 #: How long the follow waits for the drain to save a run's end before it shows the chat anyway.
@@ -57,6 +61,7 @@ class AnsweredElsewhere:
         self._refresh: set[str] = set()  # tabs whose next `after` shows the panel again
         self._read_at: dict[str, float] = {}  # tab -> when it last read its saved chat (`_saved_elsewhere`)
         self._mine: dict[str, str] = {}  # request id -> the tab of this replica that answered it (`answering`)
+        self._away: set[str] = set()  # tabs showing a chat whose run goes on on another replica (`_follow_saved`)
 
     def _flag(self, key: str, refresh: bool) -> None:
         with self._lock:
@@ -146,7 +151,11 @@ class AnsweredElsewhere:
         pending = getattr(memory, "pending", None)
         if pending is not None and pending.request_id == shown_id:
             return False
-        return session.show_answered_elsewhere(shown_id, memory, metadata.get("turns") or [])
+        if not session.show_answered_elsewhere(shown_id, memory, metadata.get("turns") or []):
+            return False
+        with self._lock:
+            self._away.add(key)
+        return True
 
     def follow(self, request: gr.Request) -> Iterator[tuple]:
         """(chat, message box, files, status, clock) of the run answered elsewhere, until it ends or pauses again;
@@ -159,11 +168,38 @@ class AnsweredElsewhere:
         streamer = self.services.streamer
         shown = Shown(root_url=root_url_of(request))
         yield streamer.update(session, shown, gr.update(interactive=False))
+        if self._take(self._away, key):
+            for _ in self._follow_saved(session):
+                yield streamer.update(session, shown)
         while session.running:
             time.sleep(FOLLOW_S)
             yield streamer.update(session, shown)
         session.wait_end_saved(END_SAVE_WAIT_S)
         yield streamer.update(session, shown, gr.update(interactive=True))
+
+    def _follow_saved(self, session: Session) -> Iterator[None]:
+        """The run answered on another replica, as that replica saves it, until the saved run has ended or paused
+        (read every `POLL_S`, shown when it changed): read once, the chat could be a save made before the
+        answered step finished."""
+        chat, deadline = session.record.saved, time.monotonic() + AWAY_FOLLOW_S
+        seen: tuple[int, str] | None = None
+        while chat is not None and time.monotonic() < deadline:
+            try:
+                memory, metadata = self.services.store.load_memory(chat)
+            except ChatStoreError:
+                return
+            steps = memory.steps if memory is not None else []
+            tasks = [step for step in steps if isinstance(step, TaskStep)]
+            now = (len(steps), tasks[-1].state if tasks else "ended")
+            if now != seen and seen is not None:
+                if session.record.saved is not chat or session.running:
+                    return  # the tab shows something else now
+                session.show_saved(memory, metadata.get("turns") or [])
+                yield None
+            seen = now
+            if now[1]:  # the saved run ended or paused again (or there is none)
+                return
+            time.sleep(POLL_S)
 
     def after(self, request: gr.Request) -> tuple:
         """After `follow`: the panel shows what the session waits for now (skipped unless `check` hid it)."""
