@@ -92,12 +92,16 @@ class ApprovalHandlers:
         session = self._session(request)
         pending = session.pending_request()
         if pending is None or (shown_id and pending.request_id != shown_id):
+            said = "This decision was already made or has expired."
             if shown_id and (session.running or pending is not None) \
                     and not self.elsewhere.answered_here(shown_id, request):  # made in another tab: follow it here
-                self.elsewhere.noticed(request)
-                gr.Info(ANSWERED_HERE)
-                return as_tuple({**view_hidden(), "task_input": gr.skip()})
-            return as_tuple(view(session.pending_request(), shown_id, "This decision was already made or has expired."))
+                self.elsewhere.noticed(request)  # the chain after the click shows the run as it is now
+                if session.running:
+                    gr.Info(ANSWERED_HERE)
+                    return as_tuple({**view_hidden(), "task_input": gr.skip()})
+                said = ("This decision was already made or has expired (maybe in another tab): the chat and this "
+                        "panel now show where the run is.")
+            return as_tuple(view(session.pending_request(), shown_id, said))
         try:
             decision = decide(pending)
         except ValueError as exc:  # a bad edit: say so, keep everything as it is
