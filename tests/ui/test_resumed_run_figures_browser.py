@@ -2,8 +2,9 @@
 
 * The status line after a resumed run gave the last resumed piece's figures: "success · 2 steps · 0.0 s ·
   0 tokens" for a run whose steps used hundreds of tokens. The pending decision kept the model's reply but not its
-  token usage, and the resumed run's duration started again; now the record keeps both (agents/decisions/pending.py
-  `reply_input_tokens`, `reply_model_s`) and the run's clock adds the time before the pause (agents/loop/step_runner.py).
+  token usage, and the resumed run's duration started again; now the record keeps both
+  (agents/decisions/pending.py `reply_input_tokens`, `reply_model_s`) and the run's clock adds the time before the
+  pause (agents/loop/step_runner.py).
 * A second tab answers the decision (it watches the chat, ui/panels/watch.py), but the first tab, which holds the
   chat, kept showing the old waiting step: its run had ended at the decision, so no stream was open to tell it. Now
   a tab showing a decision looks again while it does (ui/panels/answered_elsewhere.py) and follows the run.
