@@ -42,6 +42,11 @@ class PendingDecision:
     #: The paused step's model reply: its text and native tool calls ({"id", "name", "arguments"}).
     reply_content: str = ""
     reply_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    #: That reply's token usage and model time: the resumed step counts them as the step that never paused would
+    #: (its title and the run's status line give the whole run's figures, not the resumed piece's).
+    reply_input_tokens: int = 0
+    reply_output_tokens: int = 0
+    reply_model_s: float = 0.0
     #: How many steps the run had done before the paused one, its step limit and planning interval.
     steps_done: int = 0
     max_steps: int = 20
@@ -64,7 +69,9 @@ class PendingDecision:
     def to_dict(self) -> dict[str, Any]:
         return {"request_id": self.request_id, "kind": self.kind, "payload": self.payload, "run_id": self.run_id,
                 "step_number": self.step_number, "reply_content": self.reply_content,
-                "reply_tool_calls": self.reply_tool_calls, "steps_done": self.steps_done,
+                "reply_tool_calls": self.reply_tool_calls, "reply_input_tokens": self.reply_input_tokens,
+                "reply_output_tokens": self.reply_output_tokens, "reply_model_s": self.reply_model_s,
+                "steps_done": self.steps_done,
                 "max_steps": self.max_steps, "planning_interval": self.planning_interval, "in_code": self.in_code,
                 "asked_at": self.asked_at, "policy": self.policy, "tools": self.tools, "earlier": self.earlier}
 
@@ -110,9 +117,12 @@ class PendingDecision:
             raise ValueError("the pending decision's kind is unknown")
         if not isinstance(data.get("payload"), dict) or not isinstance(data.get("reply_tool_calls", []), list):
             raise ValueError("the pending decision's payload or tool calls are malformed")
-        numbers = ("step_number", "steps_done", "max_steps")
+        numbers = ("step_number", "steps_done", "max_steps", "reply_input_tokens", "reply_output_tokens")
         if not all(isinstance(data.get(name, 0), int) and data.get(name, 0) >= 0 for name in numbers):
-            raise ValueError("the pending decision's step numbers are malformed")
+            raise ValueError("the pending decision's step numbers or token counts are malformed")
+        model_s = data.get("reply_model_s", 0.0)
+        if not isinstance(model_s, (int, float)) or isinstance(model_s, bool) or not 0 <= model_s < float("inf"):
+            raise ValueError("the pending decision's model time is malformed")
         interval = data.get("planning_interval")
         if interval is not None and (not isinstance(interval, int) or interval < 1):
             raise ValueError("the pending decision's planning interval is malformed")
@@ -129,7 +139,10 @@ class PendingDecision:
             raise ValueError("the pending decision's earlier decisions are malformed")
         return cls(request_id=data["request_id"], kind=data["kind"], payload=data["payload"], run_id=data["run_id"],
                    step_number=data["step_number"], reply_content=data.get("reply_content", ""),
-                   reply_tool_calls=list(data.get("reply_tool_calls", [])), steps_done=data.get("steps_done", 0),
+                   reply_tool_calls=list(data.get("reply_tool_calls", [])),
+                   reply_input_tokens=data.get("reply_input_tokens", 0),
+                   reply_output_tokens=data.get("reply_output_tokens", 0), reply_model_s=float(model_s),
+                   steps_done=data.get("steps_done", 0),
                    max_steps=max(1, data.get("max_steps", 20)), planning_interval=interval,
                    in_code=bool(data.get("in_code", False)), asked_at=float(data.get("asked_at", 0.0) or 0.0),
                    policy=policy, tools=list(tools) if tools is not None else None,

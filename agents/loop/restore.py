@@ -135,6 +135,8 @@ def skip_reason(step: ActionStep) -> str | None:
     """Why a recorded code step is not re-run when it failed or a person rejected it (None: it may be)."""
     if step.error_type == "RejectedByUser":
         return "rejected"
+    if step.stopped:
+        return "stopped"
     calls = [ToolCallRecord.from_dict(data) for data in step.call_records]
     rejected = [call.name for call in calls if call is not None and call.rejected]
     if rejected:

@@ -27,6 +27,7 @@ from agents.loop.result import RunResult, RunState
 from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, PlanningStep, SummaryStep, TaskStep
 from agents.memory.codec import json_safe
 from agents.memory.compaction import Compactor
+from agents.memory.memory import STOPPED_STEP
 from agents.memory.steps import PromptSnapshot
 from agents.models.async_remote import agenerate_stream, supports_async
 from agents.models.base import Message, Model, ModelReply, TokenUsage, ToolCall
@@ -84,6 +85,10 @@ class StepRunner:
         self.task = ""
         #: How many steps this run had done before the current one (a pending decision records it).
         self.steps_done = 0
+        #: A resumed run's time before its pause (the wait for the person not counted), and the paused step's
+        #: model time: the run's figures are the whole run's, as if it had never paused.
+        self.earlier_s = 0.0
+        self.resumed_model_s = 0.0
 
     # -- the run -----------------------------------------------------------------------------------
     def execute(self, task: str, task_message: Message | None = None) -> RunResult:
@@ -119,9 +124,11 @@ class StepRunner:
         self.first_step_index = agent.memory.steps.index(task_step)
         self.task = task_step.task
         self.last_step_number = pending.step_number - 1
+        self.earlier_s, self.resumed_model_s = task_step.duration_s, pending.reply_model_s
         reply = ModelReply(content=pending.reply_content, tool_calls=[
             ToolCall(name=str(c.get("name", "")), arguments=dict(c.get("arguments") or {}), id=str(c.get("id", "")))
-            for c in pending.reply_tool_calls if isinstance(c, dict)])
+            for c in pending.reply_tool_calls if isinstance(c, dict)],
+            token_usage=TokenUsage(pending.reply_input_tokens, pending.reply_output_tokens))
         if pending.kind == DecisionKind.PLAN.value:  # a plan review: the plan is reviewed again, then steps go on
             return (yield from self._run_to_end(task_step, lambda: self._steps(self.task, pending.steps_done,
                                                                                plan=reply)))
@@ -144,7 +151,7 @@ class StepRunner:
             state, error, exception = RunState.ERROR, f"Internal error: {type(exc).__name__}: {exc}", exc
         steps = agent.memory.steps[self.first_step_index:]
         task_step.state, task_step.end_step, task_step.error = state.value, run.step, error
-        task_step.duration_s = time.perf_counter() - self.started
+        task_step.duration_s = self.earlier_s + time.perf_counter() - self.started
         fields = run.event_fields()
         if final is not None:
             if state is RunState.SUCCESS:
@@ -277,7 +284,7 @@ class StepRunner:
         else:
             messages = [{"role": "user", "content": render(templates, "planning.initial_plan", task=task,
                                                            **agent.prompt_variables(run))}]
-        reply = recorded
+        reply, step.model_duration_s = recorded, self.resumed_model_s
         if reply is None:
             reply, step.model_duration_s = yield from self.call_model(messages, stop_sequences=[_END_PLAN])
         step.model_output, step.token_usage = reply.content, reply.token_usage
@@ -316,11 +323,14 @@ class StepRunner:
         fields = run.event_fields()
         step = ActionStep(step_number=run.step, run_id=run.run_id)
         step.timing.start_time = time.time()
+        agent.memory.in_progress = step  # an unconfirmed stop keeps it (AgentMemory.stopped_copy)
         run.emit(step_events.step_started(step, fields))
         self.compact()  # before reading the prompt: compaction swaps it
         messages = agent.images_in_prompt(agent.prompt_for_step(run))
         step.model_input_messages = PromptSnapshot(messages)
         reply = resumed
+        if resumed is not None:
+            step.model_duration_s = self.resumed_model_s
         try:
             if reply is None:
                 reply, step.model_duration_s = yield from self.call_model(
@@ -342,7 +352,7 @@ class StepRunner:
             self._record_pending(paused, step, reply, in_code=in_code)
             raise
         except AgentInterrupted:
-            step.error = step.error or "The run was stopped by the user."
+            step.error, step.stopped = step.error or STOPPED_STEP, True
             raise
         except Exception as exc:
             step.error = step.error or f"{type(exc).__name__}: {exc}"
@@ -351,6 +361,7 @@ class StepRunner:
             run.note_pending = None
             if run.paused is None:
                 self._finish_action_step(step)
+            agent.memory.in_progress = None
         return step.is_final_answer, step.action_output
 
     def _note_waiting(self, request: DecisionRequest | None, step: ActionStep, reply: ModelReply) -> None:
@@ -370,6 +381,8 @@ class StepRunner:
             run_id=self.run.run_id, step_number=step.step_number, reply_content=reply.content,
             reply_tool_calls=[{"id": c.id, "name": c.name, "arguments": json_safe(c.arguments)}
                               for c in reply.tool_calls],
+            reply_input_tokens=reply.token_usage.input_tokens, reply_output_tokens=reply.token_usage.output_tokens,
+            reply_model_s=step.model_duration_s,
             steps_done=self.steps_done, max_steps=self.run.max_steps, planning_interval=self.run.planning_interval,
             in_code=in_code, asked_at=request.asked_at or time.time(), policy=policy_record(self.run.approval_policy),
             tools=sorted(self.run.tools) if self.run.tools is not None else None,

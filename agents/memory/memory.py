@@ -5,10 +5,21 @@ Memory is data: it knows nothing of the agent loop. Saving and loading live in `
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from agents.memory.steps import ActionStep, MemoryStep, PlanningStep, SummaryStep, SystemPromptStep, TaskStep
+from agents.memory.steps import (
+    ActionStep,
+    MemoryStep,
+    PlanningStep,
+    SummaryStep,
+    SystemPromptStep,
+    TaskStep,
+    Timing,
+)
 from agents.models.base import Message
 from agents.models.images import OBSERVATION_IMAGES_KEY, images_size
 
@@ -23,6 +34,22 @@ def latest_summary(steps: Sequence[MemoryStep]) -> tuple[int, SummaryStep] | Non
         if isinstance(step, SummaryStep):
             return index, step
     return None
+
+
+STOPPED_STEP = "The run was stopped by the user."
+
+
+def _stopped_step(step: ActionStep) -> ActionStep:
+    """A copy of the action step `step` as it was when its run was stopped (its lists copied: the run's thread
+    may still append to the original)."""
+    kept = copy.copy(step)
+    for name in (f.name for f in dataclasses.fields(kept)):
+        value = getattr(kept, name)
+        if isinstance(value, list):
+            setattr(kept, name, list(value))
+    kept.stopped, kept.error = True, step.error or STOPPED_STEP
+    kept.timing = Timing(step.timing.start_time, step.timing.end_time or time.time())
+    return kept
 
 
 def prompt_from_steps(system_messages: list[Message], steps: Sequence[MemoryStep]) -> list[Message]:
@@ -77,6 +104,9 @@ class AgentMemory:
         self.image_bytes = 0
         #: The decision a run ended at, in pause mode (agents/decisions/pending.py); None when none waits.
         self.pending: PendingDecision | None = None
+        #: The action step a run is acting now, not recorded until it ends (None between steps): a stop the loop
+        #: has not confirmed yet can still keep it, as it was when stopped (`stopped_copy`). Never saved.
+        self.in_progress: ActionStep | None = None
 
     # -- recording -------------------------------------------------------------------------------
     def add_step(self, step: MemoryStep) -> None:
@@ -113,6 +143,33 @@ class AgentMemory:
         self._messages = prompt_from_steps(self.system_prompt.messages, self.steps)
         self.image_messages = sum(1 for m in self._messages if m.get(OBSERVATION_IMAGES_KEY))
         self.image_bytes = sum(images_size(step.messages) for step in self.steps)
+
+    def stopped_copy(self) -> AgentMemory:
+        """A copy that a run still going in another thread no longer changes, as the run was when stopped: the
+        step it was acting recorded as stopped (its code and output so far), its task ended "interrupted".
+
+        Why: a stop the loop has not confirmed yet is saved from this copy at once (the app's Stop). Without the
+        step, a chat reopened from it lost the stopped step's code that the live chat showed."""
+        stopped = AgentMemory()
+        stopped.system_prompt = self.system_prompt
+        stopped.steps = list(self.steps)
+        acting = self.in_progress
+        # (a step stopped while the model was still answering has nothing to show: it is left out)
+        if acting is not None and (acting.model_output or acting.code) \
+                and not any(step is acting for step in stopped.steps):
+            stopped.steps.append(_stopped_step(acting))
+        for index in range(len(stopped.steps) - 1, -1, -1):
+            task = stopped.steps[index]
+            if isinstance(task, TaskStep):
+                if not task.state:  # the run had not ended: it ends here, stopped
+                    after = stopped.steps[index + 1:]
+                    numbers = [s.step_number for s in after if isinstance(s, (PlanningStep, ActionStep))]
+                    stopped.steps[index] = dataclasses.replace(
+                        task, state="interrupted", end_step=max(numbers, default=task.steps_before),
+                        duration_s=sum(s.timing.duration_s for s in after if isinstance(s, ActionStep)))
+                break
+        stopped.rebuild_prompt()
+        return stopped
 
     # -- reading ---------------------------------------------------------------------------------
     @property

@@ -135,6 +135,9 @@ class ActionStep(MemoryStep):
     error: str | None = None
     error_type: str | None = None
     error_message: str = ""
+    #: Stop ended the step while it acted (its code may not have run to its end): a reopened chat does not
+    #: re-run it, and says why (agents/loop/restore.py `skip_reason`).
+    stopped: bool = False
     artifacts: list[str] = field(default_factory=list)  # workspace-relative paths
     artifact_sizes: list[int] = field(default_factory=list)  # bytes, by position in `artifacts`
     #: Every tool call of the step as it went (agents/step_events/: ToolCallRecord fields), failed ones too.

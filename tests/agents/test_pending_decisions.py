@@ -184,3 +184,40 @@ def test_a_blocked_run_keeps_its_request_in_memory_while_it_waits(make_tool_agen
                                approval_policy="approve_tools")
     restore_agent_memory(fresh, loads_memory(saved_while_waiting[0], SECRET))
     assert fresh.resume(Decision.approve()) == "again" and SENT == ["n", "n"]
+
+
+def _usage(input_tokens: int, output_tokens: int, content: str) -> dict:
+    return {"content": content, "token_usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}
+
+
+def test_a_resumed_run_reports_the_whole_runs_tokens_and_time(make_code_agent, tmp_path):
+    """A run paused twice and resumed in fresh agents reports what a run that never paused would: each paused
+    step's reply keeps its tokens and model time, and the run's clock counts the time before each pause."""
+    replies = [_usage(100, 10, code("x = 20")), _usage(200, 20, code("final_answer(x + 1)"))]
+    agent, saved = _paused_code_agent(make_code_agent, tmp_path, replies)
+    before = agent.memory.pending
+    assert (before.reply_input_tokens, before.reply_output_tokens) == (100, 10)
+    paused_s = next(s for s in agent.memory.steps if getattr(s, "run_id", None) == before.run_id).duration_s
+    assert paused_s > 0
+    agent.close()
+    fresh, _ = _fresh(make_code_agent, tmp_path, saved, replies[1:], approval_policy="approve_code")
+    assert fresh.resume(Decision.approve(), return_result=True).state is RunState.PAUSED
+    saved = dumps_memory(fresh.memory, SECRET)
+    fresh.close()
+    third, _ = _fresh(make_code_agent, tmp_path, saved, [], approval_policy="approve_code")
+    result = third.resume(Decision.approve(), return_result=True)
+    assert result.output == 21
+    assert (result.token_usage.input_tokens, result.token_usage.output_tokens) == (300, 30)
+    assert [s.token_usage.total_tokens for s in third.memory.action_steps()] == [110, 220]
+    assert result.duration_s > paused_s
+
+
+def test_a_pending_record_with_bad_figures_is_refused():
+    from agents.decisions.pending import PendingDecision
+
+    good = {"request_id": "r", "kind": "code", "payload": {}, "run_id": "run", "step_number": 1}
+    assert PendingDecision.from_dict(good).reply_input_tokens == 0  # a record saved before they were kept
+    for bad in ({"reply_input_tokens": -1}, {"reply_output_tokens": "9"}, {"reply_model_s": float("nan")},
+                {"reply_model_s": "1"}):
+        with pytest.raises(ValueError, match="malformed"):
+            PendingDecision.from_dict({**good, **bad})

@@ -18,6 +18,7 @@ from agents import events as ev
 from agents.decisions import Decision
 from ui.chat.stream_outputs import Shown
 from ui.components import Page
+from ui.panels.answered_elsewhere import ANSWERED_AWAY, ANSWERED_HERE, POLL_S, AnsweredElsewhere, timer_state
 from ui.panels.approval_panel import (
     CHOSEN_MODE,
     ApprovalPanel,
@@ -54,6 +55,7 @@ class ApprovalHandlers:
         self.services = services
         self._tabs: dict[str, str] = {}  # a tab's token (kept in its sessionStorage) -> its current session key
         self._tabs_lock = threading.Lock()
+        self.elsewhere = AnsweredElsewhere(services)  # a decision shown here, answered in another tab
 
     def _session(self, request: Any) -> Session:
         return self.services.acting_session(request)  # a run watched from a second tab is decided there too
@@ -89,7 +91,16 @@ class ApprovalHandlers:
         session = self._session(request)
         pending = session.pending_request()
         if pending is None or (shown_id and pending.request_id != shown_id):
-            return as_tuple(view(session.pending_request(), shown_id, "This decision was already made or has expired."))
+            said = "This decision was already made or has expired."
+            if shown_id and (session.running or pending is not None) \
+                    and not self.elsewhere.answered_here(shown_id, request):  # made in another tab: follow it here
+                self.elsewhere.noticed(request)  # the chain after the click shows the run as it is now
+                if session.running:
+                    gr.Info(ANSWERED_HERE)
+                    return as_tuple({**view_hidden(), "task_input": gr.skip()})
+                said = ("This decision was already made or has expired (maybe in another tab): the chat and this "
+                        "panel now show where the run is.")
+            return as_tuple(view(session.pending_request(), shown_id, said))
         try:
             decision = decide(pending)
             self.services.gate.check_message(decision_text(decision, pending))  # held to a message's limit
@@ -99,7 +110,10 @@ class ApprovalHandlers:
         leases = self.services.leases
         refused = leases.claim_decision(session.key, session, pending.request_id)  # one tab, one replica runs it
         if refused is not None:
+            if self.elsewhere.refused(session, request, shown_id):  # made on another replica: shown from the store
+                gr.Info(ANSWERED_AWAY)
             return as_tuple(view(session.pending_request(), shown_id, refused))
+        self.elsewhere.answering(pending.request_id, request)
         try:
             session.resolve(pending, decision)
         except Exception as exc:  # expired or refused by the agent
@@ -157,7 +171,7 @@ class ApprovalHandlers:
         session = self._session(request)
         shown = Shown(root_url=root_url_of(request))  # the message box keeps what was typed during the pause
         if not session.claim_paused_run():
-            yield (gr.skip(),) * 5
+            yield from self.elsewhere.follow(request)  # answered in another tab: shown here (else skipped)
             return
         yield from self.services.streamer.stream_run(session, shown)
 
@@ -233,6 +247,16 @@ def wire(demo: gr.Blocks, services: Services, panel: ApprovalPanel, selector: Mo
               resume_name=resume_name, unlock=True)
     for event in after:
         chain(event)
+
+    # A decision shown here and answered in another tab (or on another replica): the panel looks again while it
+    # shows one, and the tab follows the run (ui/panels/answered_elsewhere.py).
+    elsewhere = handlers.elsewhere
+    timer = gr.Timer(POLL_S, active=False)
+    panel.request_id.change(timer_state, inputs=[panel.request_id], outputs=[timer], **private, **quick)
+    ticked = timer.tick(elsewhere.check, inputs=[panel.request_id], outputs=view_outputs, **private, **quick)
+    followed = ticked.then(elsewhere.follow, outputs=column.outputs(), concurrency_limit=services.config.max_runs,
+                           concurrency_id="watch", show_progress="hidden", postprocess=False, **private)
+    followed.then(elsewhere.after, outputs=view_outputs, **private, **quick)
 
     # A reloaded tab finds its session again: the token lives in the tab's sessionStorage (per tab, kept on reload).
     token = gr.Textbox(visible=False, elem_id="session-token")

@@ -109,10 +109,23 @@ def step_names(memory: AgentMemory | None) -> dict[int, str]:
     return names
 
 
+def shown_steps(memory: AgentMemory | None) -> int:
+    """How many steps the person saw in the chat: its "Step N" entries (the agent's action steps), not the
+    records of messages, plans, answers or summaries a memory also keeps."""
+    return sum(1 for _ in memory.action_steps()) if memory is not None else 0
+
+
+def steps_back(count: int) -> str:
+    """How many steps came back, in words ("1 step shown above."), or "" for none."""
+    return "" if count <= 0 else f"{count} step shown above." if count == 1 else f"{count} steps shown above."
+
+
 def _not_rerun(why: str) -> str:
     """Why a step was not re-run (agents/loop/restore.py `skip_reason`, or the tools it called), as said in the note."""
     if why == "rejected":
         return "was not re-run: you rejected it, so it never ran"
+    if why == "stopped":
+        return "was not re-run: you stopped it before it finished; variables it made may be missing"
     if why.startswith("rejected call: "):
         return (f"was not re-run (you rejected its call to {why.removeprefix('rejected call: ')}); "
                 "variables it made are missing")
@@ -121,8 +134,9 @@ def _not_rerun(why: str) -> str:
 
 def rebuild_note(report: Any, restored_steps: int, headline: str = "♻️ **Chat restored.**",
                  memory: AgentMemory | None = None) -> str:
-    """The chat note after re-running the recorded code: how many steps, and what no longer runs the same.
-    Steps are named as the chat names them when `memory` (the one re-run) is given."""
+    """The chat note after re-running the recorded code: how many steps (`restored_steps`, as the chat counts
+    them: `shown_steps`), and what no longer runs the same. Steps are named as the chat names them when `memory`
+    (the one re-run) is given."""
     names = step_names(memory)
 
     def name(number: int) -> str:
@@ -132,10 +146,10 @@ def rebuild_note(report: Any, restored_steps: int, headline: str = "♻️ **Cha
     lines = [f"{headline} Re-ran {rerun} recorded code step{'s' if rerun != 1 else ''} in a fresh "
              f"sandbox to rebuild its variables" + (" — all gave the same output." if rerun and report.ok else ".")]
     workspace_error = getattr(report, "workspace_error", None)
-    if not rerun and not report.skipped:
-        lines = [f"{headline} ({restored_steps} steps). " + (
-            "Its code was not re-run: earlier variables are missing." if workspace_error
-            else "There was no code to re-run.")]
+    if not rerun:  # nothing re-ran: say how much came back, and why below (a skipped step says so itself)
+        lines = [" ".join(filter(None, (headline, steps_back(restored_steps)))) + (
+            " Its code was not re-run: earlier variables are missing." if workspace_error
+            else "" if report.skipped else " There was no code to re-run.")]
     if workspace_error:
         lines.append(f"- ⚠️ {clip(str(workspace_error), 400)}.")
     for mismatch in report.mismatches:
@@ -193,6 +207,6 @@ def rebuild_variables(agent: Any, memory: AgentMemory, transcript: Transcript, h
             transcript.add_note(f"{headline} Its code could not be re-run ({type(exc).__name__}: {exc}): "
                                 "earlier variables are missing.")
         else:
-            transcript.add_note(rebuild_note(report, len(memory.steps), headline, memory))
+            transcript.add_note(rebuild_note(report, shown_steps(memory), headline, memory))
     else:
-        transcript.add_note(f"{headline} ({len(memory.steps)} steps).")
+        transcript.add_note(" ".join(filter(None, (headline, steps_back(shown_steps(memory))))))

@@ -67,6 +67,11 @@ class ChatLeases:
             return False
         return held[0] != REPLICA or self.holder(chat_id, key) is not None
 
+    def held_on_another_replica(self, chat_id: str) -> bool:
+        """A tab of another replica holds the chat (what this replica knows of it may be behind the store)."""
+        held = self._held_by(chat_id)
+        return held is not None and held[0] != REPLICA
+
     def claim(self, key: str, session: Session) -> str | None:
         """Before a message is sent: None if this tab may continue its chat (it takes the lease), else why not."""
         chat = session.record.saved

@@ -224,6 +224,19 @@ class RunControl:
         self.answer(request, Decision.reply(text))
         return True
 
+    def answered_elsewhere(self, request_id: str) -> bool:
+        """The paused run's decision `request_id` was made on another replica, which holds the chat now: the agent
+        here, whose memory still holds the request, is closed (the chat as saved there is the truth; the next
+        agent is built from it). False, nothing changed, if a run goes on here or it waits for another request."""
+        with self._lock:
+            waiting = self.pending()
+            if self.running or waiting is None or waiting.request_id != request_id:
+                return False
+            if self._run is not None:
+                self._run.waiting_decision = None
+            self._slot.close()
+            return True
+
     def claim_paused(self) -> bool:
         """Claim a paused run whose decision was answered (or that was stopped) for a new drain: True once."""
         with self._lock:

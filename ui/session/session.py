@@ -341,6 +341,16 @@ class Session:
             if memory is not None and memory.steps:
                 self._slot.keep_for_next(memory, WATCHED_NOTE)
 
+    def show_answered_elsewhere(self, request_id: str, memory: Any, turns: list[dict[str, Any]]) -> bool:
+        """The decision `request_id` this session's paused run waits for was made in a tab of another replica:
+        the chat as saved there is shown, its memory kept for the next agent, and the request here dropped
+        (ui/panels/answered_elsewhere.py). False, nothing changed, if this session no longer waits for it."""
+        with self.lock:
+            if not self._runs.answered_elsewhere(request_id):
+                return False
+            self.show_saved(memory, turns)
+            return True
+
     def restore_later(self, memory: Any) -> None:
         """A reopened chat whose agent cannot be built now (no sandbox free): the next message builds it."""
         with self.lock:

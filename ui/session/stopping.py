@@ -71,10 +71,14 @@ def wait_for_end(run: RunHandle, seconds: float) -> bool:
 
 
 def snapshot_memory(memory: Any) -> Any:
-    """A copy of `memory` that a run still going in another thread no longer changes (same finished steps)."""
+    """A copy of `memory` that a run still going in another thread no longer changes, as the run was when
+    stopped: its finished steps, the step it was acting recorded stopped, the run ended stopped
+    (`AgentMemory.stopped_copy`), so a chat reopened from it shows the stopped step's code as the live chat did."""
     if memory is None:
         return None
-    copy = AgentMemory(memory.system_prompt.system_prompt)
+    if isinstance(memory, AgentMemory):
+        return memory.stopped_copy()
+    copy = AgentMemory(memory.system_prompt.system_prompt)  # (tests' stand-in agents keep a plain memory)
     copy.steps = list(memory.steps)
     copy.rebuild_prompt()
     return copy
