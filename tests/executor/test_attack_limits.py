@@ -14,6 +14,7 @@ import pytest
 
 from agents.executor import PythonSandbox, artifacts, identity, run_watch, tree_walk
 from agents.executor.local import worker_watch
+from agents.executor.remote import SupervisedHost
 from tests.deep_trees import DEEP_TREE_CODE, make_deep, remove_all
 from tests.waiting import wait_until
 
@@ -37,6 +38,7 @@ def test_thread_left_running_is_stopped(tmp_path):
         r2 = sb.run("import threading\nthreading.active_count()")
         assert r2.output == 1
 
+@pytest.mark.app_side_worker("its state is read here; test_remote_supervisor.py reads it remotely")
 def test_nothing_of_the_code_runs_between_steps(tmp_path):
     with PythonSandbox(str(tmp_path), python_layers=False) as sb:
         r = sb.run(
@@ -143,6 +145,7 @@ def test_the_shared_disk_keeps_its_floor_whatever_each_sandbox_may_write(tmp_pat
         assert sb.run("1 + 1").output == 2
 
 
+@pytest.mark.app_side_worker("its pid is watched here; test_remote_supervisor.py reads it remotely")
 @pytest.mark.slow  # two workers start (about 1.8 s)
 def test_code_deaf_to_stop_is_ended_with_its_worker(tmp_path, monkeypatch):
     """Code holding the real `signal` blocks SIGINT, ignores it and sleeps (no CPU, so it looks starved) while the
@@ -192,10 +195,14 @@ def test_folders_count_as_files_and_bytes(tmp_path):
     with PythonSandbox(str(tmp_path / "ws"), python_layers=False, max_disk_files=2000) as sb:
         r = sb.run("import os\nfor i in range(3000):\n    os.mkdir(f'd{i}')\n")
         assert r.error_type == "DiskLimitError" and "max_disk_files" in r.error and "folders" in r.error
+        if isinstance(sb.host, SupervisedHost):
+            return  # the workspace's copy here is only what the app pulled back, not the sandbox's folders
     use = worker_watch.usage([str(tmp_path / "ws")])
     assert use.complete and use.files == 3000 and use.bytes >= 3000 * 4096
 
 
+@pytest.mark.remote_gap("the run's file list comes from the sandbox service's file API, which names files by "
+                        "path: files too deep to name count toward the disk limit, but the run does not say so")
 def test_the_run_says_which_files_lie_too_deep_to_list_and_lists_the_deep_ones_it_can(tmp_path):
     """The artifact snapshot stopped 12 folders down, and skipped a subtree past the path limit without a word."""
     with PythonSandbox(str(tmp_path / "ws"), python_layers=False) as sb:
@@ -245,7 +252,8 @@ def test_25000_folders_neither_break_the_run_nor_starve_the_apps_descriptors(tmp
             done.set()
             sampler.join()
         assert r2.output == "still here" and r2.error is None, r2.error
-        assert _open_fds() == fds and peak <= fds + 16, (fds, peak)
+        # Fewer may be open after (a remote backend's client closes an idle connection), never more.
+        assert _open_fds() <= fds and peak <= fds + 16, (fds, peak)
     use = worker_watch.usage([str(tmp_path / "ws")])
     assert use.complete and use.files == 25_500
 
@@ -345,3 +353,16 @@ def test_the_handover_changes_no_owner_outside_and_waits_on_no_fifo(tmp_path):
         assert outside.stat().st_uid == 0 and outside.read_text() == "the app's"
     finally:
         os.close(fd)
+
+
+def test_a_remote_backend_says_which_promises_it_cannot_hold(tmp_path):
+    """The gaps the remote backends' strict xfails name are in their security report, as not active."""
+    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
+        sb.run("1")
+        report = sb.security_report()
+        remote = isinstance(sb.host, SupervisedHost)
+    if remote:
+        assert report["deep_files_named"]["active"] is False
+        assert "mapped" in report["disk_limit"]["detail"] and "closed" in report["disk_limit"]["detail"]
+    else:
+        assert "deep_files_named" not in report
