@@ -41,7 +41,8 @@ def make_sandbox(tmp_path_factory, name="ws", **kwargs) -> PythonSandbox:
 def pytest_collection_modifyitems(items) -> None:
     """Per backend pass of an attack suite: on a remote backend, `app_side_worker` tests are skipped (they read the
     worker's process on this machine; the supervisor's own readings are tested in test_remote_supervisor.py) and
-    `remote_gap` tests become strict xfails naming the promise the backend cannot hold."""
+    `remote_gap(why)` tests become strict xfails naming the promise the remote backends cannot hold (their
+    security_report and the README's table of backends must say so too)."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         if callspec is None or callspec.params.get("sandbox_backend") not in REMOTE_BACKENDS:

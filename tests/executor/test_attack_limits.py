@@ -201,8 +201,6 @@ def test_folders_count_as_files_and_bytes(tmp_path):
     assert use.complete and use.files == 3000 and use.bytes >= 3000 * 4096
 
 
-@pytest.mark.remote_gap("the run's file list comes from the sandbox service's file API, which names files by "
-                        "path: files too deep to name count toward the disk limit, but the run does not say so")
 def test_the_run_says_which_files_lie_too_deep_to_list_and_lists_the_deep_ones_it_can(tmp_path):
     """The artifact snapshot stopped 12 folders down, and skipped a subtree past the path limit without a word."""
     with PythonSandbox(str(tmp_path / "ws"), python_layers=False) as sb:
@@ -355,14 +353,12 @@ def test_the_handover_changes_no_owner_outside_and_waits_on_no_fifo(tmp_path):
         os.close(fd)
 
 
-def test_a_remote_backend_says_which_promises_it_cannot_hold(tmp_path):
-    """The gaps the remote backends' strict xfails name are in their security report, as not active."""
+def test_the_security_report_says_how_a_file_kept_only_mapped_is_counted(tmp_path):
+    """Without CAP_SYS_ADMIN a remote sandbox's supervisor cannot size a deleted file kept only mapped: its report
+    says the limit then fails closed (test_mapped_deleted_files_count_against_the_disk_limit is the attack)."""
     with PythonSandbox(str(tmp_path), python_layers=False) as sb:
         sb.run("1")
-        report = sb.security_report()
-        remote = isinstance(sb.host, SupervisedHost)
-    if remote:
-        assert report["deep_files_named"]["active"] is False
-        assert "mapped" in report["disk_limit"]["detail"] and "closed" in report["disk_limit"]["detail"]
-    else:
-        assert "deep_files_named" not in report
+        detail = sb.security_report()["disk_limit"]["detail"]
+        if not isinstance(sb.host, SupervisedHost):
+            pytest.skip("the app sizes a local worker's mapped files itself")
+    assert "mapped" in detail and "fails the limit closed" in detail, detail
