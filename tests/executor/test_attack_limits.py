@@ -252,6 +252,8 @@ def test_25000_folders_neither_break_the_run_nor_starve_the_apps_descriptors(tmp
         assert r2.output == "still here" and r2.error is None, r2.error
         # Fewer may be open after (a remote backend's client closes an idle connection), never more.
         assert _open_fds() <= fds and peak <= fds + 16, (fds, peak)
+        if isinstance(sb.host, SupervisedHost):
+            return  # the workspace's copy here is only what the app pulled back, not the sandbox's folders
     use = worker_watch.usage([str(tmp_path / "ws")])
     assert use.complete and use.files == 25_500
 
