@@ -71,6 +71,17 @@ def test_cpu_burnt_between_steps_restarts_the_worker(tmp_path):
         assert r2.output == 42
         assert r.output == "armed"
 
+def test_a_timer_the_code_arms_does_not_end_the_worker_at_the_next_step(tmp_path):
+    """The handler was restored after the step, but the interval timer stayed armed: it fired later with the
+    default action and the worker died (at once on a remote backend, whose freeze takes a round trip)."""
+    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
+        r = sb.run("import signal\nsignal.signal(signal.SIGALRM, lambda *a: None)\n"
+                   "signal.setitimer(signal.ITIMER_REAL, 0.2)\nkept = 1\n'armed'")
+        assert r.output == "armed", r
+        r2 = sb.run("import time\ntime.sleep(0.6)\nkept + 41")  # the timer's moment passes while the step runs
+        assert r2.output == 42 and not r2.state_lost, r2
+
+
 def test_a_handler_the_code_installs_is_gone_at_the_next_step(tmp_path):
     """The worker compares every handler with its own after each step (one pass) and restores what changed, also
     for code that holds the real `signal` module (every Python-level layer bypassed)."""
