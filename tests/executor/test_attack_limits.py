@@ -261,10 +261,11 @@ def test_25000_folders_neither_break_the_run_nor_starve_the_apps_descriptors(tmp
             done.set()
             sampler.join()
         assert r2.output == "still here" and r2.error is None, r2.error
-        # Fewer may be open after (a remote backend's client closes an idle connection), never more.
-        assert _open_fds() <= fds and peak <= fds + 16, (fds, peak)
         if isinstance(sb.host, SupervisedHost):
-            return  # the workspace's copy here is only what the app pulled back, not the sandbox's folders
+            # The walks are the supervisor's, in the sandbox; the app's descriptors here are its client's
+            # connection pool (it opens and closes them as it likes), and its workspace copy is what it pulled.
+            return
+        assert _open_fds() == fds and peak <= fds + 16, (fds, peak)
     use = worker_watch.usage([str(tmp_path / "ws")])
     assert use.complete and use.files == 25_500
 
@@ -284,7 +285,8 @@ def test_100000_folders_give_a_clear_result_naming_the_limit(tmp_path):
         assert r.error is None, r.error
         fds = _open_fds()
         r2 = sb.run("len(os.listdir('.'))")
-        assert r2.output == 100_000 and r2.error is None and _open_fds() == fds, r2.error
+        remote = isinstance(sb.host, SupervisedHost)  # see the 25,000 folders: the app's descriptors are its client's
+        assert r2.output == 100_000 and r2.error is None and (remote or _open_fds() == fds), r2.error
 
 
 def test_links_fifos_sockets_and_long_names_do_not_break_the_handover(tmp_path):
