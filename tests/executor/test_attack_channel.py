@@ -133,6 +133,7 @@ def test_native_thread_that_steals_commands_is_stopped(tmp_path):
         assert r2.output == "done"
         assert (tmp_path / "approved.txt").read_text() == "ran"
 
+@pytest.mark.app_side_worker("its descriptors are read here; the supervisor makes the log in the sandbox's temp")
 def test_the_workers_output_goes_to_a_file_of_its_own(tmp_path):
     """stdout/stderr were a log in the app's folder, owned by the app's user: a non-root app's worker could
     chmod, truncate or tag it. Now the log lives in the worker's temp folder, counted like its other files."""

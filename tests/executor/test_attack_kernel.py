@@ -278,6 +278,7 @@ def test_nothing_can_wake_a_frozen_worker(arena):
     ordinary = r.output.pop("F_GETFL still works")
     assert ordinary == 0 and all(v == -1 for v in r.output.values()), r.output
 
+@pytest.mark.app_side_worker("its pid is signalled from here; test_remote_supervisor.py reads it remotely")
 def test_no_parent_death_signal_and_a_woken_worker_is_replaced(tmp_path):
     """PR_SET_PDEATHSIG fires when the *thread* that started the worker ends: refused. Should anything else
     wake a frozen worker, the next step finds it running and replaces it."""
@@ -317,6 +318,7 @@ def test_open_files_cannot_be_parked_out_of_sight_and_no_cross_process_probes(ar
     assert r.error is None, r.error
     assert r.output.pop("send") == 0 and all(v == -1 for v in r.output.values()), r.output
 
+@pytest.mark.app_side_worker("it patches the app's copy of local/process.py; the supervisor runs its own")
 def test_preconfinement_thread_refused(tmp_path, monkeypatch):
     """A worker whose libraries started threads before confinement refuses to start."""
     import agents.executor.local.process as process
@@ -328,6 +330,7 @@ def test_preconfinement_thread_refused(tmp_path, monkeypatch):
         with PythonSandbox(str(tmp_path), authorized_imports=["numpy", "pandas"]) as sb:
             sb.run("1")
 
+@pytest.mark.app_side_worker("its pid is looked up here; test_remote_supervisor.py reads it remotely")
 def test_no_process_of_the_sandbox_survives_close(tmp_path):
     sb = PythonSandbox(str(tmp_path))
     sb.run("1")

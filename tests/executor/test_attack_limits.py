@@ -14,6 +14,7 @@ import pytest
 
 from agents.executor import PythonSandbox, artifacts, identity, run_watch, tree_walk
 from agents.executor.local import worker_watch
+from agents.executor.remote import SupervisedHost
 from tests.deep_trees import DEEP_TREE_CODE, make_deep, remove_all
 from tests.waiting import wait_until
 
@@ -37,6 +38,7 @@ def test_thread_left_running_is_stopped(tmp_path):
         r2 = sb.run("import threading\nthreading.active_count()")
         assert r2.output == 1
 
+@pytest.mark.app_side_worker("its state is read here; test_remote_supervisor.py reads it remotely")
 def test_nothing_of_the_code_runs_between_steps(tmp_path):
     with PythonSandbox(str(tmp_path), python_layers=False) as sb:
         r = sb.run(
@@ -68,6 +70,17 @@ def test_cpu_burnt_between_steps_restarts_the_worker(tmp_path):
         r2 = sb.run("41 + 1")
         assert r2.output == 42
         assert r.output == "armed"
+
+def test_a_timer_the_code_arms_does_not_end_the_worker_at_the_next_step(tmp_path):
+    """The handler was restored after the step, but the interval timer stayed armed: it fired later with the
+    default action and the worker died (at once on a remote backend, whose freeze takes a round trip)."""
+    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
+        r = sb.run("import signal\nsignal.signal(signal.SIGALRM, lambda *a: None)\n"
+                   "signal.setitimer(signal.ITIMER_REAL, 0.2)\nkept = 1\n'armed'")
+        assert r.output == "armed", r
+        r2 = sb.run("import time\ntime.sleep(0.6)\nkept + 41")  # the timer's moment passes while the step runs
+        assert r2.output == 42 and not r2.state_lost, r2
+
 
 def test_a_handler_the_code_installs_is_gone_at_the_next_step(tmp_path):
     """The worker compares every handler with its own after each step (one pass) and restores what changed, also
@@ -143,6 +156,7 @@ def test_the_shared_disk_keeps_its_floor_whatever_each_sandbox_may_write(tmp_pat
         assert sb.run("1 + 1").output == 2
 
 
+@pytest.mark.app_side_worker("its pid is watched here; test_remote_supervisor.py reads it remotely")
 @pytest.mark.slow  # two workers start (about 1.8 s)
 def test_code_deaf_to_stop_is_ended_with_its_worker(tmp_path, monkeypatch):
     """Code holding the real `signal` blocks SIGINT, ignores it and sleeps (no CPU, so it looks starved) while the
@@ -192,6 +206,8 @@ def test_folders_count_as_files_and_bytes(tmp_path):
     with PythonSandbox(str(tmp_path / "ws"), python_layers=False, max_disk_files=2000) as sb:
         r = sb.run("import os\nfor i in range(3000):\n    os.mkdir(f'd{i}')\n")
         assert r.error_type == "DiskLimitError" and "max_disk_files" in r.error and "folders" in r.error
+        if isinstance(sb.host, SupervisedHost):
+            return  # the workspace's copy here is only what the app pulled back, not the sandbox's folders
     use = worker_watch.usage([str(tmp_path / "ws")])
     assert use.complete and use.files == 3000 and use.bytes >= 3000 * 4096
 
@@ -245,6 +261,10 @@ def test_25000_folders_neither_break_the_run_nor_starve_the_apps_descriptors(tmp
             done.set()
             sampler.join()
         assert r2.output == "still here" and r2.error is None, r2.error
+        if isinstance(sb.host, SupervisedHost):
+            # The walks are the supervisor's, in the sandbox; the app's descriptors here are its client's
+            # connection pool (it opens and closes them as it likes), and its workspace copy is what it pulled.
+            return
         assert _open_fds() == fds and peak <= fds + 16, (fds, peak)
     use = worker_watch.usage([str(tmp_path / "ws")])
     assert use.complete and use.files == 25_500
@@ -265,7 +285,8 @@ def test_100000_folders_give_a_clear_result_naming_the_limit(tmp_path):
         assert r.error is None, r.error
         fds = _open_fds()
         r2 = sb.run("len(os.listdir('.'))")
-        assert r2.output == 100_000 and r2.error is None and _open_fds() == fds, r2.error
+        remote = isinstance(sb.host, SupervisedHost)  # see the 25,000 folders: the app's descriptors are its client's
+        assert r2.output == 100_000 and r2.error is None and (remote or _open_fds() == fds), r2.error
 
 
 def test_links_fifos_sockets_and_long_names_do_not_break_the_handover(tmp_path):
@@ -345,3 +366,14 @@ def test_the_handover_changes_no_owner_outside_and_waits_on_no_fifo(tmp_path):
         assert outside.stat().st_uid == 0 and outside.read_text() == "the app's"
     finally:
         os.close(fd)
+
+
+def test_the_security_report_says_how_a_file_kept_only_mapped_is_counted(tmp_path):
+    """Without CAP_SYS_ADMIN a remote sandbox's supervisor cannot size a deleted file kept only mapped: its report
+    says the limit then fails closed (test_mapped_deleted_files_count_against_the_disk_limit is the attack)."""
+    with PythonSandbox(str(tmp_path), python_layers=False) as sb:
+        sb.run("1")
+        detail = sb.security_report()["disk_limit"]["detail"]
+        if not isinstance(sb.host, SupervisedHost):
+            pytest.skip("the app sizes a local worker's mapped files itself")
+    assert "mapped" in detail and "fails the limit closed" in detail, detail

@@ -292,11 +292,14 @@ def ensure_image(client: Any, tree: RootTree | None = None, log: Any = None) -> 
 
 
 def remove_stale(client: Any, keep: str) -> None:
-    """Earlier builds (other libraries, other worker code) are dropped; one in use by a container stays."""
+    """Earlier builds (other libraries, other worker code) are dropped; one in use by a container stays. Only this
+    repository's tags: a tag another name gave the same image (a test stand-in's own) keeps it for that user."""
     for old in client.images.list(name=IMAGE_REPO):
         if keep in old.tags:
             continue
         for old_tag in old.tags:
+            if not old_tag.startswith(IMAGE_REPO + ":"):
+                continue
             try:
                 client.images.remove(old_tag)
             except Exception:

@@ -187,10 +187,35 @@ def usage(folders: list[str], max_entries: int = 100_000, counted: dict[str, Dis
     return use
 
 
+@dataclass
+class HeldDeleted:
+    """Files the process deleted but still holds (`held_deleted`): what they take, and how many could not be
+    sized at all."""
+
+    bytes: int = 0
+    # Deleted files kept only mapped (no descriptor) on the sandbox's own file systems whose size the kernel would
+    # not show (/proc/<pid>/map_files needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE): the limit fails closed.
+    unsized: int = 0
+
+
+#: Deleted mappings that are memory, not the sandbox's disk: shared anonymous memory, memfd, System V and POSIX
+#: shared memory (bounded by the memory limit, not max_disk_mb). Only those off the sandbox's own file systems.
+_MEMORY_MAPPINGS = ("/dev/zero ", "/memfd:", "/SYSV", "/dev/shm/")
+
+
 def deleted_open_bytes(pid: int, mapped: bool = True, proc: ProcStat | None = None) -> int:
     """Bytes of files the process deleted but still holds, open or mapped into its memory (a mapping keeps a
     whole file alive after its descriptor is closed); invisible to a folder walk. Each file counted once.
     `proc`: the process's held descriptors: its fd folder is listed and read through them (no path lookups)."""
+    return held_deleted(pid, mapped, proc).bytes
+
+
+def held_deleted(pid: int, mapped: bool = True, proc: ProcStat | None = None,
+                 devices: frozenset[int] = frozenset()) -> HeldDeleted:
+    """`deleted_open_bytes`, plus how many deleted files kept only mapped could not be sized. A mapped file is
+    sized through /proc/<pid>/map_files (a privileged read); where that is refused its mapped range is counted,
+    and it is `unsized` when it lies on one of `devices` (the sandbox's folders' file systems) or is not plainly
+    memory: the worker may have written far more than it mapped before it closed the file."""
     seen: dict[tuple[int, int], int] = {}
 
     def count(path: str, dir_fd: int | None = None) -> None:
@@ -205,7 +230,7 @@ def deleted_open_bytes(pid: int, mapped: bool = True, proc: ProcStat | None = No
     try:
         fds = os.listdir(fd_dir if fd_dir is not None else f"/proc/{pid}/fd")
     except OSError:
-        return 0
+        return HeldDeleted()
     for fd in fds:
         try:
             if fd_dir is not None:
@@ -216,20 +241,33 @@ def deleted_open_bytes(pid: int, mapped: bool = True, proc: ProcStat | None = No
         except OSError:
             continue
     if not mapped:  # /proc/<pid>/maps costs about a millisecond to generate: the caller spaces these out
-        return sum(seen.values())
+        return HeldDeleted(sum(seen.values()))
     try:
         with open(f"/proc/{pid}/maps") as fh:
-            regions = [line.split(None, 5) for line in fh if line.rstrip().endswith(" (deleted)")]
+            regions = [line.rstrip("\n").split(None, 5) for line in fh if line.rstrip().endswith(" (deleted)")]
     except OSError:
         regions = []
+    unsized: set[tuple[int, int]] = set()
     for fields in regions:
-        if len(fields) == 6 and fields[4] != "0":
-            before = len(seen)
-            count(f"/proc/{pid}/map_files/{fields[0]}")
-            if len(seen) == before:  # map_files unreadable here: at least the mapped range
-                start, end = (int(x, 16) for x in fields[0].split("-"))
-                seen.setdefault((-1, int(fields[4])), end - start)
-    return sum(seen.values())
+        if len(fields) != 6 or fields[4] == "0":
+            continue
+        before = len(seen)
+        count(f"/proc/{pid}/map_files/{fields[0]}")
+        if len(seen) > before:
+            continue
+        # map_files refused (no CAP_SYS_ADMIN/CAP_CHECKPOINT_RESTORE): the device and inode the line names.
+        try:
+            major, minor = (int(x, 16) for x in fields[3].split(":"))
+            key = (os.makedev(major, minor), int(fields[4]))
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+        except ValueError:
+            key, start, end = (-1, -1), 0, 0
+        if key in seen and key not in unsized:
+            continue  # still open too: sized through its descriptor
+        seen[key] = seen.get(key, 0) + end - start  # at least the mapped range
+        if key[0] in devices or not fields[5].startswith(_MEMORY_MAPPINGS):
+            unsized.add(key)
+    return HeldDeleted(sum(seen.values()), len(unsized))
 
 
 def is_stopped(pid: int, stat: ProcStat | None = None) -> bool:
@@ -280,17 +318,33 @@ def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, 
     if short is not None:
         return short
     use = usage(folders, max_entries=max_files + 1, counted=counted)
-    used = use.bytes + (deleted_open_bytes(pid, mapped, proc) if pid is not None else 0)
+    held = held_deleted(pid, mapped, proc, _devices(folders)) if pid is not None else HeldDeleted()
+    used = use.bytes + held.bytes
     if use.too_many or use.files > max_files:
         return (f"the sandbox holds more than {max_files:,} files and folders "
                 "(max_disk_files; the app can raise it)")
     if not use.complete:
         return (f"the app could not count the sandbox's files ({use.why}), so they count as over the limits "
                 f"(max_disk_files {max_files:,}, max_disk_mb {max_mb})")
+    if held.unsized:
+        return (f"the code keeps {held.unsized} deleted file(s) mapped into memory whose size cannot be read here "
+                "(that needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, which the sandbox's supervisor lacks), so they "
+                f"count as over the limit of {max_mb} MB (max_disk_mb); unmap a file before deleting it")
     if used > max_mb * 1024 * 1024:
         return (f"the sandbox's files take {used // (1024 * 1024)} MB, over the limit of {max_mb} MB "
                 "(max_disk_mb; the app can raise it)")
     return None
+
+
+def _devices(folders: list[str]) -> frozenset[int]:
+    """The devices of the file systems holding `folders` (those that exist)."""
+    out = set()
+    for folder in folders:
+        try:
+            out.add(os.stat(folder).st_dev)
+        except OSError:
+            continue
+    return frozenset(out)
 
 
 def free_mb(path: str) -> int:

@@ -15,6 +15,7 @@ import os
 from .. import artifacts
 from ..artifacts import Snapshot
 from ..backend import FILE_MAX_BYTES, FileInfo, FileTooLarge, SandboxSpec
+from ..errors import SandboxError
 from ..local import workspace_files
 from .interface import RemoteFiles
 
@@ -128,8 +129,8 @@ class RemoteWorkspace:
                 budget -= len(data)
                 workspace_files.write(self._local, rel, data, cap, None)
                 st = os.stat(os.path.join(self._local, rel), follow_symlinks=False)
-            except (OSError, ValueError):
-                continue
+            except (OSError, ValueError, SandboxError):
+                continue  # one file's failed transfer (an exec that broke): tried again after the next run
             self._remote_seen[rel] = state
             self._local_seen[rel] = (st.st_size, st.st_mtime_ns)
         for rel in [r for r in self._remote_seen if r not in remote.files]:

@@ -37,6 +37,7 @@ from .link import RemoteError, StreamLink
 log = logging.getLogger("agents.executor.remote")
 CAPABILITIES = Capabilities(suspend=True, thread_check=True, cpu_time=True, disk_usage=True, same_disk=False,
                             attach=False, warm_start=True)
+MAX_TOO_DEEP = 10_000_000  # files too deep to name, as the supervisor counts them: more is a malformed reply
 CONTROL_TIMEOUT_S = 10.0  # a control reply later than this (plus the request's own wait) kills the sandbox
 
 
@@ -195,10 +196,14 @@ class SupervisedHost(RemoteWorkspace):
         if self._link.failure is not None or not self._assigned:
             return False
         reply = self._call("disk_after", 5.0)
-        why, tmp_used = reply.get("value"), reply.get("tmp_used")
-        if not (why is None or isinstance(why, str)) or not isinstance(tmp_used, bool):
+        why, tmp_used, too_deep = reply.get("value"), reply.get("tmp_used"), reply.get("too_deep", 0)
+        if not (why is None or isinstance(why, str)) or not isinstance(tmp_used, bool) or \
+                type(too_deep) is not int or not 0 <= too_deep <= MAX_TOO_DEEP:
             self._link.fail("the sandbox's supervisor answered 'disk_after' with an invalid reply", misbehaved=True)
             raise self._link.error()
+        # The service's file API names files by path: those deeper than a path can name are only counted there.
+        for note in Snapshot(too_deep=too_deep).notes():
+            result.logs += f"\n[sandbox] {note}."
         if why is None:
             return False
         tell_over(result, why[:1000], tmp_used)

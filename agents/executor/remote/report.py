@@ -27,8 +27,10 @@ def security_report(host_id: str, limits: SandboxLimits) -> dict[str, dict[str, 
         "cpu_time": {"active": True, "detail": "the worker's CPU time is read by the supervisor from /proc, "
                      "one stream round trip per reading"},
         "disk_limit": {"active": True, "detail": f"workspace and temp folder held to {limits.max_disk_mb} MB and "
-                       f"{limits.max_disk_files:,} files, counted by the supervisor, deleted-but-open included (a "
-                       "deleted file kept only mapped counts by its mapped range: no CAP_SYS_ADMIN in the sandbox)"},
+                       f"{limits.max_disk_files:,} files, counted by the supervisor at any depth (files too deep for a "
+                       "path are named in the run's notes), deleted-but-open included; a deleted file the worker "
+                       "keeps only mapped cannot be sized without CAP_SYS_ADMIN, so it fails the limit closed (the "
+                       "worker is restarted and its temp folder emptied)"},
         "tool_calls": {"active": True, "detail": "tool calls travel back over the stream and run in the app; the "
                        "sandbox needs no network"},
         "file_transfer": {"active": True, "detail": "files move by the service's file API with size caps; the app "

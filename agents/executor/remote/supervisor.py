@@ -28,6 +28,7 @@ import tempfile
 import threading
 from typing import Any
 
+from ..artifacts import snapshot
 from ..backend import SandboxLimits, SandboxSpec, WorkspaceSpec
 from ..local import worker_watch
 from ..local.disk_limit import DiskLimit
@@ -194,9 +195,13 @@ class Supervisor:
                 self.reply(rid)
             elif op == "disk_after":
                 process = self._process()
-                why, temp_used = (None, False) if self.disk is None else \
-                    self.disk.after_run(process if process.proc.poll() is None else None)
-                self.reply(rid, value=why, tmp_used=temp_used)
+                why, temp_used, too_deep = None, False, 0
+                if self.disk is not None:
+                    # One walk serves the count and the files too deep for the service's file API to name.
+                    found = snapshot(self.args.workdir, max_entries=self.disk.max_files + 1)
+                    too_deep = found.too_deep
+                    why, temp_used = self.disk.after_run(process if process.proc.poll() is None else None, found)
+                self.reply(rid, value=why, tmp_used=temp_used, too_deep=too_deep)
             else:
                 self.reply(rid, value=self.answer(str(op), req))
         except Exception as exc:
