@@ -175,3 +175,24 @@ def test_a_decision_is_answered_once_among_replicas_sharing_the_state(shared: Sh
     assert replicas[0].claim_decision("tab-x", session, "request-2") is None  # another request is its own
     replicas[1].release_decision("request-1")  # the passing answer was refused by the agent: it may come again
     assert replicas[1].claim_decision("tab-y", session, "request-1") is None
+
+
+def test_stop_on_a_paused_run_shows_that_runs_tokens_not_the_previous_ones(app) -> None:  # type: ignore[no-untyped-def]
+    """Found using the app: a second run stopped at its decision ended "stopped · … · 5,530 tokens", the first
+    run's figure (the chat's tokens were only updated when a run finished). The stopped line counts the paused
+    run's own reply, as the end of a finished run would."""
+    app, config = app
+    req = Req("tab")
+    open_page(app, config, req)
+    send(app, config, req, "Set x", "autonomous")
+    session = app.session_for(req)
+    first = session.record.transcript.finished.token_usage
+    send(app, config, req, "Use x", "approve_code")
+    pending = session.agent.memory.pending
+    assert pending is not None
+    asked = (pending.reply_input_tokens, pending.reply_output_tokens)
+    assert asked != (first.input_tokens, first.output_tokens)  # the two runs' figures tell apart
+    app.stop(req)
+    ended = session.record.transcript.finished
+    assert ended is not None and ended.state == "interrupted"
+    assert (ended.token_usage.input_tokens, ended.token_usage.output_tokens) == asked

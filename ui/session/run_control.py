@@ -262,12 +262,13 @@ class RunControl:
         as stopped, and the chat shows and saves that end, as a stopped live run's."""
         memory = getattr(self._slot.agent, "memory", None) if self._slot.agent is not None else \
             self._slot.kept_memory
+        stopped = stopping.stopped_event(self._record.transcript, paused=memory)  # before its request is dropped
         if not drop_pending(memory):
             return False
         if self._run is not None:
             self._run.waiting_decision = None
         self._record.transcript.end_waiting()
-        self._record.apply(stopping.stopped_event(self._record.transcript))
+        self._record.apply(stopped)
         self._save("run")
         self._touch()
         return True
