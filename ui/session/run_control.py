@@ -208,8 +208,11 @@ class RunControl:
         """The run ended at `request` (pause mode), in this process or in the one that saved the chat (another
         replica, or before a restart): the answer resumes it (`agent.resume`, agents/decisions/pending.py) as
         a new stream the panel's resume drains."""
+        before = stopping.paused_run_figures(agent.memory)  # the run's time before the pause
         stream = agent.resume(decision, stream=True)  # refuses a decision that does not fit, nothing changed
         self._record.transcript.finished = None
+        if before is not None:  # the running line counts as the end will: the time to decide is not the run's
+            self._record.transcript.run_started = time.time() - before[0]
         self._record.transcript.resumed_request(request)  # a reopened chat shows the decision as it is made
         self._run = RunHandle(stream, pauses=pauses(agent))
         self._run.waiting_decision, self._run.answered = request, request.request_id  # claimed by the next drain
