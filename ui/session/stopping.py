@@ -105,10 +105,12 @@ def paused_run_figures(memory: Any) -> tuple[float, TokenUsage] | None:
     pending = getattr(memory, "pending", None)
     if pending is None:
         return None
-    steps = [s for s in memory.steps if getattr(s, "run_id", None) == pending.run_id]
-    task = next((s for s in steps if isinstance(s, TaskStep)), None)
+    starts = [i for i, s in enumerate(memory.steps) if isinstance(s, TaskStep)]  # a decision waits in the last run
+    if not starts:
+        return None
+    task, steps = memory.steps[starts[-1]], memory.steps[starts[-1]:]  # as the run's own end counts them
     tokens = run_usage(steps) + TokenUsage(pending.reply_input_tokens, pending.reply_output_tokens)
-    return (task.duration_s or 0.0) if task is not None else 0.0, tokens
+    return task.duration_s or 0.0, tokens
 
 
 def close_quietly(agent: Any) -> None:
