@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,6 +21,7 @@ from ui_testlib import Req, chat_text, code_reply, write_transcript
 from ui_testlib import form as settings_form
 from waiting import wait_until
 
+from agents.memory import TaskStep
 from ui import agent_factory
 from ui.app import AgentDeckApp
 from ui.panels.approval_panel import VIEW_KEYS
@@ -175,3 +177,45 @@ def test_a_decision_is_answered_once_among_replicas_sharing_the_state(shared: Sh
     assert replicas[0].claim_decision("tab-x", session, "request-2") is None  # another request is its own
     replicas[1].release_decision("request-1")  # the passing answer was refused by the agent: it may come again
     assert replicas[1].claim_decision("tab-y", session, "request-1") is None
+
+
+def test_stop_on_a_paused_run_shows_that_runs_tokens_not_the_previous_ones(app) -> None:  # type: ignore[no-untyped-def]
+    """Found using the app: a second run stopped at its decision ended "stopped · … · 5,530 tokens", the first
+    run's figure (the chat's tokens were only updated when a run finished). The stopped line counts the paused
+    run's own reply, as the end of a finished run would."""
+    app, config = app
+    req = Req("tab")
+    open_page(app, config, req)
+    send(app, config, req, "Set x", "autonomous")
+    session = app.session_for(req)
+    first = session.record.transcript.finished.token_usage
+    send(app, config, req, "Use x", "approve_code")
+    pending = session.agent.memory.pending
+    assert pending is not None
+    asked = (pending.reply_input_tokens, pending.reply_output_tokens)
+    assert asked != (first.input_tokens, first.output_tokens)  # the two runs' figures tell apart
+    app.stop(req)
+    ended = session.record.transcript.finished
+    assert ended is not None and ended.state == "interrupted"
+    assert (ended.token_usage.input_tokens, ended.token_usage.output_tokens) == asked
+
+
+def test_a_resumed_run_s_clock_leaves_out_the_time_the_person_took_to_decide(app) -> None:  # type: ignore[no-untyped-def]
+    """Found using the app: while a resumed run went on, its line said "running · step 5/12 · 124.6 s" (counted
+    from the run's first start, the person's four decisions included), then at its end "11.3 s" (the run's own
+    time). The running line now counts as the end does."""
+    app, config = app
+    handlers = ApprovalHandlers(app.services)
+    req = Req("tab")
+    open_page(app, config, req)
+    send(app, config, req, "Set x", "autonomous")
+    send(app, config, req, "Use x", "approve_code")
+    session = app.session_for(req)
+    transcript = session.record.transcript
+    transcript.run_started -= 100.0  # as if the person took 100 s to decide: the run itself began that long ago
+    before_pause = next(s for s in reversed(session.agent.memory.steps) if isinstance(s, TaskStep)).duration_s
+    answered_at = time.time()
+    handlers.approve(view(handlers, req)["request_id"], "y = x * 7\nprint('y is', y)\nfinal_answer(y)", "", req)
+    assert transcript.run_started >= answered_at - before_pause - 1.0  # the run's own time so far, not the wait
+    list(handlers.resume(req))
+    assert transcript.finished is not None and transcript.finished.output == 42

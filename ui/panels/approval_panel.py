@@ -144,7 +144,8 @@ def build_approval_panel() -> ApprovalPanel:
         message = gr.Markdown("", elem_id="approval-message", visible=False)  # why a click did nothing
         with gr.Column(visible=False, elem_id="plan-review") as plan_box:
             gr.Markdown("### 🧭 Review the plan above\nContinue with it, or edit it here first; or reject it and "
-                        "say why (the agent plans again with that).", elem_classes="ad-approval-title")
+                        "say why (the agent is told why and goes on with its next step; it does not plan again).",
+                        elem_classes="ad-approval-title")
             # Three lines that scroll (the whole plan is in the chat above): the buttons stay on the screen.
             plan_editor = gr.Textbox(label="Plan to continue with (edit it if you like)", lines=3, max_lines=8,
                                      elem_id="plan-editor", interactive=True)

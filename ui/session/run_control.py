@@ -208,8 +208,11 @@ class RunControl:
         """The run ended at `request` (pause mode), in this process or in the one that saved the chat (another
         replica, or before a restart): the answer resumes it (`agent.resume`, agents/decisions/pending.py) as
         a new stream the panel's resume drains."""
+        before = stopping.paused_run_figures(agent.memory)  # the run's time before the pause
         stream = agent.resume(decision, stream=True)  # refuses a decision that does not fit, nothing changed
         self._record.transcript.finished = None
+        if before is not None:  # the running line counts as the end will: the time to decide is not the run's
+            self._record.transcript.run_started = time.time() - before[0]
         self._record.transcript.resumed_request(request)  # a reopened chat shows the decision as it is made
         self._run = RunHandle(stream, pauses=pauses(agent))
         self._run.waiting_decision, self._run.answered = request, request.request_id  # claimed by the next drain
@@ -262,12 +265,13 @@ class RunControl:
         as stopped, and the chat shows and saves that end, as a stopped live run's."""
         memory = getattr(self._slot.agent, "memory", None) if self._slot.agent is not None else \
             self._slot.kept_memory
+        stopped = stopping.stopped_event(self._record.transcript, paused=memory)  # before its request is dropped
         if not drop_pending(memory):
             return False
         if self._run is not None:
             self._run.waiting_decision = None
         self._record.transcript.end_waiting()
-        self._record.apply(stopping.stopped_event(self._record.transcript))
+        self._record.apply(stopped)
         self._save("run")
         self._touch()
         return True

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from agents import events as ev
-from agents.memory import AgentMemory
+from agents.memory import AgentMemory, TaskStep
 from agents.models.base import TokenUsage
+from agents.step_events import run_usage
 from ui.chat.render import Transcript
 from ui.session.run_stream import END, Failure, RunHandle
 
@@ -84,12 +85,32 @@ def snapshot_memory(memory: Any) -> Any:
     return copy
 
 
-def stopped_event(transcript: Transcript) -> ev.RunFinished:
-    """The end the chat shows for a run stopped without the agent's confirmation."""
+def stopped_event(transcript: Transcript, paused: Any = None) -> ev.RunFinished:
+    """The end the chat shows for a run stopped without the agent's confirmation. `paused`: the memory of a run
+    stopped while it waits for a decision (read before its pending request is dropped): the figures are then that
+    run's own, as its memory holds them, not the chat's previous run's tokens nor the person's time to decide."""
     started = transcript.run_started or time.time()
+    duration, tokens = max(0.0, time.time() - started), transcript.run_tokens or TokenUsage()
+    figures = paused_run_figures(paused)
+    if figures is not None:
+        duration, tokens = figures
     return ev.RunFinished(run_id=transcript.top_run_id or "stopped", step=transcript.current_step,
-                          state="interrupted", output=None, duration_s=max(0.0, time.time() - started),
-                          token_usage=transcript.run_tokens or TokenUsage(), steps=transcript.current_step)
+                          state="interrupted", output=None, duration_s=duration, token_usage=tokens,
+                          steps=transcript.current_step)
+
+
+def paused_run_figures(memory: Any) -> tuple[float, TokenUsage] | None:
+    """A paused run's working time and tokens: its task's recorded time (the waits for the person not counted, as
+    the end of a finished run counts them), its steps' tokens and the paused step's reply. None if nothing waits."""
+    pending = getattr(memory, "pending", None)
+    if pending is None:
+        return None
+    starts = [i for i, s in enumerate(memory.steps) if isinstance(s, TaskStep)]  # a decision waits in the last run
+    if not starts:
+        return None
+    task, steps = memory.steps[starts[-1]], memory.steps[starts[-1]:]  # as the run's own end counts them
+    tokens = run_usage(steps) + TokenUsage(pending.reply_input_tokens, pending.reply_output_tokens)
+    return task.duration_s or 0.0, tokens
 
 
 def close_quietly(agent: Any) -> None:
