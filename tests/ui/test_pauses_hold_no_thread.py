@@ -219,3 +219,32 @@ def test_a_resumed_run_s_clock_leaves_out_the_time_the_person_took_to_decide(app
     assert transcript.run_started >= answered_at - before_pause - 1.0  # the run's own time so far, not the wait
     list(handlers.resume(req))
     assert transcript.finished is not None and transcript.finished.output == 42
+
+
+@pytest.mark.parametrize("mode,kind", [("approve_code", "code"), ("review_plans", "plan")])
+def test_stop_at_a_decision_keeps_the_paused_step_in_the_saved_chat(app, mode, kind) -> None:  # type: ignore[no-untyped-def]
+    """Found using the app: Stop at a plan review, then the chat reopened: the live chat had shown the plan ("Not
+    decided: the run was stopped"), the reopened one only "Stopped", "0 steps · 0 tokens" (the paused step is not
+    in memory while it waits; Stop dropped it with the request). The saved chat keeps it, marked stopped, with the
+    reply's tokens: a plan with its text, a code step with the code it proposed (never run)."""
+    app, config = app
+    req = Req("tab")
+    open_page(app, config, req)
+    send(app, config, req, "Set x", "autonomous")
+    send(app, config, req, "Use x", mode)
+    session = app.session_for(req)
+    pending = session.agent.memory.pending
+    assert pending is not None and pending.kind == kind
+    proposed = pending.payload["code" if kind == "code" else "plan"]
+    app.stop(req)
+    memory, _ = app.services.store.load_memory(session.record.saved)
+    assert memory is not None and memory.pending is None
+    kept = memory.steps[-1]
+    task = next(s for s in reversed(memory.steps) if isinstance(s, TaskStep))
+    assert task.state == "interrupted" and task.end_step == kept.step_number
+    assert (kept.token_usage.input_tokens, kept.token_usage.output_tokens) == (
+        pending.reply_input_tokens, pending.reply_output_tokens) != (0, 0)
+    if kind == "code":
+        assert kept.code == proposed and kept.stopped and kept.step_number == pending.step_number
+    else:
+        assert kept.plan == proposed

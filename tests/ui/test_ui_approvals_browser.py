@@ -262,3 +262,10 @@ def test_stop_while_a_decision_waits_shows_the_run_stopped(page) -> None:
     page.wait_for_function("!(document.querySelector('#chat')?.innerText || '').includes('waiting for you')",
                            timeout=30_000)
     assert "never approved" not in chat_text(page)
+    # Reopened (a reload opens the saved chat): the stopped step is still there, with its reply's tokens (before,
+    # it was dropped with the request: "stopped · 0 steps · 0.0 s · 0 tokens").
+    page.reload()
+    page.wait_for_function("(document.querySelector('#run-status')?.innerText || '').includes('stopped')",
+                           timeout=30_000)
+    status = page.locator("#run-status").inner_text()
+    assert "0 steps" not in status and " 0 tokens" not in status, status

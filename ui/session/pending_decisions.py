@@ -16,7 +16,10 @@ from typing import Any
 from agents import events as ev
 from agents.decisions import APPROVAL_MODES, ApprovalPolicy, Decision
 from agents.loop.base import MultiStepAgent
-from agents.memory import TaskStep
+from agents.memory import ActionStep, PlanningStep, TaskStep
+from agents.memory.memory import STOPPED_STEP
+from agents.memory.steps import Timing
+from agents.models.base import TokenUsage
 from ui.session.run_stream import RunHandle
 
 WAITING_NOTE = ("✋ The agent is waiting for your decision in the panel under the chat: approve or reject it first "
@@ -101,11 +104,38 @@ def drop_pending(memory: Any) -> bool:
     if pending is None:
         return False
     memory.pending = None
+    stopped = _paused_step(pending)
     for step in reversed(memory.steps):
         if isinstance(step, TaskStep) and step.run_id == pending.run_id:
             step.state = "interrupted"
+            if stopped is not None:
+                step.end_step = max(step.end_step or 0, stopped.step_number)
             break
+    if stopped is not None:  # the step the decision paused, as the live chat showed it: kept when it reopens
+        memory.add_step(stopped)
     return True
+
+
+def _paused_step(pending: Any) -> ActionStep | PlanningStep | None:
+    """The step a paused run was deciding on, recorded as stopped: a plan with its text, a code step with the
+    model's reply and the code it proposed (never run). The paused step is not in memory while it waits (the
+    resume acts it again from the recorded reply), so without this a reopened chat lost it."""
+    usage = TokenUsage(int(pending.reply_input_tokens or 0), int(pending.reply_output_tokens or 0))
+    asked = float(pending.asked_at or 0.0)
+    timing = Timing(asked, asked)
+    reply = str(pending.reply_content or "")
+    payload = pending.payload if isinstance(pending.payload, dict) else {}
+    if pending.kind == "plan":
+        plan = payload.get("plan")
+        return PlanningStep(step_number=int(pending.step_number), plan=plan if isinstance(plan, str) else reply,
+                            model_output=reply, token_usage=usage, timing=timing,
+                            model_duration_s=float(pending.reply_model_s or 0.0))
+    if pending.kind == "code" or reply:
+        code = payload.get("code") if pending.kind == "code" else None
+        return ActionStep(step_number=int(pending.step_number), run_id=str(pending.run_id), model_output=reply,
+                          code=code if isinstance(code, str) else None, error=STOPPED_STEP, stopped=True,
+                          token_usage=usage, timing=timing, model_duration_s=float(pending.reply_model_s or 0.0))
+    return None
 
 
 def open_request(run: RunHandle | None, agent: Any) -> ev.DecisionRequested | None:
