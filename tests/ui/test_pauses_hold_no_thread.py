@@ -71,6 +71,16 @@ def send(app: AgentDeckApp, config: AppConfig, req: Req, text: str, mode: str) -
     list(app.run({"text": text, "files": []}, req, mode, **settings_form(config.model)))
 
 
+def paused_tab(app: AgentDeckApp, config: AppConfig, mode: str = "approve_code") -> tuple[Req, Any]:
+    """A tab whose chat set x in a first run, then paused its second run at the decision `mode` asks for:
+    (the tab, its session)."""
+    req = Req("tab")
+    open_page(app, config, req)
+    send(app, config, req, "Set x", "autonomous")
+    send(app, config, req, "Use x", mode)
+    return req, app.session_for(req)
+
+
 def test_twenty_paused_runs_hold_no_thread_and_each_answer_resumes_its_run(app) -> None:  # type: ignore[no-untyped-def]
     app, config = app
     handlers = ApprovalHandlers(app.services)
@@ -136,11 +146,7 @@ def test_the_same_decisions_held_a_thread_each_before(app, monkeypatch) -> None:
 def test_stop_ends_a_paused_run_in_the_chat_and_on_disk(app) -> None:  # type: ignore[no-untyped-def]
     app, config = app
     handlers = ApprovalHandlers(app.services)
-    req = Req("tab")
-    open_page(app, config, req)
-    send(app, config, req, "Set x", "autonomous")
-    send(app, config, req, "Use x", "approve_code")
-    session = app.session_for(req)
+    req, session = paused_tab(app, config)
     assert session.pending_request() is not None and not run_threads()
     assert app.stop(req) == "<small>stopping…</small>"
     list(handlers.resume(req))  # the page chains this after Stop: nothing to stream
@@ -206,11 +212,7 @@ def test_a_resumed_run_s_clock_leaves_out_the_time_the_person_took_to_decide(app
     time). The running line now counts as the end does."""
     app, config = app
     handlers = ApprovalHandlers(app.services)
-    req = Req("tab")
-    open_page(app, config, req)
-    send(app, config, req, "Set x", "autonomous")
-    send(app, config, req, "Use x", "approve_code")
-    session = app.session_for(req)
+    req, session = paused_tab(app, config)
     transcript = session.record.transcript
     transcript.run_started -= 100.0  # as if the person took 100 s to decide: the run itself began that long ago
     before_pause = next(s for s in reversed(session.agent.memory.steps) if isinstance(s, TaskStep)).duration_s
@@ -228,11 +230,7 @@ def test_stop_at_a_decision_keeps_the_paused_step_in_the_saved_chat(app, mode, k
     in memory while it waits; Stop dropped it with the request). The saved chat keeps it, marked stopped, with the
     reply's tokens: a plan with its text, a code step with the code it proposed (never run)."""
     app, config = app
-    req = Req("tab")
-    open_page(app, config, req)
-    send(app, config, req, "Set x", "autonomous")
-    send(app, config, req, "Use x", mode)
-    session = app.session_for(req)
+    req, session = paused_tab(app, config, mode)
     pending = session.agent.memory.pending
     assert pending is not None and pending.kind == kind
     proposed = pending.payload["code" if kind == "code" else "plan"]

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,11 +28,22 @@ SCRIPT = [
 ]
 
 
-def _start(playwright, url: str, size: tuple[int, int] = (1440, 900)):
-    browser = launch(playwright)
-    context = browser.new_context(viewport={"width": size[0], "height": size[1]}, device_scale_factor=1)
-    context.add_init_script(EVENT_COUNTER_JS)
-    return browser, context
+@contextmanager
+def _app_in_a_browser(tmp_path: Path) -> Iterator[tuple]:
+    """The app on the script (at most 3 steps a run) and one browser context at 1440x900: (context, url)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    transcript = write_transcript(tmp_path / "script.json", SCRIPT)
+    (tmp_path / "data").mkdir()
+    with run_app(transcript, tmp_path / "data", extra_env={"AGENTDECK_MAX_STEPS": "3"}) as url, \
+            sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": 1440, "height": 900}, device_scale_factor=1)
+        context.add_init_script(EVENT_COUNTER_JS)
+        try:
+            yield context, url
+        finally:
+            context.close()
+            browser.close()
 
 
 def _open(context, url: str, size: tuple[int, int] | None = None):
@@ -50,55 +63,37 @@ def _code_is(page, part: str) -> None:
 
 
 def test_a_resumed_run_counts_its_tokens(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    transcript = write_transcript(tmp_path / "script.json", SCRIPT)
-    (tmp_path / "data").mkdir()
-    with run_app(transcript, tmp_path / "data", extra_env={"AGENTDECK_MAX_STEPS": "3"}) as url, \
-            sync_api.sync_playwright() as playwright:
-        browser, context = _start(playwright, url)
-        try:
-            page = _open(context, url)
-            choose_mode(page, "Approve each code step")
-            send(page, "Compute x.")
-            _code_is(page, "the first step ran")
-            page.locator("#approve-btn").click()
-            _code_is(page, "final_answer")
-            page.locator("#approve-btn").click()
-            wait_for_text(page, "x is 42")
-            page.wait_for_function("(document.querySelector('#run-status')?.innerText || '').startsWith('success')")
-            status = page.locator("#run-status").inner_text()
-            assert not re.search(r"· 0 tokens", status), f"the run's steps used tokens, the status says: {status}"
-        finally:
-            context.close()
-            browser.close()
+    with _app_in_a_browser(tmp_path) as (context, url):
+        page = _open(context, url)
+        choose_mode(page, "Approve each code step")
+        send(page, "Compute x.")
+        _code_is(page, "the first step ran")
+        page.locator("#approve-btn").click()
+        _code_is(page, "final_answer")
+        page.locator("#approve-btn").click()
+        wait_for_text(page, "x is 42")
+        page.wait_for_function("(document.querySelector('#run-status')?.innerText || '').startsWith('success')")
+        status = page.locator("#run-status").inner_text()
+        assert not re.search(r"· 0 tokens", status), f"the run's steps used tokens, the status says: {status}"
 
 
 def test_the_first_tab_sees_a_decision_answered_in_a_second_tab(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    transcript = write_transcript(tmp_path / "script.json", SCRIPT)
-    (tmp_path / "data").mkdir()
-    with run_app(transcript, tmp_path / "data", extra_env={"AGENTDECK_MAX_STEPS": "3"}) as url, \
-            sync_api.sync_playwright() as playwright:
-        browser, context = _start(playwright, url)
-        try:
-            first = _open(context, url)
-            choose_mode(first, "Approve each code step")
-            send(first, "Compute x.")
-            _code_is(first, "the first step ran")
-            second = _open(context, url, (390, 844))  # the same browser, a phone-sized tab: it watches the chat
-            _code_is(second, "the first step ran")
-            second.locator("#approve-btn").click()
-            _code_is(second, "final_answer")
-            wait_for_text(second, "the first step ran 42")
-            # The first tab shows the approved step's output and the next decision, not the old waiting step.
-            wait_for_text(first, "the first step ran 42", timeout=20)
-            _code_is(first, "final_answer")
-            # ... and its panel acts on the decision that waits now: the run ends, in both tabs.
-            first.locator("#approve-btn").click()
-            wait_for_text(first, "x is 42")
-            wait_for_text(second, "x is 42")
-            said = first.evaluate("document.querySelector('#approval-message')?.innerText || ''")
-            assert "already made" not in said, said
-        finally:
-            context.close()
-            browser.close()
+    with _app_in_a_browser(tmp_path) as (context, url):
+        first = _open(context, url)
+        choose_mode(first, "Approve each code step")
+        send(first, "Compute x.")
+        _code_is(first, "the first step ran")
+        second = _open(context, url, (390, 844))  # the same browser, a phone-sized tab: it watches the chat
+        _code_is(second, "the first step ran")
+        second.locator("#approve-btn").click()
+        _code_is(second, "final_answer")
+        wait_for_text(second, "the first step ran 42")
+        # The first tab shows the approved step's output and the next decision, not the old waiting step.
+        wait_for_text(first, "the first step ran 42", timeout=20)
+        _code_is(first, "final_answer")
+        # ... and its panel acts on the decision that waits now: the run ends, in both tabs.
+        first.locator("#approve-btn").click()
+        wait_for_text(first, "x is 42")
+        wait_for_text(second, "x is 42")
+        said = first.evaluate("document.querySelector('#approval-message')?.innerText || ''")
+        assert "already made" not in said, said

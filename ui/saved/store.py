@@ -45,7 +45,7 @@ from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaErr
 from agents.executor.tree_walk import remove_tree
 from agents.memory.memory import AgentMemory
 from agents.memory.serialize import MAX_DOCUMENT_BYTES, dumps_memory, loads_memory
-from ui.saved import titles
+from ui.saved import meta_blobs, titles
 from ui.saved.chat_meta import (  # noqa: F401 (the store's names, as callers import them)
     MAX_TITLE_CHARS,
     TOKEN_BYTES,
@@ -63,11 +63,11 @@ from ui.saved.data_folder import (
     server_secret,
 )
 from ui.saved.key_change import SECRET_CHANGED, SECRET_ID_KEY, note_secret_at_start, secret_id, unverified_secret_id
+from ui.saved.meta_blobs import META_MAX_BYTES
 from ui.saved.model_titles import BY_MODEL, BY_PERSON, BY_TASK
 from ui.shared.blobs import (
     ANY,
     MISSING,
-    Blob,
     BlobStore,
     BlobStoreError,
     BlobTooLarge,
@@ -79,14 +79,9 @@ from ui.shared.state import MemoryState, SharedState
 
 #: Deleted chats remembered so another tab showing one cannot save it again (ChatStore.delete), this long.
 DELETED_REMEMBERED_S = 30 * 24 * 3600.0
-#: Read-modify-write of a chat's meta retried this often when another writer got there first.
-META_RETRIES = 8
 _OWNER = re.compile(r"^[0-9a-f]{64}$")
-#: The most read of each blob of the shared store (whoever can write the bucket decides a blob's size, so every
-#: read is bounded before it is read: `BlobStore.get(max_bytes=)`). meta.json holds a title of 80 characters and
-#: a search text of 4,000 (`titles.SEARCH_CHARS`), at most 4 bytes each in UTF-8 (6 for an escaped control
-#: character); `current` a chat id, `approval_mode` a mode's name.
-META_MAX_BYTES = 64 * 1024
+#: The most read of an owner's small texts from the shared store (every read is bounded before it is read, as
+#: meta.json's: meta_blobs.META_MAX_BYTES): `current` a chat id, `approval_mode` a mode's name.
 OWNER_TEXT_MAX_BYTES = 256
 
 
@@ -324,57 +319,10 @@ class ChatStore:
 
     # ----- meta -----------------------------------------------------------------------------------
     def _read_meta(self, chat_key: str, chat_id: str) -> ChatMeta | None:
-        """The chat's list entry; None when it has none (never used). An entry that is there but unreadable
-        (a truncated meta.json) gives a `damaged` one, so the chat stays in the list and can be opened."""
-        try:
-            blob = self.blobs.get(f"{chat_key}/meta.json", max_bytes=META_MAX_BYTES)
-        except BlobTooLarge:
-            return self._damaged_meta(chat_key, chat_id)
-        if blob is None:
-            return None
-        return parse_meta(blob.data, chat_id) or self._damaged_meta(chat_key, chat_id)
-
-    def _damaged_meta(self, chat_key: str, chat_id: str) -> ChatMeta:
-        """Stand-in entry for an unreadable meta.json: the title from the first message in the memory (read
-        unverified, only for the label; the chat is verified when opened), the time from the file's date."""
-        title = "Untitled chat"
-        try:
-            memory = self.blobs.get(f"{chat_key}/memory.json", max_bytes=MAX_DOCUMENT_BYTES)
-        except BlobTooLarge:
-            memory = None  # refused when the chat is opened, with the reason
-        try:
-            turns = json.loads(memory.data.decode("utf-8"))["document"]["metadata"]["turns"] if memory else []
-            title = clean_title(str(turns[0].get("text") or "")) or title
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
-            pass
-        updated = 0.0
-        if isinstance(self.blobs, LocalBlobs):
-            try:
-                updated = self.blobs.path(f"{chat_key}/meta.json").stat().st_mtime
-            except OSError:
-                pass
-        return ChatMeta(id=chat_id, title=title, created=updated, updated=updated, damaged=True)
+        return meta_blobs.read(self.blobs, chat_key, chat_id)
 
     def _update_meta(self, chat: SavedChat, change: Callable[[ChatMeta | None], ChatMeta]) -> ChatMeta:
-        """Read, change and write the chat's meta with a version check, again if another writer came first."""
-        key = f"{chat.key}/meta.json"
-        for _ in range(META_RETRIES):
-            blob: Blob | None
-            try:
-                blob = self.blobs.get(key, max_bytes=META_MAX_BYTES)
-                old = None if blob is None else parse_meta(blob.data, chat.id) or self._damaged_meta(chat.key, chat.id)
-                expect: Expect = MISSING if blob is None else blob.version
-            except BlobTooLarge:  # not an entry this store wrote: rewritten whole, as a damaged one is
-                blob, old, expect = None, self._damaged_meta(chat.key, chat.id), ANY
-            meta = change(old)  # a damaged entry is rewritten whole, keeping the title the list showed
-            data = {"id": chat.id, "title": meta.title, "created": meta.created, "updated": meta.updated,
-                    "steps": meta.steps, "text": meta.text, "title_by": meta.title_by}
-            try:
-                self.blobs.put(key, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"), expect=expect)
-                return meta
-            except VersionConflict:
-                continue
-        raise ChatStoreError("This chat's entry could not be saved: other tabs or servers kept changing it. Try again.")
+        return meta_blobs.update(self.blobs, chat.key, chat.id, change)
 
     def touch(self, chat: SavedChat, title: str | None = None, steps: int | None = None,
               text: str | None = None, retitle: bool = False) -> ChatMeta:
