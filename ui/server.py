@@ -19,7 +19,7 @@ from ui.layout import CSS, build_blocks
 from ui.saved.data_folder import secret_file, storage_is_ephemeral
 from ui.services import Services
 from ui.session.heap import freeze_long_lived_objects
-from ui.session.presence import PresenceMiddleware
+from ui.session.presence import PRESENCE, PagePresence, PresenceMiddleware
 from ui.settings import AppConfig
 from ui.shared.choose import open_shared_state
 from ui.web.body_limit import BodyLimitMiddleware
@@ -76,9 +76,11 @@ def create_app(config: AppConfig | None = None) -> tuple[gr.Blocks, AgentDeckApp
     return demo, controller
 
 
-def launch_kwargs(config: AppConfig, mcp_services: Services | None = None) -> dict[str, Any]:
+def launch_kwargs(config: AppConfig, mcp_services: Services | None = None,
+                  presence: PagePresence = PRESENCE) -> dict[str, Any]:
     """Arguments for demo.launch(): theme/css (Gradio 6 takes them here), auth, file access, threads. With
-    `mcp_services`, the app's MCP endpoint at /gradio_api/mcp/ (ui/mcp/), inside the body limit."""
+    `mcp_services`, the app's MCP endpoint at /gradio_api/mcp/ (ui/mcp/), inside the body limit. `presence`:
+    the app's count of open pages (its registry's), which the heartbeat middleware keeps."""
     kwargs: dict[str, Any] = {
         "css": CSS,
         "theme": gr.themes.Soft(primary_hue="indigo"),
@@ -94,7 +96,7 @@ def launch_kwargs(config: AppConfig, mcp_services: Services | None = None) -> di
                                       Middleware(BodyLimitMiddleware, max_bytes=config.max_request_bytes),
                                       Middleware(MetricsMiddleware,
                                                  token=MetricsConfig.from_settings(config.settings).token),
-                                      Middleware(PresenceMiddleware),
+                                      Middleware(PresenceMiddleware, presence=presence),
                                       Middleware(AbsoluteFileUrlMiddleware),
                                       Middleware(DiskFloorMiddleware, min_free_mb=config.min_free_mb,
                                                  upload_bytes_per_hour=config.upload_mb_per_hour * 2**20,
@@ -142,7 +144,8 @@ def launch(config: AppConfig | None = None, app: tuple[gr.Blocks, AgentDeckApp] 
         # SIGTERM (a Space restarting, `kill`) ends the process through SystemExit, so exit handlers run and
         # the sandbox workers, stopped between steps, are killed with it (agents/executor/local/process.py).
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    kwargs = launch_kwargs(config, mcp_services=controller.services if serve_mcp else None)
+    kwargs = launch_kwargs(config, mcp_services=controller.services if serve_mcp else None,
+                           presence=controller.registry.presence)
     kwargs.update(overrides)
     if serve_mcp:
         logging.getLogger("agentdeck").warning("AgentDeck: MCP server at /gradio_api/mcp/ (streamable HTTP)")

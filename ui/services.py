@@ -15,6 +15,7 @@ from ui.saved.owners import TabOwners, tab_key
 from ui.saved.storage_probe import check_data_folder
 from ui.saved.store import ChatStore, secret_is_configured
 from ui.session.lease import ChatLeases
+from ui.session.presence import PRESENCE, PagePresence
 from ui.session.registry import SessionRegistry
 from ui.session.session import Session
 from ui.settings import AppConfig
@@ -39,17 +40,21 @@ class Services:
     @classmethod
     def create(cls, config: AppConfig) -> Services:
         reap_orphaned_workers(config)  # before anything starts a sandbox (whose start would sweep them unsaid)
+        # One state per app in one process (tests build many); with Redis, what every replica shares.
+        state = open_shared_state(config.redis_url) if config.redis_url else MemoryState()
+        # Pages counted in Redis too: this app's own count of them, so the process-wide default never points at
+        # one app's Redis (launch() hands it to the heartbeat middleware).
+        presence = PagePresence() if config.redis_url else PRESENCE
+        if config.redis_url:
+            presence.share(state)
         registry = SessionRegistry(
-            config.data_dir, agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
+            config.data_dir, presence=presence,
+            agent_factory=lambda settings, workdir: build_agent(settings, workdir, config),
             idle_timeout_s=config.idle_timeout_s, grace_s=config.grace_s, max_upload_bytes=config.max_upload_bytes,
             pageless_idle_s=config.pageless_idle_s, max_sandboxes=config.max_sandboxes,
             decision_timeout_s=config.decision_timeout_s, reattach_grace_s=config.reattach_grace_s,
             max_sessions=config.max_sessions,
         )
-        # One state per app in one process (tests build many); with Redis, what every replica shares.
-        state = open_shared_state(config.redis_url) if config.redis_url else MemoryState()
-        if config.redis_url:
-            registry.presence.share(state)
         blobs = open_blob_store(config.chat_store, config.data_dir)
         if isinstance(blobs, LocalBlobs):  # renames, locks (and a link for a generated secret) on the data folder
             check_data_folder(config.data_dir, needs_link=not secret_is_configured())

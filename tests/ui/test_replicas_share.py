@@ -147,3 +147,18 @@ def test_a_visitors_upload_share_counts_across_replicas(redis_url: str) -> None:
     two.add("203.0.113.7", 3_000)
     assert one.left("203.0.113.7") == two.left("203.0.113.7") == 1_000
     assert two.left("198.51.100.1") == 10_000
+
+
+def test_an_app_on_redis_leaves_the_next_apps_page_count_its_own(tmp_path: Path, redis_url: str) -> None:  # noqa: F811
+    """Pages counted in Redis belong to the app that was told to share them: an app built later in the same
+    process without Redis (tests build many; one process may serve one of each) must neither see another
+    replica's pages nor ask a Redis that may be gone. Before, sharing switched the process-wide count to Redis."""
+    from ui.services import Services
+    from ui.settings import AppConfig
+
+    RedisState(redis_url).client.flushdb()
+    shared = Services.create(AppConfig(model="replay:none", data_dir=tmp_path / "a", redis_url=redis_url))
+    alone = Services.create(AppConfig(model="replay:none", data_dir=tmp_path / "b"))
+    RedisState(redis_url).count_add("page:tab-on-the-other-replica", 1, 60)
+    assert shared.registry.presence.has_page("tab-on-the-other-replica")
+    assert not alone.registry.presence.has_page("tab-on-the-other-replica")

@@ -164,13 +164,19 @@ CHAT_OPENED_JS = "() => { document.documentElement.classList.remove('ad-chat-ope
 #: The approval panel appears under the chat while the page is scrolled to the message box, so the step it asks
 #: about was above the screen on a phone, and at 1440x900 a plan review's buttons were below it (issue 31). When
 #: a plan or an action starts waiting (its card is drawn), the page scrolls so the panel's bottom meets the
-#: screen's bottom and the chat above it shows the step; again while the panel settles its size (the code editor
-#: draws a moment later), for a second and a half.
+#: screen's bottom and the chat above it shows the step; again whenever the panel changes its size (the code
+#: editor draws a moment later, later still on a loaded machine), until the person scrolls, types or clicks
+#: themselves or the card goes: their own scrolling is never fought.
 APPROVAL_IN_VIEW_JS = """
 () => {
   if (window.adApprovalInView) return;
   window.adApprovalInView = true;
   let shown = null;
+  let sizes = null;
+  const stop = () => { if (sizes) { sizes.disconnect(); sizes = null; } };
+  for (const kind of ['wheel', 'touchmove', 'keydown', 'mousedown']) {
+    window.addEventListener(kind, stop, {capture: true, passive: true});
+  }
   const align = (panel) => {
     const box = panel.getBoundingClientRect();
     if (box.height > 0 && box.height <= window.innerHeight) window.scrollBy(0, box.bottom - window.innerHeight + 4);
@@ -178,10 +184,10 @@ APPROVAL_IN_VIEW_JS = """
   const check = () => {
     const card = document.querySelector('#approval-card, #plan-review');
     const panel = card && card.closest('#approval-panel');
-    if (!panel || card === shown) { if (!panel) shown = null; return; }
+    if (!panel || card === shown) { if (!panel) { shown = null; stop(); } return; }
     shown = card;
-    const until = Date.now() + 1500;
-    const sizes = new ResizeObserver(() => Date.now() < until ? align(panel) : sizes.disconnect());
+    stop();
+    sizes = new ResizeObserver(() => align(panel));
     sizes.observe(panel);
     requestAnimationFrame(() => align(panel));
   };
