@@ -34,6 +34,9 @@ class DiskLimit:
         self._maps_checked_at = 0.0
         self._after_run_at = 0.0  # when the last check after a run ended
         self._free_ok_until = 0.0  # the server's free space was enough at the last check, until then
+        # The file systems the folders were made on, looked up once: a deleted file mapped from one of them is the
+        # sandbox's disk (worker_watch.held_deleted). The folders are the app's; the code cannot move them.
+        self._devices = worker_watch.folder_devices([workdir, tmpdir])
 
     @property
     def min_free_mb(self) -> int:
@@ -64,7 +67,8 @@ class DiskLimit:
             known[self.workdir] = worker_watch.DiskUse(files=workspace.entries, bytes=workspace.bytes)
         floor = self.min_free_mb if now >= self._free_ok_until else 0
         why = worker_watch.disk_over([self.workdir, self.tmpdir], pid, self.max_mb, self.max_files,
-                                     mapped=mapped, min_free_mb=floor, counted=known, proc=proc)
+                                     mapped=mapped, min_free_mb=floor, counted=known, proc=proc,
+                                     devices=self._devices if len(self._devices) else None)
         if why is None and floor > 0:
             self._free_ok_until = now + FREE_CHECK_S
         return why

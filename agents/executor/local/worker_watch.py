@@ -309,16 +309,18 @@ def thread_left_running(worker: WorkerProcess, sample_s: float) -> bool:
 
 def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, mapped: bool = True,
               min_free_mb: int = 0, counted: dict[str, DiskUse] | None = None,
-              proc: ProcStat | None = None) -> str | None:
+              proc: ProcStat | None = None, devices: frozenset[int] | None = None) -> str | None:
     """Why the sandbox's files are over its limits (its folders, plus files its process deleted but holds
     open), or None. A walk cut short by its entry cap counts as over: the limit fails closed. `min_free_mb`:
     the space the file systems of `folders` must keep free (the server's disk is shared by every sandbox).
-    `counted`: see `usage`; `proc`: see `deleted_open_bytes`."""
+    `counted`: see `usage`; `proc`: see `deleted_open_bytes`; `devices`: the file systems of `folders` as the
+    caller found them when it made them (else looked up now: `folder_devices`)."""
     short = server_disk_short(folders, min_free_mb)
     if short is not None:
         return short
     use = usage(folders, max_entries=max_files + 1, counted=counted)
-    held = held_deleted(pid, mapped, proc, _devices(folders)) if pid is not None else HeldDeleted()
+    held = (held_deleted(pid, mapped, proc, folder_devices(folders) if devices is None else devices)
+            if pid is not None else HeldDeleted())
     used = use.bytes + held.bytes
     if use.too_many or use.files > max_files:
         return (f"the sandbox holds more than {max_files:,} files and folders "
@@ -336,7 +338,7 @@ def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, 
     return None
 
 
-def _devices(folders: list[str]) -> frozenset[int]:
+def folder_devices(folders: list[str]) -> frozenset[int]:
     """The devices of the file systems holding `folders` (those that exist)."""
     out = set()
     for folder in folders:
