@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.decisions import ApprovalPolicy, Decider, Decision, DecisionBroker, ExternalDecider
 from agents.decisions.pending import PendingDecision
-from agents.errors import AgentDeckError, ConfigurationError
+from agents.errors import ConfigurationError
 from agents.events import Event, new_id
 from agents.loop.agent_images import AgentImages
 from agents.loop.agent_sharing import AgentSharing
@@ -30,14 +30,14 @@ from agents.loop.model_call import Steps, drive
 from agents.loop.observation_images import ObservationImageBudget, check_mode
 from agents.loop.result import RunResult, RunState
 from agents.loop.run_options import RunOptions, resume_options
+from agents.loop.step_hooks import StepHooks
 from agents.loop.step_runner import FinalAnswerCheck, StepRunner
 from agents.loop.tool_runner import ToolRunner
-from agents.memory import ActionStep, AgentMemory, HistoryStep
+from agents.memory import AgentMemory, HistoryStep
 from agents.memory.compaction import make_compactor
-from agents.models.base import Message, Model, ModelReply
+from agents.models.base import Message, Model
 from agents.models.images import ImageData, with_images
 from agents.prompts import load_prompt_templates, render
-from agents.prompts.profiles import describe_task, example_messages
 from agents.telemetry.hub import observe_run
 from agents.tooling.base import Tool
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from agents.console import ConsoleRenderer
 
 
-class MultiStepAgent(AgentImages, AgentSharing):
+class MultiStepAgent(StepHooks, AgentImages, AgentSharing):
     """Base agent. Subclasses set `prompt_kind` and implement `act(step, reply, run)`."""
 
     prompt_kind = ""
@@ -144,38 +144,6 @@ class MultiStepAgent(AgentImages, AgentSharing):
         for name, agent in self.managed_agents.items():
             callables[name] = ManagedAgentTool(agent)
         return callables
-
-    def system_prompt(self, run: RunContext | None = None) -> str:
-        """The system prompt; for a `run` that offers fewer tools (`RunOptions.tools`), naming only those."""
-        return render(self.prompt_templates, "system_prompt", **self.prompt_variables(run))
-
-    def prompt_examples(self, task: str = "") -> list[Message]:
-        """Worked examples shown as earlier chat turns, when the prompt file has them (the tiny prompts);
-        with a task, those the prompt file chooses for it."""
-        return example_messages(self.prompt_templates, getattr(self, "authorized_imports", ()), task)
-
-    def prompt_for_step(self, run: RunContext) -> list[Message]:
-        """What the model is sent for an action step: the memory's prompt (an agent may show less of it)."""
-        return self.memory.messages
-
-    def step_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        """The options of an action step's model call (from `StepRunner._reply_options`); an agent may change
-        them (the structured CodeAgent asks for its JSON reply instead)."""
-        return options
-
-    def describe_task(self, text: str, files: Any = (), unusable: Any = ()) -> str:
-        """The task for `text` with uploaded `files`, worded the way this agent's prompts expect."""
-        return describe_task(self.prompt_templates, text, files, unusable)
-
-    def prompt_variables(self, run: RunContext | None = None) -> dict[str, Any]:
-        """The variables the prompt templates are rendered with: the tools and managed agents `run` offers
-        (all of them without a run, or for a run that offers them all)."""
-        offered = run.tools if run is not None else None
-        tools, agents = list(self.tools.values()), list(self.managed_agents.values())
-        if offered is not None:
-            tools = [tool for tool in tools if tool.name in offered]
-            agents = [agent for agent in agents if agent.name in offered]
-        return {"tools": tools, "managed_agents": agents, "custom_instructions": self.instructions}
 
     def run_tools(self, run: RunContext) -> dict[str, Tool]:
         """The tools (managed agents as tools) `run` may call: the ones it offers, else all of the agent's."""
@@ -427,34 +395,6 @@ class MultiStepAgent(AgentImages, AgentSharing):
                           tools=options.offered(self.runner.tools), approval_policy=options.approval_policy,
                           pausing=self.pause_on_decision and parent_id is None)
 
-    # -- answer checks: none here; the CodeAgent checks a small model's answers (agents/loop/answer_checking.py) --
-    def answer_observer(self, emit: Callable[[Event], None], top_level: bool = True) -> Callable[[Event], None]:
-        """The run's emit function, or one that also feeds an answer checker the run's events (top-level runs
-        only: a managed agent's answer goes to its manager, not to the person)."""
-        return emit
-
-    def task_for_run(self, task: str) -> str:
-        """The task as the model gets it (a follow-up may be given the earlier answer it refers to)."""
-        return task
-
-    def run_refusal(self) -> AgentDeckError | None:
-        """Why this run cannot be attempted at all (raised before its first step), or None."""
-        return None
-
-    def step_cap(self) -> int | None:
-        """The most steps any run of this agent may take, whatever the run asks for (None: no cap)."""
-        return None
-
-    def check_answer(self, value: Any, run: RunContext | None = None) -> dict[str, Any] | None:
-        """What the app checked of the run's answer (agents.events.AnswerCheck as a dict), or None; `run`: the
-        run's context (a check that asks the model again reports to it)."""
-        return None
-
-    def answer_problem(self, value: Any) -> str | None:
-        """What is wrong with a step's answer, told to the model while the run has steps left (None: nothing
-        found, or this agent checks nothing)."""
-        return None
-
     def _add_history(self, history: list[Message]) -> None:
         checked: list[Message] = []
         for message in history:
@@ -468,16 +408,6 @@ class MultiStepAgent(AgentImages, AgentSharing):
         """Make `additional_args` available to the agent; the base agent describes them in the task."""
         listing = "\n".join(f"- {key}: {value!r}"[:500] for key, value in additional_args.items())
         return f"{task}\n\nYou have been given these additional arguments:\n{listing}"
-
-    # -- what subclasses provide to the step mechanics --------------------------------------------
-    def act(self, step: ActionStep, reply: ModelReply, run: RunContext) -> None:
-        """Act on the model's reply: fill in `step` (code, tool calls, observations, error, final answer)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement act(step, reply, run).")
-
-    def native_tool_schemas(self, run: RunContext | None = None) -> list[dict[str, Any]] | None:
-        """The tools (those `run` offers) as native tool-call schemas for the model, or None to let it write
-        actions as text."""
-        return None
 
 def _ignore(event: Event) -> None:
     """Emit target for non-streamed runs with the console off."""
