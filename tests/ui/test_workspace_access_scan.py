@@ -38,6 +38,7 @@ ON_DISK = {  # module -> the folder it reaches by path, and why that is not the 
     "ui/saved/key_change.py": "the saved chats' key file",
     "ui/saved/storage_probe.py": "a probe file in the data folder",
     "ui/saved/store.py": "the saved chats: meta.json, memory, exports, owner folders",
+    "ui/saved/meta_blobs.py": "a local saved chat's meta.json (its modification time)",
     "ui/session/chat_record.py": "the session's own folder (made, moved, removed)",
     "ui/session/registry.py": "the sessions' root folder",
     "ui/shared/blobs.py": "the shared blob store's folder",
