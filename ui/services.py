@@ -50,6 +50,9 @@ class Services:
         state = open_shared_state(config.redis_url) if config.redis_url else MemoryState()
         if config.redis_url:
             registry.presence.share(state)
+            from agents.host_settings import configure_host
+
+            configure_host(sandbox_holds=state)  # remote sandboxes held once among replicas (agents/executor/holds.py)
         blobs = open_blob_store(config.chat_store, config.data_dir)
         if isinstance(blobs, LocalBlobs):  # renames, locks (and a link for a generated secret) on the data folder
             check_data_folder(config.data_dir, needs_link=not secret_is_configured())
