@@ -17,11 +17,12 @@ import pytest
 
 pytest.importorskip("e2b")
 
+from shared_servers import redis_url  # noqa: F401 (fixture)
+
 from agents import CodeAgent, ReplayModel
 from agents.executor.docker import daemon
-from agents.executor.errors import SandboxError
 from agents.executor.e2b.backend import E2BBackend
-from shared_servers import redis_url  # noqa: F401 (fixture)
+from agents.executor.errors import SandboxError
 from tests.executor.e2b_standin import E2BStandIn
 from tests.waiting import wait_until
 from ui.saved import sandbox_record
