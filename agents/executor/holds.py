@@ -113,7 +113,11 @@ class Hold:
 
     def take(self) -> None:
         """Claim the sandbox; `SandboxHeldElsewhere` if another session holds it."""
-        if not self.store.lease_take(self.name, self.token, self.ttl_s):
+        try:
+            taken = self.store.lease_take(self.name, self.token, self.ttl_s)
+        except Exception as exc:  # the store's own error type (Redis down): the sandbox is not used unheld
+            raise SandboxError(f"the sandbox {self.sandbox} could not be held: {exc}") from exc
+        if not taken:
             raise SandboxHeldElsewhere(f"the sandbox {self.sandbox} cannot be attached: it is in use by another "
                                        "session (the chat is open elsewhere, maybe on another server)")
         self.held = True

@@ -442,14 +442,14 @@ def test_a_crash_after_the_approved_code_ran_does_not_offer_the_decision_again(t
     shown = first.view("tab")["request_id"]
     assert shown
     chat_id = first.chat_id("tab")
-    list(first.approvals.approve(shown, CODE, "", Req("tab")))  # the click: the decision is taken
+    list(first.approvals.approve(shown, CODE, "", Req("tab")))  # type: ignore[arg-type]  # the click: taken
     store = first.app.services.store
 
     def killed(*args: Any, **kwargs: Any) -> None:
         raise ServerKilled("the server was killed")
 
     store.save_memory = killed  # type: ignore[method-assign]  # from here on, as if the process had died
-    list(first.approvals.resume(Req("tab")))  # the resumed step runs the approved code; no save arrives
+    list(first.approvals.resume(Req("tab")))  # type: ignore[arg-type]  # the approved code runs; no save arrives
     assert runs(first, "tab") == 1
     first.app.registry.shutdown()
 
@@ -457,6 +457,7 @@ def test_a_crash_after_the_approved_code_ran_does_not_offer_the_decision_again(t
     try:
         restarted.load(token, "tab2", chat_id)
         session = restarted.app.registry.peek("tab2")
+        assert session is not None
         assert session.pending_request() is None and restarted.view("tab2")["request_id"] in ("", None)
         text = chat_text(session.record.transcript.messages())
         assert "stopped after you approved this step; its code may have run" in text, text

@@ -289,7 +289,9 @@ def test_an_attach_during_another_instances_close_does_not_get_its_sandbox_kille
     a, b = instances
     owner = a.store.owner_for_token(new_token())
     chat, first = a.set_x(owner)
-    sandbox_id = sandbox_record.read(chat).id
+    ref = sandbox_record.read(chat)
+    assert ref is not None
+    sandbox_id = ref.id
     host = first.agent.sandbox.host
     standin.cut_streams()  # A's connection drops (its supervisor and worker run on); A's session then closes
     wait_until(lambda: host.dead, 30, "A's host to see its stream cut")
@@ -335,7 +337,9 @@ def test_another_chats_paused_sandbox_is_not_woken_by_a_record_naming_it(instanc
     owner, stranger = a.store.owner_for_token(new_token()), a.store.owner_for_token(new_token())
     chat, _ = a.set_x(owner)
     theirs, their_session = a.set_x(stranger)
-    their_id = sandbox_record.read(theirs).id
+    their_ref = sandbox_record.read(theirs)
+    assert their_ref is not None
+    their_id = their_ref.id
     assert their_session.agent.sandbox.host.suspend()
     assert standin.sandboxes[their_id].state == "paused"
     connects = len(standin.calls("POST", f"/v2/sandboxes/{their_id}/connect"))
