@@ -45,6 +45,9 @@ class HostSettings:
     #: The `k8s` sandbox backend's cluster and warm pool (agents/executor/k8s/settings.py `K8sSettings`); None:
     #: its defaults, with no cluster configured (the backend says so).
     k8s: Any = None
+    #: Where remote sandboxes' holds live (agents/executor/holds.py `SandboxHolds`): the app's shared state, so
+    #: replicas see one another's; None: this process's memory.
+    sandbox_holds: Any = None
 
     def __post_init__(self) -> None:
         low, high = self.sandbox_uids

@@ -55,6 +55,10 @@ class Services:
             decision_timeout_s=config.decision_timeout_s, reattach_grace_s=config.reattach_grace_s,
             max_sessions=config.max_sessions,
         )
+        if config.redis_url:
+            from agents.host_settings import configure_host
+
+            configure_host(sandbox_holds=state)  # remote sandboxes held once among replicas (agents/executor/holds.py)
         blobs = open_blob_store(config.chat_store, config.data_dir)
         if isinstance(blobs, LocalBlobs):  # renames, locks (and a link for a generated secret) on the data folder
             check_data_folder(config.data_dir, needs_link=not secret_is_configured())

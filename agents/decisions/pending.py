@@ -61,6 +61,10 @@ class PendingDecision:
     #: again as they were when the resume acts the step again (an approved or edited code step whose code then
     #: called a tool that paused: the code that re-runs is the person's version, not asked for again).
     earlier: list[dict[str, Any]] = field(default_factory=list)
+    #: When the person's decision was taken to resume the run (0: not yet). Saved before the resumed step acts, so
+    #: a chat reopened after a crash between the step's code running and its save knows the decision was made
+    #: (its code may have run) and does not offer it again: approved code runs at most once.
+    taken_at: float = 0.0
 
     def request(self) -> DecisionRequest:
         return DecisionRequest(id=self.request_id, kind=DecisionKind(self.kind), payload=dict(self.payload),
@@ -73,7 +77,8 @@ class PendingDecision:
                 "reply_output_tokens": self.reply_output_tokens, "reply_model_s": self.reply_model_s,
                 "steps_done": self.steps_done,
                 "max_steps": self.max_steps, "planning_interval": self.planning_interval, "in_code": self.in_code,
-                "asked_at": self.asked_at, "policy": self.policy, "tools": self.tools, "earlier": self.earlier}
+                "asked_at": self.asked_at, "policy": self.policy, "tools": self.tools, "earlier": self.earlier,
+                **({"taken_at": self.taken_at} if self.taken_at else {})}
 
     def call_id_for(self, key: tuple[str, str]) -> str | None:
         """The id a call from code had when the request `key` was asked (this one or an earlier of the step): the
@@ -120,6 +125,9 @@ class PendingDecision:
         numbers = ("step_number", "steps_done", "max_steps", "reply_input_tokens", "reply_output_tokens")
         if not all(isinstance(data.get(name, 0), int) and data.get(name, 0) >= 0 for name in numbers):
             raise ValueError("the pending decision's step numbers or token counts are malformed")
+        taken = data.get("taken_at", 0.0)
+        if not isinstance(taken, (int, float)) or isinstance(taken, bool) or not 0 <= taken < float("inf"):
+            raise ValueError("the pending decision's taken time is malformed")
         model_s = data.get("reply_model_s", 0.0)
         if not isinstance(model_s, (int, float)) or isinstance(model_s, bool) or not 0 <= model_s < float("inf"):
             raise ValueError("the pending decision's model time is malformed")
@@ -146,7 +154,7 @@ class PendingDecision:
                    max_steps=max(1, data.get("max_steps", 20)), planning_interval=interval,
                    in_code=bool(data.get("in_code", False)), asked_at=float(data.get("asked_at", 0.0) or 0.0),
                    policy=policy, tools=list(tools) if tools is not None else None,
-                   earlier=[dict(record) for record in earlier])
+                   earlier=[dict(record) for record in earlier], taken_at=float(taken))
 
 
 TOOL_CALLS = ("none", "flagged", "all")

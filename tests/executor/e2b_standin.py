@@ -309,6 +309,10 @@ class E2BStandIn:
             for proc in sandbox.processes.values():
                 self.runner.pause(proc.popen, True)
             return 204, None
+        if method == "GET" and action == "":  # the SDK's get_info: read without resuming
+            return 200, {**self._description(sandbox), "metadata": sandbox.body.get("metadata") or {},
+                         "state": sandbox.state, "startedAt": "2026-01-01T00:00:00Z",
+                         "endAt": "2026-01-02T00:00:00Z", "cpuCount": 1, "memoryMB": 512, "diskSizeMB": 1024}
         if action == "connect":
             status = 201 if sandbox.state == "paused" else 200
             if sandbox.state == "paused":

@@ -22,6 +22,7 @@ from agents.executor.backend import SandboxLimits, SandboxSpec, WorkspaceSpec
 from agents.executor.e2b.backend import E2BBackend
 from agents.executor.e2b.session import RECORD, E2BSession
 from agents.executor.errors import SandboxError
+from agents.executor.holds import MemoryHolds
 from agents.executor.remote.host import spec_to_json
 from tests.executor.e2b_standin import E2BStandIn
 
@@ -224,7 +225,9 @@ def test_worker_code_holding_the_real_os_cannot_read_or_replace_the_record(tmp_p
             assert isinstance(got, dict) and set(got) == {"read", "replace", "plant-and-rename", "unlink",
                                                           "listdir", "chmod"}, (result.error, got)
             assert all(value.startswith("blocked") for value in got.values()), got
-            host = E2BBackend(service.settings()).attach(sb.host.id, workspace=WorkspaceSpec(str(tmp_path / "ws")))
+            # Another replica's backend; its own lease store: the record is what is tried here, not the hold
+            host = E2BBackend(service.settings(), holds=MemoryHolds()).attach(
+                sb.host.id, workspace=WorkspaceSpec(str(tmp_path / "ws")))
             try:
                 assert host.ready is not None and host.ready["op"] == "ready"
             finally:
@@ -242,7 +245,8 @@ def test_worker_code_holding_the_real_os_cannot_read_or_replace_the_record(tmp_p
             # chmod "succeeds" under seccomp, which makes metadata changes no-ops: the folder is as it was.
             folder = service.sandboxes[bare.host.id].local("/root/.agentdeck")
             assert stat.S_IMODE(os.stat(folder).st_mode) == 0o755, got
-            E2BBackend(service.settings()).attach(bare.host.id, workspace=WorkspaceSpec(str(tmp_path / "ws2"))).close()
+            E2BBackend(service.settings(), holds=MemoryHolds()).attach(
+                bare.host.id, workspace=WorkspaceSpec(str(tmp_path / "ws2"))).close()
         finally:
             bare.close()
     finally:

@@ -17,6 +17,7 @@ from agents.executor.docker import daemon
 from agents.executor.e2b.backend import E2BBackend
 from agents.executor.e2b.session import relay_source
 from agents.executor.errors import SandboxError, SandboxStartError
+from agents.executor.holds import MemoryHolds
 from agents.executor.remote.interface import supervisor_command
 from tests.executor.e2b_standin import E2BStandIn
 from tests.waiting import wait_until
@@ -159,7 +160,7 @@ def test_a_second_backend_reattaches_the_sandbox_by_id_with_its_variables(standi
     try:
         sb.run("kept = 41")
         host_id = sb.host.id
-        other = E2BBackend(standin.settings())
+        other = E2BBackend(standin.settings(), holds=MemoryHolds())  # its own lease store: the hold is not tried
         host = other.attach(host_id)
         try:
             assert standin.calls("POST", f"/v2/sandboxes/{host_id}/connect")

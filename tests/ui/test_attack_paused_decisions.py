@@ -424,3 +424,48 @@ def test_a_question_answered_by_messages_on_two_replicas_at_once_resumes_once(tm
     finally:
         a.app.registry.shutdown()
         b.app.registry.shutdown()
+
+
+class ServerKilled(OSError):
+    """What the store sees of a server killed mid-run: nothing it would have saved after that arrives."""
+
+
+def test_a_crash_after_the_approved_code_ran_does_not_offer_the_decision_again(tmp_path: Path) -> None:
+    """Attack review, issue 28: the approved step's code ran, then the server died before the step's save; the
+    restarted server reopened the chat with the request still pending and offered it again, and approving it
+    ran the code a second time. Now the request is saved as taken before the step acts: the reopened chat says
+    the run stopped after the approval (its code may have run) and offers nothing; the code ran once."""
+    first = Replica(tmp_path, "")  # one server, no Redis: nothing but the saved chat survives its death
+    token = new_token()
+    first.load(token, "tab")
+    first.send("tab", "Write the mark")
+    shown = first.view("tab")["request_id"]
+    assert shown
+    chat_id = first.chat_id("tab")
+    list(first.approvals.approve(shown, CODE, "", Req("tab")))  # type: ignore[arg-type]  # the click: taken
+    store = first.app.services.store
+
+    def killed(*args: Any, **kwargs: Any) -> None:
+        raise ServerKilled("the server was killed")
+
+    store.save_memory = killed  # type: ignore[method-assign]  # from here on, as if the process had died
+    list(first.approvals.resume(Req("tab")))  # type: ignore[arg-type]  # the approved code runs; no save arrives
+    assert runs(first, "tab") == 1
+    first.app.registry.shutdown()
+
+    restarted = Replica(tmp_path, "")  # the server again, on the same data folder
+    try:
+        restarted.load(token, "tab2", chat_id)
+        session = restarted.app.registry.peek("tab2")
+        assert session is not None
+        assert session.pending_request() is None and restarted.view("tab2")["request_id"] in ("", None)
+        text = chat_text(session.record.transcript.messages())
+        assert "stopped after you approved this step; its code may have run" in text, text
+        answered = restarted.approve("tab2", shown)  # a stale panel's answer: refused, nothing runs
+        assert "already made or has expired" in message(answered)
+        assert runs(restarted, "tab2") == 1
+        restarted.send("tab2", "Go on")  # the person continues: the message is taken, not held for a decision
+        text = chat_text(session.record.transcript.messages())
+        assert "waiting for your decision" not in text and text.count("Go on") == 1, text
+    finally:
+        restarted.app.registry.shutdown()

@@ -26,6 +26,7 @@ from ui.saved.restore import replay_memory, show_unfinished
 from ui.saved.store import SavedChat
 from ui.saved.workspace_mirror import MirrorError, WorkspaceMirror, describe
 from ui.session import rewind
+from ui.session.pending_decisions import TAKEN_NOTE, settle_taken
 from ui.session.workspace_access import WorkspaceFiles, files_of, relative_name
 from ui.session.workspace_files import FileRemovalError, listed_files
 from ui.settings import RunSettings
@@ -336,7 +337,10 @@ class ChatRecord:
             if memory is None or not memory.steps:
                 show_unfinished(self._transcript, [dict(t) for t in self._turns], set(), None)
                 return False
+            taken = settle_taken(memory)  # before the replay: the stopped step shows as the chat's last
             self._uploads = replay_memory(self._transcript, memory, self._turns, self.files)
+            if taken:
+                self._transcript.add_note(TAKEN_NOTE)
             self._files_version += 1
             self._restoring = self._transcript.add_note(RESTORING_NOTE, title=None)
             return True

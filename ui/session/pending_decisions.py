@@ -22,6 +22,9 @@ from agents.memory.steps import Timing
 from agents.models.base import TokenUsage
 from ui.session.run_stream import RunHandle
 
+TAKEN_NOTE = ("⚠️ **The run stopped after you approved this step; its code may have run** (look at the workspace "
+              "before you ask for it again). The decision is not offered again; variables are rebuilt. Send a "
+              "message to continue.")
 WAITING_NOTE = ("✋ The agent is waiting for your decision in the panel under the chat: approve or reject it first "
                 "(or press Stop). Your message was not sent to the agent.")
 
@@ -116,6 +119,17 @@ def drop_pending(memory: Any) -> bool:
     return True
 
 
+def settle_taken(memory: Any) -> bool:
+    """A reopened chat whose paused run's decision was taken (saved as taken before its step acted) but whose
+    step never saved its end: the process stopped in between, and the approved code may have run. The request
+    is dropped and the run recorded as stopped (`drop_pending`), so the decision is not offered again and its
+    code cannot run twice. True if so (the caller shows `TAKEN_NOTE`)."""
+    pending = getattr(memory, "pending", None)
+    if pending is None or not getattr(pending, "taken_at", 0.0):
+        return False
+    return drop_pending(memory)
+
+
 def _paused_step(pending: Any) -> ActionStep | PlanningStep | None:
     """The step a paused run was deciding on, recorded as stopped: a plan with its text, a code step with the
     model's reply and the code it proposed (never run). The paused step is not in memory while it waits (the
@@ -167,7 +181,7 @@ def saved_request(agent: Any, kept_memory: Any) -> ev.DecisionRequested | None:
     pending record (agents/decisions/pending.py), answered with `agent.resume`. None when none waits."""
     memory = getattr(agent, "memory", None) if agent is not None else kept_memory
     pending = getattr(memory, "pending", None)
-    if pending is None:
+    if pending is None or pending.taken_at:  # taken: being resumed, or its resume stopped (`settle_taken`)
         return None
     return ev.DecisionRequested(run_id=pending.run_id, step=pending.step_number, parent_id=None,
                                 request_id=pending.request_id, request_kind=pending.kind,

@@ -194,7 +194,7 @@ class RunControl:
                     and getattr(self._slot.kept_memory, "pending", None) is not None:
                 agent = self._slot.agent_for(settings, self._record.workspace, self._record.transcript)
             if not self.running and agent is not None and getattr(agent.memory, "pending", None) is not None \
-                    and agent.memory.pending.request_id == request.request_id:
+                    and agent.memory.pending.request_id == request.request_id and not agent.memory.pending.taken_at:
                 self._resume_saved(agent, request, decision)
                 self._touch()
                 return
@@ -208,6 +208,7 @@ class RunControl:
         """The run ended at `request` (pause mode), in this process or in the one that saved the chat (another
         replica, or before a restart): the answer resumes it (`agent.resume`, agents/decisions/pending.py) as
         a new stream the panel's resume drains."""
+        self._take(agent.memory.pending, decision)
         before = stopping.paused_run_figures(agent.memory)  # the run's time before the pause
         stream = agent.resume(decision, stream=True)  # refuses a decision that does not fit, nothing changed
         self._record.transcript.finished = None
@@ -216,6 +217,20 @@ class RunControl:
         self._record.transcript.resumed_request(request)  # a reopened chat shows the decision as it is made
         self._run = RunHandle(stream, pauses=pauses(agent))
         self._run.waiting_decision, self._run.answered = request, request.request_id  # claimed by the next drain
+
+    def _take(self, pending: Any, decision: Decision) -> None:
+        """Save the chat with its pending request marked taken before the resumed step acts (at most once: a
+        crash after its code ran but before its save leaves the request taken, and the reopened chat does not
+        offer it again, `settle_taken`). The save writes over the memory version this session read, so a chat
+        saved meanwhile elsewhere refuses it. ConfigurationError, nothing run, when the decision does not fit
+        or the save fails."""
+        decision.validate_for(pending.request())
+        pending.taken_at = time.time()
+        if not self._save("step", announce=False):
+            pending.taken_at = 0.0
+            raise ConfigurationError("This decision could not be recorded as made (the chat could not be saved, or "
+                                     "it was saved meanwhile in another tab or server), so nothing ran. Reopen "
+                                     "the chat to see it as it is now.")
 
     def answer_question(self, text: str) -> bool:
         """If the run waits for an answer to `ask_user`, `text` is that answer: resolve it. True if it was."""

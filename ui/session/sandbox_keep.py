@@ -32,6 +32,8 @@ def rebuilt_headline(why: str) -> str:
 def _in_words(exc: BaseException) -> str:
     """Why an attach failed, for the person (the backend's message is for the log: it names ids and services)."""
     text = str(exc).lower()
+    if "open elsewhere" in text:
+        return "the chat is open elsewhere (another tab, maybe on another server), which holds it"
     if "in use by another session" in text:
         return "it is in use in another open tab of this chat"
     if "another chat" in text:

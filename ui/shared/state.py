@@ -35,6 +35,14 @@ class SharedState(Protocol):
         """Free `name` if `holder` still holds it (never another holder's lease)."""
         ...
 
+    def lease_take(self, name: str, holder: str, ttl_s: float) -> bool:
+        """`holder` takes `name` only if nobody else holds it (renewed if `holder` does): atomic (SET NX PX)."""
+        ...
+
+    def lease_renew(self, name: str, holder: str, ttl_s: float) -> bool:
+        """Extend `holder`'s lease; False, nothing changed, when `name` is not `holder`'s any more."""
+        ...
+
     def mark(self, name: str, ttl_s: float) -> None:
         """Remember `name` for `ttl_s` seconds (a deleted chat's tombstone)."""
         ...
@@ -109,6 +117,20 @@ class MemoryState:
             if self._get(name) != holder:
                 return False
             del self._values[name]
+            return True
+
+    def lease_take(self, name: str, holder: str, ttl_s: float) -> bool:
+        with self._lock:
+            if self._get(name) not in (None, holder):
+                return False
+            self._set(name, holder, ttl_s)
+            return True
+
+    def lease_renew(self, name: str, holder: str, ttl_s: float) -> bool:
+        with self._lock:
+            if self._get(name) != holder:
+                return False
+            self._set(name, holder, ttl_s)
             return True
 
     def mark(self, name: str, ttl_s: float) -> None:

@@ -63,6 +63,18 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
+_TAKE = """
+local held = redis.call('GET', KEYS[1])
+if held and held ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
 
 def _ms(seconds: float) -> int:
     return max(1, int(seconds * 1000))
@@ -78,7 +90,8 @@ class RedisState:
                                                      decode_responses=True)
         self._scripts = {name: self.client.register_script(body) for name, body in (
             ("take", _WINDOW_TAKE), ("used", _WINDOW_USED), ("slot", _SLOT_TAKE), ("free", _SLOT_RELEASE),
-            ("count", _COUNT_ADD), ("release", _RELEASE))}
+            ("count", _COUNT_ADD), ("release", _RELEASE),
+            ("lease_take", _TAKE), ("lease_renew", _RENEW))}
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -99,6 +112,12 @@ class RedisState:
 
     def lease_release(self, name: str, holder: str) -> bool:
         return bool(self._run("release", name, holder))
+
+    def lease_take(self, name: str, holder: str, ttl_s: float) -> bool:
+        return bool(self._run("lease_take", name, holder, str(_ms(ttl_s))))
+
+    def lease_renew(self, name: str, holder: str, ttl_s: float) -> bool:
+        return bool(self._run("lease_renew", name, holder, str(_ms(ttl_s))))
 
     def mark(self, name: str, ttl_s: float) -> None:
         self._call("mark", self.client.set, PREFIX + name, "1", px=_ms(ttl_s))

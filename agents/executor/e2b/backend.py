@@ -24,6 +24,7 @@ from typing import Any
 
 from ..backend import SEND_DEADLINE_S, SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec, attach_mismatch
 from ..errors import SandboxError, SandboxStartError
+from ..holds import HOLD_TTL_S, Hold, SandboxHeldElsewhere, SandboxHolds, configured_holds
 from ..remote.host import CAPABILITIES as SUPERVISED
 from ..remote.host import SupervisedHost, spec_to_json
 from .errors import describe
@@ -53,14 +54,22 @@ class E2BBackend:
     name = "e2b"
     capabilities = CAPABILITIES
 
-    def __init__(self, settings: E2BSettings | None = None) -> None:
+    def __init__(self, settings: E2BSettings | None = None, holds: SandboxHolds | None = None,
+                 hold_ttl_s: float = HOLD_TTL_S) -> None:
         self._settings = settings
+        self._holds = holds
+        self.hold_ttl_s = hold_ttl_s
         self._live: weakref.WeakValueDictionary[str, E2BHost] = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
 
     @property
     def settings(self) -> E2BSettings | None:
         return self._settings if self._settings is not None else _settings_in_force()
+
+    @property
+    def holds(self) -> SandboxHolds:
+        """Where this backend's sandboxes are held (agents/executor/holds.py): given, else the app's."""
+        return self._holds if self._holds is not None else configured_holds()
 
     def unavailable_reason(self) -> str | None:
         if importlib.util.find_spec("e2b") is None:
@@ -89,7 +98,13 @@ class E2BBackend:
         except BaseException:
             session.close()
             raise
-        host = E2BHost(session, stream, spec)  # closes the session itself if the worker does not start
+        hold = Hold(self.holds, session.id, self.hold_ttl_s)
+        try:
+            hold.take()  # a new sandbox: nobody else can hold it
+        except BaseException:
+            session.close()
+            raise
+        host = E2BHost(session, stream, spec, hold=hold)  # closes the session itself if the worker does not start
         with self._lock:
             self._live[host.id] = host
         return host
@@ -120,24 +135,38 @@ class E2BBackend:
                 raise SandboxError(f"E2B sandbox {host_id} serves another workspace here: not attached to this one")
             return host
         settings = self._ready_settings()
+        if expect is not None and E2BSession.owner_of(settings, host_id) != expect.owner:
+            # Before `connect`, which resumes a paused sandbox: another chat's is neither woken nor billed.
+            raise SandboxError(f"the E2B sandbox {host_id} cannot be attached: it was started for another chat")
+        hold = Hold(self.holds, host_id, self.hold_ttl_s)
+        hold.take()  # SandboxHeldElsewhere: another session, here or on another replica, holds it
+        try:
+            return self._attach_held(settings, host_id, hold, expect, target)
+        except BaseException:
+            hold.release()
+            raise
+
+    def _attach_held(self, settings: E2BSettings, host_id: str, hold: Hold, expect: SandboxSpec | None,
+                     target: WorkspaceSpec | None) -> SandboxHost:
+        """`attach`'s part under this host's hold: nobody else attaches or closes the sandbox meanwhile."""
         session = E2BSession.connect(settings, host_id)  # resumes a paused sandbox
         record = session.load_record()
         spec, ready = spec_from_record(record)
         if expect is not None:
             why = attach_mismatch(spec, expect)
             if why is not None:
+                session.disconnect()
                 raise SandboxError(f"the E2B sandbox {host_id} cannot be attached: {why}")
         if target is not None:
             spec = dataclasses.replace(spec, workspace=target)
-        holder = secrets.token_hex(16)
-        session.save_record({**record, "holder": holder})  # before the stream moves: the old host lets go
+        session.save_record({**record, "holder": hold.token})  # the record names the host that holds it now
         try:
             stream = session.reattach_supervisor()
         except SandboxError:
             if expect is not None:  # the caller's own sandbox, of no use without its worker: nothing left running
                 session.close()
             raise  # without `expect` it may be anyone's: left as it is, its lifetime ends it
-        host = E2BHost(session, stream, spec, attached_ready=ready, holder=holder)
+        host = E2BHost(session, stream, spec, attached_ready=ready, hold=hold)
         with self._lock:
             self._live[host.id] = host
         return host
@@ -169,9 +198,11 @@ class E2BHost(SupervisedHost):
     capabilities = CAPABILITIES
 
     def __init__(self, session: E2BSession, stream: Any, spec: SandboxSpec,
-                 attached_ready: dict[str, Any] | None = None, holder: str | None = None) -> None:
+                 attached_ready: dict[str, Any] | None = None, hold: Hold | None = None) -> None:
         self.session = session
-        self.holder = holder or secrets.token_hex(16)  # which host holds the sandbox now (its record says)
+        #: This host's claim on the sandbox among all replicas (agents/executor/holds.py); None: not held.
+        self.hold = hold
+        self.holder = hold.token if hold is not None else secrets.token_hex(16)  # the record names it too
         self.let_go = False  # closed without ending the sandbox: another host had attached it
         self._renewed = time.monotonic()
         self._attaching = attached_ready is not None  # the worker runs already: no `start` for the supervisor
@@ -180,6 +211,27 @@ class E2BHost(SupervisedHost):
         if attached_ready is not None:
             self._ready = attached_ready
             self._frozen = True  # left frozen between steps by the host it was; the next send thaws it
+
+    def kill(self) -> None:
+        """As the supervised host's, unless this host's hold on the sandbox is lost (another session holds it
+        now): then nothing is signalled to the supervisor or killed; this host only lets go of its connection."""
+        if not self._killed and self.hold is not None and not self.dead and not self.hold.renew():
+            self._let_go()
+            return
+        super().kill()
+
+    def close(self) -> None:
+        if not self._closed and self.hold is not None and not self.hold.renew():
+            self._let_go()
+        super().close()
+
+    def _let_go(self) -> None:
+        log.info("E2B sandbox %s is held by another session: this host lets it go", self.id)
+        self.let_go = True
+        self._killed = True
+        self._on_close = None
+        self.session.disconnect()
+        self._link.fail("the sandbox is held by another session now (the chat was opened elsewhere)")
 
     def _call(self, op: str, extra_wait: float = 0.0, **args: Any) -> dict[str, Any]:
         if op == "start" and self._attaching:
@@ -198,6 +250,17 @@ class E2BHost(SupervisedHost):
         """`close`'s end: kill the sandbox at the service, unless another host (another replica's) attached it
         since, as its record says: that one holds it now, and this host only lets go of its connection."""
         self.let_go = False
+        if self.hold is not None and not self.hold.renew():
+            # Not this host's any more (its claim expired and another session took the sandbox): let go.
+            self._let_go()
+            return
+        try:
+            self._check_and_kill()
+        finally:
+            if self.hold is not None:
+                self.hold.release()  # after the kill: no attacher could take the sandbox in between
+
+    def _check_and_kill(self) -> None:
         if self.ready is not None:
             try:
                 holder = self.session.load_record().get("holder")
@@ -236,6 +299,9 @@ class E2BHost(SupervisedHost):
                     from exc
 
     def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:
+        if self.hold is not None and not self.dead and not self.hold.renew():
+            raise SandboxHeldElsewhere(f"the E2B sandbox {self.id} is held by another session now (the chat was "
+                                       "opened elsewhere): this session no longer drives it")
         if time.monotonic() - self._renewed > self.session.settings.timeout_s / 4 and not self.dead:
             self._renewed = time.monotonic()
             try:

@@ -72,6 +72,20 @@ class E2BSession:
             raise SandboxError(describe(exc, f"could not reattach E2B sandbox {sandbox_id}: ")) from exc
         return cls(settings, sandbox)
 
+    @staticmethod
+    def owner_of(settings: E2BSettings, sandbox_id: str) -> str:
+        """The owner the sandbox was created with (its metadata, read from the service's listing: a paused
+        sandbox stays paused); `SandboxError` if it is gone. Checked before `connect`, which would resume it."""
+        from e2b import Sandbox
+
+        try:
+            info = Sandbox.get_info(sandbox_id, **settings.connection())
+        except Exception as exc:
+            raise SandboxError(describe(exc, f"could not reattach E2B sandbox {sandbox_id}: ")) from exc
+        metadata = getattr(info, "metadata", None)
+        owner = metadata.get("owner") if isinstance(metadata, dict) else None
+        return owner if isinstance(owner, str) else ""
+
     def command(self) -> str:
         """The shell command line that starts the supervisor: the relay's source run by the template's Python
         (the image holds the executor package, not `agents`), the supervisor's command line as its arguments."""
