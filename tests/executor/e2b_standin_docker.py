@@ -36,6 +36,8 @@ class DockerRunner:
         self.client = daemon.connect()
         self.image = image.ensure_image(self.client)
         self.names: dict[int, str] = {}
+        # This runner's own label: containers another checkout's tests left on the shared engine are not ours.
+        self.run_label = f"agentdeck.e2b-standin-run={secrets.token_hex(6)}"
 
     def _image(self) -> str:
         """The image's tag, imported again if it went (the engine is shared: another checkout's app removes
@@ -56,7 +58,8 @@ class DockerRunner:
         flags = ["run", "-i", "--rm", "--pull", "never", "--name", name, "--network", "none", "--user", "0:0",
                  "--cap-drop", "ALL",
                  *[f"--cap-add={cap}" for cap in capabilities()], "--security-opt", "no-new-privileges",
-                 "--security-opt", "seccomp=unconfined", "--init", "--label", "agentdeck.e2b-standin=1",
+                 "--security-opt", "seccomp=unconfined", "--init",
+                 "--label", "agentdeck.e2b-standin=1", "--label", self.run_label,
                  "--read-only", "--tmpfs", "/tmp:size=512m,mode=1777", "--pids-limit", "100", "--memory", "2g",
                  "-v", f"{sandbox.local('/home/user')}:/home/user", "-w", cwd]
         for key, value in env.items():
@@ -72,6 +75,8 @@ class DockerRunner:
             self._docker("kill", name)
         if popen.poll() is None:
             popen.kill()
+        if name is not None:  # a client killed before its container started leaves it "Created" (--rm never acts)
+            self._docker("rm", "-f", name)
 
     def pause(self, popen: subprocess.Popen[bytes], paused: bool) -> None:
         name = self.names.get(popen.pid)
@@ -79,8 +84,8 @@ class DockerRunner:
             self._docker("pause" if paused else "unpause", name)
 
     def leftover(self) -> list[str]:
-        """Containers of the stand-in still there (a test checks nothing is left behind)."""
-        found = self._docker("ps", "-aq", "--filter", "label=agentdeck.e2b-standin=1")
+        """Containers of this stand-in still there (a test checks nothing is left behind)."""
+        found = self._docker("ps", "-aq", "--filter", f"label={self.run_label}")
         return found.stdout.decode().split()
 
 
