@@ -18,7 +18,7 @@ from agents.events import InjectionFlagged
 from agents.executor.tree_walk import TreeWalk, WalkError
 from agents.loop.base import MultiStepAgent
 from agents.loop.context import RunContext
-from agents.memory.memory import AgentMemory
+from agents.memory.memory import STOPPED_BEFORE_RUN, AgentMemory
 from agents.memory.screening import flag_loaded_observations
 from agents.memory.serialize import load_memory
 from agents.memory.steps import ActionStep
@@ -136,7 +136,7 @@ def skip_reason(step: ActionStep) -> str | None:
     if step.error_type == "RejectedByUser":
         return "rejected"
     if step.stopped:
-        return "stopped"
+        return "stopped before it ran" if step.error == STOPPED_BEFORE_RUN else "stopped"
     calls = [ToolCallRecord.from_dict(data) for data in step.call_records]
     rejected = [call.name for call in calls if call is not None and call.rejected]
     if rejected:

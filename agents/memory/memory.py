@@ -37,6 +37,8 @@ def latest_summary(steps: Sequence[MemoryStep]) -> tuple[int, SummaryStep] | Non
 
 
 STOPPED_STEP = "The run was stopped by the user."
+#: A step the run was paused on, for a person's decision, when the run was stopped: its code never ran.
+STOPPED_BEFORE_RUN = "The run was stopped while this step waited for a decision: its code never ran."
 
 
 def _stopped_step(step: ActionStep) -> ActionStep:

@@ -244,5 +244,13 @@ def test_stop_at_a_decision_keeps_the_paused_step_in_the_saved_chat(app, mode, k
         pending.reply_input_tokens, pending.reply_output_tokens) != (0, 0)
     if kind == "code":
         assert kept.code == proposed and kept.stopped and kept.step_number == pending.step_number
+        # Its restore note says the code never ran (found by a review: "variables it made may be missing").
+        from agents.loop.restore import SandboxRebuildReport, skip_reason
+        from ui.saved.restore import rebuild_note
+
+        why = skip_reason(kept)
+        assert why is not None
+        note = rebuild_note(SandboxRebuildReport(skipped=[(kept.step_number, why)]), 1, memory=memory)
+        assert "never ran" in note and "may be missing" not in note, note
     else:
         assert kept.plan == proposed

@@ -124,6 +124,8 @@ def _not_rerun(why: str) -> str:
     """Why a step was not re-run (agents/loop/restore.py `skip_reason`, or the tools it called), as said in the note."""
     if why == "rejected":
         return "was not re-run: you rejected it, so it never ran"
+    if why == "stopped before it ran":
+        return "was not re-run: you stopped the run while it waited for your decision, so it never ran"
     if why == "stopped":
         return "was not re-run: you stopped it before it finished; variables it made may be missing"
     if why.startswith("rejected call: "):

@@ -17,7 +17,7 @@ from agents import events as ev
 from agents.decisions import APPROVAL_MODES, ApprovalPolicy, Decision
 from agents.loop.base import MultiStepAgent
 from agents.memory import ActionStep, PlanningStep, TaskStep
-from agents.memory.memory import STOPPED_STEP
+from agents.memory.memory import STOPPED_BEFORE_RUN, STOPPED_STEP
 from agents.memory.steps import Timing
 from agents.models.base import TokenUsage
 from ui.session.run_stream import RunHandle
@@ -107,7 +107,7 @@ def drop_pending(memory: Any) -> bool:
     if pending is None:
         return False
     memory.pending = None
-    stopped = _paused_step(pending)
+    stopped = _paused_step(pending, taken=bool(getattr(pending, "taken_at", 0.0)))
     for step in reversed(memory.steps):
         if isinstance(step, TaskStep) and step.run_id == pending.run_id:
             step.state = "interrupted"
@@ -130,10 +130,11 @@ def settle_taken(memory: Any) -> bool:
     return drop_pending(memory)
 
 
-def _paused_step(pending: Any) -> ActionStep | PlanningStep | None:
+def _paused_step(pending: Any, taken: bool = False) -> ActionStep | PlanningStep | None:
     """The step a paused run was deciding on, recorded as stopped: a plan with its text, a code step with the
     model's reply and the code it proposed (never run). The paused step is not in memory while it waits (the
-    resume acts it again from the recorded reply), so without this a reopened chat lost it."""
+    resume acts it again from the recorded reply), so without this a reopened chat lost it. `taken`: the decision
+    was made and the step may have acted before the process stopped (`settle_taken`); else its code never ran."""
     usage = TokenUsage(int(pending.reply_input_tokens or 0), int(pending.reply_output_tokens or 0))
     asked = float(pending.asked_at or 0.0)
     timing = Timing(asked, asked)
@@ -147,7 +148,8 @@ def _paused_step(pending: Any) -> ActionStep | PlanningStep | None:
     if pending.kind == "code" or reply:
         code = payload.get("code") if pending.kind == "code" else None
         return ActionStep(step_number=int(pending.step_number), run_id=str(pending.run_id), model_output=reply,
-                          code=code if isinstance(code, str) else None, error=STOPPED_STEP, stopped=True,
+                          code=code if isinstance(code, str) else None,
+                          error=STOPPED_STEP if taken else STOPPED_BEFORE_RUN, stopped=True,
                           token_usage=usage, timing=timing, model_duration_s=float(pending.reply_model_s or 0.0))
     return None
 
