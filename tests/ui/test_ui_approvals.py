@@ -209,6 +209,10 @@ def test_tool_call_bad_json_then_rejected_with_reason(harness, tmp_path: Path, m
     assert "send_email" in _value(view["tool_name"])
     assert json.loads(_value(view["edit_args"])) == {"to": "eve@example.com", "body": "hi"}
     assert "✋ Waiting for your decision: call send_email?" in h.chat()
+    # The panel lists the arguments in the chat's order (a review found them sorted in one, given in the other):
+    # sorted in both, as the saved chat keeps them, so a reopened chat shows that order too.
+    shown, chat = _value(view["edit_args"]), h.chat().split("The agent wants to call", 1)[1]
+    assert shown.index('"body"') < shown.index('"to"') and chat.index('"body": "hi"') < chat.index('"to": "eve@')
 
     # Invalid JSON: a clear message, the decision stays pending, the boxes are left as they are.
     bad = h.decide("approve", "", '{"to": "bob@example.com", body: }')

@@ -232,7 +232,9 @@ def view(request: ev.DecisionRequested | None, shown_id: str | None = None,
 
 
 def arguments_json(arguments: Any) -> str:
-    return json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
+    """Arguments as the panel's editable JSON, keys sorted as the chat shows them (ui/chat/render_decisions.py
+    `arguments_block`): a saved chat keeps them sorted, so live, reopened and panel agree."""
+    return json.dumps(arguments, indent=2, ensure_ascii=False, default=str, sort_keys=True)
 
 
 def as_tuple(updates: dict[str, Any]) -> tuple:
