@@ -172,6 +172,10 @@ def test_code_approved_then_edited_code_runs(harness) -> None:
     assert _value(view["edit_code"]) == "print('first step ran')"
     assert "Step 1 · ✋ waiting for you" in h.chat()
     assert "first step ran\n" not in h.chat()  # nothing ran before the approval
+    # What waits for the person turns no spinner (it said the agent was at work), and shows open.
+    waiting = [m["metadata"] for m in h.session.record.transcript.messages()
+               if "waiting" in (m.get("metadata") or {}).get("title", "").lower()]
+    assert len(waiting) == 2 and all(meta.get("status") is None for meta in waiting), waiting
 
     # A new message while the code waits is not a new task.
     calls_before = len(h.model_calls())

@@ -72,12 +72,14 @@ class DecisionRendering(StepTree):
                 title = e.request_kind
                 body = fence(json.dumps(payload, indent=2, default=str, ensure_ascii=False), "json")
             node = Node(f"decision:{e.request_id}", title=f"✋ Waiting for your decision: {title}",
-                        status="pending", parts={"payload": body}, started=e.timestamp)
+                        status="pending", parts={"payload": body}, started=e.timestamp, waiting=True)
         self.decision_nodes[e.request_id] = node
         self._add(node, parent=self._step_parent(e))
         step = self._step_node(e)
         if step is not None and step.title and WAITING_MARK not in step.title:
             step.title += WAITING_MARK
+        if step is not None:
+            step.waiting = True
 
     def end_waiting(self) -> None:
         """The run paused at a decision was stopped (ui/session/run_control.py `_stop_paused`): no decision will
@@ -86,13 +88,15 @@ class DecisionRendering(StepTree):
         for request_id, node in self.decision_nodes.items():
             if node.status != "pending":
                 continue
-            node.status = "done"
+            node.status, node.waiting = "done", False
             node.title = "✋ Not decided: the run was stopped"
             node.parts.pop("payload", None)  # how to decide, no longer true
             asked = self.requests.get(request_id)
             step = self._step_node(asked) if asked is not None else None
-            if step is not None and step.title:
-                step.title = step.title.replace(WAITING_MARK, "")
+            if step is not None:
+                step.waiting = False
+                if step.title:
+                    step.title = step.title.replace(WAITING_MARK, "")
 
     def resumed_request(self, e: ev.DecisionRequested) -> None:
         """A run paused at `e` resumes in this chat, which never showed `e` (reopened from the saved chat: on
@@ -105,11 +109,14 @@ class DecisionRendering(StepTree):
             self._on_decision_requested(asked)
         self.waiting = None
         step = self._step_node(e)
-        if step is not None and step.title:
-            step.title = step.title.replace(WAITING_MARK, "")
+        if step is not None:
+            step.waiting = False
+            if step.title:
+                step.title = step.title.replace(WAITING_MARK, "")
         node = self.decision_nodes.get(e.request_id)
         if node is None:
             return
+        node.waiting = False
         if e.request_kind == "question":
             node.parts.pop("hint", None)
             if e.outcome == "answer":

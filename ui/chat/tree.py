@@ -33,6 +33,9 @@ class Node:
     file: dict[str, Any] | None = None  # a file message (image) instead of text
     children: list[Node] = field(default_factory=list)
     started: float = field(default_factory=time.time)
+    #: Waiting for the person (a decision, or the step it paused): still "pending" for the run's logic, but shown
+    #: open and without the spinner, which says the agent is at work (ui/chat/render_decisions.py).
+    waiting: bool = False
 
     def content(self) -> str:
         return neutralize("\n\n".join(p for p in self.parts.values() if p))
@@ -131,7 +134,7 @@ class ChatTree:
             if node.title:
                 metadata["title"] = neutralize(node.title)  # tool names and errors come from the model
                 metadata["id"] = node.id
-                if node.status:
+                if node.status and not (node.waiting and node.status == "pending"):
                     metadata["status"] = node.status
                 if node.duration is not None:
                     metadata["duration"] = node.duration
