@@ -77,6 +77,9 @@ def hitl_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
 def page(hitl_app):
     url, _ = hitl_app
     with open_page(url) as page:
+        # The page's load has ended (it names the browser's owner): on a loaded machine the chat shows before
+        # the rest, and a test that started then found no approval mode, and the module's script went out of step.
+        page.wait_for_function("Object.keys(localStorage).includes('agentdeck-browser')")
         yield page
 
 
@@ -97,6 +100,7 @@ def panel_hidden(page, timeout: float = 30.0) -> None:
 
 
 def test_settings_show_the_approval_mode_and_no_panel(page) -> None:
+    page.locator("#approval-mode").wait_for(state="attached")
     assert page.locator("#approval-mode").count() == 1
     assert page.locator("#approval-panel").count() == 0  # hidden while nothing waits
     # The demo tool that needs approval is enabled for this session, and planning is on for every run (the

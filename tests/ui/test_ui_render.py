@@ -212,7 +212,7 @@ def test_decisions_and_uploads_and_user_files() -> None:
     assert messages[1] == {"role": "user", "content": "Look"}
     assert "Shape: 1 rows" in by_title(messages, "📎 Added to the workspace: data.csv")["content"]
     assert any("bad.csv` is empty" in m["content"] for m in messages if isinstance(m["content"], str))
-    assert by_title(messages, "✋ Waiting")["metadata"]["status"] == "pending"
+    assert "status" not in by_title(messages, "✋ Waiting")["metadata"]  # waits for the person: open, no spinner
     t.apply(ev.DecisionMade(**base(1), request_id="r1", request_kind="code", outcome="approve"))
     assert by_title(t.messages(), "✋ Decision: approve")["metadata"]["status"] == "done"
 
