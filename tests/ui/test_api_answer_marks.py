@@ -18,10 +18,11 @@ UNSURE = AnswerCheck(verdict="unsure", problems=('The code that made it does not
                      advice="This is the demo model: choose a capable model in Model.")
 
 
-def finished_session(tmp_path: Path, steps: list[Any], run_id: str = "r1") -> Any:
-    """What ApiChats.outcome reads of a session whose run `run_id` ended with the answer "94"."""
-    finished = SimpleNamespace(state="success", output="94", steps=1, error=None, run_id=run_id)
-    transcript = SimpleNamespace(finished=finished, messages=lambda: [])
+def finished_session(tmp_path: Path, steps: list[Any], run_id: str = "r1", state: str = "success",
+                     output: Any = "94", chat: list[dict[str, Any]] | None = None) -> Any:
+    """What ApiChats.outcome reads of a session whose run `run_id` ended with the answer "94" (or as given)."""
+    finished = SimpleNamespace(state=state, output=output, steps=1, error=None, run_id=run_id)
+    transcript = SimpleNamespace(finished=finished, messages=lambda: list(chat or []))
     record = SimpleNamespace(saved=SimpleNamespace(id="c1"), transcript=transcript, workspace=str(tmp_path),
                              workspace_files=lambda: [], publish=lambda path: None)
     return SimpleNamespace(lock=threading.Lock(), record=record, pending_request=lambda: None,
@@ -48,3 +49,14 @@ def test_an_answer_with_no_check_and_an_earlier_runs_check_carry_no_mark(tmp_pat
     earlier = [FinalAnswerStep(output="12", run_id="r0", check=UNSURE.as_dict())]  # this run kept no answer step
     result = outcome(finished_session(tmp_path, earlier, run_id="r1"))
     assert result["check"] is None and result["note"] == ""
+
+
+def test_a_run_out_of_steps_with_no_answer_tells_the_caller_what_the_page_said(tmp_path: Path) -> None:
+    """Found by a review: /ask on the embedded model gave status out_of_steps, answer "" and an empty note."""
+    said = ("⏱️ **No answer**: the run ended after 3 of 3 steps without a final answer. Send **continue** to let "
+            "the agent go on from where it stopped")
+    session = finished_session(tmp_path, [TaskStep(task="Plot body mass over the rows", run_id="r1")],
+                               state="max_steps", output=None, chat=[{"role": "assistant", "content": said}])
+    result = outcome(session)
+    assert result["status"] == "out_of_steps" and result["answer"] == ""
+    assert result["note"].startswith("⏱️ No answer: the run ended after 3 of 3 steps") and "**" not in result["note"]

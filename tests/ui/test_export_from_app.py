@@ -32,7 +32,9 @@ def test_markdown_export_of_an_upload_run(tmp_path: Path, monkeypatch: pytest.Mo
         session = app.registry.peek("tab")
         held = str(session.agent.memory.steps)  # what the model was given: fenced, with the server path
         assert "<data source=" in held and str(session.record.workspace) in held
-        markdown = Path(ChatExports(app.services).export_markdown(Req("tab"))).read_text()
+        title = session.record.saved.meta().title
+        exported = Path(ChatExports(app.services).export_markdown(Req("tab")))
+        markdown = exported.read_text()
     finally:
         app.registry.shutdown()
     # The person's message and the name of their file, not the upload prompt the model was given.
@@ -41,3 +43,5 @@ def test_markdown_export_of_an_upload_run(tmp_path: Path, monkeypatch: pytest.Mo
     assert "<data" not in markdown and "looks like it tries to give instructions" not in markdown
     assert str(tmp_path) not in markdown and "at notes.txt" in markdown and "cwd .\n" in markdown
     assert markdown.rstrip().endswith("read notes.txt")
+    # Named by the title's words, not the file it names (a review's download read `…_penguins.csv.zip`).
+    assert "notes.txt" in title and exported.name == "Summarise_my_notes.md", (title, exported.name)

@@ -292,6 +292,8 @@ class ApiChats:
                 if check is not None:  # the mark the page shows under the answer: a caller must see it too
                     result["check"] = check.as_dict()
                     result["note"] = result["note"] or clip(answer_mark(check).replace("**", ""))
+            if not result["answer"] and not result["note"]:  # no answer (out of steps): what the page told the person
+                result["note"] = state.last_note.replace("**", "")
         else:  # nothing ran (its files refused, an agent that could not start): the chat's last note says why
             result["note"] = state.last_note
         result["files"] = self._files(session, url_of)

@@ -55,7 +55,10 @@ class ChatExports:
 
     @staticmethod
     def _file_stem(title: str) -> str:
-        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", title).strip("._-")[:60]
+        """The export's file name from the chat's title: its words only, not the " · penguins.csv" of the files
+        the title names (a download read `…_penguins.csv.zip`), and no dots."""
+        words = title.split(" · ")[0]
+        stem = re.sub(r"[^A-Za-z0-9_-]+", "_", words).strip("_-")[:60]
         return stem or "agentdeck-chat"
 
     def export_markdown(self, request: gr.Request) -> Any:
