@@ -106,6 +106,7 @@ class Hold:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     held: bool = False
     abandoned: bool = False  # tests: a replica that died stops renewing without releasing
+    renewed_at: float = 0.0  # monotonic time of the last take or renewal the store confirmed
 
     @property
     def name(self) -> str:
@@ -120,7 +121,7 @@ class Hold:
         if not taken:
             raise SandboxHeldElsewhere(f"the sandbox {self.sandbox} cannot be attached: it is in use by another "
                                        "session (the chat is open elsewhere, maybe on another server)")
-        self.held = True
+        self.held, self.renewed_at = True, time.monotonic()
         _renewer.add(self)
 
     def renew(self) -> bool:
@@ -129,10 +130,20 @@ class Hold:
             return False
         try:
             self.held = bool(self.store.lease_renew(self.name, self.token, self.ttl_s))
+            if self.held:
+                self.renewed_at = time.monotonic()
         except Exception as exc:  # the store is unreachable: the claim counts as lost, nothing is killed
             log.warning("the hold on sandbox %s could not be renewed: %s", self.sandbox, exc)
             self.held = False
         return self.held
+
+    def current(self) -> bool:
+        """Whether this host may still drive the sandbox, asking the store only when the last confirmation is
+        half an expiry old: a claim confirmed less than its expiry ago cannot have been taken by anyone (the
+        store frees it only once it expired), so each step's send costs no round trip (`renew` otherwise)."""
+        if not self.held or self.abandoned:
+            return False
+        return time.monotonic() - self.renewed_at < self.ttl_s / 2 or self.renew()
 
     def release(self) -> None:
         if self.held and not self.abandoned:

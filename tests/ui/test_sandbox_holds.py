@@ -58,15 +58,46 @@ def test_only_the_holder_renews_or_releases_and_an_expired_hold_is_free(store: A
     assert store.lease_take("sandbox-hold:sbx", "a", 30.0)
 
 
+class Counting:
+    """The store, counting the renewals asked of it."""
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.renewals = store, 0
+
+    def lease_take(self, name: str, holder: str, ttl_s: float) -> bool:
+        return bool(self.store.lease_take(name, holder, ttl_s))
+
+    def lease_renew(self, name: str, holder: str, ttl_s: float) -> bool:
+        self.renewals += 1
+        return bool(self.store.lease_renew(name, holder, ttl_s))
+
+    def lease_release(self, name: str, holder: str) -> bool:
+        return bool(self.store.lease_release(name, holder))
+
+
 def test_a_hold_is_renewed_while_held_and_refuses_a_second_taker(store: Any) -> None:
-    first = Hold(store, "sbx", ttl_s=0.6)
+    counting = Counting(store)
+    first = Hold(counting, "sbx", ttl_s=0.6)
     first.take()
     with pytest.raises(SandboxHeldElsewhere, match="open elsewhere"):
         Hold(store, "sbx", ttl_s=0.6).take()
-    # The process's renewer keeps it past several expiries with no step in between.
-    deadline = threading.Event()
-    deadline.wait(2.0)  # three expiries of idle time, which the renewer must cover (a duration, not a sync)
+    # The process's renewer keeps it with no step in between: three renewals span more than one expiry.
+    wait_until(lambda: counting.renewals >= 3, 10, "the renewer to renew the hold three times")
     with pytest.raises(SandboxHeldElsewhere):
         Hold(store, "sbx", ttl_s=0.6).take()
     first.release()
     Hold(store, "sbx", ttl_s=0.6).take()
+
+
+def test_a_step_asks_the_store_only_when_the_hold_was_last_confirmed_half_an_expiry_ago(store: Any) -> None:
+    """`current` (each E2B send): no round trip for a claim confirmed less than half its expiry ago (nobody can
+    have taken it); an older one is renewed, and a lost one is found lost."""
+    counting = Counting(store)
+    hold = Hold(counting, "sbx", ttl_s=30.0)
+    hold.take()
+    assert all(hold.current() for _ in range(5)) and counting.renewals == 0
+    hold.renewed_at -= 20.0  # confirmed 20 s ago: past half the expiry
+    assert hold.current() and counting.renewals == 1
+    assert counting.lease_release(hold.name, hold.token) and store.lease_take(hold.name, "another", 30.0)
+    hold.renewed_at -= 20.0
+    assert not hold.current() and not hold.current() and counting.renewals == 2  # lost stays lost

@@ -299,7 +299,7 @@ class E2BHost(SupervisedHost):
                     from exc
 
     def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:
-        if self.hold is not None and not self.dead and not self.hold.renew():
+        if self.hold is not None and not self.dead and not self.hold.current():
             raise SandboxHeldElsewhere(f"the E2B sandbox {self.id} is held by another session now (the chat was "
                                        "opened elsewhere): this session no longer drives it")
         if time.monotonic() - self._renewed > self.session.settings.timeout_s / 4 and not self.dead:
