@@ -112,6 +112,14 @@ def test_the_running_step_is_open_and_finished_steps_show_their_tables_and_chart
             return boxes.slice(1).map((box, i) => box.top - boxes[i].bottom);
         }""")
         assert gaps and max(gaps) <= 16, gaps
+        # Opened, a step shows its code; what it printed is read once, below it, not again inside (issue 31).
+        step_group(page, "Step 3").locator(".title").first.click()
+        page.wait_for_function("() => [...document.querySelectorAll('#chat .thought-group .title.expanded')]"
+                               ".some(t => t.innerText.includes('Step 3'))")
+        printed = page.evaluate("""() => [...document.querySelectorAll('#chat pre')]
+            .filter(pre => pre.innerText.includes('progress: 2 of 2') && !pre.innerText.includes('print(')).length""")
+        assert printed == 1, f"the step's output is shown {printed} times"
+        step_group(page, "Step 3").locator(".title").first.click()
         # The DataFrame answer is a table of every column, its rows cut to what pandas printed, saying so.
         answer = chat.locator(".message-row").last
         assert answer.locator("table tr").count() >= 11

@@ -57,9 +57,9 @@ def test_step_streams_then_finishes_with_duration_and_tokens() -> None:
     assert step["metadata"]["duration"] == 1.23
     # Folded, it says what it did (the thought's first sentence), then its tokens (issue 31: only the tokens)
     assert step["metadata"]["log"] == "I will count. · 150 tokens"
-    # The step holds its code and what it printed (no nested collapsible to open)...
-    assert step["content"] == "Thought: I will count.\n\n```python\nprint(len(df))\n```\n\n📜 *Output*\n\n```\n344\n```"
-    # ...and, folded, shows what it printed right under its title, as a plain message.
+    # Folded, it shows what it printed right under its title, as a plain message (a notebook's cell, then its
+    # output); the step keeps its code, and what the preview shows whole is not repeated inside it (issue 31).
+    assert step["content"] == "Thought: I will count.\n\n```python\nprint(len(df))\n```"
     after = messages[messages.index(step) + 1:]
     preview = next(m for m in after if (m.get("metadata") or {}).get("parent_id") != step["metadata"]["id"])
     assert "metadata" not in preview and "```\n344\n```" in preview["content"]
@@ -67,6 +67,28 @@ def test_step_streams_then_finishes_with_duration_and_tokens() -> None:
     seen = by_title(messages, "👁️ What the model sees next")
     assert seen["metadata"]["parent_id"] == step["metadata"]["id"]
     assert "Last output from code snippet:\n7" in seen["content"]
+
+
+def test_output_is_read_once_below_its_step_and_kept_in_it_only_when_the_preview_is_cut() -> None:
+    """Found by a review (issue 31): a step's output read twice, in the opened step and under it. Shown whole
+    below, it is not repeated in the step; cut short there, the step keeps all of it (the preview points to it)."""
+    t = Transcript()
+    code_step(t)
+    t.apply(ev.ExecutionLog(**base(1), text="first line\nsecond line\n"))
+    t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=0.5, token_usage=TokenUsage(10, 5)))
+    shown = [str(m.get("content")) for m in t.messages()]
+    assert sum("second line" in text for text in shown) == 1
+    assert "second line" not in by_title(t.messages(), "Step 1")["content"]
+
+    long_output = "".join(f"line {i}\n" for i in range(40))
+    code_step(t, step=2)
+    t.apply(ev.ExecutionLog(**base(2), text=long_output))
+    t.apply(ev.StepFinished(**base(2), step_type="action", duration_s=0.5, token_usage=TokenUsage(10, 5)))
+    step = by_title(t.messages(), "Step 2")
+    assert "line 39" in step["content"]  # all of it, in the step
+    preview = t.messages()[t.messages().index(step) + 1]
+    assert "line 0" in preview["content"] and "line 39" not in preview["content"] and "open **Step 2**" in \
+        preview["content"]
 
 
 def test_an_observation_that_only_repeats_the_logs_is_not_shown_twice() -> None:
@@ -77,7 +99,7 @@ def test_an_observation_that_only_repeats_the_logs_is_not_shown_twice() -> None:
     t.apply(ev.StepFinished(**base(1), step_type="action", duration_s=0.5, token_usage=TokenUsage(10, 5)))
     titles = [m.get("metadata", {}).get("title") for m in t.messages()]
     assert "👁️ What the model sees next" not in titles
-    assert "344" in by_title(t.messages(), "Step 1")["content"]
+    assert sum("344" in str(m.get("content")) for m in t.messages()) == 1  # once: in the step's preview
     # Anything beyond the logs (an error, a truncation note, a value) is what the model sees: shown.
     t.apply(ev.StepStarted(**base(2), step_type="action"))
     t.apply(ev.ExecutionLog(**base(2), text="345\n"))
@@ -116,7 +138,8 @@ def test_managed_agent_steps_nest_under_the_call() -> None:
     sub = by_title(messages, "↳ Step 1")
     assert call["metadata"]["parent_id"] == top["metadata"]["id"]
     assert sub["metadata"]["parent_id"] == call["metadata"]["id"]
-    assert "found" in sub["content"]
+    preview = messages[messages.index(sub) + 1]  # what it printed: under it, inside the call
+    assert "found" in preview["content"] and preview["metadata"]["parent_id"] == call["metadata"]["id"]
     assert call["metadata"]["status"] == "done" and call["metadata"]["duration"] == 2.5
     assert "Managed agent **researcher**" in call["content"] and "the answer" in call["content"]
     # Parents come before their children in the flat list (the Chatbot needs that to nest).

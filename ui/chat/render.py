@@ -219,9 +219,11 @@ class Transcript(ExecutionRendering, DecisionRendering):
             return
         title = (node.title or "the step").replace(" ⚠️", "").replace(WAITING_MARK, "")
         saved = FileLinker(self.workdir, self.publish).link(node.parts["files"]) if "files" in node.parts else ""
-        text = step_preview(title, record, saved)
-        if text:
-            preview = Node(f"{node.id}/output", parts={"text": text})
+        shown = step_preview(title, record, saved)
+        if shown.whole and record.logs.strip():  # read once, below the step (see ui/chat/step_output.py)
+            node.parts.pop("logs", None)
+        if shown.text:
+            preview = Node(f"{node.id}/output", parts={"text": shown.text})
             record.place(preview)
             self.by_id[preview.id] = preview
 

@@ -3,16 +3,17 @@ tables), the results of the tools it called, the files it saved (as links) and i
 
 Why: a finished step folds to one line, so what it found would take a click (two, when the logs were a
 nested collapsible) to read. The chat shows this preview as a plain message under the step, after what the
-step added at its level while it ran (a question and its answer) and before its charts; the step itself keeps
-the code and the whole output. The text is Markdown for the chat (ui/chat/tree.py neutralises it like every
-message).
+step added at its level while it ran (a question and its answer) and before its charts. As in a notebook (the
+cell, then its output), what the preview shows whole is not shown again inside the folded step: the step keeps
+its code, and its output only when the preview had to leave some out (issue 31: the output read twice).
+The text is Markdown for the chat (ui/chat/tree.py neutralises it like every message).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-from agents.text_tables import split_tables, to_markdown
+from agents.text_tables import MAX_CELL_CHARS, MAX_COLUMNS, MAX_ROWS, Table, split_tables, to_markdown
 from ui.chat.formatting import clip, fence, first_words, thought_without_code
 from ui.chat.tree import Node
 
@@ -81,7 +82,20 @@ def _trimmed(lines: list[str]) -> list[str]:
     return lines
 
 
-def logs_preview(logs: str, step_title: str) -> str:
+@dataclass
+class Preview:
+    text: str
+    whole: bool  # it shows everything the logs hold (nothing left out, every table whole): the step need not
+
+
+def _table_whole(table: Table) -> bool:
+    """Whether the preview's Markdown of `table` leaves nothing out (rows, columns, cell text)."""
+    cells = [table.header, *table.rows]
+    return (table.complete and len(table.rows) <= MAX_ROWS and max(map(len, cells)) <= MAX_COLUMNS
+            and all(len(cell) <= MAX_CELL_CHARS for row in cells for cell in row))
+
+
+def logs_preview(logs: str, step_title: str) -> Preview:
     """The start of `logs` as Markdown: text lines fenced, printed frames as tables, and what is left out."""
     lines = logs.rstrip().split("\n")
     searched = "\n".join(lines)
@@ -92,12 +106,14 @@ def logs_preview(logs: str, step_title: str) -> str:
     if cut and segments and segments[-1].table is not None:
         segments[-1].table.complete = False
     budget, tables, consumed = PREVIEW_LINES, 0, 0
+    whole = not cut
     blocks: list[str] = []
     for segment in segments:
         if budget <= 0 or (segment.table is not None and tables >= PREVIEW_TABLES):
             break
         if segment.table is not None:
             tables += 1
+            whole = whole and _table_whole(segment.table)
             blocks.append(to_markdown(segment.table))
             budget -= min(len(segment.table.rows), PREVIEW_LINES // 2)
             consumed += segment.size
@@ -110,7 +126,7 @@ def logs_preview(logs: str, step_title: str) -> str:
     left = len(_trimmed(lines[consumed:]))
     if left:
         blocks.append(f"*… {left} more line{'s' if left != 1 else ''} of output: open **{step_title}** for all of it.*")
-    return "\n\n".join(blocks)
+    return Preview("\n\n".join(blocks), whole=whole and not left)
 
 
 def rejection_text(reason: str) -> str:
@@ -131,19 +147,23 @@ def call_preview(call: CallOutcome) -> str:
     return f"🛠️ **{call.tool_name}**\n" + fence(shown)
 
 
-def step_preview(step_title: str, record: StepRecord, saved: str = "") -> str:
-    """The preview of a finished step ('' when it printed, called, saved and failed nothing)."""
+def step_preview(step_title: str, record: StepRecord, saved: str = "") -> Preview:
+    """The preview of a finished step (text '' when it printed, called, saved and failed nothing); `whole` when
+    it shows all the step printed, so the step itself need not show it again."""
     blocks = []
+    whole = True
     if record.logs.strip():
-        blocks.append(logs_preview(record.logs, step_title))
+        logs = logs_preview(record.logs, step_title)
+        blocks.append(logs.text)
+        whole = logs.whole
     blocks += [call_preview(call) for call in record.calls if call.tool_name != "final_answer"]
     if saved:
         blocks.append(saved)
     if record.error:
         blocks.append(record.error)
     if not blocks:
-        return ""
-    return MARKER + "\n\n" + "\n\n".join(blocks)
+        return Preview("", whole=True)
+    return Preview(MARKER + "\n\n" + "\n\n".join(blocks), whole=whole)
 
 
 #: A line that names an exception: "NameError: name 'df' is not defined", "SecurityError: ...".
