@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from agents import step_events
 from agents.decisions.deciders import Decider
-from agents.decisions.pending import RunPaused, request_key
+from agents.decisions.pending import Grant, RunPaused, request_key
 from agents.decisions.policy import ApprovalPolicy
 from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome
 from agents.events import Event, new_id
@@ -67,8 +67,8 @@ class DecisionBroker:
         earlier = getattr(run, "paused", None)
         if granted is None and earlier is not None:  # code that caught the pause asked again: the first one stands
             raise RunPaused(earlier)
-        asked_at = (granted[2] if granted else 0.0) or time.time()  # a resumed request: when it was asked
-        request = DecisionRequest(id=granted[0] if granted else new_id(), kind=kind, payload=payload,
+        asked_at = (granted.asked_at if granted else 0.0) or time.time()  # a resumed request: when it was asked
+        request = DecisionRequest(id=granted.request_id if granted else new_id(), kind=kind, payload=payload,
                                   run_id=context.run_id, step=context.step, asked_at=asked_at)
         pausing = bool(getattr(run, "pausing", False))
         register = getattr(self.decider, "register", None) if granted is None and not pausing else None
@@ -83,7 +83,7 @@ class DecisionBroker:
         if granted is None:  # a resumed run's request was shown when it was asked: its answer follows now
             context.emit(step_events.decision_requested(record, kind.value, fields))
         if granted is not None:  # a resumed run: the person's answer to this very request (agents/decisions/pending.py)
-            decision: Decision | None = granted[1]
+            decision: Decision | None = granted.decision
         elif pausing:  # pause mode: the run ends here, no thread waits
             run.paused = request
             raise RunPaused(request)
@@ -100,7 +100,8 @@ class DecisionBroker:
             detail = "time limit reached; default applied. "
         decision.validate_for(request)
         detail += decision.reason or decision.answer
-        record.update(outcome=decision.outcome.value, detail=detail, decided_at=time.time(),
+        decided_at = (granted.decided_at if granted else 0.0) or time.time()  # a decision made again: its time
+        record.update(outcome=decision.outcome.value, detail=detail, decided_at=decided_at,
                       edited=json_safe(decision.edited) if decision.outcome is Outcome.EDIT else None)
         recorded = getattr(context, "decisions", None)
         if recorded is not None:
@@ -109,17 +110,17 @@ class DecisionBroker:
         return decision
 
 
-def _granted(kind: DecisionKind, payload: dict[str, Any], context: Any) -> tuple[str, Decision, float] | None:
+def _granted(kind: DecisionKind, payload: dict[str, Any], context: Any) -> Grant | None:
     """The resumed run's decision if this request is the one it was given for (same kind and content), once."""
     grant = getattr(context, "grant", None)
     if grant is None:
         return None
     pending, decision = grant
     key = request_key(kind, json_safe(payload))
-    earlier: tuple[str, Decision, float] | None = pending.take_earlier(key)  # made before the pause, in the step
+    earlier: Grant | None = pending.take_earlier(key)  # made before the pause, in the step
     if earlier is not None:
         return earlier
     if request_key(pending.kind, pending.payload) != key:
         return None
     context.grant = None
-    return pending.request_id, decision, pending.asked_at or time.time()
+    return Grant(pending.request_id, decision, pending.asked_at or time.time())

@@ -32,6 +32,20 @@ def request_key(kind: DecisionKind | str, payload: dict[str, Any]) -> tuple[str,
     return str(kind), json.dumps(shown, sort_keys=True, default=repr)
 
 
+@dataclass(frozen=True)
+class Grant:
+    """A decision a resumed run is given for one of its requests: the request's id, the decision, when it was
+    asked, and when it was made (0.0: unknown, now)."""
+    request_id: str
+    decision: Decision
+    asked_at: float
+    decided_at: float = 0.0
+
+
+def _time_or_zero(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
 @dataclass
 class PendingDecision:
     request_id: str
@@ -89,15 +103,14 @@ class PendingDecision:
                 return str(payload["call_id"])
         return None
 
-    def take_earlier(self, key: tuple[str, str]) -> tuple[str, Decision, float] | None:
-        """The decision made earlier in the paused step for the request `key` (see `request_key`), once: its
-        request's id, the decision, and when it was asked."""
+    def take_earlier(self, key: tuple[str, str]) -> Grant | None:
+        """The decision made earlier in the paused step for the request `key` (see `request_key`), once, with
+        when it was asked and made (a resumed step makes it again: it keeps its own times)."""
         for index, record in enumerate(self.earlier):
             if request_key(str(record.get("kind", "")), dict(record.get("proposed") or {})) == key:
                 del self.earlier[index]
-                asked = record.get("asked_at")
-                return (str(record.get("request_id", "")), _decision_of(record),
-                        float(asked) if isinstance(asked, (int, float)) else 0.0)
+                return Grant(str(record.get("request_id", "")), _decision_of(record),
+                             _time_or_zero(record.get("asked_at")), _time_or_zero(record.get("decided_at")))
         return None
 
     def approval_policy(self) -> ApprovalPolicy | None:

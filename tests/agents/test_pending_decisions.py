@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from agents import events as ev
 from agents import tool
 from agents.decisions import Decision
+from agents.decisions.policy import ApprovalPolicy
 from agents.errors import ConfigurationError, MemoryIntegrityError
 from agents.loop.restore import rebuild_sandbox_state, restore_agent_memory
 from agents.loop.result import RunState
@@ -113,6 +115,36 @@ def test_a_tool_call_from_code_is_granted_for_that_exact_call_only(make_code_age
     # the approved call ran; the second, different call is a new request: the run ends there again
     assert SENT == ["hello"] and result.state is RunState.PAUSED
     assert fresh.memory.pending.payload["arguments"] == {"text": "again"}
+
+
+def test_a_decision_made_again_in_a_resumed_step_keeps_the_time_it_was_made(make_code_agent, tmp_path):
+    """Found by a review (issue 31): code approved, then a tool call in it asked for its own decision; when that
+    was answered, the resumed step made the code decision again and stamped it "now", so the chat's time for the
+    code decision included the whole wait for the tool-call decision."""
+    policy = ApprovalPolicy(approve_code=True, tool_calls="flagged")
+    source = "final_answer(send_note(text='hello'))"
+    agent, saved = _paused_code_agent(make_code_agent, tmp_path, [code(source)], approval_policy=policy,
+                                      tools=[send_note])
+    assert agent.memory.pending.kind == "code"
+    agent.close()
+    fresh, _ = _fresh(make_code_agent, tmp_path, saved, [], approval_policy=policy, tools=[send_note])
+    assert fresh.resume(Decision.approve(), return_result=True).state is RunState.PAUSED
+    pending = fresh.memory.pending
+    assert pending.kind == "tool_call" and SENT == []
+    code_decided = [r["decided_at"] for r in pending.earlier if r["kind"] == "code"]
+    assert len(code_decided) == 1
+    saved = dumps_memory(fresh.memory, SECRET)
+    fresh.close()
+    later, _ = _fresh(make_code_agent, tmp_path, saved, [], approval_policy=policy, tools=[send_note])
+    made: list[ev.DecisionMade] = []
+    for event in later.resume(Decision.approve(), stream=True):
+        if isinstance(event, ev.DecisionMade):
+            made.append(event)
+    assert SENT == ["hello"]
+    code_made = [e for e in made if e.request_kind == "code"]
+    assert len(code_made) == 1 and code_made[0].timestamp == code_decided[0]
+    step = list(later.memory.action_steps())[0]
+    assert [r["decided_at"] for r in step.decisions if r["kind"] == "code"] == code_decided
 
 
 def test_a_tool_calling_agent_resumes_an_edited_call(make_tool_agent):
