@@ -21,7 +21,7 @@ from ui.model_choice import model_note
 from ui.panels import approval_panel, approvals, chat_delete, history_layout, retry
 from ui.panels import files as files_panel_ui
 from ui.tool_offer import default_tool_names
-from ui.web import chat_view, focus, responsive, sign_in
+from ui.web import chat_view, focus, gradio_dom, responsive, sign_in
 from ui.web.gradio_callers import hide_from_api
 from ui.web.gradio_compat import chat_examples
 from ui.web.input_lock import lock_on, unlock_after
@@ -133,7 +133,7 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         resent = retry.wire(services, editor, page, approval_mode,  # Retry, Edit and resend
                             close_on=[new_btn.click, history.chat_list.select, history.takeover_btn.click])
         stopped = stop_btn.click(app.stop, outputs=[status], api_name="stop", concurrency_limit=None,
-                                 show_progress="hidden")
+                                 show_progress="hidden", js=gradio_dom.PIN_CHAT_END_JS)
         stopped.then(app.after_stop, outputs=outputs, concurrency_limit=None, show_progress="hidden",
                      postprocess=False)  # a run paused at a decision: its end shown (no stream of its own does)
         cleared = new_btn.click(app.new_chat, outputs=outputs, api_name="new_chat", concurrency_limit=None,

@@ -24,6 +24,7 @@ from browser_driver import (
     server_events,
     wait_for_events,
     wait_for_text,
+    wait_in_view,
 )
 from ui_testlib import PENGUINS, SCREENSHOT_DIR, code_reply, run_mail_app
 
@@ -258,8 +259,14 @@ def test_stop_while_a_decision_waits_shows_the_run_stopped(page) -> None:
     send(page, "Print if I allow it.")
     page.locator("#edit-code").wait_for(state="visible")
     wait_for_text(page, " · ✋ waiting for you")
+    # The person scrolled the chat up to read the code (a chat long enough to scroll: its view made short)...
+    page.evaluate("""() => { const log = document.querySelector('#chat [role=log]');
+                             log.style.maxHeight = '160px'; log.scrollTop = 0;
+                             log.dispatchEvent(new Event('scroll')); }""")
     page.locator("#stop-btn").click()
     panel_hidden(page)
+    # ...and after Stop the chat follows to its end, where the run's end is said (a review found it stayed up).
+    wait_in_view(page, page.locator("#chat").get_by_text("Stopped. You can send a new message").last)
     page.wait_for_function("!(document.querySelector('#run-status')?.innerText || '').includes('stopping')",
                            timeout=30_000)
     assert "stopped" in page.locator("#run-status").inner_text().lower()

@@ -20,6 +20,7 @@ FOLLOW_OUTPUT_JS = """
     const atBottom = () => log.scrollTop + log.clientHeight >= log.scrollHeight - 80;
     log.addEventListener('scroll', () => { pinned = atBottom(); }, {passive: true});
     const sizes = new ResizeObserver(() => { if (pinned && !atBottom()) log.scrollTop = log.scrollHeight; });
+    log.adPin = () => { pinned = true; log.scrollTop = log.scrollHeight; };  // see PIN_CHAT_END_JS
     const watch = () => { for (const child of log.children) sizes.observe(child); };
     new MutationObserver(watch).observe(log, {childList: true});
     watch();
@@ -35,6 +36,14 @@ FOLLOW_OUTPUT_JS = """
   attach();
 }
 """
+
+#: The person pressed Stop: follow the chat to its end again, wherever they had scrolled (the end of the run, the
+#: "Stopped" note, comes there; found by a review: stopped at a decision read higher up, the chat stayed there).
+PIN_CHAT_END_JS = """() => {
+  const log = document.querySelector('#chat [role=log]');
+  if (log && log.adPin) log.adPin();
+  return [];
+}"""
 
 # The page re-renders the box's textarea when its value is updated (each run clears it), which re-enables it;
 # so the lock is a flag on the box's container, and an observer puts `disabled` back while the flag is set.
