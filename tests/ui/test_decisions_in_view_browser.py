@@ -61,6 +61,20 @@ def test_decision_buttons_and_the_edit_box_are_in_view(tmp_path: Path, size: tup
             page.locator("#approve-btn").wait_for(state="visible")
             in_view(page, "#approve-btn")
             in_view(page, "#reject-btn")
+            # What waits ("Step 1 · ✋ waiting for you", "✋ Waiting for your decision: …") fits its card, also
+            # on a phone: nothing sticks out past the card's edge or the chat's, no spinner (a review's doubt).
+            overflows = page.evaluate("""() => {
+                const log = document.querySelector('#chat [role=log]').getBoundingClientRect();
+                return [...document.querySelectorAll('#chat .thought-group .title')]
+                    .filter(t => t.innerText.includes('aiting'))
+                    .map(t => { const group = t.closest('.thought-group').getBoundingClientRect();
+                                const box = t.getBoundingClientRect();
+                                return {text: t.innerText, over: t.scrollWidth - t.clientWidth,
+                                        right: Math.max(box.right - group.right, group.right - log.right),
+                                        spinner: !!t.querySelector('.loading-spinner, [class*=spinner]')}; });
+            }""")
+            assert len(overflows) >= 2, overflows
+            assert all(o["over"] <= 1 and o["right"] <= 1 and not o["spinner"] for o in overflows), overflows
             page.locator("#approve-btn").click()
             wait_for_text(page, "computed")
             page.locator("#approval-panel").wait_for(state="detached")

@@ -8,7 +8,9 @@ scroll sideways when wide. Colours come from Gradio's theme variables, so dark m
 
 Gradio lays the chat's copy and clear icons over the top right corner of its scrolling list, so on a phone a step
 scrolled to the top had its title's text under them (issue 31), and at every width the step's bar did: the icons
-sit in their own band above the list instead, and the list takes the height that is left.
+sit in their own band above the list instead, and the list takes the height that is left. Step titles stay on one
+line, except on a phone, where a long one ("✋ Waiting for your decision: run this code?") wraps instead of
+sticking out of its card.
 
 The chat also stays at its bottom while the person has not scrolled up: Gradio scrolls only when a new value
 arrives, so a chart that finished loading a moment later pushed the running step's output out of sight, and
@@ -48,6 +50,7 @@ CSS = """
 #chat .md a code { text-decoration: underline; }
 @media (max-width: 768px) {
   #chat .message:has(.ad-step-output) { padding-left: calc(var(--spacing-md) + 8px); }
+  #chat .message-row .thought-group .title .md { flex-shrink: 1; min-width: 0; overflow-wrap: anywhere; }
 }
 html:not(.ad-chat-shown) #chat .placeholder-content > *, html.ad-chat-opening #chat .placeholder-content > * {
   display: none; }
