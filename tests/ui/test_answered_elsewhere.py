@@ -82,6 +82,26 @@ def test_the_tick_of_the_tab_showing_it_finds_it_answered_and_follows_the_run(ap
     assert app.session_for(FIRST).record.transcript.finished.output == "x is 42"
 
 
+def test_an_earlier_ticks_late_after_leaves_the_next_decision_to_the_tick_that_follows(app) -> None:  # type: ignore[no-untyped-def]
+    """Found on a loaded machine (the browser test's flake): ticks' chains overlap, and an earlier tick's `after`
+    ran once a later tick had found the decision made but before its follow: it took the refresh and showed no
+    decision (the run still going), and the tab never showed the next decision."""
+    app, config = app
+    handlers, shown = _paused_and_watched(app, config)
+    elsewhere = handlers.elsewhere
+    answered = _as_view(handlers.approve(shown, "x = 6 * 7\nprint('the first step ran', x)", "", SECOND))
+    assert answered["panel"] == {"__type__": "update", "visible": False}, answered["message"]
+    assert app.session_for(FIRST).running  # resumed, not yet drained by the second tab's chain
+    hidden = _as_view(elsewhere.check(shown, FIRST))
+    assert hidden["panel"] == {"__type__": "update", "visible": False}
+    late = elsewhere.after(FIRST)  # the earlier tick's chain ends now
+    assert all(value == {"__type__": "update"} for value in late)
+    list(handlers.resume(SECOND))  # the second tab's chain drains the run: it pauses at the next step
+    assert "the first step ran 42" in chat_text(list(elsewhere.follow(FIRST))[-1][0])
+    again = _as_view(elsewhere.after(FIRST))
+    assert again["request_id"] not in (None, shown) and "final_answer" in str(again["edit_code"])
+
+
 def test_a_late_click_on_the_answered_decision_follows_the_run_instead(app) -> None:  # type: ignore[no-untyped-def]
     app, config = app
     handlers, shown = _paused_and_watched(app, config)

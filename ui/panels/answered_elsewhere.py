@@ -59,6 +59,7 @@ class AnsweredElsewhere:
         self._lock = threading.Lock()
         self._follow: set[str] = set()  # tabs whose next `follow` streams the run answered elsewhere
         self._refresh: set[str] = set()  # tabs whose next `after` shows the panel again
+        self._following: set[str] = set()  # tabs whose `follow` streams now
         self._read_at: dict[str, float] = {}  # tab -> when it last read its saved chat (`_saved_elsewhere`)
         self._mine: dict[str, str] = {}  # request id -> the tab of this replica that answered it (`answering`)
         self._away: set[str] = set()  # tabs showing a chat whose run goes on on another replica (`_follow_saved`)
@@ -161,9 +162,23 @@ class AnsweredElsewhere:
         """(chat, message box, files, status, clock) of the run answered elsewhere, until it ends or pauses again;
         skipped unless `check` (or a click, `noticed`) found the decision made."""
         key = tab_key(request)
-        if not self._take(self._follow, key):
+        with self._lock:
+            if key not in self._follow:
+                taken = False
+            else:
+                self._follow.discard(key)
+                self._following.add(key)
+                taken = True
+        if not taken:
             yield (gr.skip(),) * 5
             return
+        try:
+            yield from self._followed(key, request)
+        finally:
+            with self._lock:
+                self._following.discard(key)
+
+    def _followed(self, key: str, request: gr.Request) -> Iterator[tuple]:
         session = self.services.acting_session(request)
         streamer = self.services.streamer
         shown = Shown(root_url=root_url_of(request))
@@ -202,9 +217,17 @@ class AnsweredElsewhere:
             time.sleep(POLL_S)
 
     def after(self, request: gr.Request) -> tuple:
-        """After `follow`: the panel shows what the session waits for now (skipped unless `check` hid it)."""
-        if not self._take(self._refresh, tab_key(request)):
-            return (gr.skip(),) * len(VIEW_KEYS)
+        """After `follow`: the panel shows what the session waits for now (skipped unless `check` hid it).
+
+        Ticks' chains overlap on a loaded server: an earlier tick's `after` can come once a later tick's `check`
+        found the decision made but before its `follow` has ended. It leaves the refresh to the chain whose
+        follow is due or streams (taken then, it showed no decision while the run went on, and the tab never
+        showed the next one)."""
+        key = tab_key(request)
+        with self._lock:
+            if key in self._follow or key in self._following or key not in self._refresh:
+                return (gr.skip(),) * len(VIEW_KEYS)
+            self._refresh.discard(key)
         return as_tuple(view(self.services.acting_session(request).pending_request()))
 
 
