@@ -30,8 +30,9 @@ from agents.loop.model_call import Steps, drive
 from agents.loop.observation_images import ObservationImageBudget, check_mode
 from agents.loop.result import RunResult, RunState
 from agents.loop.run_options import RunOptions, resume_options
+from agents.loop.step_agent import FinalAnswerCheck
 from agents.loop.step_hooks import StepHooks
-from agents.loop.step_runner import FinalAnswerCheck, StepRunner
+from agents.loop.step_runner import StepRunner
 from agents.loop.tool_runner import ToolRunner
 from agents.memory import AgentMemory, HistoryStep
 from agents.memory.compaction import make_compactor

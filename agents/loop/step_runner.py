@@ -4,74 +4,38 @@ with streaming, planning, acting, final-answer checks, compaction, the max-steps
 A step's events are made from its record by agents/step_events/, the mapping a reopened chat replays.
 
 Composition, not a mixin: the agent (agents/loop/base.py) builds one per run and hands it itself, seen
-through `StepAgent`, the narrow view below; what a run needs travels in its RunContext, passed explicitly.
+through `StepAgent` (agents/loop/step_agent.py), a narrow view; what a run needs travels in its RunContext, passed
+explicitly. Planning, compaction and the max-steps guess: agents/loop/planning_steps.py.
 """
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from agents import step_events
-from agents.answer_checks.best_guess import usable_guess
-from agents.decisions import DecisionKind, DecisionRequest, Outcome
+from agents.decisions import DecisionKind, DecisionRequest
 from agents.decisions.pending import PendingDecision, RunPaused, policy_record
 from agents.errors import AgentDeckError, AgentInterrupted, ConfigurationError, RunBudgetExceededError
-from agents.loop.callbacks import StepCallbacks
 from agents.loop.context import RunContext
 from agents.loop.edits import apply_edits, edit_notes
 from agents.loop.model_call import ModelCall, Steps, drive
 from agents.loop.observation_images import observation_message
+from agents.loop.planning_steps import PlanningSteps
 from agents.loop.result import RunResult, RunState
-from agents.memory import ActionStep, AgentMemory, FinalAnswerStep, PlanningStep, SummaryStep, TaskStep
+from agents.loop.step_agent import StepAgent
+from agents.memory import ActionStep, FinalAnswerStep, PlanningStep, TaskStep
 from agents.memory.codec import json_safe
-from agents.memory.compaction import Compactor
 from agents.memory.memory import STOPPED_STEP
 from agents.memory.steps import PromptSnapshot
 from agents.models.async_remote import agenerate_stream, supports_async
-from agents.models.base import Message, Model, ModelReply, TokenUsage, ToolCall
+from agents.models.base import Message, ModelReply, TokenUsage, ToolCall
 from agents.prompts import render
 from agents.prompts.profiles import name_choice_for
 
-_END_PLAN = "<end_plan>"
 
-FinalAnswerCheck = Callable[[Any, AgentMemory], bool]
-
-
-class StepAgent(Protocol):
-    """What the step mechanics need of an agent: its settings, its memory, and how it acts (MultiStepAgent)."""
-
-    name: str | None
-    model: Model
-    memory: AgentMemory
-    prompt_templates: dict[str, Any]
-    compactor: Compactor
-    step_callbacks: StepCallbacks
-    final_answer_checks: list[FinalAnswerCheck]
-    stop_sequences: list[str]
-    max_tokens_per_run: int | None
-
-    def prompt_variables(self, run: RunContext | None = None) -> dict[str, Any]: ...
-
-    def native_tool_schemas(self, run: RunContext | None = None) -> list[dict[str, Any]] | None: ...
-
-    def prompt_for_step(self, run: RunContext) -> list[Message]: ...
-
-    def images_in_prompt(self, messages: list[Message]) -> list[Message]: ...
-
-    def step_options(self, options: dict[str, Any]) -> dict[str, Any]: ...
-
-    def act(self, step: ActionStep, reply: ModelReply, run: RunContext) -> None: ...
-
-    def run_refusal(self) -> AgentDeckError | None: ...
-
-    def check_answer(self, value: Any, run: RunContext | None = None) -> dict[str, Any] | None: ...
-
-    def answer_problem(self, value: Any) -> str | None: ...
-
-
-class StepRunner:
+class StepRunner(PlanningSteps):
     """One run: `execute(task)` records the task, runs the steps and reports the result."""
 
     def __init__(self, agent: StepAgent, run: RunContext, last_step_number: int, started: float) -> None:
@@ -249,72 +213,6 @@ class StepRunner:
             options.update(do_sample=True, temperature=float(temperature))
         return options
 
-    # -- compaction ----------------------------------------------------------------------------------
-    def compact(self) -> None:
-        """Let the compactor fold older steps when the prompt is over budget; the step callbacks may veto it."""
-        agent, run = self.agent, self.run
-        done = agent.compactor.maybe_compact(agent.memory, agent.model, agent.prompt_templates, self._review_summary)
-        if done is not None:
-            run.emit(step_events.memory_compacted(done.step, run.event_fields()))
-
-    def _review_summary(self, step: SummaryStep) -> bool:
-        """The compactor's review: Stop wins; then any step callback returning exactly False vetoes. The summary
-        is stamped with the run and the step it was made in first (a reopened chat shows it there)."""
-        self.run.check_interrupt()
-        step.run_id, step.step_number = self.run.run_id, self.run.step
-        return not any(vote is False for vote in self.agent.step_callbacks.fire(step, self.agent))
-
-    # -- planning ------------------------------------------------------------------------------------
-    def planning_step(self, task: str, is_update: bool, remaining_steps: int,
-                      recorded: ModelReply | None = None) -> Steps[PlanningStep]:
-        """A plan (the model's, or the `recorded` one of a run paused at its review), reviewed when the policy
-        says so; in pause mode the review ends the run, the memory keeping the plan (agents/decisions/pending.py)."""
-        agent, run = self.agent, self.run
-        fields = run.event_fields()
-        step = PlanningStep(step_number=run.step, is_update=is_update)
-        step.timing.start_time = time.time()
-        run.emit(step_events.step_started(step, fields))
-        templates = agent.prompt_templates
-        if is_update:
-            self.compact()
-            messages = ([{"role": "system", "content": render(templates, "planning.update_plan_pre", task=task)}]
-                        + agent.memory.conversation
-                        + [{"role": "user", "content": render(templates, "planning.update_plan_post",
-                                                              remaining_steps=remaining_steps)}])
-        else:
-            messages = [{"role": "user", "content": render(templates, "planning.initial_plan", task=task,
-                                                           **agent.prompt_variables(run))}]
-        reply, step.model_duration_s = recorded, self.resumed_model_s
-        if reply is None:
-            reply, step.model_duration_s = yield from self.call_model(messages, stop_sequences=[_END_PLAN])
-        step.model_output, step.token_usage = reply.content, reply.token_usage
-        run.emit(step_events.model_output(step, fields))
-        plan = step.plan = reply.content.replace(_END_PLAN, "").strip()
-        run.emit(step_events.plan_proposed(step, fields))
-        try:
-            decision = run.ask(DecisionKind.PLAN, {"plan": plan})
-        except RunPaused as paused:
-            self._record_pending(paused, step, reply, in_code=False)
-            raise
-        plan_text = render(templates, "planning.plan_message", plan=plan)
-        step.decisions = run.take_decisions()
-        if decision is not None:
-            if decision.outcome is Outcome.EDIT:
-                plan, step.edited_by_user = decision.edited, True
-                plan_text = render(templates, "planning.plan_message", plan=plan)
-            elif decision.outcome is Outcome.REJECT:
-                plan_text += "\n\n" + render(templates, "observations.rejected_by_user", reason=decision.reason)
-        step.plan = plan
-        proceed = render(templates, "planning.proceed")
-        if step.edited_by_user:  # the model is told the plan it follows is the person's version
-            proceed = render(templates, "planning.plan_edited_by_user") + "\n" + proceed
-        step.messages = [{"role": "assistant", "content": plan_text}, {"role": "user", "content": proceed}]
-        step.timing.end_time = time.time()
-        agent.memory.add_step(step)
-        agent.step_callbacks.fire(step, agent)
-        run.emit(step_events.step_finished(step, fields))
-        return step
-
     # -- acting --------------------------------------------------------------------------------------
     def action_step(self, resumed: ModelReply | None = None) -> Steps[tuple[bool, Any]]:
         """One action step: the model's reply (or, for a resumed run, the paused step's recorded one), acted on.
@@ -349,7 +247,7 @@ class StepRunner:
                 self._check_final_answer(step)
         except RunPaused as paused:
             in_code = step.code is not None and paused.request.kind is not DecisionKind.CODE
-            self._record_pending(paused, step, reply, in_code=in_code)
+            self.record_pending(paused, step, reply, in_code=in_code)
             raise
         except AgentInterrupted:
             step.error, step.stopped = step.error or STOPPED_STEP, True
@@ -370,9 +268,9 @@ class StepRunner:
             self.agent.memory.pending = None
             return
         in_code = step.code is not None and request.kind is not DecisionKind.CODE
-        self._record_pending(RunPaused(request), step, reply, in_code=in_code)
+        self.record_pending(RunPaused(request), step, reply, in_code=in_code)
 
-    def _record_pending(self, paused: RunPaused, step: ActionStep | PlanningStep, reply: ModelReply | None,
+    def record_pending(self, paused: RunPaused, step: ActionStep | PlanningStep, reply: ModelReply | None,
                         in_code: bool) -> None:
         """The run ends at `paused`: the memory keeps what the resume needs (agents/decisions/pending.py)."""
         request, reply = paused.request, reply or ModelReply(content="")
@@ -451,26 +349,6 @@ class StepRunner:
                 step.is_final_answer = False
                 step.error = render(self.agent.prompt_templates, "observations.final_answer_rejected", reason=problem)
                 show_step_error(step, "AnswerDoubted", problem, self.run)
-
-    def answer_after_max_steps(self, task: str) -> Steps[FinalAnswerStep]:
-        """One last model call asking for the best answer from what the memory holds: the run's answer step."""
-        agent, run = self.agent, self.run
-        templates = agent.prompt_templates
-        fields = run.event_fields()
-        final = FinalAnswerStep(run_id=run.run_id)
-        final.guess_timing.start_time = time.time()
-        run.emit(step_events.guess_started(final, fields))
-        self.compact()
-        messages = ([{"role": "system", "content": render(templates, "final_answer.pre_messages")}]
-                    + agent.memory.conversation
-                    + [{"role": "user", "content": render(templates, "final_answer.post_messages", task=task)}])
-        reply, _ = yield from self.call_model(messages)
-        final.guess_timing.end_time = time.time()
-        # Never the app's own error text or code shown as if it were a guess (agents/answer_checks/best_guess.py).
-        final.output, final.guess_usage = usable_guess(reply.content), reply.token_usage
-        run.emit(step_events.guess_output(final, fields))
-        run.emit(step_events.guess_finished(final, fields))
-        return final
 
 
 def show_step_error(step: ActionStep, error_type: str, message: str, run: RunContext) -> None:
