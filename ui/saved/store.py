@@ -30,7 +30,6 @@ from __future__ import annotations
 import builtins
 import hashlib
 import hmac
-import json
 import re
 import secrets
 import threading
@@ -41,11 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from agents.decisions import APPROVAL_MODES
-from agents.errors import MemoryFileError, MemoryIntegrityError, MemorySchemaError, MemoryTooLargeError
 from agents.executor.tree_walk import remove_tree
 from agents.memory.memory import AgentMemory
-from agents.memory.serialize import MAX_DOCUMENT_BYTES, dumps_memory, loads_memory
-from ui.saved import meta_blobs, titles
+from ui.saved import memory_blobs, meta_blobs, titles
 from ui.saved.chat_meta import (  # noqa: F401 (the store's names, as callers import them)
     MAX_TITLE_CHARS,
     TOKEN_BYTES,
@@ -62,18 +59,16 @@ from ui.saved.data_folder import (
     secret_is_configured,
     server_secret,
 )
-from ui.saved.key_change import SECRET_CHANGED, SECRET_ID_KEY, note_secret_at_start, secret_id, unverified_secret_id
+from ui.saved.key_change import note_secret_at_start, secret_id
 from ui.saved.meta_blobs import META_MAX_BYTES
 from ui.saved.model_titles import BY_MODEL, BY_PERSON, BY_TASK
 from ui.shared.blobs import (
     ANY,
     MISSING,
     BlobStore,
-    BlobStoreError,
     BlobTooLarge,
     Expect,
     LocalBlobs,
-    VersionConflict,
 )
 from ui.shared.state import MemoryState, SharedState
 
@@ -348,58 +343,17 @@ class ChatStore:
     def save_memory(self, chat: SavedChat, memory: AgentMemory, metadata: dict[str, Any]) -> None:
         """Write the chat's signed memory over the version this SavedChat last read or wrote. Raises
         ChatStoreError (nothing written) if another tab or replica saved the chat since: its update stands."""
-        metadata = {**metadata, SECRET_ID_KEY: self.secret_id}  # which secret signed it (key_change.py)
-        data = dumps_memory(memory, self.chat_key(chat), metadata=metadata)
-        try:
-            chat.memory_version = self.blobs.put(f"{chat.key}/memory.json", data, expect=chat.memory_version)
-        except VersionConflict:
-            raise ChatStoreError("This chat was saved meanwhile from another tab or server, so this tab's version "
-                                 "was not saved over it. Reopen the chat to continue from what was saved.") from None
-        except BlobStoreError as exc:
-            raise ChatStoreError(f"This chat could not be saved: {exc}") from None
+        chat.memory_version = memory_blobs.write(self.blobs, f"{chat.key}/memory.json", memory, self.chat_key(chat),
+                                                 self.secret_id, metadata, expect=chat.memory_version)
 
     def load_memory(self, chat: SavedChat) -> tuple[AgentMemory | None, dict[str, Any]]:
         """The chat's memory and the signed metadata saved with it; (None, {}) if no run was saved yet.
 
         Raises ChatStoreError with a clear sentence when the file was changed, comes from another server,
         is too big or unreadable: nothing of it is used then."""
-        try:
-            blob = self.blobs.get(f"{chat.key}/memory.json", max_bytes=MAX_DOCUMENT_BYTES)
-        except BlobTooLarge:
-            raise ChatStoreError(f"This saved chat was refused: its memory is over the limit of "
-                                 f"{MAX_DOCUMENT_BYTES:,} bytes (it was not written by this app; nothing of it "
-                                 "was used).") from None
-        except BlobStoreError as exc:
-            raise ChatStoreError(f"This saved chat could not be read: {exc}") from None
-        if blob is None:
-            chat.memory_version = MISSING
-            return None, {}
-        try:
-            data = blob.data
-            if len(data) > MAX_DOCUMENT_BYTES:
-                raise MemoryTooLargeError(f"The saved memory is {len(data):,} bytes; the limit is "
-                                          f"{MAX_DOCUMENT_BYTES:,}.")
-            memory = loads_memory(data, self.chat_key(chat))
-            metadata = json.loads(data.decode("utf-8"))["document"].get("metadata") or {}
-        except MemoryIntegrityError:
-            signed_with = unverified_secret_id(blob.data)
-            if signed_with is not None and signed_with != self.secret_id:
-                raise ChatStoreError(SECRET_CHANGED) from None
-            raise ChatStoreError("This saved chat was refused: its signature does not match this chat and owner "
-                                 "(the file was changed, or copied from another chat or owner)"
-                                 + (". If every saved chat is refused, the server's signing secret changed: "
-                                    "restore the previous AGENTDECK_SECRET or `secret` file and restart."
-                                    if signed_with is None else ".")) from None
-        except MemorySchemaError as exc:
-            raise ChatStoreError(f"This saved chat was refused: {exc}") from None
-        except MemoryFileError as exc:
-            raise ChatStoreError(f"This saved chat could not be read: {exc}") from None
-        except OSError as exc:
-            raise ChatStoreError(f"This saved chat could not be read: {exc.strerror or exc}.") from None
-        chat.memory_version = blob.version
-        if not isinstance(metadata, dict):
-            return memory, {}
-        return memory, {k: v for k, v in metadata.items() if k != SECRET_ID_KEY}
+        memory, metadata, chat.memory_version = memory_blobs.read(self.blobs, f"{chat.key}/memory.json",
+                                                                  self.chat_key(chat), self.secret_id)
+        return memory, metadata
 
     def _has_memory(self, chat: SavedChat) -> bool:
         if isinstance(chat.memory_version, str):
