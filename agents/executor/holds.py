@@ -155,34 +155,45 @@ class Hold:
 
 
 class _Renewer:
-    """One daemon thread of the process renewing every live hold each third of the shortest expiry, so a
-    session idle for a long time (a person thinking over a decision) keeps its sandbox."""
+    """One daemon thread of the process renewing each live hold every third of its expiry, so a session idle for
+    a long time (a person thinking over a decision) keeps its sandbox. Each hold has its own schedule and a hold
+    added wakes the thread: holds of different expiries (backends given their own, `hold_ttl_s`) are each renewed
+    in time (a short one added while the thread slept a third of a long one's expiry ran out)."""
 
     def __init__(self) -> None:
-        self._holds: weakref.WeakSet[Hold] = weakref.WeakSet()
+        self._next: weakref.WeakKeyDictionary[Hold, float] = weakref.WeakKeyDictionary()  # monotonic renewal time
         self._lock = threading.Lock()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
     def add(self, hold: Hold) -> None:
         with self._lock:
-            self._holds.add(hold)
+            self._next[hold] = time.monotonic() + hold.ttl_s / 3
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="sandbox-holds", daemon=True)
                 self._thread.start()
+        self._wake.set()
+
+    def _due_in(self) -> float | None:
+        """Renew the holds due; seconds until the next one is (None: no live hold left, the thread ends)."""
+        with self._lock:
+            live = [(h, at) for h, at in self._next.items() if h.held and not h.abandoned]
+            if not live:
+                self._thread = None
+                return None
+        for hold, at in live:
+            if at <= time.monotonic():
+                hold.renew()
+                with self._lock:
+                    self._next[hold] = time.monotonic() + hold.ttl_s / 3
+        with self._lock:
+            soonest = min(self._next.get(h, 0.0) for h, _ in live)
+        return max(soonest - time.monotonic(), 0.01)
 
     def _run(self) -> None:
-        while True:
-            with self._lock:
-                holds = [h for h in self._holds if h.held and not h.abandoned]
-            if not holds:
-                with self._lock:
-                    if not any(h.held and not h.abandoned for h in self._holds):
-                        self._thread = None
-                        return
-                continue
-            time.sleep(min(h.ttl_s for h in holds) / 3)
-            for hold in holds:
-                hold.renew()
+        while (wait := self._due_in()) is not None:
+            self._wake.wait(wait)
+            self._wake.clear()
 
 
 _renewer = _Renewer()

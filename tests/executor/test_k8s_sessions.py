@@ -16,6 +16,8 @@ pytest.importorskip("kubernetes")
 from agents.executor import PythonSandbox
 from agents.executor.backend import FileTooLarge
 from agents.executor.docker import daemon
+from agents.executor.errors import SandboxError
+from agents.executor.holds import Hold, MemoryHolds, SandboxHeldElsewhere
 from agents.executor.k8s import K8sSandboxBackend
 from agents.executor.k8s.settings import K8sSettings
 from tests.executor.k8s_standin import K8sStandIn
@@ -133,26 +135,80 @@ def test_a_cut_stream_loses_the_variables_and_says_the_pod_still_runs(standin: K
     assert not standin.claims
 
 
-def test_another_replica_attaches_by_the_claims_name(standin: K8sStandIn, settings: K8sSettings,
-                                                     tmp_path: Path) -> None:
-    """Replica A's connection is lost; replica B (another backend instance, the same settings) attaches by the
-    id the chat recorded: the same pod, its workspace files, a new worker (the variables are rebuilt)."""
-    with _sandbox(settings, tmp_path, authorized_imports=["json"]) as sb:
+#: Short holds, so a replica that died frees its claim within the test (agents/executor/holds.py).
+HOLD_TTL_S = 1.0
+OWNER = "chat-owner-tag"  # the chat's tag (SandboxSpec.owner): an attach must name it
+
+
+def _replicas(settings: K8sSettings) -> tuple[K8sSandboxBackend, K8sSandboxBackend]:
+    """Two app replicas: backend instances sharing one holds store (the app's Redis), as configured apart."""
+    holds = MemoryHolds()
+    return (K8sSandboxBackend(settings, holds=holds, hold_ttl_s=HOLD_TTL_S),
+            K8sSandboxBackend(settings, holds=holds, hold_ttl_s=HOLD_TTL_S))
+
+
+def _attach_when_free(backend: K8sSandboxBackend, claim: str, tmp_path: Path) -> PythonSandbox | None:
+    try:
+        return PythonSandbox(str(tmp_path / "ws-b"), backend=backend, attach=claim, timeout_s=30, owner=OWNER)
+    except SandboxHeldElsewhere:
+        return None
+
+
+def test_a_claim_held_by_one_replica_is_not_attached_by_another(standin: K8sStandIn, settings: K8sSettings,
+                                                                tmp_path: Path) -> None:
+    """Issue 28: replica B attaching the claim replica A's session still uses started a second worker in A's pod
+    (both drove its workspace). Now B is refused, with a message that says why, and nothing runs in the pod;
+    once A's session closed (the claim deleted, the hold released), B learns the sandbox is gone, not held."""
+    a, b = _replicas(settings)
+    with PythonSandbox(str(tmp_path / "ws"), backend=a, timeout_s=30) as sb:
+        assert sb.run("x = 5").error is None
+        host = sb.host
+        assert host is not None
+        claim, execs = host.id, standin.exec_count
+        with pytest.raises(SandboxHeldElsewhere, match="open elsewhere, maybe on another server"):
+            b.attach(claim)
+        with pytest.raises(SandboxHeldElsewhere, match="in use by another session of this app"):
+            a.attach(claim, expect=sb.spec)  # another session of A: two would share one worker
+        assert standin.exec_count == execs  # no supervisor was started in A's pod
+        assert sb.run("x").output == 5  # A still drives its worker
+    assert not standin.claims  # A's close deleted its claim...
+    Hold(b.holds, claim).take()  # ...and released its hold
+    with pytest.raises(SandboxError) as gone:
+        b.attach(claim)
+    assert not isinstance(gone.value, SandboxHeldElsewhere)
+
+
+def test_a_replica_that_died_loses_its_claim_to_another_and_its_late_close_keeps_it(standin: K8sStandIn,
+                                                                                   settings: K8sSettings,
+                                                                                   tmp_path: Path) -> None:
+    """Replica A stalls (its hold is no longer renewed, and runs out); replica B attaches by the id the chat
+    recorded: the same pod, its workspace files, a new worker. A's session ends late: A drives the pod no more
+    and its close does not delete the claim B uses now (it did: B's sandbox vanished under it)."""
+    a, b = _replicas(settings)
+    sb = PythonSandbox(str(tmp_path / "ws"), backend=a, timeout_s=30, owner=OWNER)
+    other: PythonSandbox | None = None
+    try:
         assert sb.run("x = 5\nopen('kept.txt', 'w').write('from A')").error is None
         host = sb.host
         assert host is not None
         claim = host.id
-        standin.cut_streams()
-        wait_until(lambda: host.dead, what="replica A's host to see its stream end")
-        other = K8sSandboxBackend(settings)
-        attached = other.attach(claim)
-        try:
-            ready = attached.wait_ready(60)
-            assert ready["op"] == "ready"
-            assert attached.get_file("kept.txt") == b"from A"
-            assert attached.id == claim and other.attach(claim) is attached  # live in B: the same host
-            assert len(standin.pods) == 1 and standin.exec_count >= 2
-        finally:
-            attached.close()
-        assert not standin.claims  # B closed it: the claim is deleted
-    assert not standin.claims
+        hold = getattr(host, "hold", None)
+        if hold is not None:  # code from before the holds has none to abandon
+            hold.abandoned = True  # A stops renewing: its hold runs out within HOLD_TTL_S
+        other = wait_until(lambda: _attach_when_free(b, claim, tmp_path), 20, "A's hold to run out", poll_s=0.1)
+        attached = other.host
+        assert attached is not None and attached.id == claim
+        assert attached.get_file("kept.txt") == b"from A"
+        assert other.run("y = 2\ny").output == 2
+        assert b.attach(claim) is attached  # live in B: the same host
+        with pytest.raises(SandboxHeldElsewhere, match="held by another session"):
+            host.send({"op": "exec", "code": "x"})  # A's worker is not driven any more
+        sb.close()  # A's late close: its own supervisor ends, the claim stays B's
+        assert ("agentdeck-sandboxes", claim) in standin.claims
+        assert getattr(host, "let_go", False)
+        assert other.run("y + 1").output == 3  # B's worker goes on
+    finally:
+        sb.close()
+        if other is not None:
+            other.close()
+    assert not standin.claims  # B closed it: the claim is deleted

@@ -101,3 +101,20 @@ def test_a_step_asks_the_store_only_when_the_hold_was_last_confirmed_half_an_exp
     assert counting.lease_release(hold.name, hold.token) and store.lease_take(hold.name, "another", 30.0)
     hold.renewed_at -= 20.0
     assert not hold.current() and not hold.current() and counting.renewals == 2  # lost stays lost
+
+
+def test_a_short_hold_taken_while_a_long_one_is_held_is_renewed_in_time(store: Any) -> None:
+    """Backends given their own expiry (`hold_ttl_s`) share the process's renewer: a short hold taken while the
+    renewer slept a third of a long one's expiry ran out (another replica could then take its sandbox)."""
+    long = Hold(store, "sbx-long", ttl_s=60.0)
+    long.take()
+    counting = Counting(store)
+    short = Hold(counting, "sbx-short", ttl_s=0.6)
+    try:
+        short.take()
+        wait_until(lambda: counting.renewals >= 3, 10, "the renewer to renew the short hold three times")
+        with pytest.raises(SandboxHeldElsewhere):
+            Hold(store, "sbx-short", ttl_s=0.6).take()
+    finally:
+        short.release()
+        long.release()

@@ -22,11 +22,12 @@ import time
 import weakref
 from typing import Any
 
-from ..backend import SEND_DEADLINE_S, SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec, attach_mismatch
+from ..backend import SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec, attach_mismatch
 from ..errors import SandboxError, SandboxStartError
-from ..holds import HOLD_TTL_S, Hold, SandboxHeldElsewhere, SandboxHolds, configured_holds
+from ..holds import HOLD_TTL_S, Hold, SandboxHolds
+from ..remote.held import HeldHost, HoldingBackend
 from ..remote.host import CAPABILITIES as SUPERVISED
-from ..remote.host import SupervisedHost, spec_to_json
+from ..remote.host import spec_to_json
 from .errors import describe
 from .session import E2BSession
 from .settings import SETTING_NAMES, E2BSettings
@@ -47,29 +48,25 @@ def _settings_in_force() -> E2BSettings | None:
     return value if isinstance(value, E2BSettings) else None
 
 
-class E2BBackend:
+class E2BBackend(HoldingBackend):
     """Sandboxes as E2B microVMs. `settings`: the service, key and template (None: what the app set with
-    `configure_host(e2b=E2BSettings(...))`, read at each start so a later configuration applies)."""
+    `configure_host(e2b=E2BSettings(...))`, read at each start so a later configuration applies). `holds`: where
+    its sandboxes are held among replicas (None: the store the app configured; remote/held.py)."""
 
     name = "e2b"
+    kind = "E2B"
     capabilities = CAPABILITIES
 
     def __init__(self, settings: E2BSettings | None = None, holds: SandboxHolds | None = None,
                  hold_ttl_s: float = HOLD_TTL_S) -> None:
+        super().__init__(holds, hold_ttl_s)
         self._settings = settings
-        self._holds = holds
-        self.hold_ttl_s = hold_ttl_s
         self._live: weakref.WeakValueDictionary[str, E2BHost] = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
 
     @property
     def settings(self) -> E2BSettings | None:
         return self._settings if self._settings is not None else _settings_in_force()
-
-    @property
-    def holds(self) -> SandboxHolds:
-        """Where this backend's sandboxes are held (agents/executor/holds.py): given, else the app's."""
-        return self._holds if self._holds is not None else configured_holds()
 
     def unavailable_reason(self) -> str | None:
         if importlib.util.find_spec("e2b") is None:
@@ -98,12 +95,7 @@ class E2BBackend:
         except BaseException:
             session.close()
             raise
-        hold = Hold(self.holds, session.id, self.hold_ttl_s)
-        try:
-            hold.take()  # a new sandbox: nobody else can hold it
-        except BaseException:
-            session.close()
-            raise
+        hold = self.hold_new(session.id, discard=session.close)
         host = E2BHost(session, stream, spec, hold=hold)  # closes the session itself if the worker does not start
         with self._lock:
             self._live[host.id] = host
@@ -127,8 +119,7 @@ class E2BBackend:
             host = self._live.get(host_id)
         if host is not None and not host.dead:
             if expect is not None:  # a caller that checks is another session: two would share one worker
-                raise SandboxError(f"the E2B sandbox {host_id} cannot be attached: it is in use by another "
-                                   "session of this app")
+                raise self.in_use_here(host_id)
             held = host.spec.workspace.path if host.spec.workspace is not None else None
             if workspace is not None and held is not None \
                     and os.path.realpath(held) != os.path.realpath(workspace.path):
@@ -138,13 +129,8 @@ class E2BBackend:
         if expect is not None and E2BSession.owner_of(settings, host_id) != expect.owner:
             # Before `connect`, which resumes a paused sandbox: another chat's is neither woken nor billed.
             raise SandboxError(f"the E2B sandbox {host_id} cannot be attached: it was started for another chat")
-        hold = Hold(self.holds, host_id, self.hold_ttl_s)
-        hold.take()  # SandboxHeldElsewhere: another session, here or on another replica, holds it
-        try:
-            return self._attach_held(settings, host_id, hold, expect, target)
-        except BaseException:
-            hold.release()
-            raise
+        # SandboxHeldElsewhere: another session, here or on another replica, holds it.
+        return self.attach_held(host_id, lambda hold: self._attach_held(settings, host_id, hold, expect, target))
 
     def _attach_held(self, settings: E2BSettings, host_id: str, hold: Hold, expect: SandboxSpec | None,
                      target: WorkspaceSpec | None) -> SandboxHost:
@@ -191,7 +177,7 @@ def spec_from_record(record: dict[str, Any]) -> tuple[SandboxSpec, dict[str, Any
     return spec, ready
 
 
-class E2BHost(SupervisedHost):
+class E2BHost(HeldHost):
     """The remote package's host over one E2B sandbox, renewing the sandbox's lifetime as steps come (at most
     once a quarter of `timeout_s`), so an active chat's sandbox never times out and an abandoned one does."""
 
@@ -200,13 +186,11 @@ class E2BHost(SupervisedHost):
     def __init__(self, session: E2BSession, stream: Any, spec: SandboxSpec,
                  attached_ready: dict[str, Any] | None = None, hold: Hold | None = None) -> None:
         self.session = session
-        #: This host's claim on the sandbox among all replicas (agents/executor/holds.py); None: not held.
-        self.hold = hold
         self.holder = hold.token if hold is not None else secrets.token_hex(16)  # the record names it too
-        self.let_go = False  # closed without ending the sandbox: another host had attached it
         self._renewed = time.monotonic()
         self._attaching = attached_ready is not None  # the worker runs already: no `start` for the supervisor
-        super().__init__(stream, session.files, host_id=session.id, on_close=self._end_sandbox, spec=spec)
+        super().__init__(stream, session.files, host_id=session.id, on_close=self._end_sandbox, spec=spec,
+                         hold=hold)
         self._attaching = False
         if attached_ready is not None:
             self._ready = attached_ready
@@ -215,13 +199,13 @@ class E2BHost(SupervisedHost):
     def kill(self) -> None:
         """As the supervised host's, unless this host's hold on the sandbox is lost (another session holds it
         now): then nothing is signalled to the supervisor or killed; this host only lets go of its connection."""
-        if not self._killed and self.hold is not None and not self.dead and not self.hold.renew():
+        if not self._killed and not self.dead and not self.hold_kept():
             self._let_go()
             return
         super().kill()
 
     def close(self) -> None:
-        if not self._closed and self.hold is not None and not self.hold.renew():
+        if not self._closed and not self.hold_kept():
             self._let_go()
         super().close()
 
@@ -248,17 +232,9 @@ class E2BHost(SupervisedHost):
 
     def _end_sandbox(self) -> None:
         """`close`'s end: kill the sandbox at the service, unless another host (another replica's) attached it
-        since, as its record says: that one holds it now, and this host only lets go of its connection."""
-        self.let_go = False
-        if self.hold is not None and not self.hold.renew():
-            # Not this host's any more (its claim expired and another session took the sandbox): let go.
-            self._let_go()
-            return
-        try:
-            self._check_and_kill()
-        finally:
-            if self.hold is not None:
-                self.hold.release()  # after the kill: no attacher could take the sandbox in between
+        since, as its record says (or its hold is lost): that one holds it now, and this host only lets go of its
+        connection. The kill happens under a hold renewed just before, released after (`HeldHost._end_held`)."""
+        self._end_held(self._check_and_kill)
 
     def _check_and_kill(self) -> None:
         if self.ready is not None:
@@ -298,14 +274,11 @@ class E2BHost(SupervisedHost):
                 raise SandboxError(describe(exc, f"{self.session.hint}could not follow the supervisor again: ")) \
                     from exc
 
-    def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:
-        if self.hold is not None and not self.dead and not self.hold.current():
-            raise SandboxHeldElsewhere(f"the E2B sandbox {self.id} is held by another session now (the chat was "
-                                       "opened elsewhere): this session no longer drives it")
+    def _before_send(self) -> None:
+        """Each step (once its hold is checked, `HeldHost.send`) renews the sandbox's lifetime now and then."""
         if time.monotonic() - self._renewed > self.session.settings.timeout_s / 4 and not self.dead:
             self._renewed = time.monotonic()
             try:
                 self.session.renew()
             except SandboxError as exc:  # the stream says the rest when the sandbox is really gone
                 log.warning("%s", exc)
-        super().send(msg, deadline_s)

@@ -7,7 +7,10 @@ exec whose stdin and stdout are the one stream the app talks over; the superviso
 watches it (freezing between steps, its threads, its CPU time, its disk), and relays the worker's frames,
 tool calls included, so tools run in the app and the pod needs no network. Files move by exec (files.py):
 Kubernetes has no file API. The host id is the claim's name: a chat records it, and another replica (another
-backend instance) attaches by it, reaching the same pod and its workspace.
+backend instance) attaches by it, reaching the same pod and its workspace. A host holds its claim among replicas
+as an E2B host holds its sandbox (agents/executor/holds.py, remote/held.py): taken at start and before an attach
+starts anything in the pod, renewed while used, released at close; a claim another session holds is not
+attached, and a host whose hold was lost never deletes the claim.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typing import TYPE_CHECKING
 
 from ..backend import Capabilities, SandboxHost, SandboxSpec, WorkspaceSpec, attach_mismatch
 from ..errors import SandboxError, SandboxStartError
+from ..holds import HOLD_TTL_S, Hold, SandboxHolds
+from ..remote.held import HoldingBackend, end_held
 from .settings import K8sSettings
 from .spec_note import spec_from_claim, spec_to_claim
 
@@ -49,16 +54,20 @@ def configured_settings() -> K8sSettings:
     return found if isinstance(found, K8sSettings) else K8sSettings()
 
 
-class K8sSandboxBackend:
+class K8sSandboxBackend(HoldingBackend):
     """Sandboxes claimed from a kubernetes-sigs/agent-sandbox warm pool. `settings`: where (None: the ones the
-    app configured, read when first needed)."""
+    app configured, read when first needed). `holds`: where its claims are held among replicas (None: the store
+    the app configured; remote/held.py)."""
 
     name = "k8s"
+    kind = "k8s"
     #: The supervisor's watch (remote/host.py); no warm start here: the agent-sandbox warm pool is the pool.
     capabilities = Capabilities(suspend=True, thread_check=True, cpu_time=True, disk_usage=True, same_disk=False,
                                 attach=True, warm_start=False)
 
-    def __init__(self, settings: K8sSettings | None = None) -> None:
+    def __init__(self, settings: K8sSettings | None = None, holds: SandboxHolds | None = None,
+                 hold_ttl_s: float = HOLD_TTL_S) -> None:
+        super().__init__(holds, hold_ttl_s)
         self._given = settings
         self._lock = threading.Lock()
         self._config: client.Configuration | None = None
@@ -150,7 +159,8 @@ class K8sSandboxBackend:
         if spec.workspace.extra_read_paths:
             raise SandboxStartError(NO_EXTRA_READ)
         pod = self.claim(spec)
-        return self._host(pod, spec)
+        hold = self.hold_new(pod.claim, discard=lambda: self._delete_quietly(pod.claim))  # a new claim: nobody's
+        return self._host(pod, spec, hold)
 
     def attach(self, host_id: str, expect: SandboxSpec | None = None,
                workspace: WorkspaceSpec | None = None) -> SandboxHost:
@@ -158,14 +168,16 @@ class K8sSandboxBackend:
         after its stream was cut) a new supervisor and worker in the claim's pod: the pod's workspace files are
         still there, the variables are not (the caller rebuilds them). The worker gets the settings recorded on
         the claim when it was made. `workspace`: this replica's copy of the workspace (None: a temporary folder,
-        removed at close). `expect`: see the protocol; its workspace is used when `workspace` is None. The app does
-        not record a claim in its saved chats (`attach_elsewhere` is False): a new worker keeps no variables."""
+        removed at close). `expect`: see the protocol; its workspace is used when `workspace` is None; a host live
+        in this instance is then refused (the caller is another session). The claim's owner and settings are read
+        first, then the claim is held (`SandboxHeldElsewhere` while another session, of this replica or another,
+        holds it: nothing is started in its pod). The app does not record a claim in its saved chats
+        (`attach_elsewhere` is False): a new worker keeps no variables."""
         with self._lock:
             live = self._live.get(host_id)
         if live is not None and not live.dead:
-            why = attach_mismatch(getattr(live, "spec", SandboxSpec(None)), expect) if expect is not None else None
-            if why is not None:
-                raise SandboxError(f"the sandbox {host_id} cannot be attached: {why}")
+            if expect is not None:  # a caller that checks is another session: two would share one worker
+                raise self.in_use_here(host_id)
             return live
         pod = self.find(host_id)
         spec = spec_from_claim(pod.note)
@@ -174,26 +186,35 @@ class K8sSandboxBackend:
             if why is not None:
                 raise SandboxError(f"the sandbox {host_id} cannot be attached: {why}")
             workspace = workspace or expect.workspace
+        return self.attach_held(host_id, lambda hold: self._attach_held(pod, spec, workspace, hold))
+
+    def _attach_held(self, pod: ClaimedPod, spec: SandboxSpec, workspace: WorkspaceSpec | None,
+                     hold: Hold) -> SandboxHost:
+        """`attach`'s part under this host's hold: a new supervisor and worker in the claim's pod."""
         temporary = None
         if workspace is None:
             temporary = tempfile.mkdtemp(prefix="agentdeck-k8s-")
             workspace = WorkspaceSpec(temporary)
-        return self._host(pod, dataclasses.replace(spec, workspace=workspace), temporary=temporary)
+        return self._host(pod, dataclasses.replace(spec, workspace=workspace), hold, temporary=temporary)
 
-    def _host(self, pod: ClaimedPod, spec: SandboxSpec, temporary: str | None = None) -> SandboxHost:
+    def _delete_quietly(self, claim: str) -> None:
+        try:
+            self.release(claim)
+        except SandboxError as exc:
+            log.warning("the SandboxClaim %s was not deleted: %s", claim, exc)
+
+    def _host(self, pod: ClaimedPod, spec: SandboxSpec, hold: Hold, temporary: str | None = None) -> SandboxHost:
+        """A host over a new supervisor in the claim's pod, holding `hold`; on failure the claim is deleted (under
+        the hold) and the hold released."""
         from ..remote import WORKER_UID, supervisor_command
         from .files import ExecFiles
         from .host import K8sHost
 
         s = self.settings
 
-        def released() -> None:
+        def forget() -> None:
             with self._lock:
                 self._live.pop(pod.claim, None)
-            try:
-                self.release(pod.claim)
-            except SandboxError as exc:
-                log.warning("the SandboxClaim %s was not deleted: %s", pod.claim, exc)
             if temporary is not None:
                 shutil.rmtree(temporary, ignore_errors=True)
 
@@ -203,11 +224,13 @@ class K8sSandboxBackend:
             tmpdir = f"/tmp/agentdeck-sbx-{secrets.token_hex(6)}"
             stream = self.exec_in(pod.pod, supervisor_command(workdir=s.workdir, python=s.python, tmpdir=tmpdir))
         except BaseException:
-            released()
+            forget()
+            end_held(hold, lambda: self._delete_quietly(pod.claim))
             raise
         files = ExecFiles(lambda cmd: self.exec_in(pod.pod, cmd), s.python, s.workdir, owner=WORKER_UID)
         try:
-            host = K8sHost(stream, files, pod=pod, pod_status=self.pod_status, on_close=released, spec=spec,
+            host = K8sHost(stream, files, pod=pod, pod_status=self.pod_status, spec=spec, hold=hold,
+                           delete_claim=lambda: self._delete_quietly(pod.claim), forget=forget,
                            control_timeout_s=s.control_timeout_s)
         except SandboxStartError as exc:
             said = stream.stderr_tail().strip()[-600:]  # the supervisor's own words, before it took over fd 2
