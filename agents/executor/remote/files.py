@@ -112,27 +112,15 @@ class RemoteWorkspace:
         return self.push_workspace(), self.snapshot()
 
     def pull_workspace(self) -> None:
-        """Files the run made or changed are downloaded into the app's copy (each within `max_file_size_mb`, all
-        within `max_disk_mb`); files the code deleted are deleted there. A file over a cap stays remote only."""
+        """Files the run made or changed are downloaded into the app's copy (each within `max_file_size_mb`, the
+        whole copy within `max_disk_mb`); files the code deleted are deleted there first. A file over a cap stays
+        remote only. The budget is the copy's, not one run's: the sandbox counts blocks, so its code can list
+        files that cost it nothing (sparse, hard links) at full size, a few new ones each run."""
         if not self._local:
             return
         remote = self.snapshot()
         if remote.incomplete:
             return
-        cap = int(self.spec.limits.max_file_size_mb) * 1024 * 1024
-        budget = int(self.spec.limits.max_disk_mb) * 1024 * 1024
-        for rel, state in sorted(remote.files.items()):
-            if self._remote_seen.get(rel) == state or state[0] > min(cap, budget):
-                continue
-            try:
-                data = self.get_file(rel, min(cap, budget))
-                budget -= len(data)
-                workspace_files.write(self._local, rel, data, cap, None)
-                st = os.stat(os.path.join(self._local, rel), follow_symlinks=False)
-            except (OSError, ValueError, SandboxError):
-                continue  # one file's failed transfer (an exec that broke): tried again after the next run
-            self._remote_seen[rel] = state
-            self._local_seen[rel] = (st.st_size, st.st_mtime_ns)
         for rel in [r for r in self._remote_seen if r not in remote.files]:
             self._remote_seen.pop(rel, None)
             self._local_seen.pop(rel, None)
@@ -140,3 +128,24 @@ class RemoteWorkspace:
                 workspace_files.remove(self._local, rel)
             except OSError:
                 pass
+        local = artifacts.snapshot(self._local)
+        if local.incomplete:
+            return  # the copy cannot be counted: nothing is added to it
+        cap = int(self.spec.limits.max_file_size_mb) * 1024 * 1024
+        budget = int(self.spec.limits.max_disk_mb) * 1024 * 1024 - sum(size for size, _ in local.files.values())
+        for rel, state in sorted(remote.files.items()):
+            if self._remote_seen.get(rel) == state:
+                continue
+            replaced = local.files.get(rel, (0, 0))[0]  # the copy's older version of it, freed by the download
+            allowed = min(cap, budget + replaced)
+            if state[0] > allowed:
+                continue
+            try:
+                data = self.get_file(rel, allowed)
+                workspace_files.write(self._local, rel, data, cap, None)
+                st = os.stat(os.path.join(self._local, rel), follow_symlinks=False)
+            except (OSError, ValueError, SandboxError):
+                continue  # one file's failed transfer (an exec that broke): tried again after the next run
+            budget -= st.st_size - replaced
+            self._remote_seen[rel] = state
+            self._local_seen[rel] = (st.st_size, st.st_mtime_ns)
