@@ -11,6 +11,7 @@ every size and count bounded, and local writes go through `local/workspace_files
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager, nullcontext
 
 from .. import artifacts
 from ..artifacts import Snapshot
@@ -38,6 +39,11 @@ class RemoteWorkspace:
         self._local = os.path.realpath(path)
         self.push_workspace()
 
+    def _worker_still(self) -> AbstractContextManager[None]:
+        """Held around each file operation: the host's override keeps the worker from running meanwhile (a
+        service's file API may check a path in one request and follow it in the next: E2B's follows links)."""
+        return nullcontext()
+
     # --- one file --------------------------------------------------------------------------------------------
     def list_files(self) -> dict[str, FileInfo]:
         listing = self._files.list(MAX_LIST)
@@ -54,7 +60,8 @@ class RemoteWorkspace:
 
     def get_file(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
         workspace_files.check_relpath(relpath)
-        data = self._files.get(relpath, max_bytes)
+        with self._worker_still():
+            data = self._files.get(relpath, max_bytes)
         if not isinstance(data, bytes):
             raise TypeError("the sandbox service returned a file that is not bytes")
         if len(data) > max_bytes:
@@ -67,13 +74,15 @@ class RemoteWorkspace:
             raise FileTooLarge(f"{len(data):,} bytes for {relpath!r}, over the cap of {max_bytes:,}")
         # The service's API has no create-only write: the look and the write are two requests (a file the code
         # makes in between is replaced; the code can only race its own session's upload).
-        if exclusive and relpath in self.list_files():
-            raise FileExistsError(f"{relpath!r} already exists in the workspace")
-        self._files.put(relpath, bytes(data), max_bytes)
+        with self._worker_still():
+            if exclusive and relpath in self.list_files():
+                raise FileExistsError(f"{relpath!r} already exists in the workspace")
+            self._files.put(relpath, bytes(data), max_bytes)
 
     def remove_file(self, relpath: str) -> None:
         workspace_files.check_relpath(relpath)
-        self._files.remove(relpath)
+        with self._worker_still():
+            self._files.remove(relpath)
         self._remote_seen.pop(relpath, None)
 
     # --- the workspace around a run -----------------------------------------------------------------------------
