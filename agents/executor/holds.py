@@ -106,7 +106,10 @@ class Hold:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     held: bool = False
     abandoned: bool = False  # tests: a replica that died stops renewing without releasing
-    renewed_at: float = 0.0  # monotonic time of the last take or renewal the store confirmed
+    #: Monotonic time at which the last take or renewal the store confirmed was *asked*: the store set the
+    #: expiry somewhere between asking and the reply, so a reply that came late (a stalled replica) must not
+    #: make the claim look fresher than it is (two replicas would both drive the sandbox).
+    renewed_at: float = 0.0
 
     @property
     def name(self) -> str:
@@ -114,6 +117,7 @@ class Hold:
 
     def take(self) -> None:
         """Claim the sandbox; `SandboxHeldElsewhere` if another session holds it."""
+        asked_at = time.monotonic()  # the claim's expiry counts from no later than this (see `current`)
         try:
             taken = self.store.lease_take(self.name, self.token, self.ttl_s)
         except Exception as exc:  # the store's own error type (Redis down): the sandbox is not used unheld
@@ -121,17 +125,18 @@ class Hold:
         if not taken:
             raise SandboxHeldElsewhere(f"the sandbox {self.sandbox} cannot be attached: it is in use by another "
                                        "session (the chat is open elsewhere, maybe on another server)")
-        self.held, self.renewed_at = True, time.monotonic()
+        self.held, self.renewed_at = True, asked_at
         _renewer.add(self)
 
     def renew(self) -> bool:
         """Extend the claim; False once it is not this host's any more (then it stays lost)."""
         if not self.held or self.abandoned:
             return False
+        asked_at = time.monotonic()
         try:
             self.held = bool(self.store.lease_renew(self.name, self.token, self.ttl_s))
             if self.held:
-                self.renewed_at = time.monotonic()
+                self.renewed_at = asked_at
         except Exception as exc:  # the store is unreachable: the claim counts as lost, nothing is killed
             log.warning("the hold on sandbox %s could not be renewed: %s", self.sandbox, exc)
             self.held = False

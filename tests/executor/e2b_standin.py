@@ -153,6 +153,7 @@ class E2BStandIn:
         self.requests: list[tuple[str, str, Any, dict[str, str]]] = []
         self.files_sent: list[tuple[str, str, bytes]] = []
         self.refuse_create: int | None = None
+        self.fan_out = False  # a Connect forks a process's output to one more stream, as envd does (not: takes it)
         self.streams_cut = False
         self._tmp = tempfile.mkdtemp(prefix="e2b-standin-")
         self._lock = threading.Lock()
@@ -193,7 +194,8 @@ class E2BStandIn:
         self.streams_cut = True
         for sandbox in self.sandboxes.values():
             for proc in sandbox.processes.values():
-                proc.current.put(None)
+                for follower in proc.followers:
+                    follower.put(None)
 
     def reset_connection(self) -> None:
         """Drop the connection of the request this thread serves with a TCP reset (what a lost network gives)."""

@@ -51,7 +51,7 @@ class Services(process_connect.ProcessSync, filesystem_connect.FilesystemSync):
     def connect(self, request: process_pb.ConnectRequest, ctx: Any) -> Any:
         sandbox = self._sandbox(ctx)
         proc = sandbox.process(request.process.selector.value)
-        return self._events(sandbox, proc, proc.subscribe(), process_pb.ConnectResponse)
+        return self._events(sandbox, proc, proc.subscribe(self.standin.fan_out), process_pb.ConnectResponse)
 
     def list(self, request: process_pb.ListRequest, ctx: Any) -> process_pb.ListResponse:
         sandbox = self._sandbox(ctx)
@@ -67,12 +67,12 @@ class Services(process_connect.ProcessSync, filesystem_connect.FilesystemSync):
             item = output.get()
             if item is None:
                 break
-            if sandbox.gone or self.standin.streams_cut or output is not proc.current:
+            if sandbox.gone or self.standin.streams_cut or output not in proc.followers:
                 self.standin.reset_connection()
                 raise StreamCut("the stand-in cut the stream")
             name, data = item
             yield kind(event=Event(event=Oneof("data", Event.DataEvent(output=Oneof(name, data)))))
-        if sandbox.gone or self.standin.streams_cut or output is not proc.current:
+        if sandbox.gone or self.standin.streams_cut or output not in proc.followers:
             self.standin.reset_connection()
             raise StreamCut("the stand-in cut the stream")
         code = proc.popen.wait()
@@ -172,7 +172,9 @@ def entry_info(sandbox: Sandbox, path: str) -> filesystem_pb.EntryInfo:
 
 class RunningProcess:
     """A process of a stand-in sandbox: its stdout and stderr read into a queue of (stream, bytes) events for the
-    stream that follows it; a later `Connect` takes the output over (the earlier stream is then cut)."""
+    stream that follows it; a later `Connect` takes the output over (the earlier stream is then cut), or with the
+    stand-in's `fan_out` gets it too, the earlier streams going on (what E2B's envd does: each Connect forks the
+    process's output to one more consumer)."""
 
     def __init__(self, pid: int, popen: subprocess.Popen[bytes], runner: Any) -> None:
         self.pid = pid
@@ -181,6 +183,7 @@ class RunningProcess:
         self.stdin_bytes = 0
         self.first: queue.Queue[tuple[str, bytes] | None] = queue.Queue()
         self.current = self.first
+        self.followers = [self.first]
         self._open = 2
         self._lock = threading.Lock()
         for name, pipe in (("stdout", popen.stdout), ("stderr", popen.stderr)):
@@ -192,17 +195,24 @@ class RunningProcess:
             if not data:
                 break
             with self._lock:
-                self.current.put((name, data))
+                for follower in self.followers:
+                    follower.put((name, data))
         with self._lock:
             self._open -= 1
             if self._open == 0:
-                self.current.put(None)
+                for follower in self.followers:
+                    follower.put(None)
 
-    def subscribe(self) -> queue.Queue[tuple[str, bytes] | None]:
-        """A new queue that gets the output from now on; the previous follower's stream ends (cut)."""
+    def subscribe(self, fan_out: bool = False) -> queue.Queue[tuple[str, bytes] | None]:
+        """A new queue that gets the output from now on; the previous followers' streams end (cut), or with
+        `fan_out` go on getting it too."""
         with self._lock:
-            previous, self.current = self.current, queue.Queue()
-            previous.put(None)
+            self.current = queue.Queue()
+            if not fan_out:
+                for previous in self.followers:
+                    previous.put(None)
+                self.followers = []
+            self.followers.append(self.current)
             if self._open == 0:
                 self.current.put(None)
             return self.current

@@ -25,6 +25,7 @@ from typing import Any
 from ..backend import SandboxHost, SandboxLimits, SandboxSpec, WorkspaceSpec, attach_mismatch
 from ..errors import SandboxError, SandboxStartError
 from ..holds import HOLD_TTL_S, Hold, SandboxHolds
+from ..protocol import ChannelClosed
 from ..remote.held import HeldHost, HoldingBackend
 from ..remote.host import CAPABILITIES as SUPERVISED
 from ..remote.host import spec_to_json
@@ -220,7 +221,26 @@ class E2BHost(HeldHost):
     def _call(self, op: str, extra_wait: float = 0.0, **args: Any) -> dict[str, Any]:
         if op == "start" and self._attaching:
             return {}
+        self._check_held()
         return super()._call(op, extra_wait, **args)
+
+    def _check_held(self) -> None:
+        """Before anything goes to the supervisor: a host whose hold is lost (another replica attached the
+        sandbox after this one stalled) lets go and raises `StreamClosed`. The supervisor's stdin is anyone's
+        with the sandbox, and its output reaches every connection: a control request from here would be
+        answered on the holder's stream too (a reply it never asked for fails its link and kills its sandbox),
+        and a freeze or an interrupt would stop the holder's running step."""
+        if self.hold is not None and not self.dead and not self.hold.current():
+            self._let_go()
+        if self.let_go:
+            raise self._link.error()
+
+    def interrupt(self) -> None:
+        try:
+            self._check_held()
+        except ChannelClosed:
+            return
+        super().interrupt()
 
     def wait_ready(self, timeout: float) -> dict[str, Any]:
         first = self.ready is None

@@ -3,9 +3,9 @@
 Why checks of our own: the file API acts as the sandbox's user and follows links, and what it returns comes from a
 machine the sandbox's code controls. So every path is checked to stay inside the workspace before it is sent,
 a file is read only after the service says it is a regular file (no link), a read stops at the cap whatever the
-file's stated size, and listings are bounded in number. The code cannot swap a file for a link between the check
-and the read while it is frozen (the supervisor stops it between steps); a read during a step is refused by the
-host before it gets here.
+file's stated size, and listings are bounded in number. The code cannot swap a file for a link between the
+check and the read while it is frozen: the supervisor stops it between steps, and the host stops it for each
+file operation made during a step (a tool the code called, a tab reading the files: `SupervisedHost._worker_still`).
 """
 
 from __future__ import annotations

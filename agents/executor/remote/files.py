@@ -11,6 +11,7 @@ every size and count bounded, and local writes go through `local/workspace_files
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager, nullcontext
 
 from .. import artifacts
 from ..artifacts import Snapshot
@@ -38,6 +39,11 @@ class RemoteWorkspace:
         self._local = os.path.realpath(path)
         self.push_workspace()
 
+    def _worker_still(self) -> AbstractContextManager[None]:
+        """Held around each file operation: the host's override keeps the worker from running meanwhile (a
+        service's file API may check a path in one request and follow it in the next: E2B's follows links)."""
+        return nullcontext()
+
     # --- one file --------------------------------------------------------------------------------------------
     def list_files(self) -> dict[str, FileInfo]:
         listing = self._files.list(MAX_LIST)
@@ -54,7 +60,8 @@ class RemoteWorkspace:
 
     def get_file(self, relpath: str, max_bytes: int = FILE_MAX_BYTES) -> bytes:
         workspace_files.check_relpath(relpath)
-        data = self._files.get(relpath, max_bytes)
+        with self._worker_still():
+            data = self._files.get(relpath, max_bytes)
         if not isinstance(data, bytes):
             raise TypeError("the sandbox service returned a file that is not bytes")
         if len(data) > max_bytes:
@@ -67,13 +74,15 @@ class RemoteWorkspace:
             raise FileTooLarge(f"{len(data):,} bytes for {relpath!r}, over the cap of {max_bytes:,}")
         # The service's API has no create-only write: the look and the write are two requests (a file the code
         # makes in between is replaced; the code can only race its own session's upload).
-        if exclusive and relpath in self.list_files():
-            raise FileExistsError(f"{relpath!r} already exists in the workspace")
-        self._files.put(relpath, bytes(data), max_bytes)
+        with self._worker_still():
+            if exclusive and relpath in self.list_files():
+                raise FileExistsError(f"{relpath!r} already exists in the workspace")
+            self._files.put(relpath, bytes(data), max_bytes)
 
     def remove_file(self, relpath: str) -> None:
         workspace_files.check_relpath(relpath)
-        self._files.remove(relpath)
+        with self._worker_still():
+            self._files.remove(relpath)
         self._remote_seen.pop(relpath, None)
 
     # --- the workspace around a run -----------------------------------------------------------------------------
@@ -112,27 +121,15 @@ class RemoteWorkspace:
         return self.push_workspace(), self.snapshot()
 
     def pull_workspace(self) -> None:
-        """Files the run made or changed are downloaded into the app's copy (each within `max_file_size_mb`, all
-        within `max_disk_mb`); files the code deleted are deleted there. A file over a cap stays remote only."""
+        """Files the run made or changed are downloaded into the app's copy (each within `max_file_size_mb`, the
+        whole copy within `max_disk_mb`); files the code deleted are deleted there first. A file over a cap stays
+        remote only. The budget is the copy's, not one run's: the sandbox counts blocks, so its code can list
+        files that cost it nothing (sparse, hard links) at full size, a few new ones each run."""
         if not self._local:
             return
         remote = self.snapshot()
         if remote.incomplete:
             return
-        cap = int(self.spec.limits.max_file_size_mb) * 1024 * 1024
-        budget = int(self.spec.limits.max_disk_mb) * 1024 * 1024
-        for rel, state in sorted(remote.files.items()):
-            if self._remote_seen.get(rel) == state or state[0] > min(cap, budget):
-                continue
-            try:
-                data = self.get_file(rel, min(cap, budget))
-                budget -= len(data)
-                workspace_files.write(self._local, rel, data, cap, None)
-                st = os.stat(os.path.join(self._local, rel), follow_symlinks=False)
-            except (OSError, ValueError, SandboxError):
-                continue  # one file's failed transfer (an exec that broke): tried again after the next run
-            self._remote_seen[rel] = state
-            self._local_seen[rel] = (st.st_size, st.st_mtime_ns)
         for rel in [r for r in self._remote_seen if r not in remote.files]:
             self._remote_seen.pop(rel, None)
             self._local_seen.pop(rel, None)
@@ -140,3 +137,24 @@ class RemoteWorkspace:
                 workspace_files.remove(self._local, rel)
             except OSError:
                 pass
+        local = artifacts.snapshot(self._local)
+        if local.incomplete:
+            return  # the copy cannot be counted: nothing is added to it
+        cap = int(self.spec.limits.max_file_size_mb) * 1024 * 1024
+        budget = int(self.spec.limits.max_disk_mb) * 1024 * 1024 - sum(size for size, _ in local.files.values())
+        for rel, state in sorted(remote.files.items()):
+            if self._remote_seen.get(rel) == state:
+                continue
+            replaced = local.files.get(rel, (0, 0))[0]  # the copy's older version of it, freed by the download
+            allowed = min(cap, budget + replaced)
+            if state[0] > allowed:
+                continue
+            try:
+                data = self.get_file(rel, allowed)
+                workspace_files.write(self._local, rel, data, cap, None)
+                st = os.stat(os.path.join(self._local, rel), follow_symlinks=False)
+            except (OSError, ValueError, SandboxError):
+                continue  # one file's failed transfer (an exec that broke): tried again after the next run
+            budget -= st.st_size - replaced
+            self._remote_seen[rel] = state
+            self._local_seen[rel] = (st.st_size, st.st_mtime_ns)

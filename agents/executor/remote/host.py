@@ -21,7 +21,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..artifacts import Snapshot
@@ -67,6 +69,7 @@ class SupervisedHost(RemoteWorkspace):
         self._closed = False
         self._frozen = False
         self._assigned = spec.workspace is not None
+        self._still = threading.RLock()  # held by a file operation, a step's start and its end
         self._init_files(files)
         self._link = StreamLink(stream)
         try:
@@ -150,8 +153,9 @@ class SupervisedHost(RemoteWorkspace):
         return f"Worker log: {text}" if text else ""
 
     def send(self, msg: dict[str, Any], deadline_s: float = SEND_DEADLINE_S) -> None:
-        self._frozen = False  # the supervisor thaws the worker before it hands it the bytes
-        self._link.send_worker(frame(msg), deadline_s)
+        with self._still:  # after a file operation in progress (`_worker_still`)
+            self._frozen = False  # the supervisor thaws the worker before it hands it the bytes
+            self._link.send_worker(frame(msg), deadline_s)
 
     def read(self, timeout: float | None = None, wake_fd: int | None = None,
              spin_s: float = 0.0) -> dict[str, Any] | None:
@@ -166,14 +170,30 @@ class SupervisedHost(RemoteWorkspace):
 
     # --- the watch (answered by the supervisor, from outside the worker) ------------------------------------
     def freeze(self) -> None:
-        if not self._frozen and not self.dead:
-            self._call("freeze")
-            self._frozen = True
+        with self._still:  # a step's end waits for a file operation that stopped the worker to let it go on
+            if not self._frozen and not self.dead:
+                self._call("freeze")
+                self._frozen = True
 
     def thaw(self) -> None:
         if self._frozen and not self.dead:
             self._call("thaw")
             self._frozen = False
+
+    @contextmanager
+    def _worker_still(self) -> Iterator[None]:
+        """One file operation with the worker stopped: between steps it is frozen, and no step starts (`send`)
+        or ends (`freeze`) meanwhile; during a step (a tool the code called, a tab reading the files) it is
+        frozen for the operation and then goes on, so code running then cannot swap a checked file for a link."""
+        with self._still:
+            froze = not (self._frozen or self.dead or self._ready is None)
+            if froze:
+                self.freeze()
+            try:
+                yield
+            finally:
+                if froze:
+                    self.thaw()
 
     def woke_up(self) -> bool:
         return self._frozen and not self.dead and bool(self._value("woke_up", bool))
