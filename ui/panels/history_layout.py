@@ -81,10 +81,12 @@ def build_history_panel(services: Services) -> HistoryPanel:
 
 
 def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel, page: Page,
-                       after_runs: list[Any], new_chat_event: Any, approval_mode: Any) -> HistoryController:
+                       after_runs: list[Any], new_chat_event: Any, approval_mode: Any,
+                       decision_panel: list[Any]) -> HistoryController:
     """The side list's events; `after_runs` are the run events (the list refreshes when they end);
     `approval_mode` is the mode selector, which every chat shown sets again (`HistoryController._mode`); a
-    chat shown (opened, deleted, new) also empties the export box."""
+    chat shown (opened, deleted, new) also empties the export box. `decision_panel`: the approval panel's
+    components but the message box, which a watched run's follow updates (ui/panels/watch.py `PANEL_KEYS`)."""
     history = HistoryController(services)
     settings = page.form.by_name()  # the handlers take the form by name (ui/settings_form.py)
     view = [panel.browser_state, *page.column.outputs(), panel.chat_list, *page.form.values(), approval_mode,
@@ -103,7 +105,8 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
                        outputs=view, api_name="browser_session", **heavy)
     reattached = loaded.then(streamer.reattach, **reattach)
     reattached.then(history.refresh, **refresh)
-    watch: dict[str, Any] = dict(outputs=page.column.outputs(), api_visibility="private", show_progress="hidden",
+    watch: dict[str, Any] = dict(outputs=[*page.column.outputs(), *decision_panel], api_visibility="private",
+                                 show_progress="hidden",
                                  concurrency_limit=services.config.max_runs, concurrency_id="watch")
     watched = loaded.then(history.watch.follow, **watch)  # a chat running in another open tab (ui/panels/watch.py)
     keep_choice_after(loaded, approval_mode)  # a mode chosen while the page loaded stays chosen

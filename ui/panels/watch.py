@@ -20,7 +20,7 @@ from typing import Any
 import gradio as gr
 
 from ui.chat.stream_outputs import Shown, session_outputs
-from ui.panels.approval_panel import TASK_PLACEHOLDER
+from ui.panels.approval_panel import TASK_PLACEHOLDER, VIEW_KEYS, as_tuple, view
 from ui.saved.owners import tab_key
 from ui.saved.store import ChatStoreError
 from ui.services import Services
@@ -35,6 +35,14 @@ POLL_S = 0.4
 QUIET_S = 2.0
 #: How long the watch waits for the other tab to save the run's end before it reads the chat from disk anyway.
 END_SAVE_WAIT_S = 10.0
+#: The decision panel's components the watch updates: the panel's view but the message box (the chat's own).
+PANEL_KEYS = VIEW_KEYS[:-1]
+PANEL_KEPT = (gr.skip(),) * len(PANEL_KEYS)
+
+
+def panel_view(session: Session) -> tuple:
+    """The panel showing what `session` waits for now (the message box left to the chat's updates)."""
+    return as_tuple(view(session.pending_request()))[:len(PANEL_KEYS)]
 
 
 def locked_box() -> Any:
@@ -59,18 +67,23 @@ class RunWatch:
         gr.Info(WATCH_NOTE)
 
     def follow(self, request: gr.Request) -> Iterator[tuple]:
-        """(chat, message box, files, status, clock) of the watched run until it ends or this tab takes it."""
+        """(chat, message box, files, status, clock, then the decision panel) of the watched run until it ends or
+        this tab takes it. A decision the run comes to meanwhile is shown in the panel: the page load's refresh
+        showed only what waited then, and this event, which goes on while the run waits, is the tab's one look
+        at the run (without it the chat said "approve or reject (in the panel below the chat)" over no panel)."""
         key = tab_key(request)
         watch = self.watchers.get(key)
         if watch is None:
-            yield (gr.skip(),) * 5
+            yield (gr.skip(),) * (5 + len(PANEL_KEYS))
             return
         shown, last, last_at = Shown(), None, 0.0
+        pending = watch.session.pending_request()
+        panel_id = pending.request_id if pending is not None else None  # shown by the load's refresh
         while self.watchers.get(key) is watch:  # another chat opened in this tab, or New chat: it stops
             session = watch.session
             if session.key == key:  # handed back to this tab (a reload's token): its own stream shows the run
                 self.watchers.forget(key, watch)
-                yield session_outputs(session, Shown(), free_box())
+                yield (*session_outputs(session, Shown(), free_box()), *PANEL_KEPT)
                 return
             if session.detached_at is not None:  # its page went away: this tab takes the run
                 moved = self.registry.rekey(session.key, key, when=lambda s: s.detached_at is not None)
@@ -84,9 +97,14 @@ class RunWatch:
                 return
             values = session_outputs(session, shown, locked_box() if last is None else gr.skip())
             signature = (repr(values[0]), values[2], values[3])
-            if signature != last or time.monotonic() - last_at >= QUIET_S:
+            pending = session.pending_request()
+            waits = pending.request_id if pending is not None else None
+            # a decision made meanwhile hides the panel by itself (ui/panels/answered_elsewhere.py, or the click)
+            panel = panel_view(session) if waits is not None and waits != panel_id else PANEL_KEPT
+            panel_id = waits
+            if signature != last or panel is not PANEL_KEPT or time.monotonic() - last_at >= QUIET_S:
                 last, last_at = signature, time.monotonic()
-                yield values
+                yield (*values, *panel)
             time.sleep(POLL_S)
 
     def _take(self, key: str, session: Session, watch: Watch) -> Iterator[tuple]:
@@ -94,18 +112,18 @@ class RunWatch:
         self.services.leases.hold(watch.chat_id, key)
         self.services.store.set_current(watch.owner, watch.chat_id)
         shown = Shown()
-        yield session_outputs(session, shown, locked_box())
+        yield (*session_outputs(session, shown, locked_box()), *PANEL_KEPT)
         if session.take_hand_over():
             for _ in session.drain():
-                yield session_outputs(session, shown)
-        yield session_outputs(session, shown, free_box())
+                yield (*session_outputs(session, shown), *PANEL_KEPT)
+        yield (*session_outputs(session, shown, free_box()), *panel_view(session))
 
     def _ended(self, key: str, watch: Watch) -> tuple:
         """The watched run ended: the chat as saved, once its end is on disk. The run counts as ended before
         that (the drain shows the end first, then saves it); read before, the chat from disk lacked its end (a
         stop showed no "Stopped" here on a loaded machine)."""
         watch.session.wait_end_saved(END_SAVE_WAIT_S)
-        return self._saved(key, watch)
+        return (*self._saved(key, watch), *PANEL_KEPT)
 
     def _saved(self, key: str, watch: Watch) -> tuple:
         """The watched run ended: the chat as saved, in this tab's own session."""
