@@ -43,7 +43,10 @@ class Grant:
 
 
 def _time_or_zero(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    """A recorded time, or 0.0 (unknown: now) for anything but a finite, non-negative number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        return 0.0
+    return float(value)
 
 
 @dataclass

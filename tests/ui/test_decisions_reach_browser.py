@@ -56,14 +56,15 @@ def test_a_tab_opened_again_shows_the_pending_decision(tmp_path: Path) -> None:
             browser.close()
 
 
+#: Code that waits, inside the sandbox, for the test's go.txt (`open_gate`), polling in the worker.
+WAIT_FOR_GO = ("import time\nwaited = 0.0\nwhile waited < 90:\n    try:\n        open('go.txt').close()\n"
+               "        break\n    except FileNotFoundError:\n        time.sleep(0.05)\n        waited += 0.05\n")
+
 #: Step 1 prints, then waits (inside the sandbox) for the test's go.txt: the run goes on for as long as the test
 #: needs, however slow the machine. The answer is built in the code, so the text waited for is the answer, not
 #: the code shown while the run goes on.
-GATED_SCRIPT = [code_reply("This takes a while.", "import time\nprint('working', flush=True)\nwaited = 0.0\n"
-                                                    "while waited < 90:\n    try:\n        open('go.txt').close()\n"
-                                                    "        break\n    except FileNotFoundError:\n"
-                                                    "        time.sleep(0.05)\n        waited += 0.05\n"
-                                                    "final_answer('finished while ' + 'you were away')"),
+GATED_SCRIPT = [code_reply("This takes a while.", "print('working', flush=True)\n" + WAIT_FOR_GO
+                           + "final_answer('finished while ' + 'you were away')"),
                 code_reply("Continue.", "final_answer('the follow-up in the same chat')")]
 
 
@@ -132,6 +133,46 @@ def test_a_second_tab_shows_the_run_live_and_its_stop_stops_it(tmp_path: Path) -
             first.bring_to_front()  # (a tab in the background gets no animation frames to wait with)
             wait_for_text(first, "Stopped")  # in the first tab, which ran it
             assert "never reached" not in chat_text(first)
+        finally:
+            context.close()
+            browser.close()
+
+
+#: Step 1 (once approved) waits inside the sandbox for the test's go.txt, so a second tab is opened while the
+#: approved step runs, before the next decision is asked; step 2 then waits for a decision.
+GATED_THEN_DECIDE = [
+    code_reply("Load the data.", "print('loading', flush=True)\n" + WAIT_FOR_GO + "print('loaded')"),
+    code_reply("Count the rows.", "print('counted ' + 'rows')\nfinal_answer('count' + 'ed')"),
+]
+
+
+
+def test_a_tab_opened_while_an_approved_step_runs_shows_the_next_decision(tmp_path: Path) -> None:
+    """A tab opened on the chat while the step just approved still runs follows the run, and when the next step
+    waits for a decision it shows the panel with its buttons (the chat says "in the panel below the chat").
+    Without ui/panels/watch.py's panel updates it showed no panel (6 of 6 by hand, 2 of 2 here)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    transcript = write_transcript(tmp_path / "script.json", GATED_THEN_DECIDE)
+    (tmp_path / "data").mkdir()
+    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        context.add_init_script(EVENT_COUNTER_JS)
+        try:
+            first = new_tab(context, url)
+            choose_mode(first, "Approve each code step")
+            send(first, "Load the data and count its rows.")
+            first.locator("#approve-btn").wait_for(state="visible")
+            first.locator("#approve-btn").click()
+            wait_for_text(first, "loading")  # the approved step runs, held at its gate
+            second = new_tab(context, url)
+            wait_for_text(second, "loading")
+            open_gate(tmp_path / "data")
+            wait_for_text(second, "Waiting for your decision")
+            second.locator("#approve-btn").wait_for(state="visible", timeout=20_000)
+            assert "counted" in second.locator("#edit-code").inner_text()
+            second.locator("#approve-btn").click()
+            wait_for_text(second, "counted rows")  # its output (the code says "counted " + "rows")
         finally:
             context.close()
             browser.close()

@@ -230,7 +230,7 @@ class E2BHost(HeldHost):
         with the sandbox, and its output reaches every connection: a control request from here would be
         answered on the holder's stream too (a reply it never asked for fails its link and kills its sandbox),
         and a freeze or an interrupt would stop the holder's running step."""
-        if self.hold is not None and not self.dead and not self.hold.current():
+        if self.hold_lost():
             self._let_go()
         if self.let_go:
             raise self._link.error()

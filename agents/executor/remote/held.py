@@ -91,9 +91,13 @@ class HeldHost(SupervisedHost):
         """Whether this host still holds its sandbox, asked of the store now (True when it has no hold)."""
         return self.hold is None or self.hold.renew()
 
+    def hold_lost(self) -> bool:
+        """Another session holds the sandbox now (asked of the store at most every half expiry, `Hold.current`)."""
+        return self.hold is not None and not self.dead and not self.hold.current()
+
     def check_held(self) -> None:
         """`SandboxHeldElsewhere` once another session holds the sandbox: this host drives it no more."""
-        if self.hold is not None and not self.dead and not self.hold.current():
+        if self.hold_lost():
             raise SandboxHeldElsewhere(f"the {self.kind} sandbox {self.id} is held by another session now (the "
                                        "chat was opened elsewhere): this session no longer drives it")
 
