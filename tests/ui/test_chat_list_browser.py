@@ -70,6 +70,10 @@ def test_seven_chats_read_differently_are_found_and_deleted_in_view(tmp_path: Pa
             expect(page.locator("#chat-search-clear")).to_be_hidden()
 
             page.locator("#chat-list label").last.click()
+            # Delete once the chat clicked is open: selecting a chat closes the question, and on a loaded
+            # server that close could land after the question opened and take it away under the click.
+            page.wait_for_function("() => { const t = document.querySelector('#chat')?.innerText || '';"
+                                   " return t.includes('answer number') && !t.includes('case charlie'); }")
             page.locator("#delete-chat-btn").click()
             expect(page.locator("#chat-delete-yes")).to_be_in_viewport(ratio=1.0, timeout=10_000)
             page.locator("#chat-delete-no").click()

@@ -176,3 +176,39 @@ def test_a_tab_opened_while_an_approved_step_runs_shows_the_next_decision(tmp_pa
         finally:
             context.close()
             browser.close()
+
+
+@pytest.mark.parametrize("away_ms", [0, 4000], ids=["at-once", "after-4s"])
+def test_a_tab_opened_after_the_first_closed_while_an_approved_step_runs_shows_the_next_decision(
+        tmp_path: Path, away_ms: int) -> None:
+    """The first tab is closed while the step it approved still runs; a tab opened then (at once, before the
+    server may have seen the close, or 4 s later, after it has) shows the next decision's panel when the run
+    comes to it."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    transcript = write_transcript(tmp_path / "script.json", GATED_THEN_DECIDE)
+    (tmp_path / "data").mkdir()
+    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        context.add_init_script(EVENT_COUNTER_JS)
+        try:
+            first = new_tab(context, url)
+            choose_mode(first, "Approve each code step")
+            send(first, "Load the data and count its rows.")
+            first.locator("#approve-btn").wait_for(state="visible")
+            first.locator("#approve-btn").click()
+            wait_for_text(first, "loading")  # the approved step runs, held at its gate
+            first.close()
+            if away_ms:  # the fault probe's delay (a person opening the app again), not a wait for the app
+                context.new_page().wait_for_timeout(away_ms)
+            second = new_tab(context, url)
+            wait_for_text(second, "loading")
+            open_gate(tmp_path / "data")
+            wait_for_text(second, "Waiting for your decision")
+            second.locator("#approve-btn").wait_for(state="visible", timeout=20_000)
+            assert "counted" in second.locator("#edit-code").inner_text()
+            second.locator("#approve-btn").click()
+            wait_for_text(second, "counted rows")
+        finally:
+            context.close()
+            browser.close()

@@ -73,6 +73,33 @@ def test_a_new_tab_of_the_same_browser_takes_over_a_run_whose_tab_was_closed(app
     assert text_of(list(stream)[-1][0][-1]) == "42"
 
 
+def test_a_tab_closed_right_after_approve_gives_the_resumed_run_to_the_tab_opened_next(app: LiveApp) -> None:
+    """Approve, then the tab is closed before its page's resume stream claimed the run (it never started): the
+    run goes on in its thread, and the tab opened next streams it to the next decision. The run was left
+    "paused" (answered, unclaimed), so the hand-over was refused and the new tab showed neither the rest of the
+    run nor the next decision's panel (issue 31; a browser closed at once after Approve, 1 of 5 here)."""
+    token = new_token()
+    app.load(token)
+    app.run_in_thread("Set x, then answer", mode="approve_code")
+    wait_until(lambda: app.session("tab") is not None and app.session("tab").pending_request() is not None,
+               what="the first step's decision")
+    session = app.session("tab")
+    first = session.pending_request()
+    approvals = ApprovalHandlers(app.app.services)
+    approvals.approve(first.request_id, first.payload["code"], "", Req("tab"))  # the resume stream never starts: closed
+    app.app.on_unload(Req("tab"))
+    app.load(token, key="new-tab")
+    assert app.session("new-tab") is session
+    stream = app.app.streamer.reattach(Req("new-tab"))
+    updates = [next(stream)]
+    app.model.release()  # step 2's model call answers: the run comes to its next decision
+    updates.extend(stream)
+    assert len(updates) > 1, "the tab opened next streamed nothing of the run"
+    assert "x is set" in chat_text(updates[-1][0])
+    after = session.pending_request()
+    assert after is not None and after.request_id != first.request_id and "final_answer" in after.payload["code"]
+
+
 def box_interactive(update: object) -> object:
     """The `interactive` an update of the message box sets (None: it sets none)."""
     return update.get("interactive") if isinstance(update, dict) else None

@@ -350,3 +350,19 @@ def test_code_approval_over_the_http_api(tmp_path: Path) -> None:
         client.predict("final_answer('api done')", "", api_name="/approve")
         chat = client.predict(api_name="/resume")[0]
         assert "api done" in json.dumps(chat)
+
+
+def test_every_run_streamed_to_a_tab_that_took_it_ends_with_the_panel_shown(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each event streaming a run handed to a tab (`RunStreamer.reattach`: after the page load, after the reload's
+    restore, after a chat opened or taken over) is followed by the approval panel's refresh: the run it streams
+    can end at a decision. The page load's reattach and the restore's race for one hand-over, and when the
+    restore's won, the tab showed "approve or reject (in the panel below the chat)" over no panel (issue 31)."""
+    from ui.layout import build_blocks
+    monkeypatch.setenv("AGENTDECK_SECRET", "r" * 40)
+    demo = build_blocks(AgentDeckApp(AppConfig(model="embedded", data_dir=tmp_path / "data")))
+    reattaching = [i for i, fn in demo.fns.items() if getattr(fn.fn, "__qualname__", "") == "RunStreamer.reattach"]
+    refreshed_after = {fn.trigger_after for fn in demo.fns.values()
+                       if getattr(fn.fn, "__qualname__", "") == ApprovalHandlers.refresh.__qualname__}
+    assert len(reattaching) >= 4  # the page load, the restore, a chat opened, a chat taken over
+    assert [i for i in reattaching if i not in refreshed_after] == []

@@ -267,6 +267,10 @@ def wire(demo: gr.Blocks, services: Services, panel: ApprovalPanel, selector: Mo
         None, inputs=[token], outputs=None,
         js=f"(token) => {{ if (token) sessionStorage.setItem('{TOKEN_KEY}', token); return []; }}").then(
         services.streamer.reattach, **private, **stream)  # a run handed back to the reloaded tab streams on
+    # ...to its next decision, shown in the panel: the page load's own reattach (ui/panels/history_layout.py) and
+    # this one race for the hand-over, and when this one won, the chat said "approve or reject (in the panel
+    # below the chat)" over no panel (issue 31).
+    restored.then(handlers.refresh, inputs=[panel.request_id], outputs=view_outputs, **private, **quick)
     keep_choice_after(restored, mode)
     return handlers
 

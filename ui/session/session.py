@@ -377,10 +377,15 @@ class Session:
         self.touch()
 
     def take_hand_over(self) -> bool:
-        """True once after `hand_over` if the run goes on and is not paused: the new page streams it now."""
+        """True once after `hand_over` if the run goes on and no decision of it waits: the new page streams it
+        now. A run whose decision was made but whose page closed before its resumed drain claimed it (the tab
+        closed right after Approve) is claimed here: unclaimed, no page streamed it, and the new page never
+        showed the rest of the run nor the next decision's panel (issue 31)."""
         with self.lock:
             handed_over, self._handed_over = self._handed_over, False
-            if not handed_over or not self._runs.running or self._runs.paused:
+            if not handed_over or not self._runs.running:
+                return False
+            if self._runs.paused and not self._runs.claim_paused():  # its decision still waits: the panel shows it
                 return False
             self._detached_at = None
             return True
