@@ -119,10 +119,11 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     searched = [panel.chat_list, panel.search_state, panel.search_note]
     panel.search_box.submit(history.search, inputs=[panel.browser_state, panel.search_box, panel.chat_list],
                             outputs=searched, api_visibility="private", **light)
-    panel.search_box.input(history.search, inputs=[panel.browser_state, panel.search_box, panel.chat_list],
+    # `change`, not `input`: Gradio's box reports no `input` for Backspace or a paste, so a box emptied with the
+    # keyboard kept the list filtered and a pasted word filtered nothing.
+    panel.search_box.change(history.search, inputs=[panel.browser_state, panel.search_box, panel.chat_list],
                            outputs=searched, api_name="search_chats", trigger_mode="always_last", **light)
-    panel.search_clear.click(history.clear_search, inputs=[panel.browser_state, panel.chat_list],
-                             outputs=[panel.search_box, *searched], api_visibility="private", **light)
+    panel.search_clear.click(history.clear_search, outputs=[panel.search_box], api_visibility="private", **light)
     chat_view.opened_after(opened)  # "Loading…", not the welcome, until the chat chosen is shown
     panel.rename_btn.click(history.rename_chat, inputs=[panel.browser_state, panel.chat_list, panel.title_box],
                            outputs=[panel.chat_list, panel.title_box], api_name="rename_chat", **light)
