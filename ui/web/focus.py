@@ -1,5 +1,5 @@
-"""A visible focus outline on the controls a keyboard user reaches most: the message box, the model picker and
-the approval mode.
+"""A visible focus outline on the controls a keyboard user reaches most: the message box, the model picker, the
+approval mode, and the sidebar's search and rename boxes (the first stops of Tab from the page's top).
 
 Why: Gradio's theme takes the outline off its inputs and marks focus only by a faint border colour, so a person
 moving with Tab could not see where they were (issue 31). The outline is drawn on the control's frame while the
@@ -7,8 +7,9 @@ input inside it has focus (`:focus-within`), in the theme's accent colour, so it
 """
 from __future__ import annotations
 
-#: The controls, by their element ids (ui/layout.py, ui/panels/approval_panel.py).
-FOCUSED = ("#task-input", "#model-picker .wrap:has(input)", "#approval-mode .wrap:has(input)")
+#: The controls, by their element ids (ui/layout.py, ui/panels/approval_panel.py, ui/panels/history_layout.py).
+FOCUSED = ("#task-input", "#model-picker .wrap:has(input)", "#approval-mode .wrap:has(input)", "#chat-search",
+           "#chat-title")
 
 CSS = ", ".join(f"{selector}:focus-within" for selector in FOCUSED) + """ {
     outline: 3px solid var(--color-accent) !important; outline-offset: 2px; }
