@@ -15,7 +15,7 @@ from ui.panels.files import download_value_js
 from ui.panels.history import HistoryController
 from ui.saved.data_folder import storage_is_ephemeral
 from ui.services import Services
-from ui.web import chat_view
+from ui.web import chat_view, responsive
 
 
 @dataclass
@@ -114,6 +114,7 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     opened = panel.chat_list.select(history.open_chat, inputs=[panel.browser_state, panel.chat_list],
                                     inputs_kwargs=settings,
                                     outputs=view, api_name="open_chat", **heavy)
+    responsive.close_sidebar_on_choice(panel.chat_list.select)  # a phone shows the chat chosen, not the list
     opened_run = opened.then(streamer.reattach, **reattach)
     opened_watch = opened.then(history.watch.follow, **watch)
     searched = [panel.chat_list, panel.search_state, panel.search_note]

@@ -103,6 +103,18 @@ CLOSE_SIDEBAR_JS = f"""
 """
 
 
+#: On a narrow screen the open sidebar covers the whole page: a chat chosen in it is shown behind it, so the
+#: sidebar closes (its toggle clicked, as at start) once a chat is chosen.
+CLOSE_SIDEBAR_NOW_JS = f"""
+() => {{
+  if (!window.matchMedia('(max-width: {NARROW_MAX_PX}px)').matches) return;
+  const sidebar = document.querySelector('#history-sidebar');
+  const toggle = sidebar && sidebar.querySelector('button.toggle-button');
+  if (toggle && sidebar.classList.contains('open')) toggle.click();
+}}
+"""
+
+
 #: Gradio's × on a file of a read-only File only drops it from the browser's list, without telling the server.
 #: This listener (capture phase, so it runs before Gradio's) takes the click instead: it hands the file's
 #: row (index and name) to a hidden button's event, whose handler asks for confirmation. Gradio 6.31 draws no ×

@@ -24,7 +24,7 @@ from typing import Any
 
 import gradio as gr
 
-from ui.web.gradio_dom import APPROVAL_IN_VIEW_JS, CLOSE_SIDEBAR_JS, NARROW_MAX_PX
+from ui.web.gradio_dom import APPROVAL_IN_VIEW_JS, CLOSE_SIDEBAR_JS, CLOSE_SIDEBAR_NOW_JS, NARROW_MAX_PX
 
 CSS = f"""
 @media (max-width: {NARROW_MAX_PX}px) {{
@@ -53,3 +53,9 @@ def wire(demo: gr.Blocks) -> Any:
     """Close the sidebar on narrow screens when the page loads; keep a pending approval and its step in view."""
     demo.load(None, js=APPROVAL_IN_VIEW_JS)
     return demo.load(None, js=CLOSE_SIDEBAR_JS)
+
+
+def close_sidebar_on_choice(chosen: Any) -> None:
+    """On a narrow screen, a chat chosen in the sidebar closes it (it covered the chat just opened); in the
+    browser only, at the click."""
+    chosen(None, js=CLOSE_SIDEBAR_NOW_JS)

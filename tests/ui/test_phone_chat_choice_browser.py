@@ -1,0 +1,56 @@
+"""On a phone the chats' sidebar covers the page: a chat chosen in it is shown, the sidebar closing (issue 31,
+phone layout). On a wide screen the sidebar stays open beside the chat.
+
+Found by hand at 390x844: after a tap on a chat in the list the sidebar stayed over the whole screen and the
+chat opened behind it could not be seen until its small toggle was found (1 of 1).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, launch, send, wait_for_text
+from ui_testlib import code_reply, run_app, write_transcript
+
+pytestmark = BROWSER_MARKS
+
+SCRIPT = [code_reply("Answer.", "final_answer('the ' + 'answer')")]
+SIDEBAR_OPEN = "() => document.querySelector('#history-sidebar').classList.contains('open')"
+
+
+@pytest.mark.parametrize("width, height, stays_open", [(390, 844, False), (1440, 900, True)],
+                         ids=["phone", "wide"])
+def test_a_chat_chosen_in_the_sidebar_is_in_view(tmp_path: Path, width: int, height: int,
+                                                 stays_open: bool) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    (tmp_path / "data").mkdir()
+    with run_app(write_transcript(tmp_path / "script.json", SCRIPT), tmp_path / "data") as url, \
+            sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": width, "height": height})
+        context.add_init_script(EVENT_COUNTER_JS)
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        try:
+            page.goto(url)
+            page.wait_for_selector("#chat")
+            page.wait_for_function("Object.keys(localStorage).includes('agentdeck-browser')")
+            send(page, "Tell me the answer, please.")
+            wait_for_text(page, "the answer")
+            page.locator("#new-chat-btn").click()
+            page.wait_for_function("!(document.querySelector('#chat')?.innerText || '').includes('the answer')")
+            page.wait_for_function("() => document.querySelectorAll('#chat-list label').length === 1")
+            if not page.evaluate(SIDEBAR_OPEN):
+                page.locator("#history-sidebar button.toggle-button").click()
+                page.wait_for_function(SIDEBAR_OPEN)
+            page.locator("#chat-list label").first.click()
+            wait_for_text(page, "the answer")
+            if stays_open:
+                assert page.evaluate(SIDEBAR_OPEN)
+            else:
+                page.wait_for_function(f"() => !({SIDEBAR_OPEN})()", timeout=10_000)
+            from playwright.sync_api import expect
+            expect(page.locator("#chat")).to_be_in_viewport(timeout=10_000)
+        finally:
+            context.close()
+            browser.close()
