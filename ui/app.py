@@ -194,7 +194,13 @@ class AgentDeckApp:
         Stop dropped its decision and recorded it as stopped), so the page gets the chat and status once here.
         A live run's own stream shows its end: nothing is sent then."""
         key = getattr(request, "session_hash", None) or "anonymous"
-        session = self.registry.watchers.live(key) or self.registry.peek(key)
+        watch = self.registry.watchers.get(key)
+        if watch is not None and watch.session.key != key:
+            # A watching tab: the watch's follow shows the run's end once it is saved (ui/panels/watch.py). This
+            # tab's own session holds the chat as it was when the watch began: drawn here, it could land after
+            # that end and put the old chat back, with no "Stopped" in the tab whose Stop stopped the run.
+            return (gr.skip(),) * 5
+        session = self.registry.peek(key)
         if session is None or session.running:
             return (gr.skip(),) * 5
         return self.streamer.update(session, Shown(root_url=root_url_of(request)))

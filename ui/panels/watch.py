@@ -91,9 +91,10 @@ class RunWatch:
                     self.watchers.forget(key, watch)
                     yield from self._take(key, moved, watch)
                     return
-            if not watch.live:
+            if not watch.live:  # forgotten once this tab's session shows the end (`App.after_stop` waits for it)
+                ended = self._ended(key, watch)
                 self.watchers.forget(key, watch)
-                yield self._ended(key, watch)
+                yield ended
                 return
             values = session_outputs(session, shown, locked_box() if last is None else gr.skip())
             signature = (repr(values[0]), values[2], values[3])
