@@ -64,7 +64,7 @@ def test_a_stopped_steps_title_reads_the_same_live_and_after_a_reload(tmp_path: 
         assert live and any("Take a minute." in title for title in live), live
         # The same words; the time (live: until the run's end, reopened: until the stop's save) within a tenth.
         assert [words(title) for title in again] == [words(title) for title in live], (live, again)
-        assert all(abs(seconds(a) - seconds(b)) <= 0.15 for a, b in zip(live, again)), (live, again)
+        assert all(abs(seconds(a) - seconds(b)) <= 0.15 for a, b in zip(live, again, strict=True)), (live, again)
 
 
 _TIME = re.compile(r"\s*\((\d+(?:\.\d+)?)(ms|s)\)$")
