@@ -188,7 +188,7 @@ class MemoryCompacted(Event):
 @dataclass(kw_only=True)
 class StepFinished(Event):
     step_type: StepType
-    duration_s: float
+    duration_s: float  # a code step's model call plus its code's run (agents/step_events/frames.py `step_time`)
     token_usage: TokenUsage
 
 

@@ -80,8 +80,17 @@ def observation(step: ActionStep, fields: Fields) -> Observation | None:
 
 
 def step_finished(step: PlanningStep | ActionStep, fields: Fields) -> StepFinished:
-    return StepFinished(**fields, step_type=_step_type(step), duration_s=step.timing.duration_s,
+    return StepFinished(**fields, step_type=_step_type(step), duration_s=step_time(step),
                         token_usage=step.token_usage, timestamp=recorded_time(step.timing.end_time))
+
+
+def step_time(step: PlanningStep | ActionStep) -> float:
+    """A step's time as shown: for a step whose code ran, its model call plus its code's run, not what its wall
+    time also holds (a sandbox's cold start, a wait for a person's decision, which shows its own time); for any
+    other step, its wall time."""
+    if isinstance(step, ActionStep) and step.code is not None and step.execution_duration_s > 0:
+        return step.model_duration_s + step.execution_duration_s
+    return step.timing.duration_s
 
 
 def _step_type(step: PlanningStep | ActionStep) -> StepType:

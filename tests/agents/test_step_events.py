@@ -176,3 +176,18 @@ def test_a_call_rejected_before_records_kept_rejected_reopens_as_rejected() -> N
     assert failed is not None and (failed.rejected, failed.is_error) == (False, True)
     again = ToolCallRecord.from_dict(record.as_dict())
     assert again is not None and (again.rejected, again.is_error, again.output) == (True, False, "not eve")
+
+
+def test_a_code_steps_time_is_its_model_call_and_its_code_not_the_wait_around_them() -> None:
+    """Issue 31: a step whose code ran in milliseconds showed ~8 s in "Approve each code step" mode: its wall time
+    held the sandbox's cold start (and, where the run's thread waits, the person's decision, which shows its own
+    time). The step's time is its model call plus its code's run; a step with no code run keeps its wall time."""
+    from agents.memory.steps import ActionStep, Timing
+    from agents.step_events.frames import step_finished
+
+    fields = {"run_id": "r", "step": 1, "parent_id": None}
+    ran = ActionStep(step_number=1, code="print('hi')", model_duration_s=0.5, execution_duration_s=0.02,
+                     timing=Timing(start_time=100.0, end_time=109.2))
+    assert abs(step_finished(ran, fields).duration_s - 0.52) < 1e-9
+    no_code = ActionStep(step_number=1, model_duration_s=0.5, timing=Timing(start_time=100.0, end_time=101.5))
+    assert step_finished(no_code, fields).duration_s == 1.5

@@ -158,6 +158,8 @@ class Transcript(ExecutionRendering, DecisionRendering):
         tokens = format_tokens(e.token_usage)
         if tokens:
             node.log = tokens
+        if node.id in self._steps:
+            self._steps[node.id].tokens = e.token_usage.total_tokens or 0
 
     def _on_plan_proposed(self, e: ev.PlanProposed) -> None:
         node = self._step_node(e)
@@ -203,12 +205,17 @@ class Transcript(ExecutionRendering, DecisionRendering):
         tokens = format_tokens(e.token_usage)
         if tokens:
             node.log = tokens
-        record = self._steps.get(node.id)
-        if e.step_type == "action" and record is not None:
-            what = step_summary(node.parts.get("thought", ""), record.code)
-            if what:  # folded, the step says what it did; its tokens come after
-                node.log = f"{what} · {e.token_usage.total_tokens:,} tokens" if tokens else what
+        if e.step_type == "action":
+            self._say_what_it_did(node, e.token_usage.total_tokens if tokens else 0)
         self._finish_step(node)
+
+    def _say_what_it_did(self, node: Node, tokens: int) -> None:
+        """A folded action step's title says what it did, its tokens after: the same whether the step ended
+        (StepFinished) or its run did first (a Stop), as a reopened chat, which replays the step's end, shows it."""
+        record = self._steps.get(node.id)
+        what = step_summary(node.parts.get("thought", ""), record.code) if record is not None else ""
+        if what:
+            node.log = f"{what} · {tokens:,} tokens" if tokens else what
 
     def _finish_step(self, node: Node) -> None:
         """Fold the step (Gradio closes a thought whose status is done) and show its key output under it."""
@@ -271,6 +278,8 @@ class Transcript(ExecutionRendering, DecisionRendering):
                 if node.duration is None and node.title and not node.title.startswith("✋"):
                     node.duration = round(max(0.0, e.timestamp - node.started), 2)
                 if node.id.startswith("step:"):
+                    if node.id.endswith(":action"):  # stopped mid-step: no StepFinished came
+                        self._say_what_it_did(node, self._steps[node.id].tokens if node.id in self._steps else 0)
                     self._finish_step(node)
                 node.status = "done"
         state = str(getattr(e.state, "value", e.state))

@@ -45,6 +45,7 @@ class StepRecord:
     calls: list[CallOutcome] = field(default_factory=list)
     images: list[Node] = field(default_factory=list)  # charts shown at the step's level while it ran
     code: str = ""  # the code it ran (its folded title says what it did)
+    tokens: int = 0  # its model reply's tokens (the title of a step stopped before its end gives them)
 
     def place(self, preview: Node) -> None:
         """Put the preview after everything the step added at its level, before its charts."""

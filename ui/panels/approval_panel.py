@@ -157,8 +157,10 @@ def build_approval_panel() -> ApprovalPanel:
                 plan_reject_btn = gr.Button("✖ Reject plan", elem_id="plan-reject-btn", variant="stop")
         with gr.Column(visible=False, elem_id="approval-card") as card:
             card_title = gr.Markdown("", elem_classes="ad-approval-title", elem_id="approval-title")
+            # Long lines wrap: on a phone the code is read without scrolling sideways.
             edit_code = gr.Code(language="python", label="Code (you can edit it before approving)",
-                                elem_id="edit-code", interactive=True, visible=False, lines=4, max_lines=24)
+                                elem_id="edit-code", interactive=True, visible=False, lines=4, max_lines=24,
+                                wrap_lines=True)
             tool_name = gr.Markdown("", elem_id="edit-tool-name", visible=False)
             edit_args = gr.Textbox(label="Arguments (JSON; you can edit them before approving)", lines=4,
                                    max_lines=20, elem_id="edit-args", visible=False, interactive=True)
