@@ -123,5 +123,4 @@ def _granted(kind: DecisionKind, payload: dict[str, Any], context: Any) -> Grant
     if request_key(pending.kind, pending.payload) != key:
         return None
     context.grant = None
-    # made when the person's decision was taken (the click), not when the resumed run reached this request
-    return Grant(pending.request_id, decision, pending.asked_at or time.time(), pending.taken_at)
+    return Grant(pending.request_id, decision, pending.asked_at or time.time())

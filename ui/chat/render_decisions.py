@@ -98,12 +98,6 @@ class DecisionRendering(StepTree):
                 if step.title:
                     step.title = step.title.replace(WAITING_MARK, "")
 
-    def decision_shown(self, request_id: str, when: float) -> None:
-        """The decision `request_id`, still waiting, was shown in a panel at `when`: its time counts from then."""
-        node = self.decision_nodes.get(request_id)
-        if node is not None and node.waiting:
-            node.started = when
-
     def resumed_request(self, e: ev.DecisionRequested) -> None:
         """A run paused at `e` resumes in this chat, which never showed `e` (reopened from the saved chat: on
         another replica, or after a restart): its decision is shown when made, as if it had been asked here."""

@@ -84,11 +84,7 @@ class ApprovalHandlers:
 
     # show -------------------------------------------------------------------------------------------
     def refresh(self, shown_id: str | None, request: gr.Request) -> tuple:
-        session = self._session(request)
-        pending = session.pending_request()
-        if pending is not None and pending.request_id != shown_id:  # shown now: the decision's time starts
-            session.decision_shown(pending.request_id)
-        return as_tuple(view(pending, shown_id))
+        return as_tuple(view(self._session(request).pending_request(), shown_id))
 
     # decide -----------------------------------------------------------------------------------------
     def _decide(self, shown_id: str | None, request: gr.Request, decide) -> tuple:

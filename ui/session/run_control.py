@@ -51,7 +51,6 @@ class RunControl:
         self._run: RunHandle | None = None
         self._approval_mode = "autonomous"  # which pauses the next run makes
         self._stop = stopping.StopSettler()  # waits for a stopped run's end (`abandon_run`)
-        self._shown: set[str] = set()  # the decisions a panel of this session has shown (`decision_shown`)
 
     @property
     def run(self) -> RunHandle | None:
@@ -185,18 +184,6 @@ class RunControl:
             if live is not None or self.running:
                 return live
             return saved_request(self._slot.agent, self._slot.kept_memory)
-
-    def decision_shown(self, request_id: str) -> None:
-        """A panel shows the paused run's decision `request_id`: the first time, its time counts from now, as a
-        person counts it from when they could see it, not from the agent's request, before the run's end reached
-        the page. The pending record (which the resume records the decision with) and the chat's decision agree."""
-        with self._lock:
-            pending = getattr(getattr(self._slot.agent, "memory", None), "pending", None)
-            if pending is None or pending.request_id != request_id or pending.taken_at or request_id in self._shown:
-                return
-            self._shown.add(request_id)
-            pending.asked_at = time.time()
-            self._record.transcript.decision_shown(request_id, pending.asked_at)
 
     def answer(self, request: ev.DecisionRequested, decision: Decision) -> None:
         """Answer `request`, once. ConfigurationError if it was answered already or its run is gone."""

@@ -250,10 +250,6 @@ class Session:
         """The decision the run is paused on and nobody has answered yet, else None."""
         return self._runs.pending()
 
-    def decision_shown(self, request_id: str) -> None:
-        """A panel shows the decision `request_id`: its time counts from its first showing (RunControl)."""
-        self._runs.decision_shown(request_id)
-
     def has_pending(self) -> bool:
         return self.pending_request() is not None
 
