@@ -21,6 +21,7 @@ import hashlib
 import io
 import os
 import re
+import secrets
 import subprocess
 import sys
 import tarfile
@@ -262,7 +263,9 @@ def ensure_image(client: Any, tree: RootTree | None = None, log: Any = None) -> 
         return tag
     except docker.errors.ImageNotFound:
         pass
-    base = tag + "-base"
+    # A base tag of this build's own: two processes finding the image missing at once (the test workers, two
+    # replicas) each import and remove their own base; a shared one was removed by the first under the second.
+    base = f"{tag}-base-{os.getpid()}-{secrets.token_hex(3)}"
     with tempfile.TemporaryDirectory(prefix="agentdeck-image-") as tmp:
         tar_path = os.path.join(tmp, "rootfs.tar")
         with open(tar_path, "wb") as fh:
