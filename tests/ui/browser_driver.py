@@ -65,6 +65,16 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
+def open_tab(context, url: str):
+    """A new tab of `context` on the app, once the page has its browser identity (its saved chats are its own)."""
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(url)
+    page.wait_for_selector("#chat")
+    page.wait_for_function("Object.keys(localStorage).includes('agentdeck-browser')")
+    return page
+
+
 @contextmanager
 def open_page(url: str) -> Iterator:
     """A 1440x1000 page on the app in a fresh headless Chromium, closed afterwards."""

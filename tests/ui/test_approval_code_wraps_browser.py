@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, choose_mode, launch, send, wait_for_text
+from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, choose_mode, launch, open_tab, send, wait_for_text
 from ui_testlib import SCREENSHOT_DIR, code_reply, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
@@ -23,12 +23,8 @@ def test_long_code_lines_wrap_in_the_approval_editor_on_a_phone(tmp_path: Path) 
         browser = launch(playwright)
         context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
         context.add_init_script(EVENT_COUNTER_JS)
-        page = context.new_page()
-        page.set_default_timeout(30_000)
+        page = open_tab(context, url)
         try:
-            page.goto(url)
-            page.wait_for_selector("#chat")
-            page.wait_for_function("Object.keys(localStorage).includes('agentdeck-browser')")
             choose_mode(page, "Approve each code step")
             send(page, "Summarise.")
             page.locator("#approve-btn").wait_for(state="visible")

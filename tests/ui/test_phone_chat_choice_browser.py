@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, launch, send, wait_for_text
+from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, launch, open_tab, send, wait_for_text
 from ui_testlib import code_reply, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
@@ -29,12 +29,8 @@ def test_a_chat_chosen_in_the_sidebar_is_in_view(tmp_path: Path, width: int, hei
         browser = launch(playwright)
         context = browser.new_context(viewport={"width": width, "height": height})
         context.add_init_script(EVENT_COUNTER_JS)
-        page = context.new_page()
-        page.set_default_timeout(30_000)
+        page = open_tab(context, url)
         try:
-            page.goto(url)
-            page.wait_for_selector("#chat")
-            page.wait_for_function("Object.keys(localStorage).includes('agentdeck-browser')")
             send(page, "Tell me the answer, please.")
             wait_for_text(page, "the answer")
             page.locator("#new-chat-btn").click()
