@@ -39,7 +39,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agents.decisions import APPROVAL_MODES
 from agents.executor.tree_walk import remove_tree
 from agents.memory.memory import AgentMemory
 from ui.saved import memory_blobs, meta_blobs, titles
@@ -62,6 +61,7 @@ from ui.saved.data_folder import (
 from ui.saved.key_change import note_secret_at_start, secret_id
 from ui.saved.meta_blobs import META_MAX_BYTES
 from ui.saved.model_titles import BY_MODEL, BY_PERSON, BY_TASK
+from ui.saved.owner_prefs import OwnerPreferences
 from ui.shared.blobs import (
     ANY,
     MISSING,
@@ -75,9 +75,6 @@ from ui.shared.state import MemoryState, SharedState
 #: Deleted chats remembered so another tab showing one cannot save it again (ChatStore.delete), this long.
 DELETED_REMEMBERED_S = 30 * 24 * 3600.0
 _OWNER = re.compile(r"^[0-9a-f]{64}$")
-#: The most read of an owner's small texts from the shared store (every read is bounded before it is read, as
-#: meta.json's: meta_blobs.META_MAX_BYTES): `current` a chat id, `approval_mode` a mode's name.
-OWNER_TEXT_MAX_BYTES = 256
 
 
 class SavedChat:
@@ -119,7 +116,7 @@ class SavedChat:
         return f"SavedChat({self.id})"
 
 
-class ChatStore:
+class ChatStore(OwnerPreferences):
     def __init__(self, data_dir: str | Path, secret: bytes | None = None, blobs: BlobStore | None = None,
                  state: SharedState | None = None) -> None:
         self.data_dir = Path(data_dir)
@@ -257,35 +254,6 @@ class ChatStore:
 
     def was_deleted(self, owner: str, chat_id: str) -> bool:
         return self.state.is_marked(_tombstone(owner, chat_id))
-
-    def _owner_text(self, owner: str, name: str) -> str | None:
-        self._owner_dir(owner)
-        try:
-            blob = self.blobs.get(f"owners/{owner}/{name}", max_bytes=OWNER_TEXT_MAX_BYTES)
-            return None if blob is None else blob.data.decode("ascii").strip()
-        except (UnicodeDecodeError, BlobTooLarge):
-            return None  # not a value this store wrote: as if none was chosen
-
-    def current(self, owner: str) -> str | None:
-        text = self._owner_text(owner, "current")
-        return text if text is not None and valid_chat_id(text) else None
-
-    def set_current(self, owner: str, chat_id: str | None) -> None:
-        self._owner_dir(owner)
-        text = (chat_id or "") if valid_chat_id(chat_id) or chat_id is None else ""
-        self.blobs.put(f"owners/{owner}/current", text.encode("ascii"))
-
-    def approval_mode(self, owner: str) -> str | None:
-        """The approval mode this owner chose last, or None. Why kept here: a reload or a reopened chat must
-        not quietly fall back to a mode that pauses less than the one the person chose."""
-        text = self._owner_text(owner, "approval_mode")
-        return text if text in APPROVAL_MODES else None
-
-    def set_approval_mode(self, owner: str, mode: str) -> None:
-        if mode not in APPROVAL_MODES:
-            raise ChatStoreError(f"Unknown approval mode {mode!r}; choose one of {', '.join(APPROVAL_MODES)}.")
-        self._owner_dir(owner)
-        self.blobs.put(f"owners/{owner}/approval_mode", mode.encode("ascii"))
 
     def sweep_unused(self, older_than_s: float = 24 * 3600.0, now: float | None = None) -> int:
         """Delete chat folders that never got a message (no meta.json) and are older than `older_than_s`."""
