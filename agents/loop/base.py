@@ -20,6 +20,7 @@ from agents.decisions import ApprovalPolicy, Decider, Decision, DecisionBroker, 
 from agents.decisions.pending import PendingDecision
 from agents.errors import ConfigurationError
 from agents.events import Event, new_id
+from agents.loop.agent_decisions import AgentDecisions, ignore_event
 from agents.loop.agent_images import AgentImages
 from agents.loop.agent_sharing import AgentSharing
 from agents.loop.callbacks import StepCallbacks
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from agents.console import ConsoleRenderer
 
 
-class MultiStepAgent(StepHooks, AgentImages, AgentSharing):
+class MultiStepAgent(StepHooks, AgentImages, AgentSharing, AgentDecisions):
     """Base agent. Subclasses set `prompt_kind` and implement `act(step, reply, run)`."""
 
     prompt_kind = ""
@@ -176,7 +177,7 @@ class MultiStepAgent(StepHooks, AgentImages, AgentSharing):
         if stream:
             return self._stream(arguments)
         logger = self._console()
-        result = self._execute(emit=logger.handle if logger else _ignore, **arguments)
+        result = self._execute(emit=logger.handle if logger else ignore_event, **arguments)
         if return_result:
             return result
         if result.state is RunState.ERROR and result.exception is not None:
@@ -225,40 +226,6 @@ class MultiStepAgent(StepHooks, AgentImages, AgentSharing):
         for agent in self.managed_agents.values():
             agent.interrupt()
 
-    def resolve_decision(self, request_id: str, decision: Any) -> None:
-        """Answer a pending decision request (from the UI or any thread), here or in a managed agent."""
-        for agent in self._agents_tree():
-            decider = agent.broker.decider
-            if isinstance(decider, ExternalDecider) and any(r.id == request_id for r in decider.pending()):
-                decider.resolve(request_id, decision)
-                return
-        raise ConfigurationError(f"No pending decision with id {request_id!r}: it was answered or has expired.")
-
-    def resume(self, decision: Decision, stream: bool = False, return_result: bool = False) -> Any:
-        """Carry on the run that ended at `memory.pending` (pause mode) with the person's `decision`: the paused
-        step acts again from its recorded reply with `decision` given for that exact request, then the run goes
-        on. Works on a memory loaded in a new process (the sandbox's variables re-made first, see
-        `agents.loop.restore`). Returns as `run` does. ConfigurationError when nothing waits or the decision
-        does not fit the request."""
-        pending = self.memory.pending
-        if pending is None:
-            raise ConfigurationError("No run of this agent is waiting for a decision: there is nothing to resume.")
-        decision.validate_for(pending.request())
-        self.memory.pending = None
-        if stream:
-            return EventStream(lambda emit: self._resume(pending, decision, emit), on_abandon=self.interrupt,
-                               thread_name=f"agent-resume-{self.name or type(self).__name__}")
-        logger = self._console()
-        result = self._resume(pending, decision, logger.handle if logger else _ignore)
-        if return_result:
-            return result
-        if result.state is RunState.ERROR and result.exception is not None:
-            raise result.exception
-        return result.output
-
-    def _resume(self, pending: PendingDecision, decision: Decision, emit: Callable[[Event], None]) -> RunResult:
-        return drive(self._resume_steps(pending, decision, emit))
-
     def _resume_steps(self, pending: PendingDecision, decision: Decision,
                       emit: Callable[[Event], None]) -> Steps[RunResult]:
         """`_resume` as the step loop's generator (agents/loop/model_call.py)."""
@@ -274,21 +241,6 @@ class MultiStepAgent(StepHooks, AgentImages, AgentSharing):
             return (yield from steps.resume_steps(pending))
         finally:
             self._step_number = max(self._step_number, steps.last_step_number)
-
-    def pending_decisions(self) -> list[Any]:
-        pending: list[Any] = []
-        for agent in self._agents_tree():
-            if isinstance(agent.broker.decider, ExternalDecider):
-                pending.extend(agent.broker.decider.pending())
-        return pending
-
-    def set_approval_policy(self, policy: ApprovalPolicy | str) -> None:
-        """What this agent and its managed agents pause for from their next run (a policy or a mode name).
-        Only between runs: no thread reads it then."""
-        if isinstance(policy, str):
-            policy = ApprovalPolicy.from_mode(policy)
-        for agent in self._agents_tree():
-            agent.broker.policy = policy
 
     def run_for_manager(self, task: str, emit: Callable[[Event], None], parent_id: str,
                         additional_args: dict[str, Any] | None = None,
@@ -409,6 +361,3 @@ class MultiStepAgent(StepHooks, AgentImages, AgentSharing):
         """Make `additional_args` available to the agent; the base agent describes them in the task."""
         listing = "\n".join(f"- {key}: {value!r}"[:500] for key, value in additional_args.items())
         return f"{task}\n\nYou have been given these additional arguments:\n{listing}"
-
-def _ignore(event: Event) -> None:
-    """Emit target for non-streamed runs with the console off."""
