@@ -36,7 +36,8 @@ class DecisionRequest:
     #: When it was asked: a paused run's record keeps it, so its resumed and its replayed request say the same.
     asked_at: float = 0.0
     #: When a page first showed it to a person (0: not yet): a run that waits in its thread for the decision
-    #: counts the decision's time from then (agents/decisions/pending.py `waited_s`; `ExternalDecider.shown`).
+    #: counts the decision's time from then (agents/decisions/pending.py `waited_s`; the app marks the requests
+    #: `MultiStepAgent.pending_decisions` gives).
     shown_at: float = 0.0
 
     def mark_shown(self, when: float) -> None:

@@ -103,3 +103,22 @@ def test_a_resumed_decision_records_the_wait_from_its_first_showing(make_tool_ag
     fields = {"run_id": made.run_id, "step": made.step, "parent_id": made.parent_id}
     replayed = step_events.decision_made(record, "tool_call", "approve", fields)
     assert replayed == made
+
+
+def test_a_decision_a_runs_thread_waits_for_counts_from_its_showing(make_tool_agent) -> None:
+    """A run that waits in its thread (no pause mode): a page marks the waiting request shown (the requests
+    `pending_decisions` gives, as ui/session/pending_decisions.py `mark_shown` does), then the answer comes."""
+    agent, _ = make_tool_agent([call("send_note", text="n"), call("final_answer", answer="done")],
+                               tools=[send_note], approval_policy="approve_tools")
+    made: list[ev.DecisionMade] = []
+    for event in agent.run("t", stream=True):
+        if isinstance(event, ev.DecisionRequested):
+            [request] = agent.pending_decisions()
+            request.mark_shown(request.asked_at + 0.25)  # shown a quarter second after it was asked
+            request.mark_shown(request.asked_at + 0.5)  # and later in another tab
+            agent.resolve_decision(event.request_id, Decision.approve())
+        elif isinstance(event, ev.DecisionMade):
+            made.append(event)
+    record = next(s for s in agent.memory.action_steps() if s.decisions).decisions[0]
+    assert record["shown_at"] == record["asked_at"] + 0.25
+    assert made[0].waited_s == record["waited_s"] == max(0.0, record["decided_at"] - record["shown_at"])
