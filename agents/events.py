@@ -130,6 +130,9 @@ class DecisionMade(Event):
     outcome: DecisionOutcome
     detail: str = ""  # the reason of a rejection, the answer to a question
     edited: Any = None
+    #: How long the person took, in seconds: from when a page first showed the request (else from the request)
+    #: to the decision, recorded with it (agents/decisions/pending.py `waited_s`). None: a chat saved before it was.
+    waited_s: float | None = None
 
 
 @dataclass(kw_only=True)

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from agents import step_events
 from agents.decisions.deciders import Decider
-from agents.decisions.pending import Grant, RunPaused, request_key
+from agents.decisions.pending import Grant, RunPaused, request_key, waited_s
 from agents.decisions.policy import ApprovalPolicy
 from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome
 from agents.events import Event, new_id
@@ -101,8 +101,10 @@ class DecisionBroker:
         decision.validate_for(request)
         detail += decision.reason or decision.answer
         decided_at = (granted.decided_at if granted else 0.0) or time.time()  # a decision made again: its time
+        shown_at = granted.shown_at if granted else request.shown_at  # when a person first saw it (0: never)
         record.update(outcome=decision.outcome.value, detail=detail, decided_at=decided_at,
-                      edited=json_safe(decision.edited) if decision.outcome is Outcome.EDIT else None)
+                      edited=json_safe(decision.edited) if decision.outcome is Outcome.EDIT else None,
+                      waited_s=waited_s(asked_at, shown_at, decided_at), **({"shown_at": shown_at} if shown_at else {}))
         recorded = getattr(context, "decisions", None)
         if recorded is not None:
             recorded.append(record)
@@ -123,4 +125,5 @@ def _granted(kind: DecisionKind, payload: dict[str, Any], context: Any) -> Grant
     if request_key(pending.kind, pending.payload) != key:
         return None
     context.grant = None
-    return Grant(pending.request_id, decision, pending.asked_at or time.time())
+    # made when the person took the decision (the click), not when the resumed run reached this request
+    return Grant(pending.request_id, decision, pending.asked_at or time.time(), pending.taken_at, pending.shown_at)

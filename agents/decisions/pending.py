@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.decisions.policy import ApprovalPolicy
-from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome
+from agents.decisions.types import Decision, DecisionKind, DecisionRequest, Outcome, first_showing
 from agents.errors import AgentInterrupted
 
 
@@ -35,11 +35,22 @@ def request_key(kind: DecisionKind | str, payload: dict[str, Any]) -> tuple[str,
 @dataclass(frozen=True)
 class Grant:
     """A decision a resumed run is given for one of its requests: the request's id, the decision, when it was
-    asked, and when it was made (0.0: unknown, now)."""
+    asked, when it was made (0.0: unknown, now) and when a person was first shown it (0.0: never, see
+    `waited_s`)."""
     request_id: str
     decision: Decision
     asked_at: float
     decided_at: float = 0.0
+    shown_at: float = 0.0
+
+
+def waited_s(asked_at: float, shown_at: float, decided_at: float) -> float:
+    """How long a person took to decide: from when the request was first shown to them (`shown_at`) to their
+    decision, or from the request itself when it was never shown (decided over the API). The request comes
+    before the paused run's end reaches any page, so counting from it adds the time the page took to show it.
+    The decision's event carries this (agents/step_events/decisions.py): a live and a reopened chat say the
+    same, nothing is counted again when shown."""
+    return max(0.0, decided_at - (shown_at or asked_at))
 
 
 def _time_or_zero(value: Any) -> float:
@@ -82,6 +93,16 @@ class PendingDecision:
     #: a chat reopened after a crash between the step's code running and its save knows the decision was made
     #: (its code may have run) and does not offer it again: approved code runs at most once.
     taken_at: float = 0.0
+    #: When a page first showed this request to a person (0: not yet; the earliest of several tabs, `mark_shown`):
+    #: the decision's time counts from then (`waited_s`). The request's own time (`asked_at`) stays as it was,
+    #: so its event is the same live and replayed.
+    shown_at: float = 0.0
+
+    def mark_shown(self, when: float) -> None:
+        """A page shows this request at `when`: its first showing is kept (`first_showing`); once the decision
+        was taken, nothing changes."""
+        if not self.taken_at:
+            self.shown_at = first_showing(self.shown_at, when)
 
     def request(self) -> DecisionRequest:
         return DecisionRequest(id=self.request_id, kind=DecisionKind(self.kind), payload=dict(self.payload),
@@ -95,7 +116,8 @@ class PendingDecision:
                 "steps_done": self.steps_done,
                 "max_steps": self.max_steps, "planning_interval": self.planning_interval, "in_code": self.in_code,
                 "asked_at": self.asked_at, "policy": self.policy, "tools": self.tools, "earlier": self.earlier,
-                **({"taken_at": self.taken_at} if self.taken_at else {})}
+                **({"taken_at": self.taken_at} if self.taken_at else {}),
+                **({"shown_at": self.shown_at} if self.shown_at else {})}
 
     def call_id_for(self, key: tuple[str, str]) -> str | None:
         """The id a call from code had when the request `key` was asked (this one or an earlier of the step): the
@@ -113,7 +135,8 @@ class PendingDecision:
             if request_key(str(record.get("kind", "")), dict(record.get("proposed") or {})) == key:
                 del self.earlier[index]
                 return Grant(str(record.get("request_id", "")), _decision_of(record),
-                             _time_or_zero(record.get("asked_at")), _time_or_zero(record.get("decided_at")))
+                             _time_or_zero(record.get("asked_at")), _time_or_zero(record.get("decided_at")),
+                             _time_or_zero(record.get("shown_at")))
         return None
 
     def approval_policy(self) -> ApprovalPolicy | None:
@@ -141,12 +164,8 @@ class PendingDecision:
         numbers = ("step_number", "steps_done", "max_steps", "reply_input_tokens", "reply_output_tokens")
         if not all(isinstance(data.get(name, 0), int) and data.get(name, 0) >= 0 for name in numbers):
             raise ValueError("the pending decision's step numbers or token counts are malformed")
-        taken = data.get("taken_at", 0.0)
-        if not isinstance(taken, (int, float)) or isinstance(taken, bool) or not 0 <= taken < float("inf"):
-            raise ValueError("the pending decision's taken time is malformed")
-        model_s = data.get("reply_model_s", 0.0)
-        if not isinstance(model_s, (int, float)) or isinstance(model_s, bool) or not 0 <= model_s < float("inf"):
-            raise ValueError("the pending decision's model time is malformed")
+        taken, shown = _seconds(data, "taken_at", "taken time"), _seconds(data, "shown_at", "shown time")
+        model_s = _seconds(data, "reply_model_s", "model time")
         interval = data.get("planning_interval")
         if interval is not None and (not isinstance(interval, int) or interval < 1):
             raise ValueError("the pending decision's planning interval is malformed")
@@ -165,12 +184,12 @@ class PendingDecision:
                    step_number=data["step_number"], reply_content=data.get("reply_content", ""),
                    reply_tool_calls=list(data.get("reply_tool_calls", [])),
                    reply_input_tokens=data.get("reply_input_tokens", 0),
-                   reply_output_tokens=data.get("reply_output_tokens", 0), reply_model_s=float(model_s),
+                   reply_output_tokens=data.get("reply_output_tokens", 0), reply_model_s=model_s,
                    steps_done=data.get("steps_done", 0),
                    max_steps=max(1, data.get("max_steps", 20)), planning_interval=interval,
                    in_code=bool(data.get("in_code", False)), asked_at=float(data.get("asked_at", 0.0) or 0.0),
                    policy=policy, tools=list(tools) if tools is not None else None,
-                   earlier=[dict(record) for record in earlier], taken_at=float(taken))
+                   earlier=[dict(record) for record in earlier], taken_at=taken, shown_at=shown)
 
 
 TOOL_CALLS = ("none", "flagged", "all")
@@ -195,6 +214,15 @@ def _decision_of(record: dict[str, Any]) -> Decision:
     if outcome is Outcome.ANSWER:
         return Decision.reply(detail)
     return Decision.approve()
+
+
+def _seconds(data: dict[str, Any], name: str, what: str) -> float:
+    """The time `data[name]` (0.0 when absent); ValueError naming `what` for anything but a finite, non-negative
+    number (`_time_or_zero` forgives what this refuses: an earlier decision's record is the step's, not this)."""
+    value = data.get(name, 0.0)
+    if _time_or_zero(value) != value:
+        raise ValueError(f"the pending decision's {what} is malformed")
+    return float(value)
 
 
 def _names(value: Any) -> bool:

@@ -35,6 +35,20 @@ class DecisionRequest:
     step: int = 0
     #: When it was asked: a paused run's record keeps it, so its resumed and its replayed request say the same.
     asked_at: float = 0.0
+    #: When a page first showed it to a person (0: not yet): a run that waits in its thread for the decision
+    #: counts the decision's time from then (agents/decisions/pending.py `waited_s`; the app marks the requests
+    #: `MultiStepAgent.pending_decisions` gives).
+    shown_at: float = 0.0
+
+    def mark_shown(self, when: float) -> None:
+        """A page shows this request at `when`: its first showing is kept."""
+        self.shown_at = first_showing(self.shown_at, when)
+
+
+def first_showing(shown_at: float, when: float) -> float:
+    """When a request was first shown, given the time it was shown before (0.0: never) and a showing at `when`:
+    the earliest, whichever of several tabs reports first."""
+    return min(shown_at, when) if shown_at > 0 and when > 0 else shown_at or max(when, 0.0)
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Part of the one mapping from memory steps to events (agents/step_events/__init__.py says how it is used).
 A decision record is the dict agents/decisions/broker.py keeps in the step: request_id, kind, proposed, asked_at,
-outcome, detail, edited, decided_at.
+outcome, detail, edited, decided_at, waited_s and (when a page showed it) shown_at.
 """
 from __future__ import annotations
 
@@ -33,7 +33,13 @@ def decision_made(record: dict[str, Any], kind: RequestKind, outcome: DecisionOu
                   fields: Fields) -> DecisionMade:
     return DecisionMade(**fields, request_id=str(record.get("request_id", "")), request_kind=kind, outcome=outcome,
                         detail=str(record.get("detail") or ""), edited=record.get("edited"),
+                        waited_s=_seconds_or_none(record.get("waited_s")),
                         timestamp=recorded_time(record.get("decided_at") or 0.0))
+
+
+def _seconds_or_none(value: Any) -> float | None:
+    """A recorded number of seconds, or None (a record saved before it was kept)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def decision_events(record: Any, fields: Fields) -> list[Event]:

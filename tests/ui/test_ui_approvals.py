@@ -197,6 +197,31 @@ def test_code_approved_then_edited_code_runs(harness) -> None:
     assert not _visible(h.view()["panel"])
 
 
+def test_a_decisions_time_counts_from_its_panels_first_showing(harness) -> None:
+    """Issue 31 review: the chat said 3.4 s for 2.0 s between the panel showing and the click; it counted from the
+    agent's request (before the run's end reached the page) to the resumed run reaching it. The panel's refresh
+    marks the request shown (the first showing stays), the click is when the decision is made, and the chat shows
+    the wait the decision recorded: all read from the records, no clock needed."""
+    h = harness([code_reply("Go.", "final_answer('ran')")])
+    h.set_mode("approve_code")
+    h.send("Run it")
+    pending = h.session.agent.memory.pending
+    assert pending.shown_at == 0.0  # asked, not shown yet
+    shown_id = h.view()["request_id"]
+    shown_at = pending.shown_at
+    assert shown_at >= pending.asked_at > 0
+    h.view(shown_id)  # a later refresh (another tab's alike) keeps the first showing
+    assert pending.shown_at == shown_at
+    h.decide("approve", "final_answer('ran')", "")
+    record = next(s for s in h.session.agent.memory.action_steps() if s.decisions).decisions[0]
+    assert record["asked_at"] == pending.asked_at and record["shown_at"] == shown_at  # the request's time as it was
+    assert record["decided_at"] == pending.taken_at  # the click's, not the resumed run's
+    assert record["waited_s"] == record["decided_at"] - shown_at
+    decision = next(m for m in h.session.record.transcript.messages()
+                    if (m.get("metadata") or {}).get("title") == "✋ Decision: approve")
+    assert decision["metadata"]["duration"] == round(record["waited_s"], 2)
+
+
 def test_tool_call_bad_json_then_rejected_with_reason(harness, tmp_path: Path, monkeypatch) -> None:
     tools_file = tmp_path / "mail_tools.py"
     tools_file.write_text(MAIL_TOOLS)

@@ -128,7 +128,9 @@ class DecisionRendering(StepTree):
         node.title = f"✋ Decision: {e.outcome}"
         if e.request_kind in ("plan", "code"):
             node.parts.pop("payload", None)  # how to decide, no longer true once decided
-        node.duration = round(max(0.0, e.timestamp - node.started), 2)
+        # the person's time, as the decision recorded it (from the panel's first showing); older chats: from the ask
+        waited = e.waited_s if e.waited_s is not None else e.timestamp - node.started
+        node.duration = round(max(0.0, waited), 2)
         if e.outcome == "edit" and e.edited is not None:
             self._show_edit(e, node, step)
         elif e.outcome == "reject":

@@ -228,7 +228,7 @@ class AnsweredElsewhere:
             if key in self._follow or key in self._following or key not in self._refresh:
                 return (gr.skip(),) * len(VIEW_KEYS)
             self._refresh.discard(key)
-        return as_tuple(view(self.services.acting_session(request).pending_request()))
+        return as_tuple(view(self.services.acting_session(request).pending_shown()))
 
 
 def timer_state(shown_id: Any) -> Any:

@@ -84,7 +84,7 @@ class ApprovalHandlers:
 
     # show -------------------------------------------------------------------------------------------
     def refresh(self, shown_id: str | None, request: gr.Request) -> tuple:
-        return as_tuple(view(self._session(request).pending_request(), shown_id))
+        return as_tuple(view(self._session(request).pending_shown(), shown_id))
 
     # decide -----------------------------------------------------------------------------------------
     def _decide(self, shown_id: str | None, request: gr.Request, decide) -> tuple:
@@ -199,7 +199,7 @@ class ApprovalHandlers:
             files = session.record.file_paths() or None
             session_mode = session.approval_mode
         return (token, messages, files, f"<small>{status}</small>" if status else "", session_mode,
-                *as_tuple(view(session.pending_request())))
+                *as_tuple(view(session.pending_shown())))
 
 
 def show_after(handlers: ApprovalHandlers, panel: ApprovalPanel, task_input: Any, events: list[Any]) -> None:

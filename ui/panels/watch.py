@@ -42,7 +42,7 @@ PANEL_KEPT = (gr.skip(),) * len(PANEL_KEYS)
 
 def panel_view(session: Session) -> tuple:
     """The panel showing what `session` waits for now (the message box left to the chat's updates)."""
-    return as_tuple(view(session.pending_request()))[:len(PANEL_KEYS)]
+    return as_tuple(view(session.pending_shown()))[:len(PANEL_KEYS)]
 
 
 def locked_box() -> Any:

@@ -168,6 +168,20 @@ def open_request(run: RunHandle | None, agent: Any) -> ev.DecisionRequested | No
     return waiting if waiting.request_id in pending_ids else None
 
 
+def mark_shown(agent: Any, memory: Any, request_id: str, when: float) -> None:
+    """A page shows the decision `request_id` at `when`: the request keeps its first showing, from which the
+    person's time to decide counts (agents/decisions/pending.py `waited_s`), not from the agent's request, made
+    before the run's end reached any page. Marked on the paused run's pending record (`memory.pending`), or on
+    the request a run's thread waits on; the request's own time is left as it was (its event replays the same)."""
+    pending = getattr(memory, "pending", None)
+    if pending is not None and pending.request_id == request_id:
+        pending.mark_shown(when)
+    waiting = getattr(agent, "pending_decisions", None)
+    for request in waiting() if waiting is not None else ():
+        if request.id == request_id:
+            request.mark_shown(when)
+
+
 def claim_for_resume(run: RunHandle | None) -> bool:
     """Claim a paused run whose decision was answered (or that was stopped) for a new drain: True once."""
     if run is None or run.finished or run.waiting_decision is None:

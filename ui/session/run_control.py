@@ -28,6 +28,7 @@ from ui.session.pending_decisions import (
     apply_approval_mode,
     claim_for_resume,
     drop_pending,
+    mark_shown,
     normalise_mode,
     open_request,
     pauses,
@@ -177,13 +178,16 @@ class RunControl:
                 self._record.add_note(stopping.CLOSED_NOTE)
 
     # ----- a paused run ------------------------------------------------------------------------------------
-    def pending(self) -> ev.DecisionRequested | None:
-        """The decision the run is paused on and nobody has answered yet, else None."""
+    def pending(self, shown_at: float = 0.0) -> ev.DecisionRequested | None:
+        """The decision the run is paused on and nobody has answered yet, else None. With `shown_at`, a page
+        shows it then: its first showing is when the person's time to decide starts (`mark_shown`)."""
         with self._lock:
             live = open_request(self._run, self._slot.agent)
-            if live is not None or self.running:
-                return live
-            return saved_request(self._slot.agent, self._slot.kept_memory)
+            request = live if live is not None or self.running else \
+                saved_request(self._slot.agent, self._slot.kept_memory)
+            if request is not None and shown_at:
+                mark_shown(self._slot.agent, self._slot.memory, request.request_id, shown_at)
+            return request
 
     def answer(self, request: ev.DecisionRequested, decision: Decision) -> None:
         """Answer `request`, once. ConfigurationError if it was answered already or its run is gone."""

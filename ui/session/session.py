@@ -250,6 +250,11 @@ class Session:
         """The decision the run is paused on and nobody has answered yet, else None."""
         return self._runs.pending()
 
+    def pending_shown(self) -> ev.DecisionRequested | None:
+        """`pending_request`, for a page that shows it now: the person's time to decide counts from its first
+        showing, whichever tab showed it (RunControl.pending)."""
+        return self._runs.pending(shown_at=time.time())
+
     def has_pending(self) -> bool:
         return self.pending_request() is not None
 
