@@ -28,7 +28,6 @@ from typing import Any
 from agents import events as ev
 from agents.decisions import Decision
 from ui.chat.formatting import for_visitor
-from ui.saved.restore import carry_memory_into, keep_memory_in
 from ui.saved.store import SavedChat
 from ui.session import rewind, run_stream, stopping
 from ui.session.agent_slot import AgentFactory, AgentSlot
@@ -36,17 +35,15 @@ from ui.session.chat_record import ChatRecord
 from ui.session.rewind import LastMessage
 from ui.session.run_control import RunControl
 from ui.session.run_stream import RunHandle
-from ui.session.sandbox_keep import KEPT_NOTE, SandboxKeeper, rebuilt_headline
+from ui.session.sandbox_keep import SandboxKeeper
+from ui.session.session_reopen import ReopenedChat
 from ui.session.title_job import TitleWriter
 from ui.session.workspace_files import FileRemovalError
 from ui.settings import RunSettings
 from ui.uploads.intake import UploadResult
 
-WATCHED_NOTE = "♻️ **Continued in this tab.** The chat's variables were rebuilt from its recorded code steps."
-BUSY_NOTE = "♻️ **Chat reopened.** The server is busy now, so its variables will be rebuilt with your next message."
 
-
-class Session:
+class Session(ReopenedChat):
     def __init__(self, key: str, root: Path, agent_factory: AgentFactory, max_upload_bytes: int,
                  saved: SavedChat | None = None) -> None:
         self._key = key
@@ -317,51 +314,6 @@ class Session:
             if self._slot.agent is not None or self.running:
                 return False
             return self._record.keep_in(make_chat)
-
-    def restore_agent(self, memory: Any, settings: RunSettings) -> None:
-        """A reopened chat's agent (after `record.reopen`): built now, given the memory, its sandbox's variables
-        rebuilt."""
-        with self.lock:
-            self._record.end_restoring()
-            try:
-                agent = self._slot.build(settings, self._record.workspace)
-            except Exception as exc:
-                self._record.add_error("Could not start the agent", exc, "restoring an agent",
-                                       ". The conversation is shown, but the next message starts with an empty memory.")
-                return
-            kept, why = self._keeper.attach(agent)  # the chat's sandbox, if it still runs: nothing re-run
-            if kept:
-                keep_memory_in(agent, memory, self._record.transcript, KEPT_NOTE)
-            else:
-                carry_memory_into(agent, memory, self._record.transcript,
-                                  "♻️ **Chat restored.**" if why is None else rebuilt_headline(why))
-            self.use_agent(agent, settings)
-
-    def show_saved(self, memory: Any, turns: list[dict[str, Any]]) -> None:
-        """A saved chat shown as it is on disk, its agent built with the next message (a tab that watched the
-        chat's run in another tab: ui/panels/watch.py). No sandbox is used until then."""
-        with self.lock:
-            self._record.reopen(memory, turns)
-            self._record.end_restoring()
-            if memory is not None and memory.steps:
-                self._slot.keep_for_next(memory, WATCHED_NOTE)
-
-    def show_answered_elsewhere(self, request_id: str, memory: Any, turns: list[dict[str, Any]]) -> bool:
-        """The decision `request_id` this session's paused run waits for was made in a tab of another replica:
-        the chat as saved there is shown, its memory kept for the next agent, and the request here dropped
-        (ui/panels/answered_elsewhere.py). False, nothing changed, if this session no longer waits for it."""
-        with self.lock:
-            if not self._runs.answered_elsewhere(request_id):
-                return False
-            self.show_saved(memory, turns)
-            return True
-
-    def restore_later(self, memory: Any) -> None:
-        """A reopened chat whose agent cannot be built now (no sandbox free): the next message builds it."""
-        with self.lock:
-            self._record.end_restoring()
-            self._slot.keep_for_next(memory)
-            self._record.add_note(BUSY_NOTE)
 
     def wait_end_saved(self, timeout: float) -> bool:
         """Wait until the end of the run that just ended is on disk (at most `timeout` seconds). The run counts as
