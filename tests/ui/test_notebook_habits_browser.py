@@ -126,3 +126,25 @@ def test_keyboard_focus_is_visible(app_url: str, control: str, frame: str) -> No
         style = page.locator(frame).first.evaluate(
             "e => { const s = getComputedStyle(e); return [s.outlineStyle, parseFloat(s.outlineWidth)]; }")
         assert before == "none" and style[0] == "solid" and style[1] >= 2, (before, style)
+        # Painted, not only computed: an ancestor that clips its overflow hid the message box's outline entirely.
+        box = page.locator(frame).first.bounding_box()
+        painted = outline_pixels(page, frame)
+        assert painted >= box["width"] + box["height"], (painted, box)
+
+
+def outline_pixels(page, frame: str) -> int:
+    """How many pixels in a band 8 px wide around and inside `frame`'s edge have its outline's colour, as painted."""
+    from PIL import Image
+
+    element = page.locator(frame).first
+    colour = element.evaluate("e => getComputedStyle(e).outlineColor.match(/\\d+/g).slice(0, 3).map(Number)")
+    box = element.bounding_box()
+    band = 8
+    clip = {"x": box["x"] - band, "y": box["y"] - band, "width": box["width"] + 2 * band,
+            "height": box["height"] + 2 * band}
+    image = Image.open(io.BytesIO(page.screenshot(clip=clip))).convert("RGB")
+    width, height = image.size
+    pixels = image.load()
+    return sum(1 for x in range(width) for y in range(height)
+               if (x < 2 * band or y < 2 * band or x >= width - 2 * band or y >= height - 2 * band)
+               and sum(abs(a - b) for a, b in zip(pixels[x, y], colour)) <= 30)
