@@ -148,3 +148,27 @@ def outline_pixels(page, frame: str) -> int:
     return sum(1 for x in range(width) for y in range(height)
                if (x < 2 * band or y < 2 * band or x >= width - 2 * band or y >= height - 2 * band)
                and sum(abs(a - b) for a, b in zip(pixels[x, y], colour)) <= 30)
+
+
+#: Where the focused element is: its tag, id (or its nearest id) and box, for Tab to be followed on the screen.
+FOCUSED_BOX = """() => { const e = document.activeElement, r = e.getBoundingClientRect();
+    return {where: e.tagName + '#' + ((e.closest('[id]') || {}).id || ''), left: r.left, right: r.right,
+            width: r.width, height: r.height, inside: innerWidth}; }"""
+
+
+def test_every_tab_stop_is_on_the_screen(app_url: str) -> None:
+    """Tab from the page's top round to its start again: focus never goes to a control drawn off the screen (the
+    files panel's helper box and button, which the × of a row clicks, took two stops where nothing showed)."""
+    with open_page(app_url) as page:
+        page.locator("body").click(position={"x": 5, "y": 5})
+        first, stops = None, []
+        for _ in range(80):
+            page.keyboard.press("Tab")
+            stop = page.evaluate(FOCUSED_BOX)
+            if stop["where"] == first:
+                break
+            first = first or stop["where"]
+            stops.append(stop)
+        off = [s for s in stops if not s["where"].startswith("BODY")
+               and (s["right"] <= 0 or s["left"] >= s["inside"] or s["width"] <= 1 or s["height"] <= 1)]
+        assert len(stops) > 10 and not off, off
