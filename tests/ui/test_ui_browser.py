@@ -80,6 +80,10 @@ def test_data_analysis_run_in_the_browser(page) -> None:
     shot(page, "analysis")
     status = page.locator("#run-status").inner_text()
     assert re.search(r"success · 3 steps · [\d.]+ s · [\d,]+ tokens", status), status
+    # The chat's own icons offer Copy, not Gradio's Clear: it only emptied the view, and the next message brought
+    # the whole chat back (its memory and sandbox went on); New chat is the way to start afresh.
+    page.locator("#chat button[aria-label='Copy conversation']").wait_for(state="visible")
+    assert page.locator("#chat button[aria-label='Clear']").is_hidden()
 
 
 def test_stop_during_a_long_step_then_new_chat(page) -> None:
