@@ -147,7 +147,7 @@ def outline_pixels(page, frame: str) -> int:
     pixels = image.load()
     return sum(1 for x in range(width) for y in range(height)
                if (x < 2 * band or y < 2 * band or x >= width - 2 * band or y >= height - 2 * band)
-               and sum(abs(a - b) for a, b in zip(pixels[x, y], colour)) <= 30)
+               and sum(abs(a - b) for a, b in zip(pixels[x, y], colour, strict=True)) <= 30)
 
 
 #: Where the focused element is: its tag, id (or its nearest id) and box, for Tab to be followed on the screen.
