@@ -206,11 +206,12 @@ class AgentDeckApp:
         return self.streamer.update(session, Shown(root_url=root_url_of(request)))
 
     def new_chat(self, request: gr.Request) -> tuple:
-        """Start fresh: new memory, new sandbox, empty workspace."""
+        """Start fresh: new memory, new sandbox, empty workspace. A message typed but not sent stays in the box
+        (switching chats keeps it too): it may be the task the person started afresh for."""
         self.registry.watchers.forget(getattr(request, "session_hash", None) or "anonymous")
         session = self.session_for(request)
         session.reset()
-        return [], gr.MultimodalTextbox(value=None, interactive=True), None, "", {"sent_at": time.time(), "events": []}
+        return [], gr.MultimodalTextbox(interactive=True), None, "", {"sent_at": time.time(), "events": []}
 
     def on_unload(self, request: gr.Request) -> None:
         """The page went away. A run going on (or waiting for a decision) is kept for the reattach grace

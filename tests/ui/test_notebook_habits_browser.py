@@ -126,3 +126,49 @@ def test_keyboard_focus_is_visible(app_url: str, control: str, frame: str) -> No
         style = page.locator(frame).first.evaluate(
             "e => { const s = getComputedStyle(e); return [s.outlineStyle, parseFloat(s.outlineWidth)]; }")
         assert before == "none" and style[0] == "solid" and style[1] >= 2, (before, style)
+        # Painted, not only computed: an ancestor that clips its overflow hid the message box's outline entirely.
+        box = page.locator(frame).first.bounding_box()
+        painted = outline_pixels(page, frame)
+        assert painted >= box["width"] + box["height"], (painted, box)
+
+
+def outline_pixels(page, frame: str) -> int:
+    """How many pixels in a band 8 px wide around and inside `frame`'s edge have its outline's colour, as painted."""
+    from PIL import Image
+
+    element = page.locator(frame).first
+    colour = element.evaluate("e => getComputedStyle(e).outlineColor.match(/\\d+/g).slice(0, 3).map(Number)")
+    box = element.bounding_box()
+    band = 8
+    clip = {"x": box["x"] - band, "y": box["y"] - band, "width": box["width"] + 2 * band,
+            "height": box["height"] + 2 * band}
+    image = Image.open(io.BytesIO(page.screenshot(clip=clip))).convert("RGB")
+    width, height = image.size
+    pixels = image.load()
+    return sum(1 for x in range(width) for y in range(height)
+               if (x < 2 * band or y < 2 * band or x >= width - 2 * band or y >= height - 2 * band)
+               and sum(abs(a - b) for a, b in zip(pixels[x, y], colour, strict=True)) <= 30)
+
+
+#: Where the focused element is: its tag, id (or its nearest id) and box, for Tab to be followed on the screen.
+FOCUSED_BOX = """() => { const e = document.activeElement, r = e.getBoundingClientRect();
+    return {where: e.tagName + '#' + ((e.closest('[id]') || {}).id || ''), left: r.left, right: r.right,
+            width: r.width, height: r.height, inside: innerWidth}; }"""
+
+
+def test_every_tab_stop_is_on_the_screen(app_url: str) -> None:
+    """Tab from the page's top round to its start again: focus never goes to a control drawn off the screen (the
+    files panel's helper box and button, which the × of a row clicks, took two stops where nothing showed)."""
+    with open_page(app_url) as page:
+        page.locator("body").click(position={"x": 5, "y": 5})
+        first, stops = None, []
+        for _ in range(80):
+            page.keyboard.press("Tab")
+            stop = page.evaluate(FOCUSED_BOX)
+            if stop["where"] == first:
+                break
+            first = first or stop["where"]
+            stops.append(stop)
+        off = [s for s in stops if not s["where"].startswith("BODY")
+               and (s["right"] <= 0 or s["left"] >= s["inside"] or s["width"] <= 1 or s["height"] <= 1)]
+        assert len(stops) > 10 and not off, off

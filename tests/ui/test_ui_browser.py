@@ -17,6 +17,8 @@ from browser_driver import (
     panel_links,
     scroll_chat_to,
     send,
+    server_events,
+    wait_for_events,
     wait_for_text,
     wait_in_view,
 )
@@ -78,6 +80,10 @@ def test_data_analysis_run_in_the_browser(page) -> None:
     shot(page, "analysis")
     status = page.locator("#run-status").inner_text()
     assert re.search(r"success · 3 steps · [\d.]+ s · [\d,]+ tokens", status), status
+    # The chat's own icons offer Copy, not Gradio's Clear: it only emptied the view, and the next message brought
+    # the whole chat back (its memory and sandbox went on); New chat is the way to start afresh.
+    page.locator("#chat button[aria-label='Copy conversation']").wait_for(state="visible")
+    assert page.locator("#chat button[aria-label='Clear']").is_hidden()
 
 
 def test_stop_during_a_long_step_then_new_chat(page) -> None:
@@ -99,8 +105,13 @@ def test_stop_during_a_long_step_then_new_chat(page) -> None:
     # The session is still usable after a stop.
     send(page, "Still there?")
     wait_for_text(page, "still usable")
-    # New chat: empty conversation, empty files panel, examples back.
+    # New chat: empty conversation, empty files panel, examples back; a message typed but not sent stays in the
+    # box (it was emptied, so a task typed before deciding to start afresh was lost).
+    page.locator("#task-input textarea").fill("A task typed before starting afresh")
+    before = server_events(page)
     page.locator("#new-chat-btn").click()
     page.locator("#chat").get_by_text("Explore the penguins data set").wait_for()
+    wait_for_events(page, before, 1)
     assert "still usable" not in chat_text(page)
     assert panel_links(page, wait_for=None) == []
+    assert page.locator("#task-input textarea").input_value() == "A task typed before starting afresh"

@@ -31,7 +31,7 @@ CSS = """
 #files-panel tr.file td:last-child, #export-file tr.file td:last-child { flex: none; }
 #file-delete-confirm { border: 1px solid var(--border-color-accent); }
 .ad-offscreen { position: absolute !important; left: -10000px !important; width: 1px !important;
-                height: 1px !important; overflow: hidden !important; }
+                height: 1px !important; overflow: hidden !important; visibility: hidden !important; }
 """
 
 
@@ -146,7 +146,8 @@ def wire_download_all(registry: SessionRegistry, parts: tuple[Any, Any]) -> None
 
 def build_delete_confirm() -> tuple[Any, ...]:
     """Under the files panel: the confirmation (hidden until a × is pressed) and the off-screen row holder
-    and button the × listener uses. Returns (box, question, yes, no, pending, row, ask)."""
+    and button the × listener uses (hidden as well as off-screen, so Tab never stops on them). Returns (box,
+    question, yes, no, pending, row, ask)."""
     row = gr.Textbox("", elem_id="file-remove-row", elem_classes="ad-offscreen", show_label=False, container=False)
     ask = gr.Button("Ask to remove", elem_id="file-remove-ask", elem_classes="ad-offscreen")
     with gr.Column(visible=False, elem_id="file-delete-confirm", variant="panel") as box:

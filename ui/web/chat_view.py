@@ -8,9 +8,10 @@ scroll sideways when wide. Colours come from Gradio's theme variables, so dark m
 
 Gradio lays the chat's copy and clear icons over the top right corner of its scrolling list, so on a phone a step
 scrolled to the top had its title's text under them (issue 31), and at every width the step's bar did: the icons
-sit in their own band above the list instead, and the list takes the height that is left. Step titles stay on one
-line, except on a phone, where a long one ("✋ Waiting for your decision: run this code?") wraps instead of
-sticking out of its card.
+sit in their own band above the list instead, and the list takes the height that is left. Gradio's Clear icon is
+not shown: it only emptied the view, and the next message brought the whole chat back (New chat starts afresh).
+Step titles stay on one line, except on a phone, where a long one ("✋ Waiting for your decision: run this code?")
+wraps instead of sticking out of its card.
 
 The chat also stays at its bottom while the person has not scrolled up: Gradio scrolls only when a new value
 arrives, so a chart that finished loading a moment later pushed the running step's output out of sight, and
@@ -29,6 +30,7 @@ import gradio as gr
 from ui.web.gradio_dom import CHAT_OPENED_JS, CHAT_OPENING_JS, CHAT_SHOWN_JS, FOLLOW_OUTPUT_JS
 
 CSS = """
+#chat .top-panel button[aria-label="Clear"] { display: none; }
 #chat .wrapper > .icon-button-wrapper.top-panel { position: static; align-self: flex-end; flex: none;
                                                   margin: 4px 6px 2px; }
 #chat .wrapper > [role=log] { flex: 1 1 auto; min-height: 0; }

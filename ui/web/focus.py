@@ -4,6 +4,8 @@ approval mode, and the sidebar's search and rename boxes (the first stops of Tab
 Why: Gradio's theme takes the outline off its inputs and marks focus only by a faint border colour, so a person
 moving with Tab could not see where they were (issue 31). The outline is drawn on the control's frame while the
 input inside it has focus (`:focus-within`), in the theme's accent colour, so it shows in light and dark mode.
+The message box's outline is drawn inside its frame: the form around it clips its overflow at the frame's edge, so
+an outline outside it was computed but never painted.
 """
 from __future__ import annotations
 
@@ -13,4 +15,5 @@ FOCUSED = ("#task-input", "#model-picker .wrap:has(input)", "#approval-mode .wra
 
 CSS = ", ".join(f"{selector}:focus-within" for selector in FOCUSED) + """ {
     outline: 3px solid var(--color-accent) !important; outline-offset: 2px; }
+#task-input:focus-within { outline-offset: -3px; }
 """
