@@ -3,13 +3,15 @@ call's arguments and rejects a plan with a reason; the chat shows what ran as th
 decision with both versions or its reason, live and again after a reload reopens the saved chat. The line under
 the approval mode selector names the tools the mode pauses for.
 
-One app process and one tab: the tests run in order and read the replay script from start to end.
+One app process and one tab: the scenario is played in order (`play`: a test plays the parts it builds on that have
+not run) and reads the replay script from start to end.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from browser_driver import BROWSER_MARKS, chat_text, open_page, open_thought, send, wait_for_text
@@ -39,12 +41,38 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         yield page
 
 
+@pytest.fixture(scope="module")
+def done() -> set[str]:
+    """The scenario's parts already played on the module's page: each test plays those it builds on that have not
+    run (a test selected alone, `-k reopened`, found an empty chat before)."""
+    return set()
+
+
+def play(page, done: set[str], *parts: Callable[[Any], None]) -> None:
+    for part in parts:
+        if part.__name__ not in done:
+            done.add(part.__name__)
+            part(page)
+
+
 def wait_for_value(page, selector: str, needle: str) -> None:
     page.wait_for_function("([s, n]) => { const e = document.querySelector(s); "
                            "return !!e && (e.value || e.innerText || '').includes(n); }", arg=[selector, needle])
 
 
-def test_approval_mode_names_the_tools_it_pauses_for(page) -> None:
+def test_approval_mode_names_the_tools_it_pauses_for(page, done) -> None:
+    play(page, done, mode_names_the_tools)
+
+
+def test_edits_show_what_ran_and_both_versions(page, done) -> None:
+    play(page, done, mode_names_the_tools, edits_show_what_ran)
+
+
+def test_a_rejected_plan_shows_its_reason(page, done) -> None:
+    play(page, done, mode_names_the_tools, edits_show_what_ran, rejected_plan_shows_its_reason)
+
+
+def mode_names_the_tools(page) -> None:
     covers = page.locator("#approval-mode-covers")
     choose_mode(page, "Approve sensitive tool calls")
     wait_for_text(page, "web_search", where="#approval-mode-covers")
@@ -60,7 +88,7 @@ def test_approval_mode_names_the_tools_it_pauses_for(page) -> None:
     wait_for_text(page, "Pauses after each plan.", where="#approval-mode-covers")
 
 
-def test_edits_show_what_ran_and_both_versions(page) -> None:
+def edits_show_what_ran(page) -> None:
     choose_mode(page, "Approve everything")
     send(page, "Email the team.")
     editor = page.locator("#plan-editor textarea")
@@ -99,7 +127,7 @@ def test_edits_show_what_ran_and_both_versions(page) -> None:
     assert "Your edited arguments" in text and "The agent's arguments (not used)" in text
 
 
-def test_a_rejected_plan_shows_its_reason(page) -> None:
+def rejected_plan_shows_its_reason(page) -> None:
     send(page, "Clean up the workspace.")
     wait_for_value(page, "#plan-editor textarea", "Delete every file")
     page.locator("#plan-reject-reason textarea").fill("Never delete files here.")
@@ -114,7 +142,8 @@ def test_a_rejected_plan_shows_its_reason(page) -> None:
     wait_for_text(page, "Reason: Never delete files here.")
 
 
-def test_a_reopened_chat_shows_the_same_decisions(page) -> None:
+def test_a_reopened_chat_shows_the_same_decisions(page, done) -> None:
+    play(page, done, mode_names_the_tools, edits_show_what_ran, rejected_plan_shows_its_reason)
     live = chat_text(page)
     page.reload()
     page.wait_for_selector("#chat")
