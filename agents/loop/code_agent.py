@@ -20,7 +20,7 @@ from agents.loop.answer_checking import AnswerChecking
 from agents.loop.base import MultiStepAgent
 from agents.loop.code_sandbox import BASE_IMPORTS, CodeAgentSandbox
 from agents.loop.context import RunContext
-from agents.loop.observation_images import artifact_images
+from agents.loop.observation_images import artifact_images, image_names
 from agents.loop.parsing import extract_code
 from agents.loop.step_runner import show_step_error
 from agents.loop.structured_code import CODE_STEP_FORMAT, StructuredReplyError, as_structured_reply, parse_code_step
@@ -269,7 +269,11 @@ class CodeAgent(CodeAgentSandbox, MultiStepAgent):
         """Give the step's new images (charts saved or shown) to a vision model with the next step; the notes
         say which were refused (too large, a bomb, not an image)."""
         shots, context.tool_images = context.tool_images, []
-        if not self.sends_observation_images() or not (result.artifacts or shots):
+        if not self.sends_observation_images():  # a text-only model still learns which charts the step made
+            unseen = image_names(self.workdir, list(result.artifacts))
+            return [render(self.prompt_templates, "observations.images_not_seen", names=", ".join(unseen))] \
+                if unseen else []
+        if not (result.artifacts or shots):
             return []
         budget = self.observation_image_budget
         images, notes = artifact_images(self.workdir, list(result.artifacts), budget, self.image_room(context))

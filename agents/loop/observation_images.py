@@ -87,6 +87,13 @@ def observation_message(text: str, images: list[ImageData]) -> Message:
             OBSERVATION_IMAGES_KEY: True}
 
 
+def image_names(workdir: Path, artifacts: list[Any]) -> list[str]:
+    """The workspace names of the image files among a step's artifacts (charts saved or shown)."""
+    paths = (str(getattr(artifact, "path", artifact)) for artifact in artifacts)
+    return [os.path.relpath(path, workdir) if os.path.isabs(path) else path
+            for path in paths if path.lower().endswith(IMAGE_SUFFIXES)]
+
+
 def artifact_images(workdir: Path, artifacts: list[Any], budget: ObservationImageBudget,
                     room: int) -> tuple[list[ImageData], list[str]]:
     """The image files among a step's artifacts (PNG, JPEG, WebP, GIF), read safely from the workspace (the

@@ -247,3 +247,18 @@ def test_a_chart_past_the_cap_is_not_shown_and_the_model_is_told(make_code_agent
     observation = last_user_message(model, 1)
     assert isinstance(observation["content"], str)
     assert "chart.png: not shown to you (this conversation holds as many images as it may)" in observation["content"]
+
+
+def test_a_text_only_model_is_told_which_charts_the_step_made(make_code_agent):
+    """A model that cannot see images still learns the step made a chart, by name, so it neither thinks nothing
+    happened ("The code ran and printed nothing.") nor describes a picture it never saw."""
+    agent, model = make_code_agent(ReplayModel([SHOW_CODE, "```python\nfinal_answer('done')\n```"],
+                                               supports_images=False), authorized_imports=["matplotlib"])
+    assert agent.run("Plot it.") == "done"
+    [saved] = [p.relative_to(agent.workdir).as_posix() for p in agent.workdir.rglob("*.png")]
+    text = last_user_message(model, 1)["content"]
+    assert isinstance(text, str) and f"The step made {saved}" in text and "cannot see images" in text
+    agent, model = make_code_agent(ReplayModel(["```python\nx = 1\n```", "```python\nfinal_answer(x)\n```"],
+                                               supports_images=False))
+    agent.run("No chart.")
+    assert "cannot see images" not in last_user_message(model, 1)["content"]  # said only of a step that made one
