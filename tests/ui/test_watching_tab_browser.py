@@ -1,0 +1,49 @@
+"""A tab watching a run that goes on in another open tab (issue 31, item 7; ui/panels/watch.py), in Chromium:
+with the decision panel open its ⏹ Stop is on the screen with the panel's buttons, at 1440x900 and on a 390x844
+phone (it was at y≈981 and ≈845, below the fold).
+
+One app per test (each starts a fresh browser identity); the model is a replay script whose first step waits in the
+sandbox for the test's go (test_decisions_reach_browser.py's gate), so the second tab opens while the run goes on.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, choose_mode, launch, open_tab, send, wait_for_text
+from test_decisions_in_view_browser import in_view
+from test_decisions_reach_browser import GATED_THEN_DECIDE, open_gate
+from ui_testlib import run_app, write_transcript
+
+pytestmark = BROWSER_MARKS
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_stop_is_in_view_in_a_watching_tab_with_the_decision_panel_open(tmp_path: Path, size: tuple[int, int]) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    transcript = write_transcript(tmp_path / "script.json", GATED_THEN_DECIDE)
+    (tmp_path / "data").mkdir()
+    width, height = size
+    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+        context.add_init_script(EVENT_COUNTER_JS)
+        try:
+            first = open_tab(context, url)
+            choose_mode(first, "Approve each code step")
+            send(first, "Load the data and count its rows.")
+            first.locator("#approve-btn").wait_for(state="visible")
+            first.locator("#approve-btn").click()
+            wait_for_text(first, "loading")  # the approved step runs, held at its gate
+            second = open_tab(context, url)  # the first tab stays open: this one watches
+            wait_for_text(second, "loading")
+            second.wait_for_function("document.querySelector('#task-input textarea').disabled")  # read-only
+            open_gate(tmp_path / "data")
+            second.locator("#approve-btn").wait_for(state="visible", timeout=20_000)
+            for button in ("#approve-btn", "#reject-btn", "#stop-btn"):
+                in_view(second, button)
+            second.locator("#stop-btn").click()  # and it works from there
+            wait_for_text(second, "Stopped")
+        finally:
+            context.close()
+            browser.close()
