@@ -1,6 +1,7 @@
 """A tab watching a run that goes on in another open tab (issue 31, item 7; ui/panels/watch.py), in Chromium:
 with the decision panel open its ⏹ Stop is on the screen with the panel's buttons, at 1440x900 and on a 390x844
-phone (it was at y≈981 and ≈845, below the fold).
+phone (it was at y≈981 and ≈845, below the fold); its status line gives the run's time as the running tab's does
+(it showed the time its page load read, a second and more behind, until its own stream began).
 
 One app per test (each starts a fresh browser identity); the model is a replay script whose first step waits in the
 sandbox for the test's go (test_decisions_reach_browser.py's gate), so the second tab opens while the run goes on.
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, choose_mode, launch, open_tab, send, wait_for_text
 from test_decisions_in_view_browser import in_view
-from test_decisions_reach_browser import GATED_THEN_DECIDE, open_gate
+from test_decisions_reach_browser import GATED_SCRIPT, GATED_THEN_DECIDE, open_gate
 from ui_testlib import run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
@@ -44,6 +45,47 @@ def test_stop_is_in_view_in_a_watching_tab_with_the_decision_panel_open(tmp_path
                 in_view(second, button)
             second.locator("#stop-btn").click()  # and it works from there
             wait_for_text(second, "Stopped")
+        finally:
+            context.close()
+            browser.close()
+
+
+#: The run's start its status line counts from (from the run's events, in its `ad-since-<ms>` class), once shown.
+RUN_SINCE_JS = """() => {
+    const line = document.querySelector('#run-status .ad-elapsed');
+    const since = line && [...line.classList].find(c => c.startsWith('ad-since-'));
+    return since ? parseInt(since.slice('ad-since-'.length), 10) / 1000 : 0;
+}"""
+
+
+def test_a_watching_tab_gives_the_run_s_time_as_the_running_tab_does(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    transcript = write_transcript(tmp_path / "script.json", GATED_SCRIPT)
+    (tmp_path / "data").mkdir()
+    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        context.add_init_script(EVENT_COUNTER_JS)
+        try:
+            first = open_tab(context, url)
+            send(first, "Take your time.")
+            wait_for_text(first, "working")  # the step waits at its gate: the run goes on
+            second = open_tab(context, url)  # the first tab stays open: this one watches
+            wait_for_text(second, "working")
+            second.wait_for_function("document.querySelector('#task-input textarea').disabled")  # read-only
+            tabs = (first, second)
+            for tab in tabs:
+                tab.wait_for_function(f"({RUN_SINCE_JS})() > 0")
+            since = {tab.evaluate(RUN_SINCE_JS) for tab in tabs}
+            assert len(since) == 1, since  # both count from the run's start in its events
+            # Both tabs' clocks read the same moment, 12.34 s into the run: both lines say 12.3 s, whenever their
+            # last update came from the server.
+            context.clock.set_fixed_time(since.pop() + 12.34)
+            shown = [tab.evaluate("() => { window.adTickElapsed(); "
+                                  "return document.querySelector('#run-status').innerText; }") for tab in tabs]
+            assert all(line.startswith("running · step 1/") and line.endswith(" · 12.3 s") for line in shown), shown
+            open_gate(tmp_path / "data")
+            wait_for_text(second, "finished while you were away", timeout=40)
         finally:
             context.close()
             browser.close()
