@@ -51,9 +51,9 @@ def status_line(t: RunProgress, now: float | None = None) -> str:
 
 def running_time(since: float, now: float) -> str:
     """The run's time so far, marked with when the run started (`since`, from its events) and when the line was
-    made (the server's clock), in milliseconds, so that the page counts it on between updates (ui/web/gradio_dom.py ELAPSED_JS):
-    every tab on the run shows the same time, however often its updates come. A tab watching another tab's run
-    (ui/panels/watch.py) showed the time its page load read, until its own stream began, and the running tab
-    only each heartbeat's."""
+    made (the server's clock), in milliseconds, so that the page counts it on between updates (ui/web/gradio_dom.py
+    ELAPSED_JS): every tab on the run shows the same time, however often its updates come. A tab watching another
+    tab's run (ui/panels/watch.py) showed the time its page load read, until its own stream began, and the running
+    tab only each heartbeat's."""
     marks = f"ad-elapsed ad-since-{round(since * 1000)} ad-now-{round(now * 1000)}"  # (the page keeps classes only)
     return f'<span class="{marks}">{max(0.0, now - since):.1f}</span>'
