@@ -8,6 +8,8 @@ sandbox for the test's go (test_decisions_reach_browser.py's gate), so the secon
 """
 from __future__ import annotations
 
+import math
+import time
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,15 @@ RUN_SINCE_JS = """() => {
 }"""
 
 
+#: The status line as the page counts it at the moment `at` (seconds since the epoch) of the browser's clock.
+LINE_AT_JS = """at => {
+    const clock = Date.now;
+    Date.now = () => at * 1000;
+    try { window.adTickElapsed(); return document.querySelector('#run-status').innerText; }
+    finally { Date.now = clock; }
+}"""
+
+
 def test_a_watching_tab_gives_the_run_s_time_as_the_running_tab_does(tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     transcript = write_transcript(tmp_path / "script.json", GATED_SCRIPT)
@@ -76,14 +87,15 @@ def test_a_watching_tab_gives_the_run_s_time_as_the_running_tab_does(tmp_path: P
             tabs = (first, second)
             for tab in tabs:
                 tab.wait_for_function(f"({RUN_SINCE_JS})() > 0")
-            since = {tab.evaluate(RUN_SINCE_JS) for tab in tabs}
-            assert len(since) == 1, since  # both count from the run's start in its events
-            # Both tabs' clocks read the same moment, 12.34 s into the run: both lines say 12.3 s, whenever their
-            # last update came from the server.
-            context.clock.set_fixed_time(since.pop() + 12.34)
-            shown = [tab.evaluate("() => { window.adTickElapsed(); "
-                                  "return document.querySelector('#run-status').innerText; }") for tab in tabs]
-            assert all(line.startswith("running · step 1/") and line.endswith(" · 12.3 s") for line in shown), shown
+            starts = {tab.evaluate(RUN_SINCE_JS) for tab in tabs}
+            assert len(starts) == 1, starts  # both count from the run's start in its events
+            # Both tabs' lines counted at the same moment, a whole number of seconds and 0.34 into the run (the last
+            # one, the browser's clock as the server's): both say that time, whenever their last update came.
+            since = starts.pop()
+            seconds = math.floor(time.time() - since)
+            shown = [tab.evaluate(LINE_AT_JS, since + seconds + 0.34) for tab in tabs]
+            assert all(line.startswith("running · step 1/") and line.endswith(f" · {seconds}.3 s")
+                       for line in shown), (seconds, shown)
             open_gate(tmp_path / "data")
             wait_for_text(second, "finished while you were away", timeout=40)
         finally:

@@ -226,13 +226,15 @@ APPROVAL_IN_VIEW_JS = """
 #: The status line's running time (ui/chat/status_line.py `running_time`) counts on in the page between updates,
 #: from the run's start (its `ad-since-<ms>` class, from its events): every tab on the run shows the same time,
 #: whenever its updates come (a tab watching another tab's run showed the time its page load read, until its
-#: stream began). The browser's clock is taken as the server's unless they differ by more than 2 s (measured once,
-#: against the line's `ad-now-<ms>`): tabs on one machine then agree to the tenth of a second.
+#: stream began). The browser's clock is taken as the server's unless they differ by more than 2 s: the least
+#: difference seen between the browser's clock and a line's `ad-now-<ms>` (a line reaches the page late, never
+#: early; on a loaded machine the page load's line came 3 s late, read once it made a watching tab 3 s behind).
+#: Tabs on one machine then agree to the tenth of a second.
 ELAPSED_JS = """
 () => {
   if (window.adElapsed) return;
   window.adElapsed = true;
-  let offset = null;
+  let least = Infinity;
   const mark = (el, name) => {
     const found = [...el.classList].find(c => c.startsWith(name));
     return found ? parseInt(found.slice(name.length), 10) / 1000 : NaN;
@@ -241,8 +243,8 @@ ELAPSED_JS = """
     for (const el of document.querySelectorAll('#run-status .ad-elapsed')) {
       const since = mark(el, 'ad-since-'), sent = mark(el, 'ad-now-'), here = Date.now() / 1000;
       if (!isFinite(since) || !isFinite(sent)) continue;
-      if (offset === null) offset = Math.abs(here - sent) > 2 ? here - sent : 0;
-      const text = Math.max(0, here - offset - since).toFixed(1);
+      least = Math.min(least, here - sent);
+      const text = Math.max(0, here - (Math.abs(least) > 2 ? least : 0) - since).toFixed(1);
       if (el.textContent !== text) el.textContent = text;
     }
   };
