@@ -245,6 +245,8 @@ class FinalAnswer(Event):
     value: Any
     #: The app's checks of the answer, for models whose answers are checked (the embedded one); None otherwise.
     check: AnswerCheck | None = None
+    #: An answer that is a data frame, as agents/shown_value.py's data (`ShownValue.as_dict`): shown as its table.
+    table: dict[str, Any] | None = None
 
 
 @dataclass(kw_only=True)

@@ -237,7 +237,7 @@ class Executor:
             os.fchdir(self.workdir_fd)
             self._save_figures(step, capture, keep=result["error"] is None)
             result["output"], result["output_type"] = self._to_wire(value, step, final=result["is_final"])
-            if not result["is_final"] and result["error"] is None:
+            if result["error"] is None:  # a step's last expression, or a final answer: a frame's table
                 table = frame_table(value)
                 if table is not None:
                     result["table"] = table

@@ -231,10 +231,8 @@ class CodeAgent(CodeAgentSandbox, MultiStepAgent):
         image_notes = self._observe_images(result, context)
         has_output = result.output is not None and not result.is_final_answer
         output_text = _shorten(value_text(result)) if has_output else ""
-        if has_output:  # checked again and capped (agents/shown_value.py): the worker's table is untrusted data
-            shown = ShownValue.from_data({"type": result.output_type, "text": value_text(result),
-                                          "table": result.table})
-            step.last_value = shown.as_dict() if shown is not None else None
+        if has_output:
+            step.last_value = shown_value(result)
         logs_shown, output_text = self._screen_execution(step, output_text, context)
         step.observations = render(self.prompt_templates, "execution_observation", logs=logs_shown,
                                    has_output=has_output, output=output_text)
@@ -248,6 +246,8 @@ class CodeAgent(CodeAgentSandbox, MultiStepAgent):
         if result.is_final_answer:
             step.is_final_answer = True
             step.action_output = result.output
+            if result.table is not None:  # a data frame: the chat shows its table, as a step's last expression's
+                step.answer_value = shown_value(result)
 
     def _code_of(self, step: ActionStep, reply: ModelReply, context: RunContext) -> str | None:
         """The code of the reply (a fenced block, or the structured object's `code`); None, with the step's error
@@ -356,6 +356,13 @@ def _shown_by_its_last_call(result: ExecutionResult, context: RunContext) -> boo
         return f"ToolCallError: tool '{last.name}' failed: Rejected: " in error
     return last.is_error and bool(last.output) and f"ToolCallError: tool '{last.name}' failed: " in error \
         and last.output in error
+
+
+def shown_value(result: ExecutionResult) -> dict[str, Any] | None:
+    """The value as the chat shows it (`ShownValue.as_dict`), checked again and capped (agents/shown_value.py):
+    the worker's table is untrusted data."""
+    shown = ShownValue.from_data({"type": result.output_type, "text": value_text(result), "table": result.table})
+    return shown.as_dict() if shown is not None else None
 
 
 def value_text(result: ExecutionResult) -> str:

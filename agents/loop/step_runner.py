@@ -149,13 +149,14 @@ class StepRunner(PlanningSteps):
                                               remaining_steps=run.max_steps - steps_done, recorded=plan)
                 plan = run.grant = None
             try:
-                finished, output = yield from self.action_step(resumed)
+                step = yield from self.action_step(resumed)
             finally:
                 if resumed is not None:  # the answer was for the paused step's request: a later step asks anew
                     run.grant = None
             resumed = None
-            if finished:
-                return FinalAnswerStep(output=output, run_id=run.run_id), RunState.SUCCESS
+            if step.is_final_answer:
+                return (FinalAnswerStep(output=step.action_output, run_id=run.run_id, answer_value=step.answer_value),
+                        RunState.SUCCESS)
             self._check_token_budget()
         return (yield from self.answer_after_max_steps(task)), RunState.MAX_STEPS
 
@@ -214,7 +215,7 @@ class StepRunner(PlanningSteps):
         return options
 
     # -- acting --------------------------------------------------------------------------------------
-    def action_step(self, resumed: ModelReply | None = None) -> Steps[tuple[bool, Any]]:
+    def action_step(self, resumed: ModelReply | None = None) -> Steps[ActionStep]:
         """One action step: the model's reply (or, for a resumed run, the paused step's recorded one), acted on.
         In pause mode a decision request ends the step unrecorded: the memory keeps the pending decision."""
         agent, run = self.agent, self.run
@@ -260,7 +261,7 @@ class StepRunner(PlanningSteps):
             if run.paused is None:
                 self._finish_action_step(step)
             agent.memory.in_progress = None
-        return step.is_final_answer, step.action_output
+        return step
 
     def _note_waiting(self, request: DecisionRequest | None, step: ActionStep, reply: ModelReply) -> None:
         """The run's thread waits for `request` (None: it was answered): the memory holds it meanwhile."""

@@ -254,6 +254,11 @@ def value_markdown(step: ActionStep, number: int, seen: Callable[[str], str]) ->
     label = f"Out [step {number}]: {inline(value.type_name)}"
     if not value.is_table:
         return f"{label}\n\n" + fenced(seen(value.text), "text")
+    return frame_markdown(value, label, seen)
+
+
+def frame_markdown(value: ShownValue, label: str, seen: Callable[[str], str]) -> str:
+    """A frame's table (as the chat's table holds it) under `label`, with how much of the frame it shows."""
     table = value.to_table()
     table.header = [seen(name) for name in table.header]
     table.rows = [[seen(cell) for cell in row] for row in table.rows]
@@ -261,9 +266,13 @@ def value_markdown(step: ActionStep, number: int, seen: Callable[[str], str]) ->
     return f"{label}" + (f" ({note})" if note else "") + "\n\n" + table_to_markdown(table)
 
 
-def answer_markdown(value: Any, seen: Callable[[str], str]) -> str:
-    """A final answer as the chat shows it: text as it is, a data frame (an object, or printed in the text) as
-    a table (agents/text_tables.py, shared with the chat)."""
+def answer_markdown(value: Any, seen: Callable[[str], str], shown: Any = None) -> str:
+    """A final answer as the chat shows it: text as it is, a data frame (`shown`, its table as the chat's table
+    holds it: FinalAnswerStep.answer_value; an object, or printed in the text) as a table (agents/text_tables.py,
+    shared with the chat)."""
+    frame = ShownValue.from_data(shown)
+    if frame is not None and frame.is_table:
+        return frame_markdown(frame, f"Answer: {inline(frame.type_name)}", seen)
     if isinstance(value, str):
         return _text_and_tables(seen(value))
     table = table_of_frame(value)
@@ -313,5 +322,5 @@ def to_markdown(memory: AgentMemory, title: str = "AgentDeck conversation",
         elif isinstance(step, FinalAnswerStep):
             check = AnswerCheck.from_dict(step.check)  # the chat's mark under the answer, as it showed it
             mark = "\n\n" + answer_mark(check) if check is not None else ""
-            parts.append("## Final answer\n\n" + answer_markdown(step.output, seen) + mark)
+            parts.append("## Final answer\n\n" + answer_markdown(step.output, seen, step.answer_value) + mark)
     return "\n\n".join(parts) + "\n"

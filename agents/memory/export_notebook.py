@@ -131,7 +131,8 @@ def to_notebook(memory: AgentMemory, workspace: str | os.PathLike[str] | None = 
             cell = v4.new_code_cell(relative_paths(step.code, [workspace]), outputs=outputs, metadata=metadata)
             cells.append(cell)
         elif isinstance(step, FinalAnswerStep):
-            cells.append(v4.new_markdown_cell("## Final answer\n\n" + answer_markdown(step.output, seen)))
+            answer = answer_markdown(step.output, seen, step.answer_value)
+            cells.append(v4.new_markdown_cell("## Final answer\n\n" + answer))
     notebook: NotebookNode = v4.new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},

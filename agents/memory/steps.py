@@ -147,6 +147,8 @@ class ActionStep(MemoryStep):
     #: The code's last bare expression, as a notebook shows it (agents/shown_value.py `ShownValue.as_dict`).
     last_value: dict[str, Any] | None = None
     is_final_answer: bool = False
+    #: A final answer that is a data frame, as agents/shown_value.py's data (`ShownValue.as_dict`): its table.
+    answer_value: dict[str, Any] | None = None
     token_usage: TokenUsage = field(default_factory=TokenUsage)
     timing: Timing = field(default_factory=Timing)
     model_duration_s: float = 0.0
@@ -170,6 +172,9 @@ class FinalAnswerStep(MemoryStep):
     guess_usage: TokenUsage = field(default_factory=TokenUsage)
     #: What the app checked of the answer before showing it (agents.events.AnswerCheck.as_dict), if it did.
     check: dict[str, Any] | None = None
+    #: An answer that is a data frame, as agents/shown_value.py's data (`ShownValue.as_dict`): the chat shows it as
+    #: Gradio's table (ui/chat/value_table.py); None for any other answer.
+    answer_value: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.step_type = "final_answer"

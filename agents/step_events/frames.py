@@ -44,7 +44,8 @@ def run_usage(steps: Iterable[MemoryStep]) -> TokenUsage:
 
 
 def final_answer(final: FinalAnswerStep, fields: Fields) -> FinalAnswer:
-    return FinalAnswer(**fields, value=final.output, check=AnswerCheck.from_dict(final.check))
+    table = final.answer_value if isinstance(final.answer_value, dict) else None
+    return FinalAnswer(**fields, value=final.output, check=AnswerCheck.from_dict(final.check), table=table)
 
 
 def run_finished(task: TaskStep, steps: Sequence[MemoryStep], final: FinalAnswerStep | None,

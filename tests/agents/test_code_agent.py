@@ -239,3 +239,20 @@ def test_a_last_expression_frame_reaches_the_model_readable_and_the_person_as_a_
                                                                                     ["1", "Rome", 2.25]],
                                           "shape": [2, 2]}
     assert list(agent.memory.action_steps())[0].last_value == observation.value
+
+
+def test_a_frame_given_as_the_final_answer_carries_its_table_live_and_when_replayed(make_code_agent, tmp_path):
+    """Issue 31: `final_answer(df)` showed as static text in the chat while a step's frame is Gradio's table: the
+    answer's event carries the frame's checked table, and the saved chat's replay gives the same."""
+    from agents.memory.serialize import memory_from_dict, memory_to_dict
+    from agents.step_events.replaying import replay
+
+    agent, _ = make_code_agent([
+        code("import pandas as pd\nfinal_answer(pd.DataFrame({'city': ['Oslo', 'Rome'], 'rain': [7.5, 2.25]}))"),
+    ], authorized_imports=["pandas"])
+    [live] = [e for e in agent.run("t", stream=True) if isinstance(e, ev.FinalAnswer)]
+    assert live.table is not None and live.table["type"] == "DataFrame"
+    assert live.table["table"]["rows"] == [["0", "Oslo", 7.5], ["1", "Rome", 2.25]]
+    saved = memory_from_dict(memory_to_dict(agent.memory))
+    [replayed] = [e for _, events in replay(saved.steps, tmp_path) for e in events if isinstance(e, ev.FinalAnswer)]
+    assert replayed.table == live.table

@@ -186,10 +186,12 @@ def test_the_markdown_export_says_what_the_chat_said(tmp_path: Path, tools_file:
     assert "The reply held no code block." in unparsed and "The reply held no code block." in chat
     assert "Answer again with" not in markdown
 
-    # The data frame answer as the chat's table.
+    # The data frame answer as the chat's table (Gradio's, in the chat).
     answer = section(markdown, "## Final answer")
     assert "| kind | size |" in answer and re.search(r"\| big \| 12(\.0)? \|", answer), answer
-    assert "| kind | size |" in chat
+    tables = [m["content"]["value"] for m in messages
+              if isinstance(m.get("content"), dict) and m["content"].get("component") == "dataframe"]
+    assert [t["headers"] for t in tables] == [["kind", "size"]] and ["big", 12.0] in tables[0]["data"], tables
 
     # The second run: Step 1 and 2 again, and the traceback names the step as the chat numbers it.
     failed = section(markdown, "### Step 1", run=2)

@@ -52,6 +52,16 @@ def rain_column(page) -> list[str]:
     return page.evaluate(RAIN_CELLS)
 
 
+def sort_by_rain(page, table) -> None:
+    """Sortable: the 'rain' column's menu sorts the rows by rain (waits until the cells are in order)."""
+    header = table.locator("[role=columnheader][title=rain]")
+    header.hover()
+    header.locator("button[aria-label='Open cell menu']").click(force=True)
+    page.locator(".cell-menu").get_by_text(re.compile(r"sort.ascending", re.IGNORECASE)).first.click()
+    page.wait_for_function(f"() => {{ const v = ({RAIN_CELLS})().map(Number); "
+                           "return v.length > 3 && v.every((x, i) => i === 0 || v[i - 1] <= x); }")
+
+
 def downloaded(page, button: str) -> tuple[str, bytes]:
     """One click on `button` starts a download (no file entry left to click first): its name and bytes."""
     with page.expect_download(timeout=30_000) as started:
@@ -78,13 +88,7 @@ def test_the_last_expression_is_a_table_and_files_come_as_one_zip(app_url: str) 
         # Scrollable: 40 rows in a box that scrolls rather than growing the chat by all of them.
         assert table.evaluate("t => [...t.querySelectorAll('*')].some(e => e.scrollHeight > e.clientHeight + 20 "
                               "&& ['auto', 'scroll'].includes(getComputedStyle(e).overflowY))")
-        # Sortable: the column's menu sorts the rows by rain.
-        header = table.locator("[role=columnheader][title=rain]")
-        header.hover()
-        header.locator("button[aria-label='Open cell menu']").click(force=True)
-        page.locator(".cell-menu").get_by_text(re.compile(r"sort.ascending", re.IGNORECASE)).first.click()
-        page.wait_for_function(f"() => {{ const v = ({RAIN_CELLS})().map(Number); "
-                               "return v.length > 3 && v.every((x, i) => i === 0 || v[i - 1] <= x); }")
+        sort_by_rain(page, table)
 
         # Download all files: one zip of the upload and everything the agent wrote.
         panel_links(page, wait_for=CHART)

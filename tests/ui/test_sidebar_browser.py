@@ -129,3 +129,26 @@ def test_a_chat_clicked_in_a_second_tab_never_shows_the_welcome(app_url: str, br
     next_frames(second)
     shot(second, "second-tab-opened")
     assert second.evaluate("window.adWelcomeSeen") == [], "the welcome showed while the clicked chat opened"
+
+
+#: How wide each box's placeholder is, drawn in the box's own font, against the room its text has (the box less
+#: its padding): a placeholder wider than the room is cut at the box's edge.
+PLACEHOLDER_ROOM_JS = """() => [...document.querySelectorAll('#history-sidebar input[placeholder], '
+                                 + '#history-sidebar textarea[placeholder]')].map(box => {
+    const style = getComputedStyle(box);
+    const pen = document.createElement('canvas').getContext('2d');
+    pen.font = style.font;
+    const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    return {placeholder: box.placeholder, width: Math.ceil(pen.measureText(box.placeholder).width), room};
+})"""
+
+
+def test_the_sidebar_placeholders_are_not_cut_at_1440x900(app_url: str, browser_context) -> None:
+    """Issue 31's review: at 1440x900 the chat search's placeholder ended cut off at the box's edge."""
+    page = open_tab(browser_context, app_url)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.locator("#chat-search").wait_for(state="visible")
+    next_frames(page)
+    boxes = page.evaluate(PLACEHOLDER_ROOM_JS)
+    assert any(b["placeholder"].startswith("🔍") for b in boxes), boxes  # the search box is among them
+    assert all(b["room"] > 0 and b["width"] <= b["room"] for b in boxes), boxes

@@ -42,7 +42,9 @@ def test_step_streams_then_finishes_with_duration_and_tokens() -> None:
     step = by_title(messages, "Step 1")
     assert step["metadata"]["status"] == "pending" and "duration" not in step["metadata"]
     assert step["content"] == "Thought: I will "
-    assert "running · step 1/5" in t.status_text(now=101.0)
+    # The run's time, marked with its start (from RunStarted) and the line's time, for the page to count on.
+    assert t.status_text(now=101.0) == ('running · step 1/5 · '
+                                        '<span class="ad-elapsed ad-since-100000 ad-now-101000">1.0</span> s')
 
     t.apply(ev.ModelTextDelta(**base(1), text="count.\n```python\nprint(len(df))\n```"))
     t.apply(ev.ModelOutput(**base(1), text="Thought: I will count.\n```python\nprint(len(df))\n```",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agents import events as ev
 from agents.answer_checks.marks import answer_mark
 from agents.injection import detect_injection
+from agents.shown_value import ShownValue
 from ui.chat.file_links import FileLinker
 from ui.chat.formatting import (
     IMAGE_EXTENSIONS,
@@ -252,10 +253,12 @@ class Transcript(ExecutionRendering, DecisionRendering):
             guess = "\n".join("> " + line for line in format_value(e.value).splitlines())
             self._add(Node(self._new_id("guess"), parts={"text": NO_ANSWER_GUESS + "\n\n" + guess}))
             return
+        self.answer_check = e.check
+        if self._answer_table(e):
+            return
         text = format_value(e.value)
         if isinstance(e.value, str):
             text = FileLinker(self.workdir, self.publish).link(text)
-        self.answer_check = e.check
         if e.check is not None:
             text += "\n\n" + answer_mark(e.check)
         self._add(Node(self._new_id("answer"), parts={"text": text}))
@@ -265,6 +268,19 @@ class Transcript(ExecutionRendering, DecisionRendering):
             shown = self.shown_file_if_there(path)  # not shown again if this run did
             if shown is not None and ("run", e.run_id, shown[1] or path) not in self._images_shown:
                 self._add_image(shown, os.path.basename(path), e)
+
+    def _answer_table(self, e: ev.FinalAnswer) -> bool:
+        """An answer that is a data frame, as Gradio's table (sortable, scrolling), as a step's last expression
+        shows (ui/chat/value_table.py), with the answer's mark under it; False for any other answer."""
+        value = ShownValue.from_data(e.table)
+        if value is None or not value.is_table:
+            return False
+        from ui.chat.value_table import answer_label, table_message
+
+        self._add(Node(self._new_id("answer"), file=table_message(value, answer_label(value), answer=True)))
+        if e.check is not None:
+            self._add(Node(self._new_id("answer"), parts={"text": answer_mark(e.check)}))
+        return True
 
     def _on_run_finished(self, e: ev.RunFinished) -> None:
         if e.parent_id is not None or e.state == "paused":  # a paused run waits for its decision: it goes on

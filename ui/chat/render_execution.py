@@ -105,11 +105,11 @@ class ExecutionRendering(StepTree):
         value = ShownValue.from_data(e.value)
         if value is None:
             return
-        from ui.chat.value_table import table_message, text_message
+        from ui.chat.value_table import table_message, text_message, value_label
 
         number = self.step_in_run(e)
         if value.is_table:
-            node = Node(self._new_id("value"), file=table_message(value, number))
+            node = Node(self._new_id("value"), file=table_message(value, value_label(value, number)))
         else:
             node = Node(self._new_id("value"), parts={"text": text_message(value, number)})
         self._add(node, parent=self._step_parent(e))

@@ -37,13 +37,23 @@ def status_line(t: RunProgress, now: float | None = None) -> str:
         return f"{state} · {e.steps} step{'' if e.steps == 1 else 's'} · {e.duration_s:.1f} s · {tokens}{title}"
     if not t.run_started:
         return ""
-    elapsed = (now or time.time()) - t.run_started
+    now = now or time.time()
     if t.waiting:
         what = "your answer" if t.waiting == "question" else f"your decision ({t.waiting.replace('_', ' ')})"
         return f"✋ waiting for {what} · step {t.current_step}/{t.max_steps}"
     if t.retrying is not None:
         r = t.retrying
-        left = max(0.0, r.timestamp + r.wait_s - (now or time.time()))
+        left = max(0.0, r.timestamp + r.wait_s - now)
         return (f"⏳ {r.reason} · retry {r.attempt}/{r.max_retries} in {left:.0f} s · "
                 f"step {t.current_step}/{t.max_steps}")
-    return f"running · step {t.current_step}/{t.max_steps} · {elapsed:.1f} s"
+    return f"running · step {t.current_step}/{t.max_steps} · {running_time(t.run_started, now)} s"
+
+
+def running_time(since: float, now: float) -> str:
+    """The run's time so far, marked with when the run started (`since`, from its events) and when the line was
+    made (the server's clock), in milliseconds, so that the page counts it on between updates (ui/web/gradio_dom.py
+    ELAPSED_JS): every tab on the run shows the same time, however often its updates come. A tab watching another
+    tab's run (ui/panels/watch.py) showed the time its page load read, until its own stream began, and the running
+    tab only each heartbeat's."""
+    marks = f"ad-elapsed ad-since-{round(since * 1000)} ad-now-{round(now * 1000)}"  # (the page keeps classes only)
+    return f'<span class="{marks}">{max(0.0, now - since):.1f}</span>'

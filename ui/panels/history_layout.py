@@ -55,7 +55,9 @@ def build_history_panel(services: Services) -> HistoryPanel:
         if storage_is_ephemeral(services.config.data_dir):
             gr.Markdown("⚠️ Saved chats may be lost when this Space restarts (it has no persistent storage).",
                         elem_id="storage-note")  # the operator's remedy goes to the log (ui/server.py create_app)
-        search_box = gr.Textbox(placeholder="🔍 Search chats (titles, messages, answers)", show_label=False,
+        # Placeholders short enough for the sidebar's 300 px (a longer one was cut at the box's edge); the search
+        # looks in titles, messages and answers (ui/panels/history_list.py).
+        search_box = gr.Textbox(placeholder="🔍 Search titles and chat text", show_label=False,
                                 max_lines=1, elem_id="chat-search", container=False)
         with gr.Row(visible=False, elem_id="chat-search-state") as search_state:
             search_note = gr.Markdown("", elem_id="chat-search-note")
@@ -63,7 +65,7 @@ def build_history_panel(services: Services) -> HistoryPanel:
                                      min_width=60)
         chat_list = gr.Radio(choices=[], value=None, show_label=False, elem_id="chat-list", container=False)
         with gr.Row():
-            title_box = gr.Textbox(placeholder="New title for the selected chat", show_label=False, max_lines=1,
+            title_box = gr.Textbox(placeholder="New chat title", show_label=False, max_lines=1,
                                    elem_id="chat-title", container=False, scale=3)
             rename_btn = gr.Button("✏️ Rename", size="sm", elem_id="rename-chat-btn", scale=1, min_width=60)
         delete_btn = gr.Button("🗑 Delete selected chat", size="sm", variant="stop", elem_id="delete-chat-btn")

@@ -27,7 +27,7 @@ from typing import Any
 
 import gradio as gr
 
-from ui.web.gradio_dom import CHAT_OPENED_JS, CHAT_OPENING_JS, CHAT_SHOWN_JS, FOLLOW_OUTPUT_JS
+from ui.web.gradio_dom import CHAT_OPENED_JS, CHAT_OPENING_JS, CHAT_SHOWN_JS, ELAPSED_JS, FOLLOW_OUTPUT_JS
 
 CSS = """
 #chat .top-panel button[aria-label="Clear"] { display: none; }
@@ -64,8 +64,10 @@ html:not(.ad-chat-shown) #chat .placeholder-content::before, html.ad-chat-openin
 
 
 def wire(demo: gr.Blocks) -> Any:
-    """Make the chat follow its output when the page loads, and say "Loading…" while a chosen chat opens."""
+    """Make the chat follow its output when the page loads, say "Loading…" while a chosen chat opens, and count
+    the status line's running time on between updates."""
     demo.load(None, js=CHAT_OPENING_JS)
+    demo.load(None, js=ELAPSED_JS)
     return demo.load(None, js=FOLLOW_OUTPUT_JS)
 
 

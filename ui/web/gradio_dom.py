@@ -185,7 +185,9 @@ CHAT_OPENED_JS = "() => { document.documentElement.classList.remove('ad-chat-ope
 #: The approval panel appears under the chat while the page is scrolled to the message box, so the step it asks
 #: about was above the screen on a phone, and at 1440x900 a plan review's buttons were below it (issue 31). When
 #: a plan or an action starts waiting (its card is drawn), the page scrolls so the panel's bottom meets the
-#: screen's bottom and the chat above it shows the step; again whenever the panel changes its size (the code
+#: screen's bottom and the chat above it shows the step, or, where the panel and ⏹ Stop under the message box fit
+#: on the screen together, Stop's bottom (a tab watching another tab's run stops it from here: its Stop was below
+#: the fold, at y≈981 at 1440x900); again whenever the panel changes its size (the code
 #: editor draws a moment later, later still on a loaded machine), until the person scrolls, types or clicks
 #: themselves or the card goes: their own scrolling is never fought.
 APPROVAL_IN_VIEW_JS = """
@@ -200,7 +202,11 @@ APPROVAL_IN_VIEW_JS = """
   }
   const align = (panel) => {
     const box = panel.getBoundingClientRect();
-    if (box.height > 0 && box.height <= window.innerHeight) window.scrollBy(0, box.bottom - window.innerHeight + 4);
+    if (!(box.height > 0 && box.height <= window.innerHeight)) return;
+    const stop = document.querySelector('#stop-btn');
+    const end = stop && stop.offsetParent ? stop.getBoundingClientRect().bottom : box.bottom;
+    const bottom = end > box.bottom && end - box.top <= window.innerHeight - 8 ? end : box.bottom;
+    window.scrollBy(0, bottom - window.innerHeight + 4);
   };
   const check = () => {
     const card = document.querySelector('#approval-card, #plan-review');
@@ -214,5 +220,34 @@ APPROVAL_IN_VIEW_JS = """
   };
   new MutationObserver(check).observe(document.body, {childList: true, subtree: true});
   check();
+}
+"""
+
+#: The status line's running time (ui/chat/status_line.py `running_time`) counts on in the page between updates,
+#: from the run's start (its `ad-since-<ms>` class, from its events): every tab on the run shows the same time,
+#: whenever its updates come (a tab watching another tab's run showed the time its page load read, until its
+#: stream began). The browser's clock is taken as the server's unless they differ by more than 2 s: the least
+#: difference seen between the browser's clock and a line's `ad-now-<ms>` (a line reaches the page late, never
+#: early; on a loaded machine the page load's line came 3 s late, read once it made a watching tab 3 s behind).
+#: Tabs on one machine then agree to the tenth of a second.
+ELAPSED_JS = """
+() => {
+  if (window.adElapsed) return;
+  window.adElapsed = true;
+  let least = Infinity;
+  const mark = (el, name) => {
+    const found = [...el.classList].find(c => c.startsWith(name));
+    return found ? parseInt(found.slice(name.length), 10) / 1000 : NaN;
+  };
+  window.adTickElapsed = () => {
+    for (const el of document.querySelectorAll('#run-status .ad-elapsed')) {
+      const since = mark(el, 'ad-since-'), sent = mark(el, 'ad-now-'), here = Date.now() / 1000;
+      if (!isFinite(since) || !isFinite(sent)) continue;
+      least = Math.min(least, here - sent);
+      const text = Math.max(0, here - (Math.abs(least) > 2 ? least : 0) - since).toFixed(1);
+      if (el.textContent !== text) el.textContent = text;
+    }
+  };
+  setInterval(window.adTickElapsed, 100);
 }
 """
