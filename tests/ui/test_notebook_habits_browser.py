@@ -123,7 +123,11 @@ def test_the_last_expression_is_a_table_and_files_come_as_one_zip(app_url: str) 
 ])
 def test_keyboard_focus_is_visible(app_url: str, control: str, frame: str) -> None:
     with open_page(app_url) as page:
-        page.locator("body").click(position={"x": 5, "y": 5})  # nothing focused (the message box autofocuses)
+        # Nothing focused, and then no outline (the message box autofocuses, late on a loaded machine: blurred
+        # again until the frame shows none).
+        page.wait_for_function("s => { if (document.activeElement) document.activeElement.blur(); "
+                               "const e = document.querySelector(s); return !!e && !e.matches(':focus-within'); }",
+                               arg=frame)
         before = page.locator(frame).first.evaluate("e => getComputedStyle(e).outlineStyle")
         page.locator(control).first.focus()
         page.wait_for_function("s => document.querySelector(s).matches(':focus-within')", arg=frame)
