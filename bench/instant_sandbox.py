@@ -18,6 +18,7 @@ class InstantResult:
     error_type: str | None = None
     state_lost: bool = False
     untrusted: bool = False
+    table: object = None  # a data frame value's table (ExecutionResult.table): none here
 
 
 class InstantSandbox:

@@ -1,4 +1,4 @@
-"""A folded step's title never runs under the chat's copy/clear icons (issue 31: on a phone, 390x844, a step
+"""A folded step's title never runs under the chat's icons (Copy) (issue 31: on a phone, 390x844, a step
 scrolled to the top of the chat had its title's text under the icons). Measured at 390x844 and 1440x900: each
 step's title is scrolled to the top of the chat, then the boxes of its text (the words themselves, line by line)
 and of its bar (the bordered, clickable line) are compared with the box of each icon. Screenshots go to
@@ -68,12 +68,13 @@ def test_a_folded_steps_title_never_runs_under_the_chats_icons(app_url: str, wid
             title = thought_titles(page, f"Step {n}: read the ferry timetable").first
             scroll_chat_to(page, title)
             measured = title.evaluate(BOXES_JS)
-            assert measured["text"] and len(measured["icons"]) >= 2, measured  # what is compared is there
+            assert measured["text"] and measured["icons"], measured  # what is compared is there (Copy; Clear is hidden)
             # The title is at the top of the chat's view, or as near as it gets with the chat scrolled to its end.
             assert abs(measured["below_chat_top"]) <= 2 or measured["chat_at_end"], measured
             at_top += abs(measured["below_chat_top"]) <= 2
-            # The title's bar reaches the icons' side of the chat, so only their heights keep them apart.
-            assert measured["bar"]["right"] > min(i["left"] for i in measured["icons"]), measured
+            # The title's bar reaches within 40 px of the icons' side of the chat (under them once, with Clear shown
+            # too): only their heights keep them apart where the title is wide.
+            assert measured["bar"]["right"] > min(i["left"] for i in measured["icons"]) - 40, measured
             parts = [("text", t) for t in measured["text"]] + [("bar", measured["bar"])]
             under = [(part, icon["label"]) for part, part_box in parts for icon in measured["icons"]
                      if overlaps(part_box, icon)]

@@ -186,7 +186,7 @@ CHAT_OPENED_JS = "() => { document.documentElement.classList.remove('ad-chat-ope
 #: about was above the screen on a phone, and at 1440x900 a plan review's buttons were below it (issue 31). When
 #: a plan or an action starts waiting (its card is drawn), the page scrolls so the panel's bottom meets the
 #: screen's bottom and the chat above it shows the step, or, where the panel and ⏹ Stop under the message box fit
-#: on the screen together, Stop's bottom (a tab watching another tab's run stops it from here: its Stop was below
+#: on the screen together with 30% of it left to the chat, Stop's bottom (a tab watching another tab's run stops it from here: its Stop was below
 #: the fold, at y≈981 at 1440x900); again whenever the panel changes its size (the code
 #: editor draws a moment later, later still on a loaded machine), until the person scrolls, types or clicks
 #: themselves or the card goes: their own scrolling is never fought.
@@ -205,7 +205,8 @@ APPROVAL_IN_VIEW_JS = """
     if (!(box.height > 0 && box.height <= window.innerHeight)) return;
     const stop = document.querySelector('#stop-btn');
     const end = stop && stop.offsetParent ? stop.getBoundingClientRect().bottom : box.bottom;
-    const bottom = end > box.bottom && end - box.top <= window.innerHeight - 8 ? end : box.bottom;
+    // Stop too only where the chat above still keeps 30% of the screen (the step the panel asks about shows there)
+    const bottom = end > box.bottom && end - box.top <= window.innerHeight * 0.7 - 8 ? end : box.bottom;
     window.scrollBy(0, bottom - window.innerHeight + 4);
   };
   const check = () => {
