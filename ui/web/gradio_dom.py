@@ -183,11 +183,11 @@ CHAT_OPENING_JS = """
 CHAT_OPENED_JS = "() => { document.documentElement.classList.remove('ad-chat-opening'); return []; }"
 
 #: The approval panel appears under the chat while the page is scrolled to the message box, so the step it asks
-#: about was above the screen on a phone, and at 1440x900 a plan review's buttons were below it (issue 31). When
-#: a plan or an action starts waiting (its card is drawn), the page scrolls so the panel's bottom meets the
-#: screen's bottom and the chat above it shows the step, or, where the panel and ⏹ Stop under the message box fit
-#: on the screen together with 30% of it left to the chat, Stop's bottom (a tab watching another tab's run stops it from here: its Stop was below
-#: the fold, at y≈981 at 1440x900); again whenever the panel changes its size (the code
+#: about was above the screen on a phone, and at 1440x900 a plan review's buttons were below it (issue 31). When a
+#: plan or an action starts waiting (its card is drawn), the page scrolls so the panel's bottom meets the screen's
+#: bottom and the chat above it shows the step, or, where the panel and ⏹ Stop under the message box fit on the
+#: screen together with 30% of it left to the chat, Stop's bottom (a tab watching another tab's run stops it from
+#: here: its Stop was below the fold, at y≈981 at 1440x900); again whenever the panel changes its size (the code
 #: editor draws a moment later, later still on a loaded machine), until the person scrolls, types or clicks
 #: themselves or the card goes: their own scrolling is never fought.
 APPROVAL_IN_VIEW_JS = """
