@@ -65,6 +65,20 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
+@contextmanager
+def browser_context(playwright, width: int = 1440, height: int = 900) -> Iterator:
+    """Chromium with one context of `width` x `height` whose pages count the server's events (EVENT_COUNTER_JS):
+    the tabs of a test that opens several on one app (`open_tab`); closed with the browser."""
+    browser = launch(playwright)
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.add_init_script(EVENT_COUNTER_JS)
+    try:
+        yield context
+    finally:
+        context.close()
+        browser.close()
+
+
 def open_tab(context, url: str):
     """A new tab of `context` on the app, once the page has its browser identity (its saved chats are its own)."""
     page = context.new_page()

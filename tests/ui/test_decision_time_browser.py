@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, choose_mode, launch, open_tab, send, wait_for_text
+from browser_driver import BROWSER_MARKS, browser_context, choose_mode, open_tab, send, wait_for_text
 from ui_testlib import code_reply, run_app, write_transcript
 
 from tests.waiting import wait_until
@@ -49,10 +49,7 @@ def test_a_decisions_time_is_from_its_panel_shown_to_the_click(tmp_path: Path) -
     data.mkdir()
     with run_app(write_transcript(tmp_path / "script.json", SCRIPT), data, extra_env={"AGENTDECK_SECRET": SECRET}) \
             as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
-        context.add_init_script(EVENT_COUNTER_JS)
-        try:
+        with browser_context(playwright) as context:
             page = open_tab(context, url)
             choose_mode(page, "Approve each code step")
             send(page, "Greet me")
@@ -68,6 +65,3 @@ def test_a_decisions_time_is_from_its_panel_shown_to_the_click(tmp_path: Path) -
                                what="the decision's time in the chat")
             # what the decision recorded, as the page rounds it (a tenth of a second)
             assert abs(float(shown.group(1)) - round(record["waited_s"], 2)) <= 0.05 + 1e-9, (shown.group(0), record)
-        finally:
-            context.close()
-            browser.close()

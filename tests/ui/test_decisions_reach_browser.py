@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from browser_driver import (
     BROWSER_MARKS,
-    EVENT_COUNTER_JS,
+    browser_context,
     chat_text,
     choose_mode,
-    launch,
     open_tab,
     send,
     wait_for_text,
@@ -31,10 +30,7 @@ def test_a_tab_opened_again_shows_the_pending_decision(tmp_path: Path) -> None:
     transcript = write_transcript(tmp_path / "script.json", APPROVE_SCRIPT)
     (tmp_path / "data").mkdir()
     with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
-        context.add_init_script(EVENT_COUNTER_JS)
-        try:
+        with browser_context(playwright) as context:
             first = open_tab(context, url)
             choose_mode(first, "Approve each code step")
             send(first, "Greet me, please.")
@@ -51,9 +47,6 @@ def test_a_tab_opened_again_shows_the_pending_decision(tmp_path: Path) -> None:
             assert second.locator("#task-input textarea").input_value() == "Also say goodbye."
             second.locator("#approve-btn").click()
             wait_for_text(second, "greeted")
-        finally:
-            context.close()
-            browser.close()
 
 
 #: Code that waits, inside the sandbox, for the test's go.txt (`open_gate`), polling in the worker.
@@ -80,10 +73,7 @@ def test_a_tab_opened_after_the_page_closed_mid_run_shows_the_run(tmp_path: Path
     transcript = write_transcript(tmp_path / "script.json", GATED_SCRIPT)
     (tmp_path / "data").mkdir()
     with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
-        context.add_init_script(EVENT_COUNTER_JS)
-        try:
+        with browser_context(playwright) as context:
             first = open_tab(context, url)
             send(first, "Take your time.")
             wait_for_text(first, "working")
@@ -101,9 +91,6 @@ def test_a_tab_opened_after_the_page_closed_mid_run_shows_the_run(tmp_path: Path
             send(second, "And then?")
             wait_for_text(second, "the follow-up in the same chat")
             assert second.locator("#chat-list label").count() == 1  # the same chat, no new one
-        finally:
-            context.close()
-            browser.close()
 
 
 # The answer is built in the code: the code shown in the chat (when its step is open) does not contain it.
@@ -116,10 +103,7 @@ def test_a_second_tab_shows_the_run_live_and_its_stop_stops_it(tmp_path: Path) -
     transcript = write_transcript(tmp_path / "script.json", STOP_SCRIPT)
     (tmp_path / "data").mkdir()
     with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
-        context.add_init_script(EVENT_COUNTER_JS)
-        try:
+        with browser_context(playwright) as context:
             first = open_tab(context, url)
             send(first, "Work for a minute.")
             wait_for_text(first, "working")
@@ -133,9 +117,6 @@ def test_a_second_tab_shows_the_run_live_and_its_stop_stops_it(tmp_path: Path) -
             first.bring_to_front()  # (a tab in the background gets no animation frames to wait with)
             wait_for_text(first, "Stopped")  # in the first tab, which ran it
             assert "never reached" not in chat_text(first)
-        finally:
-            context.close()
-            browser.close()
 
 
 #: Step 1 (once approved) waits inside the sandbox for the test's go.txt, so a second tab is opened while the
@@ -159,10 +140,7 @@ def test_a_tab_opened_while_an_approved_step_runs_shows_the_next_decision(tmp_pa
     transcript = write_transcript(tmp_path / "script.json", GATED_THEN_DECIDE)
     (tmp_path / "data").mkdir()
     with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
-        context.add_init_script(EVENT_COUNTER_JS)
-        try:
+        with browser_context(playwright) as context:
             first = open_tab(context, url)
             choose_mode(first, "Approve each code step")
             send(first, "Load the data and count its rows.")
@@ -181,6 +159,3 @@ def test_a_tab_opened_while_an_approved_step_runs_shows_the_next_decision(tmp_pa
             assert "counted" in second.locator("#edit-code").inner_text()
             second.locator("#approve-btn").click()
             wait_for_text(second, "counted rows")  # its output (the code says "counted " + "rows")
-        finally:
-            context.close()
-            browser.close()

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, choose_mode, launch, open_tab, send, wait_for_text
+from browser_driver import BROWSER_MARKS, browser_context, choose_mode, open_tab, send, wait_for_text
 from test_decisions_in_view_browser import in_view
 from test_decisions_reach_browser import GATED_SCRIPT, GATED_THEN_DECIDE, open_gate
 from ui_testlib import run_app, write_transcript
@@ -28,10 +28,7 @@ def test_stop_is_in_view_in_a_watching_tab_with_the_decision_panel_open(tmp_path
     (tmp_path / "data").mkdir()
     width, height = size
     with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
-        context.add_init_script(EVENT_COUNTER_JS)
-        try:
+        with browser_context(playwright, width, height) as context:
             first = open_tab(context, url)
             choose_mode(first, "Approve each code step")
             send(first, "Load the data and count its rows.")
@@ -47,9 +44,6 @@ def test_stop_is_in_view_in_a_watching_tab_with_the_decision_panel_open(tmp_path
                 in_view(second, button)
             second.locator("#stop-btn").click()  # and it works from there
             wait_for_text(second, "Stopped")
-        finally:
-            context.close()
-            browser.close()
 
 
 #: The run's start its status line counts from (from the run's events, in its `ad-since-<ms>` class), once shown.
@@ -77,10 +71,7 @@ def test_a_watching_tab_gives_the_run_s_time_as_the_running_tab_does(tmp_path: P
     transcript = write_transcript(tmp_path / "script.json", GATED_SCRIPT)
     (tmp_path / "data").mkdir()
     with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
-        context.add_init_script(EVENT_COUNTER_JS)
-        try:
+        with browser_context(playwright) as context:
             first = open_tab(context, url)
             send(first, "Take your time.")
             wait_for_text(first, "working")  # the step waits at its gate: the run goes on
@@ -104,6 +95,3 @@ def test_a_watching_tab_gives_the_run_s_time_as_the_running_tab_does(tmp_path: P
                        for line in shown), (seconds, shown)
             open_gate(tmp_path / "data")
             wait_for_text(second, "finished while you were away", timeout=40)
-        finally:
-            context.close()
-            browser.close()
