@@ -220,7 +220,7 @@ class AgentDeckApp:
         key = getattr(request, "session_hash", None)
         if key:
             session = self.registry.peek(key)
-            if session is not None and (session.running or session.has_pending()):
+            if session is not None and session.unfinished():
                 session.detach()
                 return
             self.registry.close(key)

@@ -8,6 +8,7 @@ sandboxes up. Before this, each paused run held its agent thread blocked in the 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ from ui.panels.approvals import ApprovalHandlers
 from ui.panels.history import HistoryController
 from ui.saved.store import new_token
 from ui.session.lease import ANSWERED, ChatLeases
+from ui.session.watchers import Watch
 from ui.settings import AppConfig
 from ui.shared.state import MemoryState, SharedState
 from ui.shared.state_redis import RedisState
@@ -254,3 +256,54 @@ def test_stop_at_a_decision_keeps_the_paused_step_in_the_saved_chat(app, mode, k
         assert "never ran" in note and "may be missing" not in note, note
     else:
         assert kept.plan == proposed
+
+
+def blocked_on_the_session_lock(thread: threading.Thread) -> bool:
+    """`thread` waits for the session's lock inside RunControl (its top frame is the method taking it)."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    return frame is not None and frame.f_code.co_filename.endswith("run_control.py")
+
+
+@pytest.mark.parametrize("reader", ["watching tab", "page unload"])
+def test_a_decision_answered_while_another_thread_reads_the_run_counts_as_unfinished(
+        app, monkeypatch, reader: str) -> None:  # type: ignore[no-untyped-def]
+    """While an answer resumes a paused run (the chat saved with its request taken, then the resumed run started,
+    all under the session's lock), a reader asking whether a run goes on or waits must see one or the other. Read
+    in two steps it saw the paused run ended (`running` False, before the lock) and then no request waiting
+    (after it): a second tab watching the chat stopped following the run it had just resumed (1 in ~15 under
+    load, then its Approve found the run gone), and a page closed at that moment closed the session with it."""
+    app, config = app
+    handlers = ApprovalHandlers(app.services)
+    req, session = paused_tab(app, config)
+    watch = Watch(session, session.record.saved.id, "owner")
+    seen: list[bool] = []
+
+    def read() -> None:
+        if reader == "watching tab":
+            seen.append(watch.live)
+        else:
+            app.on_unload(req)  # closes the session unless a run goes on or waits
+            seen.append(session.closed_at is None)
+
+    save = session._runs._save
+    readers: list[threading.Thread] = []
+
+    def save_then_let_the_reader_in(*args: Any, **kwargs: Any) -> bool:
+        """The answer's save of the taken request, under the session's lock: a reader starts now and waits for
+        the lock before the answer goes on (the interleaving the race needs, made certain)."""
+        if not readers:
+            thread = threading.Thread(target=read, name="reader")
+            readers.append(thread)
+            thread.start()
+            wait_until(lambda: blocked_on_the_session_lock(thread), timeout=10,
+                       what="the reader to wait for the session's lock")
+        return save(*args, **kwargs)
+
+    monkeypatch.setattr(session._runs, "_save", save_then_let_the_reader_in)
+    shown = view(handlers, req)["request_id"]
+    handlers.approve(shown, "y = x * 7\nprint('y is', y)\nfinal_answer(y)", "", req)
+    assert readers, "the answer did not save the taken request"
+    readers[0].join(timeout=10)
+    assert seen == [True], f"the {reader} saw no run going on and none waiting"
+    list(handlers.resume(req))
+    assert session.record.transcript.finished is not None and session.record.transcript.finished.output == 42

@@ -166,7 +166,7 @@ class ApiChats:
         if session is None:
             chat = self.services.store.create(caller.owner)
             session = self.service.install(self._new_key(caller.owner, chat.id), chat, caller.visitor)
-        if session.running or session.has_pending():
+        if session.unfinished():
             raise ApiRefused("A run is going on in that chat: wait for it, answer its decision (decide) or stop it.")
         try:
             self.service.admit(session, caller.request, approval_mode or "autonomous")

@@ -189,7 +189,7 @@ class ApprovalHandlers:
             self._tabs[token] = key
             if len(self._tabs) > 2 * len(registry) + 100:  # forget tabs whose sessions are gone
                 self._tabs = {t: k for t, k in self._tabs.items() if k == key or registry.peek(k) is not None}
-        session = registry.rekey(old_key, key, when=lambda s: s.running or s.has_pending()) if old_key else None
+        session = registry.rekey(old_key, key, when=lambda s: s.unfinished()) if old_key else None
         skip = gr.skip()
         if session is None:
             return (token, skip, skip, skip, skip, *as_tuple({**view_hidden(), "task_input": skip}))

@@ -87,7 +87,7 @@ class HistoryController(ChatListHandlers):
         """The approval mode the page shows, which `session` uses: a run going on (or paused) keeps its own;
         else the mode this owner chose last (kept by ui/saved/store.py: a reload never falls back to a mode
         that pauses less), or the server's default."""
-        if session.running or session.has_pending():
+        if session.unfinished():
             return session.approval_mode
         mode = self.store.approval_mode(owner) or normalise_mode(self.config.approval_mode)
         session.set_approval_mode(mode)
@@ -102,7 +102,7 @@ class HistoryController(ChatListHandlers):
     def _held_elsewhere(self, owner: str, chat_id: str) -> Session | None:
         """The live session (under another tab key) holding this chat, if its run goes on or waits for a
         decision."""
-        return next((s for s in self._holders(owner, chat_id) if s.running or s.has_pending()), None)
+        return next((s for s in self._holders(owner, chat_id) if s.unfinished()), None)
 
     def _holders(self, owner: str, chat_id: str) -> list[Session]:
         """The live sessions that hold this saved chat."""

@@ -90,7 +90,7 @@ class SessionRegistry:
         session = Session(key, chat.folder, self.agent_factory, self.max_upload_bytes, saved=chat)
         with self._lock:
             old = self._sessions.get(key)
-            if keep_busy and old is not None and (old.running or old.has_pending()):
+            if keep_busy and old is not None and old.unfinished():
                 return old
             self._visitors[session] = visitor
             self._sessions[key] = session

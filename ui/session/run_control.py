@@ -61,6 +61,13 @@ class RunControl:
     def running(self) -> bool:
         return self._run is not None and not self._run.finished
 
+    def unfinished(self) -> bool:
+        """A run goes on or waits for a decision, read as one view under the session's lock. Why: read in two
+        steps (`running`, then `pending`), a decision answered in between (the paused run ended, the resumed one
+        not yet started) looked like neither, and a watching tab stopped following the run it had just resumed."""
+        with self._lock:
+            return self.running or self.pending() is not None
+
     @property
     def paused(self) -> bool:
         """The run stopped at a decision (answered or not) and no drain has claimed it since."""

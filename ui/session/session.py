@@ -255,6 +255,10 @@ class Session(ReopenedChat):
     def has_pending(self) -> bool:
         return self.pending_request() is not None
 
+    def unfinished(self) -> bool:
+        """A run goes on or waits for a decision (one consistent reading: RunControl.unfinished)."""
+        return self._runs.unfinished()
+
     def resolve(self, request: ev.DecisionRequested, decision: Decision) -> None:
         """Answer `request`. ConfigurationError if it expired. The chat shows the decision (and an edit) from
         the run's DecisionMade event, as a reopened chat does (ui/chat/render_decisions.py)."""

@@ -29,7 +29,7 @@ class Watch:
     def live(self) -> bool:
         """The watched run goes on (or waits for a decision) in a session not closed."""
         session = self.session
-        return session.closed_at is None and (session.running or session.has_pending())
+        return session.closed_at is None and session.unfinished()
 
 
 class Watchers:

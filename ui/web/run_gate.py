@@ -119,7 +119,7 @@ class RunGate:
         visitor starting run after run in fresh API sessions, each paused, took every sandbox of the server."""
         with self._visitor_lock:
             others = [s for s in self._visitor_sessions.get(visitor, ()) if s is not session]
-        unfinished = [s for s in others if s.closed_at is None and (s.running or s.has_pending())]  # paused: ended
+        unfinished = [s for s in others if s.closed_at is None and s.unfinished()]  # paused: ended
         if len(unfinished) >= self.config.runs_at_once:
             raise RateLimitedError(
                 f"Too many runs at once: this server runs {self.config.runs_at_once} at a time for each visitor, "
