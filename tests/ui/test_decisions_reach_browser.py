@@ -159,3 +159,41 @@ def test_a_tab_opened_while_an_approved_step_runs_shows_the_next_decision(tmp_pa
             assert "counted" in second.locator("#edit-code").inner_text()
             second.locator("#approve-btn").click()
             wait_for_text(second, "counted rows")  # its output (the code says "counted " + "rows")
+
+
+#: Three code steps, each approved in turn; each step's output is built in its code, so the text waited for is
+#: the output, not the code shown in the panel.
+THREE_STEPS = [code_reply("Load.", "print('step ' + 'one ran')"),
+               code_reply("Clean.", "print('step ' + 'two ran')"),
+               code_reply("Count.", "print('step ' + 'three ran')\nfinal_answer('all ' + 'three')")]
+
+
+def approve_next(page, output: str) -> None:
+    """Approve the decision `page` shows and wait for its step's output."""
+    page.locator("#approve-btn").wait_for(state="visible", timeout=30_000)
+    page.locator("#approve-btn").click()
+    wait_for_text(page, output)
+
+
+def test_a_tab_reloaded_after_another_tab_approved_gets_each_next_decision(tmp_path: Path) -> None:
+    """Tab A sends in "Approve each code step"; tab B, opened on the chat, approves step 1 (the resumed run streams
+    in B); A reloads and approves step 2; the step-3 decision reaches A, and its approval ends the run there. The
+    newcomer review saw the step-3 panel missing in the reloaded tab 1 of 4 times."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    transcript = write_transcript(tmp_path / "script.json", THREE_STEPS)
+    (tmp_path / "data").mkdir()
+    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
+        with browser_context(playwright) as context:
+            first = open_tab(context, url)
+            choose_mode(first, "Approve each code step")
+            send(first, "Load, clean and count.")
+            first.locator("#approve-btn").wait_for(state="visible")
+            second = open_tab(context, url)
+            wait_for_text(second, "Load, clean and count.")
+            approve_next(second, "step one ran")
+            first.bring_to_front()
+            first.reload()
+            wait_for_text(first, "step one ran")
+            approve_next(first, "step two ran")
+            approve_next(first, "step three ran")
+            wait_for_text(first, "all three")
