@@ -12,6 +12,7 @@ import os
 import select
 import stat
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from ..tree_walk import TooManyEntries, TreeWalk, WalkError
 from .proc_stat import ProcStat
 
 if TYPE_CHECKING:
+    from ..folder_listings import FolderListings
     from .process import WorkerProcess
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -151,9 +153,11 @@ class DiskUse:
 WALK_TRIES = 3  # a walk of a tree that changed under it (code running meanwhile) is tried again this often
 
 
-def usage(folders: list[str], max_entries: int = 100_000, counted: dict[str, DiskUse] | None = None) -> DiskUse:
+def usage(folders: list[str], max_entries: int = 100_000, counted: dict[str, DiskUse] | None = None,
+          listings: Mapping[str, FolderListings] | None = None) -> DiskUse:
     """Every entry below `folders` and the bytes it takes, at any depth, links never followed (tree_walk.py).
     `counted`: folders the caller has just walked completely itself (their count is taken as it is).
+    `listings`: a folder's listings from earlier walks (folder_listings.py: every entry is still stat'ed).
 
     Fails closed: a walk that cannot finish (past `max_entries`, a folder it may not read, a tree still changing
     after WALK_TRIES) comes back `complete=False`, never as a smaller count."""
@@ -169,7 +173,7 @@ def usage(folders: list[str], max_entries: int = 100_000, counted: dict[str, Dis
             continue
         for attempt in range(WALK_TRIES):
             part = DiskUse()
-            walk = TreeWalk(folder, max_entries - use.files)
+            walk = TreeWalk(folder, max_entries - use.files, listings=(listings or {}).get(folder))
             try:
                 for entry in walk:
                     part.files += 1
@@ -309,16 +313,17 @@ def thread_left_running(worker: WorkerProcess, sample_s: float) -> bool:
 
 def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, mapped: bool = True,
               min_free_mb: int = 0, counted: dict[str, DiskUse] | None = None,
-              proc: ProcStat | None = None, devices: frozenset[int] | None = None) -> str | None:
+              proc: ProcStat | None = None, devices: frozenset[int] | None = None,
+              listings: Mapping[str, FolderListings] | None = None) -> str | None:
     """Why the sandbox's files are over its limits (its folders, plus files its process deleted but holds
     open), or None. A walk cut short by its entry cap counts as over: the limit fails closed. `min_free_mb`:
     the space the file systems of `folders` must keep free (the server's disk is shared by every sandbox).
     `counted`: see `usage`; `proc`: see `deleted_open_bytes`; `devices`: the file systems of `folders` as the
-    caller found them when it made them (else looked up now: `folder_devices`)."""
+    caller found them when it made them (else looked up now: `folder_devices`); `listings`: see `usage`."""
     short = server_disk_short(folders, min_free_mb)
     if short is not None:
         return short
-    use = usage(folders, max_entries=max_files + 1, counted=counted)
+    use = usage(folders, max_entries=max_files + 1, counted=counted, listings=listings)
     held = (held_deleted(pid, mapped, proc, folder_devices(folders) if devices is None else devices)
             if pid is not None else HeldDeleted())
     used = use.bytes + held.bytes
