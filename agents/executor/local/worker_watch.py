@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING
 from ..tree_walk import TooManyEntries, TreeWalk, WalkError
 from .proc_stat import ProcStat
 
+# Read by callers and tests as the watch's (explicit re-exports).
+from .server_disk import free_mb as free_mb
+from .server_disk import server_disk_short as server_disk_short
+
 if TYPE_CHECKING:
     from ..folder_listings import FolderListings
     from .process import WorkerProcess
@@ -311,6 +315,23 @@ def thread_left_running(worker: WorkerProcess, sample_s: float) -> bool:
         time.sleep(0.002)
 
 
+def end_of_run(worker: WorkerProcess, sample_s: float) -> tuple[bool, float]:
+    """`thread_left_running`, then `cpu_seconds`: one read of the worker's stat gives both when it has one thread
+    (a step's usual end; a read per figure cost a `pread` of /proc, about 8 us, each). A worker with more threads,
+    or one whose count cannot be read, is sampled as `thread_left_running` does, and its CPU read after that."""
+    if worker.dead:
+        return False, 0.0
+    stat = getattr(worker, "proc_stat", None)
+    fields = _stat_fields(worker.pid, stat)
+    try:
+        if int(fields[_THREADS]) == 1:
+            return False, (int(fields[_UTIME]) + int(fields[_STIME])) / _TICKS
+    except (IndexError, ValueError):
+        pass
+    left = thread_left_running(worker, sample_s)
+    return left, cpu_seconds(worker.pid, stat)
+
+
 def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, mapped: bool = True,
               min_free_mb: int = 0, counted: dict[str, DiskUse] | None = None,
               proc: ProcStat | None = None, devices: frozenset[int] | None = None,
@@ -352,34 +373,6 @@ def folder_devices(folders: list[str]) -> frozenset[int]:
         except OSError:
             continue
     return frozenset(out)
-
-
-def free_mb(path: str) -> int:
-    """Megabytes an unprivileged writer may still use on the file system holding `path` (or the nearest folder
-    above it that exists; 0 if unknown)."""
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    try:
-        info = os.statvfs(path)
-    except OSError:
-        return 0
-    return info.f_bavail * info.f_frsize // (1024 * 1024)
-
-
-def server_disk_short(folders: list[str], min_free_mb: int) -> str | None:
-    """Why the disk holding `folders` is too full to write on (less than `min_free_mb` free), or None.
-
-    Why: each sandbox's own limit (max_disk_mb) bounds one session, not the server: saved chats keep their
-    workspaces, so visitors starting chat after chat would fill the disk every session and the saved chats
-    share; past the floor, writes stop for everyone instead of the disk running out under them."""
-    if min_free_mb <= 0:
-        return None
-    for folder in folders:
-        left = free_mb(folder)
-        if left < min_free_mb:
-            return (f"the server's disk is almost full ({left} MB free; the app keeps {min_free_mb} MB free: "
-                    "min_free_mb)")
-    return None
 
 
 def pss_bytes(pid: int) -> int | None:
