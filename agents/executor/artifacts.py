@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .tree_walk import Entry, TreeWalk, WalkError
+
+if TYPE_CHECKING:
+    from .folder_listings import FolderListings
 
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".svg", ".gif", ".webp"})
 MAX_ENTRIES = 20000
@@ -59,11 +62,12 @@ class Snapshot:
         return out
 
 
-def snapshot(workdir: str, max_entries: int = MAX_ENTRIES) -> Snapshot:
+def snapshot(workdir: str, max_entries: int = MAX_ENTRIES, listings: FolderListings | None = None) -> Snapshot:
     """The regular files under workdir, at any depth, links never followed (tree_walk.py); fails closed into
-    `incomplete`, never into a quietly shorter list."""
+    `incomplete`, never into a quietly shorter list. `listings`: the workspace's folder listings from earlier
+    walks, reused for folders the kernel says are unchanged (folder_listings.py)."""
     found = SnapshotBuilder(workdir)
-    walk = TreeWalk(workdir, max_entries)
+    walk = TreeWalk(workdir, max_entries, listings=listings)
     try:
         for entry in walk:
             found.add(walk, entry)

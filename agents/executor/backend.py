@@ -238,6 +238,12 @@ class SandboxHost(Protocol):
         `sample_s` so a thread just ending gets a moment (`thread_check`; else False)."""
         ...
 
+    def end_of_run(self, sample_s: float) -> tuple[bool, float]:
+        """After a run's result, before `freeze`: `thread_left_running(sample_s)` and then `cpu_seconds()`, in one
+        call so a host that reads both from the same place (a process's stat) reads it once when the worker has
+        one thread (the usual case; a second thread is sampled as `thread_left_running` does)."""
+        ...
+
     def disk_over(self) -> str | None:
         """Why the sandbox's files (workspace and private temp, plus files the worker deleted but holds open) are
         over `max_disk_mb`/`max_disk_files`, or the disk under them below `min_free_mb` free; None when within.

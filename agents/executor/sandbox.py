@@ -334,13 +334,16 @@ class PythonSandbox:
             finally:
                 self._running = False
                 self._interrupt = False
-            if not result.state_lost and (result.threads_left or worker.thread_left_running(THREAD_SAMPLE_S)):
+            left, idle_cpu = bool(result.threads_left), None
+            if not result.state_lost and not left and not worker.dead:
+                left, idle_cpu = worker.end_of_run(THREAD_SAMPLE_S)  # one reading of the kernel's, where it can
+            if not result.state_lost and left:
                 self._restart()
                 execution_result.lose_state(result, "a thread it started was still running when the step ended, so the "
                                          "sandbox was restarted to stop it")
             if not worker.dead:
                 if worker.capabilities.cpu_time:
-                    self._idle_cpu = worker.cpu_seconds()
+                    self._idle_cpu = worker.cpu_seconds() if idle_cpu is None else idle_cpu
                 worker.freeze()
             for note in notes:
                 execution_result.lose_state(result, note + "; the sandbox was restarted")

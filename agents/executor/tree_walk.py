@@ -20,6 +20,10 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .folder_listings import FolderListings, ListingsWalk
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: The folders nearest the root keep their descriptor while the walk is below them (no `..` on the way back);
@@ -74,10 +78,15 @@ class TreeWalk:
     leaves it out; `on_leave(parent_fd, name)` runs when a folder's walk is done (e.g. to remove it).
 
     `max_entries`: past that many entries the walk raises WalkError (the caller's limit fails closed).
+    `listings`: the tree's folder listings from earlier walks, reused for a folder the kernel says is unchanged
+    (folder_listings.py); every entry is stat'ed all the same.
     """
 
-    def __init__(self, root: str, max_entries: int, on_leave: Callable[[int, str], None] | None = None) -> None:
+    def __init__(self, root: str, max_entries: int, on_leave: Callable[[int, str], None] | None = None,
+                 listings: FolderListings | None = None) -> None:
         self.root, self.max_entries, self.on_leave = root, max_entries, on_leave
+        self.listings = listings
+        self._listings: ListingsWalk | None = None
         self.seen = 0
         self._names: list[str] = []  # the folders from the root down to the one being listed
         self._names_length = 0  # len("/".join(self._names)) + 1 when there are any: kept, not summed per entry
@@ -107,8 +116,9 @@ class TreeWalk:
         except OSError as exc:
             raise WalkError(f"could not open {self.root}: {exc.strerror}") from exc
         levels: list[_Level] = []
+        self._listings = self.listings.walk() if self.listings is not None else None
         try:
-            levels.append(_Level(_ident(os.fstat(fd)), os.scandir(fd)))
+            levels.append(self._level(fd, os.fstat(fd)))
             while levels:
                 level = levels[-1]
                 found = self._next(level, fd)
@@ -130,6 +140,8 @@ class TreeWalk:
         except OSError as exc:
             raise WalkError(f"could not read the folder {self._shown()}: {exc.strerror or exc}") from exc
         finally:
+            if self._listings is not None:
+                self._listings.finish()
             for level in levels:
                 _close_scan(level)
                 if level.fd is not None and level.fd != fd:
@@ -176,10 +188,10 @@ class TreeWalk:
             changed = exc.errno in (errno.ENOTDIR, errno.ELOOP)
             raise WalkError(f"could not open the folder {self._shown(name)} ({exc.strerror})", changed) from exc
         try:
-            ident = _ident(os.fstat(child))
-            if ident != _ident(st):
+            child_st = os.fstat(child)
+            if _ident(child_st) != _ident(st):
                 raise WalkError(f"the folder {self._shown(name)} was replaced during the walk", changed=True)
-            levels.append(_Level(ident, os.scandir(child)))
+            levels.append(self._level(child, child_st))
         except BaseException:
             os.close(child)
             raise
@@ -190,6 +202,29 @@ class TreeWalk:
         else:
             os.close(fd)
         return child
+
+    def _level(self, fd: int, st: os.stat_result) -> _Level:
+        """The open folder `fd` (fstat `st`) to list: streamed without `listings`; with them, its names, reused
+        when the folder is unchanged since they were kept, else listed now (within the entry budget)."""
+        if self._listings is None:
+            return _Level(_ident(st), os.scandir(fd))
+        budget = self.max_entries - self.seen - self._pending
+        kept = self._listings.names(st)
+        if kept is None:
+            names: list[str] = []
+            with os.scandir(fd) as scan:
+                for entry in scan:
+                    names.append(entry.name)
+                    if len(names) > budget:
+                        raise TooManyEntries(self.max_entries)
+            self._listings.keep(st, names)
+        elif len(kept) > budget:
+            raise TooManyEntries(self.max_entries)
+        else:
+            names = list(kept)
+        names.reverse()  # popped from the end: the listing's order
+        self._pending += len(names)
+        return _Level(_ident(st), None, names)
 
     def _leave(self, levels: list[_Level], fd: int) -> tuple[int, str | None]:
         """Done with the folder `fd`: back up to its parent (checked to be the folder it came from); returns the

@@ -65,6 +65,53 @@ def test_the_held_stat_answers_as_the_file_does_and_nothing_once_reaped(tmp_path
     assert held.fields() == [] and held.fd == held.fd_dir == -1
 
 
+SPINNER = (
+    "import threading\n"
+    "def spin():\n    while True: pass\n"
+    "threading.Thread(target=spin, daemon=True).start()\n"
+    "print('ready', flush=True)\n"
+    "threading.Event().wait()\n"
+)
+
+
+class _Worker:
+    """What the watch reads of a worker: its pid, whether it is dead, its held stat (reads counted)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.pid, self.dead, self.reads = proc.pid, False, 0
+        held = worker_watch.ProcStat(proc.pid)
+        real = held.fields
+
+        def counted() -> list[bytes]:
+            self.reads += 1
+            return real()
+
+        held.fields = counted  # type: ignore[method-assign]
+        self.proc_stat = held
+
+
+def test_the_end_of_a_run_reads_threads_and_cpu_once_and_still_finds_a_running_thread(tmp_path):
+    one = _child(tmp_path)
+    spinner = subprocess.Popen([sys.executable, "-c", SPINNER], stdout=subprocess.PIPE)
+    try:
+        worker = _Worker(one)
+        left, cpu = worker_watch.end_of_run(worker, 0.5)  # type: ignore[arg-type]
+        assert not left and worker.reads == 1
+        assert abs(cpu - worker_watch.cpu_seconds(one.pid)) < 0.05 and cpu > 0
+        assert spinner.stdout is not None and spinner.stdout.readline() == b"ready\n"
+        busy = _Worker(spinner)
+        left, cpu = worker_watch.end_of_run(busy, 0.5)  # type: ignore[arg-type]
+        assert left and cpu > 0
+        busy.dead = True
+        assert worker_watch.end_of_run(busy, 0.5) == (False, 0.0)  # type: ignore[arg-type]
+        worker.proc_stat.close()
+        busy.proc_stat.close()
+    finally:
+        for proc in (one, spinner):
+            proc.kill()
+            proc.wait()
+
+
 def test_a_process_gone_before_its_stat_was_opened_reads_nothing():
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()

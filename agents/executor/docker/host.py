@@ -306,6 +306,9 @@ class DockerHost(SharedDiskFiles):
     def thread_left_running(self, sample_s: float) -> bool:
         return worker_watch.thread_left_running(_as_process(self._worker()), sample_s)
 
+    def end_of_run(self, sample_s: float) -> tuple[bool, float]:
+        return worker_watch.end_of_run(_as_process(self._worker()), sample_s)
+
     def disk_over(self) -> str | None:
         worker = self._worker()
         return self._limit().over(None if worker.dead else _as_process(worker))

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..folder_listings import FolderListings
 from . import worker_watch
 
 if TYPE_CHECKING:
@@ -37,6 +38,9 @@ class DiskLimit:
         # The file systems the folders were made on, looked up once: a deleted file mapped from one of them is the
         # sandbox's disk (worker_watch.held_deleted). The folders are the app's; the code cannot move them.
         self._devices = worker_watch.folder_devices([workdir, tmpdir])
+        # Each folder's listings from the last walk: a folder the kernel says is unchanged is not listed again
+        # (its entries are still stat'ed: folder_listings.py).
+        self._listings = {workdir: FolderListings(), tmpdir: FolderListings()}
 
     @property
     def min_free_mb(self) -> int:
@@ -68,7 +72,8 @@ class DiskLimit:
         floor = self.min_free_mb if now >= self._free_ok_until else 0
         why = worker_watch.disk_over([self.workdir, self.tmpdir], pid, self.max_mb, self.max_files,
                                      mapped=mapped, min_free_mb=floor, counted=known, proc=proc,
-                                     devices=self._devices if len(self._devices) else None)
+                                     devices=self._devices if len(self._devices) else None,
+                                     listings=self._listings)
         if why is None and floor > 0:
             self._free_ok_until = now + FREE_CHECK_S
         return why
@@ -84,7 +89,7 @@ class DiskLimit:
             return None, False
         # The worker's own log is always there; anything else in the temp folder (or a deleted file still open)
         # is emptied with a fresh worker, which gets the new folder only after it exists.
-        tmp = worker_watch.usage([self.tmpdir], max_entries=2)
+        tmp = worker_watch.usage([self.tmpdir], max_entries=2, listings=self._listings)
         return why, bool(not tmp.complete or tmp.files > 1 or
                          (worker and worker_watch.deleted_open_bytes(worker.pid)))
 

@@ -145,6 +145,9 @@ class LocalHost(SharedDiskFiles):
     def thread_left_running(self, sample_s: float) -> bool:
         return worker_watch.thread_left_running(self.process, sample_s)
 
+    def end_of_run(self, sample_s: float) -> tuple[bool, float]:
+        return worker_watch.end_of_run(self.process, sample_s)
+
     def disk_over(self) -> str | None:
         if self._disk is None:
             return None

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import artifacts, identity
 from ..backend import FILE_MAX_BYTES, FileInfo, SandboxSpec
+from ..folder_listings import FolderListings
 from ..tree_walk import remove_tree
 from . import workspace_files
 
@@ -48,6 +49,7 @@ class SharedDiskFiles:
     _uid: int | None
     spec: SandboxSpec
     _last_walk: _LastWalk | None = None  # see `push_and_snapshot`
+    _listings: FolderListings | None = None  # the workspace's folder listings, kept between walks
 
     def _release_host_side(self, live: MutableMapping[str, Any], live_lock: threading.Lock) -> None:
         """What a host of this machine leaves when its worker is gone: the temp folder (any depth: the code may
@@ -61,7 +63,9 @@ class SharedDiskFiles:
 
     def snapshot(self) -> artifacts.Snapshot:
         started, top = time.monotonic(), _top_stat(self.workdir)
-        found = artifacts.snapshot(self.workdir)
+        if self._listings is None:
+            self._listings = FolderListings()
+        found = artifacts.snapshot(self.workdir, listings=self._listings)
         self._remember_walk(found, started, top)
         return found
 

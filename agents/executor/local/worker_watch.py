@@ -12,13 +12,19 @@ import os
 import select
 import stat
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..tree_walk import TooManyEntries, TreeWalk, WalkError
 from .proc_stat import ProcStat
 
+# Read by callers and tests as the watch's (explicit re-exports).
+from .server_disk import free_mb as free_mb
+from .server_disk import server_disk_short as server_disk_short
+
 if TYPE_CHECKING:
+    from ..folder_listings import FolderListings
     from .process import WorkerProcess
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -151,9 +157,11 @@ class DiskUse:
 WALK_TRIES = 3  # a walk of a tree that changed under it (code running meanwhile) is tried again this often
 
 
-def usage(folders: list[str], max_entries: int = 100_000, counted: dict[str, DiskUse] | None = None) -> DiskUse:
+def usage(folders: list[str], max_entries: int = 100_000, counted: dict[str, DiskUse] | None = None,
+          listings: Mapping[str, FolderListings] | None = None) -> DiskUse:
     """Every entry below `folders` and the bytes it takes, at any depth, links never followed (tree_walk.py).
     `counted`: folders the caller has just walked completely itself (their count is taken as it is).
+    `listings`: a folder's listings from earlier walks (folder_listings.py: every entry is still stat'ed).
 
     Fails closed: a walk that cannot finish (past `max_entries`, a folder it may not read, a tree still changing
     after WALK_TRIES) comes back `complete=False`, never as a smaller count."""
@@ -169,7 +177,7 @@ def usage(folders: list[str], max_entries: int = 100_000, counted: dict[str, Dis
             continue
         for attempt in range(WALK_TRIES):
             part = DiskUse()
-            walk = TreeWalk(folder, max_entries - use.files)
+            walk = TreeWalk(folder, max_entries - use.files, listings=(listings or {}).get(folder))
             try:
                 for entry in walk:
                     part.files += 1
@@ -307,18 +315,36 @@ def thread_left_running(worker: WorkerProcess, sample_s: float) -> bool:
         time.sleep(0.002)
 
 
+def end_of_run(worker: WorkerProcess, sample_s: float) -> tuple[bool, float]:
+    """`thread_left_running`, then `cpu_seconds`: one read of the worker's stat gives both when it has one thread
+    (a step's usual end; a read per figure cost a `pread` of /proc, about 8 us, each). A worker with more threads,
+    or one whose count cannot be read, is sampled as `thread_left_running` does, and its CPU read after that."""
+    if worker.dead:
+        return False, 0.0
+    stat = getattr(worker, "proc_stat", None)
+    fields = _stat_fields(worker.pid, stat)
+    try:
+        if int(fields[_THREADS]) == 1:
+            return False, (int(fields[_UTIME]) + int(fields[_STIME])) / _TICKS
+    except (IndexError, ValueError):
+        pass
+    left = thread_left_running(worker, sample_s)
+    return left, cpu_seconds(worker.pid, stat)
+
+
 def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, mapped: bool = True,
               min_free_mb: int = 0, counted: dict[str, DiskUse] | None = None,
-              proc: ProcStat | None = None, devices: frozenset[int] | None = None) -> str | None:
+              proc: ProcStat | None = None, devices: frozenset[int] | None = None,
+              listings: Mapping[str, FolderListings] | None = None) -> str | None:
     """Why the sandbox's files are over its limits (its folders, plus files its process deleted but holds
     open), or None. A walk cut short by its entry cap counts as over: the limit fails closed. `min_free_mb`:
     the space the file systems of `folders` must keep free (the server's disk is shared by every sandbox).
     `counted`: see `usage`; `proc`: see `deleted_open_bytes`; `devices`: the file systems of `folders` as the
-    caller found them when it made them (else looked up now: `folder_devices`)."""
+    caller found them when it made them (else looked up now: `folder_devices`); `listings`: see `usage`."""
     short = server_disk_short(folders, min_free_mb)
     if short is not None:
         return short
-    use = usage(folders, max_entries=max_files + 1, counted=counted)
+    use = usage(folders, max_entries=max_files + 1, counted=counted, listings=listings)
     held = (held_deleted(pid, mapped, proc, folder_devices(folders) if devices is None else devices)
             if pid is not None else HeldDeleted())
     used = use.bytes + held.bytes
@@ -347,34 +373,6 @@ def folder_devices(folders: list[str]) -> frozenset[int]:
         except OSError:
             continue
     return frozenset(out)
-
-
-def free_mb(path: str) -> int:
-    """Megabytes an unprivileged writer may still use on the file system holding `path` (or the nearest folder
-    above it that exists; 0 if unknown)."""
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    try:
-        info = os.statvfs(path)
-    except OSError:
-        return 0
-    return info.f_bavail * info.f_frsize // (1024 * 1024)
-
-
-def server_disk_short(folders: list[str], min_free_mb: int) -> str | None:
-    """Why the disk holding `folders` is too full to write on (less than `min_free_mb` free), or None.
-
-    Why: each sandbox's own limit (max_disk_mb) bounds one session, not the server: saved chats keep their
-    workspaces, so visitors starting chat after chat would fill the disk every session and the saved chats
-    share; past the floor, writes stop for everyone instead of the disk running out under them."""
-    if min_free_mb <= 0:
-        return None
-    for folder in folders:
-        left = free_mb(folder)
-        if left < min_free_mb:
-            return (f"the server's disk is almost full ({left} MB free; the app keeps {min_free_mb} MB free: "
-                    "min_free_mb)")
-    return None
 
 
 def pss_bytes(pid: int) -> int | None:

@@ -206,6 +206,10 @@ class SupervisedHost(RemoteWorkspace):
             return False
         return bool(self._value("threads", bool, extra_wait=sample_s + 1.0, sample_s=float(sample_s)))
 
+    def end_of_run(self, sample_s: float) -> tuple[bool, float]:
+        left = self.thread_left_running(sample_s)
+        return left, self.cpu_seconds()
+
     def disk_over(self) -> str | None:
         if self._link.failure is not None or not self._assigned:
             return None
