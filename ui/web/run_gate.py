@@ -41,6 +41,7 @@ def refusal(message: str) -> gr.Error:
     faded after 10 s left only Gradio's bare "Error" over it."""
     return gr.Error(message, duration=None, print_exception=False)
 
+
 def _unreachable(sessions: list[Session]) -> list[Session]:
     """The sessions whose page went away while their run waits for a decision: only the reattach of a reload
     in the same browser reaches them, until the reaper ends them."""
@@ -142,7 +143,7 @@ class RunGate:
         if excess > 0:
             raise RateLimitedError(
                 f"Too many runs at once: this server runs {self.config.runs_at_once} at a time for each visitor, "
-                "counting runs that wait for a decision. Answer or stop one of them first.")
+                "counting runs that wait for a decision. Answer or stop one of them first, in the tab that shows it.")
 
     def _remember(self, visitor: str, session: Session) -> None:
         with self._visitor_lock:
