@@ -1,5 +1,6 @@
 """A pending decision is in reach wherever its chat is open (issue 31, items 2 and 7 and 10): a tab closed and the
-URL opened again, a second tab on the same chat, after a restart; the panel's buttons inside the window.
+URL opened again, a second tab on the same chat, after a restart; the panel's buttons inside the window. Decisions
+no page shows any more (their browsers closed) do not hold back a fresh browser's first message.
 
 One app per test (each starts a fresh browser identity); the model is a replay script.
 """
@@ -197,3 +198,30 @@ def test_a_tab_reloaded_after_another_tab_approved_gets_each_next_decision(tmp_p
             approve_next(first, "step two ran")
             approve_next(first, "step three ran")
             wait_for_text(first, "all three")
+
+
+ANSWER_SCRIPT = [code_reply("Answer.", "final_answer('the first ' + 'message ran')")]
+
+
+def test_a_fresh_browsers_first_message_runs_after_browsers_closed_on_their_decisions(tmp_path: Path) -> None:
+    """Two browsers (one address: one visitor) closed while their approval panel showed leave two paused runs no
+    page shows, kept for a reload's reattach. A fresh browser's first message was refused as "too many runs at
+    once" (runs_at_once is 2), with no run it could answer or stop (2 of ~10 fresh sessions by hand, 2 of 2
+    here): the oldest of them is ended for it (ui/web/run_gate.py), and the message runs."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    transcript = write_transcript(tmp_path / "script.json", ANSWER_SCRIPT)
+    (tmp_path / "data").mkdir()
+    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
+        for _ in range(2):
+            with browser_context(playwright) as context:
+                page = open_tab(context, url)
+                choose_mode(page, "Approve each code step")
+                send(page, "Wait for my decision.")
+                page.locator("#approve-btn").wait_for(state="visible")
+        with browser_context(playwright) as context:
+            page = context.new_page()
+            page.set_default_timeout(30_000)
+            page.goto(url)
+            send(page, "My first message.")  # as soon as the box takes it, the page maybe still loading
+            wait_for_text(page, "the first message ran")
+            assert page.locator("#task-input textarea").input_value() == ""

@@ -388,3 +388,46 @@ def test_a_page_load_that_never_sent_a_message_leaves_no_folder_behind(tmp_path:
     store.create(store.owner_for_token(new_token()))  # left behind by a crash: swept at start
     store.sweep_unused(older_than_s=0, now=10**10)
     assert sorted(p.name for p in (tmp_path / "owners").iterdir()) == [kept_owner]
+
+
+def test_a_new_run_ends_the_visitors_paused_runs_no_page_holds_and_no_more(tmp_path: Path) -> None:
+    """Browsers closed while their approval panel showed leave paused runs no page shows (kept for a reload's
+    reattach): a fresh browser of the same address had its first message refused as "too many runs at once",
+    with no run it could answer or stop (issue 31). A new run ends the visitor's oldest such run instead; one
+    whose page is open, and another visitor's, are never ended, and the visitor's paused runs stay at
+    `runs_at_once` (the protection against taking every sandbox with paused runs)."""
+    from ui_testlib import code_reply, write_transcript
+
+    from ui.app import AgentDeckApp
+    from ui.settings import AppConfig
+
+    transcript = write_transcript(tmp_path / "t.json", [code_reply("compute", "print(1)")])
+    config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", min_free_mb=0, runs_per_minute=100,
+                       runs_at_once=2, visitor_disk_mb=0)
+    app = AgentDeckApp(config)
+    settings = form(config.model)
+
+    def request(key: str, host: str) -> object:
+        return type("R", (), {"session_hash": key, "headers": {}, "client": type("C", (), {"host": host})(),
+                              "username": None})()
+
+    def paused_run(key: str, host: str = "198.51.100.7") -> None:
+        list(app.run({"text": "hi", "files": []}, request(key, host), approval_mode="approve_code", **settings))
+        assert app.registry.peek(key).has_pending()
+
+    def paused() -> set[str]:
+        return {s.key for s in app.registry.sessions() if s.has_pending()}
+
+    try:
+        paused_run("theirs", "203.0.113.5")
+        app.on_unload(request("theirs", "203.0.113.5"))  # another visitor's page is gone: never ended for ours
+        paused_run("open")
+        paused_run("closed")
+        app.on_unload(request("closed", "198.51.100.7"))
+        paused_run("fresh")  # refused before the fix
+        assert paused() == {"theirs", "open", "fresh"}
+        with pytest.raises(Exception, match="Too many runs at once"):
+            paused_run("another")  # both of the visitor's paused runs have a page
+        assert paused() == {"theirs", "open", "fresh"}
+    finally:
+        app.registry.shutdown()

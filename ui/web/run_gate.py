@@ -41,6 +41,13 @@ def refusal(message: str) -> gr.Error:
     faded after 10 s left only Gradio's bare "Error" over it."""
     return gr.Error(message, duration=None, print_exception=False)
 
+
+def _unreachable(sessions: list[Session]) -> list[Session]:
+    """The sessions whose page went away while their run waits for a decision: only the reattach of a reload
+    in the same browser reaches them, until the reaper ends them."""
+    return [s for s in sessions if s.detached_at is not None and s.has_pending()]
+
+
 class RunGate:
     def __init__(self, config: AppConfig, registry: SessionRegistry, streamer: RunStreamer,
                  state: SharedState | None = None) -> None:
@@ -85,7 +92,7 @@ class RunGate:
             raise refusal(f"No new runs for now: {short.split(';')[0]}). Try again later.")
         visitor = visitor_of(request)
         try:
-            self._check_unfinished(visitor, session)
+            self._check_unfinished(visitor, session, end_unreachable=True)
             self._check_disk_share(visitor, session)
             self.rate_limiter.check(visitor)
             self.registry.make_room(session)
@@ -113,17 +120,30 @@ class RunGate:
                 f"Your chats on this server take {used // 2**20} MB or more, the most one visitor may use "
                 f"({limit} MB): delete chats you no longer need (or files in them) to start a new run.")
 
-    def _check_unfinished(self, visitor: str, session: Session) -> None:
+    def _check_unfinished(self, visitor: str, session: Session, end_unreachable: bool = False) -> None:
         """At most `runs_at_once` unfinished runs per visitor, paused ones included. Why: a run paused for a
         decision ends its handler (so it holds no streaming place) but keeps its sandbox place for minutes; a
-        visitor starting run after run in fresh API sessions, each paused, took every sandbox of the server."""
+        visitor starting run after run in fresh API sessions, each paused, took every sandbox of the server.
+
+        With `end_unreachable` (a new message), paused runs whose page went away make room first, the one whose
+        page left first ended first, its steps saved (as the reaper ends it after the reattach grace): no page
+        shows their decision, so the person had no run to answer or stop; a fresh browser of the same address
+        (browsers closed while their panel showed) had its first message refused (issue 31). The visitor's
+        runs stay at `runs_at_once`: each new one ends one of theirs no page holds, never anyone else's."""
         with self._visitor_lock:
             others = [s for s in self._visitor_sessions.get(visitor, ()) if s is not session]
         unfinished = [s for s in others if s.closed_at is None and s.unfinished()]  # paused: ended
-        if len(unfinished) >= self.config.runs_at_once:
+        excess = len(unfinished) - self.config.runs_at_once + 1
+        if excess > 0 and end_unreachable:
+            for gone in sorted(_unreachable(unfinished), key=lambda s: s.detached_at or 0.0)[:excess]:
+                logging.getLogger(__name__).info("A paused run whose page went away was ended: its visitor "
+                                                 "started a new one (runs_at_once)")
+                self.registry.close(gone.key, expired=True)
+                excess -= 1
+        if excess > 0:
             raise RateLimitedError(
                 f"Too many runs at once: this server runs {self.config.runs_at_once} at a time for each visitor, "
-                "counting runs that wait for a decision. Answer or stop one of them first.")
+                "counting runs that wait for a decision. Answer or stop one of them first, in the tab that shows it.")
 
     def _remember(self, visitor: str, session: Session) -> None:
         with self._visitor_lock:
