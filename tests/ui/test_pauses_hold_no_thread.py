@@ -307,3 +307,37 @@ def test_a_decision_answered_while_another_thread_reads_the_run_counts_as_unfini
     assert seen == [True], f"the {reader} saw no run going on and none waiting"
     list(handlers.resume(req))
     assert session.record.transcript.finished is not None and session.record.transcript.finished.output == 42
+
+
+@pytest.mark.parametrize("refused_by", [None, "runs per minute"])
+def test_a_paused_run_no_page_shows_gives_way_to_a_new_run_and_keeps_its_decision(
+        tmp_path: Path, refused_by: str | None) -> None:
+    """One run at once per visitor: a tab closed while its decision waits leaves a paused run no page shows; the
+    visitor's next message ends it (as the reaper would after the reattach grace) and runs. The ended run's chat
+    keeps its steps and its decision, so reopening it offers the decision again. A message refused for another
+    reason (here the runs-per-minute limit) ends nothing."""
+    transcript = write_transcript(tmp_path / "script.json", [SET_X, USE_X, SET_X])
+    config = AppConfig(model=f"replay:{transcript}", data_dir=tmp_path / "data", authorized_imports=(), max_steps=4,
+                       runs_per_minute=2 if refused_by else 10_000, runs_at_once=1, min_free_mb=0)
+    app = AgentDeckApp(config)
+    try:
+        req, session = paused_tab(app, config)
+        request_id = session.pending_request().request_id
+        app.on_unload(req)  # the page went away: kept for a reload's reattach, no page shows its decision
+        assert session.closed_at is None and session.detached_at is not None
+        fresh = Req("fresh-tab")
+        open_page(app, config, fresh)
+        if refused_by:  # the two runs of paused_tab used the minute's two
+            with pytest.raises(Exception, match="Too many runs: this server allows 2 per minute"):
+                send(app, config, fresh, "Set x", "autonomous")
+            assert session.closed_at is None and session.pending_request() is not None  # nothing ended
+            return
+        send(app, config, fresh, "Set x", "autonomous")
+        fresh_chat = chat_text(app.session_for(fresh).record.transcript.messages())
+        assert app.session_for(fresh).record.transcript.finished.output == 6, fresh_chat
+        assert session.closed_at is not None  # the paused run no page showed gave way
+        memory, _ = app.services.store.load_memory(session.record.saved)
+        assert memory.pending is not None and memory.pending.request_id == request_id
+        assert not memory.pending.taken_at  # still to be decided, not stopped
+    finally:
+        app.registry.shutdown()

@@ -92,9 +92,10 @@ class RunGate:
             raise refusal(f"No new runs for now: {short.split(';')[0]}). Try again later.")
         visitor = visitor_of(request)
         try:
-            self._check_unfinished(visitor, session, end_unreachable=True)
+            unreachable = self._check_unfinished(visitor, session, may_end_unreachable=True)
             self._check_disk_share(visitor, session)
             self.rate_limiter.check(visitor)
+            self._end(unreachable)  # only once every other check let the run through
             self.registry.make_room(session)
         except (RateLimitedError, ServerBusyError) as exc:
             count_refusal("busy" if isinstance(exc, ServerBusyError) else "rate_limit")
@@ -120,30 +121,37 @@ class RunGate:
                 f"Your chats on this server take {used // 2**20} MB or more, the most one visitor may use "
                 f"({limit} MB): delete chats you no longer need (or files in them) to start a new run.")
 
-    def _check_unfinished(self, visitor: str, session: Session, end_unreachable: bool = False) -> None:
+    def _check_unfinished(self, visitor: str, session: Session, may_end_unreachable: bool = False) -> list[Session]:
         """At most `runs_at_once` unfinished runs per visitor, paused ones included. Why: a run paused for a
         decision ends its handler (so it holds no streaming place) but keeps its sandbox place for minutes; a
         visitor starting run after run in fresh API sessions, each paused, took every sandbox of the server.
 
-        With `end_unreachable` (a new message), paused runs whose page went away make room first, the one whose
-        page left first ended first, its steps saved (as the reaper ends it after the reattach grace): no page
-        shows their decision, so the person had no run to answer or stop; a fresh browser of the same address
-        (browsers closed while their panel showed) had its first message refused (issue 31). The visitor's
-        runs stay at `runs_at_once`: each new one ends one of theirs no page holds, never anyone else's."""
+        With `may_end_unreachable` (a new message): the paused runs whose page went away that must end to make
+        room (`_end`), the one whose page left first first. No page shows their decision, so the person had no run
+        to answer or stop: a fresh browser of the same address (browsers closed while their panel showed) had its
+        first message refused (issue 31). The visitor's runs stay at `runs_at_once`: each new one ends one of
+        theirs no page holds, never anyone else's."""
         with self._visitor_lock:
             others = [s for s in self._visitor_sessions.get(visitor, ()) if s is not session]
         unfinished = [s for s in others if s.closed_at is None and s.unfinished()]  # paused: ended
         excess = len(unfinished) - self.config.runs_at_once + 1
-        if excess > 0 and end_unreachable:
-            for gone in sorted(_unreachable(unfinished), key=lambda s: s.detached_at or 0.0)[:excess]:
-                logging.getLogger(__name__).info("A paused run whose page went away was ended: its visitor "
-                                                 "started a new one (runs_at_once)")
-                self.registry.close(gone.key, expired=True)
-                excess -= 1
-        if excess > 0:
+        if excess <= 0:
+            return []
+        ending = sorted(_unreachable(unfinished), key=lambda s: s.detached_at or 0.0)[:excess] \
+            if may_end_unreachable else []
+        if len(ending) < excess:
             raise RateLimitedError(
                 f"Too many runs at once: this server runs {self.config.runs_at_once} at a time for each visitor, "
                 "counting runs that wait for a decision. Answer or stop one of them first, in the tab that shows it.")
+        return ending
+
+    def _end(self, unreachable: list[Session]) -> None:
+        """End paused runs no page shows, as the reaper does after the reattach grace: the sandbox goes, the chat
+        keeps its steps and the decision (the chat reopened offers it again)."""
+        for gone in unreachable:
+            logging.getLogger(__name__).info("A paused run whose page went away was ended: its visitor started a "
+                                             "new one (runs_at_once)")
+            self.registry.close(gone.key, expired=True)
 
     def _remember(self, visitor: str, session: Session) -> None:
         with self._visitor_lock:
