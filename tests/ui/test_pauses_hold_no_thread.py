@@ -28,6 +28,7 @@ from ui.app import AgentDeckApp
 from ui.panels.approval_panel import VIEW_KEYS
 from ui.panels.approvals import ApprovalHandlers
 from ui.panels.history import HistoryController
+from ui.panels.watch import WATCH_PAUSED_NOTE, RunWatch
 from ui.saved.store import new_token
 from ui.session.lease import ANSWERED, ChatLeases
 from ui.session.watchers import Watch
@@ -341,3 +342,13 @@ def test_a_paused_run_no_page_shows_gives_way_to_a_new_run_and_keeps_its_decisio
         assert not memory.pending.taken_at  # still to be decided, not stopped
     finally:
         app.registry.shutdown()
+
+
+def test_a_tab_opened_on_a_paused_chat_is_told_it_can_decide_there(app, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A second tab opened on a chat whose run waits for a decision watches it, and its panel's buttons work: its
+    note says so (a newcomer was told "read-only" over working Approve and Reject buttons)."""
+    app, config = app
+    req, session = paused_tab(app, config)
+    RunWatch(app.services).start("second-tab", session, "owner", session.record.saved.id)
+    said = capsys.readouterr().out
+    assert WATCH_PAUSED_NOTE in said and "read-only" not in said, said

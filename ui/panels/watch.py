@@ -30,6 +30,10 @@ from ui.session.watchers import Watch
 WATCH_PLACEHOLDER = "This chat is running in another tab: shown here live, read-only (⏹ Stop works here)."
 WATCH_NOTE = ("This chat is running in another tab: it is shown here live and read-only, and ⏹ Stop stops it. "
               "Once the run ends you can continue the chat here.")
+#: The same, for a run that waits for a decision: its panel's buttons act here too (a newcomer was told "read-only"
+#: over working Approve and Reject buttons).
+WATCH_PAUSED_NOTE = ("This chat is open in another tab, where its run waits for your decision: decide here or there "
+                     "(the panel below the chat), or ⏹ Stop it. Once the run ends you can continue the chat here.")
 #: How often the watched chat is looked at, and how long an unchanged one goes without an update (its clock).
 POLL_S = 0.4
 QUIET_S = 2.0
@@ -64,7 +68,7 @@ class RunWatch:
     def start(self, key: str, running: Session, owner: str, chat_id: str) -> None:
         """Tab `key` shows `running`'s run (the same owner's chat) from now on; `follow` streams it."""
         self.watchers.watch(key, Watch(running, chat_id, owner))
-        gr.Info(WATCH_NOTE)
+        gr.Info(WATCH_NOTE if running.running or not running.has_pending() else WATCH_PAUSED_NOTE)
 
     def follow(self, request: gr.Request) -> Iterator[tuple]:
         """(chat, message box, files, status, clock, then the decision panel) of the watched run until it ends or

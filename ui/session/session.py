@@ -42,6 +42,9 @@ from ui.session.workspace_files import FileRemovalError
 from ui.settings import RunSettings
 from ui.uploads.intake import UploadResult
 
+#: How long New chat waits for the run that just ended to be saved with its end (the drain's save).
+RESET_SAVE_WAIT_S = 10.0
+
 
 class Session(ReopenedChat):
     def __init__(self, key: str, root: Path, agent_factory: AgentFactory, max_upload_bytes: int,
@@ -353,8 +356,12 @@ class Session(ReopenedChat):
 
     # ----- the end -----------------------------------------------------------------------------------------
     def reset(self) -> None:
-        """New chat: stop any run, close the agent and sandbox, empty the workspace and the transcript."""
+        """New chat: stop any run, close the agent and sandbox, empty the workspace and the transcript. A run that
+        has just ended is first saved with its end: the drain shows the end, then saves it, and a New chat clicked
+        in between emptied the record first; the chat reopened said its run "ended before it finished a step",
+        its answer lost (seen in 2 of 4 loaded runs of test_chat_list_browser.py)."""
         self.touch()
+        self.wait_end_saved(RESET_SAVE_WAIT_S)
         with self.lock:
             self._runs.clear()
             self._slot.clear()
