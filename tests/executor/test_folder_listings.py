@@ -16,6 +16,7 @@ from agents.executor import artifacts, folder_listings
 from agents.executor.folder_listings import FolderListings
 from agents.executor.local import worker_watch
 from agents.executor.tree_walk import TooManyEntries, TreeWalk
+from tests.waiting import wait_until
 
 
 def _walk(root: Path, listings: FolderListings | None = None, max_entries: int = 10_000) -> list[tuple[str, int, int]]:
@@ -26,14 +27,13 @@ def _walk(root: Path, listings: FolderListings | None = None, max_entries: int =
 def _settle(root: Path, listings: FolderListings) -> None:
     """Walk until every folder's listing is reused (its ctime is old enough: SETTLE_FINE_NS, 50 ms)."""
     folders = 1 + sum(1 for _ in root.rglob("*") if _.is_dir() and not _.is_symlink())
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def reused_all() -> bool:
         before = listings.reused
         _walk(root, listings)
-        if listings.reused - before == folders:
-            return
-        time.sleep(0.01)
-    raise AssertionError("the folders' listings were never reused")
+        return listings.reused - before == folders
+
+    wait_until(reused_all, timeout=10, what="the folders' listings to be reused")
 
 
 @pytest.fixture()

@@ -143,6 +143,13 @@ def choose_mode(page, label: str) -> None:
     wait_for_events(page, before, 1)  # the choice reached the server before the next message
 
 
+def send_for_approval(page, text: str) -> None:
+    """In "Approve each code step": send `text` and wait until the panel asks to approve the first step."""
+    choose_mode(page, "Approve each code step")
+    send(page, text)
+    page.locator("#approve-btn").wait_for(state="visible")
+
+
 def next_frames(page, frames: int = 2) -> None:
     """Wait until the browser has painted `frames` more frames (a change the page just made is on screen)."""
     page.evaluate("n => new Promise(done => { const step = k => k ? requestAnimationFrame(() => step(k - 1)) "

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, choose_mode, launch, open_tab, send, wait_for_text
+from browser_driver import (
+    BROWSER_MARKS,
+    EVENT_COUNTER_JS,
+    launch,
+    open_tab,
+    send_for_approval,
+    wait_for_text,
+)
 from ui_testlib import SCREENSHOT_DIR, code_reply, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
@@ -25,9 +32,7 @@ def test_long_code_lines_wrap_in_the_approval_editor_on_a_phone(tmp_path: Path) 
         context.add_init_script(EVENT_COUNTER_JS)
         page = open_tab(context, url)
         try:
-            choose_mode(page, "Approve each code step")
-            send(page, "Summarise.")
-            page.locator("#approve-btn").wait_for(state="visible")
+            send_for_approval(page, "Summarise.")
             page.wait_for_function("() => (document.querySelector('#edit-code .cm-content')?.innerText || '')"
                                    ".includes('one more long value')")
             measured = page.evaluate("""() => {

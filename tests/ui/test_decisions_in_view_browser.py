@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, choose_mode, launch, send, wait_for_text
+from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, choose_mode, launch, send, send_for_approval, wait_for_text
 from ui_testlib import code_reply, run_app, write_transcript
 
 pytestmark = BROWSER_MARKS
@@ -56,9 +56,7 @@ def test_decision_buttons_and_the_edit_box_are_in_view(tmp_path: Path, size: tup
             page.locator("#plan-continue-btn").click()
             wait_for_text(page, "planned")
 
-            choose_mode(page, "Approve each code step")
-            send(page, "Compute it.")
-            page.locator("#approve-btn").wait_for(state="visible")
+            send_for_approval(page, "Compute it.")
             in_view(page, "#approve-btn")
             in_view(page, "#reject-btn")
             # What waits ("Step 1 · ✋ waiting for you", "✋ Waiting for your decision: …") fits its card, also

@@ -16,6 +16,7 @@ from browser_driver import (
     choose_mode,
     open_tab,
     send,
+    send_for_approval,
     wait_for_text,
 )
 from ui_testlib import code_reply, run_app, write_transcript
@@ -143,9 +144,7 @@ def test_a_tab_opened_while_an_approved_step_runs_shows_the_next_decision(tmp_pa
     with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
         with browser_context(playwright) as context:
             first = open_tab(context, url)
-            choose_mode(first, "Approve each code step")
-            send(first, "Load the data and count its rows.")
-            first.locator("#approve-btn").wait_for(state="visible")
+            send_for_approval(first, "Load the data and count its rows.")
             first.locator("#approve-btn").click()
             wait_for_text(first, "loading")  # the approved step runs, held at its gate
             if first_tab != "kept-open":
@@ -186,9 +185,7 @@ def test_a_tab_reloaded_after_another_tab_approved_gets_each_next_decision(tmp_p
     with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
         with browser_context(playwright) as context:
             first = open_tab(context, url)
-            choose_mode(first, "Approve each code step")
-            send(first, "Load, clean and count.")
-            first.locator("#approve-btn").wait_for(state="visible")
+            send_for_approval(first, "Load, clean and count.")
             second = open_tab(context, url)
             wait_for_text(second, "Load, clean and count.")
             approve_next(second, "step one ran")
@@ -215,9 +212,7 @@ def test_a_fresh_browsers_first_message_runs_after_browsers_closed_on_their_deci
         for _ in range(2):
             with browser_context(playwright) as context:
                 page = open_tab(context, url)
-                choose_mode(page, "Approve each code step")
-                send(page, "Wait for my decision.")
-                page.locator("#approve-btn").wait_for(state="visible")
+                send_for_approval(page, "Wait for my decision.")
         with browser_context(playwright) as context:
             page = context.new_page()
             page.set_default_timeout(30_000)

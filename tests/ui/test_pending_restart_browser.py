@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, choose_mode, launch, send, wait_for_text
+from browser_driver import BROWSER_MARKS, EVENT_COUNTER_JS, launch, send_for_approval, wait_for_text
 from ui_testlib import code_reply, free_port, run_app, write_transcript
 
 SECRET = "browser-test-secret-0123456789abcdef"
@@ -34,9 +34,7 @@ def test_a_pending_decision_survives_a_server_restart(tmp_path: Path) -> None:
                 page.goto(url)
                 page.wait_for_selector("#chat")
                 page.wait_for_function("Object.keys(localStorage).includes('agentdeck-browser')")
-                choose_mode(page, "Approve each code step")
-                send(page, "Compute the value please")
-                page.locator("#approve-btn").wait_for(state="visible")
+                send_for_approval(page, "Compute the value please")
                 expect(page.locator("#approve-btn")).to_be_in_viewport(ratio=1.0, timeout=10_000)
                 wait_for_text(page, "Compute the value please", where="#chat-list")
                 page.close()

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, browser_context, choose_mode, open_tab, send, wait_for_text
+from browser_driver import BROWSER_MARKS, browser_context, open_tab, send, send_for_approval, wait_for_text
 from test_decisions_in_view_browser import in_view
 from test_decisions_reach_browser import GATED_SCRIPT, GATED_THEN_DECIDE, open_gate
 from ui_testlib import run_app, write_transcript
@@ -30,9 +30,7 @@ def test_stop_is_in_view_in_a_watching_tab_with_the_decision_panel_open(tmp_path
     with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
         with browser_context(playwright, width, height) as context:
             first = open_tab(context, url)
-            choose_mode(first, "Approve each code step")
-            send(first, "Load the data and count its rows.")
-            first.locator("#approve-btn").wait_for(state="visible")
+            send_for_approval(first, "Load the data and count its rows.")
             first.locator("#approve-btn").click()
             wait_for_text(first, "loading")  # the approved step runs, held at its gate
             second = open_tab(context, url)  # the first tab stays open: this one watches
