@@ -100,12 +100,16 @@ STOP_SCRIPT = [code_reply("This takes a while.", "import time\nprint('working', 
                                                   "final_answer('never ' + 'reached')")]
 
 
-def test_a_second_tab_shows_the_run_live_and_its_stop_stops_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_a_second_tab_shows_the_run_live_and_its_stop_stops_it(tmp_path: Path, size: tuple[int, int]) -> None:
+    """The second tab's Stop is on the screen as it opens, also on a phone (it was just below it at 390x844)."""
     sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright.sync_api import expect
+
     transcript = write_transcript(tmp_path / "script.json", STOP_SCRIPT)
     (tmp_path / "data").mkdir()
     with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
-        with browser_context(playwright) as context:
+        with browser_context(playwright, *size) as context:
             first = open_tab(context, url)
             send(first, "Work for a minute.")
             wait_for_text(first, "working")
@@ -114,6 +118,7 @@ def test_a_second_tab_shows_the_run_live_and_its_stop_stops_it(tmp_path: Path) -
             wait_for_text(second, "working")
             # Read-only: the box is locked while the run goes on.
             second.wait_for_function("document.querySelector('#task-input textarea').disabled")
+            expect(second.locator("#stop-btn")).to_be_in_viewport(ratio=1.0)
             second.locator("#stop-btn").click()
             wait_for_text(second, "Stopped")  # the second tab saw the run end
             first.bring_to_front()  # (a tab in the background gets no animation frames to wait with)

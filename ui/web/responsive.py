@@ -5,6 +5,10 @@ chat is hidden until the person finds the chevron. On narrow screens the page cl
 (the chevron opens it again). Dark mode (`?__theme=dark` or the system setting) gets readable colours for
 the few places that set their own.
 
+On a phone (844 px high) the chat's 68% of the screen, under the header's two lines, put the row of ⏹ Stop below
+the screen: a tab watching another tab's run (whose Stop is the one thing it can do) showed no Stop until
+scrolled. There the chat takes 60% of the screen, and the status line, the message box and that row fit under it.
+
 On a phone a pending approval took most of the screen (a 570 px panel under the chat), so the step it asks
 about was scrolled away: there the chat and the panel share the screen and the buttons sit side by side. On
 every screen (issue 31: at 1440x900 a plan review's buttons were below the fold) the code (or plan, or
@@ -29,6 +33,7 @@ from ui.web.gradio_dom import APPROVAL_IN_VIEW_JS, CLOSE_SIDEBAR_JS, CLOSE_SIDEB
 CSS = f"""
 @media (max-width: {NARROW_MAX_PX}px) {{
   html:not(.ad-sidebar-settled) #history-sidebar {{ visibility: hidden; }}
+  #chat-column #chat {{ height: 60vh !important; }}
   #chat-column:has(#approval-card) #chat, #chat-column:has(#plan-review) #chat {{ height: 38vh !important; }}
   #approval-panel {{ padding: 6px 8px; gap: 6px; }}
   #approval-panel .ad-approval-title h3 {{ font-size: var(--text-lg); }}
