@@ -185,6 +185,31 @@ def test_a_cut_stream_loses_the_variables_and_leaves_nothing_running(backend, tm
         sb.close()
 
 
+def test_a_stream_cut_before_the_disk_count_fails_closed(backend, tmp_path):
+    """The files a run left are counted by the supervisor after the app has downloaded them (60 s for 400 files
+    on a loaded machine): a stream that drops in between leaves them uncounted. The run went through clean, with
+    its variables said to be kept (its code had made 10 files over max_disk_files=5); it must say that the files
+    count as over the limits and that the sandbox, and its variables, are gone."""
+    sb = PythonSandbox(str(tmp_path), timeout_s=20, max_disk_files=5, backend=backend)
+    try:
+        assert sb.run("kept = 1").error is None
+        host = sb.host
+        pull = host.pull_workspace
+
+        def cut_then_pull() -> None:
+            host._link._stream.close()  # type: ignore[union-attr]  # the network between app and sandbox drops
+            wait_until(lambda: host._link.failure is not None, what="the app to see the stream end")
+            pull()
+
+        host.pull_workspace = cut_then_pull  # type: ignore[method-assign]
+        result = sb.run("for i in range(10):\n    open(f's{i}', 'w').close()")
+        assert result.error_type == "DiskLimitError" and "max_disk_files" in (result.error or ""), result
+        assert result.state_lost, result
+        assert sb.run("1 + 2").output == 3  # a new sandbox
+    finally:
+        sb.close()
+
+
 def test_the_apps_orphan_sweep_leaves_a_containers_workers_alone(bare):
     """A worker in another pid namespace names its supervisor's pid of that namespace: the app's sweep of
     orphaned local workers (run at every local start, by any AgentDeck process on the machine) must not take it

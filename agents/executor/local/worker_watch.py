@@ -352,8 +352,7 @@ def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, 
         return (f"the sandbox holds more than {max_files:,} files and folders "
                 "(max_disk_files; the app can raise it)")
     if not use.complete:
-        return (f"the app could not count the sandbox's files ({use.why}), so they count as over the limits "
-                f"(max_disk_files {max_files:,}, max_disk_mb {max_mb})")
+        return uncounted(use.why, max_files, max_mb)
     if held.unsized:
         return (f"the code keeps {held.unsized} deleted file(s) mapped into memory whose size cannot be read here "
                 "(that needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, which the sandbox's supervisor lacks), so they "
@@ -362,6 +361,12 @@ def disk_over(folders: list[str], pid: int | None, max_mb: int, max_files: int, 
         return (f"the sandbox's files take {used // (1024 * 1024)} MB, over the limit of {max_mb} MB "
                 "(max_disk_mb; the app can raise it)")
     return None
+
+
+def uncounted(why: str, max_files: int, max_mb: int) -> str:
+    """Why the limits count as passed when the sandbox's files could not be counted (`why`): they fail closed."""
+    return (f"the app could not count the sandbox's files ({why}), so they count as over the limits "
+            f"(max_disk_files {max_files:,}, max_disk_mb {max_mb})")
 
 
 def folder_devices(folders: list[str]) -> frozenset[int]:

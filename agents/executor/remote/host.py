@@ -29,7 +29,8 @@ from typing import Any
 from ..artifacts import Snapshot
 from ..backend import SEND_DEADLINE_S, Capabilities, SandboxHost, SandboxSpec
 from ..errors import SandboxError, SandboxStartError
-from ..execution_result import ExecutionResult
+from ..execution_result import ExecutionResult, lose_state
+from ..local import worker_watch
 from ..local.disk_limit import tell_over
 from ..protocol import ChannelClosed, ProtocolError, frame
 from .files import RemoteWorkspace
@@ -217,8 +218,18 @@ class SupervisedHost(RemoteWorkspace):
         return why
 
     def check_disk_after_run(self, result: ExecutionResult, workspace: Snapshot | None = None) -> bool:
-        if self._link.failure is not None or not self._assigned:
+        if not self._assigned:
             return False
+        if self._link.failure is not None:
+            # Only the supervisor can count the files the run left, and the stream dropped after the run's result
+            # (the download of its files before the count takes a minute for a few hundred): uncounted, they
+            # count as over the limits, and the sandbox is gone with its variables (True: a new one is started).
+            limits = self.spec.limits
+            down = worker_watch.uncounted(f"the stream to its supervisor is down: {self._link.failure[:300]}",
+                                          int(limits.max_disk_files), int(limits.max_disk_mb))
+            tell_over(result, down, False)
+            lose_state(result, "the connection to the sandbox was lost after the step, so it was started again")
+            return True
         reply = self._call("disk_after", 5.0)
         why, tmp_used, too_deep = reply.get("value"), reply.get("tmp_used"), reply.get("too_deep", 0)
         if not (why is None or isinstance(why, str)) or not isinstance(tmp_used, bool) or \
