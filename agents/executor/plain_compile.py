@@ -36,6 +36,7 @@ import ast
 import opcode
 import re
 from dataclasses import dataclass
+from itertools import islice
 from types import CodeType
 
 from .ast_guard import BLOCKED_ATTRS, FINAL_ANSWER, INTERNAL_PREFIX, PIVOT_ATTRS
@@ -139,7 +140,9 @@ def _one_line(source: str, filename: str, protected: frozenset[str]) -> Interact
     last_shown = (len(raw) >= 6 and raw[-2] == _RETURN_VALUE and raw[-4] == _LOAD_CONST and raw[-6] == _PRINT_EXPR
                   and code.co_consts[raw[-3]] is None)
     if last_shown:
-        line, end_line, _, end_col = list(code.co_positions())[-3]  # the PRINT_EXPR's: its statement's
+        # The PRINT_EXPR's position (its statement's): the third code unit from the end, as co_positions()
+        # yields one entry per code unit; islice skips the others without building a list of them all.
+        line, end_line, _, end_col = next(islice(code.co_positions(), len(raw) // 2 - 3, None))
         rest = source.encode("utf-8")[end_col or 0:].lstrip(b" \t;\n")
         last_shown = line == end_line == 1 and end_col is not None and (not rest or rest.startswith(b"#"))
     return Interactive(code, last_shown)
@@ -162,11 +165,24 @@ def _needs_guard(source: str) -> bool:
 
 def _checked(body: CodeType, expr: CodeType | None,
              protected: frozenset[str]) -> tuple[CodeType, CodeType | None] | None:
-    protected = protected | {FINAL_ANSWER}
-    denied = _ALWAYS_CHECKED | protected
+    protected, denied = _name_sets(protected)
     if _names_allowed(body, denied, protected) and (expr is None or _names_allowed(expr, denied, protected)):
         return body, expr
     return None
+
+
+_name_sets_for: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
+
+
+def _name_sets(protected: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """The protected names with final_answer, and every name the check refuses, for the worker's `protected`:
+    built once while it stays the same set (the union of ~130 names cost a few microseconds every step)."""
+    global _name_sets_for
+    cached = _name_sets_for
+    if cached is None or (cached[0] is not protected and cached[0] != protected):
+        with_final = frozenset(protected) | {FINAL_ANSWER}
+        cached = _name_sets_for = (frozenset(protected), with_final, _ALWAYS_CHECKED | with_final)
+    return cached[1], cached[2]
 
 
 def _last_column_0_line(lines: list[str]) -> int | None:
