@@ -48,6 +48,8 @@ class Snapshot:
     # Every entry the walk met (files, folders, links, ...) and the bytes they take, folders' own included: the
     # disk limit's count of the workspace (worker_watch.usage), valid only when `incomplete` is None.
     entries: int = 0
+    #: The workspace folder's own stat as the walk opened it (None: no folder, or not from a walk of its own).
+    root: os.stat_result | None = field(default=None, repr=False, compare=False)
     bytes: int = 0
 
     def notes(self) -> list[str]:
@@ -73,6 +75,7 @@ def snapshot(workdir: str, max_entries: int = MAX_ENTRIES, listings: FolderListi
             found.add(walk, entry)
     except WalkError as exc:
         found.snapshot.incomplete = str(exc)
+    found.snapshot.root = walk.root_stat
     return found.snapshot
 
 

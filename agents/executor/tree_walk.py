@@ -92,6 +92,8 @@ class TreeWalk:
         self._names_length = 0  # len("/".join(self._names)) + 1 when there are any: kept, not summed per entry
         self._skip = False
         self._pending = 0  # names waiting in the lists of the folders above
+        #: The root folder's fstat, taken as the walk opened it (None until then, or when there is no root).
+        self.root_stat: os.stat_result | None = None
 
     @property
     def depth(self) -> int:
@@ -118,7 +120,8 @@ class TreeWalk:
         levels: list[_Level] = []
         self._listings = self.listings.walk() if self.listings is not None else None
         try:
-            levels.append(self._level(fd, os.fstat(fd)))
+            self.root_stat = os.fstat(fd)
+            levels.append(self._level(fd, self.root_stat))
             while levels:
                 level = levels[-1]
                 found = self._next(level, fd)

@@ -35,7 +35,11 @@ def _top_stat(workdir: str) -> tuple[int, int, int] | None:
         st = os.stat(workdir, follow_symlinks=False)
     except OSError:
         return None
-    return st.st_ino, st.st_mtime_ns, st.st_ctime_ns
+    return _top(st)
+
+
+def _top(st: os.stat_result | None) -> tuple[int, int, int] | None:
+    return None if st is None else (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class SharedDiskFiles:
@@ -62,11 +66,13 @@ class SharedDiskFiles:
             live.pop(self.id, None)
 
     def snapshot(self) -> artifacts.Snapshot:
-        started, top = time.monotonic(), _top_stat(self.workdir)
+        started = time.monotonic()
         if self._listings is None:
             self._listings = FolderListings()
         found = artifacts.snapshot(self.workdir, listings=self._listings)
-        self._remember_walk(found, started, top)
+        # The top folder's stat as the walk opened it (its first step; no `lstat` of its own): a change after that
+        # shows as a different stat to the next step's check (`push_and_snapshot`), as one after an `lstat` did.
+        self._remember_walk(found, started, _top(found.root))
         return found
 
     def _remember_walk(self, found: artifacts.Snapshot, started: float, top: tuple[int, int, int] | None) -> None:
