@@ -234,7 +234,8 @@ class Executor:
             if box:
                 value = box[0]
                 result["is_final"] = True
-            os.fchdir(self.workdir_fd)
+            # The workspace is the current folder again only where a file is written next (a figure saved): the
+            # next run changes to it before its code anyway, so a step that saves nothing spares the call.
             self._save_figures(step, capture, keep=result["error"] is None)
             result["output"], result["output_type"] = self._to_wire(value, step, final=result["is_final"])
             if result["error"] is None:  # a step's last expression, or a final answer: a frame's table
@@ -287,6 +288,7 @@ class Executor:
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is None:
             return
+        os.fchdir(self.workdir_fd)  # the code may have changed the current folder: figures go to the workspace
         try:
             for num in plt.get_fignums() if keep else ():
                 figure = plt.figure(num)
@@ -317,6 +319,7 @@ class Executor:
         if type(value).__name__ == "Figure" and hasattr(value, "savefig"):
             if not final and getattr(value, SAVED_MARK, False):
                 return None, kind
+            os.fchdir(self.workdir_fd)  # as in `_save_figures`
             path = self._free_name(f"final_answer_step{step}.png")
             value.savefig(path)
             return path, "image"
