@@ -352,3 +352,21 @@ def test_a_tab_opened_on_a_paused_chat_is_told_it_can_decide_there(app, capsys) 
     RunWatch(app.services).start("second-tab", session, "owner", session.record.saved.id)
     said = capsys.readouterr().out
     assert WATCH_PAUSED_NOTE in said and "read-only" not in said, said
+
+
+def test_a_watch_started_after_the_pause_shows_the_decision_the_page_lacks(app) -> None:  # type: ignore[no-untyped-def]
+    """A watching tab's stream can start after the run paused and after the page load's refresh looked for a
+    decision (a loaded server): it took what waited then as shown, and the tab never got the panel (a full run's
+    failure: 20 s with no Approve). The page's own panel says what it shows: only a decision it lacks is sent."""
+    app, config = app
+    req, session = paused_tab(app, config)
+    waiting = session.pending_request().request_id
+    watch = RunWatch(app.services)
+    for shown, sent in (("", waiting), (waiting, None)):
+        watch.start("second-tab", session, "owner", session.record.saved.id)
+        follow = watch.follow(shown, Req("second-tab"))
+        first = dict(zip(VIEW_KEYS[:-1], next(follow)[5:], strict=True))
+        follow.close()
+        request_id = first["request_id"]
+        assert (request_id if isinstance(request_id, str) else getattr(request_id, "get", lambda *_: None)("value")
+                ) == sent, (shown, request_id)

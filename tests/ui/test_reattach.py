@@ -192,7 +192,7 @@ def test_a_tab_closed_a_moment_ago_gives_its_run_to_the_tab_that_opens_it(app: L
     assert refused == [(gr.skip(),) * 5] and session.running  # not sent; the text stays in the box
     assert "from the watching tab" not in chat_text(session.record.transcript.messages())
 
-    follow = app.history.watch.follow(Req("other"))
+    follow = app.history.watch.follow("", Req("other"))
     first = next(follow)
     assert "x is set" in chat_text(first[0]) and first[1].interactive is False  # live, the box locked
     app.app.on_unload(Req("tab"))  # then the server sees the tab go
@@ -291,7 +291,7 @@ def test_a_watching_tab_reads_the_chat_from_disk_only_once_the_run_end_is_saved(
         token = new_token()
         run = EndUnsaved(app, token, monkeypatch)
         app.load(token, key="other")  # the browser's open chat is the running one: watched here
-        follow = app.history.watch.follow(Req("other"))
+        follow = app.history.watch.follow("", Req("other"))
         next(follow)
         updates: list = []
         watching = threading.Thread(target=lambda: updates.extend(follow), daemon=True)

@@ -107,7 +107,9 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
                        outputs=view, api_name="browser_session", **heavy)
     reattached = loaded.then(streamer.reattach, **reattach)
     reattached.then(history.refresh, **refresh)
-    watch: dict[str, Any] = dict(outputs=[*page.column.outputs(), *decision_panel], api_visibility="private",
+    # The decision the page shows when the watch starts (the panel's request id, VIEW_KEYS' first) is its input.
+    watch: dict[str, Any] = dict(inputs=[decision_panel[0]], outputs=[*page.column.outputs(), *decision_panel],
+                                 api_visibility="private",
                                  show_progress="hidden",
                                  concurrency_limit=services.config.max_runs, concurrency_id="watch")
     watched = loaded.then(history.watch.follow, **watch)  # a chat running in another open tab (ui/panels/watch.py)

@@ -70,19 +70,21 @@ class RunWatch:
         self.watchers.watch(key, Watch(running, chat_id, owner))
         gr.Info(WATCH_NOTE if running.running or not running.has_pending() else WATCH_PAUSED_NOTE)
 
-    def follow(self, request: gr.Request) -> Iterator[tuple]:
+    def follow(self, shown_id: Any, request: gr.Request) -> Iterator[tuple]:
         """(chat, message box, files, status, clock, then the decision panel) of the watched run until it ends or
         this tab takes it. A decision the run comes to meanwhile is shown in the panel: the page load's refresh
         showed only what waited then, and this event, which goes on while the run waits, is the tab's one look
-        at the run (without it the chat said "approve or reject (in the panel below the chat)" over no panel)."""
+        at the run (without it the chat said "approve or reject (in the panel below the chat)" over no panel).
+        `shown_id`: the decision the page's panel shows as this starts. What waits then was taken as shown, but
+        on a loaded server this event can start after the run paused and after the load's refresh had looked:
+        that decision then never reached the tab (a watching tab's full-run failure, 20 s with no panel)."""
         key = tab_key(request)
         watch = self.watchers.get(key)
         if watch is None:
             yield (gr.skip(),) * (5 + len(PANEL_KEYS))
             return
         shown, last, last_at = Shown(), None, 0.0
-        pending = watch.session.pending_request()
-        panel_id = pending.request_id if pending is not None else None  # shown by the load's refresh
+        panel_id = shown_id if isinstance(shown_id, str) and shown_id else None  # shown by the load's refresh
         while self.watchers.get(key) is watch:  # another chat opened in this tab, or New chat: it stops
             session = watch.session
             if session.key == key:  # handed back to this tab (a reload's token): its own stream shows the run
