@@ -32,7 +32,9 @@ def test_a_chat_chosen_in_the_sidebar_is_in_view(tmp_path: Path, width: int, hei
         page = open_tab(context, url)
         try:
             send(page, "Tell me the answer, please.")
-            wait_for_text(page, "the answer")
+            # The run's end, not "the answer": the message itself holds those words, and New chat clicked at once
+            # stopped the run before it answered (a full run's failure).
+            page.wait_for_function("(document.querySelector('#run-status') || {}).innerText?.startsWith('success')")
             page.locator("#new-chat-btn").click()
             page.wait_for_function("!(document.querySelector('#chat')?.innerText || '').includes('the answer')")
             page.wait_for_function("() => document.querySelectorAll('#chat-list label').length === 1")
