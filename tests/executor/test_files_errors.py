@@ -93,3 +93,21 @@ def test_a_figure_as_the_last_expression_is_shown_once(sandbox):
     r = sandbox.run("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2])\nfig")
     assert [a.path.startswith("figure_step") for a in r.artifacts] == [True]
     assert r.output is None
+
+
+def test_figures_land_in_the_workspace_whatever_folder_the_code_left(open_sandbox):
+    """The worker returns to the workspace after a step's code only where it saves a figure (execution.py): code
+    that ends in another folder (one of its own, or the private temp folder) still gets its chart in the
+    workspace, as a figure drawn and as a figure given as the answer, and the next step starts in the workspace."""
+    for where in ("'moved'", "tempfile.gettempdir()"):
+        drawn = open_sandbox.run(f"import os, tempfile\nimport matplotlib.pyplot as plt\n"
+                                 f"os.makedirs({where}, exist_ok=True)\nos.chdir({where})\n"
+                                 "fig, ax = plt.subplots()\nax.plot([1, 2])")
+        assert drawn.ok, drawn.error
+        assert [os.path.dirname(a.path) for a in drawn.artifacts] == [""], drawn.artifacts
+        answered = open_sandbox.run(f"import os, tempfile\nimport matplotlib.pyplot as plt\nos.chdir({where})\n"
+                                    "fig, ax = plt.subplots()\nax.plot([2, 1])\nfinal_answer(fig)")
+        assert answered.ok and str(answered.output).startswith("final_answer_step"), (answered.error, answered.output)
+        assert os.path.dirname(str(answered.output)) == "", answered.output
+        nxt = open_sandbox.run("open('after.txt', 'w').write('x')")
+        assert nxt.ok and any(a.path == "after.txt" for a in nxt.artifacts), (nxt.error, nxt.artifacts)

@@ -121,6 +121,25 @@ def test_resume_in_a_fresh_app_uses_memory_and_rebuilt_variables(tmp_path: Path)
         second.close()
 
 
+def test_the_chat_open_in_the_tab_clicked_in_the_list_stays_as_it_is(tmp_path: Path) -> None:
+    """A click on the chat the tab shows (the list's chosen one, ui/web/gradio_dom.py CHOSEN_CHAT_CLICKABLE_JS
+    sends it) leaves it as it is: reopened, its code would run again to rebuild variables it still has."""
+    app = App(tmp_path, [SET_AND_WRITE, STAMP, FINISH])
+    try:
+        token = new_token()
+        app.load(token)
+        app.run("Set a variable please")
+        session = app.app.registry.peek("tab")
+        agent, chat_id = session.agent, session.record.saved.id
+        views = list(app.history.open_chat({"token": token}, chat_id, Req("tab"), **app.form()))
+        assert len(views) == 1 and app.app.registry.peek("tab") is session and session.agent is agent
+        text = chat_text(views[0][1])
+        assert "The value is 42" in text and "Chat restored" not in text and "Re-ran" not in text
+        assert listed(views[0][6])[0] == chat_id
+    finally:
+        app.close()
+
+
 def test_a_file_deleted_before_reopening_stays_deleted(tmp_path: Path) -> None:
     """Issue 19: reopening re-runs the code to rebuild its variables; the file that code wrote, deleted by the
     person since, must not come back on disk or in the files panel; the note says why it is not there."""

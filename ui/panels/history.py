@@ -185,7 +185,20 @@ class HistoryController(ChatListHandlers):
         owner, state = self.identify(state, request)
         key = tab_key(request)
         self.bind(key, owner)
+        current = self.registry.peek(key)
+        if current is not None and isinstance(chat_id, str) and self._continues_here(current, key, chat_id):
+            # the chat checked in the list clicked again (ui/web/gradio_dom.py CHOSEN_CHAT_CLICKABLE_JS): shown as
+            # it is; reopened, its code would run again to rebuild the variables it has
+            yield self._view(current, state, owner, keep_export=True)
+            return
         yield from self._open(key, owner, state, chat_id, FormValues(**form), request)
+
+    def _continues_here(self, session: Session, key: str, chat_id: str) -> bool:
+        """`session` (this tab's) holds the chat `chat_id` with its agent, and no other tab holds it: this tab
+        continues it. Not a chat watched here while another tab runs it (no agent of its own), one refused here
+        (another tab took it: opening it again reloads it from disk), nor one whose rebuild waits for room."""
+        return (_saved_id(session) == chat_id and session.agent is not None and session.refused is None
+                and not self.leases.held_elsewhere(chat_id, key))
 
     def _open(self, key: str, owner: str, state: Any, chat_id: Any, form: FormValues,
               request: gr.Request | None = None) -> Iterator[tuple]:

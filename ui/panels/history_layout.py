@@ -15,7 +15,7 @@ from ui.panels.files import download_value_js
 from ui.panels.history import HistoryController
 from ui.saved.data_folder import storage_is_ephemeral
 from ui.services import Services
-from ui.web import chat_view, responsive
+from ui.web import chat_view, gradio_dom, responsive
 
 
 @dataclass
@@ -119,6 +119,7 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
                                     inputs_kwargs=settings,
                                     outputs=view, api_name="open_chat", **heavy)
     responsive.close_sidebar_on_choice(panel.chat_list.select)  # a phone shows the chat chosen, not the list
+    demo.load(None, js=gradio_dom.CHOSEN_CHAT_CLICKABLE_JS)  # a chat checked in the list opens on a click too
     opened_run = opened.then(streamer.reattach, **reattach)
     opened_watch = opened.then(history.watch.follow, **watch)
     searched = [panel.chat_list, panel.search_state, panel.search_note]

@@ -115,6 +115,35 @@ CLOSE_SIDEBAR_NOW_JS = f"""
 """
 
 
+#: A chat checked in the side list is not always the chat the tab shows: the list's updates come from events
+#: that finish in any order, and one computed before New chat (a run's refresh) can land after it. A click on a
+#: checked radio sends no `select`, so the click to go back to that chat was lost (a full run's failure). At the
+#: press, a checked choice is unchecked, so the click checks it again and Gradio sends the choice; the server
+#: leaves a chat already open as it is (ui/panels/history.py `open_chat`). A press that ends in no click puts the
+#: check back.
+CHOSEN_CHAT_CLICKABLE_JS = """
+() => {
+  if (window.adChosenChatClickable) return;
+  window.adChosenChatClickable = true;
+  let pressed = null;
+  document.addEventListener('pointerdown', (event) => {
+    const label = event.target.closest && event.target.closest('#chat-list label');
+    const input = label && label.querySelector('input[type=radio]');
+    if (!input || !input.checked || input.disabled) return;
+    input.checked = false;
+    pressed = input;
+  }, true);
+  document.addEventListener('click', () => { pressed = null; }, true);
+  const restore = () => setTimeout(() => {
+    if (pressed && !pressed.checked) pressed.checked = true;
+    pressed = null;
+  }, 400);
+  document.addEventListener('pointerup', restore, true);
+  document.addEventListener('pointercancel', restore, true);
+}
+"""
+
+
 #: Gradio's × on a file of a read-only File only drops it from the browser's list, without telling the server.
 #: This listener (capture phase, so it runs before Gradio's) takes the click instead: it hands the file's
 #: row (index and name) to a hidden button's event, whose handler asks for confirmation. Gradio 6.31 draws no ×
