@@ -15,6 +15,8 @@ mapped to a folder per pod).
 It records every request (`requests`) and injects the failures the backend must survive: `refuse_create`
 (quota: an HTTP status and message), `never_ready` (claims stay Ready=False), `remove_pod` (the pod gone mid-run:
 its processes killed, its exec streams dropped, pod and sandbox 404), `cut_streams` (exec connections dropped).
+`stop()` ends every process and exec connection it ever started, in bounded time: a stand-in must never hang a
+test.
 """
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ SANDBOX_API = "/apis/agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxes/{name}"
 POD_API = "/api/v1/namespaces/{ns}/pods/{name}"
 POD_PYTHON = "/usr/local/bin/python3"
 POD_WORKSPACE = "/workspace"
+KILL_WAIT_S = 10  # how long a killed process may take to be reaped
+SHUTDOWN_S = 5  # how long `stop` lets the server's handlers finish before it cancels them
 
 
 @dataclass
@@ -70,6 +74,7 @@ class Pod:
     container: str | None = None  # DockerPods: the container standing for the pod
     procs: set[asyncio.subprocess.Process] = field(default_factory=set)
     sockets: set[web.WebSocketResponse] = field(default_factory=set)
+    ended: bool = False  # removed or its claim deleted: an exec still starting in it ends as it starts
 
 
 class PodRuntime(Protocol):
@@ -133,6 +138,22 @@ async def local_process(pod: Pod, command: list[str]) -> asyncio.subprocess.Proc
                                                 cwd=pod.folder / "workspace", env=env, start_new_session=True)
 
 
+async def _kill(proc: asyncio.subprocess.Process) -> None:
+    """Kill an exec'd process and its children (its own session) and wait, bounded, for it to be reaped."""
+    if proc.returncode is not None:  # ended (and reaped): its pid may be another process's by now
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(proc.wait(), KILL_WAIT_S)
+
+
+def _drop(ws: web.WebSocketResponse) -> None:
+    """Drop an exec connection as a lost pod or proxy does: no close frame, the TCP connection aborted."""
+    if ws._req is not None and ws._req.transport is not None:
+        ws._req.transport.abort()
+
+
 def _status(code: int, reason: str, message: str) -> web.Response:
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
             "reason": reason, "code": code}
@@ -157,6 +178,7 @@ class K8sStandIn:
         self.refuse_create: tuple[int, str] | None = None
         self.never_ready = False
         self.exec_count = 0
+        self._procs: set[asyncio.subprocess.Process] = set()  # every exec'd process not yet seen to end
         docs = [d for d in yaml.safe_load_all(SANDBOX_YAML.read_text()) if d]
         self.template = next(d for d in docs if d["kind"] == "SandboxTemplate")
         self.pool = next(d for d in docs if d["kind"] == "SandboxWarmPool")
@@ -174,19 +196,24 @@ class K8sStandIn:
         return self
 
     def stop(self) -> None:
+        """End every pod, then every process still running (a removed pod's too) and every exec connection,
+        and the server: each step's wait is bounded, so the stand-in's loop is stopped whatever happened."""
         async def down() -> None:
             for pod in list(self.pods.values()):
                 await self._end_pod(pod)
+            await asyncio.gather(*(_kill(proc) for proc in list(self._procs)))
             if self._runner is not None:
-                await self._runner.cleanup()
+                await self._runner.cleanup()  # its handlers get SHUTDOWN_S, then are cancelled
             for task in asyncio.all_tasks():
                 if task is not asyncio.current_task():
                     task.cancel()
 
-        asyncio.run_coroutine_threadsafe(down(), self._loop).result(30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            asyncio.run_coroutine_threadsafe(down(), self._loop).result(30)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> K8sStandIn:
         return self.start()
@@ -220,7 +247,7 @@ class K8sStandIn:
         app.router.add_get(SANDBOX_API.format(ns="{ns}", name="{name}"), self._get_sandbox)
         app.router.add_get(POD_API.format(ns="{ns}", name="{name}"), self._get_pod)
         app.router.add_get(POD_API.format(ns="{ns}", name="{name}") + "/exec", self._exec)
-        self._runner = web.AppRunner(app)
+        self._runner = web.AppRunner(app, shutdown_timeout=SHUTDOWN_S)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -300,6 +327,7 @@ class K8sStandIn:
             return
         if (ns, name) not in self.claims:  # deleted while its pod started
             self.pods.pop((ns, pod.name), None)
+            pod.ended = True
             await self.runtime.stop(pod)
             return
         pod_name = pod.name
@@ -401,8 +429,17 @@ class K8sStandIn:
         command = request.query.getall("command", [])
         ws = web.WebSocketResponse(protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"), max_msg_size=0)
         await ws.prepare(request)
+        if pod.ended:  # removed during the handshake
+            _drop(ws)
+            return ws
         self.exec_count += 1
         proc = await self.runtime.exec(pod, command)
+        self._procs.add(proc)
+        if pod.ended:  # removed while its process started (a slow machine): the process goes with the pod
+            _drop(ws)
+            await _kill(proc)
+            self._procs.discard(proc)
+            return ws
         pod.procs.add(proc)
         pod.sockets.add(ws)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -428,6 +465,7 @@ class K8sStandIn:
         pumps = [asyncio.ensure_future(pump(proc.stdout, 1)), asyncio.ensure_future(pump(proc.stderr, 2))]
         stdin_task = asyncio.ensure_future(take_stdin())
         exited = asyncio.ensure_future(proc.wait())
+        exited.add_done_callback(lambda _: self._procs.discard(proc))
         try:
             await asyncio.wait({stdin_task, exited}, return_when=asyncio.FIRST_COMPLETED)
             if not exited.done():  # the client went away or the stream was cut: the process loses its stdin
@@ -453,18 +491,12 @@ class K8sStandIn:
 
     # --- failures --------------------------------------------------------------------------------------------
     async def _end_pod(self, pod: Pod) -> None:
-        for proc in list(pod.procs):
-            if proc.returncode is not None:  # ended (and reaped): its pid may be another process's by now
-                continue
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 10)
+        pod.ended = True
+        await asyncio.gather(*(_kill(proc) for proc in list(pod.procs)))
         with contextlib.suppress(Exception):
-            await self.runtime.stop(pod)
+            await asyncio.wait_for(self.runtime.stop(pod), 30)
         for ws in list(pod.sockets):
-            if ws._req is not None and ws._req.transport is not None:
-                ws._req.transport.abort()
+            _drop(ws)
 
     def remove_pod(self, name: str, namespace: str = "agentdeck-sandboxes") -> None:
         """The pod is gone mid-run (evicted, its node lost): processes killed, streams dropped, pod 404, the
@@ -486,11 +518,15 @@ class K8sStandIn:
             for pod in self.pods.values():
                 for ws in list(pod.sockets):
                     if not ws.closed and ws._req is not None and ws._req.transport is not None:
-                        ws._req.transport.abort()
+                        _drop(ws)
                         count += 1
             return count
 
         return int(self.call(cut))
 
     def live_processes(self) -> int:
-        return sum(1 for pod in self.pods.values() for p in pod.procs if p.returncode is None)
+        """How many exec'd processes run, of any pod (a removed pod's too), as the stand-in's loop knows it."""
+        async def count() -> int:
+            return sum(1 for proc in self._procs if proc.returncode is None)
+
+        return int(self.call(count))

@@ -3,8 +3,10 @@ API server (tests/executor/k8s_standin.py): the claims it makes and deletes, the
 stream, the workspace's files by exec with their caps, and each failure's message naming what to fix."""
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from agents.executor.k8s.claims import ClaimRefused, Claims, is_claim_name
 from agents.executor.k8s.exec_stream import ExecStream, open_exec
 from agents.executor.k8s.files import ExecFiles
 from agents.executor.k8s.settings import K8sSettings
-from tests.executor.k8s_standin import K8sStandIn
+from tests.executor.k8s_standin import K8sStandIn, LocalPods, Pod
 from tests.waiting import wait_until
 
 CLAIMS_PATH = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/agentdeck-sandboxes/sandboxclaims"
@@ -78,6 +80,7 @@ def test_exec_is_a_two_way_byte_stream_with_the_exit_status(standin: K8sStandIn,
             " sys.stdout.buffer.write(bytes(reversed(b))); sys.stdout.buffer.flush()\n"
             "sys.stderr.write('bye'); sys.exit(7)")
     stream = _exec(settings, pod.pod, [settings.python, "-I", "-S", "-c", echo])
+    stream.sock.settimeout(10)  # a stream that never answers fails the test, not hangs it
     payload = bytes(range(256))  # every byte value survives the channel framing
     stream.sock.sendall(payload)
     got = b""
@@ -189,17 +192,51 @@ def test_a_pod_gone_and_a_stream_cut_end_the_stream(standin: K8sStandIn, setting
     cut = _exec(settings, pod.pod, wait)
     wait_until(lambda: standin.live_processes() == 1, what="the exec'd process")
     assert standin.cut_streams() == 1
-    assert cut.sock.recv(10) == b""
+    assert cut.read(10, timeout=10) == b"", "the cut stream did not end for its reader within 10 s"
     ended = cut.wait_ended(10)
     assert ended is not None and ended[0] is None and "cut" in ended[1]
+    # its process ends too (stdin closed): the one counted next is the second exec's, not this one
+    wait_until(lambda: standin.live_processes() == 0, what="the cut stream's process to end")
     gone = _exec(settings, pod.pod, wait)
-    wait_until(lambda: standin.live_processes() >= 1, what="the second exec'd process")
+    wait_until(lambda: standin.live_processes() == 1, what="the second exec'd process")
     standin.remove_pod(pod.pod)
-    assert gone.sock.recv(10) == b""
+    assert gone.read(10, timeout=10) == b"", "the stream of the removed pod did not end within 10 s"
     assert claims.pod_running(pod.pod) == f"the pod {pod.pod} is gone (evicted, deleted or its node lost)"
     with pytest.raises(SandboxStartError, match="exec into the pod .* was refused"):
         _exec(settings, pod.pod, wait)
     claims.delete(name)
+
+
+class _HeldExecs(LocalPods):
+    """Local pods whose exec'd process starts only at `release`: the moment between an exec's handshake and its
+    process, when a slow machine can remove the pod."""
+
+    def __init__(self) -> None:
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    async def exec(self, pod: Pod, command: list[str]) -> asyncio.subprocess.Process:
+        self.entered.set()
+        await asyncio.to_thread(self.release.wait, 30)
+        return await super().exec(pod, command)
+
+
+def test_a_pod_removed_while_an_exec_starts_ends_that_exec_too(tmp_path: Path) -> None:
+    """The stand-in's stream of a pod removed before the exec's process started ends, and that process is
+    killed: a stream it left open made test_a_pod_gone_and_a_stream_cut_end_the_stream wait forever."""
+    held = _HeldExecs()
+    with K8sStandIn(held) as standin:
+        settings = K8sSettings(kubeconfig=str(standin.kubeconfig(tmp_path / "kubeconfig")))
+        claims = _claims(settings)
+        name, version = claims.create()
+        pod = claims.pod_of(name, claims.wait_bound(name, version, 10))
+        stream = _exec(settings, pod.pod, [settings.python, "-c", "import sys; sys.stdin.read()"])
+        try:
+            assert held.entered.wait(10), "the exec did not reach the pod's runtime"
+            standin.remove_pod(pod.pod)
+        finally:
+            held.release.set()
+        assert stream.read(10, timeout=10) == b"", "the stream of the removed pod did not end within 10 s"
+        wait_until(lambda: standin.live_processes() == 0, timeout=10, what="the removed pod's process killed")
 
 
 def test_an_unauthenticated_client_is_refused_by_the_standin(standin: K8sStandIn, tmp_path: Path) -> None:
