@@ -15,7 +15,7 @@ import os
 import re
 from typing import Any
 
-from tests.executor.k8s_standin import Pod
+from tests.executor.k8s_standin_pods import Pod
 
 LABEL = "agentdeck.k8s-standin"
 _SIZE = re.compile(r"(\d+)(Ki|Mi|Gi)?")
