@@ -322,6 +322,12 @@ class HistoryController(ChatListHandlers):
         session = self.registry.peek(key)
         if session is not None:
             self.services.adopt(key, session)
+        # A chat clicked in the list at once may be open already (this runs after New chat's own event): it stays
+        # this browser's current chat and checked (the list ended with none checked, and a reload would have
+        # shown an empty chat instead).
+        opened = session.record.saved if session is not None else None
+        if opened is not None and opened.kept:
+            return state, self.list_update(owner, opened.id), gr.skip()
         self.store.set_current(owner, None)
         return state, self.list_update(owner), None
 

@@ -118,28 +118,37 @@ CLOSE_SIDEBAR_NOW_JS = f"""
 #: A chat checked in the side list is not always the chat the tab shows: the list's updates come from events
 #: that finish in any order, and one computed before New chat (a run's refresh) can land after it. A click on a
 #: checked radio sends no `select`, so the click to go back to that chat was lost (a full run's failure). At the
-#: press, a checked choice is unchecked, so the click checks it again and Gradio sends the choice; the server
-#: leaves a chat already open as it is (ui/panels/history.py `open_chat`). A press that ends in no click puts the
-#: check back.
+#: press (a pointer's, or Space on it), a checked choice is unchecked, so the click checks it again and Gradio
+#: sends the choice; the server leaves a chat already open as it is (ui/panels/history.py `open_chat`). A press
+#: that ends in no click on that row (dragged off) puts the check back.
 CHOSEN_CHAT_CLICKABLE_JS = """
 () => {
   if (window.adChosenChatClickable) return;
   window.adChosenChatClickable = true;
   let pressed = null;
-  document.addEventListener('pointerdown', (event) => {
-    const label = event.target.closest && event.target.closest('#chat-list label');
+  const press = (target) => {
+    const label = target.closest && target.closest('#chat-list label');
     const input = label && label.querySelector('input[type=radio]');
     if (!input || !input.checked || input.disabled) return;
     input.checked = false;
     pressed = input;
+  };
+  document.addEventListener('pointerdown', (event) => press(event.target), true);
+  document.addEventListener('keydown', (event) => { if (event.key === ' ') press(event.target); }, true);
+  // Only a click on that chat's own row re-checks it: one ending elsewhere (pressed, dragged off, released)
+  // goes to what holds both points, and the check is put back below.
+  document.addEventListener('click', (event) => {
+    if (pressed && event.target.closest && event.target.closest('label') === pressed.closest('label')) {
+      pressed = null;
+    }
   }, true);
-  document.addEventListener('click', () => { pressed = null; }, true);
   const restore = () => setTimeout(() => {
     if (pressed && !pressed.checked) pressed.checked = true;
     pressed = null;
   }, 400);
   document.addEventListener('pointerup', restore, true);
   document.addEventListener('pointercancel', restore, true);
+  document.addEventListener('keyup', (event) => { if (event.key === ' ') restore(); }, true);
 }
 """
 
