@@ -38,7 +38,7 @@ import yaml
 from aiohttp import WSMsgType, web
 
 from tests.conftest import PROJECT_ROOT
-from tests.executor.k8s_standin_pods import LocalPods, Pod, PodRuntime, _kill
+from tests.executor.k8s_standin_pods import LocalPods, Pod, PodRuntime, kill_exec
 
 SANDBOX_YAML = PROJECT_ROOT / "deploy" / "k8s" / "sandbox.yaml"
 CLAIM_API = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{ns}/{plural}"
@@ -110,7 +110,7 @@ class K8sStandIn:
         async def down() -> None:
             for pod in list(self.pods.values()):
                 await self._end_pod(pod)
-            await asyncio.gather(*(_kill(proc) for proc in list(self._procs)))
+            await asyncio.gather(*(kill_exec(proc) for proc in list(self._procs)))
             if self._runner is not None:
                 await self._runner.cleanup()  # its handlers get SHUTDOWN_S, then are cancelled
             for task in asyncio.all_tasks():
@@ -346,7 +346,7 @@ class K8sStandIn:
         self._procs.add(proc)
         if pod.ended:  # removed while its process started (a slow machine): the process goes with the pod
             _drop(ws)
-            await _kill(proc)
+            await kill_exec(proc)
             self._procs.discard(proc)
             return ws
         pod.procs.add(proc)
@@ -401,7 +401,7 @@ class K8sStandIn:
     # --- failures --------------------------------------------------------------------------------------------
     async def _end_pod(self, pod: Pod) -> None:
         pod.ended = True
-        await asyncio.gather(*(_kill(proc) for proc in list(pod.procs)))
+        await asyncio.gather(*(kill_exec(proc) for proc in list(pod.procs)))
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.runtime.stop(pod), 30)
         for ws in list(pod.sockets):

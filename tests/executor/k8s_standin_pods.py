@@ -97,7 +97,7 @@ async def local_process(pod: Pod, command: list[str]) -> asyncio.subprocess.Proc
                                                 cwd=pod.folder / "workspace", env=env, start_new_session=True)
 
 
-async def _kill(proc: asyncio.subprocess.Process) -> None:
+async def kill_exec(proc: asyncio.subprocess.Process) -> None:
     """Kill an exec'd process and its children (its own session) and wait, bounded, for it to be reaped."""
     if proc.returncode is not None:  # ended (and reaped): its pid may be another process's by now
         return

@@ -140,6 +140,32 @@ def test_the_chat_open_in_the_tab_clicked_in_the_list_stays_as_it_is(tmp_path: P
         app.close()
 
 
+@pytest.mark.parametrize("sent", [None, 12345, {"id": "x"}, ["a"], "x" * 10_000, "../../etc", "OTHER", "OPEN"])
+def test_only_the_open_chat_s_own_id_skips_the_usual_open(tmp_path: Path, sent: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`open_chat`'s chat id is the visitor's (the API's value, the click's data). Only the id of the chat this
+    tab continues is left as it is; any other value (another browser's chat id: "OTHER") goes the usual way,
+    whose owner check refuses it. Nothing of the other browser's chat is shown."""
+    app = App(tmp_path, [SET_AND_WRITE, STAMP, FINISH, SET_AND_WRITE, STAMP, FINISH])
+    try:
+        app.load(new_token(), key="other-browser")
+        app.run("Someone else's chat", key="other-browser")
+        other_id = app.app.registry.peek("other-browser").record.saved.id
+        token = new_token()
+        app.load(token)
+        app.run("Set a variable please")
+        chat_id = app.app.registry.peek("tab").record.saved.id
+        value = {"OTHER": other_id, "OPEN": chat_id}.get(sent, sent) if isinstance(sent, str) else sent
+        usual: list[Any] = []
+        usual_open = app.history._open
+        monkeypatch.setattr(app.history, "_open", lambda *args, **kw: usual.append(args[3]) or usual_open(*args, **kw))
+        views = list(app.history.open_chat({"token": token}, value, Req("tab"), **app.form()))
+        assert usual == ([] if sent == "OPEN" else [value])
+        assert views and "Someone else" not in chat_text(views[-1][1])
+    finally:
+        app.close()
+
+
 def test_a_chat_opened_at_once_after_new_chat_stays_current_and_checked(tmp_path: Path) -> None:
     """New chat's list refresh (`after_new_chat`) runs after New chat's own event: a chat clicked in the list at
     once may be open already. It stays this browser's current chat (a reload shows it) and checked in the list;

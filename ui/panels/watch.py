@@ -84,7 +84,7 @@ class RunWatch:
             yield (gr.skip(),) * (5 + len(PANEL_KEYS))
             return
         shown, last, last_at = Shown(), None, 0.0
-        panel_id = shown_id if isinstance(shown_id, str) and shown_id else None  # shown by the load's refresh
+        panel_id = shown_id if isinstance(shown_id, str) and shown_id else None  # what the page's panel shows
         while self.watchers.get(key) is watch:  # another chat opened in this tab, or New chat: it stops
             session = watch.session
             if session.key == key:  # handed back to this tab (a reload's token): its own stream shows the run
