@@ -123,6 +123,9 @@ def test_the_last_expression_is_a_table_and_files_come_as_one_zip(app_url: str) 
 ])
 def test_keyboard_focus_is_visible(app_url: str, control: str, frame: str) -> None:
     with open_page(app_url) as page:
+        # The page's load has shown its chat: its updates (the settings, the model picker among them) re-render
+        # controls, and a control re-rendered while focused loses its focus (a full run once painted no outline).
+        page.wait_for_function("document.documentElement.classList.contains('ad-chat-shown')")
         # Nothing focused, and then no outline (the message box autofocuses, late on a loaded machine: blurred
         # again until the frame shows none).
         page.wait_for_function("s => { if (document.activeElement) document.activeElement.blur(); "
@@ -137,7 +140,8 @@ def test_keyboard_focus_is_visible(app_url: str, control: str, frame: str) -> No
         # Painted, not only computed: an ancestor that clips its overflow hid the message box's outline entirely.
         box = page.locator(frame).first.bounding_box()
         painted = outline_pixels(page, frame)
-        assert painted >= box["width"] + box["height"], (painted, box)
+        still_focused = page.locator(frame).first.evaluate("e => e.matches(':focus-within')")
+        assert painted >= box["width"] + box["height"], (painted, box, still_focused)
 
 
 def outline_pixels(page, frame: str) -> int:
