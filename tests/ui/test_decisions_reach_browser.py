@@ -27,12 +27,22 @@ pytestmark = BROWSER_MARKS
 APPROVE_SCRIPT = [code_reply("Print a greeting.", "print('approved in the new tab')\nfinal_answer('gree' + 'ted')")]
 
 
-def test_a_tab_opened_again_shows_the_pending_decision(tmp_path: Path) -> None:
+#: The status line once the panel's Approve shows (null before): what the line reads next to the buttons.
+STATUS_BY_THE_BUTTONS = ("() => { const b = document.querySelector('#approve-btn'); return b && b.offsetParent"
+                         " ? (document.querySelector('#run-status')?.innerText || '-') : null; }")
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_a_tab_opened_again_shows_the_pending_decision(tmp_path: Path, size: tuple[int, int]) -> None:
+    """Also on a phone, in the same wait as on a wide screen, with the status line saying what the run waits for
+    (an earlier review saw it take about 16 s at 390x844, next to "running · step 0/10", and ~6 s at 1440x900)."""
     sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright.sync_api import expect
+
     transcript = write_transcript(tmp_path / "script.json", APPROVE_SCRIPT)
     (tmp_path / "data").mkdir()
     with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
-        with browser_context(playwright) as context:
+        with browser_context(playwright, *size) as context:
             first = open_tab(context, url)
             choose_mode(first, "Approve each code step")
             send(first, "Greet me, please.")
@@ -40,8 +50,11 @@ def test_a_tab_opened_again_shows_the_pending_decision(tmp_path: Path) -> None:
             first.close()
             second = open_tab(context, url)
             wait_for_text(second, "Greet me, please.")
-            second.locator("#approve-btn").wait_for(state="visible")
+            status = second.wait_for_function(STATUS_BY_THE_BUTTONS).json_value()
+            assert status.startswith("✋ waiting for your decision (code) · step 1/"), status
             assert "approved in the new tab" in second.locator("#edit-code").inner_text()
+            for button in ("#approve-btn", "#reject-btn"):
+                expect(second.locator(button)).to_be_in_viewport(ratio=1.0)
             # A message typed while the decision waits is not sent, and not lost: it stays in the box, and the
             # chat says why.
             send(second, "Also say goodbye.")

@@ -1,6 +1,7 @@
 """A decision pending when the server process stops survives it (issues 28 and 31): the app started again on the
 same data folder (and port: localStorage is per origin) reopens the chat in a new page with the decision's panel
-and buttons in view, and approving it runs the code and finishes the run."""
+and buttons in view, and approving it runs the code and finishes the run; the status line beside the buttons says
+the run waits."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -49,6 +50,10 @@ def test_a_pending_decision_survives_a_server_restart(tmp_path: Path) -> None:
                 approve = page.locator("#approve-btn")
                 approve.wait_for(state="visible")
                 assert "ran after the restart" in page.locator("#edit-code").inner_text()
+                # The status line beside the buttons says what the run waits for (it read "running · step 0/10 ·
+                # 9.7 s": the saved memory records no paused step, and the chat rebuilt from it looked mid-run).
+                status = page.locator("#run-status").inner_text()
+                assert "✋ waiting for your decision (code) · step 1/" in status and "running" not in status, status
                 expect(approve).to_be_in_viewport(ratio=1.0, timeout=10_000)
                 expect(page.locator("#reject-btn")).to_be_in_viewport(ratio=1.0, timeout=10_000)
                 approve.click()

@@ -120,6 +120,7 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
                                     outputs=view, api_name="open_chat", **heavy)
     responsive.close_sidebar_on_choice(panel.chat_list.select)  # a phone shows the chat chosen, not the list
     demo.load(None, js=gradio_dom.CHOSEN_CHAT_CLICKABLE_JS)  # a chat checked in the list opens on a click too
+    demo.load(None, js=gradio_dom.CHAT_LIST_KEYS_JS)  # arrows move between chats, Enter opens one
     opened_run = opened.then(streamer.reattach, **reattach)
     opened_watch = opened.then(history.watch.follow, **watch)
     searched = [panel.chat_list, panel.search_state, panel.search_note]

@@ -26,7 +26,7 @@ from ui.saved.restore import replay_memory, show_unfinished
 from ui.saved.store import SavedChat
 from ui.saved.workspace_mirror import MirrorError, WorkspaceMirror, describe
 from ui.session import rewind
-from ui.session.pending_decisions import TAKEN_NOTE, settle_taken
+from ui.session.pending_decisions import TAKEN_NOTE, saved_request, settle_taken
 from ui.session.workspace_access import WorkspaceFiles, files_of, relative_name
 from ui.session.workspace_files import FileRemovalError, listed_files
 from ui.settings import RunSettings
@@ -339,11 +339,24 @@ class ChatRecord:
                 return False
             taken = settle_taken(memory)  # before the replay: the stopped step shows as the chat's last
             self._uploads = replay_memory(self._transcript, memory, self._turns, self.files)
+            self._show_waiting(memory)
             if taken:
                 self._transcript.add_note(TAKEN_NOTE)
             self._files_version += 1
             self._restoring = self._transcript.add_note(RESTORING_NOTE, title=None)
             return True
+
+    def _show_waiting(self, memory: Any) -> None:
+        """A decision the saved run waits for (the server restarted, or the session was ended, while it waited):
+        its step starts and asks, as in the live run. The memory records no paused step, so the rebuilt chat's
+        status line read "running · step 0/10 · <time since the message>" next to the panel's buttons."""
+        request = saved_request(None, memory)
+        if request is None:
+            return
+        self._transcript.apply(ev.StepStarted(run_id=request.run_id, step=request.step,
+                                              step_type="planning" if request.request_kind == "plan" else "action",
+                                              timestamp=request.timestamp))
+        self._transcript.apply(request)
 
     @property
     def restoring(self) -> bool:

@@ -5,7 +5,9 @@ Why: Gradio's theme takes the outline off its inputs and marks focus only by a f
 moving with Tab could not see where they were (issue 31). The outline is drawn on the control's frame while the
 input inside it has focus (`:focus-within`), in the theme's accent colour, so it shows in light and dark mode.
 The message box's outline is drawn inside its frame: the form around it clips its overflow at the frame's edge, so
-an outline outside it was computed but never painted.
+an outline outside it was computed but never painted. A chat of the side list reached with the keyboard
+(ui/web/gradio_dom.py CHAT_LIST_KEYS_JS) has it on its row, inside the row (the list clips its overflow), and only
+for the keyboard's focus (`:focus-visible`): a row clicked gets none.
 """
 from __future__ import annotations
 
@@ -16,4 +18,6 @@ FOCUSED = ("#task-input", "#model-picker .wrap:has(input)", "#approval-mode .wra
 CSS = ", ".join(f"{selector}:focus-within" for selector in FOCUSED) + """ {
     outline: 3px solid var(--color-accent) !important; outline-offset: 2px; }
 #task-input:focus-within { outline-offset: -3px; }
+#chat-list label:has(> input:focus-visible) { outline: 3px solid var(--color-accent) !important;
+    outline-offset: -3px; }
 """

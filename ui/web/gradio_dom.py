@@ -153,6 +153,70 @@ CHOSEN_CHAT_CLICKABLE_JS = """
 """
 
 
+#: The side list by keyboard. Gradio names each radio of a Radio alone, so the browser's arrow keys (which move
+#: within a group of one name) moved nowhere, and Tab stopped at every chat. Here Tab stops at the list once, on
+#: the chat the keys last reached (else the checked one, else the first: a roving tabindex); Up/Down (Left/Right,
+#: Home/End) move the focus between chats without opening them; Enter opens the focused chat, as Space does (the
+#: browser's own; on the checked chat, CHOSEN_CHAT_CLICKABLE_JS). The arrows only move: opening a chat is a server
+#: round trip that re-runs its code to rebuild its variables, is refused while a run goes on, and on a phone
+#: closes the sidebar, so arrowing past three chats would open three. A list drawn again while it has the focus
+#: (a chat opened updates it) gives the focus back to the chat it was on.
+CHAT_LIST_KEYS_JS = """
+() => {
+  if (window.adChatListKeys) return;
+  window.adChatListKeys = true;
+  const moves = {ArrowDown: 1, ArrowRight: 1, ArrowUp: -1, ArrowLeft: -1, Home: -Infinity, End: Infinity};
+  let reached = null;  // the value of the chat the keyboard is on, or was when the focus left the list
+  let holding = false;  // the focus is in the list
+  const inList = (el) => !!(el && el.closest && el.closest('#chat-list'));
+  const radios = () => [...document.querySelectorAll('#chat-list input[type=radio]')].filter((i) => !i.disabled);
+  const rove = () => {
+    const all = radios();
+    const stop = all.find((i) => i.value === reached) || all.find((i) => i.checked) || all[0];
+    for (const input of all) {
+      const index = input === stop ? '0' : '-1';
+      if (input.getAttribute('tabindex') !== index) input.setAttribute('tabindex', index);
+    }
+    const lost = !document.activeElement || document.activeElement === document.body;
+    if (holding && stop && lost) stop.focus({preventScroll: true});
+  };
+  document.addEventListener('focusin', (event) => {
+    holding = inList(event.target);
+    if (holding) { reached = event.target.value; rove(); }
+  }, true);
+  document.addEventListener('pointerdown', (event) => { if (!inList(event.target)) holding = false; }, true);
+  document.addEventListener('input', (event) => { if (inList(event.target)) { reached = event.target.value; rove(); } },
+                            true);
+  document.addEventListener('keydown', (event) => {
+    const input = event.target;
+    if (!inList(input) || input.type !== 'radio' || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (event.key === 'Enter') {
+      event.preventDefault();
+      if (event.repeat) return;
+      input.checked = false;  // a click on a checked radio sends no choice
+      input.click();
+      return;
+    }
+    const all = radios(), at = all.indexOf(input);
+    if (!(event.key in moves) || at < 0 || event.shiftKey) return;
+    event.preventDefault();  // the page would scroll
+    const next = all[Math.min(all.length - 1, Math.max(0, at + moves[event.key]))];
+    reached = next.value;
+    rove();
+    next.focus();
+  }, true);
+  let tries = 0;
+  const attach = () => {
+    const list = document.querySelector('#chat-list');
+    if (!list) return (++tries < 200) && setTimeout(attach, 50);
+    new MutationObserver(rove).observe(list, {childList: true, subtree: true});
+    rove();
+  };
+  attach();
+}
+"""
+
+
 #: Gradio's × on a file of a read-only File only drops it from the browser's list, without telling the server.
 #: This listener (capture phase, so it runs before Gradio's) takes the click instead: it hands the file's
 #: row (index and name) to a hidden button's event, whose handler asks for confirmation. Gradio 6.31 draws no ×
