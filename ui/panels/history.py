@@ -236,7 +236,8 @@ class HistoryController(ChatListHandlers):
         session = self.registry.install(key, chat, visitor_of(request))
         self.leases.hold(chat.id, key)
         if not session.record.reopen(memory, metadata.get("turns") or []):  # no step finished: messages only
-            yield self._view(session, state, owner)
+            # (the box free: it may be locked, e.g. in a tab whose chat another tab took, ui/panels/chat_taken.py)
+            yield self._view(session, state, owner, input_update=gr.MultimodalTextbox(interactive=True))
             return
         yield self._view(session, state, owner, input_update=gr.MultimodalTextbox(interactive=False))
 

@@ -8,7 +8,7 @@ from typing import Any
 import gradio as gr
 
 from ui.components import Page
-from ui.panels import chat_delete
+from ui.panels import chat_delete, chat_taken
 from ui.panels.answered_elsewhere import AnsweredElsewhere
 from ui.panels.approval_panel import keep_choice_after
 from ui.panels.exports import ChatExports
@@ -162,6 +162,7 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     taken = panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state], inputs_kwargs=settings,
                                      outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy)
     taken_run = taken.then(streamer.reattach, **reattach)
+    chat_taken.wire(services, page.column, panel.takeover_btn)  # told when another tab takes the chat shown here
     panel.shown.extend([loaded, reattached, watched, opened, opened_run, opened_watch, taken, taken_run])
     if new_chat_event is not None:
         new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
