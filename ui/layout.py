@@ -144,7 +144,8 @@ def build_blocks(app: AgentDeckApp) -> gr.Blocks:
         history_layout.wire_history_panel(demo, services, history, page,
                                           after_runs=[submitted, example, *recorded, *resent], new_chat_event=cleared,
                                           approval_mode=approval_mode,
-                                          decision_panel=approval.view_outputs(task_input)[:-1])
+                                          decision_panel=approval.view_outputs(task_input)[:-1],
+                                          elsewhere=decisions.elsewhere)
         approvals.show_after(decisions, approval, task_input, history.shown)  # a reopened chat's decision
         files_panel_ui.wire_delete_confirm(services.registry, demo, files_panel, delete_confirm)
         files_panel_ui.wire_download_all(services.registry, download_all)

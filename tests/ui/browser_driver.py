@@ -60,6 +60,34 @@ EVENT_COUNTER_JS = """
 """
 
 
+#: Every toast the page shows, kept once it fades (`window.adToasts`: their elements, read when asked): add it to a
+#: context (`context.add_init_script`) before its pages open, then `wait_for_toast`.
+TOAST_LOG_JS = """
+window.adToasts = [];
+new MutationObserver(() => {
+  for (const toast of document.querySelectorAll('.toast-body')) {
+    if (!window.adToasts.includes(toast)) window.adToasts.push(toast);
+  }
+}).observe(document, {childList: true, subtree: true});
+"""
+
+
+def toasts(page) -> list[str]:
+    """The texts of the toasts the page has shown so far (TOAST_LOG_JS)."""
+    return page.evaluate("window.adToasts.map(t => t.textContent)")
+
+
+def wait_for_toast(page, part: str, timeout: float = 15.0) -> None:
+    """Wait until the page has shown a toast containing `part` (TOAST_LOG_JS), even one gone since."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function("part => window.adToasts.some(t => t.textContent.includes(part))", arg=part,
+                               timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"no toast saying {part!r}; the page's toasts: {toasts(page)}") from None
+
+
 def launch(playwright):
     """Debian's Chromium, headless, with nothing reaching for the network."""
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

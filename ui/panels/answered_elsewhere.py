@@ -10,6 +10,9 @@ through their stream; a paused one reaches none, so a tab that shows a decision 
   * if it was answered (in a tab watching this one's chat, or by the API on this session) the panel is hidden, the
     person told, and the tab follows the resumed run read-only until it ends or pauses again, then shows the next
     decision (the tab that answered drains it; `follow` only reads the session's chat);
+  * a watching tab's stream (ui/panels/watch.py) can show the next decision before this tab's tick: a run that
+    pauses again at once replaced the panel's decision, and the tick then found the new one waiting and said
+    nothing. The stream tells the person then (`tell`: once per tab and decision, whichever comes first);
   * if the chat's lease moved to a tab of another replica and the chat as saved there no longer waits for this
     request, the decision was made there: the tab shows the chat as saved and drops its stale copy of the
     request (its Approve can no longer act: the lease and the request's one-time slot refuse it,
@@ -63,6 +66,7 @@ class AnsweredElsewhere:
         self._read_at: dict[str, float] = {}  # tab -> when it last read its saved chat (`_saved_elsewhere`)
         self._mine: dict[str, str] = {}  # request id -> the tab of this replica that answered it (`answering`)
         self._away: set[str] = set()  # tabs showing a chat whose run goes on on another replica (`_follow_saved`)
+        self._told: dict[str, str] = {}  # tab -> the last decision it was told was made elsewhere (`tell`)
 
     def _flag(self, key: str, refresh: bool) -> None:
         with self._lock:
@@ -89,6 +93,21 @@ class AnsweredElsewhere:
         with self._lock:
             return isinstance(request_id, str) and self._mine.get(request_id) == tab_key(request)
 
+    def tell(self, request_id: Any, request: Any) -> None:
+        """Tell the person that the decision `request_id`, which this tab showed, was made in another tab: once per
+        tab and decision, whichever sees it first (this tab's tick, or the stream of a watching tab that shows
+        the next decision at once), and never in the tab that made it."""
+        key = tab_key(request)
+        with self._lock:
+            if not isinstance(request_id, str) or self._mine.get(request_id) == key \
+                    or self._told.get(key) == request_id:
+                return
+            self._told.pop(key, None)
+            self._told[key] = request_id
+            while len(self._told) > MAX_REMEMBERED:
+                del self._told[next(iter(self._told))]
+        gr.Info(ANSWERED_HERE)
+
     def still_waits(self, session: Session, shown_id: Any) -> bool:
         """`shown_id` is still the request `session` waits for (nothing to do)."""
         pending = session.pending_request()
@@ -113,7 +132,7 @@ class AnsweredElsewhere:
                 return (gr.skip(),) * len(VIEW_KEYS)
             gr.Info(ANSWERED_AWAY)
         else:
-            gr.Info(ANSWERED_HERE)
+            self.tell(shown_id, request)
         key = tab_key(request)
         if self.services.registry.watchers.get(key) is None:  # a watching tab streams the run already
             self._flag(key, refresh=True)

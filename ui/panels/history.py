@@ -20,6 +20,7 @@ from typing import Any
 import gradio as gr
 
 from ui.chat.stream_outputs import Shown, session_outputs
+from ui.panels.answered_elsewhere import AnsweredElsewhere
 from ui.panels.history_list import ChatListHandlers
 from ui.panels.watch import END_SAVE_WAIT_S, RunWatch, locked_box
 from ui.saved.model_titles import TITLE_TIMEOUT_S
@@ -46,14 +47,15 @@ class HistoryController(ChatListHandlers):
     the tabs' owners and the chat leases. It holds no state of its own. The list itself, its search and
     renaming are ChatListHandlers' (ui/panels/history_list.py)."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, elsewhere: AnsweredElsewhere | None = None) -> None:
+        """`elsewhere`: the approval panel's record of decisions made in other tabs (the watch tells of them)."""
         self.services = services
         self.config = services.config
         self.registry = services.registry
         self.store = services.store
         self.owners = services.owners
         self.leases = services.leases  # which tab continues which chat (ui/session/lease.py)
-        self.watch = RunWatch(services)  # a chat running in another open tab, shown here (ui/panels/watch.py)
+        self.watch = RunWatch(services, elsewhere)  # a chat running in another open tab (ui/panels/watch.py)
 
     # ----- identity -----------------------------------------------------------------------------
     def identify(self, state: Any, request: gr.Request | None,
@@ -234,7 +236,8 @@ class HistoryController(ChatListHandlers):
         session = self.registry.install(key, chat, visitor_of(request))
         self.leases.hold(chat.id, key)
         if not session.record.reopen(memory, metadata.get("turns") or []):  # no step finished: messages only
-            yield self._view(session, state, owner)
+            # (the box free: it may be locked, e.g. in a tab whose chat another tab took, ui/panels/chat_taken.py)
+            yield self._view(session, state, owner, input_update=gr.MultimodalTextbox(interactive=True))
             return
         yield self._view(session, state, owner, input_update=gr.MultimodalTextbox(interactive=False))
 

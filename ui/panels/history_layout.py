@@ -8,7 +8,8 @@ from typing import Any
 import gradio as gr
 
 from ui.components import Page
-from ui.panels import chat_delete
+from ui.panels import chat_delete, chat_taken
+from ui.panels.answered_elsewhere import AnsweredElsewhere
 from ui.panels.approval_panel import keep_choice_after
 from ui.panels.exports import ChatExports
 from ui.panels.files import download_value_js
@@ -84,12 +85,13 @@ def build_history_panel(services: Services) -> HistoryPanel:
 
 def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel, page: Page,
                        after_runs: list[Any], new_chat_event: Any, approval_mode: Any,
-                       decision_panel: list[Any]) -> HistoryController:
+                       decision_panel: list[Any], elsewhere: AnsweredElsewhere | None = None) -> HistoryController:
     """The side list's events; `after_runs` are the run events (the list refreshes when they end);
     `approval_mode` is the mode selector, which every chat shown sets again (`HistoryController._mode`); a
     chat shown (opened, deleted, new) also empties the export box. `decision_panel`: the approval panel's
-    components but the message box, which a watched run's follow updates (ui/panels/watch.py `PANEL_KEYS`)."""
-    history = HistoryController(services)
+    components but the message box, which a watched run's follow updates (ui/panels/watch.py `PANEL_KEYS`);
+    `elsewhere`: the panel's record of decisions made in other tabs, which the watch tells of."""
+    history = HistoryController(services, elsewhere)
     settings = page.form.by_name()  # the handlers take the form by name (ui/settings_form.py)
     view = [panel.browser_state, *page.column.outputs(), panel.chat_list, *page.form.values(), approval_mode,
             panel.export_file]
@@ -161,6 +163,7 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     taken = panel.takeover_btn.click(history.take_over, inputs=[panel.browser_state], inputs_kwargs=settings,
                                      outputs=[*view, panel.takeover_btn], api_name="take_over", **heavy)
     taken_run = taken.then(streamer.reattach, **reattach)
+    chat_taken.wire(services, page.column, panel.takeover_btn)  # told when another tab takes the chat shown here
     panel.shown.extend([loaded, reattached, watched, opened, opened_run, opened_watch, taken, taken_run])
     if new_chat_event is not None:
         new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],

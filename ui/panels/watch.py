@@ -20,6 +20,7 @@ from typing import Any
 import gradio as gr
 
 from ui.chat.stream_outputs import Shown, session_outputs
+from ui.panels.answered_elsewhere import AnsweredElsewhere
 from ui.panels.approval_panel import TASK_PLACEHOLDER, VIEW_KEYS, as_tuple, view
 from ui.saved.owners import tab_key
 from ui.saved.store import ChatStoreError
@@ -60,10 +61,13 @@ def free_box() -> Any:
 class RunWatch:
     """The watch's streaming handler, built from the services."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, elsewhere: AnsweredElsewhere | None = None) -> None:
+        """`elsewhere`: the approval panel's (ui/panels/approvals.py), which knows which tab made a decision and
+        which tabs were told; a watch built alone (tests) makes its own."""
         self.services = services
         self.registry = services.registry
         self.watchers = services.registry.watchers
+        self.elsewhere = elsewhere if elsewhere is not None else AnsweredElsewhere(services)
 
     def start(self, key: str, running: Session, owner: str, chat_id: str) -> None:
         """Tab `key` shows `running`'s run (the same owner's chat) from now on; `follow` streams it."""
@@ -77,7 +81,10 @@ class RunWatch:
         at the run (without it the chat said "approve or reject (in the panel below the chat)" over no panel).
         `shown_id`: the decision the page's panel shows as this starts. What waits then was taken as shown, but
         on a loaded server this event can start after the run paused and after the load's refresh had looked:
-        that decision then never reached the tab (a watching tab's full-run failure, 20 s with no panel)."""
+        that decision then never reached the tab (a watching tab's full-run failure, 20 s with no panel).
+        A decision this event saw waiting, and that waits no more while the run goes on, was made in another tab:
+        the person is told (`AnsweredElsewhere.tell`). The panel's own check, every 2 s, came too late when the run
+        paused again at once: this event had shown the next decision, which the check found waiting."""
         key = tab_key(request)
         watch = self.watchers.get(key)
         if watch is None:
@@ -85,6 +92,7 @@ class RunWatch:
             return
         shown, last, last_at = Shown(), None, 0.0
         panel_id = shown_id if isinstance(shown_id, str) and shown_id else None  # what the page's panel shows
+        seen: str | None = None  # the decision this event saw waiting on its last look
         while self.watchers.get(key) is watch:  # another chat opened in this tab, or New chat: it stops
             session = watch.session
             if session.key == key:  # handed back to this tab (a reload's token): its own stream shows the run
@@ -106,6 +114,9 @@ class RunWatch:
             signature = (repr(values[0]), values[2], values[3])
             pending = session.pending_request()
             waits = pending.request_id if pending is not None else None
+            if seen is not None and waits != seen and session.unfinished():  # not a stop: the run goes on
+                self.elsewhere.tell(seen, request)
+            seen = waits
             # a decision made meanwhile hides the panel by itself (ui/panels/answered_elsewhere.py, or the click)
             panel = panel_view(session) if waits is not None and waits != panel_id else PANEL_KEPT
             panel_id = waits

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 REFUSAL = ("📑 This chat is open in another tab, which continued it last. Your message was not sent (it is still "
            "in the box). Press **Take over here** to load the chat as it is now and continue it in this tab.")
+#: The same, told before a message is sent: a tab finds its chat held by another tab (ui/panels/chat_taken.py).
+TAKEN = ("📑 This chat is now open in another tab, which continues it: a message from this tab would not be sent. "
+         "Press “📑 Take over here” to load the chat as it is now and continue it in this tab.")
+TAKEN_PLACEHOLDER = "This chat continues in another tab: press 📑 Take over here to continue it in this tab."
 DELETED = ("🗑 This chat was deleted (in another tab). Your message was not sent (it is still in the box). Press "
            "**New chat** to send it in a new chat.")
 ANSWERED = ("🔁 This decision was already made, or its run stopped, in another tab (maybe served by another server). "
