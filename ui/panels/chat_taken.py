@@ -31,8 +31,9 @@ from ui.saved.owners import tab_key
 from ui.services import Services
 from ui.session.lease import TAKEN, TAKEN_PLACEHOLDER
 
-#: How often a tab looks whether another tab took its chat.
-TICK_S = 1.0
+#: How often a tab looks whether another tab took its chat: every open tab sends one small request this often,
+#: so not every second (a server shared by many visitors' tabs); a person is told within a few seconds.
+TICK_S = 2.0
 #: Tabs remembered at most (a tab key is the visitor's to make up): the oldest go first.
 MAX_REMEMBERED = 10_000
 
