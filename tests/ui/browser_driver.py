@@ -26,16 +26,27 @@ BROWSER_MARKS = [
 
 
 #: Counts the page's server events: each POST to Gradio's queue (`window.adJoined`) and each event the queue's
-#: stream reports finished (`window.adCompleted`), so a test can wait for the events an action started to end.
+#: stream reports finished (`window.adCompleted`), so a test can wait for the events an action started to end;
+#: and which handler each finished event ran (`window.adFinished(fn_index)`, how many of that handler's events
+#: finished: `wait_for_handler`).
 EVENT_COUNTER_JS = """
 (() => {
   window.adJoined = 0;
   window.adCompleted = 0;
+  const handlerOf = {};  // event id -> the handler's fn_index (from the join's request and answer)
+  const finished = [];  // ids of the events finished
+  window.adFinished = (fn) => finished.filter(id => handlerOf[id] === fn).length;
   const original = window.fetch;
   window.fetch = async (...args) => {
     const response = await original(...args);
     const url = String((args[0] && args[0].url) || args[0]);
-    if (url.includes('/queue/join')) window.adJoined += 1;
+    if (url.includes('/queue/join')) {
+      window.adJoined += 1;
+      try {
+        const fn = JSON.parse(args[1].body).fn_index;
+        response.clone().json().then(answer => { handlerOf[answer.event_id] = fn; }).catch(() => {});
+      } catch (error) {}  // not a join this page's Gradio client made
+    }
     if (!url.includes('/queue/data') || !response.body) return response;
     const [mine, theirs] = response.body.tee();
     (async () => {  // a stream Gradio aborts rejects this copy's read: caught below, it has no events left
@@ -48,7 +59,11 @@ EVENT_COUNTER_JS = """
         pending += decoder.decode(value, {stream: true});
         let end;
         while ((end = pending.indexOf('\\n\\n')) >= 0) {
-          if (pending.slice(0, end).includes('"process_completed"')) window.adCompleted += 1;
+          const message = pending.slice(0, end);
+          if (message.includes('"process_completed"')) {
+            window.adCompleted += 1;
+            try { finished.push(JSON.parse(message.slice(message.indexOf('{'))).event_id); } catch (error) {}
+          }
           pending = pending.slice(end + 2);
         }
       }
@@ -162,13 +177,29 @@ def wait_for_events(page, since: int, count: int, timeout: float = 30.0) -> None
                            "&& window.adCompleted >= window.adJoined", arg=[since, count], timeout=timeout * 1000)
 
 
-def choose_mode(page, label: str) -> None:
-    """Choose an approval mode in the selector, and wait until the choice has reached the server."""
-    before = server_events(page)
+def handler_index(page, api_name: str) -> int:
+    """The fn_index of the page's handler named `api_name` (as the page's Gradio config lists it)."""
+    return page.evaluate("name => window.gradio_config.dependencies.find(d => d.api_name === name).id", api_name)
+
+
+def wait_for_handler(page, fn_index: int, since: int, timeout: float = 30.0) -> None:
+    """Wait until more than `since` events of the handler `fn_index` have finished (EVENT_COUNTER_JS)."""
+    page.wait_for_function("([fn, since]) => window.adFinished(fn) > since", arg=[fn_index, since],
+                           timeout=timeout * 1000)
+
+
+def choose_mode(page, label: str, timeout: float = 30.0) -> None:
+    """Choose an approval mode in the selector, and wait until the choice has reached the server: its own event
+    (`set_approval_mode`) has finished. Why not any one event: a choice also starts the line under the selector's
+    update (a `change` event); on a loaded machine that one could finish before the choice's request had even
+    reached the server, and a reload then showed "Autonomous" (the choice, never made, was not kept)."""
+    set_mode = handler_index(page, "set_approval_mode")
+    before, chosen = server_events(page), page.evaluate("fn => window.adFinished(fn)", set_mode)
     page.locator("#approval-mode input").click()
     page.get_by_role("option", name=label).click()
     page.wait_for_function("l => document.querySelector('#approval-mode input').value === l", arg=label)
-    wait_for_events(page, before, 1)  # the choice reached the server before the next message
+    wait_for_handler(page, set_mode, chosen, timeout)  # the choice reached the server before the next message
+    wait_for_events(page, before, 1)  # and the events the choice started have ended
 
 
 def send_for_approval(page, text: str) -> None:

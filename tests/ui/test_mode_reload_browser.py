@@ -12,10 +12,12 @@ from browser_driver import (
     EVENT_COUNTER_JS,
     chat_text,
     choose_mode,
+    handler_index,
     launch,
     open_page,
     send,
     wait_for_events,
+    wait_for_handler,
     wait_for_text,
 )
 from ui_testlib import code_reply, run_app, write_transcript
@@ -109,3 +111,34 @@ def test_a_mode_chosen_while_the_page_loads_stays_chosen(app_url: str) -> None:
         finally:
             context.close()
             browser.close()
+
+
+def test_choosing_a_mode_waits_until_the_choice_reached_the_server(app_url: str) -> None:
+    """`choose_mode` (browser_driver.py) returns once the choice's own event has finished. It waited for any one
+    event: a choice also starts the update of the line under the selector, which could finish first on a loaded
+    machine, and the first test then reloaded before the choice had reached the server (a full run's failure: the
+    selector showed "Autonomous" after the reload). Here the choice's request is held: the wait must not end."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with open_page(app_url) as page:
+        wait_for_events(page, 0, 1)
+        set_mode = handler_index(page, "set_approval_mode")
+        held: list = []
+
+        def hold_the_choice(route) -> None:
+            if (route.request.post_data_json or {}).get("fn_index") == set_mode:
+                held.append(route)  # answered below
+                return
+            route.continue_()
+
+        page.route("**/queue/join*", hold_the_choice)
+        with pytest.raises(sync_api.TimeoutError):
+            choose_mode(page, MODE, timeout=5)
+        assert held  # the choice's request was held, not lost
+        for route in held:
+            route.continue_()
+        page.unroute("**/queue/join*")
+        wait_for_handler(page, set_mode, 0)
+        page.reload()
+        page.wait_for_selector("#chat")
+        page.wait_for_function("l => document.querySelector('#approval-mode input').value === l", arg=MODE,
+                               timeout=15_000)

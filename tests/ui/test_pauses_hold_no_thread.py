@@ -16,7 +16,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import gradio as gr
 import pytest
 from shared_servers import redis_url  # noqa: F401 (fixture)
 from ui_testlib import Req, chat_text, code_reply, write_transcript
@@ -358,17 +357,19 @@ def test_a_tab_opened_on_a_paused_chat_is_told_it_can_decide_there(app, capsys) 
 def test_a_watch_started_after_the_pause_shows_the_decision_the_page_lacks(app) -> None:  # type: ignore[no-untyped-def]
     """A watching tab's stream can start after the run paused and after the page load's refresh looked for a
     decision (a loaded server): it took what waited then as shown, and the tab never got the panel (a full run's
-    failure: 20 s with no Approve). The page's own panel says what it shows: only a decision it lacks is sent."""
+    failure: 20 s with no Approve). The page's own panel says what it shows: only a decision it lacks is sent in
+    full (its code); the one it shows is only kept shown (ui/panels/watch.py `panel_again`: the person's edits stay)."""
     app, config = app
     req, session = paused_tab(app, config)
     waiting = session.pending_request().request_id
     watch = RunWatch(app.services)
-    # the panel sent, or left as the page shows it; whatever else a page (or a caller of the event) sends counts
-    # as showing no decision: the tab gets the one its watched chat waits for, as it would with an empty panel
-    for shown, sent in (("", waiting), (waiting, gr.skip()), (None, waiting), (12345, waiting), ({"x": 1}, waiting),
-                        ("f" * 10_000, waiting)):
+    # the panel sent in full, or only kept shown; whatever else a page (or a caller of the event) sends counts as
+    # showing no decision: the tab gets the one its watched chat waits for, as it would with an empty panel
+    for shown, in_full in (("", True), (waiting, False), (None, True), (12345, True), ({"x": 1}, True),
+                           ("f" * 10_000, True)):
         watch.start("second-tab", session, "owner", session.record.saved.id)
         follow = watch.follow(shown, Req("second-tab"))
         first = dict(zip(VIEW_KEYS[:-1], next(follow)[5:], strict=True))
         follow.close()
-        assert first["request_id"] == sent, (shown, first["request_id"])
+        assert first["request_id"] == waiting and first["panel"].get("visible") is True, (shown, first)
+        assert ("value" in first["edit_code"]) == in_full, (shown, first["edit_code"])

@@ -19,9 +19,10 @@ from typing import Any
 
 import gradio as gr
 
+from agents import events as ev
 from ui.chat.stream_outputs import Shown, session_outputs
 from ui.panels.answered_elsewhere import AnsweredElsewhere
-from ui.panels.approval_panel import TASK_PLACEHOLDER, VIEW_KEYS, as_tuple, view
+from ui.panels.approval_panel import TASK_PLACEHOLDER, VIEW_KEYS, as_tuple, view, view_hidden
 from ui.saved.owners import tab_key
 from ui.saved.store import ChatStoreError
 from ui.services import Services
@@ -48,6 +49,21 @@ PANEL_KEPT = (gr.skip(),) * len(PANEL_KEYS)
 def panel_view(session: Session) -> tuple:
     """The panel showing what `session` waits for now (the message box left to the chat's updates)."""
     return as_tuple(view(session.pending_shown()))[:len(PANEL_KEYS)]
+
+
+def panel_again(pending: ev.DecisionRequested | None, sent: str | None) -> tuple:
+    """The panel's updates in a watch's update, where `pending` is the decision the run waits for now (None: none)
+    and `sent` the id of the one the stream showed last. Each update says where the run is (its status line), so each
+    carries the panel to match: the decision in full when it is new, else only the panel shown (its request id
+    and visibility: the person's edits are left alone) or hidden. Why: an update another event computed earlier
+    can land after the stream's (Gradio events finish in any order): the page load's refresh, made while the
+    step ran, hid the panel the stream had just shown, and the tab said "waiting for your decision" over no
+    panel for good; a panel shown again just before a click here decided it stayed up over the resumed run."""
+    if pending is not None:
+        return as_tuple(view(pending, shown_id=sent))[:len(PANEL_KEYS)]
+    if sent is not None:
+        return as_tuple(view_hidden())[:len(PANEL_KEYS)]
+    return PANEL_KEPT
 
 
 def locked_box() -> Any:
@@ -81,10 +97,12 @@ class RunWatch:
         at the run (without it the chat said "approve or reject (in the panel below the chat)" over no panel).
         `shown_id`: the decision the page's panel shows as this starts. What waits then was taken as shown, but
         on a loaded server this event can start after the run paused and after the load's refresh had looked:
-        that decision then never reached the tab (a watching tab's full-run failure, 20 s with no panel).
-        A decision this event saw waiting, and that waits no more while the run goes on, was made in another tab:
-        the person is told (`AnsweredElsewhere.tell`). The panel's own check, every 2 s, came too late when the run
-        paused again at once: this event had shown the next decision, which the check found waiting."""
+        that decision then never reached the tab (a watching tab's full-run failure, 20 s with no panel). Each
+        update carries the panel to match its status line (`panel_again`): one another event computed earlier can
+        land after it. A decision this event saw waiting, and that waits no more while the run goes on, was made
+        in another tab: the person is told (`AnsweredElsewhere.tell`). The panel's own check, every 2 s, came too
+        late when the run paused again at once: this event had shown the next decision, which the check found
+        waiting."""
         key = tab_key(request)
         watch = self.watchers.get(key)
         if watch is None:
@@ -117,12 +135,13 @@ class RunWatch:
             if seen is not None and waits != seen and session.unfinished():  # not a stop: the run goes on
                 self.elsewhere.tell(seen, request)
             seen = waits
-            # a decision made meanwhile hides the panel by itself (ui/panels/answered_elsewhere.py, or the click)
-            panel = panel_view(session) if waits is not None and waits != panel_id else PANEL_KEPT
-            panel_id = waits
-            if signature != last or panel is not PANEL_KEPT or time.monotonic() - last_at >= QUIET_S:
+            if signature != last or waits != panel_id or time.monotonic() - last_at >= QUIET_S:
                 last, last_at = signature, time.monotonic()
-                yield (*values, *panel)
+                if waits is not None and waits != panel_id:  # shown first now: the time to decide counts from it
+                    pending = session.pending_shown()
+                    waits = pending.request_id if pending is not None else None
+                yield (*values, *panel_again(pending, panel_id))
+                panel_id = waits
             time.sleep(POLL_S)
 
     def _take(self, key: str, session: Session, watch: Watch) -> Iterator[tuple]:
