@@ -28,8 +28,10 @@ APPROVE_SCRIPT = [code_reply("Print a greeting.", "print('approved in the new ta
 
 
 #: The status line once the panel's Approve shows (null before): what the line reads next to the buttons.
+#: The status line's own text (its Markdown), not Gradio's hidden timer of an event in flight that the element
+#: also holds ("1.2s" came first in a loaded run's innerText).
 STATUS_BY_THE_BUTTONS = ("() => { const b = document.querySelector('#approve-btn'); return b && b.offsetParent"
-                         " ? (document.querySelector('#run-status')?.innerText || '-') : null; }")
+                         " ? (document.querySelector('#run-status .prose')?.innerText || '-') : null; }")
 
 
 @pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
