@@ -26,6 +26,11 @@ CHECKED = "() => [...document.querySelectorAll('#chat-list input')].filter(i => 
 OUTLINE = "() => { const row = document.activeElement.closest('#chat-list label'); const s = getComputedStyle(row);" \
           " return [s.outlineStyle, parseFloat(s.outlineWidth)]; }"
 
+#: The focused row's fill and its outline's colour (a fresh-eyes review saw the open chat's outline in its fill's
+#: colour: computed, but nothing to see).
+FILL_AND_OUTLINE = "() => { const row = document.activeElement.closest('#chat-list label');" \
+                   " const s = getComputedStyle(row); return [s.backgroundColor, s.outlineColor]; }"
+
 
 def rows(page) -> list[str]:
     return [label.inner_text() for label in page.locator("#chat-list label").all()]
@@ -81,6 +86,9 @@ def test_arrows_move_between_chats_and_enter_or_space_opens_one(tmp_path: Path) 
         page.wait_for_function("() => window.adCompleted >= window.adJoined")
         # The list drawn again by the chat's opening keeps the focus on it, so the keys go on from there
         page.wait_for_function(f"t => ({FOCUSED_CHAT})() === t", arg=second)
+        # The open chat's row is filled with the accent colour: its outline must differ from that fill to be seen
+        colours = page.evaluate(FILL_AND_OUTLINE)
+        assert colours[0] != colours[1], colours
         assert press(page, "ArrowUp") == first
         press(page, "Space")
         wait_for_text(page, message_of(first))

@@ -62,4 +62,8 @@ def test_a_tab_whose_chat_another_tab_continues_is_told_and_offered_to_take_it_b
             second.bring_to_front()
             wait_for_toast(second, TAKEN[:40], timeout=10)  # and the tab that had it is told in turn
             second.wait_for_function(BOX_LOCKED_JS)
+            # The offer goes with the chat taken: a new chat here is nobody else's (it stayed under it before)
+            second.locator("#take-over-btn").wait_for(state="visible")
+            second.locator("#new-chat-btn").click()
+            second.locator("#take-over-btn").wait_for(state="hidden")
             print(f"the first tab was told {told_after:.1f} s after the second tab's answer was shown")

@@ -131,7 +131,7 @@ class AnsweredElsewhere:
             if not self._saved_elsewhere(session, request, shown_id):
                 return (gr.skip(),) * len(VIEW_KEYS)
             gr.Info(ANSWERED_AWAY)
-        else:
+        elif session.was_answered(shown_id):  # not a Stop: that drops the decision, and the run ends
             self.tell(shown_id, request)
         key = tab_key(request)
         if self.services.registry.watchers.get(key) is None:  # a watching tab streams the run already

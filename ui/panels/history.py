@@ -338,10 +338,15 @@ class HistoryController(ChatListHandlers):
         """The side list after a run (a new chat appears once its first message is sent)."""
         owner, state = self.identify(state, request)
         session = self.registry.peek(tab_key(request))
-        selected = _saved_id(session)
+        return state, self.list_update(owner, _saved_id(session)), self.takeover_button(request)
+
+    def takeover_button(self, request: gr.Request) -> Any:
+        """"Take over here", shown while the chat this tab shows is refused to it (another tab holds it). After a
+        chat is opened too: the button stayed under another chat, one no other tab held."""
+        session = self.registry.peek(tab_key(request))
         refused = session is not None and session.refused is not None
         deleted = session is not None and session.record.saved is not None and session.record.saved.deleted
-        return state, self.list_update(owner, selected), gr.Button(visible=refused and not deleted)
+        return gr.Button(visible=refused and not deleted)
 
     def await_title(self, state: Any, request: gr.Request) -> tuple:
         """After a run's list refresh: wait (in this event, not the run's) for the title the chat's model is asked

@@ -124,6 +124,7 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
     demo.load(None, js=gradio_dom.CHOSEN_CHAT_CLICKABLE_JS)  # a chat checked in the list opens on a click too
     demo.load(None, js=gradio_dom.CHAT_LIST_KEYS_JS)  # arrows move between chats, Enter opens one
     opened_run = opened.then(streamer.reattach, **reattach)
+    opened.then(history.takeover_button, outputs=[panel.takeover_btn], api_visibility="private", **light)
     opened_watch = opened.then(history.watch.follow, **watch)
     searched = [panel.chat_list, panel.search_state, panel.search_note]
     panel.search_box.submit(history.search, inputs=[panel.browser_state, panel.search_box, panel.chat_list],
@@ -169,5 +170,6 @@ def wire_history_panel(demo: gr.Blocks, services: Services, panel: HistoryPanel,
         new_chat_event.then(history.after_new_chat, inputs=[panel.browser_state],
                             outputs=[panel.browser_state, panel.chat_list, panel.export_file],
                             api_visibility="private", **light)
+        new_chat_event.then(history.takeover_button, outputs=[panel.takeover_btn], api_visibility="private", **light)
     demo.unload(history.forget)
     return history

@@ -132,7 +132,7 @@ class RunWatch:
             signature = (repr(values[0]), values[2], values[3])
             pending = session.pending_request()
             waits = pending.request_id if pending is not None else None
-            if seen is not None and waits != seen and session.unfinished():  # not a stop: the run goes on
+            if seen is not None and waits != seen and session.was_answered(seen):  # not a Stop: the run goes on
                 self.elsewhere.tell(seen, request)
             seen = waits
             if signature != last or waits != panel_id or time.monotonic() - last_at >= QUIET_S:

@@ -267,6 +267,13 @@ class Session(ReopenedChat):
         the run's DecisionMade event, as a reopened chat does (ui/chat/render_decisions.py)."""
         self._runs.answer(request, decision)
 
+    def was_answered(self, request_id: Any) -> bool:
+        """The decision `request_id` was answered (here, in another tab, or by the API), so its run goes on; False
+        for one a Stop dropped, or one never asked here. A tab that showed it says it was made elsewhere only then:
+        a Stop was announced as "made in another tab: the run goes on" over a chat that says "Stopped"."""
+        run = self._runs.run
+        return isinstance(request_id, str) and run is not None and run.answered == request_id
+
     def claim_paused_run(self) -> bool:
         """Claim a paused run whose decision was answered (or that was stopped) for a new drain: True once."""
         return self._runs.claim_paused()
@@ -366,6 +373,7 @@ class Session(ReopenedChat):
             self._runs.clear()
             self._slot.clear()
             self._record.clear()
+            self._refused = None  # the refusal was the old chat's: a new chat is this tab's own
 
     def close(self) -> None:
         """Free the sandbox now (a run still going is stopped, its steps so far saved); the registry deletes

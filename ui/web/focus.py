@@ -7,7 +7,8 @@ input inside it has focus (`:focus-within`), in the theme's accent colour, so it
 The message box's outline is drawn inside its frame: the form around it clips its overflow at the frame's edge, so
 an outline outside it was computed but never painted. A chat of the side list reached with the keyboard
 (ui/web/gradio_dom.py CHAT_LIST_KEYS_JS) has it on its row, inside the row (the list clips its overflow), and only
-for the keyboard's focus (`:focus-visible`): a row clicked gets none.
+for the keyboard's focus (`:focus-visible`): a row clicked gets none. The open chat's row is filled with the
+accent colour, so its outline takes the text colour (an accent one was computed but could not be seen).
 """
 from __future__ import annotations
 
@@ -20,4 +21,5 @@ CSS = ", ".join(f"{selector}:focus-within" for selector in FOCUSED) + """ {
 #task-input:focus-within { outline-offset: -3px; }
 #chat-list label:has(> input:focus-visible) { outline: 3px solid var(--color-accent) !important;
     outline-offset: -3px; }
+#chat-list label:has(> input:checked:focus-visible) { outline-color: var(--body-text-color) !important; }
 """
