@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,6 +122,21 @@ def browser_context(playwright, width: int = 1440, height: int = 900) -> Iterato
         context.close()
         browser.close()
 
+
+
+@contextmanager
+def app_with_tabs(tmp_path: Path, script: list[str]) -> Iterator[tuple[str, Any]]:
+    """The app on a replay of `script` and a browser context whose tabs record their toasts (TOAST_LOG_JS):
+    (url, context), for the tests of several tabs on one app."""
+    from ui_testlib import run_app, write_transcript  # the app's side; this module is the browser's
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    transcript = write_transcript(tmp_path / "script.json", script)
+    (tmp_path / "data").mkdir()
+    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright, \
+            browser_context(playwright) as context:
+        context.add_init_script(TOAST_LOG_JS)
+        yield url, context
 
 def open_tab(context, url: str):
     """A new tab of `context` on the app, once the page has its browser identity (its saved chats are its own)."""

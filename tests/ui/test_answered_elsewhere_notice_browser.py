@@ -12,15 +12,14 @@ from pathlib import Path
 import pytest
 from browser_driver import (
     BROWSER_MARKS,
-    TOAST_LOG_JS,
-    browser_context,
+    app_with_tabs,
     open_tab,
     send_for_approval,
     toasts,
     wait_for_text,
     wait_for_toast,
 )
-from ui_testlib import code_reply, run_app, write_transcript
+from ui_testlib import code_reply
 
 from ui.panels.answered_elsewhere import ANSWERED_HERE
 
@@ -42,23 +41,18 @@ def test_a_reject_in_one_tab_is_announced_in_the_other_as_the_next_decision_come
     """The first tab sends; a second tab opened on the chat watches it (ui/panels/watch.py); one of them rejects
     the step, the run pauses at once at the next. The other tab tells the person the decision was made in another
     tab, and shows the next decision."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    transcript = write_transcript(tmp_path / "script.json", SCRIPT)
-    (tmp_path / "data").mkdir()
-    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
-        with browser_context(playwright) as context:
-            context.add_init_script(TOAST_LOG_JS)
-            first = open_tab(context, url)
-            send_for_approval(first, "Tidy the folder.")
-            second = open_tab(context, url)  # the first tab stays open: this one watches
-            code_is(second, "deleted")
-            deciding, other = (first, second) if rejecting == "first-tab" else (second, first)
-            deciding.bring_to_front()
-            deciding.locator("#reject-btn").click()
-            code_is(deciding, "counted")
-            other.bring_to_front()
-            code_is(other, "counted")  # the next decision reached the other tab
-            wait_for_toast(other, ANSWERED_HERE[:40])
-            assert not any(ANSWERED_HERE[:40] in text for text in toasts(deciding)), toasts(deciding)
-            other.locator("#approve-btn").click()  # and its panel acts on the decision that waits now
-            wait_for_text(other, "counted the files")
+    with app_with_tabs(tmp_path, SCRIPT) as (url, context):
+        first = open_tab(context, url)
+        send_for_approval(first, "Tidy the folder.")
+        second = open_tab(context, url)  # the first tab stays open: this one watches
+        code_is(second, "deleted")
+        deciding, other = (first, second) if rejecting == "first-tab" else (second, first)
+        deciding.bring_to_front()
+        deciding.locator("#reject-btn").click()
+        code_is(deciding, "counted")
+        other.bring_to_front()
+        code_is(other, "counted")  # the next decision reached the other tab
+        wait_for_toast(other, ANSWERED_HERE[:40])
+        assert not any(ANSWERED_HERE[:40] in text for text in toasts(deciding)), toasts(deciding)
+        other.locator("#approve-btn").click()  # and its panel acts on the decision that waits now
+        wait_for_text(other, "counted the files")

@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_driver import BROWSER_MARKS, TOAST_LOG_JS, browser_context, open_tab, send_for_approval, toasts
-from ui_testlib import code_reply, run_app, write_transcript
+from browser_driver import BROWSER_MARKS, app_with_tabs, open_tab, send_for_approval, toasts
+from ui_testlib import code_reply
 
 from ui.panels.answered_elsewhere import ANSWERED_HERE, POLL_S
 
@@ -30,26 +30,22 @@ STOPPED = "(document.querySelector('#run-status')?.innerText || '').startsWith('
 
 @pytest.mark.parametrize("stopping", ["first-tab", "watching-tab"])
 def test_a_stop_is_not_announced_as_a_decision_made_in_another_tab(tmp_path: Path, stopping: str) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    transcript = write_transcript(tmp_path / "script.json", SCRIPT)
-    (tmp_path / "data").mkdir()
-    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
-        with browser_context(playwright) as context:
-            context.add_init_script(TOAST_LOG_JS)
-            first = open_tab(context, url)
-            send_for_approval(first, "Tidy the folder.")
-            second = open_tab(context, url)  # the first tab stays open: this one watches
-            second.locator("#approve-btn").wait_for(state="visible")
-            stopper = first if stopping == "first-tab" else second
-            stopper.bring_to_front()
-            stopper.locator("#stop-btn").click()
-            for page in (first, second):
-                page.bring_to_front()
-                page.wait_for_function(STOPPED, timeout=30_000)
-                page.locator("#approve-btn").wait_for(state="hidden")
-            # An absence: the panel's timer ticks every POLL_S while it shows a decision; a few ticks' time lets
-            # a late tick show its toast (it came within seconds in the runs by hand).
-            first.wait_for_timeout(4 * POLL_S * 1000)
-            told = {name: [t for t in toasts(page) if ANSWERED_HERE[:40] in t]
-                    for name, page in (("first", first), ("second", second))}
-            assert told == {"first": [], "second": []}, f"a Stop was announced as a decision made elsewhere: {told}"
+    with app_with_tabs(tmp_path, SCRIPT) as (url, context):
+        first = open_tab(context, url)
+        send_for_approval(first, "Tidy the folder.")
+        second = open_tab(context, url)  # the first tab stays open: this one watches
+        second.locator("#approve-btn").wait_for(state="visible")
+        stopper = first if stopping == "first-tab" else second
+        stopper.bring_to_front()
+        stopper.locator("#stop-btn").click()
+        for page in (first, second):
+            page.bring_to_front()
+            page.wait_for_function(STOPPED, timeout=30_000)
+            page.locator("#approve-btn").wait_for(state="hidden")
+        # An absence, so a window, not a condition: the panel's timer ticks every POLL_S while it shows a decision
+        # and a late tick shows its toast. Waiting only until every started event had ended missed it in one of
+        # two cases (the tick starts later); a few ticks' time caught both.
+        first.wait_for_timeout(4 * POLL_S * 1000)
+        told = {name: [t for t in toasts(page) if ANSWERED_HERE[:40] in t]
+                for name, page in (("first", first), ("second", second))}
+        assert told == {"first": [], "second": []}, f"a Stop was announced as a decision made elsewhere: {told}"

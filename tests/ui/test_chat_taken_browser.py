@@ -10,17 +10,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
 from browser_driver import (
     BROWSER_MARKS,
-    TOAST_LOG_JS,
-    browser_context,
+    app_with_tabs,
     open_tab,
     send,
     wait_for_text,
     wait_for_toast,
 )
-from ui_testlib import code_reply, run_app, write_transcript
+from ui_testlib import code_reply
 
 from ui.session.lease import TAKEN, TAKEN_PLACEHOLDER
 
@@ -35,35 +33,30 @@ BOX_LOCKED_JS = "document.querySelector('#task-input textarea')?.disabled === tr
 
 
 def test_a_tab_whose_chat_another_tab_continues_is_told_and_offered_to_take_it_back(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    transcript = write_transcript(tmp_path / "script.json", SCRIPT)
-    (tmp_path / "data").mkdir()
-    with run_app(transcript, tmp_path / "data") as url, sync_api.sync_playwright() as playwright:
-        with browser_context(playwright) as context:
-            context.add_init_script(TOAST_LOG_JS)
-            first = open_tab(context, url)
-            send(first, "Answer me.")
-            wait_for_text(first, "answer number 1")
-            second = open_tab(context, url)  # opens the chat the browser had open: it continues it from here
-            wait_for_text(second, "answer number 1")
-            send(second, "And go on.")
-            wait_for_text(second, "answer number 2")
-            continued = time.monotonic()
-            first.bring_to_front()
-            # Within a couple of seconds (the tick is a second; a loaded machine takes longer to draw it).
-            wait_for_toast(first, TAKEN[:40], timeout=10)
-            told_after = time.monotonic() - continued
-            wait_for_text(first, TAKEN[:40])  # the chat says so too (it stays after the toast)
-            first.wait_for_function(BOX_LOCKED_JS)  # nothing typed here is sent to be refused
-            assert first.locator("#task-input textarea").get_attribute("placeholder") == TAKEN_PLACEHOLDER
-            first.locator("#take-over-btn").click()  # offered: the chat as it is now, continued here
-            wait_for_text(first, "answer number 2")
-            first.wait_for_function(f"!({BOX_LOCKED_JS})")
-            second.bring_to_front()
-            wait_for_toast(second, TAKEN[:40], timeout=10)  # and the tab that had it is told in turn
-            second.wait_for_function(BOX_LOCKED_JS)
-            # The offer goes with the chat taken: a new chat here is nobody else's (it stayed under it before)
-            second.locator("#take-over-btn").wait_for(state="visible")
-            second.locator("#new-chat-btn").click()
-            second.locator("#take-over-btn").wait_for(state="hidden")
-            print(f"the first tab was told {told_after:.1f} s after the second tab's answer was shown")
+    with app_with_tabs(tmp_path, SCRIPT) as (url, context):
+        first = open_tab(context, url)
+        send(first, "Answer me.")
+        wait_for_text(first, "answer number 1")
+        second = open_tab(context, url)  # opens the chat the browser had open: it continues it from here
+        wait_for_text(second, "answer number 1")
+        send(second, "And go on.")
+        wait_for_text(second, "answer number 2")
+        continued = time.monotonic()
+        first.bring_to_front()
+        # Within a couple of seconds (the tick is a second; a loaded machine takes longer to draw it).
+        wait_for_toast(first, TAKEN[:40], timeout=10)
+        told_after = time.monotonic() - continued
+        wait_for_text(first, TAKEN[:40])  # the chat says so too (it stays after the toast)
+        first.wait_for_function(BOX_LOCKED_JS)  # nothing typed here is sent to be refused
+        assert first.locator("#task-input textarea").get_attribute("placeholder") == TAKEN_PLACEHOLDER
+        first.locator("#take-over-btn").click()  # offered: the chat as it is now, continued here
+        wait_for_text(first, "answer number 2")
+        first.wait_for_function(f"!({BOX_LOCKED_JS})")
+        second.bring_to_front()
+        wait_for_toast(second, TAKEN[:40], timeout=10)  # and the tab that had it is told in turn
+        second.wait_for_function(BOX_LOCKED_JS)
+        # The offer goes with the chat taken: a new chat here is nobody else's (it stayed under it before)
+        second.locator("#take-over-btn").wait_for(state="visible")
+        second.locator("#new-chat-btn").click()
+        second.locator("#take-over-btn").wait_for(state="hidden")
+        print(f"the first tab was told {told_after:.1f} s after the second tab's answer was shown")
